@@ -1,0 +1,121 @@
+//! `initialize` / `initialized`: client info and capabilities in, server info and capabilities out.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Params of `initialize`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeParams {
+    pub client_info: ClientInfo,
+    #[serde(default)]
+    pub capabilities: ClientCapabilities,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientInfo {
+    /// Machine-readable client identifier.
+    pub name: String,
+    /// Human-readable client name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
+    pub version: String,
+}
+
+/// What the client can handle. Every member is optional; absent members take the defaults of
+/// section 3.2 of the protocol.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ClientCapabilities {
+    /// Whether the client answers `item/approval/request`. Default `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_support: Option<bool>,
+    /// Whether the client consumes `item/*/delta` notifications. Default `true`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streaming_support: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_execution_streaming: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_execution_lifecycle: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_terminals: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_change: Option<bool>,
+    /// Exact notification method names this connection never receives.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub opt_out_notification_methods: Vec<String>,
+    /// Present when the connection is a chat-platform channel adapter.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_adapter: Option<ChannelAdapterCapabilities>,
+    /// ACP tool proxy capabilities (accepted, not used by this server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub acp_extensions: Option<Value>,
+    /// Desktop Node REPL capability (accepted, not used by this server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub node_repl: Option<Value>,
+    /// Desktop browser capability (accepted, not used by this server).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub browser_use: Option<Value>,
+}
+
+/// `capabilities.channelAdapter`: the connection is the remote backend of one chat channel.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChannelAdapterCapabilities {
+    pub channel_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_capabilities: Option<Value>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub channel_tools: Vec<Value>,
+}
+
+/// Result of `initialize`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct InitializeResult {
+    pub server_info: ServerInfo,
+    pub capabilities: ServerCapabilities,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerInfo {
+    /// Always `"appserver"`.
+    pub name: String,
+    pub version: String,
+    /// Wire protocol version, currently `"1"`.
+    pub protocol_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+}
+
+/// What the server implements. A capability that is absent is not implemented.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ServerCapabilities {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_management: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_subscriptions: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_flow: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode_switch: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config_override: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command_management: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model_catalog_management: Option<bool>,
+    /// Extension registry keyed by extension name; `true` means its methods are available.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub extensions: BTreeMap<String, Value>,
+}
+
+/// Params of the `initialized` notification: an empty object.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct InitializedParams {}

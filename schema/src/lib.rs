@@ -1,0 +1,15 @@
+//! Wire types of the appserver protocol (DotCraft AppServer protocol v1 plus the app protocol
+//! extension). Only serde + schemars types live here; the server converts them at its edge.
+
+pub mod initialize;
+pub mod jsonrpc;
+pub mod methods;
+pub mod schema;
+
+pub use initialize::*;
+pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema};
+
+/// `serverInfo.protocolVersion`.
+pub const PROTOCOL_VERSION: &str = "1";
+/// `serverInfo.name`.
+pub const SERVER_NAME: &str = "appserver";

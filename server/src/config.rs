@@ -1,0 +1,296 @@
+//! Server configuration and the command line that builds it.
+//!
+//! Hand-written rather than clap: a dozen flags do not justify the dependency, and every flag is
+//! documented in `USAGE` and in the README.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// Where the server accepts connections.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ListenAddr {
+    /// One client over stdin/stdout, JSON per line.
+    Stdio,
+    /// WebSocket clients on `ws://ADDR/ws`, with `/healthz` and `/readyz`.
+    WebSocket(SocketAddr),
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// Everything the server needs to start. Built from the command line by [`parse_args`].
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    pub listen: Vec<ListenAddr>,
+    /// The workspace root; threads and the default database belong to it.
+    pub workspace: PathBuf,
+    /// The SQLite database file.
+    pub db_path: PathBuf,
+    /// Bearer token WebSocket clients must present (`None`: no authentication).
+    pub ws_token: Option<String>,
+    /// Browser origins allowed besides loopback ones (`http://localhost:*` and friends).
+    pub ws_allowed_origins: Vec<String>,
+    /// Requests a connection may have in flight before it gets -32001.
+    pub max_in_flight: usize,
+    /// Largest incoming message (stdio line or WebSocket message), in bytes.
+    pub max_message_bytes: usize,
+    /// Outgoing messages queued per connection before a slow reader is disconnected.
+    pub outgoing_queue: usize,
+    pub ws_ping_interval: Duration,
+    pub ws_pong_timeout: Duration,
+    pub log_format: LogFormat,
+    /// Enables the `debug/*` test-support methods (off unless asked for).
+    pub enable_debug_methods: bool,
+}
+
+impl ServerConfig {
+    /// The defaults for a workspace: stdio, database at `<workspace>/.appserver/state.db`.
+    pub fn for_workspace(workspace: PathBuf) -> Self {
+        let db_path = default_db_path(&workspace);
+        ServerConfig {
+            listen: vec![ListenAddr::Stdio],
+            workspace,
+            db_path,
+            ws_token: None,
+            ws_allowed_origins: Vec::new(),
+            max_in_flight: 32,
+            max_message_bytes: 4 * 1024 * 1024,
+            outgoing_queue: 8192,
+            ws_ping_interval: Duration::from_secs(30),
+            ws_pong_timeout: Duration::from_secs(10),
+            log_format: LogFormat::Text,
+            enable_debug_methods: false,
+        }
+    }
+
+    pub fn has_stdio(&self) -> bool {
+        self.listen.contains(&ListenAddr::Stdio)
+    }
+}
+
+/// `<workspace>/.appserver/state.db`
+pub fn default_db_path(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("state.db")
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    Run(Box<ServerConfig>),
+    Help,
+    Version,
+}
+
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum ConfigError {
+    #[error("unknown argument `{0}` (see --help)")]
+    UnknownArgument(String),
+    #[error("`{0}` needs a value")]
+    MissingValue(String),
+    #[error("invalid value `{value}` for `{flag}`: {reason}")]
+    InvalidValue { flag: String, value: String, reason: String },
+    #[error("cannot read the token file {path}: {reason}")]
+    TokenFile { path: String, reason: String },
+    #[error("refusing to listen on {0} without a token: a non-loopback address needs --ws-token or --ws-token-file")]
+    PublicWithoutToken(SocketAddr),
+}
+
+pub const USAGE: &str = "\
+appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps)
+
+USAGE:
+    appserver [OPTIONS]
+
+OPTIONS:
+    --listen URL               stdio:// (default) or ws://HOST:PORT; repeat to serve both.
+                               Port 0 picks a free port; the bound address is printed on stderr.
+    --workspace DIR            Workspace root (default: the current directory).
+    --db PATH                  SQLite database (default: <workspace>/.appserver/state.db).
+    --ws-token TOKEN           Bearer token WebSocket clients must send (?token= or Authorization).
+    --ws-token-file PATH       Read the token from a file.
+    --ws-allowed-origin ORIGIN Allow this browser Origin (loopback origins are always allowed).
+    --max-in-flight N          Requests in flight per connection before -32001 (default 32).
+    --max-message-bytes N      Largest incoming message (default 4194304).
+    --outgoing-queue N         Outgoing messages queued per connection (default 8192).
+    --ws-ping-interval-ms N    WebSocket ping interval (default 30000).
+    --ws-pong-timeout-ms N     Close when no pong arrives in time (default 10000).
+    --log-format text|json     Log format on stderr (default text; level from APPSERVER_LOG).
+    --enable-debug-methods     Serve the debug/* methods used by the test suite.
+    -h, --help                 Print this help.
+    -V, --version              Print the version.
+";
+
+/// Parses the command line (without the program name). `cwd` is the default workspace.
+pub fn parse_args<I, S>(args: I, cwd: &Path) -> Result<Command, ConfigError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut listen = Vec::new();
+    let mut workspace: Option<PathBuf> = None;
+    let mut db: Option<PathBuf> = None;
+    let mut token: Option<String> = None;
+    let mut token_file: Option<String> = None;
+    let mut origins = Vec::new();
+    let mut config = ServerConfig::for_workspace(cwd.to_path_buf());
+
+    let mut args = args.into_iter().map(Into::into);
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        let mut value =
+            || inline.clone().or_else(|| args.next()).ok_or_else(|| ConfigError::MissingValue(flag.clone()));
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "-V" | "--version" => return Ok(Command::Version),
+            "--listen" => listen.push(parse_listen(&value()?)?),
+            "--workspace" => workspace = Some(PathBuf::from(value()?)),
+            "--db" => db = Some(PathBuf::from(value()?)),
+            "--ws-token" => token = Some(value()?),
+            "--ws-token-file" => token_file = Some(value()?),
+            "--ws-allowed-origin" => origins.push(value()?.trim_end_matches('/').to_owned()),
+            "--max-in-flight" => config.max_in_flight = parse_positive(&flag, &value()?)?,
+            "--max-message-bytes" => config.max_message_bytes = parse_positive(&flag, &value()?)?,
+            "--outgoing-queue" => config.outgoing_queue = parse_positive(&flag, &value()?)?,
+            "--ws-ping-interval-ms" => {
+                config.ws_ping_interval = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
+            }
+            "--ws-pong-timeout-ms" => {
+                config.ws_pong_timeout = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
+            }
+            "--log-format" => {
+                config.log_format = match value()?.as_str() {
+                    "text" => LogFormat::Text,
+                    "json" => LogFormat::Json,
+                    other => {
+                        return Err(ConfigError::InvalidValue {
+                            flag,
+                            value: other.to_owned(),
+                            reason: "expected `text` or `json`".into(),
+                        });
+                    }
+                }
+            }
+            "--enable-debug-methods" => config.enable_debug_methods = true,
+            _ => return Err(ConfigError::UnknownArgument(arg)),
+        }
+    }
+
+    if let Some(ws) = workspace {
+        config.workspace = if ws.is_absolute() { ws } else { cwd.join(ws) };
+    }
+    config.db_path = match db {
+        Some(db) if db.is_absolute() => db,
+        Some(db) => cwd.join(db),
+        None => default_db_path(&config.workspace),
+    };
+    if let Some(path) = token_file {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| ConfigError::TokenFile { path: path.clone(), reason: err.to_string() })?;
+        token = Some(text.trim().to_owned());
+    }
+    // An empty token disables authentication (protocol section 15.4).
+    config.ws_token = token.filter(|t| !t.is_empty());
+    config.ws_allowed_origins = origins;
+    if !listen.is_empty() {
+        config.listen = listen;
+    }
+    for addr in &config.listen {
+        if let ListenAddr::WebSocket(sock) = addr {
+            if !sock.ip().is_loopback() && config.ws_token.is_none() {
+                return Err(ConfigError::PublicWithoutToken(*sock));
+            }
+        }
+    }
+    Ok(Command::Run(Box::new(config)))
+}
+
+fn parse_positive(flag: &str, value: &str) -> Result<usize, ConfigError> {
+    match value.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err(ConfigError::InvalidValue {
+            flag: flag.to_owned(),
+            value: value.to_owned(),
+            reason: "expected a positive integer".into(),
+        }),
+    }
+}
+
+/// `stdio://`, `ws://127.0.0.1:8080`, `ws://localhost:0/ws`, `ws://[::1]:9000`.
+pub fn parse_listen(value: &str) -> Result<ListenAddr, ConfigError> {
+    let invalid = |reason: &str| ConfigError::InvalidValue {
+        flag: "--listen".into(),
+        value: value.to_owned(),
+        reason: reason.to_owned(),
+    };
+    if value == "stdio://" || value == "stdio" {
+        return Ok(ListenAddr::Stdio);
+    }
+    let Some(rest) = value.strip_prefix("ws://") else {
+        return Err(invalid("expected stdio:// or ws://HOST:PORT"));
+    };
+    let hostport = rest.strip_suffix("/ws").unwrap_or(rest).trim_end_matches('/');
+    if let Ok(addr) = hostport.parse::<SocketAddr>() {
+        return Ok(ListenAddr::WebSocket(addr));
+    }
+    match hostport.rsplit_once(':') {
+        Some(("localhost", port)) => {
+            let port: u16 = port.parse().map_err(|_| invalid("invalid port"))?;
+            Ok(ListenAddr::WebSocket(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port)))
+        }
+        _ => Err(invalid("expected ws://IP:PORT or ws://localhost:PORT")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(args: &[&str]) -> Result<ServerConfig, ConfigError> {
+        match parse_args(args.iter().copied(), Path::new("/work/ws"))? {
+            Command::Run(c) => Ok(*c),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn defaults_are_stdio_and_workspace_db() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.listen, vec![ListenAddr::Stdio]);
+        assert_eq!(c.db_path, PathBuf::from("/work/ws/.appserver/state.db"));
+        assert_eq!(c.max_in_flight, 32);
+    }
+
+    #[test]
+    fn listens_on_both_and_overrides_paths() {
+        let c =
+            run(&["--listen", "stdio://", "--listen=ws://127.0.0.1:0", "--workspace", "sub", "--db", "x.db"]).unwrap();
+        assert_eq!(c.listen.len(), 2);
+        assert_eq!(c.workspace, PathBuf::from("/work/ws/sub"));
+        assert_eq!(c.db_path, PathBuf::from("/work/ws/x.db"));
+        assert_eq!(parse_listen("ws://localhost:9/ws").unwrap(), ListenAddr::WebSocket("127.0.0.1:9".parse().unwrap()));
+        assert_eq!(parse_listen("ws://[::1]:9").unwrap(), ListenAddr::WebSocket("[::1]:9".parse().unwrap()));
+        assert!(parse_listen("http://x").is_err());
+    }
+
+    #[test]
+    fn public_bind_needs_a_token() {
+        assert!(matches!(run(&["--listen", "ws://0.0.0.0:0"]), Err(ConfigError::PublicWithoutToken(_))));
+        assert!(run(&["--listen", "ws://0.0.0.0:0", "--ws-token", "s3cret"]).is_ok());
+        // An empty token is no token.
+        assert!(run(&["--listen", "ws://0.0.0.0:0", "--ws-token", ""]).is_err());
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        assert_eq!(run(&["--bogus"]).unwrap_err(), ConfigError::UnknownArgument("--bogus".into()));
+        assert_eq!(run(&["--db"]).unwrap_err(), ConfigError::MissingValue("--db".into()));
+        assert!(matches!(run(&["--max-in-flight", "0"]), Err(ConfigError::InvalidValue { .. })));
+    }
+}

@@ -1,0 +1,14 @@
+//! appserver: a JSON-RPC 2.0 app server speaking DotCraft's AppServer protocol over stdio and
+//! WebSocket, with threads, turns, items, approvals and agent-drivable apps persisted in SQLite.
+//!
+//! Code map: `transport` (bytes ↔ frames) → `rpc` (JSON-RPC peer, dispatch, error mapping) →
+//! domain modules → `store` (the only module that touches SQLite). `server` wires them together
+//! and owns start-up and shutdown. See docs/architecture.md.
+
+pub mod clock;
+pub mod config;
+pub mod rpc;
+pub mod server;
+pub mod session;
+pub mod store;
+pub mod transport;

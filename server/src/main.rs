@@ -1,0 +1,62 @@
+//! The `appserver` binary: parse the command line, set up logging on stderr, run the server.
+
+use std::process::ExitCode;
+use std::time::Duration;
+
+use appserver::config::{self, Command, LogFormat};
+use tracing_subscriber::EnvFilter;
+
+fn main() -> ExitCode {
+    let cwd = match std::env::current_dir() {
+        Ok(cwd) => cwd,
+        Err(err) => {
+            eprintln!("appserver: error: cannot read the current directory: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    let config = match config::parse_args(std::env::args().skip(1), &cwd) {
+        Ok(Command::Run(config)) => *config,
+        Ok(Command::Help) => {
+            print!("{}", config::USAGE);
+            return ExitCode::SUCCESS;
+        }
+        Ok(Command::Version) => {
+            println!("appserver {}", env!("CARGO_PKG_VERSION"));
+            return ExitCode::SUCCESS;
+        }
+        Err(err) => {
+            eprintln!("appserver: error: {err}");
+            return ExitCode::from(2);
+        }
+    };
+    init_logging(config.log_format);
+
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            eprintln!("appserver: error: cannot start the async runtime: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(appserver::server::run(config));
+    // A blocking stdin read may still be parked; do not wait for it.
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("appserver: error: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// Logs go to stderr (stdout belongs to the protocol on stdio). Level from `APPSERVER_LOG`
+/// (an `EnvFilter` directive such as `debug` or `appserver=trace`), default `info`.
+fn init_logging(format: LogFormat) {
+    let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    match format {
+        LogFormat::Text => builder.init(),
+        LogFormat::Json => builder.json().init(),
+    }
+}

@@ -1,0 +1,38 @@
+//! `debug/*` methods, served only with `--enable-debug-methods`: fault injection for the test
+//! suite (a request that takes a while, a handler that panics). Off by default, so a normal
+//! server answers them with -32601 like any unknown method.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::jsonrpc::{Request, decode_params};
+use serde::Deserialize;
+use serde_json::json;
+
+use super::RpcError;
+use super::dispatch::reply_text;
+use super::peer::Peer;
+use crate::server::ServerState;
+
+#[derive(Deserialize)]
+struct SleepParams {
+    ms: u64,
+}
+
+pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Request) -> Result<String, RpcError> {
+    match request.method.as_str() {
+        // Holds its in-flight permit for `ms` milliseconds (or until the connection closes).
+        "debug/sleep" => {
+            let params: SleepParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(params.ms)) => {}
+                _ = peer.closed().cancelled() => {}
+            }
+            Ok(reply_text(&request.id, &json!({ "slept": params.ms })))
+        }
+        "debug/panic" => panic!("debug/panic was called"),
+        // How many connections are live (lets tests observe a disconnect without sleeping).
+        "debug/connections" => Ok(reply_text(&request.id, &json!({ "count": state.connections.len() }))),
+        other => Err(RpcError::method_not_found(other)),
+    }
+}

@@ -1,0 +1,199 @@
+//! Turns incoming frames into work: parse, apply the handshake and backpressure rules, run the
+//! handler, and send exactly one response per request (batches get one array).
+//!
+//! `initialize`, notifications and responses are handled inline, in arrival order, so the
+//! handshake is deterministic. Every other request takes one of the connection's in-flight
+//! permits (none left: -32001 at once) and runs as its own task, so a slow request never blocks
+//! the connection. A handler that panics answers -32603; the connection lives on.
+
+use std::future::Future;
+use std::panic::AssertUnwindSafe;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use appserver_protocol::jsonrpc::{self, Frame, Message, Notification, Request, RequestId};
+use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams};
+use futures_util::FutureExt;
+use serde::Serialize;
+
+use super::peer::{OutFrame, Peer};
+use super::{RpcError, debug, router};
+use crate::server::ServerState;
+use crate::session;
+
+type ReplyFuture = Pin<Box<dyn Future<Output = String> + Send>>;
+
+/// What became of one message.
+enum Started {
+    /// Answered inline (or, with `None`, nothing to answer).
+    Done(Option<String>),
+    /// Running: resolves to the response frame.
+    Running(ReplyFuture),
+}
+
+/// Handles one incoming frame (a stdio line or a WebSocket text message).
+pub async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str) {
+    match jsonrpc::parse_frame(text) {
+        Frame::ParseError(detail) => {
+            peer.send(error_frame(&RequestId::null(), &RpcError::parse_error(&detail))).await;
+        }
+        Frame::Single(Err(invalid)) => {
+            peer.send(error_frame(&invalid.id, &RpcError::invalid_request(&invalid.reason))).await;
+        }
+        Frame::Single(Ok(message)) => match start(state, peer, message) {
+            Started::Done(Some(reply)) => peer.send(OutFrame::from(reply)).await,
+            Started::Done(None) => {}
+            Started::Running(reply) => {
+                let peer = peer.clone();
+                state.tasks.spawn(async move {
+                    let reply = reply.await;
+                    peer.send(OutFrame::from(reply)).await;
+                });
+            }
+        },
+        Frame::Batch(messages) => handle_batch(state, peer, messages).await,
+    }
+}
+
+/// Each element is judged on its own; the replies go back as one array once all are done (none
+/// at all when the batch held only notifications and responses).
+async fn handle_batch(
+    state: &Arc<ServerState>,
+    peer: &Arc<Peer>,
+    messages: Vec<Result<Message, jsonrpc::InvalidMessage>>,
+) {
+    let mut replies: Vec<ReplyFuture> = Vec::new();
+    for message in messages {
+        match message {
+            Err(invalid) => {
+                let text = jsonrpc::write_error(&invalid.id, &RpcError::invalid_request(&invalid.reason).to_object());
+                replies.push(Box::pin(std::future::ready(text)));
+            }
+            Ok(message) => match start(state, peer, message) {
+                Started::Done(Some(text)) => replies.push(Box::pin(std::future::ready(text))),
+                Started::Done(None) => {}
+                Started::Running(reply) => {
+                    // Start it now so batch members run concurrently.
+                    let handle = state.tasks.spawn(reply);
+                    replies.push(Box::pin(async move {
+                        handle.await.unwrap_or_else(|err| {
+                            jsonrpc::write_error(&RequestId::null(), &RpcError::internal(err).to_object())
+                        })
+                    }));
+                }
+            },
+        }
+    }
+    if replies.is_empty() {
+        return;
+    }
+    let peer = peer.clone();
+    state.tasks.spawn(async move {
+        let parts = futures_util::future::join_all(replies).await;
+        let mut text = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
+        text.push('[');
+        text.push_str(&parts.join(","));
+        text.push(']');
+        peer.send(OutFrame::from(text)).await;
+    });
+}
+
+fn start(state: &Arc<ServerState>, peer: &Arc<Peer>, message: Message) -> Started {
+    match message {
+        Message::Request(request) => start_request(state, peer, request),
+        Message::Notification(notification) => {
+            handle_notification(state, peer, notification);
+            Started::Done(None)
+        }
+        Message::Response(response) => {
+            peer.on_response(&response.id, response.outcome);
+            Started::Done(None)
+        }
+    }
+}
+
+fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -> Started {
+    if request.method == "initialize" {
+        return Started::Done(Some(handle_initialize(peer, &request)));
+    }
+    if !peer.session.is_initialized() {
+        return Started::Done(Some(error_text(&request.id, &RpcError::not_initialized())));
+    }
+    let Ok(permit) = peer.in_flight.clone().try_acquire_owned() else {
+        tracing::debug!(conn = %peer.id, method = %request.method, "in-flight limit reached");
+        return Started::Done(Some(error_text(&request.id, &RpcError::overloaded(peer.max_in_flight))));
+    };
+    let state = state.clone();
+    let peer = peer.clone();
+    Started::Running(Box::pin(async move {
+        let id = request.id.clone();
+        let method = request.method.clone();
+        let outcome = AssertUnwindSafe(route(&state, &peer, request)).catch_unwind().await;
+        drop(permit);
+        match outcome {
+            Ok(Ok(reply)) => reply,
+            Ok(Err(err)) => error_text(&id, &err),
+            Err(_) => {
+                tracing::error!(conn = %peer.id, %method, "request handler panicked");
+                error_text(&id, &RpcError::internal(format!("the handler of `{method}` failed unexpectedly")))
+            }
+        }
+    }))
+}
+
+/// Finds and runs the handler of an initialized connection's request.
+async fn route(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -> Result<String, RpcError> {
+    if state.config.enable_debug_methods && request.method.starts_with("debug/") {
+        return debug::handle(state, peer, &request).await;
+    }
+    match ClientRequest::decode(&request.method, request.params.as_deref()) {
+        None => Err(RpcError::method_not_found(&request.method)),
+        Some(Err(detail)) => Err(RpcError::invalid_params(detail)),
+        Some(Ok(decoded)) => router::handle(state, peer, &request.id, decoded).await,
+    }
+}
+
+fn handle_initialize(peer: &Peer, request: &Request) -> String {
+    let params = match jsonrpc::decode_params::<InitializeParams>(request.params.as_deref()) {
+        Ok(params) => params,
+        Err(detail) => return error_text(&request.id, &RpcError::invalid_params(detail)),
+    };
+    let client = params.client_info.name.clone();
+    match peer.session.initialize(params) {
+        Ok(()) => {
+            tracing::info!(conn = %peer.id, %client, "client initialized");
+            reply_text(&request.id, &session::initialize_result())
+        }
+        Err(err) => error_text(&request.id, &err),
+    }
+}
+
+fn handle_notification(state: &Arc<ServerState>, peer: &Arc<Peer>, notification: Notification) {
+    if !peer.session.is_initialized() {
+        tracing::debug!(conn = %peer.id, method = %notification.method, "notification before initialize ignored");
+        return;
+    }
+    match ClientNotification::decode(&notification.method, notification.params.as_deref()) {
+        Some(Ok(ClientNotification::Initialized(_))) => {
+            peer.session.mark_ready();
+        }
+        Some(Err(detail)) => {
+            tracing::warn!(conn = %peer.id, method = %notification.method, %detail, "malformed notification ignored");
+        }
+        None => tracing::debug!(conn = %peer.id, method = %notification.method, "unknown notification ignored"),
+    }
+    let _ = state;
+}
+
+/// A success response frame. A result that cannot be serialized is a bug; it becomes -32603.
+pub fn reply_text<T: Serialize>(id: &RequestId, result: &T) -> String {
+    jsonrpc::write_response(id, result).unwrap_or_else(|err| error_text(id, &RpcError::internal(err)))
+}
+
+pub fn error_text(id: &RequestId, err: &RpcError) -> String {
+    jsonrpc::write_error(id, &err.to_object())
+}
+
+fn error_frame(id: &RequestId, err: &RpcError) -> OutFrame {
+    OutFrame::from(error_text(id, err))
+}

@@ -1,0 +1,88 @@
+//! `RpcError`, and the one place where every library error becomes a JSON-RPC error object.
+
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
+use serde_json::{Value, json};
+
+use crate::store::StoreError;
+
+/// A JSON-RPC error on its way to the client.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RpcError {
+    pub code: i64,
+    pub message: String,
+    pub data: Option<Value>,
+}
+
+impl RpcError {
+    pub fn new(code: i64, message: impl Into<String>) -> Self {
+        RpcError { code, message: message.into(), data: None }
+    }
+
+    pub fn with_data(mut self, data: Value) -> Self {
+        self.data = Some(data);
+        self
+    }
+
+    pub fn parse_error(detail: &str) -> Self {
+        Self::new(error_codes::PARSE_ERROR, "Parse error").with_data(json!({ "detail": detail }))
+    }
+
+    pub fn invalid_request(detail: &str) -> Self {
+        Self::new(error_codes::INVALID_REQUEST, format!("Invalid request: {detail}"))
+    }
+
+    pub fn method_not_found(method: &str) -> Self {
+        Self::new(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
+    }
+
+    /// `detail` names the field, e.g. `identity.workspacePath: missing field`.
+    pub fn invalid_params(detail: impl Into<String>) -> Self {
+        Self::new(error_codes::INVALID_PARAMS, format!("Invalid params: {}", detail.into()))
+    }
+
+    pub fn internal(detail: impl std::fmt::Display) -> Self {
+        Self::new(error_codes::INTERNAL_ERROR, "Internal error").with_data(json!({ "detail": detail.to_string() }))
+    }
+
+    /// -32001 with the retry advice of section 9.1.
+    pub fn overloaded(max_in_flight: usize) -> Self {
+        Self::new(error_codes::SERVER_OVERLOADED, "Server overloaded; retry later.").with_data(json!({
+            "maxInFlight": max_in_flight,
+            "retry": "exponential backoff with jitter",
+        }))
+    }
+
+    pub fn not_initialized() -> Self {
+        Self::new(error_codes::NOT_INITIALIZED, "Not initialized")
+    }
+
+    pub fn already_initialized() -> Self {
+        Self::new(error_codes::ALREADY_INITIALIZED, "Already initialized")
+    }
+
+    pub fn to_object(&self) -> ErrorObject {
+        ErrorObject { code: self.code, message: self.message.clone(), data: self.data.clone() }
+    }
+}
+
+impl From<StoreError> for RpcError {
+    fn from(err: StoreError) -> Self {
+        tracing::error!(error = %err, "store failure");
+        RpcError::internal(err)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_and_messages_follow_the_protocol() {
+        assert_eq!(RpcError::overloaded(32).code, -32001);
+        assert_eq!(RpcError::overloaded(32).message, "Server overloaded; retry later.");
+        assert_eq!(RpcError::not_initialized().message, "Not initialized");
+        assert_eq!(RpcError::already_initialized().code, -32003);
+        assert_eq!(RpcError::invalid_params("threadId: missing").code, -32602);
+        assert_eq!(RpcError::from(StoreError::Query(sqlx::Error::RowNotFound)).code, -32603);
+    }
+}

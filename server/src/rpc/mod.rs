@@ -1,0 +1,14 @@
+//! The JSON-RPC peer: per-connection state and queues, dispatch of incoming frames, and the
+//! mapping of errors to JSON-RPC error objects. Transport-agnostic: transports hand it text frames
+//! and drain its outgoing queue.
+
+pub mod connections;
+mod debug;
+pub mod dispatch;
+mod error;
+pub mod peer;
+mod router;
+
+pub use connections::Connections;
+pub use error::RpcError;
+pub use peer::{CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, PeerRequestError, TransportKind};

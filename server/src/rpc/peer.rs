@@ -1,0 +1,315 @@
+//! `Peer`: one connected client as the rest of the server sees it — a bounded outgoing queue
+//! drained by the transport's writer task, the server→client requests awaiting an answer, and
+//! the token that closes it.
+//!
+//! Invariants: nothing here awaits while holding a lock; a broadcast never awaits (a full queue
+//! disconnects that one client); when the peer closes, every pending server→client request is
+//! answered with [`PeerRequestError::Closed`].
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicI64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use appserver_protocol::jsonrpc::{self, ErrorObject, RequestId};
+use bytes::Bytes;
+use serde::Serialize;
+use serde_json::value::RawValue;
+use tokio::sync::{Semaphore, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::session::Session;
+
+/// Identifies a connection for the lifetime of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionId(pub u64);
+
+impl std::fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "conn-{}", self.0)
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    Stdio,
+    WebSocket,
+}
+
+/// One serialized JSON-RPC message, shared by every recipient of a broadcast. Always UTF-8.
+#[derive(Debug, Clone)]
+pub struct OutFrame(Bytes);
+
+impl OutFrame {
+    pub fn bytes(&self) -> &Bytes {
+        &self.0
+    }
+}
+
+impl From<String> for OutFrame {
+    fn from(text: String) -> Self {
+        OutFrame(Bytes::from(text))
+    }
+}
+
+/// Why the server closed a connection; a WebSocket writer turns it into a close frame.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseReason {
+    /// The client is gone or the transport failed.
+    Disconnected,
+    /// The server is shutting down (WebSocket 1001).
+    Shutdown,
+    /// The outgoing queue filled up: the client is not reading (WebSocket 1008).
+    TooSlow,
+    /// A message over the size limit (WebSocket 1009).
+    MessageTooBig,
+    /// No pong to a ping in time (WebSocket 1002 is for protocol errors; we use 1001).
+    PingTimeout,
+}
+
+impl CloseReason {
+    pub fn ws_code(self) -> u16 {
+        match self {
+            CloseReason::Disconnected | CloseReason::Shutdown | CloseReason::PingTimeout => 1001,
+            CloseReason::TooSlow => 1008,
+            CloseReason::MessageTooBig => 1009,
+        }
+    }
+
+    pub fn text(self) -> &'static str {
+        match self {
+            CloseReason::Disconnected => "disconnected",
+            CloseReason::Shutdown => "server shutting down",
+            CloseReason::TooSlow => "client too slow: outgoing queue full",
+            CloseReason::MessageTooBig => "message too big",
+            CloseReason::PingTimeout => "no pong received",
+        }
+    }
+}
+
+/// Failure of a server→client request.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PeerRequestError {
+    #[error("the connection closed before the client answered")]
+    Closed,
+    #[error("the client did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the client answered with error {}: {}", .0.code, .0.message)]
+    Rejected(ErrorObject),
+    #[error("cannot serialize the request: {0}")]
+    Serialize(String),
+}
+
+/// Per-connection bounds.
+#[derive(Debug, Clone, Copy)]
+pub struct PeerLimits {
+    pub max_in_flight: usize,
+    pub outgoing_queue: usize,
+}
+
+type PendingAnswer = oneshot::Sender<Result<Box<RawValue>, ErrorObject>>;
+
+/// A connected client.
+#[derive(Debug)]
+pub struct Peer {
+    pub id: ConnectionId,
+    pub transport: TransportKind,
+    pub session: Session,
+    /// Permits for requests in flight; none left means -32001.
+    pub in_flight: Arc<Semaphore>,
+    pub max_in_flight: usize,
+    out: mpsc::Sender<OutFrame>,
+    pending: Mutex<HashMap<i64, PendingAnswer>>,
+    next_request_id: AtomicI64,
+    closed: CancellationToken,
+    close_reason: OnceLock<CloseReason>,
+}
+
+impl Peer {
+    /// A new peer and the receiving end of its outgoing queue (for the transport's writer).
+    pub fn new(
+        id: ConnectionId,
+        transport: TransportKind,
+        limits: PeerLimits,
+        parent: &CancellationToken,
+    ) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
+        let (out, rx) = mpsc::channel(limits.outgoing_queue);
+        let peer = Peer {
+            id,
+            transport,
+            session: Session::default(),
+            in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
+            max_in_flight: limits.max_in_flight,
+            out,
+            pending: Mutex::new(HashMap::new()),
+            next_request_id: AtomicI64::new(1),
+            closed: parent.child_token(),
+            close_reason: OnceLock::new(),
+        };
+        (Arc::new(peer), rx)
+    }
+
+    /// Cancelled when the connection closes for any reason.
+    pub fn closed(&self) -> &CancellationToken {
+        &self.closed
+    }
+
+    pub fn is_closed(&self) -> bool {
+        self.closed.is_cancelled()
+    }
+
+    /// Why the connection closed: the first reason given to [`Peer::close`], or `Shutdown` when
+    /// server shutdown closed it. `None` while open.
+    pub fn close_reason(&self) -> Option<CloseReason> {
+        self.close_reason.get().copied().or_else(|| self.closed.is_cancelled().then_some(CloseReason::Shutdown))
+    }
+
+    /// Closes the connection: the writer stops, pending server→client requests fail. The first
+    /// reason wins; calling it again only makes sure nothing is left pending.
+    pub fn close(&self, reason: CloseReason) {
+        if !self.closed.is_cancelled() {
+            let _ = self.close_reason.set(reason);
+        }
+        self.closed.cancel();
+        let drained: Vec<PendingAnswer> = match self.pending.lock() {
+            Ok(mut pending) => pending.drain().map(|(_, tx)| tx).collect(),
+            Err(poisoned) => poisoned.into_inner().drain().map(|(_, tx)| tx).collect(),
+        };
+        // Dropping the senders wakes every waiter with `Closed`.
+        drop(drained);
+    }
+
+    /// Queues a response or other direct reply; waits for room (backpressure on this client only).
+    pub async fn send(&self, frame: OutFrame) {
+        tokio::select! {
+            _ = self.closed.cancelled() => {}
+            sent = self.out.send(frame) => {
+                if sent.is_err() {
+                    self.close(CloseReason::Disconnected);
+                }
+            }
+        }
+    }
+
+    /// Queues a notification without waiting. A client whose queue is full is not reading: it
+    /// is disconnected rather than allowed to slow anyone else down. Returns whether it was queued.
+    pub fn try_send(&self, frame: OutFrame) -> bool {
+        if self.is_closed() {
+            return false;
+        }
+        match self.out.try_send(frame) {
+            Ok(()) => true,
+            Err(mpsc::error::TrySendError::Full(_)) => {
+                tracing::warn!(conn = %self.id, "outgoing queue full; disconnecting the client");
+                self.close(CloseReason::TooSlow);
+                false
+            }
+            Err(mpsc::error::TrySendError::Closed(_)) => {
+                self.close(CloseReason::Disconnected);
+                false
+            }
+        }
+    }
+
+    /// Sends a notification if this connection wants it: initialized (the client sent
+    /// `initialized`) and not opted out of `method`.
+    pub fn notify(&self, method: &str, frame: &OutFrame) -> bool {
+        self.session.wants_notification(method) && self.try_send(frame.clone())
+    }
+
+    /// Sends a server→client request and waits for the answer, at most `timeout`.
+    pub async fn request<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+        timeout: Duration,
+    ) -> Result<Box<RawValue>, PeerRequestError> {
+        let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
+        let text = jsonrpc::write_request(&RequestId::integer(id), method, params)
+            .map_err(|e| PeerRequestError::Serialize(e.to_string()))?;
+        let (tx, rx) = oneshot::channel();
+        self.lock_pending().insert(id, tx);
+        // Closing drains the map; a close that raced with the insert must not strand the entry.
+        if self.is_closed() {
+            self.lock_pending().remove(&id);
+            return Err(PeerRequestError::Closed);
+        }
+        self.send(OutFrame::from(text)).await;
+        let outcome = tokio::time::timeout(timeout, rx).await;
+        match outcome {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(PeerRequestError::Rejected(error)),
+            Ok(Err(_)) => Err(PeerRequestError::Closed),
+            Err(_) => {
+                self.lock_pending().remove(&id);
+                Err(PeerRequestError::Timeout(timeout))
+            }
+        }
+    }
+
+    /// Routes a response from the client to the request waiting for it.
+    pub fn on_response(&self, id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) {
+        let waiter = id.as_i64().and_then(|n| self.lock_pending().remove(&n));
+        match waiter {
+            Some(tx) => {
+                let _ = tx.send(outcome);
+            }
+            None => tracing::warn!(conn = %self.id, id = %id, "response to an unknown or expired request"),
+        }
+    }
+
+    fn lock_pending(&self) -> std::sync::MutexGuard<'_, HashMap<i64, PendingAnswer>> {
+        // A panic while holding this lock cannot leave the map inconsistent (single inserts and
+        // removes), so a poisoned lock is still usable.
+        self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn peer(queue: usize) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
+        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: queue };
+        Peer::new(ConnectionId(1), TransportKind::WebSocket, limits, &CancellationToken::new())
+    }
+
+    #[tokio::test]
+    async fn a_full_queue_disconnects_only_that_peer() {
+        let (p, _rx) = peer(2);
+        assert!(p.try_send(OutFrame::from("a".to_owned())));
+        assert!(p.try_send(OutFrame::from("b".to_owned())));
+        assert!(!p.try_send(OutFrame::from("c".to_owned())));
+        assert!(p.is_closed());
+        assert_eq!(p.close_reason(), Some(CloseReason::TooSlow));
+    }
+
+    #[tokio::test]
+    async fn requests_are_answered_and_fail_on_close() {
+        let (p, mut rx) = peer(8);
+        let p2 = p.clone();
+        let waiter =
+            tokio::spawn(async move { p2.request("x/y", &serde_json::json!({}), Duration::from_secs(5)).await });
+        let frame = rx.recv().await.unwrap();
+        let sent: serde_json::Value = serde_json::from_slice(frame.bytes()).unwrap();
+        let id = RequestId::integer(sent["id"].as_i64().unwrap());
+        p.on_response(&id, Ok(RawValue::from_string("{\"ok\":1}".into()).unwrap()));
+        assert_eq!(waiter.await.unwrap().unwrap().get(), "{\"ok\":1}");
+
+        let p3 = p.clone();
+        let waiter = tokio::spawn(async move { p3.request("x/y", &(), Duration::from_secs(5)).await });
+        let _ = rx.recv().await.unwrap();
+        p.close(CloseReason::Disconnected);
+        assert_eq!(waiter.await.unwrap().unwrap_err(), PeerRequestError::Closed);
+        // After close, new requests fail at once.
+        assert_eq!(p.request("x/y", &(), Duration::from_secs(5)).await.unwrap_err(), PeerRequestError::Closed);
+    }
+
+    #[tokio::test]
+    async fn requests_time_out_and_forget_their_entry() {
+        let (p, _rx) = peer(8);
+        let err = p.request("x/y", &(), Duration::from_millis(10)).await.unwrap_err();
+        assert!(matches!(err, PeerRequestError::Timeout(_)));
+        assert!(p.lock_pending().is_empty());
+    }
+}

@@ -1,0 +1,128 @@
+//! Start-up and shutdown: open the store, bind the listeners, serve until a signal (or EOF on
+//! stdio), then shut down in order.
+//!
+//! Shutdown path: the root token is cancelled → listeners stop accepting and every connection's
+//! token (a child of the root) fires → writers flush what is queued (stdio) or send a close frame
+//! (WebSocket) → tracked tasks get a grace period to finish → the store checkpoints its WAL and
+//! closes.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::config::{ListenAddr, ServerConfig};
+use crate::rpc::{Connections, PeerLimits};
+use crate::store::{Store, StoreError};
+use crate::transport;
+
+/// State shared by every connection and task.
+#[derive(Debug)]
+pub struct ServerState {
+    pub config: ServerConfig,
+    pub store: Store,
+    pub connections: Connections,
+    /// Cancelled once, when the server starts shutting down.
+    pub shutdown: CancellationToken,
+    /// Every task the server spawns, so shutdown can wait for them.
+    pub tasks: TaskTracker,
+}
+
+impl ServerState {
+    pub fn peer_limits(&self) -> PeerLimits {
+        PeerLimits { max_in_flight: self.config.max_in_flight, outgoing_queue: self.config.outgoing_queue }
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServerError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("cannot listen on {addr}: {source}")]
+    Bind { addr: String, source: std::io::Error },
+    #[error("cannot use the workspace {path}: {reason}")]
+    Workspace { path: PathBuf, reason: String },
+}
+
+/// How long shutdown waits for running tasks before giving up on them.
+const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+
+/// Runs the server until shutdown.
+pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
+    if !config.workspace.is_dir() {
+        return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
+    }
+    let store = Store::open(&config.db_path).await?;
+    tracing::info!(db = %store.path().display(), workspace = %config.workspace.display(), "store opened");
+
+    let mut listeners = Vec::new();
+    for addr in &config.listen {
+        if let ListenAddr::WebSocket(sock) = addr {
+            let listener = TcpListener::bind(sock)
+                .await
+                .map_err(|source| ServerError::Bind { addr: format!("ws://{sock}"), source })?;
+            let local =
+                listener.local_addr().map_err(|source| ServerError::Bind { addr: format!("ws://{sock}"), source })?;
+            // A fixed line, independent of the log format: tools (and the tests) read the port here.
+            eprintln!("appserver: listening on ws://{local}/ws");
+            listeners.push(listener);
+        }
+    }
+
+    let state = Arc::new(ServerState {
+        config,
+        store,
+        connections: Connections::default(),
+        shutdown: CancellationToken::new(),
+        tasks: TaskTracker::new(),
+    });
+
+    for listener in listeners {
+        state.tasks.spawn(transport::ws::serve(state.clone(), listener));
+    }
+    if state.config.has_stdio() {
+        state.tasks.spawn(transport::stdio::serve(state.clone()));
+    }
+
+    tokio::select! {
+        _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
+        signal = shutdown_signal() => tracing::info!(%signal, "shutting down"),
+    }
+    shutdown(&state).await;
+    Ok(())
+}
+
+async fn shutdown(state: &ServerState) {
+    state.shutdown.cancel();
+    state.tasks.close();
+    if tokio::time::timeout(SHUTDOWN_GRACE, state.tasks.wait()).await.is_err() {
+        tracing::warn!(remaining = state.tasks.len(), "tasks still running after the shutdown grace period");
+    }
+    state.store.close().await;
+}
+
+/// SIGINT or SIGTERM.
+async fn shutdown_signal() -> &'static str {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut term) => tokio::select! {
+                _ = tokio::signal::ctrl_c() => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            },
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+                "SIGINT"
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+        "ctrl-c"
+    }
+}

@@ -1,0 +1,286 @@
+//! Test harness: starts the real `appserver` binary in a temporary workspace, over stdio, over
+//! WebSocket on port 0, or both, and hands out clients. Every wait has a timeout, so a broken
+//! server fails a test instead of hanging it.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::{ExitStatus, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use appserver_client::{Client, RawConnection};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use tokio::sync::watch;
+
+/// The default bound on every wait in the tests.
+pub const TIMEOUT: Duration = Duration::from_secs(20);
+
+/// Path of the `appserver` binary: `$APPSERVER_BIN`, or `target/<profile>/appserver` next to the
+/// test executable (built by `cargo test --workspace`).
+pub fn server_binary() -> Result<PathBuf> {
+    if let Some(path) = std::env::var_os("APPSERVER_BIN") {
+        return Ok(PathBuf::from(path));
+    }
+    let exe = std::env::current_exe()?;
+    let profile_dir = exe.parent().and_then(Path::parent).context("unexpected test executable location")?;
+    let bin = profile_dir.join(format!("appserver{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        bail!("{} not found: run the tests with `cargo test --workspace` (or set APPSERVER_BIN)", bin.display());
+    }
+    Ok(bin)
+}
+
+/// How to start a server.
+#[derive(Debug, Clone)]
+pub struct ServerBuilder {
+    args: Vec<String>,
+    env: Vec<(String, String)>,
+    workspace: Option<PathBuf>,
+    stdio: bool,
+    ws: bool,
+}
+
+impl ServerBuilder {
+    /// A server on stdio only.
+    pub fn stdio() -> Self {
+        ServerBuilder { args: Vec::new(), env: Vec::new(), workspace: None, stdio: true, ws: false }
+    }
+
+    /// A server on WebSocket (127.0.0.1, port 0) only.
+    pub fn ws() -> Self {
+        ServerBuilder { stdio: false, ws: true, ..Self::stdio() }
+    }
+
+    /// Both transports at once.
+    pub fn both() -> Self {
+        ServerBuilder { stdio: true, ws: true, ..Self::stdio() }
+    }
+
+    pub fn arg(mut self, arg: impl Into<String>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    pub fn args<I: IntoIterator<Item = S>, S: Into<String>>(mut self, args: I) -> Self {
+        self.args.extend(args.into_iter().map(Into::into));
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: &str) -> Self {
+        self.env.push((key.to_owned(), value.to_owned()));
+        self
+    }
+
+    /// Use this workspace (kept by the caller, e.g. across a restart) instead of a fresh one.
+    pub fn workspace(mut self, path: &Path) -> Self {
+        self.workspace = Some(path.to_path_buf());
+        self
+    }
+
+    /// Starts the server and, for WebSocket, waits until it prints its address.
+    pub async fn spawn(self) -> Result<ServerProcess> {
+        let (tempdir, workspace) = match &self.workspace {
+            Some(path) => (None, path.clone()),
+            None => {
+                let dir = tempfile::tempdir()?;
+                let path = dir.path().to_path_buf();
+                (Some(dir), path)
+            }
+        };
+        let mut command = Command::new(server_binary()?);
+        command.arg("--workspace").arg(&workspace);
+        if self.stdio {
+            command.args(["--listen", "stdio://"]);
+        }
+        if self.ws {
+            command.args(["--listen", "ws://127.0.0.1:0"]);
+        }
+        command.args(&self.args);
+        command.env("APPSERVER_LOG", "debug");
+        for (k, v) in &self.env {
+            command.env(k, v);
+        }
+        command.stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).kill_on_drop(true);
+        let mut child = command.spawn().context("spawning appserver")?;
+
+        let stderr = Arc::new(Mutex::new(Vec::<String>::new()));
+        let (addr_tx, mut addr_rx) = watch::channel(None::<SocketAddr>);
+        let (exited_tx, exited_rx) = watch::channel(false);
+        let pipe = child.stderr.take().context("no stderr pipe")?;
+        let lines = stderr.clone();
+        tokio::spawn(async move {
+            let mut reader = BufReader::new(pipe).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if let Some(rest) = line.strip_prefix("appserver: listening on ws://") {
+                    if let Ok(addr) = rest.trim_end_matches("/ws").parse() {
+                        let _ = addr_tx.send(Some(addr));
+                    }
+                }
+                lines.lock().unwrap_or_else(|p| p.into_inner()).push(line);
+            }
+            let _ = exited_tx.send(true);
+        });
+
+        let stdin = child.stdin.take().context("no stdin pipe")?;
+        let stdout = child.stdout.take().context("no stdout pipe")?;
+        let stdio = if self.stdio {
+            Some(RawConnection::from_stdio(stdin, stdout))
+        } else {
+            drop(stdin);
+            drop(stdout);
+            None
+        };
+
+        let mut process =
+            ServerProcess { child, workspace, _tempdir: tempdir, stderr, ws_addr: None, stdio, exited: exited_rx };
+        if self.ws {
+            let wait = async {
+                loop {
+                    if let Some(addr) = *addr_rx.borrow() {
+                        return Ok(addr);
+                    }
+                    if addr_rx.changed().await.is_err() {
+                        return Err(anyhow!("server exited before listening"));
+                    }
+                }
+            };
+            let addr = tokio::time::timeout(TIMEOUT, wait)
+                .await
+                .map_err(|_| anyhow!("server did not print its address; stderr:\n{}", process.stderr()))?
+                .map_err(|e| anyhow!("{e}; stderr:\n{}", process.stderr()))?;
+            process.ws_addr = Some(addr);
+        }
+        Ok(process)
+    }
+}
+
+/// A running server; killed when dropped.
+#[derive(Debug)]
+pub struct ServerProcess {
+    child: Child,
+    pub workspace: PathBuf,
+    _tempdir: Option<tempfile::TempDir>,
+    stderr: Arc<Mutex<Vec<String>>>,
+    pub ws_addr: Option<SocketAddr>,
+    stdio: Option<RawConnection>,
+    exited: watch::Receiver<bool>,
+}
+
+impl ServerProcess {
+    pub fn ws_addr(&self) -> SocketAddr {
+        self.ws_addr.expect("server started without WebSocket")
+    }
+
+    /// `ws://127.0.0.1:PORT/ws`
+    pub fn ws_url(&self) -> String {
+        format!("ws://{}/ws", self.ws_addr())
+    }
+
+    /// `http://127.0.0.1:PORT`
+    pub fn http_base(&self) -> String {
+        format!("http://{}", self.ws_addr())
+    }
+
+    /// A raw WebSocket connection with extra upgrade headers.
+    pub async fn ws_raw(&self, headers: &[(&str, &str)]) -> Result<RawConnection> {
+        Ok(tokio::time::timeout(TIMEOUT, RawConnection::connect_ws(&self.ws_url(), headers)).await??)
+    }
+
+    /// A WebSocket client, not yet initialized.
+    pub async fn ws_client(&self) -> Result<Client> {
+        Ok(Client::new(self.ws_raw(&[]).await?, TIMEOUT))
+    }
+
+    /// A WebSocket client that has done `initialize` + `initialized`.
+    pub async fn ws_client_initialized(&self) -> Result<Client> {
+        let client = self.ws_client().await?;
+        client.initialize("test-client", json!({})).await?;
+        Ok(client)
+    }
+
+    /// The stdio connection as raw frames (can be taken once).
+    pub fn stdio_raw(&mut self) -> RawConnection {
+        self.stdio.take().expect("no stdio connection (not started with stdio, or already taken)")
+    }
+
+    /// The stdio connection as a client (can be taken once).
+    pub fn stdio_client(&mut self) -> Client {
+        Client::new(self.stdio_raw(), TIMEOUT)
+    }
+
+    /// Everything the server wrote to stderr so far.
+    pub fn stderr(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).join("\n")
+    }
+
+    /// Waits (bounded) until the server has exited and its stderr is fully read.
+    pub async fn wait_exit(&mut self) -> Result<ExitStatus> {
+        let status = tokio::time::timeout(TIMEOUT, self.child.wait())
+            .await
+            .map_err(|_| anyhow!("server did not exit; stderr:\n{}", self.stderr()))??;
+        let mut exited = self.exited.clone();
+        let _ = tokio::time::timeout(TIMEOUT, exited.wait_for(|done| *done)).await;
+        Ok(status)
+    }
+
+    /// SIGKILL: no shutdown path runs.
+    pub async fn kill(&mut self) -> Result<()> {
+        self.child.start_kill()?;
+        self.wait_exit().await?;
+        Ok(())
+    }
+
+    /// SIGTERM, then waits for a clean exit.
+    pub async fn terminate(&mut self) -> Result<ExitStatus> {
+        let pid = self.child.id().context("already exited")?;
+        let status = std::process::Command::new("kill").arg("-TERM").arg(pid.to_string()).status()?;
+        if !status.success() {
+            bail!("kill -TERM failed");
+        }
+        self.wait_exit().await
+    }
+}
+
+/// Runs the binary to completion with the given arguments (for start-up failures and --help).
+pub async fn run_to_exit(args: &[&str], cwd: &Path) -> Result<(ExitStatus, String, String)> {
+    let output = tokio::time::timeout(
+        TIMEOUT,
+        Command::new(server_binary()?).args(args).current_dir(cwd).stdin(Stdio::null()).output(),
+    )
+    .await
+    .map_err(|_| anyhow!("appserver {args:?} did not exit"))??;
+    Ok((
+        output.status,
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    ))
+}
+
+/// Sends a plain HTTP GET and returns (status, body).
+pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Result<(u16, String)> {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let exchange = async {
+        let mut stream = tokio::net::TcpStream::connect(addr).await?;
+        let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
+        for (k, v) in headers {
+            request.push_str(&format!("{k}: {v}\r\n"));
+        }
+        request.push_str("\r\n");
+        stream.write_all(request.as_bytes()).await?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response).await?;
+        anyhow::Ok(response)
+    };
+    let response = tokio::time::timeout(TIMEOUT, exchange).await??;
+    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("no status line")?;
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
+    Ok((status, body))
+}
+
+/// Parses a frame that must be JSON.
+pub fn json(text: &str) -> Value {
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
+}

@@ -1,0 +1,38 @@
+//! Integration tests, one module per area of the protocol.
+
+mod batches;
+mod errors;
+mod handshake;
+mod startup;
+mod stdio;
+mod websocket;
+
+use std::time::Duration;
+
+use appserver_client::{RawConnection, RawFrame};
+use appserver_tests::{TIMEOUT, json};
+use serde_json::Value;
+
+/// The next text frame as JSON, failing the test on timeout or close.
+pub async fn recv_json(conn: &mut RawConnection) -> Value {
+    match conn.recv(TIMEOUT).await {
+        Some(RawFrame::Text(text)) => json(&text),
+        other => panic!("expected a message, got {other:?}"),
+    }
+}
+
+/// Asserts that nothing arrives for a short while (used only to check that no reply is sent,
+/// followed by a request whose reply proves the connection is still in order).
+pub async fn assert_silent(conn: &mut RawConnection) {
+    if let Some(frame) = conn.recv(Duration::from_millis(150)).await {
+        panic!("expected nothing, got {frame:?}");
+    }
+}
+
+pub const INIT: &str =
+    r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// Parses an id literal for comparison with a parsed reply.
+pub fn json_value(literal: &str) -> Value {
+    json(literal)
+}

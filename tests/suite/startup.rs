@@ -1,0 +1,69 @@
+//! Start-up and shutdown: refusals with clear errors, the default database location, SIGTERM.
+
+use appserver_tests::{ServerBuilder, run_to_exit};
+use serde_json::json;
+
+#[tokio::test]
+async fn a_public_address_without_a_token_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, _, stderr) = run_to_exit(&["--listen", "ws://0.0.0.0:0"], dir.path()).await.unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("without a token"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_file_that_is_not_a_database_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("not-a.db");
+    std::fs::write(&db, vec![b'#'; 4096]).unwrap();
+    let (status, _, stderr) =
+        run_to_exit(&["--listen", "ws://127.0.0.1:0", "--db", db.to_str().unwrap()], dir.path()).await.unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(stderr.contains("not-a.db") && stderr.contains("not a database"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[tokio::test]
+async fn a_database_path_that_cannot_be_created_is_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let blocker = dir.path().join("file");
+    std::fs::write(&blocker, "x").unwrap();
+    let db = blocker.join("sub").join("state.db");
+    let (status, _, stderr) =
+        run_to_exit(&["--listen", "ws://127.0.0.1:0", "--db", db.to_str().unwrap()], dir.path()).await.unwrap();
+    assert_eq!(status.code(), Some(1));
+    assert!(stderr.contains("cannot create the directory"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_default_database_lives_in_the_workspace() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    server.ws_client_initialized().await.unwrap();
+    assert!(dir.path().join(".appserver").join("state.db").exists());
+    let status = server.terminate().await.unwrap();
+    assert!(status.success(), "SIGTERM is a clean shutdown: {status:?}\n{}", server.stderr());
+}
+
+#[tokio::test]
+async fn unknown_flags_and_help() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, _, stderr) = run_to_exit(&["--frobnicate"], dir.path()).await.unwrap();
+    assert_eq!(status.code(), Some(2));
+    assert!(stderr.contains("--frobnicate"), "{stderr}");
+    let (status, stdout, _) = run_to_exit(&["--help"], dir.path()).await.unwrap();
+    assert!(status.success());
+    assert!(stdout.contains("--listen"));
+}
+
+#[tokio::test]
+async fn shutdown_closes_websocket_clients_with_going_away() {
+    let mut server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    server.terminate().await.unwrap();
+    match client.next_event().await.map_err(|e| format!("{e}: {}", server.stderr())).unwrap() {
+        appserver_client::Event::Closed { close, .. } => assert_eq!(close.map(|c| c.0), Some(1001)),
+        other => panic!("{other:?}"),
+    }
+    let _ = json!({});
+}
