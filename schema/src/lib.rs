@@ -2,12 +2,18 @@
 //! extension). Only serde + schemars types live here; the server converts them at its edge.
 
 pub mod initialize;
+pub mod item;
 pub mod jsonrpc;
 pub mod methods;
 pub mod schema;
+pub mod thread;
+pub mod turn;
 
 pub use initialize::*;
-pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema};
+pub use item::*;
+pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification};
+pub use thread::*;
+pub use turn::*;
 
 /// `serverInfo.protocolVersion`.
 pub const PROTOCOL_VERSION: &str = "1";

@@ -7,7 +7,20 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
+use crate::item::{
+    ItemEventParams, PlanUpdatedParams, TextDeltaParams, ToolCallArgumentsDeltaParams, UsageDeltaParams,
+};
 use crate::jsonrpc::decode_params;
+use crate::thread::{
+    EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
+    ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,
+    ThreadResult, ThreadResumedParams, ThreadRollbackParams, ThreadRuntimeChangedParams, ThreadStartParams,
+    ThreadStatusChangedParams, ThreadSubscribeParams,
+};
+use crate::turn::{
+    QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams, TurnEnqueueResult, TurnFailedParams,
+    TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
+};
 
 /// A method of the protocol, named by a marker type (`methods::Initialize`).
 pub trait Method {
@@ -118,9 +131,58 @@ macro_rules! notification_table {
 request_table! { ClientRequest, client_request_schemas;
     /// The handshake: the first request on every connection.
     Initialize => "initialize" (InitializeParams) -> InitializeResult;
+    /// Create a thread.
+    ThreadStart => "thread/start" (ThreadStartParams) -> ThreadResult;
+    /// Make a paused (or any loaded) thread active again.
+    ThreadResume => "thread/resume" (ThreadIdParams) -> ThreadResult;
+    /// Threads of an identity, most recently active first, a page at a time.
+    ThreadList => "thread/list" (ThreadListParams) -> ThreadListResult;
+    /// Read a thread without resuming it, optionally with (a page of) its turns.
+    ThreadRead => "thread/read" (ThreadReadParams) -> ThreadReadResult;
+    /// Drop turns from the end of the history.
+    ThreadRollback => "thread/rollback" (ThreadRollbackParams) -> ThreadResult;
+    /// Receive this thread's turn and item notifications on this connection.
+    ThreadSubscribe => "thread/subscribe" (ThreadSubscribeParams) -> EmptyResult;
+    ThreadUnsubscribe => "thread/unsubscribe" (ThreadIdParams) -> EmptyResult;
+    ThreadPause => "thread/pause" (ThreadIdParams) -> EmptyResult;
+    ThreadArchive => "thread/archive" (ThreadIdParams) -> EmptyResult;
+    ThreadUnarchive => "thread/unarchive" (ThreadIdParams) -> EmptyResult;
+    ThreadDelete => "thread/delete" (ThreadIdParams) -> EmptyResult;
+    ThreadModeSet => "thread/mode/set" (ThreadModeSetParams) -> EmptyResult;
+    ThreadRename => "thread/rename" (ThreadRenameParams) -> EmptyResult;
+    ThreadConfigUpdate => "thread/config/update" (ThreadConfigUpdateParams) -> EmptyResult;
+    /// Submit input and start the agent; the turn streams as notifications.
+    TurnStart => "turn/start" (TurnStartParams) -> TurnResult;
+    TurnInterrupt => "turn/interrupt" (TurnInterruptParams) -> EmptyResult;
+    /// Queue input to run after the current turn.
+    TurnEnqueue => "turn/enqueue" (TurnEnqueueParams) -> TurnEnqueueResult;
+    TurnQueueRemove => "turn/queue/remove" (TurnQueueRemoveParams) -> QueuedInputsResult;
+    /// Promote a queued input into guidance for the running turn.
+    TurnSteer => "turn/steer" (TurnSteerParams) -> TurnSteerResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
     /// The client is ready to receive notifications.
     Initialized => "initialized" (InitializedParams);
+}
+
+notification_table! { ServerNotification, server_notification_schemas;
+    ThreadStarted => "thread/started" (ThreadResult);
+    ThreadResumed => "thread/resumed" (ThreadResumedParams);
+    ThreadRenamed => "thread/renamed" (ThreadRenamedParams);
+    ThreadDeleted => "thread/deleted" (ThreadIdParams);
+    ThreadStatusChanged => "thread/statusChanged" (ThreadStatusChangedParams);
+    ThreadRuntimeChanged => "thread/runtimeChanged" (ThreadRuntimeChangedParams);
+    ThreadQueueUpdated => "thread/queue/updated" (ThreadQueueUpdatedParams);
+    TurnStarted => "turn/started" (TurnResult);
+    TurnCompleted => "turn/completed" (TurnResult);
+    TurnFailed => "turn/failed" (TurnFailedParams);
+    TurnCancelled => "turn/cancelled" (TurnCancelledParams);
+    ItemStarted => "item/started" (ItemEventParams);
+    ItemCompleted => "item/completed" (ItemEventParams);
+    AgentMessageDelta => "item/agentMessage/delta" (TextDeltaParams);
+    ReasoningDelta => "item/reasoning/delta" (TextDeltaParams);
+    ToolCallArgumentsDelta => "item/toolCall/argumentsDelta" (ToolCallArgumentsDeltaParams);
+    UsageDelta => "item/usage/delta" (UsageDeltaParams);
+    PlanUpdated => "plan/updated" (PlanUpdatedParams);
 }

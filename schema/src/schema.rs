@@ -22,6 +22,7 @@ pub fn protocol_schema() -> Value {
     let mut generator = SchemaSettings::draft2020_12().into_generator();
     let client_requests = methods::client_request_schemas(&mut generator);
     let client_notifications = methods::client_notification_schemas(&mut generator);
+    let server_notifications = methods::server_notification_schemas(&mut generator);
     let definitions = generator.take_definitions(true);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -30,6 +31,7 @@ pub fn protocol_schema() -> Value {
         "protocolVersion": crate::PROTOCOL_VERSION,
         "clientRequests": listing(client_requests),
         "clientNotifications": listing(client_notifications),
+        "serverNotifications": listing(server_notifications),
         "$defs": Value::Object(definitions.into_iter().collect::<Map<String, Value>>()),
     })
 }

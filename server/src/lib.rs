@@ -5,10 +5,14 @@
 //! domain modules → `store` (the only module that touches SQLite). `server` wires them together
 //! and owns start-up and shutdown. See docs/architecture.md.
 
+pub mod agent;
 pub mod clock;
 pub mod config;
+pub mod debug;
 pub mod rpc;
 pub mod server;
 pub mod session;
 pub mod store;
+pub mod threads;
 pub mod transport;
+pub mod turns;

@@ -14,9 +14,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::agent::tools::ToolRegistry;
+use crate::agent::{Agent, BuiltinAgent};
 use crate::config::{ListenAddr, ServerConfig};
+use crate::debug::{DebugBlockTool, DebugHooks};
 use crate::rpc::{Connections, PeerLimits};
 use crate::store::{Store, StoreError};
+use crate::threads::ThreadManager;
 use crate::transport;
 
 /// State shared by every connection and task.
@@ -25,6 +29,12 @@ pub struct ServerState {
     pub config: ServerConfig,
     pub store: Store,
     pub connections: Connections,
+    pub threads: ThreadManager,
+    /// The tools every agent can call.
+    pub tools: ToolRegistry,
+    /// The agent that answers turns.
+    pub agent: Arc<dyn Agent>,
+    pub debug: DebugHooks,
     /// Cancelled once, when the server starts shutting down.
     pub shutdown: CancellationToken,
     /// Every task the server spawns, so shutdown can wait for them.
@@ -72,10 +82,18 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         }
     }
 
+    let mut tools = ToolRegistry::default();
+    if config.enable_debug_methods {
+        tools.register(Arc::new(DebugBlockTool));
+    }
     let state = Arc::new(ServerState {
         config,
+        threads: ThreadManager::new(store.clone()),
         store,
         connections: Connections::default(),
+        tools,
+        agent: Arc::new(BuiltinAgent),
+        debug: DebugHooks::default(),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),
     });

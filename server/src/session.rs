@@ -85,7 +85,13 @@ pub fn initialize_result() -> InitializeResult {
             protocol_version: PROTOCOL_VERSION.to_owned(),
             extensions: None,
         },
-        capabilities: ServerCapabilities::default(),
+        capabilities: ServerCapabilities {
+            thread_management: Some(true),
+            thread_subscriptions: Some(true),
+            mode_switch: Some(true),
+            config_override: Some(true),
+            ..Default::default()
+        },
     }
 }
 

@@ -284,3 +284,74 @@ pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) ->
 pub fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))
 }
+
+/// The identity the tests use unless they need another.
+pub fn identity(channel: &str, user: &str) -> Value {
+    json!({ "channelName": channel, "userId": user, "channelContext": "ctx-1" })
+}
+
+/// `thread/start` with the default identity plus `extra` params; returns the thread.
+pub async fn start_thread(client: &Client, extra: Value) -> Result<Value> {
+    let mut params = json!({ "identity": identity("test", "user-1") });
+    if let (Some(p), Some(e)) = (params.as_object_mut(), extra.as_object()) {
+        for (k, v) in e {
+            p.insert(k.clone(), v.clone());
+        }
+    }
+    Ok(client.request("thread/start", params).await?["thread"].clone())
+}
+
+/// Text input.
+pub fn text(t: &str) -> Value {
+    json!([{ "type": "text", "text": t }])
+}
+
+/// A `commandRef` input.
+pub fn command(name: &str, args: &str) -> Value {
+    json!([{ "type": "commandRef", "name": name, "argsText": args, "rawText": format!("/{name} {args}") }])
+}
+
+/// Whether an event ends the given turn.
+pub fn ends_turn(event: &appserver_client::Event, turn_id: &str) -> bool {
+    matches!(event.method(), Some("turn/completed" | "turn/failed" | "turn/cancelled"))
+        && event.params()["turn"]["id"] == turn_id
+}
+
+/// Collects events until the turn ends (inclusive). Fails on timeout or close.
+pub async fn events_until_turn_ends(client: &mut Client, turn_id: &str) -> Result<Vec<appserver_client::Event>> {
+    let mut events = Vec::new();
+    loop {
+        let event = client.next_event().await?;
+        if let appserver_client::Event::Closed { .. } = event {
+            let methods: Vec<&str> = events.iter().filter_map(appserver_client::Event::method).collect();
+            bail!("connection closed while waiting for {turn_id} to end; got {methods:?}");
+        }
+        let done = ends_turn(&event, turn_id);
+        events.push(event);
+        if done {
+            return Ok(events);
+        }
+    }
+}
+
+/// Starts a turn and collects its events until it ends; returns (turn/start result, events).
+pub async fn run_turn(
+    client: &mut Client,
+    thread_id: &str,
+    input: Value,
+) -> Result<(Value, Vec<appserver_client::Event>)> {
+    let result = client.request("turn/start", json!({ "threadId": thread_id, "input": input })).await?;
+    let turn_id = result["turn"]["id"].as_str().context("turn id")?.to_owned();
+    let events = events_until_turn_ends(client, &turn_id).await?;
+    Ok((result, events))
+}
+
+/// Methods of the events that belong to a thread's turns (drops workspace-wide notifications).
+pub fn turn_methods(events: &[appserver_client::Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter_map(|e| e.method())
+        .filter(|m| m.starts_with("turn/") || m.starts_with("item/"))
+        .map(str::to_owned)
+        .collect()
+}

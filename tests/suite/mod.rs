@@ -3,8 +3,11 @@
 mod batches;
 mod errors;
 mod handshake;
+mod recovery;
 mod startup;
 mod stdio;
+mod threads;
+mod turns;
 mod websocket;
 
 use std::time::Duration;

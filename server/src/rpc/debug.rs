@@ -19,6 +19,12 @@ struct SleepParams {
     ms: u64,
 }
 
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ReleaseParams {
+    thread_id: String,
+}
+
 pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Request) -> Result<String, RpcError> {
     match request.method.as_str() {
         // Holds its in-flight permit for `ms` milliseconds (or until the connection closes).
@@ -31,6 +37,12 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
             Ok(reply_text(&request.id, &json!({ "slept": params.ms })))
         }
         "debug/panic" => panic!("debug/panic was called"),
+        // Lets a `debug_block` tool call on the thread finish.
+        "debug/release" => {
+            let params: ReleaseParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.debug.release(&params.thread_id);
+            Ok(reply_text(&request.id, &json!({})))
+        }
         // How many connections are live (lets tests observe a disconnect without sleeping).
         "debug/connections" => Ok(reply_text(&request.id, &json!({ "count": state.connections.len() }))),
         other => Err(RpcError::method_not_found(other)),

@@ -16,12 +16,14 @@ use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams};
 use futures_util::FutureExt;
 use serde::Serialize;
 
+use super::context::{AfterReply, RequestCtx};
 use super::peer::{OutFrame, Peer};
 use super::{RpcError, debug, router};
 use crate::server::ServerState;
 use crate::session;
 
-type ReplyFuture = Pin<Box<dyn Future<Output = String> + Send>>;
+/// A running request: resolves to its response frame and the callbacks to run once it is sent.
+type ReplyFuture = Pin<Box<dyn Future<Output = (String, AfterReply)> + Send>>;
 
 /// What became of one message.
 enum Started {
@@ -46,8 +48,9 @@ pub async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str
             Started::Running(reply) => {
                 let peer = peer.clone();
                 state.tasks.spawn(async move {
-                    let reply = reply.await;
+                    let (reply, after) = reply.await;
                     peer.send(OutFrame::from(reply)).await;
+                    after.run();
                 });
             }
         },
@@ -67,17 +70,18 @@ async fn handle_batch(
         match message {
             Err(invalid) => {
                 let text = jsonrpc::write_error(&invalid.id, &RpcError::invalid_request(&invalid.reason).to_object());
-                replies.push(Box::pin(std::future::ready(text)));
+                replies.push(Box::pin(std::future::ready((text, AfterReply::default()))));
             }
             Ok(message) => match start(state, peer, message) {
-                Started::Done(Some(text)) => replies.push(Box::pin(std::future::ready(text))),
+                Started::Done(Some(text)) => replies.push(Box::pin(std::future::ready((text, AfterReply::default())))),
                 Started::Done(None) => {}
                 Started::Running(reply) => {
                     // Start it now so batch members run concurrently.
                     let handle = state.tasks.spawn(reply);
                     replies.push(Box::pin(async move {
                         handle.await.unwrap_or_else(|err| {
-                            jsonrpc::write_error(&RequestId::null(), &RpcError::internal(err).to_object())
+                            let text = jsonrpc::write_error(&RequestId::null(), &RpcError::internal(err).to_object());
+                            (text, AfterReply::default())
                         })
                     }));
                 }
@@ -89,12 +93,16 @@ async fn handle_batch(
     }
     let peer = peer.clone();
     state.tasks.spawn(async move {
-        let parts = futures_util::future::join_all(replies).await;
+        let (parts, afters): (Vec<String>, Vec<AfterReply>) =
+            futures_util::future::join_all(replies).await.into_iter().unzip();
         let mut text = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
         text.push('[');
         text.push_str(&parts.join(","));
         text.push(']');
         peer.send(OutFrame::from(text)).await;
+        for after in afters {
+            after.run();
+        }
     });
 }
 
@@ -123,33 +131,33 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
         tracing::debug!(conn = %peer.id, method = %request.method, "in-flight limit reached");
         return Started::Done(Some(error_text(&request.id, &RpcError::overloaded(peer.max_in_flight))));
     };
-    let state = state.clone();
-    let peer = peer.clone();
+    let ctx = RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() };
     Started::Running(Box::pin(async move {
         let id = request.id.clone();
         let method = request.method.clone();
-        let outcome = AssertUnwindSafe(route(&state, &peer, request)).catch_unwind().await;
+        let outcome = AssertUnwindSafe(route(&ctx, request)).catch_unwind().await;
         drop(permit);
-        match outcome {
+        let reply = match outcome {
             Ok(Ok(reply)) => reply,
             Ok(Err(err)) => error_text(&id, &err),
             Err(_) => {
-                tracing::error!(conn = %peer.id, %method, "request handler panicked");
+                tracing::error!(conn = %ctx.peer.id, %method, "request handler panicked");
                 error_text(&id, &RpcError::internal(format!("the handler of `{method}` failed unexpectedly")))
             }
-        }
+        };
+        (reply, ctx.after)
     }))
 }
 
 /// Finds and runs the handler of an initialized connection's request.
-async fn route(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -> Result<String, RpcError> {
-    if state.config.enable_debug_methods && request.method.starts_with("debug/") {
-        return debug::handle(state, peer, &request).await;
+async fn route(ctx: &RequestCtx, request: Request) -> Result<String, RpcError> {
+    if ctx.state.config.enable_debug_methods && request.method.starts_with("debug/") {
+        return debug::handle(&ctx.state, &ctx.peer, &request).await;
     }
     match ClientRequest::decode(&request.method, request.params.as_deref()) {
         None => Err(RpcError::method_not_found(&request.method)),
         Some(Err(detail)) => Err(RpcError::invalid_params(detail)),
-        Some(Ok(decoded)) => router::handle(state, peer, &request.id, decoded).await,
+        Some(Ok(decoded)) => router::handle(ctx, &request.id, decoded).await,
     }
 }
 

@@ -4,6 +4,7 @@ use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
 use crate::store::StoreError;
+use crate::threads::SessionError;
 
 /// A JSON-RPC error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -72,6 +73,24 @@ impl From<StoreError> for RpcError {
     }
 }
 
+impl From<SessionError> for RpcError {
+    fn from(err: SessionError) -> Self {
+        let code = match &err {
+            SessionError::ThreadNotFound(_) => error_codes::THREAD_NOT_FOUND,
+            SessionError::ThreadNotActive { .. } => error_codes::THREAD_NOT_ACTIVE,
+            SessionError::TurnInProgress(_) => error_codes::TURN_IN_PROGRESS,
+            SessionError::TurnNotFound { .. } => error_codes::TURN_NOT_FOUND,
+            SessionError::TurnNotRunning(_) => error_codes::TURN_NOT_RUNNING,
+            SessionError::InvalidParams(detail) => return RpcError::invalid_params(detail.clone()),
+            SessionError::Store(store) => {
+                tracing::error!(error = %store, "store failure");
+                return RpcError::internal(store);
+            }
+        };
+        RpcError::new(code, err.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -84,5 +103,11 @@ mod tests {
         assert_eq!(RpcError::already_initialized().code, -32003);
         assert_eq!(RpcError::invalid_params("threadId: missing").code, -32602);
         assert_eq!(RpcError::from(StoreError::Query(sqlx::Error::RowNotFound)).code, -32603);
+        assert_eq!(RpcError::from(SessionError::ThreadNotFound("t".into())).code, -32010);
+        assert_eq!(RpcError::from(SessionError::ThreadNotActive { id: "t".into(), status: "paused" }).code, -32011);
+        assert_eq!(RpcError::from(SessionError::TurnInProgress("t".into())).code, -32012);
+        assert_eq!(RpcError::from(SessionError::TurnNotFound { thread: "t".into(), turn: "u".into() }).code, -32013);
+        assert_eq!(RpcError::from(SessionError::TurnNotRunning("u".into())).code, -32014);
+        assert_eq!(RpcError::from(SessionError::InvalidParams("x".into())).code, -32602);
     }
 }

@@ -3,6 +3,7 @@
 //! and drain its outgoing queue.
 
 pub mod connections;
+mod context;
 mod debug;
 pub mod dispatch;
 mod error;
@@ -10,5 +11,6 @@ pub mod peer;
 mod router;
 
 pub use connections::Connections;
+pub use context::{AfterReply, RequestCtx};
 pub use error::RpcError;
 pub use peer::{CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, PeerRequestError, TransportKind};

@@ -1,15 +1,21 @@
 //! The SQLite store: the only module that touches sqlx. Everything else talks to it through the
 //! types it exports, so a PostgreSQL backend can follow without touching the domain code.
 //!
-//! Writes go through one writer connection (WAL, `synchronous=NORMAL`); reads use a small pool of
-//! reader connections that never block the writer.
+//! Writes go through one writer task and connection (WAL, `synchronous=NORMAL`, group commit:
+//! see `writer.rs`); reads use a small pool of read-only connections that never block the writer.
+
+mod threads;
+mod writer;
+
+pub use threads::{ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{SqliteConnection, SqlitePool};
+use tokio::sync::{mpsc, oneshot};
 
 /// A failure of the store. Opening failures say which file and why; query failures are internal
 /// errors for the client.
@@ -23,6 +29,43 @@ pub enum StoreError {
     Migrate { path: PathBuf, reason: String },
     #[error("database error: {0}")]
     Query(#[from] sqlx::Error),
+    #[error("database write failed: {0}")]
+    Write(String),
+    #[error("unreadable data in the database: {0}")]
+    Corrupt(String),
+    #[error("the store is closed")]
+    Closed,
+}
+
+/// One write. Each is applied inside the writer's current transaction.
+#[derive(Debug, Clone)]
+pub enum WriteOp {
+    Thread(ThreadWrite),
+    /// Several writes that must commit together.
+    All(Vec<WriteOp>),
+}
+
+impl From<ThreadWrite> for WriteOp {
+    fn from(op: ThreadWrite) -> Self {
+        WriteOp::Thread(op)
+    }
+}
+
+fn apply<'a>(
+    conn: &'a mut SqliteConnection,
+    op: &'a WriteOp,
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sqlx::Error>> + Send + 'a>> {
+    Box::pin(async move {
+        match op {
+            WriteOp::Thread(op) => threads::apply(conn, op).await,
+            WriteOp::All(ops) => {
+                for op in ops {
+                    apply(conn, op).await?;
+                }
+                Ok(())
+            }
+        }
+    })
 }
 
 /// Handle to the database; cheap to clone.
@@ -31,6 +74,9 @@ pub struct Store {
     writer: SqlitePool,
     reader: SqlitePool,
     path: PathBuf,
+    writes: mpsc::UnboundedSender<writer::WriterMessage>,
+    /// (thread id, turn id) of the turns a crash left running, failed at open.
+    recovered: std::sync::Arc<Vec<(String, String)>>,
 }
 
 impl Store {
@@ -69,8 +115,20 @@ impl Store {
             .connect_with(options.read_only(true))
             .await
             .map_err(open_err)?;
-        let store = Store { writer, reader, path: path.to_path_buf() };
+        let recovered = fail_unfinished_turns(&writer, RESTART_MESSAGE).await?;
+        for (thread, turn) in &recovered {
+            tracing::warn!(%thread, %turn, "turn was running when the server stopped; marked failed");
+        }
+        let (writes, rx) = mpsc::unbounded_channel();
+        let store = Store {
+            writer: writer.clone(),
+            reader,
+            path: path.to_path_buf(),
+            writes,
+            recovered: std::sync::Arc::new(recovered),
+        };
         store.record_meta().await?;
+        tokio::spawn(writer::run(writer, rx));
         Ok(store)
     }
 
@@ -100,13 +158,69 @@ impl Store {
         Ok(value.map(|(v,)| v))
     }
 
-    /// Flushes the WAL into the main file and closes every connection (part of shutdown).
+    /// Applies a write and returns once it has committed.
+    pub async fn write(&self, op: impl Into<WriteOp>) -> Result<(), StoreError> {
+        self.submit(op).wait().await
+    }
+
+    /// Queues a write without waiting. Writes commit in the order they were submitted, so a
+    /// caller that submits while holding a lock gets that lock's order; it awaits the ticket
+    /// after releasing the lock. (The queue is unbounded, but every write has a caller waiting
+    /// on its ticket, so it holds at most one write per waiting task.)
+    pub fn submit(&self, op: impl Into<WriteOp>) -> WriteTicket {
+        let (tx, rx) = oneshot::channel();
+        let _ = self.writes.send(writer::WriterMessage::Write(op.into(), tx));
+        WriteTicket(rx)
+    }
+
+    /// (thread id, turn id) of each turn that was still running when the server last stopped
+    /// and was marked failed when this store opened.
+    pub fn recovered_turns(&self) -> &[(String, String)] {
+        &self.recovered
+    }
+
+    /// Stops the writer after what is queued, flushes the WAL into the main file and closes every
+    /// connection (part of shutdown).
     pub async fn close(&self) {
+        let (tx, rx) = oneshot::channel();
+        if self.writes.send(writer::WriterMessage::Stop(tx)).is_ok() {
+            let _ = rx.await;
+        }
         if let Err(err) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.writer).await {
             tracing::warn!(error = %err, "WAL checkpoint at shutdown failed");
         }
         self.reader.close().await;
         self.writer.close().await;
+    }
+}
+
+/// A submitted write; await it to know it committed.
+#[derive(Debug)]
+pub struct WriteTicket(oneshot::Receiver<Result<(), StoreError>>);
+
+impl WriteTicket {
+    pub async fn wait(self) -> Result<(), StoreError> {
+        self.0.await.map_err(|_| StoreError::Closed)?
+    }
+}
+
+/// The error of a turn that was running when the process died.
+pub const RESTART_MESSAGE: &str =
+    "The server stopped while this turn was running (crash or kill); the turn did not finish.";
+
+/// Start-up recovery, before the writer task takes the connection.
+async fn fail_unfinished_turns(pool: &SqlitePool, message: &str) -> Result<Vec<(String, String)>, StoreError> {
+    let mut conn = pool.acquire().await?;
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    match threads::fail_unfinished_turns(&mut conn, &crate::clock::now_rfc3339(), message).await {
+        Ok(failed) => {
+            sqlx::query("COMMIT").execute(&mut *conn).await?;
+            Ok(failed)
+        }
+        Err(err) => {
+            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
+            Err(err.into())
+        }
     }
 }
 

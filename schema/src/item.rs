@@ -1,0 +1,355 @@
+//! Items: the typed units inside a turn (Session Core 4.1.3 and 4.2), and the item notifications
+//! (protocol section 6.3, 6.6 and 6.8).
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::turn::InputPart;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ItemStatus {
+    Started,
+    Streaming,
+    Completed,
+}
+
+/// An item on the wire: `type` and `payload` come from [`ItemPayload`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Item {
+    /// `item_001`
+    pub id: String,
+    pub turn_id: String,
+    #[serde(flatten)]
+    pub payload: ItemPayload,
+    pub status: ItemStatus,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub completed_at: Option<String>,
+}
+
+/// The item type (`type`) and its payload (`payload`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "type", content = "payload", rename_all = "camelCase")]
+pub enum ItemPayload {
+    UserMessage(UserMessagePayload),
+    AgentMessage(TextPayload),
+    ReasoningContent(TextPayload),
+    ToolCall(ToolCallPayload),
+    ToolResult(ToolResultPayload),
+    ToolExecution(ToolExecutionPayload),
+    CommandExecution(CommandExecutionPayload),
+    DynamicToolCall(DynamicToolCallPayload),
+    PluginFunctionCall(PluginFunctionCallPayload),
+    ApprovalRequest(ApprovalRequestPayload),
+    ApprovalResponse(ApprovalResponsePayload),
+    Error(ErrorPayload),
+    SystemNotice(SystemNoticePayload),
+}
+
+impl ItemPayload {
+    /// The wire name of the item type.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            ItemPayload::UserMessage(_) => "userMessage",
+            ItemPayload::AgentMessage(_) => "agentMessage",
+            ItemPayload::ReasoningContent(_) => "reasoningContent",
+            ItemPayload::ToolCall(_) => "toolCall",
+            ItemPayload::ToolResult(_) => "toolResult",
+            ItemPayload::ToolExecution(_) => "toolExecution",
+            ItemPayload::CommandExecution(_) => "commandExecution",
+            ItemPayload::DynamicToolCall(_) => "dynamicToolCall",
+            ItemPayload::PluginFunctionCall(_) => "pluginFunctionCall",
+            ItemPayload::ApprovalRequest(_) => "approvalRequest",
+            ItemPayload::ApprovalResponse(_) => "approvalResponse",
+            ItemPayload::Error(_) => "error",
+            ItemPayload::SystemNotice(_) => "systemNotice",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UserMessagePayload {
+    /// Display text derived from the native input parts.
+    pub text: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub native_input_parts: Vec<InputPart>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub materialized_input_parts: Vec<InputPart>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub images: Vec<ImageRef>,
+    /// `normal`, `queued` or `guidance`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_kind: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_label: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger_ref_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ImageRef {
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file_name: Option<String>,
+}
+
+/// `agentMessage` and `reasoningContent`: the accumulated text.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TextPayload {
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallPayload {
+    pub tool_name: String,
+    /// Complete in `item/completed`; may be absent while arguments stream.
+    #[serde(default, skip_serializing_if = "Value::is_null")]
+    pub arguments: Value,
+    pub call_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolResultPayload {
+    pub call_id: String,
+    pub result: String,
+    pub success: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolExecutionPayload {
+    pub call_id: String,
+    pub tool_name: String,
+    /// `inProgress`, `completed`, `failed` or `cancelled`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result_preview: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandExecutionPayload {
+    pub call_id: String,
+    pub command: String,
+    pub working_directory: String,
+    pub source: String,
+    pub status: String,
+    pub aggregated_output: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit_code: Option<i64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<u64>,
+}
+
+/// Rich content returned by dynamic and plugin tools.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContentItem {
+    /// `text` or `image`.
+    #[serde(rename = "type")]
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub media_type: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub data_base64: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallPayload {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub tool_name: String,
+    pub call_id: String,
+    #[serde(default)]
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_items: Vec<ContentItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginFunctionCallPayload {
+    pub plugin_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub function_name: String,
+    pub call_id: String,
+    #[serde(default)]
+    pub arguments: Value,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_items: Vec<ContentItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub success: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalRequestPayload {
+    /// `shell`, `file`, `app`, `remoteResource`, ...
+    pub approval_type: String,
+    pub operation: String,
+    pub target: String,
+    pub request_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub scope_key: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ApprovalResponsePayload {
+    pub request_id: String,
+    pub approved: bool,
+    /// `accept`, `acceptForSession`, `acceptAlways`, `decline` or `cancel`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decision: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ErrorPayload {
+    pub message: String,
+    /// Machine-readable code, e.g. `agent_error`, `approval_timeout`, `server_restart`.
+    pub code: String,
+    pub fatal: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SystemNoticePayload {
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_before: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens_after: Option<u64>,
+}
+
+/// `{ threadId, turnId, item }`: the params of `item/started` and `item/completed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ItemEventParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub item: Item,
+}
+
+/// Params of `item/agentMessage/delta` and `item/reasoning/delta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TextDeltaParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub item_id: String,
+    /// `agentMessage` or `reasoningContent`.
+    pub delta_kind: String,
+    pub delta: String,
+}
+
+/// Params of `item/toolCall/argumentsDelta`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallArgumentsDeltaParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub item_id: String,
+    /// Always `toolCallArguments`.
+    pub delta_kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    pub delta: String,
+}
+
+/// Params of `item/usage/delta` (section 6.6).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct UsageDeltaParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub input_tokens: u64,
+    pub output_tokens: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_input_tokens: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total_output_tokens: Option<u64>,
+}
+
+/// One task of a plan (section 6.8).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanTodo {
+    pub id: String,
+    pub content: String,
+    /// `high`, `medium` or `low`.
+    pub priority: String,
+    /// `pending`, `in_progress`, `completed` or `cancelled`.
+    pub status: String,
+}
+
+/// Params of `plan/updated`: the complete plan snapshot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanUpdatedParams {
+    /// The thread the plan belongs to (appserver includes it; DotCraft's desktop reads it too).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+    pub title: String,
+    #[serde(default)]
+    pub overview: String,
+    #[serde(default)]
+    pub content: String,
+    pub todos: Vec<PlanTodo>,
+}

@@ -1,0 +1,344 @@
+//! Threads: the `Thread` object, identities, configuration, and the params/results of the
+//! `thread/*` methods and notifications (protocol sections 4 and 6.1).
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::turn::{QueuedTurnInput, Turn};
+
+/// Who is asking: channel, user, context and workspace (Session Core 4.1.4).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionIdentity {
+    pub channel_name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_context: Option<String>,
+    /// Defaults to the server's workspace when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_path: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ThreadStatus {
+    Active,
+    Paused,
+    Archived,
+}
+
+impl ThreadStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ThreadStatus::Active => "active",
+            ThreadStatus::Paused => "paused",
+            ThreadStatus::Archived => "archived",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "active" => Some(ThreadStatus::Active),
+            "paused" => Some(ThreadStatus::Paused),
+            "archived" => Some(ThreadStatus::Archived),
+            _ => None,
+        }
+    }
+}
+
+/// `"server"` (the server keeps the history) or `"client"` (the client sends `messages`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum HistoryMode {
+    #[default]
+    Server,
+    Client,
+}
+
+/// Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
+/// merges the fields it is given into the thread's configuration.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadConfiguration {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_servers: Option<Vec<Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub custom_tools: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_override: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_profile: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub use_tool_profile_only: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_instructions: Option<String>,
+    /// `default`, `autoApprove`, `interrupt` (DotCraft) or `never`, `onRequest`, `untrusted`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval_policy: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automation_task_directory: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub require_approval_outside_workspace: Option<bool>,
+}
+
+impl ThreadConfiguration {
+    /// Applies a patch: every field the patch sets replaces this one's.
+    pub fn merge(&mut self, patch: ThreadConfiguration) {
+        macro_rules! take {
+            ($($f:ident),*) => { $( if patch.$f.is_some() { self.$f = patch.$f; } )* };
+        }
+        take!(
+            mcp_servers,
+            mode,
+            extensions,
+            custom_tools,
+            model,
+            workspace_override,
+            tool_profile,
+            use_tool_profile_only,
+            agent_instructions,
+            approval_policy,
+            automation_task_directory,
+            require_approval_outside_workspace
+        );
+    }
+}
+
+/// A runtime dynamic tool declared on `thread/start` (section 4.1.0).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolSpec {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub name: String,
+    pub description: String,
+    pub input_schema: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub defer_loading: Option<bool>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub approval: Option<Value>,
+}
+
+/// Whether a thread is busy, for thread lists (section 6.1 `thread/runtimeChanged`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRuntime {
+    pub running: bool,
+    pub waiting_on_approval: bool,
+    pub waiting_on_plan_confirmation: bool,
+}
+
+/// A thread on the wire.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Thread {
+    /// `thread_YYYYMMDD_xxxxxx`
+    pub id: String,
+    pub workspace_path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    pub origin_channel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    pub status: ThreadStatus,
+    pub created_at: String,
+    pub last_active_at: String,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub configuration: Option<ThreadConfiguration>,
+    pub history_mode: HistoryMode,
+    /// Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`.
+    #[serde(default)]
+    pub turns: Vec<Turn>,
+    #[serde(default)]
+    pub queued_inputs: Vec<QueuedTurnInput>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ThreadRuntime>,
+}
+
+/// One row of `thread/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSummary {
+    pub id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    pub status: ThreadStatus,
+    pub origin_channel: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub user_id: Option<String>,
+    pub workspace_path: String,
+    pub created_at: String,
+    pub last_active_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime: Option<ThreadRuntime>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStartParams {
+    pub identity: SessionIdentity,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub config: Option<ThreadConfiguration>,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dynamic_tools: Vec<DynamicToolSpec>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub history_mode: Option<HistoryMode>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
+/// `{ thread }`: the result of `thread/start`, `thread/resume`, `thread/rollback`, and the params
+/// of `thread/started`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadResult {
+    pub thread: Thread,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadIdParams {
+    pub thread_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadListParams {
+    pub identity: SessionIdentity,
+    #[serde(default)]
+    pub include_archived: bool,
+    #[serde(default)]
+    pub include_sub_agents: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cross_channel_origins: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_name: Option<String>,
+    /// appserver extension: page size (default 100, at most 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+    /// appserver extension: `nextCursor` of the previous page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadListResult {
+    pub data: Vec<ThreadSummary>,
+    /// Present when more threads match: pass it as `cursor` for the next page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReadParams {
+    pub thread_id: String,
+    #[serde(default)]
+    pub include_turns: bool,
+    /// appserver extension: return at most this many turns (the most recent ones).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_limit: Option<u32>,
+    /// appserver extension: `nextTurnsCursor` of the previous page, to read older turns.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turns_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadReadResult {
+    pub thread: Thread,
+    /// Present when older turns were left out of this page.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_turns_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRollbackParams {
+    pub thread_id: String,
+    pub num_turns: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadSubscribeParams {
+    pub thread_id: String,
+    #[serde(default)]
+    pub replay_recent: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadModeSetParams {
+    pub thread_id: String,
+    pub mode: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRenameParams {
+    pub thread_id: String,
+    pub display_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadConfigUpdateParams {
+    pub thread_id: String,
+    pub config: ThreadConfiguration,
+}
+
+/// `{}`: the result of methods that return nothing.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct EmptyResult {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadResumedParams {
+    pub thread: Thread,
+    pub resumed_by: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRenamedParams {
+    pub thread_id: String,
+    pub display_name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadStatusChangedParams {
+    pub thread_id: String,
+    pub previous_status: ThreadStatus,
+    pub new_status: ThreadStatus,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadRuntimeChangedParams {
+    pub thread_id: String,
+    pub runtime: ThreadRuntime,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadQueueUpdatedParams {
+    pub thread_id: String,
+    pub queued_inputs: Vec<QueuedTurnInput>,
+}

@@ -1,0 +1,74 @@
+//! Tools an agent can call. A tool declares its name, description and JSON Schema (what a model
+//! sees) and runs with the server's state. The registry is shared by every agent, so the built-in
+//! agent's commands and a model's tool calls take the same path (`TurnContext::call_tool`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::BoxFuture;
+use crate::server::ServerState;
+
+/// What a tool call returns to the agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutput {
+    pub success: bool,
+    /// The model-visible result (JSON text for structured results).
+    pub result: String,
+}
+
+impl ToolOutput {
+    pub fn ok(result: impl Into<String>) -> Self {
+        ToolOutput { success: true, result: result.into() }
+    }
+
+    pub fn error(message: impl Into<String>) -> Self {
+        ToolOutput { success: false, result: message.into() }
+    }
+
+    /// A successful structured result, as JSON text.
+    pub fn json(value: &Value) -> Self {
+        ToolOutput::ok(value.to_string())
+    }
+}
+
+/// Everything a running tool may use.
+#[derive(Debug)]
+pub struct ToolCall<'a> {
+    pub state: &'a Arc<ServerState>,
+    pub thread_id: &'a str,
+    pub turn_id: &'a str,
+    pub call_id: &'a str,
+    pub arguments: Value,
+    pub cancel: &'a CancellationToken,
+}
+
+pub trait Tool: Send + Sync + std::fmt::Debug {
+    fn name(&self) -> &str;
+    fn description(&self) -> &str;
+    /// JSON Schema of the arguments.
+    fn input_schema(&self) -> Value;
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;
+}
+
+/// The tools available to agents, by name.
+#[derive(Debug, Default, Clone)]
+pub struct ToolRegistry {
+    tools: BTreeMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.name().to_owned(), tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+        self.tools.get(name).cloned()
+    }
+
+    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.tools.values()
+    }
+}

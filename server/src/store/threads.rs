@@ -1,0 +1,429 @@
+//! Threads, turns, items and queued inputs in SQLite: the records the rest of the server uses,
+//! the reads, and the SQL of the thread-related write operations.
+
+use std::collections::BTreeMap;
+
+use appserver_protocol::{
+    HistoryMode, Item, QueuedTurnInput, ThreadConfiguration, ThreadStatus, TokenUsage, TurnInitiator, TurnStatus,
+};
+use sqlx::sqlite::SqliteRow;
+use sqlx::{Row, SqliteConnection};
+
+use super::{Store, StoreError};
+
+/// A thread as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRecord {
+    pub id: String,
+    pub workspace_path: String,
+    pub user_id: Option<String>,
+    pub origin_channel: String,
+    pub channel_context: Option<String>,
+    pub display_name: Option<String>,
+    pub status: ThreadStatus,
+    pub history_mode: HistoryMode,
+    pub created_at: String,
+    pub last_active_at: String,
+    pub metadata: BTreeMap<String, String>,
+    pub configuration: Option<ThreadConfiguration>,
+    /// Sequence number the next turn gets (turn ids are never reused, even after a rollback).
+    pub next_turn_seq: u32,
+}
+
+/// A turn as stored (its items are stored separately, one row each).
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnRecord {
+    pub thread_id: String,
+    pub seq: u32,
+    pub id: String,
+    pub status: TurnStatus,
+    pub started_at: String,
+    pub completed_at: Option<String>,
+    pub error: Option<String>,
+    pub token_usage: Option<TokenUsage>,
+    pub origin_channel: Option<String>,
+    pub initiator: Option<TurnInitiator>,
+}
+
+/// `turn_001` for sequence 1.
+pub fn turn_id(seq: u32) -> String {
+    format!("turn_{seq:03}")
+}
+
+/// `item_001` for sequence 1.
+pub fn item_id(seq: u32) -> String {
+    format!("item_{seq:03}")
+}
+
+/// The sequence number in `turn_012` / `item_012`.
+pub fn parse_seq(id: &str, prefix: &str) -> Option<u32> {
+    id.strip_prefix(prefix)?.parse().ok()
+}
+
+/// The identity filter of `thread/list`.
+#[derive(Debug, Clone, Default)]
+pub struct ThreadQuery {
+    pub workspace_path: String,
+    pub origin_channel: String,
+    pub user_id: Option<String>,
+    pub channel_context: Option<String>,
+    /// Threads of these other origin channels (same workspace and user) are included too.
+    pub cross_channel_origins: Vec<String>,
+    /// Post-filter on origin channel (case-insensitive).
+    pub channel_name: Option<String>,
+    pub include_archived: bool,
+    /// Keyset cursor: rows strictly older than (last_active_at, id).
+    pub after: Option<(String, String)>,
+    pub limit: u32,
+}
+
+const THREAD_COLUMNS: &str = "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, \
+     history_mode, created_at, last_active_at, metadata, configuration, next_turn_seq";
+
+fn thread_from_row(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
+    let status: String = row.try_get("status")?;
+    let history: String = row.try_get("history_mode")?;
+    let metadata: String = row.try_get("metadata")?;
+    let configuration: Option<String> = row.try_get("configuration")?;
+    Ok(ThreadRecord {
+        id: row.try_get("id")?,
+        workspace_path: row.try_get("workspace_path")?,
+        user_id: row.try_get("user_id")?,
+        origin_channel: row.try_get("origin_channel")?,
+        channel_context: row.try_get("channel_context")?,
+        display_name: row.try_get("display_name")?,
+        status: ThreadStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("thread status {status}")))?,
+        history_mode: if history == "client" { HistoryMode::Client } else { HistoryMode::Server },
+        created_at: row.try_get("created_at")?,
+        last_active_at: row.try_get("last_active_at")?,
+        metadata: serde_json::from_str(&metadata).unwrap_or_default(),
+        configuration: configuration.and_then(|c| serde_json::from_str(&c).ok()),
+        next_turn_seq: row.try_get::<i64, _>("next_turn_seq")?.try_into().unwrap_or(1),
+    })
+}
+
+fn turn_from_row(row: &SqliteRow) -> Result<TurnRecord, StoreError> {
+    let status: String = row.try_get("status")?;
+    let usage: Option<String> = row.try_get("token_usage")?;
+    let initiator: Option<String> = row.try_get("initiator")?;
+    Ok(TurnRecord {
+        thread_id: row.try_get("thread_id")?,
+        seq: row.try_get::<i64, _>("seq")?.try_into().unwrap_or(0),
+        id: row.try_get("id")?,
+        status: TurnStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("turn status {status}")))?,
+        started_at: row.try_get("started_at")?,
+        completed_at: row.try_get("completed_at")?,
+        error: row.try_get("error")?,
+        token_usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
+        origin_channel: row.try_get("origin_channel")?,
+        initiator: initiator.and_then(|i| serde_json::from_str(&i).ok()),
+    })
+}
+
+fn history_str(mode: HistoryMode) -> &'static str {
+    match mode {
+        HistoryMode::Server => "server",
+        HistoryMode::Client => "client",
+    }
+}
+
+fn json<T: serde::Serialize>(value: &T) -> String {
+    serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
+}
+
+impl Store {
+    pub async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+        let row = sqlx::query(&format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?"))
+            .bind(id)
+            .fetch_optional(&self.reader)
+            .await?;
+        row.as_ref().map(thread_from_row).transpose()
+    }
+
+    /// One page of threads matching the identity, newest first, and whether more follow.
+    pub async fn list_threads(&self, q: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), StoreError> {
+        let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND user_id IS ? AND (");
+        sql.push_str("(origin_channel = ?");
+        if q.channel_context.is_some() {
+            sql.push_str(" AND channel_context = ?");
+        }
+        sql.push(')');
+        if !q.cross_channel_origins.is_empty() {
+            sql.push_str(" OR origin_channel IN (");
+            sql.push_str(&vec!["?"; q.cross_channel_origins.len()].join(","));
+            sql.push(')');
+        }
+        sql.push(')');
+        if !q.include_archived {
+            sql.push_str(" AND status <> 'archived'");
+        }
+        if q.channel_name.is_some() {
+            sql.push_str(" AND origin_channel = ? COLLATE NOCASE");
+        }
+        if q.after.is_some() {
+            sql.push_str(" AND (last_active_at < ? OR (last_active_at = ? AND id < ?))");
+        }
+        sql.push_str(" ORDER BY last_active_at DESC, id DESC LIMIT ?");
+
+        let mut query = sqlx::query(&sql).bind(&q.workspace_path).bind(&q.user_id).bind(&q.origin_channel);
+        if let Some(ctx) = &q.channel_context {
+            query = query.bind(ctx);
+        }
+        for origin in &q.cross_channel_origins {
+            query = query.bind(origin);
+        }
+        if let Some(name) = &q.channel_name {
+            query = query.bind(name);
+        }
+        if let Some((at, id)) = &q.after {
+            query = query.bind(at).bind(at).bind(id);
+        }
+        let rows = query.bind(i64::from(q.limit) + 1).fetch_all(&self.reader).await?;
+        let more = rows.len() > q.limit as usize;
+        let records = rows.iter().take(q.limit as usize).map(thread_from_row).collect::<Result<Vec<_>, _>>()?;
+        Ok((records, more))
+    }
+
+    /// Turns of a thread in order. `before_seq` and `limit` select the most recent `limit` turns
+    /// older than `before_seq`; returns them oldest first, and whether older ones remain.
+    pub async fn turns(
+        &self,
+        thread_id: &str,
+        before_seq: Option<u32>,
+        limit: Option<u32>,
+    ) -> Result<(Vec<TurnRecord>, bool), StoreError> {
+        let before = i64::from(before_seq.unwrap_or(u32::MAX));
+        let limit = limit.map_or(i64::MAX, |l| i64::from(l) + 1);
+        let rows = sqlx::query(
+            "SELECT thread_id, seq, id, status, started_at, completed_at, error, token_usage, origin_channel, initiator \
+             FROM turns WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
+        )
+        .bind(thread_id)
+        .bind(before)
+        .bind(limit)
+        .fetch_all(&self.reader)
+        .await?;
+        let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) == limit;
+        let keep = if more { rows.len() - 1 } else { rows.len() };
+        let mut turns = rows.iter().take(keep).map(turn_from_row).collect::<Result<Vec<_>, _>>()?;
+        turns.reverse();
+        Ok((turns, more))
+    }
+
+    /// One turn by sequence number.
+    pub async fn turn(&self, thread_id: &str, seq: u32) -> Result<Option<TurnRecord>, StoreError> {
+        let row = sqlx::query(
+            "SELECT thread_id, seq, id, status, started_at, completed_at, error, token_usage, origin_channel, initiator \
+             FROM turns WHERE thread_id = ? AND seq = ?",
+        )
+        .bind(thread_id)
+        .bind(i64::from(seq))
+        .fetch_optional(&self.reader)
+        .await?;
+        row.as_ref().map(turn_from_row).transpose()
+    }
+
+    /// The stored items of the turns with sequence numbers in `from..=to`, in order.
+    pub async fn items(&self, thread_id: &str, from: u32, to: u32) -> Result<Vec<(u32, Item)>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT turn_seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? ORDER BY turn_seq, seq",
+        )
+        .bind(thread_id)
+        .bind(i64::from(from))
+        .bind(i64::from(to))
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get("turn_seq")?;
+                let body: String = row.try_get("body")?;
+                let item: Item = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+                Ok((u32::try_from(seq).unwrap_or(0), item))
+            })
+            .collect()
+    }
+
+    pub async fn queued_inputs(&self, thread_id: &str) -> Result<Vec<QueuedTurnInput>, StoreError> {
+        let rows = sqlx::query("SELECT body FROM queued_inputs WHERE thread_id = ? ORDER BY position")
+            .bind(thread_id)
+            .fetch_all(&self.reader)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let body: String = row.try_get("body")?;
+                serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))
+            })
+            .collect()
+    }
+}
+
+/// Thread-related write operations (applied by the writer inside its transaction).
+#[derive(Debug, Clone)]
+pub enum ThreadWrite {
+    /// Insert or replace the whole thread row.
+    SaveThread(Box<ThreadRecord>),
+    DeleteThread(String),
+    /// Insert or replace a turn row.
+    SaveTurn(Box<TurnRecord>),
+    /// Insert or replace a completed item.
+    SaveItem {
+        thread_id: String,
+        turn_seq: u32,
+        seq: u32,
+        body: String,
+    },
+    /// Delete the turns with sequence number >= `from_seq` (rollback).
+    DeleteTurnsFrom {
+        thread_id: String,
+        from_seq: u32,
+    },
+    /// Replace the thread's whole queue.
+    SaveQueue {
+        thread_id: String,
+        inputs: Vec<QueuedTurnInput>,
+    },
+}
+
+impl ThreadWrite {
+    pub fn item(thread_id: &str, turn_seq: u32, item: &Item) -> ThreadWrite {
+        ThreadWrite::SaveItem {
+            thread_id: thread_id.to_owned(),
+            turn_seq,
+            seq: parse_seq(&item.id, "item_").unwrap_or(0),
+            body: json(item),
+        }
+    }
+}
+
+pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Result<(), sqlx::Error> {
+    match op {
+        ThreadWrite::SaveThread(t) => {
+            sqlx::query(&format!(
+                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) \
+                 ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, status = excluded.status, \
+                 last_active_at = excluded.last_active_at, metadata = excluded.metadata, \
+                 configuration = excluded.configuration, next_turn_seq = excluded.next_turn_seq"
+            ))
+            .bind(&t.id)
+            .bind(&t.workspace_path)
+            .bind(&t.user_id)
+            .bind(&t.origin_channel)
+            .bind(&t.channel_context)
+            .bind(&t.display_name)
+            .bind(t.status.as_str())
+            .bind(history_str(t.history_mode))
+            .bind(&t.created_at)
+            .bind(&t.last_active_at)
+            .bind(json(&t.metadata))
+            .bind(t.configuration.as_ref().map(json))
+            .bind(i64::from(t.next_turn_seq))
+            .execute(&mut *conn)
+            .await?;
+        }
+        ThreadWrite::DeleteThread(id) => {
+            sqlx::query("DELETE FROM threads WHERE id = ?").bind(id).execute(&mut *conn).await?;
+        }
+        ThreadWrite::SaveTurn(t) => {
+            // An upsert, not INSERT OR REPLACE: replacing would delete the row and cascade to its items.
+            sqlx::query(
+                "INSERT INTO turns (thread_id, seq, id, status, started_at, completed_at, error, \
+                 token_usage, origin_channel, initiator) VALUES (?,?,?,?,?,?,?,?,?,?) \
+                 ON CONFLICT (thread_id, seq) DO UPDATE SET status = excluded.status, \
+                 completed_at = excluded.completed_at, error = excluded.error, token_usage = excluded.token_usage",
+            )
+            .bind(&t.thread_id)
+            .bind(i64::from(t.seq))
+            .bind(&t.id)
+            .bind(t.status.as_str())
+            .bind(&t.started_at)
+            .bind(&t.completed_at)
+            .bind(&t.error)
+            .bind(t.token_usage.as_ref().map(json))
+            .bind(&t.origin_channel)
+            .bind(t.initiator.as_ref().map(json))
+            .execute(&mut *conn)
+            .await?;
+        }
+        ThreadWrite::SaveItem { thread_id, turn_seq, seq, body } => {
+            sqlx::query("INSERT OR REPLACE INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
+                .bind(thread_id)
+                .bind(i64::from(*turn_seq))
+                .bind(i64::from(*seq))
+                .bind(body)
+                .execute(&mut *conn)
+                .await?;
+        }
+        ThreadWrite::DeleteTurnsFrom { thread_id, from_seq } => {
+            sqlx::query("DELETE FROM turns WHERE thread_id = ? AND seq >= ?")
+                .bind(thread_id)
+                .bind(i64::from(*from_seq))
+                .execute(&mut *conn)
+                .await?;
+        }
+        ThreadWrite::SaveQueue { thread_id, inputs } => {
+            sqlx::query("DELETE FROM queued_inputs WHERE thread_id = ?").bind(thread_id).execute(&mut *conn).await?;
+            for (position, input) in inputs.iter().enumerate() {
+                sqlx::query("INSERT INTO queued_inputs (id, thread_id, position, body) VALUES (?,?,?,?)")
+                    .bind(&input.id)
+                    .bind(thread_id)
+                    .bind(i64::try_from(position).unwrap_or(i64::MAX))
+                    .bind(json(input))
+                    .execute(&mut *conn)
+                    .await?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Start-up recovery: turns a crash left `running` or `waitingApproval` become `failed`, with an
+/// error item saying why. Returns (thread id, turn id) of each.
+pub(super) async fn fail_unfinished_turns(
+    conn: &mut SqliteConnection,
+    now: &str,
+    message: &str,
+) -> Result<Vec<(String, String)>, sqlx::Error> {
+    let rows = sqlx::query("SELECT thread_id, seq, id FROM turns WHERE status IN ('running', 'waitingApproval')")
+        .fetch_all(&mut *conn)
+        .await?;
+    let mut failed = Vec::new();
+    for row in rows {
+        let thread_id: String = row.try_get("thread_id")?;
+        let seq: i64 = row.try_get("seq")?;
+        let id: String = row.try_get("id")?;
+        let next_item: i64 =
+            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM items WHERE thread_id = ? AND turn_seq = ?")
+                .bind(&thread_id)
+                .bind(seq)
+                .fetch_one(&mut *conn)
+                .await?;
+        let item = Item {
+            id: item_id(u32::try_from(next_item).unwrap_or(1)),
+            turn_id: id.clone(),
+            payload: appserver_protocol::ItemPayload::Error(appserver_protocol::ErrorPayload {
+                message: message.to_owned(),
+                code: "server_restart".to_owned(),
+                fatal: true,
+            }),
+            status: appserver_protocol::ItemStatus::Completed,
+            created_at: now.to_owned(),
+            completed_at: Some(now.to_owned()),
+        };
+        sqlx::query("INSERT OR REPLACE INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
+            .bind(&thread_id)
+            .bind(seq)
+            .bind(next_item)
+            .bind(json(&item))
+            .execute(&mut *conn)
+            .await?;
+        sqlx::query("UPDATE turns SET status = 'failed', error = ?, completed_at = ? WHERE thread_id = ? AND seq = ?")
+            .bind(message)
+            .bind(now)
+            .bind(&thread_id)
+            .bind(seq)
+            .execute(&mut *conn)
+            .await?;
+        failed.push((thread_id, id));
+    }
+    Ok(failed)
+}

@@ -1,0 +1,383 @@
+//! Handlers of the `thread/*` methods (protocol section 4).
+
+use std::collections::{BTreeMap, HashSet};
+
+use appserver_protocol::{
+    EmptyResult, ServerNotification, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult,
+    ThreadModeSetParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams, ThreadResult,
+    ThreadResumedParams, ThreadRollbackParams, ThreadStartParams, ThreadStatus, ThreadStatusChangedParams,
+    ThreadSubscribeParams,
+};
+
+use super::{SessionError, ThreadState, broadcast, new_thread_id, wire};
+use crate::clock::UtcTime;
+use crate::rpc::RequestCtx;
+use crate::store::{ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
+
+/// Default and largest `thread/list` page.
+const DEFAULT_PAGE: u32 = 100;
+const MAX_PAGE: u32 = 1000;
+
+/// Approval policies a thread may name: DotCraft's and the Codex-style names.
+pub const APPROVAL_POLICIES: &[&str] = &["default", "autoApprove", "interrupt", "never", "onRequest", "untrusted"];
+
+fn validate_config(config: &appserver_protocol::ThreadConfiguration) -> Result<(), SessionError> {
+    if let Some(policy) = &config.approval_policy {
+        if !APPROVAL_POLICIES.contains(&policy.as_str()) {
+            return Err(SessionError::InvalidParams(format!(
+                "config.approvalPolicy: unknown policy `{policy}` (expected one of {})",
+                APPROVAL_POLICIES.join(", ")
+            )));
+        }
+    }
+    if config.mode.as_deref().is_some_and(|m| m.trim().is_empty()) {
+        return Err(SessionError::InvalidParams("config.mode: must not be empty".into()));
+    }
+    Ok(())
+}
+
+fn validate_dynamic_tools(tools: &[appserver_protocol::DynamicToolSpec]) -> Result<(), SessionError> {
+    let mut seen = HashSet::new();
+    for (i, tool) in tools.iter().enumerate() {
+        let bad = |field: &str, why: &str| SessionError::InvalidParams(format!("dynamicTools[{i}].{field}: {why}"));
+        if tool.name.trim().is_empty() {
+            return Err(bad("name", "must not be empty"));
+        }
+        if tool.description.trim().is_empty() {
+            return Err(bad("description", "must not be empty"));
+        }
+        if tool.namespace.as_deref().is_some_and(|n| n.trim().is_empty()) {
+            return Err(bad("namespace", "must not be empty when present"));
+        }
+        if !tool.input_schema.is_object() {
+            return Err(bad("inputSchema", "must be a JSON Schema object"));
+        }
+        if !seen.insert((tool.namespace.clone(), tool.name.clone())) {
+            return Err(bad("name", "duplicate (namespace, name) pair"));
+        }
+    }
+    Ok(())
+}
+
+pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Result<ThreadResult, SessionError> {
+    if p.identity.channel_name.trim().is_empty() {
+        return Err(SessionError::InvalidParams("identity.channelName: must not be empty".into()));
+    }
+    if let Some(config) = &p.config {
+        validate_config(config)?;
+    }
+    validate_dynamic_tools(&p.dynamic_tools)?;
+    let now = UtcTime::now();
+    let workspace = p
+        .identity
+        .workspace_path
+        .clone()
+        .filter(|w| !w.is_empty())
+        .unwrap_or_else(|| ctx.state.config.workspace.display().to_string());
+    let record = ThreadRecord {
+        id: new_thread_id(now),
+        workspace_path: workspace,
+        user_id: p.identity.user_id.clone(),
+        // A channel adapter's threads belong to its channel.
+        origin_channel: ctx.channel().unwrap_or_else(|| p.identity.channel_name.clone()),
+        channel_context: p.identity.channel_context.clone(),
+        display_name: p.display_name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
+        status: ThreadStatus::Active,
+        history_mode: p.history_mode.unwrap_or_default(),
+        created_at: now.rfc3339(),
+        last_active_at: now.rfc3339(),
+        metadata: BTreeMap::new(),
+        configuration: p.config,
+        next_turn_seq: 1,
+    };
+    ctx.state.store.write(ThreadWrite::SaveThread(Box::new(record.clone()))).await?;
+    let handle = ctx.state.threads.insert(record);
+    let thread = {
+        let mut state = handle.state();
+        if !p.dynamic_tools.is_empty() {
+            state.dynamic_tools = p.dynamic_tools;
+            state.dynamic_tools_owner = Some(ctx.peer.id);
+        }
+        wire::thread(&state, Vec::new())
+    };
+    let notification = ServerNotification::ThreadStarted(ThreadResult { thread: thread.clone() });
+    let server = ctx.state.clone();
+    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    Ok(ThreadResult { thread })
+}
+
+pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result<ThreadResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    let (ticket, previous) = {
+        let mut state = handle.state();
+        state.require_exists()?;
+        let previous = state.record.status;
+        if previous == ThreadStatus::Archived {
+            return Err(SessionError::ThreadNotActive { id: p.thread_id, status: previous.as_str() });
+        }
+        state.record.status = ThreadStatus::Active;
+        state.record.last_active_at = UtcTime::now().rfc3339();
+        (ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone()))), previous)
+    };
+    ticket.wait().await?;
+    let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
+    let thread = wire::thread(&handle.state(), turns);
+    let server = ctx.state.clone();
+    let resumed = ServerNotification::ThreadResumed(ThreadResumedParams {
+        thread: thread.clone(),
+        resumed_by: ctx.client_name(),
+    });
+    ctx.after_reply(move || {
+        if previous != ThreadStatus::Active {
+            broadcast(&server.connections, &status_changed(&p.thread_id, previous, ThreadStatus::Active));
+        }
+        broadcast(&server.connections, &resumed);
+    });
+    Ok(ThreadResult { thread })
+}
+
+pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result<ThreadListResult, SessionError> {
+    let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
+    let after = match &p.cursor {
+        Some(cursor) => Some(
+            cursor
+                .split_once('|')
+                .map(|(at, id)| (at.to_owned(), id.to_owned()))
+                .ok_or_else(|| SessionError::InvalidParams("cursor: not a cursor returned by thread/list".into()))?,
+        ),
+        None => None,
+    };
+    let query = ThreadQuery {
+        workspace_path: p
+            .identity
+            .workspace_path
+            .clone()
+            .filter(|w| !w.is_empty())
+            .unwrap_or_else(|| ctx.state.config.workspace.display().to_string()),
+        origin_channel: p.identity.channel_name.clone(),
+        user_id: p.identity.user_id.clone(),
+        channel_context: p.identity.channel_context.clone(),
+        cross_channel_origins: p
+            .cross_channel_origins
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|o| !o.is_empty())
+            .collect(),
+        channel_name: p.channel_name,
+        include_archived: p.include_archived,
+        after,
+        limit,
+    };
+    let (records, more) = ctx.state.store.list_threads(&query).await?;
+    let next_cursor = if more { records.last().map(|r| format!("{}|{}", r.last_active_at, r.id)) } else { None };
+    let data = records
+        .iter()
+        .map(|record| match ctx.state.threads.loaded(&record.id) {
+            // A loaded thread's in-memory state is newer than its row.
+            Some(handle) => {
+                let state = handle.state();
+                wire::summary(&state.record, state.runtime)
+            }
+            None => wire::summary(record, Default::default()),
+        })
+        .collect();
+    Ok(ThreadListResult { data, next_cursor })
+}
+
+pub async fn handle_thread_read(ctx: &RequestCtx, p: ThreadReadParams) -> Result<ThreadReadResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    let before =
+        match &p.turns_cursor {
+            Some(cursor) => Some(parse_seq(cursor, "turn_").ok_or_else(|| {
+                SessionError::InvalidParams("turnsCursor: not a cursor returned by thread/read".into())
+            })?),
+            None => None,
+        };
+    let (turns, more) = if p.include_turns {
+        wire::load_turns(&ctx.state.store, &p.thread_id, before, p.turns_limit).await?
+    } else {
+        (Vec::new(), false)
+    };
+    let next_turns_cursor = if more { turns.first().map(|t| t.id.clone()) } else { None };
+    let state = handle.state();
+    state.require_exists()?;
+    Ok(ThreadReadResult { thread: wire::thread(&state, turns), next_turns_cursor })
+}
+
+pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -> Result<ThreadResult, SessionError> {
+    if p.num_turns < 1 {
+        return Err(SessionError::InvalidParams("numTurns: must be at least 1".into()));
+    }
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    // Turns started after this point have higher sequence numbers and are never dropped.
+    let next_seq = {
+        let state = handle.state();
+        state.require_exists()?;
+        if state.record.status == ThreadStatus::Archived {
+            return Err(SessionError::ThreadNotActive { id: p.thread_id, status: "archived" });
+        }
+        if state.running.is_some() {
+            return Err(SessionError::TurnInProgress(p.thread_id));
+        }
+        state.record.next_turn_seq
+    };
+    let (dropped, _) = ctx.state.store.turns(&p.thread_id, Some(next_seq), Some(p.num_turns)).await?;
+    if let Some(first) = dropped.first() {
+        ctx.state
+            .store
+            .write(ThreadWrite::DeleteTurnsFrom { thread_id: p.thread_id.clone(), from_seq: first.seq })
+            .await?;
+    }
+    let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
+    Ok(ThreadResult { thread: wire::thread(&handle.state(), turns) })
+}
+
+pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams) -> Result<EmptyResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    if handle.hub.subscribe(&ctx.peer, p.replay_recent) {
+        let peer = ctx.peer.id;
+        ctx.after_reply(move || handle.hub.release(peer));
+    }
+    Ok(EmptyResult {})
+}
+
+pub async fn handle_thread_unsubscribe(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    handle.hub.unsubscribe(ctx.peer.id);
+    Ok(EmptyResult {})
+}
+
+fn status_changed(id: &str, previous: ThreadStatus, new: ThreadStatus) -> ServerNotification {
+    ServerNotification::ThreadStatusChanged(ThreadStatusChangedParams {
+        thread_id: id.to_owned(),
+        previous_status: previous,
+        new_status: new,
+    })
+}
+
+/// Moves a thread to `to` (if `allowed` says so), persists it, and announces the change.
+async fn change_status(
+    ctx: &RequestCtx,
+    thread_id: &str,
+    to: ThreadStatus,
+    allowed: impl FnOnce(&ThreadState) -> Result<(), SessionError>,
+) -> Result<EmptyResult, SessionError> {
+    let handle = ctx.state.threads.get(thread_id).await?;
+    let (ticket, previous) = {
+        let mut state = handle.state();
+        state.require_exists()?;
+        allowed(&state)?;
+        let previous = state.record.status;
+        if previous == to {
+            return Ok(EmptyResult {});
+        }
+        state.record.status = to;
+        (ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone()))), previous)
+    };
+    ticket.wait().await?;
+    let notification = status_changed(thread_id, previous, to);
+    let server = ctx.state.clone();
+    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    Ok(EmptyResult {})
+}
+
+pub async fn handle_thread_pause(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+    change_status(ctx, &p.thread_id, ThreadStatus::Paused, |state| match state.record.status {
+        ThreadStatus::Archived => {
+            Err(SessionError::ThreadNotActive { id: state.record.id.clone(), status: "archived" })
+        }
+        _ => Ok(()),
+    })
+    .await
+}
+
+pub async fn handle_thread_archive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+    change_status(ctx, &p.thread_id, ThreadStatus::Archived, |state| {
+        if state.running.is_some() { Err(SessionError::TurnInProgress(state.record.id.clone())) } else { Ok(()) }
+    })
+    .await
+}
+
+pub async fn handle_thread_unarchive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+    change_status(ctx, &p.thread_id, ThreadStatus::Active, |state| match state.record.status {
+        ThreadStatus::Paused => Err(SessionError::InvalidParams(format!(
+            "thread {} is paused, not archived: use thread/resume",
+            state.record.id
+        ))),
+        _ => Ok(()),
+    })
+    .await
+}
+
+pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    {
+        let mut state = handle.state();
+        state.require_exists()?;
+        state.deleted = true;
+        if let Some(running) = &state.running {
+            running.cancel.cancel();
+        }
+    }
+    ctx.state.store.write(ThreadWrite::DeleteThread(p.thread_id.clone())).await?;
+    ctx.state.threads.remove(&p.thread_id);
+    let notification = ServerNotification::ThreadDeleted(ThreadIdParams { thread_id: p.thread_id });
+    let server = ctx.state.clone();
+    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    Ok(EmptyResult {})
+}
+
+/// Applies `change` to an existing thread's record and persists it.
+async fn update_record(
+    ctx: &RequestCtx,
+    thread_id: &str,
+    change: impl FnOnce(&mut ThreadRecord),
+) -> Result<(), SessionError> {
+    let handle = ctx.state.threads.get(thread_id).await?;
+    let ticket = {
+        let mut state = handle.state();
+        state.require_exists()?;
+        change(&mut state.record);
+        ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())))
+    };
+    ticket.wait().await?;
+    Ok(())
+}
+
+pub async fn handle_thread_mode_set(ctx: &RequestCtx, p: ThreadModeSetParams) -> Result<EmptyResult, SessionError> {
+    let mode = p.mode.trim().to_owned();
+    if mode.is_empty() {
+        return Err(SessionError::InvalidParams("mode: must not be empty".into()));
+    }
+    update_record(ctx, &p.thread_id, |record| {
+        record.configuration.get_or_insert_with(Default::default).mode = Some(mode);
+    })
+    .await?;
+    Ok(EmptyResult {})
+}
+
+pub async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Result<EmptyResult, SessionError> {
+    let name = p.display_name.trim().to_owned();
+    if name.is_empty() {
+        return Err(SessionError::InvalidParams("displayName: must not be empty".into()));
+    }
+    let stored = name.clone();
+    update_record(ctx, &p.thread_id, |record| record.display_name = Some(stored)).await?;
+    let notification =
+        ServerNotification::ThreadRenamed(ThreadRenamedParams { thread_id: p.thread_id, display_name: name });
+    let server = ctx.state.clone();
+    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    Ok(EmptyResult {})
+}
+
+pub async fn handle_thread_config_update(
+    ctx: &RequestCtx,
+    p: ThreadConfigUpdateParams,
+) -> Result<EmptyResult, SessionError> {
+    validate_config(&p.config)?;
+    update_record(ctx, &p.thread_id, |record| {
+        record.configuration.get_or_insert_with(Default::default).merge(p.config)
+    })
+    .await?;
+    Ok(EmptyResult {})
+}

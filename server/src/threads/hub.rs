@@ -1,0 +1,191 @@
+//! `EventHub`: delivery of one thread's turn and item notifications (section 6.10).
+//!
+//! Recipients are the connections subscribed to the thread plus, for the running turn, the
+//! connection that started it without a subscription (the "inline" path). A connection that is
+//! both gets each notification once. Publishing never awaits: frames go to each peer's bounded
+//! queue, and a peer whose queue is full is disconnected.
+//!
+//! A new subscription starts "holding": until its `thread/subscribe` response has been queued,
+//! frames for it (the replayed recent ones first) are kept, then released in order, so the
+//! response comes first and nothing is lost or duplicated in between.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use crate::rpc::{ConnectionId, OutFrame, Peer};
+
+/// Frames of the current turn kept for `replayRecent`.
+const RECENT_LIMIT: usize = 512;
+
+#[derive(Debug, Default)]
+pub struct EventHub {
+    inner: Mutex<HubInner>,
+}
+
+#[derive(Debug, Default)]
+struct HubInner {
+    subscribers: HashMap<ConnectionId, Subscriber>,
+    turn_listeners: HashMap<ConnectionId, Arc<Peer>>,
+    recent: VecDeque<(&'static str, OutFrame)>,
+}
+
+#[derive(Debug)]
+struct Subscriber {
+    peer: Arc<Peer>,
+    /// `Some` until the subscribe response is out: frames wait here.
+    holding: Option<Vec<(&'static str, OutFrame)>>,
+}
+
+impl EventHub {
+    fn lock(&self) -> MutexGuard<'_, HubInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Delivers a thread-scoped notification to every recipient, at most once each.
+    pub fn publish(&self, method: &'static str, frame: OutFrame) {
+        let mut inner = self.lock();
+        inner.recent.push_back((method, frame.clone()));
+        if inner.recent.len() > RECENT_LIMIT {
+            inner.recent.pop_front();
+        }
+        inner.subscribers.retain(|_, s| !s.peer.is_closed());
+        inner.turn_listeners.retain(|_, p| !p.is_closed());
+        let inner = &mut *inner;
+        for subscriber in inner.subscribers.values_mut() {
+            match &mut subscriber.holding {
+                Some(held) => held.push((method, frame.clone())),
+                None => {
+                    subscriber.peer.notify(method, &frame);
+                }
+            }
+        }
+        for (id, peer) in &inner.turn_listeners {
+            if !inner.subscribers.contains_key(id) {
+                peer.notify(method, &frame);
+            }
+        }
+    }
+
+    /// Subscribes a connection (idempotent). Its frames are held until [`EventHub::release`];
+    /// with `replay`, the recent frames of the current turn come first.
+    pub fn subscribe(&self, peer: &Arc<Peer>, replay: bool) -> bool {
+        let mut inner = self.lock();
+        if inner.subscribers.contains_key(&peer.id) {
+            return false;
+        }
+        let held = if replay { inner.recent.iter().cloned().collect() } else { Vec::new() };
+        inner.subscribers.insert(peer.id, Subscriber { peer: peer.clone(), holding: Some(held) });
+        true
+    }
+
+    /// Sends what was held for a new subscriber, in order, and makes it live.
+    pub fn release(&self, id: ConnectionId) {
+        let mut inner = self.lock();
+        if let Some(subscriber) = inner.subscribers.get_mut(&id) {
+            if let Some(held) = subscriber.holding.take() {
+                for (method, frame) in held {
+                    subscriber.peer.notify(method, &frame);
+                }
+            }
+        }
+    }
+
+    pub fn unsubscribe(&self, id: ConnectionId) -> bool {
+        self.lock().subscribers.remove(&id).is_some()
+    }
+
+    pub fn is_subscribed(&self, id: ConnectionId) -> bool {
+        self.lock().subscribers.get(&id).is_some_and(|s| !s.peer.is_closed())
+    }
+
+    /// Starts a turn's delivery: the recent buffer restarts, and the starting connection gets the
+    /// turn's notifications inline unless it is subscribed (then the subscription is the path).
+    pub fn begin_turn(&self, starter: Option<&Arc<Peer>>) {
+        let mut inner = self.lock();
+        inner.recent.clear();
+        inner.turn_listeners.clear();
+        if let Some(peer) = starter {
+            if !inner.subscribers.contains_key(&peer.id) {
+                inner.turn_listeners.insert(peer.id, peer.clone());
+            }
+        }
+    }
+
+    /// Ends the inline path of the turn that just finished.
+    pub fn end_turn(&self) {
+        self.lock().turn_listeners.clear();
+    }
+
+    pub fn subscriber_count(&self) -> usize {
+        self.lock().subscribers.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::rpc::{PeerLimits, TransportKind};
+    use appserver_protocol::InitializeParams;
+    use tokio::sync::mpsc;
+    use tokio_util::sync::CancellationToken;
+
+    fn ready_peer(id: u64) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
+        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: 64 };
+        let (peer, rx) = Peer::new(ConnectionId(id), TransportKind::WebSocket, limits, &CancellationToken::new());
+        let mut params = InitializeParams::default();
+        params.client_info.name = "t".into();
+        peer.session.initialize(params).unwrap();
+        peer.session.mark_ready();
+        (peer, rx)
+    }
+
+    fn frame(text: &str) -> OutFrame {
+        OutFrame::from(text.to_owned())
+    }
+
+    fn drain(rx: &mut mpsc::Receiver<OutFrame>) -> Vec<String> {
+        let mut out = Vec::new();
+        while let Ok(f) = rx.try_recv() {
+            out.push(String::from_utf8(f.bytes().to_vec()).unwrap());
+        }
+        out
+    }
+
+    #[test]
+    fn a_subscribed_starter_gets_each_frame_once() {
+        let hub = EventHub::default();
+        let (a, mut rx) = ready_peer(1);
+        hub.subscribe(&a, false);
+        hub.release(a.id);
+        hub.begin_turn(Some(&a));
+        hub.publish("turn/started", frame("1"));
+        assert_eq!(drain(&mut rx), vec!["1"]);
+    }
+
+    #[test]
+    fn held_frames_follow_the_replay_in_order() {
+        let hub = EventHub::default();
+        let (a, mut rx) = ready_peer(1);
+        hub.begin_turn(None);
+        hub.publish("turn/started", frame("1"));
+        hub.publish("item/started", frame("2"));
+        hub.subscribe(&a, true);
+        hub.publish("item/completed", frame("3"));
+        assert!(drain(&mut rx).is_empty(), "nothing before the subscribe response");
+        hub.release(a.id);
+        hub.publish("turn/completed", frame("4"));
+        assert_eq!(drain(&mut rx), vec!["1", "2", "3", "4"]);
+        assert!(!hub.subscribe(&a, true), "subscribing twice does not replay twice");
+    }
+
+    #[test]
+    fn an_unsubscribed_starter_gets_the_turn_inline_only() {
+        let hub = EventHub::default();
+        let (a, mut rx) = ready_peer(1);
+        hub.begin_turn(Some(&a));
+        hub.publish("turn/started", frame("1"));
+        hub.end_turn();
+        hub.publish("thread/x", frame("2"));
+        assert_eq!(drain(&mut rx), vec!["1"]);
+    }
+}

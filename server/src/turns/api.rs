@@ -1,0 +1,156 @@
+//! Handlers of `turn/start`, `turn/interrupt`, `turn/enqueue`, `turn/queue/remove` and
+//! `turn/steer` (protocol section 5).
+
+use appserver_protocol::{
+    EmptyResult, HistoryMode, QueuedInputStatus, QueuedInputsResult, QueuedTurnInput, TurnEnqueueParams,
+    TurnEnqueueResult, TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams,
+    TurnSteerResult,
+};
+
+use super::input::{self, PreparedInput};
+use super::runner::{self, Origin};
+use crate::clock::UtcTime;
+use crate::rpc::RequestCtx;
+use crate::store::parse_seq;
+use crate::threads::SessionError;
+
+pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
+    input::validate(&p.input)?;
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    let history_mode = handle.state().record.history_mode;
+    match (history_mode, &p.messages) {
+        (HistoryMode::Server, Some(_)) => {
+            return Err(SessionError::InvalidParams(
+                "messages: not allowed when the thread uses historyMode \"server\" (the server keeps the history)"
+                    .into(),
+            ));
+        }
+        (HistoryMode::Client, None) => {
+            return Err(SessionError::InvalidParams(
+                "messages: required when the thread uses historyMode \"client\"".into(),
+            ));
+        }
+        _ => {}
+    }
+    let prepared = prepare(ctx, &p.input, p.sender).await;
+    let reservation = {
+        let mut state = handle.state();
+        runner::reserve(&ctx.state, &mut state, prepared, p.messages, Origin { channel: ctx.channel() })?
+    };
+    let reservation = runner::persist(&ctx.state, &handle, reservation).await?;
+    let turn = reservation.wire();
+    let (server, starter) = (ctx.state.clone(), ctx.peer.clone());
+    ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
+    Ok(TurnResult { turn })
+}
+
+async fn prepare(
+    ctx: &RequestCtx,
+    parts: &[appserver_protocol::InputPart],
+    sender: Option<appserver_protocol::SenderContext>,
+) -> PreparedInput {
+    PreparedInput {
+        native: parts.to_vec(),
+        materialized: input::materialize(parts, &ctx.state.config.workspace).await,
+        display_text: input::display_text(parts),
+        sender,
+        delivery_mode: None,
+    }
+}
+
+pub async fn handle_turn_interrupt(ctx: &RequestCtx, p: TurnInterruptParams) -> Result<EmptyResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    {
+        let state = handle.state();
+        state.require_exists()?;
+        if let Some(running) = state.running.as_ref().filter(|r| r.id == p.turn_id) {
+            // Asynchronous: `turn/cancelled` follows once the turn has stopped.
+            running.cancel.cancel();
+            return Ok(EmptyResult {});
+        }
+    }
+    let exists = match parse_seq(&p.turn_id, "turn_") {
+        Some(seq) => ctx.state.store.turn(&p.thread_id, seq).await?.is_some(),
+        None => false,
+    };
+    if exists {
+        Err(SessionError::TurnNotRunning(p.turn_id))
+    } else {
+        Err(SessionError::TurnNotFound { thread: p.thread_id, turn: p.turn_id })
+    }
+}
+
+pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqueueResult, SessionError> {
+    input::validate(&p.input)?;
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    let prepared = prepare(ctx, &p.input, p.sender).await;
+    let (queued_input, queued_inputs, next) = {
+        let mut state = handle.state();
+        state.require_active()?;
+        let now = UtcTime::now();
+        let queued = QueuedTurnInput {
+            id: queued_input_id(now),
+            thread_id: p.thread_id.clone(),
+            native_input_parts: prepared.native,
+            materialized_input_parts: prepared.materialized,
+            display_text: prepared.display_text,
+            sender: prepared.sender,
+            status: QueuedInputStatus::Queued,
+            created_at: now.rfc3339(),
+            ready_after_turn_id: state.running.as_ref().map(|r| r.id.clone()),
+        };
+        state.queued_by.insert(queued.id.clone(), ctx.peer.id);
+        state.queue.push(queued.clone());
+        runner::queue_changed(&ctx.state, &state);
+        // Nothing running: the input starts at once, as a queued turn.
+        let next = runner::dequeue(&ctx.state, &mut state);
+        (queued, state.queue.clone(), next)
+    };
+    if let Some(reservation) = next {
+        let reservation = runner::persist(&ctx.state, &handle, reservation).await?;
+        let (server, starter) = (ctx.state.clone(), ctx.peer.clone());
+        ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
+    }
+    Ok(TurnEnqueueResult { queued_input, queued_inputs })
+}
+
+pub async fn handle_turn_queue_remove(
+    ctx: &RequestCtx,
+    p: TurnQueueRemoveParams,
+) -> Result<QueuedInputsResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    let mut state = handle.state();
+    state.require_exists()?;
+    let before = state.queue.len();
+    state.queue.retain(|q| q.id != p.queued_input_id);
+    state.queued_by.remove(&p.queued_input_id);
+    if state.queue.len() == before {
+        return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
+    }
+    runner::queue_changed(&ctx.state, &state);
+    Ok(QueuedInputsResult { queued_inputs: state.queue.clone() })
+}
+
+pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<TurnSteerResult, SessionError> {
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    let mut state = handle.state();
+    state.require_active()?;
+    let running = state.running.as_ref().map(|r| r.id.clone());
+    if running.as_deref() != Some(p.expected_turn_id.as_str()) {
+        return Err(SessionError::TurnNotRunning(p.expected_turn_id));
+    }
+    let Some(queued) = state.queue.iter_mut().find(|q| q.id == p.queued_input_id) else {
+        return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
+    };
+    queued.status = QueuedInputStatus::GuidancePending;
+    runner::queue_changed(&ctx.state, &state);
+    Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs: state.queue.clone() })
+}
+
+/// `queued_20260425100000000_ab12cd`
+fn queued_input_id(now: UtcTime) -> String {
+    let stamp: String = now.rfc3339().chars().filter(char::is_ascii_digit).collect();
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let suffix: String = (0..6).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
+    format!("queued_{stamp}_{suffix}")
+}

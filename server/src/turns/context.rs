@@ -1,0 +1,358 @@
+//! `TurnContext`: what an agent uses to produce a turn's items. It numbers items, streams deltas,
+//! persists each item when it completes (before `item/completed` goes out, so every announced item
+//! survives a crash), and runs tool calls through the shared tool path.
+
+use std::sync::Arc;
+
+use appserver_protocol::{
+    ChatMessage, InputPart, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
+    ServerNotification, TextDeltaParams, TextPayload, ThreadQueueUpdatedParams, TokenUsage,
+    ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload, UsageDeltaParams,
+};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::agent::tools::{ToolCall, ToolOutput, ToolRegistry};
+use crate::clock;
+use crate::server::ServerState;
+use crate::store::{StoreError, ThreadWrite, item_id};
+use crate::threads::{ThreadHandle, broadcast};
+
+use super::input::PreparedInput;
+
+/// Why an agent stopped early.
+#[derive(Debug, thiserror::Error)]
+pub enum TurnError {
+    /// The agent (or its model) failed: the turn fails with this message.
+    #[error("{0}")]
+    Agent(String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The turn must end as cancelled (an approval answered `cancel`, or an interrupt).
+    #[error("the turn was cancelled")]
+    Cancelled,
+}
+
+/// An item that has started and not yet completed.
+#[derive(Debug)]
+struct OpenItem {
+    item: Item,
+    /// Accumulated text of a streaming message or reasoning item, or of tool-call arguments.
+    text: String,
+    sent_tool_header: bool,
+}
+
+/// The agent's handle on the turn it is running.
+#[derive(Debug)]
+pub struct TurnContext {
+    pub(crate) state: Arc<ServerState>,
+    pub(crate) handle: Arc<ThreadHandle>,
+    pub thread_id: String,
+    pub turn_id: String,
+    pub(crate) turn_seq: u32,
+    /// The model-visible input of this turn.
+    pub input: Vec<InputPart>,
+    /// The client's history when the thread uses `historyMode = "client"`.
+    pub messages: Option<Vec<ChatMessage>>,
+    pub cancel: CancellationToken,
+    pub(crate) items: Vec<Item>,
+    open: Vec<OpenItem>,
+    next_item_seq: u32,
+    pub(crate) usage: TokenUsage,
+}
+
+impl TurnContext {
+    pub(crate) fn new(
+        state: Arc<ServerState>,
+        handle: Arc<ThreadHandle>,
+        turn: &crate::store::TurnRecord,
+        user_item: Item,
+        input: Vec<InputPart>,
+        messages: Option<Vec<ChatMessage>>,
+        cancel: CancellationToken,
+    ) -> Self {
+        TurnContext {
+            thread_id: handle.id.clone(),
+            state,
+            handle,
+            turn_id: turn.id.clone(),
+            turn_seq: turn.seq,
+            input,
+            messages,
+            cancel,
+            items: vec![user_item],
+            open: Vec::new(),
+            next_item_seq: 2,
+            usage: TokenUsage::default(),
+        }
+    }
+
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.state.tools
+    }
+
+    pub fn server(&self) -> &Arc<ServerState> {
+        &self.state
+    }
+
+    fn publish(&self, notification: ServerNotification) {
+        self.handle.publish(&notification);
+    }
+
+    /// Starts an item: assigns its id and sends `item/started`.
+    pub fn begin(&mut self, payload: ItemPayload) -> String {
+        let id = item_id(self.next_item_seq);
+        self.next_item_seq += 1;
+        let item = Item {
+            id: id.clone(),
+            turn_id: self.turn_id.clone(),
+            payload,
+            status: ItemStatus::Started,
+            created_at: clock::now_rfc3339(),
+            completed_at: None,
+        };
+        self.publish(ServerNotification::ItemStarted(ItemEventParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item: item.clone(),
+        }));
+        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false });
+        id
+    }
+
+    /// Appends streamed text to an open `agentMessage` or `reasoningContent` item.
+    pub fn append_text(&mut self, item_id: &str, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let Some(open) = self.open.iter_mut().find(|o| o.item.id == item_id) else { return };
+        open.text.push_str(delta);
+        open.item.status = ItemStatus::Streaming;
+        let (method_kind, notification) = match open.item.payload {
+            ItemPayload::ReasoningContent(_) => ("reasoningContent", true),
+            _ => ("agentMessage", false),
+        };
+        let params = TextDeltaParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item_id: item_id.to_owned(),
+            delta_kind: method_kind.to_owned(),
+            delta: delta.to_owned(),
+        };
+        self.publish(if notification {
+            ServerNotification::ReasoningDelta(params)
+        } else {
+            ServerNotification::AgentMessageDelta(params)
+        });
+    }
+
+    /// Appends streamed argument text to an open `toolCall` item.
+    pub fn append_arguments(&mut self, item_id: &str, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let Some(open) = self.open.iter_mut().find(|o| o.item.id == item_id) else { return };
+        open.text.push_str(delta);
+        open.item.status = ItemStatus::Streaming;
+        let (tool_name, call_id) = match (&open.item.payload, open.sent_tool_header) {
+            (ItemPayload::ToolCall(call), false) => (Some(call.tool_name.clone()), Some(call.call_id.clone())),
+            _ => (None, None),
+        };
+        open.sent_tool_header = true;
+        self.publish(ServerNotification::ToolCallArgumentsDelta(ToolCallArgumentsDeltaParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item_id: item_id.to_owned(),
+            delta_kind: "toolCallArguments".to_owned(),
+            tool_name,
+            call_id,
+            delta: delta.to_owned(),
+        }));
+    }
+
+    /// Completes an open item with its final payload (or, for text items, the accumulated text),
+    /// persists it, then sends `item/completed`.
+    pub async fn complete(&mut self, item_id: &str, payload: Option<ItemPayload>) -> Result<Item, TurnError> {
+        let Some(index) = self.open.iter().position(|o| o.item.id == item_id) else {
+            return Err(TurnError::Agent(format!("item {item_id} is not open")));
+        };
+        let open = &self.open[index];
+        let mut item = open.item.clone();
+        item.payload = match payload {
+            Some(payload) => payload,
+            None => match &item.payload {
+                ItemPayload::AgentMessage(_) => ItemPayload::AgentMessage(TextPayload { text: open.text.clone() }),
+                ItemPayload::ReasoningContent(_) => {
+                    ItemPayload::ReasoningContent(TextPayload { text: open.text.clone() })
+                }
+                ItemPayload::ToolCall(call) => {
+                    let arguments = serde_json::from_str(&open.text).unwrap_or(Value::String(open.text.clone()));
+                    ItemPayload::ToolCall(ToolCallPayload { arguments, ..call.clone() })
+                }
+                other => other.clone(),
+            },
+        };
+        item.status = ItemStatus::Completed;
+        item.completed_at = Some(clock::now_rfc3339());
+        self.state.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
+        self.open.remove(index);
+        self.publish(ServerNotification::ItemCompleted(ItemEventParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item: item.clone(),
+        }));
+        self.items.push(item.clone());
+        Ok(item)
+    }
+
+    /// An item that is complete from the start (`item/started` then `item/completed`).
+    pub async fn record(&mut self, payload: ItemPayload) -> Result<Item, TurnError> {
+        let id = self.begin(payload);
+        self.complete(&id, None).await
+    }
+
+    /// Streams a whole agent message in several deltas.
+    pub async fn say(&mut self, text: &str) -> Result<Item, TurnError> {
+        let id = self.begin(ItemPayload::AgentMessage(TextPayload::default()));
+        for chunk in chunks(text, 32) {
+            self.append_text(&id, chunk);
+        }
+        self.complete(&id, None).await
+    }
+
+    /// Calls a tool: a `toolCall` item, the tool's run, then a `toolResult` item. An unknown
+    /// tool is a failed result, not a failed turn.
+    pub async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<ToolOutput, TurnError> {
+        let call_id = format!("call_{}", fastrand::u64(..));
+        let payload =
+            ToolCallPayload { tool_name: name.to_owned(), arguments: arguments.clone(), call_id: call_id.clone() };
+        self.record(ItemPayload::ToolCall(payload)).await?;
+        self.run_tool(name, arguments, &call_id).await
+    }
+
+    /// Runs a tool for a `toolCall` item the agent has already recorded, then records its result.
+    pub async fn run_tool(&mut self, name: &str, arguments: Value, call_id: &str) -> Result<ToolOutput, TurnError> {
+        let output = match self.state.tools.get(name) {
+            Some(tool) => {
+                let call = ToolCall {
+                    state: &self.state,
+                    thread_id: &self.thread_id,
+                    turn_id: &self.turn_id,
+                    call_id,
+                    arguments,
+                    cancel: &self.cancel,
+                };
+                tool.run(call).await
+            }
+            None => ToolOutput::error(format!("Tool {name} is not available on this server.")),
+        };
+        let result =
+            ToolResultPayload { call_id: call_id.to_owned(), result: output.result.clone(), success: output.success };
+        self.record(ItemPayload::ToolResult(result)).await?;
+        Ok(output)
+    }
+
+    /// Adds the token usage of one model call and sends `item/usage/delta`.
+    pub fn add_usage(&mut self, input_tokens: u64, output_tokens: u64) {
+        if input_tokens == 0 && output_tokens == 0 {
+            return;
+        }
+        self.usage.input_tokens += input_tokens;
+        self.usage.output_tokens += output_tokens;
+        self.usage.total_tokens = self.usage.input_tokens + self.usage.output_tokens;
+        self.publish(ServerNotification::UsageDelta(UsageDeltaParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            input_tokens,
+            output_tokens,
+            total_input_tokens: Some(input_tokens),
+            total_output_tokens: Some(self.usage.output_tokens),
+        }));
+    }
+
+    /// At a safe point: takes the inputs promoted with `turn/steer`, records each as a
+    /// `userMessage` with `deliveryMode = "guidance"`, and returns them for the agent to act on.
+    pub async fn take_guidance(&mut self) -> Result<Vec<QueuedTurnInput>, TurnError> {
+        let (taken, ticket) = {
+            let mut state = self.handle.state();
+            let (taken, kept): (Vec<_>, Vec<_>) =
+                state.queue.drain(..).partition(|q| q.status == QueuedInputStatus::GuidancePending);
+            state.queue = kept;
+            for input in &taken {
+                state.queued_by.remove(&input.id);
+            }
+            if taken.is_empty() {
+                return Ok(Vec::new());
+            }
+            let ticket = self
+                .state
+                .store
+                .submit(ThreadWrite::SaveQueue { thread_id: self.thread_id.clone(), inputs: state.queue.clone() });
+            broadcast(
+                &self.state.connections,
+                &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
+                    thread_id: self.thread_id.clone(),
+                    queued_inputs: state.queue.clone(),
+                }),
+            );
+            (taken, ticket)
+        };
+        ticket.wait().await?;
+        for input in &taken {
+            let prepared = PreparedInput {
+                native: input.native_input_parts.clone(),
+                materialized: input.materialized_input_parts.clone(),
+                display_text: input.display_text.clone(),
+                sender: input.sender.clone(),
+                delivery_mode: Some("guidance".to_owned()),
+            };
+            self.record(ItemPayload::UserMessage(prepared.user_message(None))).await?;
+        }
+        Ok(taken)
+    }
+
+    /// After a cancellation: completes every open item with what it had accumulated.
+    pub(crate) async fn finish_open(&mut self) -> Result<(), TurnError> {
+        let ids: Vec<String> = self.open.iter().map(|o| o.item.id.clone()).collect();
+        for id in ids {
+            self.complete(&id, None).await?;
+        }
+        Ok(())
+    }
+}
+
+/// Splits text into pieces of about `size` bytes at whitespace (or char) boundaries.
+pub fn chunks(text: &str, size: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < text.len() {
+        let mut end = (start + size).min(text.len());
+        while !text.is_char_boundary(end) {
+            end += 1;
+        }
+        if end < text.len() {
+            if let Some(space) = text[start..end].rfind(' ') {
+                if space > 0 {
+                    end = start + space + 1;
+                }
+            }
+        }
+        out.push(&text[start..end]);
+        start = end;
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chunks;
+
+    #[test]
+    fn chunks_cover_the_text_exactly() {
+        let text = "No language model is configured, so I can only run app commands — ünïcode too.";
+        let parts = chunks(text, 16);
+        assert!(parts.len() > 3);
+        assert_eq!(parts.concat(), text);
+        assert!(chunks("", 8).is_empty());
+    }
+}

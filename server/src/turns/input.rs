@@ -1,0 +1,193 @@
+//! User input: validation of `InputPart[]`, materialization into what the agent sees, and the
+//! display text of a message.
+
+use std::path::Path;
+
+use appserver_protocol::{InputPart, SenderContext, UserMessagePayload};
+
+use crate::threads::SessionError;
+
+/// Built-in slash commands: never valid as `commandRef` (section 5.1); they go through
+/// `command/execute`.
+pub const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbeat", "cron"];
+
+/// Largest file a `fileRef` inlines into the model-visible input.
+const MAX_INLINE_FILE: u64 = 256 * 1024;
+
+/// Input ready to become a turn.
+#[derive(Debug, Clone, Default)]
+pub struct PreparedInput {
+    pub native: Vec<InputPart>,
+    pub materialized: Vec<InputPart>,
+    pub display_text: String,
+    pub sender: Option<SenderContext>,
+    /// `normal` (absent), `queued` or `guidance`.
+    pub delivery_mode: Option<String>,
+}
+
+impl PreparedInput {
+    /// The `userMessage` payload recording this input.
+    pub fn user_message(&self, channel_name: Option<String>) -> UserMessagePayload {
+        let images = self
+            .native
+            .iter()
+            .filter_map(|p| match p {
+                InputPart::LocalImage { path, mime_type, file_name } => Some(appserver_protocol::ImageRef {
+                    path: path.clone(),
+                    mime_type: mime_type.clone(),
+                    file_name: file_name.clone(),
+                }),
+                _ => None,
+            })
+            .collect();
+        UserMessagePayload {
+            text: self.display_text.clone(),
+            native_input_parts: self.native.clone(),
+            materialized_input_parts: self.materialized.clone(),
+            sender_id: self.sender.as_ref().map(|s| s.sender_id.clone()),
+            sender_name: self.sender.as_ref().and_then(|s| s.sender_name.clone()),
+            sender_role: self.sender.as_ref().and_then(|s| s.sender_role.clone()),
+            channel_name,
+            group_id: self.sender.as_ref().and_then(|s| s.group_id.clone()),
+            images,
+            delivery_mode: self.delivery_mode.clone(),
+            ..Default::default()
+        }
+    }
+}
+
+/// Checks the parts of `turn/start` / `turn/enqueue` input (-32602 naming the problem).
+pub fn validate(input: &[InputPart]) -> Result<(), SessionError> {
+    if input.is_empty() {
+        return Err(SessionError::InvalidParams("input: at least one input part is required".into()));
+    }
+    for (i, part) in input.iter().enumerate() {
+        match part {
+            InputPart::CommandRef { name, .. } => {
+                let name = name.trim().trim_start_matches('/');
+                if name.is_empty() {
+                    return Err(SessionError::InvalidParams(format!("input[{i}].name: empty command name")));
+                }
+                if BUILTIN_COMMANDS.contains(&name) {
+                    return Err(SessionError::InvalidParams(format!(
+                        "input[{i}]: /{name} is a built-in command; send it with command/execute, not as a commandRef"
+                    )));
+                }
+            }
+            InputPart::FileRef { path, .. } | InputPart::LocalImage { path, .. } if path.trim().is_empty() => {
+                return Err(SessionError::InvalidParams(format!("input[{i}].path: empty path")));
+            }
+            InputPart::Image { url } if url.trim().is_empty() => {
+                return Err(SessionError::InvalidParams(format!("input[{i}].url: empty url")));
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The human-readable text of an input: literal text, `/cmd args`, `$skill`, `@path`.
+pub fn display_text(input: &[InputPart]) -> String {
+    let parts: Vec<String> = input
+        .iter()
+        .map(|part| match part {
+            InputPart::Text { text } => text.clone(),
+            InputPart::CommandRef { name, args_text, raw_text } => raw_text.clone().unwrap_or_else(|| {
+                let name = name.trim_start_matches('/');
+                match args_text.as_deref().filter(|a| !a.is_empty()) {
+                    Some(args) => format!("/{name} {args}"),
+                    None => format!("/{name}"),
+                }
+            }),
+            InputPart::SkillRef { name } => format!("${name}"),
+            InputPart::FileRef { path, display_path } => format!("@{}", display_path.as_deref().unwrap_or(path)),
+            InputPart::Image { url } => format!("[image {url}]"),
+            InputPart::LocalImage { path, file_name, .. } => {
+                format!("[image {}]", file_name.as_deref().unwrap_or(path))
+            }
+        })
+        .collect();
+    parts.join(" ")
+}
+
+/// The model-visible form of the input: a `fileRef` inside the workspace becomes a text part
+/// with the file's content; everything else is kept as it is.
+pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
+    let mut out = Vec::with_capacity(input.len());
+    for part in input {
+        match part {
+            InputPart::FileRef { path, .. } => out.push(InputPart::Text { text: read_file_ref(path, workspace).await }),
+            other => out.push(other.clone()),
+        }
+    }
+    out
+}
+
+async fn read_file_ref(path: &str, workspace: &Path) -> String {
+    let full = workspace.join(path);
+    let inside = match (tokio::fs::canonicalize(&full).await, tokio::fs::canonicalize(workspace).await) {
+        (Ok(file), Ok(root)) => file.starts_with(&root).then_some(file),
+        _ => None,
+    };
+    let Some(file) = inside else {
+        return format!("<file path=\"{path}\">(not readable inside the workspace)</file>");
+    };
+    match tokio::fs::metadata(&file).await {
+        Ok(meta) if meta.len() > MAX_INLINE_FILE => {
+            format!("<file path=\"{path}\">(too large to include: {} bytes)</file>", meta.len())
+        }
+        Ok(_) => match tokio::fs::read_to_string(&file).await {
+            Ok(content) => format!("<file path=\"{path}\">\n{content}\n</file>"),
+            Err(err) => format!("<file path=\"{path}\">(unreadable: {err})</file>"),
+        },
+        Err(err) => format!("<file path=\"{path}\">(unreadable: {err})</file>"),
+    }
+}
+
+/// A display name from the first message: its first line, at most 60 characters.
+pub fn title_from(text: &str) -> Option<String> {
+    let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    let mut title: String = line.chars().take(60).collect();
+    if line.chars().count() > 60 {
+        title.push('…');
+    }
+    Some(title)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_are_not_command_refs() {
+        let part = |name: &str| InputPart::CommandRef { name: name.into(), args_text: None, raw_text: None };
+        assert!(validate(&[part("/new")]).is_err());
+        assert!(validate(&[part("stop")]).is_err());
+        assert!(validate(&[part("apps")]).is_ok());
+        assert!(validate(&[]).is_err());
+    }
+
+    #[test]
+    fn display_text_renders_every_part() {
+        let input = vec![
+            InputPart::Text { text: "look at".into() },
+            InputPart::FileRef { path: "src/a.rs".into(), display_path: None },
+            InputPart::CommandRef { name: "query".into(), args_text: Some("w1 cells".into()), raw_text: None },
+            InputPart::SkillRef { name: "browser".into() },
+        ];
+        assert_eq!(display_text(&input), "look at @src/a.rs /query w1 cells $browser");
+        assert_eq!(title_from("\n  Fix the login bug\nmore").as_deref(), Some("Fix the login bug"));
+    }
+
+    #[tokio::test]
+    async fn file_refs_inline_workspace_files_only() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("a.txt"), "hello").unwrap();
+        let out = materialize(&[InputPart::FileRef { path: "a.txt".into(), display_path: None }], dir.path()).await;
+        assert!(matches!(&out[0], InputPart::Text { text } if text.contains("hello")));
+        let out =
+            materialize(&[InputPart::FileRef { path: "../../etc/passwd".into(), display_path: None }], dir.path())
+                .await;
+        assert!(matches!(&out[0], InputPart::Text { text } if text.contains("not readable")));
+    }
+}

@@ -1,0 +1,334 @@
+//! The turn runner: reserves a turn on a thread, persists its start, drives the agent, and
+//! finalizes it as completed, failed or cancelled — then starts the next queued input.
+//!
+//! Order on the wire for one turn: `turn/started`, the user message's `item/started` and
+//! `item/completed`, the agent's items, then exactly one of `turn/completed`, `turn/failed`,
+//! `turn/cancelled`, always last. Turns belong to the server: they keep running when the
+//! connection that started them closes.
+
+use std::sync::Arc;
+
+use appserver_protocol::{
+    ChatMessage, ErrorPayload, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, ServerNotification,
+    ThreadQueueUpdatedParams, ThreadRenamedParams, Turn, TurnCancelledParams, TurnFailedParams, TurnInitiator,
+    TurnResult, TurnStatus,
+};
+use tokio_util::sync::CancellationToken;
+
+use super::context::{TurnContext, TurnError};
+use super::input::{PreparedInput, title_from};
+use crate::clock::{self, UtcTime};
+use crate::rpc::Peer;
+use crate::server::ServerState;
+use crate::store::{ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
+use crate::threads::{RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast, set_runtime, wire};
+
+/// A turn that has been allocated on its thread and whose start is being written.
+#[derive(Debug)]
+pub struct Reservation {
+    pub turn: TurnRecord,
+    pub user_item: Item,
+    pub input: PreparedInput,
+    pub messages: Option<Vec<ChatMessage>>,
+    pub cancel: CancellationToken,
+    /// The display name set from this first message, if any.
+    pub renamed: Option<String>,
+    /// The write of the turn's start; taken by [`persist`].
+    ticket: Option<WriteTicket>,
+    /// For a dequeued input: the connection that queued it.
+    pub queued_by: Option<crate::rpc::ConnectionId>,
+}
+
+impl Reservation {
+    /// The turn as `turn/start` returns it: running, no items yet.
+    pub fn wire(&self) -> Turn {
+        wire::turn(&self.turn, Vec::new())
+    }
+}
+
+/// Who started a turn, for its provenance fields.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub channel: Option<String>,
+}
+
+/// Under the thread's lock: checks that a turn may start, allocates it, marks the thread busy
+/// and submits the writes of its start. Await [`persist`] after releasing the lock.
+pub fn reserve(
+    server: &ServerState,
+    thread: &mut ThreadState,
+    input: PreparedInput,
+    messages: Option<Vec<ChatMessage>>,
+    origin: Origin,
+) -> Result<Reservation, SessionError> {
+    thread.require_active()?;
+    if thread.running.is_some() {
+        return Err(SessionError::TurnInProgress(thread.record.id.clone()));
+    }
+    let now = UtcTime::now().rfc3339();
+    let seq = thread.record.next_turn_seq;
+    thread.record.next_turn_seq += 1;
+    thread.record.last_active_at = now.clone();
+    let renamed = if thread.record.display_name.is_none() { title_from(&input.display_text) } else { None };
+    if renamed.is_some() {
+        thread.record.display_name = renamed.clone();
+    }
+    let id = turn_id(seq);
+    let channel = origin.channel.unwrap_or_else(|| thread.record.origin_channel.clone());
+    let initiator = TurnInitiator {
+        channel_name: channel.clone(),
+        user_id: input.sender.as_ref().map(|s| s.sender_id.clone()).or_else(|| thread.record.user_id.clone()),
+        user_name: input.sender.as_ref().and_then(|s| s.sender_name.clone()),
+        user_role: input.sender.as_ref().and_then(|s| s.sender_role.clone()),
+        channel_context: thread.record.channel_context.clone(),
+        group_id: input.sender.as_ref().and_then(|s| s.group_id.clone()),
+    };
+    let turn = TurnRecord {
+        thread_id: thread.record.id.clone(),
+        seq,
+        id: id.clone(),
+        status: TurnStatus::Running,
+        started_at: now.clone(),
+        completed_at: None,
+        error: None,
+        token_usage: None,
+        origin_channel: Some(channel.clone()),
+        initiator: Some(initiator),
+    };
+    let user_item = Item {
+        id: item_id(1),
+        turn_id: id.clone(),
+        payload: ItemPayload::UserMessage(input.user_message(Some(channel))),
+        status: ItemStatus::Completed,
+        created_at: now.clone(),
+        completed_at: Some(now),
+    };
+    let ticket = server.store.submit(WriteOp::All(vec![
+        ThreadWrite::SaveThread(Box::new(thread.record.clone())).into(),
+        ThreadWrite::SaveTurn(Box::new(turn.clone())).into(),
+        ThreadWrite::item(&thread.record.id, seq, &user_item).into(),
+    ]));
+    let cancel = server.shutdown.child_token();
+    thread.running = Some(RunningTurn { seq, id, cancel: cancel.clone() });
+    set_runtime(&server.connections, thread, |r| {
+        r.running = true;
+        r.waiting_on_plan_confirmation = false;
+    });
+    Ok(Reservation { turn, user_item, input, messages, cancel, renamed, ticket: Some(ticket), queued_by: None })
+}
+
+/// Waits for the turn's start to be written; on failure the thread is free again.
+pub async fn persist(
+    server: &ServerState,
+    handle: &ThreadHandle,
+    mut reservation: Reservation,
+) -> Result<Reservation, SessionError> {
+    let Some(ticket) = reservation.ticket.take() else { return Ok(reservation) };
+    if let Err(err) = ticket.wait().await {
+        let mut state = handle.state();
+        state.running = None;
+        set_runtime(&server.connections, &mut state, |r| r.running = false);
+        return Err(err.into());
+    }
+    Ok(reservation)
+}
+
+/// Runs a persisted turn as a server-owned task. `starter` gets the turn's notifications inline
+/// unless it is subscribed to the thread.
+pub fn spawn(
+    server: &Arc<ServerState>,
+    handle: Arc<ThreadHandle>,
+    reservation: Reservation,
+    starter: Option<Arc<Peer>>,
+) {
+    if let Some(name) = &reservation.renamed {
+        broadcast(
+            &server.connections,
+            &ServerNotification::ThreadRenamed(ThreadRenamedParams {
+                thread_id: handle.id.clone(),
+                display_name: name.clone(),
+            }),
+        );
+    }
+    let server2 = server.clone();
+    server.tasks.spawn(async move { run(server2, handle, reservation, starter).await });
+}
+
+enum Outcome {
+    Completed,
+    Failed(String),
+    Cancelled(String),
+}
+
+async fn run(
+    server: Arc<ServerState>,
+    handle: Arc<ThreadHandle>,
+    reservation: Reservation,
+    starter: Option<Arc<Peer>>,
+) {
+    let Reservation { turn, user_item, input, messages, cancel, .. } = reservation;
+    handle.hub.begin_turn(starter.as_ref());
+    handle.publish(&ServerNotification::TurnStarted(TurnResult { turn: wire::turn(&turn, vec![user_item.clone()]) }));
+    for started in [true, false] {
+        let params =
+            ItemEventParams { thread_id: handle.id.clone(), turn_id: turn.id.clone(), item: user_item.clone() };
+        handle.publish(&if started {
+            ServerNotification::ItemStarted(params)
+        } else {
+            ServerNotification::ItemCompleted(params)
+        });
+    }
+
+    let mut ctx = TurnContext::new(
+        server.clone(),
+        handle.clone(),
+        &turn,
+        user_item,
+        input.materialized,
+        messages,
+        cancel.clone(),
+    );
+    let agent = server.agent.clone();
+    let result = {
+        let agent_run = agent.run(&mut ctx);
+        tokio::select! {
+            result = agent_run => Some(result),
+            _ = cancel.cancelled() => None,
+        }
+    };
+    let cancel_reason = || {
+        if server.shutdown.is_cancelled() { "server shutting down".to_owned() } else { "interrupted".to_owned() }
+    };
+    let mut outcome = match result {
+        None | Some(Err(TurnError::Cancelled)) => Outcome::Cancelled(cancel_reason()),
+        Some(Ok(())) => Outcome::Completed,
+        Some(Err(err)) => Outcome::Failed(err.to_string()),
+    };
+    // Whatever was streaming is completed with what it had.
+    if let Err(err) = ctx.finish_open().await {
+        outcome = Outcome::Failed(err.to_string());
+    }
+    if let Outcome::Failed(message) = &outcome {
+        let error = ErrorPayload { message: message.clone(), code: "agent_error".to_owned(), fatal: true };
+        if let Err(err) = ctx.record(ItemPayload::Error(error)).await {
+            tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot record the error item");
+        }
+    }
+    finalize(&server, &handle, turn, ctx, outcome).await;
+}
+
+async fn finalize(
+    server: &Arc<ServerState>,
+    handle: &Arc<ThreadHandle>,
+    mut turn: TurnRecord,
+    ctx: TurnContext,
+    outcome: Outcome,
+) {
+    let now = clock::now_rfc3339();
+    turn.completed_at = Some(now.clone());
+    turn.token_usage = Some(ctx.usage);
+    turn.status = match &outcome {
+        Outcome::Completed => TurnStatus::Completed,
+        Outcome::Failed(_) => TurnStatus::Failed,
+        Outcome::Cancelled(_) => TurnStatus::Cancelled,
+    };
+    if let Outcome::Failed(message) = &outcome {
+        turn.error = Some(message.clone());
+    }
+    let saved = server.store.write(ThreadWrite::SaveTurn(Box::new(turn.clone()))).await;
+    if let Err(err) = &saved {
+        tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the finished turn");
+    }
+    let wire_turn = wire::turn(&turn, ctx.items);
+
+    let next = {
+        let mut state = handle.state();
+        state.running = None;
+        // Guidance that never reached the agent goes back to the queue.
+        let mut restored = false;
+        for queued in state.queue.iter_mut().filter(|q| q.status == QueuedInputStatus::GuidancePending) {
+            queued.status = QueuedInputStatus::Queued;
+            restored = true;
+        }
+        set_runtime(&server.connections, &mut state, |r| r.running = false);
+        if !state.deleted {
+            state.record.last_active_at = now;
+            let _ = server.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())));
+            handle.publish(&match outcome {
+                Outcome::Completed => ServerNotification::TurnCompleted(TurnResult { turn: wire_turn }),
+                Outcome::Failed(error) => ServerNotification::TurnFailed(TurnFailedParams { turn: wire_turn, error }),
+                Outcome::Cancelled(reason) => {
+                    ServerNotification::TurnCancelled(TurnCancelledParams { turn: wire_turn, reason })
+                }
+            });
+        }
+        handle.hub.end_turn();
+        if restored {
+            queue_changed(server, &state);
+        }
+        // Only a successful turn consumes the queue (Session Core 4.1.1).
+        if turn.status == TurnStatus::Completed && !state.deleted && !server.shutdown.is_cancelled() {
+            dequeue(server, &mut state)
+        } else {
+            None
+        }
+    };
+    if let Some(reservation) = next {
+        let starter = reservation.queued_by.and_then(|id| server.connections.get(id));
+        start_reserved(server, handle.clone(), reservation, starter).await;
+    }
+}
+
+/// Under the lock: if the thread is idle and has a queued input, reserves a turn for it.
+pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservation> {
+    if state.running.is_some() || state.record.status != appserver_protocol::ThreadStatus::Active {
+        return None;
+    }
+    let index = state.queue.iter().position(|q| q.status == QueuedInputStatus::Queued)?;
+    let queued = state.queue.remove(index);
+    let input = PreparedInput {
+        native: queued.native_input_parts.clone(),
+        materialized: queued.materialized_input_parts.clone(),
+        display_text: queued.display_text.clone(),
+        sender: queued.sender.clone(),
+        delivery_mode: Some("queued".to_owned()),
+    };
+    match reserve(server, state, input, None, Origin::default()) {
+        Ok(mut reservation) => {
+            reservation.queued_by = state.queued_by.remove(&queued.id);
+            queue_changed(server, state);
+            Some(reservation)
+        }
+        Err(err) => {
+            tracing::warn!(thread = %state.record.id, error = %err, "cannot start the queued input");
+            state.queue.insert(index, queued);
+            None
+        }
+    }
+}
+
+/// Persists the queue and tells every connection (`thread/queue/updated`). Under the lock.
+pub fn queue_changed(server: &ServerState, state: &ThreadState) {
+    let _ =
+        server.store.submit(ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() });
+    broadcast(
+        &server.connections,
+        &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
+            thread_id: state.record.id.clone(),
+            queued_inputs: state.queue.clone(),
+        }),
+    );
+}
+
+/// Persists a reservation made without a request (a dequeued input) and runs it.
+pub async fn start_reserved(
+    server: &Arc<ServerState>,
+    handle: Arc<ThreadHandle>,
+    reservation: Reservation,
+    starter: Option<Arc<Peer>>,
+) {
+    match persist(server, &handle, reservation).await {
+        Ok(reservation) => spawn(server, handle, reservation, starter),
+        Err(err) => tracing::error!(thread = %handle.id, error = %err, "cannot start the queued turn"),
+    }
+}
