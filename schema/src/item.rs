@@ -339,17 +339,24 @@ pub struct PlanTodo {
     pub status: String,
 }
 
-/// Params of `plan/updated`: the complete plan snapshot.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+/// A complete plan snapshot.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-pub struct PlanUpdatedParams {
-    /// The thread the plan belongs to (appserver includes it; DotCraft's desktop reads it too).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub thread_id: Option<String>,
+pub struct Plan {
     pub title: String,
     #[serde(default)]
     pub overview: String,
     #[serde(default)]
     pub content: String,
     pub todos: Vec<PlanTodo>,
+}
+
+/// Params of `plan/updated`: the complete plan snapshot of a thread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PlanUpdatedParams {
+    /// The thread the plan belongs to.
+    pub thread_id: String,
+    #[serde(flatten)]
+    pub plan: Plan,
 }

@@ -167,6 +167,9 @@ pub struct Thread {
     pub queued_inputs: Vec<QueuedTurnInput>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<ThreadRuntime>,
+    /// The thread's current plan (the latest `plan/updated` snapshot), if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::item::Plan>,
 }
 
 /// One row of `thread/list`.

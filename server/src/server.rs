@@ -83,6 +83,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
     }
 
     let mut tools = ToolRegistry::default();
+    tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
     }

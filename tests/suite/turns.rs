@@ -335,3 +335,43 @@ async fn enqueue_steer_and_interrupt_ordering() {
     let events = events_until_turn_ends(&mut client, "turn_005").await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
 }
+
+#[tokio::test]
+async fn a_plan_is_broadcast_and_kept_with_the_thread() {
+    let workspace = tempfile::tempdir().unwrap();
+    let id = {
+        let mut server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+        let mut client = server.ws_client_initialized().await.unwrap();
+        let mut other = server.ws_client_initialized().await.unwrap();
+        let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+        let plan = r#"{"title":"Ship it","overview":"o","todos":[{"id":"a","content":"Write","status":"completed"},{"id":"b","content":"Test","priority":"high","status":"in_progress"}]}"#;
+        let (_, events) = run_turn(&mut client, &id, command("plan", plan)).await.unwrap();
+        let result = find(&events, "item/completed")
+            .into_iter()
+            .find(|p| p["item"]["type"] == "toolResult")
+            .unwrap()["item"]["payload"]
+            .clone();
+        assert_eq!(result["success"], true, "{result}");
+        let updated = other.wait_for("plan/updated").await.unwrap();
+        assert_eq!(updated.params()["threadId"], id.as_str());
+        assert_eq!(updated.params()["title"], "Ship it");
+        assert_eq!(updated.params()["todos"][0]["priority"], "medium");
+        assert_eq!(updated.params()["todos"][1]["status"], "in_progress");
+        // A malformed plan is a failed tool result, not a failed turn.
+        let (_, events) = run_turn(
+            &mut client,
+            &id,
+            command("plan", r#"{"title":"x","todos":[{"id":"a","content":"c","status":"later"}]}"#),
+        )
+        .await
+        .unwrap();
+        assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
+        server.terminate().await.unwrap();
+        id
+    };
+    let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let read = client.request("thread/read", json!({ "threadId": id })).await.unwrap();
+    assert_eq!(read["thread"]["plan"]["title"], "Ship it");
+    assert_eq!(read["thread"]["plan"]["todos"].as_array().unwrap().len(), 2);
+}

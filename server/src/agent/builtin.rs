@@ -14,7 +14,7 @@ pub const NO_MODEL_REPLY: &str = "No language model is configured, so I cannot a
 To use one, point appserver at an OpenAI-compatible endpoint: set APPSERVER_MODEL (and APPSERVER_BASE_URL, \
 APPSERVER_API_KEY), or add a [model] section to .appserver/config.toml, then restart the server. \
 These commands work without a model: /apps lists the registered apps, /query WINDOW KEY reads an app's state \
-(KEY \"manifest\" describes the app), and /command WINDOW NAME JSON runs an app command.";
+(KEY \"manifest\" describes the app), /command WINDOW NAME JSON runs an app command, and /plan JSON records a plan.";
 
 #[derive(Debug, Default)]
 pub struct BuiltinAgent;
@@ -72,7 +72,7 @@ async fn run_command(turn: &mut TurnContext, name: &str, args: &str) -> Result<S
     })
 }
 
-/// `/apps`, `/query WINDOW KEY`, `/command WINDOW NAME [JSON]` → (tool, arguments). `Ok(None)`
+/// `/apps`, `/query WINDOW KEY`, `/command WINDOW NAME [JSON]`, `/plan JSON` → (tool, arguments). `Ok(None)`
 /// for an unknown command; `Err(usage)` for a known command with bad arguments.
 pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Value)>, String> {
     let args = args.trim();
@@ -106,6 +106,12 @@ pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Val
                 serde_json::from_str(params).map_err(|e| format!("The params of /command are not valid JSON: {e}"))?
             };
             Ok(Some(("app_command", json!({ "windowId": window, "command": command, "params": params }))))
+        }
+        "plan" => {
+            let plan: Value = serde_json::from_str(args).map_err(|e| {
+                format!("Usage: /plan JSON, e.g. /plan {{\"title\":\"Ship\",\"todos\":[{{\"id\":\"a\",\"content\":\"Write it\",\"status\":\"pending\"}}]}} ({e})")
+            })?;
+            Ok(Some(("update_plan", plan)))
         }
         "debug-block" => Ok(Some(("debug_block", json!({})))),
         _ => Ok(None),

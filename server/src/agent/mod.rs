@@ -2,6 +2,7 @@
 //! built-in agent used when no model is configured.
 
 mod builtin;
+pub mod plan;
 pub mod tools;
 
 use std::future::Future;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use appserver_protocol::{
-    HistoryMode, Item, QueuedTurnInput, ThreadConfiguration, ThreadStatus, TokenUsage, TurnInitiator, TurnStatus,
+    HistoryMode, Item, Plan, QueuedTurnInput, ThreadConfiguration, ThreadStatus, TokenUsage, TurnInitiator, TurnStatus,
 };
 use sqlx::sqlite::SqliteRow;
 use sqlx::{Row, SqliteConnection};
@@ -243,6 +243,14 @@ impl Store {
             .collect()
     }
 
+    pub async fn plan(&self, thread_id: &str) -> Result<Option<Plan>, StoreError> {
+        let body: Option<String> = sqlx::query_scalar("SELECT body FROM plans WHERE thread_id = ?")
+            .bind(thread_id)
+            .fetch_optional(&self.reader)
+            .await?;
+        body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::Corrupt(e.to_string()))).transpose()
+    }
+
     pub async fn queued_inputs(&self, thread_id: &str) -> Result<Vec<QueuedTurnInput>, StoreError> {
         let rows = sqlx::query("SELECT body FROM queued_inputs WHERE thread_id = ? ORDER BY position")
             .bind(thread_id)
@@ -271,6 +279,11 @@ pub enum ThreadWrite {
         turn_seq: u32,
         seq: u32,
         body: String,
+    },
+    /// Replace the thread's plan.
+    SavePlan {
+        thread_id: String,
+        plan: Plan,
     },
     /// Delete the turns with sequence number >= `from_seq` (rollback).
     DeleteTurnsFrom {
@@ -357,6 +370,13 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
             sqlx::query("DELETE FROM turns WHERE thread_id = ? AND seq >= ?")
                 .bind(thread_id)
                 .bind(i64::from(*from_seq))
+                .execute(&mut *conn)
+                .await?;
+        }
+        ThreadWrite::SavePlan { thread_id, plan } => {
+            sqlx::query("INSERT INTO plans (thread_id, body) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body")
+                .bind(thread_id)
+                .bind(json(plan))
                 .execute(&mut *conn)
                 .await?;
         }

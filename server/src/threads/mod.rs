@@ -62,6 +62,8 @@ pub struct ThreadState {
     pub dynamic_tools_owner: Option<ConnectionId>,
     /// Which connection queued each input: it gets that turn's notifications inline.
     pub queued_by: HashMap<String, ConnectionId>,
+    /// The latest plan snapshot (`plan/updated`).
+    pub plan: Option<appserver_protocol::Plan>,
 }
 
 impl ThreadState {
@@ -90,7 +92,7 @@ pub struct ThreadHandle {
 }
 
 impl ThreadHandle {
-    fn new(record: ThreadRecord, mut queue: Vec<QueuedTurnInput>) -> Self {
+    fn new(record: ThreadRecord, mut queue: Vec<QueuedTurnInput>, plan: Option<appserver_protocol::Plan>) -> Self {
         // Guidance promised to a turn that is no longer running goes back to the queue.
         for queued in &mut queue {
             queued.status = appserver_protocol::QueuedInputStatus::Queued;
@@ -106,6 +108,7 @@ impl ThreadHandle {
                 dynamic_tools: Vec::new(),
                 dynamic_tools_owner: None,
                 queued_by: HashMap::new(),
+                plan,
             }),
             hub: EventHub::default(),
         }
@@ -177,7 +180,8 @@ impl ThreadManager {
         }
         let record = self.store.thread(id).await?.ok_or_else(|| SessionError::ThreadNotFound(id.to_owned()))?;
         let queue = self.store.queued_inputs(id).await?;
-        let handle = Arc::new(ThreadHandle::new(record, queue));
+        let plan = self.store.plan(id).await?;
+        let handle = Arc::new(ThreadHandle::new(record, queue, plan));
         // Another task may have loaded it meanwhile: keep the first.
         Ok(self.loaded_map().entry(id.to_owned()).or_insert(handle).clone())
     }
@@ -189,7 +193,7 @@ impl ThreadManager {
 
     /// Registers a thread that was just created (and persisted).
     pub fn insert(&self, record: ThreadRecord) -> Arc<ThreadHandle> {
-        let handle = Arc::new(ThreadHandle::new(record, Vec::new()));
+        let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
         self.loaded_map().insert(handle.id.clone(), handle.clone());
         handle
     }

@@ -8,7 +8,9 @@ use super::ThreadState;
 
 /// The wire thread for a loaded thread's state, with the given turns.
 pub fn thread(state: &ThreadState, turns: Vec<Turn>) -> Thread {
-    thread_from_record(&state.record, Some(state.runtime), state.queue.clone(), turns)
+    let mut thread = thread_from_record(&state.record, Some(state.runtime), state.queue.clone(), turns);
+    thread.plan = state.plan.clone();
+    thread
 }
 
 pub fn thread_from_record(
@@ -33,6 +35,7 @@ pub fn thread_from_record(
         turns,
         queued_inputs,
         runtime,
+        plan: None,
     }
 }
 
