@@ -1,6 +1,7 @@
 //! Wire types of the appserver protocol (DotCraft AppServer protocol v1 plus the app protocol
 //! extension). Only serde + schemars types live here; the server converts them at its edge.
 
+pub mod approval;
 pub mod initialize;
 pub mod item;
 pub mod jsonrpc;
@@ -9,9 +10,10 @@ pub mod schema;
 pub mod thread;
 pub mod turn;
 
+pub use approval::*;
 pub use initialize::*;
 pub use item::*;
-pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification};
+pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification, ServerRequest};
 pub use thread::*;
 pub use turn::*;
 

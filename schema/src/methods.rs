@@ -6,6 +6,7 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
     ItemEventParams, PlanUpdatedParams, TextDeltaParams, ToolCallArgumentsDeltaParams, UsageDeltaParams,
@@ -185,4 +186,11 @@ notification_table! { ServerNotification, server_notification_schemas;
     ToolCallArgumentsDelta => "item/toolCall/argumentsDelta" (ToolCallArgumentsDeltaParams);
     UsageDelta => "item/usage/delta" (UsageDeltaParams);
     PlanUpdated => "plan/updated" (PlanUpdatedParams);
+    /// An approval was decided (before the `approvalResponse` item's `item/completed`).
+    ItemApprovalResolved => "item/approval/resolved" (ItemEventParams);
+}
+
+request_table! { ServerRequest, server_request_schemas;
+    /// Ask the client to approve a gated tool call.
+    ItemApprovalRequest => "item/approval/request" (ApprovalRequestParams) -> ApprovalDecisionResult;
 }

@@ -23,6 +23,7 @@ pub fn protocol_schema() -> Value {
     let client_requests = methods::client_request_schemas(&mut generator);
     let client_notifications = methods::client_notification_schemas(&mut generator);
     let server_notifications = methods::server_notification_schemas(&mut generator);
+    let server_requests = methods::server_request_schemas(&mut generator);
     let definitions = generator.take_definitions(true);
     json!({
         "$schema": "https://json-schema.org/draft/2020-12/schema",
@@ -32,6 +33,7 @@ pub fn protocol_schema() -> Value {
         "clientRequests": listing(client_requests),
         "clientNotifications": listing(client_notifications),
         "serverNotifications": listing(server_notifications),
+        "serverRequests": listing(server_requests),
         "$defs": Value::Object(definitions.into_iter().collect::<Map<String, Value>>()),
     })
 }

@@ -7,6 +7,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use crate::approvals::ApprovalPolicy;
+
 /// Where the server accepts connections.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum ListenAddr {
@@ -45,6 +47,10 @@ pub struct ServerConfig {
     pub log_format: LogFormat,
     /// Enables the `debug/*` test-support methods (off unless asked for).
     pub enable_debug_methods: bool,
+    /// The workspace's approval policy (threads whose policy is `default` use it).
+    pub approval_policy: ApprovalPolicy,
+    /// How long an approval request waits for a decision before the policy's fallback applies.
+    pub approval_timeout: Duration,
 }
 
 impl ServerConfig {
@@ -64,6 +70,8 @@ impl ServerConfig {
             ws_pong_timeout: Duration::from_secs(10),
             log_format: LogFormat::Text,
             enable_debug_methods: false,
+            approval_policy: ApprovalPolicy::OnRequest,
+            approval_timeout: Duration::from_secs(120),
         }
     }
 
@@ -119,6 +127,9 @@ OPTIONS:
     --ws-ping-interval-ms N    WebSocket ping interval (default 30000).
     --ws-pong-timeout-ms N     Close when no pong arrives in time (default 10000).
     --log-format text|json     Log format on stderr (default text; level from APPSERVER_LOG).
+    --approval-policy POLICY   Workspace approval policy: onRequest (default), untrusted, never
+                               (auto-approve) or interrupt (a gated call cancels the turn).
+    --approval-timeout-ms N    Wait for an approval decision this long (default 120000).
     --enable-debug-methods     Serve the debug/* methods used by the test suite.
     -h, --help                 Print this help.
     -V, --version              Print the version.
@@ -178,6 +189,17 @@ where
                 }
             }
             "--enable-debug-methods" => config.enable_debug_methods = true,
+            "--approval-policy" => {
+                let v = value()?;
+                config.approval_policy = ApprovalPolicy::parse(&v).ok_or_else(|| ConfigError::InvalidValue {
+                    flag: flag.clone(),
+                    value: v.clone(),
+                    reason: "expected onRequest, untrusted, never, autoApprove or interrupt".into(),
+                })?;
+            }
+            "--approval-timeout-ms" => {
+                config.approval_timeout = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
+            }
             _ => return Err(ConfigError::UnknownArgument(arg)),
         }
     }

@@ -1,6 +1,7 @@
 //! Test-support hooks, active only with `--enable-debug-methods`: the `debug_block` tool, which
 //! holds a turn open until `debug/release` (so tests can interrupt, steer or enqueue against a
-//! turn that is certainly running, without sleeping).
+//! turn that is certainly running, without sleeping), and `debug_gated`, a tool that needs
+//! approval.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -63,5 +64,42 @@ impl Tool for DebugBlockTool {
                 _ = call.cancel.cancelled() => ToolOutput::error("cancelled"),
             }
         })
+    }
+}
+
+/// A tool gated by approval (kind `debug`, operation `touch`, target from the arguments), for
+/// exercising the approval flow in tests.
+#[derive(Debug)]
+pub struct DebugGatedTool;
+
+impl Tool for DebugGatedTool {
+    fn name(&self) -> &str {
+        "debug_gated"
+    }
+
+    fn description(&self) -> &str {
+        "Test support: does nothing, but needs approval (scope debug:touch:TARGET)."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": { "target": { "type": "string" }, "readOnly": { "type": "boolean" } },
+                "required": ["target"] })
+    }
+
+    fn approval(
+        &self,
+        arguments: &Value,
+        _state: &crate::server::ServerState,
+    ) -> Option<crate::approvals::ApprovalSpec> {
+        let target = arguments["target"].as_str().unwrap_or("");
+        let read_only = arguments["readOnly"].as_bool().unwrap_or(false);
+        Some(
+            crate::approvals::ApprovalSpec::new("debug", "touch", target, "Test support: a gated call.")
+                .read_only(read_only),
+        )
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::ok(format!("touched {}", call.arguments["target"].as_str().unwrap_or(""))) })
     }
 }

@@ -6,6 +6,7 @@
 //! and owns start-up and shutdown. See docs/architecture.md.
 
 pub mod agent;
+pub mod approvals;
 pub mod clock;
 pub mod config;
 pub mod debug;

@@ -86,6 +86,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
+        tools.register(Arc::new(crate::debug::DebugGatedTool));
     }
     let state = Arc::new(ServerState {
         config,

@@ -88,6 +88,7 @@ pub fn initialize_result() -> InitializeResult {
         capabilities: ServerCapabilities {
             thread_management: Some(true),
             thread_subscriptions: Some(true),
+            approval_flow: Some(true),
             mode_switch: Some(true),
             config_override: Some(true),
             ..Default::default()

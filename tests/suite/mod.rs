@@ -1,5 +1,6 @@
 //! Integration tests, one module per area of the protocol.
 
+mod approvals;
 mod batches;
 mod errors;
 mod handshake;

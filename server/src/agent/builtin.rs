@@ -114,6 +114,12 @@ pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Val
             Ok(Some(("update_plan", plan)))
         }
         "debug-block" => Ok(Some(("debug_block", json!({})))),
+        "debug-gated" => {
+            let mut words = args.split_whitespace();
+            let target = words.next().unwrap_or("default");
+            let read_only = words.next() == Some("readonly");
+            Ok(Some(("debug_gated", json!({ "target": target, "readOnly": read_only }))))
+        }
         _ => Ok(None),
     }
 }

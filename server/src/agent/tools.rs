@@ -50,6 +50,10 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     fn description(&self) -> &str;
     /// JSON Schema of the arguments.
     fn input_schema(&self) -> Value;
+    /// What a call with these arguments needs approval for; `None`: never gated.
+    fn approval(&self, _arguments: &Value, _state: &ServerState) -> Option<crate::approvals::ApprovalSpec> {
+        None
+    }
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;
 }
 

@@ -229,21 +229,18 @@ impl Peer {
             .map_err(|e| PeerRequestError::Serialize(e.to_string()))?;
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
+        // However this future ends (answer, timeout, or being dropped), the entry goes away.
+        let _forget = PendingGuard { peer: self, id };
         // Closing drains the map; a close that raced with the insert must not strand the entry.
         if self.is_closed() {
-            self.lock_pending().remove(&id);
             return Err(PeerRequestError::Closed);
         }
         self.send(OutFrame::from(text)).await;
-        let outcome = tokio::time::timeout(timeout, rx).await;
-        match outcome {
+        match tokio::time::timeout(timeout, rx).await {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(PeerRequestError::Rejected(error)),
             Ok(Err(_)) => Err(PeerRequestError::Closed),
-            Err(_) => {
-                self.lock_pending().remove(&id);
-                Err(PeerRequestError::Timeout(timeout))
-            }
+            Err(_) => Err(PeerRequestError::Timeout(timeout)),
         }
     }
 
@@ -262,6 +259,18 @@ impl Peer {
         // A panic while holding this lock cannot leave the map inconsistent (single inserts and
         // removes), so a poisoned lock is still usable.
         self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// Removes a server→client request from the pending map when its waiter goes away.
+struct PendingGuard<'a> {
+    peer: &'a Peer,
+    id: i64,
+}
+
+impl Drop for PendingGuard<'_> {
+    fn drop(&mut self) {
+        self.peer.lock_pending().remove(&self.id);
     }
 }
 

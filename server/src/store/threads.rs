@@ -243,6 +243,17 @@ impl Store {
             .collect()
     }
 
+    /// Whether `scope_key` was approved with `acceptAlways` in this workspace.
+    pub async fn always_approved(&self, workspace_path: &str, scope_key: &str) -> Result<bool, StoreError> {
+        let found: Option<i64> =
+            sqlx::query_scalar("SELECT 1 FROM approvals_always WHERE workspace_path = ? AND scope_key = ?")
+                .bind(workspace_path)
+                .bind(scope_key)
+                .fetch_optional(&self.reader)
+                .await?;
+        Ok(found.is_some())
+    }
+
     pub async fn plan(&self, thread_id: &str) -> Result<Option<Plan>, StoreError> {
         let body: Option<String> = sqlx::query_scalar("SELECT body FROM plans WHERE thread_id = ?")
             .bind(thread_id)
@@ -279,6 +290,18 @@ pub enum ThreadWrite {
         turn_seq: u32,
         seq: u32,
         body: String,
+    },
+    /// Change a turn's status (running <-> waitingApproval).
+    SetTurnStatus {
+        thread_id: String,
+        seq: u32,
+        status: TurnStatus,
+    },
+    /// Remember an `acceptAlways` decision for the workspace.
+    SaveAlwaysApproval {
+        workspace_path: String,
+        scope_key: String,
+        at: String,
     },
     /// Replace the thread's plan.
     SavePlan {
@@ -372,6 +395,24 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
                 .bind(i64::from(*from_seq))
                 .execute(&mut *conn)
                 .await?;
+        }
+        ThreadWrite::SetTurnStatus { thread_id, seq, status } => {
+            sqlx::query("UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?")
+                .bind(status.as_str())
+                .bind(thread_id)
+                .bind(i64::from(*seq))
+                .execute(&mut *conn)
+                .await?;
+        }
+        ThreadWrite::SaveAlwaysApproval { workspace_path, scope_key, at } => {
+            sqlx::query(
+                "INSERT OR IGNORE INTO approvals_always (workspace_path, scope_key, approved_at) VALUES (?,?,?)",
+            )
+            .bind(workspace_path)
+            .bind(scope_key)
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
         }
         ThreadWrite::SavePlan { thread_id, plan } => {
             sqlx::query("INSERT INTO plans (thread_id, body) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body")

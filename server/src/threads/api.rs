@@ -122,7 +122,7 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
     let thread = wire::thread(&handle.state(), turns);
-    let server = ctx.state.clone();
+    let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
     let resumed = ServerNotification::ThreadResumed(ThreadResumedParams {
         thread: thread.clone(),
         resumed_by: ctx.client_name(),
@@ -132,6 +132,7 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
             broadcast(&server.connections, &status_changed(&p.thread_id, previous, ThreadStatus::Active));
         }
         broadcast(&server.connections, &resumed);
+        crate::approvals::offer_pending(&server, &handle, &peer);
     });
     Ok(ThreadResult { thread })
 }
@@ -235,8 +236,12 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
 pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams) -> Result<EmptyResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     if handle.hub.subscribe(&ctx.peer, p.replay_recent) {
-        let peer = ctx.peer.id;
-        ctx.after_reply(move || handle.hub.release(peer));
+        let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
+        ctx.after_reply(move || {
+            handle.hub.release(peer.id);
+            // A decision still pending is asked of the new subscriber too.
+            crate::approvals::offer_pending(&server, &handle, &peer);
+        });
     }
     Ok(EmptyResult {})
 }

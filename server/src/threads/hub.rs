@@ -116,6 +116,20 @@ impl EventHub {
         self.lock().turn_listeners.clear();
     }
 
+    /// Everyone who receives this thread's notifications now: live subscribers and the running
+    /// turn's starter, once each.
+    pub fn recipients(&self) -> Vec<Arc<Peer>> {
+        let inner = self.lock();
+        let mut out: Vec<Arc<Peer>> =
+            inner.subscribers.values().filter(|s| !s.peer.is_closed()).map(|s| s.peer.clone()).collect();
+        for (id, peer) in &inner.turn_listeners {
+            if !inner.subscribers.contains_key(id) && !peer.is_closed() {
+                out.push(peer.clone());
+            }
+        }
+        out
+    }
+
     pub fn subscriber_count(&self) -> usize {
         self.lock().subscribers.len()
     }

@@ -64,6 +64,10 @@ pub struct ThreadState {
     pub queued_by: HashMap<String, ConnectionId>,
     /// The latest plan snapshot (`plan/updated`).
     pub plan: Option<appserver_protocol::Plan>,
+    /// The approval the running turn waits for.
+    pub pending_approval: Option<crate::approvals::PendingApproval>,
+    /// Scope keys approved with `acceptForSession` (until the server stops).
+    pub session_approvals: std::collections::HashSet<String>,
 }
 
 impl ThreadState {
@@ -109,6 +113,8 @@ impl ThreadHandle {
                 dynamic_tools_owner: None,
                 queued_by: HashMap::new(),
                 plan,
+                pending_approval: None,
+                session_approvals: Default::default(),
             }),
             hub: EventHub::default(),
         }

@@ -211,6 +211,27 @@ impl TurnContext {
         self.complete(&id, None).await
     }
 
+    /// An `approvalResponse` item: `item/approval/resolved`, then `item/completed` (section 6.4).
+    pub async fn record_resolved(&mut self, payload: ItemPayload) -> Result<Item, TurnError> {
+        let now = clock::now_rfc3339();
+        let item = Item {
+            id: item_id(self.next_item_seq),
+            turn_id: self.turn_id.clone(),
+            payload,
+            status: ItemStatus::Completed,
+            created_at: now.clone(),
+            completed_at: Some(now),
+        };
+        self.next_item_seq += 1;
+        self.state.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
+        let params =
+            ItemEventParams { thread_id: self.thread_id.clone(), turn_id: self.turn_id.clone(), item: item.clone() };
+        self.publish(ServerNotification::ItemApprovalResolved(params.clone()));
+        self.publish(ServerNotification::ItemCompleted(params));
+        self.items.push(item.clone());
+        Ok(item)
+    }
+
     /// Streams a whole agent message in several deltas.
     pub async fn say(&mut self, text: &str) -> Result<Item, TurnError> {
         let id = self.begin(ItemPayload::AgentMessage(TextPayload::default()));
@@ -230,10 +251,18 @@ impl TurnContext {
         self.run_tool(name, arguments, &call_id).await
     }
 
-    /// Runs a tool for a `toolCall` item the agent has already recorded, then records its result.
+    /// Runs a tool for a `toolCall` item the agent has already recorded — through the approval
+    /// gate when the tool asks for one — then records its result.
     pub async fn run_tool(&mut self, name: &str, arguments: Value, call_id: &str) -> Result<ToolOutput, TurnError> {
-        let output = match self.state.tools.get(name) {
-            Some(tool) => {
+        let tool = self.state.tools.get(name);
+        let spec = tool.as_ref().and_then(|t| t.approval(&arguments, &self.state));
+        let gate = match spec {
+            Some(spec) => crate::approvals::gate(self, &spec).await?,
+            None => crate::approvals::Gate::Proceed,
+        };
+        let output = match (tool, gate) {
+            (Some(_), crate::approvals::Gate::Declined(message)) => ToolOutput::error(message),
+            (Some(tool), crate::approvals::Gate::Proceed) => {
                 let call = ToolCall {
                     state: &self.state,
                     thread_id: &self.thread_id,
@@ -244,7 +273,7 @@ impl TurnContext {
                 };
                 tool.run(call).await
             }
-            None => ToolOutput::error(format!("Tool {name} is not available on this server.")),
+            (None, _) => ToolOutput::error(format!("Tool {name} is not available on this server.")),
         };
         let result =
             ToolResultPayload { call_id: call_id.to_owned(), result: output.result.clone(), success: output.success };

@@ -204,7 +204,11 @@ async fn run(
         Some(Ok(())) => Outcome::Completed,
         Some(Err(err)) => Outcome::Failed(err.to_string()),
     };
-    // Whatever was streaming is completed with what it had.
+    // An approval still pending is void (cancel), and whatever was streaming is completed with
+    // what it had.
+    if let Err(err) = crate::approvals::abandon(&mut ctx).await {
+        tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot resolve the pending approval");
+    }
     if let Err(err) = ctx.finish_open().await {
         outcome = Outcome::Failed(err.to_string());
     }

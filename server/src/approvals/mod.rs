@@ -1,0 +1,330 @@
+//! Approvals (protocol section 7, Session Core section 10): gating a tool call on a client's
+//! decision, by the thread's policy.
+//!
+//! Sequence for a gated call (after the `toolCall` item):
+//! `item/started` approvalRequest → `item/approval/request` to every recipient of the thread that
+//! declared `approvalSupport` → first answer wins → `item/completed` approvalRequest →
+//! `item/approval/resolved` + `item/completed` approvalResponse → the tool runs (or not).
+//!
+//! Nothing is stranded: while pending, the thread's runtime says `waitingOnApproval`, a client that
+//! subscribes or resumes gets the request too, a timeout applies the policy's fallback, and an
+//! interrupted turn resolves it as `cancel`.
+
+pub mod policy;
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use appserver_protocol::{
+    ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalRequestPayload, ApprovalResponsePayload,
+    ErrorPayload, ItemPayload, TurnStatus,
+};
+use tokio::sync::oneshot;
+use tokio_util::sync::CancellationToken;
+
+pub use policy::{ApprovalPolicy, ApprovalSpec};
+
+use crate::clock;
+use crate::rpc::{ConnectionId, Peer, PeerRequestError};
+use crate::server::ServerState;
+use crate::store::ThreadWrite;
+use crate::threads::{ThreadHandle, set_runtime};
+use crate::turns::context::{TurnContext, TurnError};
+
+/// What a gate lets through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    Proceed,
+    /// The tool call fails with this message; the turn goes on.
+    Declined(String),
+}
+
+/// Takes the first decision offered; later ones are ignored.
+#[derive(Debug, Default)]
+struct DecisionSlot(Mutex<Option<oneshot::Sender<(ApprovalDecision, ConnectionId)>>>);
+
+impl DecisionSlot {
+    fn offer(&self, decision: ApprovalDecision, by: ConnectionId) -> bool {
+        let sender = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
+        sender.is_some_and(|tx| tx.send((decision, by)).is_ok())
+    }
+}
+
+/// The approval a thread is waiting for.
+#[derive(Debug)]
+pub struct PendingApproval {
+    pub turn_id: String,
+    pub params: ApprovalRequestParams,
+    slot: Arc<DecisionSlot>,
+    /// Connections already asked.
+    asked: HashSet<ConnectionId>,
+    /// Cancelled once decided: the remaining requests stop waiting.
+    done: CancellationToken,
+}
+
+static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
+
+/// Decides whether a tool call described by `spec` may run, asking clients when the thread's
+/// policy says so. `Err(TurnError::Cancelled)` when the decision (or the policy) cancels the turn.
+pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, TurnError> {
+    let server = ctx.server().clone();
+    let handle = ctx.handle.clone();
+    let (policy, workspace, session_approved) = {
+        let state = handle.state();
+        let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
+        (
+            ApprovalPolicy::effective(configured, server.config.approval_policy),
+            state.record.workspace_path.clone(),
+            state.session_approvals.contains(&spec.scope_key),
+        )
+    };
+    if !policy.requires_approval(spec.read_only) || session_approved {
+        return Ok(Gate::Proceed);
+    }
+    if server.store.always_approved(&workspace, &spec.scope_key).await? {
+        return Ok(Gate::Proceed);
+    }
+
+    let request_id = format!("approval_{:03}", NEXT_REQUEST.fetch_add(1, Ordering::Relaxed));
+    let payload = ApprovalRequestPayload {
+        approval_type: spec.kind.clone(),
+        operation: spec.operation.clone(),
+        target: spec.target.clone(),
+        request_id: request_id.clone(),
+        scope_key: Some(spec.scope_key.clone()),
+        reason: Some(spec.reason.clone()),
+    };
+    let item_id = ctx.begin(ItemPayload::ApprovalRequest(payload));
+    let params = ApprovalRequestParams {
+        thread_id: ctx.thread_id.clone(),
+        turn_id: ctx.turn_id.clone(),
+        item_id: item_id.clone(),
+        request_id: request_id.clone(),
+        approval_type: spec.kind.clone(),
+        operation: spec.operation.clone(),
+        target: spec.target.clone(),
+        scope_key: spec.scope_key.clone(),
+        reason: spec.reason.clone(),
+    };
+
+    let outcome = if policy == ApprovalPolicy::Interrupt {
+        Outcome::Fallback(ApprovalDecision::Cancel)
+    } else {
+        ask_clients(ctx, &server, &handle, params).await?
+    };
+
+    let (decision, timed_out) = match outcome {
+        Outcome::Answered(decision) => (decision, false),
+        Outcome::Fallback(decision) => (decision, false),
+        Outcome::TimedOut => (policy.fallback(), true),
+    };
+    ctx.complete(&item_id, None).await?;
+    if timed_out {
+        let seconds = server.config.approval_timeout.as_secs();
+        let message = format!(
+            "No approval decision within {seconds} s for {}; applied the policy's fallback: {}.",
+            spec.scope_key,
+            decision.as_str()
+        );
+        ctx.record(ItemPayload::Error(ErrorPayload { message, code: "approval_timeout".into(), fatal: false })).await?;
+    }
+    resolve(ctx, &request_id, decision).await?;
+
+    match decision {
+        ApprovalDecision::Accept => Ok(Gate::Proceed),
+        ApprovalDecision::AcceptForSession => {
+            handle.state().session_approvals.insert(spec.scope_key.clone());
+            Ok(Gate::Proceed)
+        }
+        ApprovalDecision::AcceptAlways => {
+            handle.state().session_approvals.insert(spec.scope_key.clone());
+            server
+                .store
+                .write(ThreadWrite::SaveAlwaysApproval {
+                    workspace_path: workspace,
+                    scope_key: spec.scope_key.clone(),
+                    at: clock::now_rfc3339(),
+                })
+                .await?;
+            Ok(Gate::Proceed)
+        }
+        ApprovalDecision::Decline => Ok(Gate::Declined(format!(
+            "The user declined this call ({}{}).",
+            spec.scope_key,
+            if timed_out { ", no decision in time" } else { "" }
+        ))),
+        ApprovalDecision::Cancel => Err(TurnError::Cancelled),
+    }
+}
+
+enum Outcome {
+    Answered(ApprovalDecision),
+    /// Nobody could be asked (or the policy forbids asking): the non-interactive decision.
+    Fallback(ApprovalDecision),
+    TimedOut,
+}
+
+/// Sends the request to every approval-capable recipient and waits for the first answer.
+async fn ask_clients(
+    ctx: &mut TurnContext,
+    server: &Arc<ServerState>,
+    handle: &Arc<ThreadHandle>,
+    params: ApprovalRequestParams,
+) -> Result<Outcome, TurnError> {
+    let recipients: Vec<Arc<Peer>> = handle
+        .hub
+        .recipients()
+        .into_iter()
+        .filter(|p| p.session.client().is_some_and(|c| c.approval_support()))
+        .collect();
+    let policy_fallback = {
+        let state = handle.state();
+        let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
+        ApprovalPolicy::effective(configured, server.config.approval_policy).fallback()
+    };
+    if recipients.is_empty() {
+        return Ok(Outcome::Fallback(policy_fallback));
+    }
+
+    let (tx, rx) = oneshot::channel();
+    let slot = Arc::new(DecisionSlot(Mutex::new(Some(tx))));
+    let done = CancellationToken::new();
+    {
+        let mut state = handle.state();
+        state.pending_approval = Some(PendingApproval {
+            turn_id: ctx.turn_id.clone(),
+            params: params.clone(),
+            slot: slot.clone(),
+            asked: recipients.iter().map(|p| p.id).collect(),
+            done: done.clone(),
+        });
+        set_runtime(&server.connections, &mut state, |r| r.waiting_on_approval = true);
+    }
+    server
+        .store
+        .write(ThreadWrite::SetTurnStatus {
+            thread_id: ctx.thread_id.clone(),
+            seq: ctx.turn_seq,
+            status: TurnStatus::WaitingApproval,
+        })
+        .await?;
+    for peer in recipients {
+        spawn_ask(server, peer, params.clone(), slot.clone(), done.clone());
+    }
+
+    let outcome = tokio::select! {
+        answer = rx => match answer {
+            Ok((decision, by)) => {
+                tracing::info!(thread = %ctx.thread_id, request = %params.request_id, %by, decision = decision.as_str(), "approval decided");
+                Outcome::Answered(decision)
+            }
+            Err(_) => Outcome::Fallback(policy_fallback),
+        },
+        _ = tokio::time::sleep(server.config.approval_timeout) => Outcome::TimedOut,
+    };
+    settle(server, handle, ctx.turn_seq, &ctx.thread_id).await?;
+    Ok(outcome)
+}
+
+/// The thread is no longer waiting: forget the pending approval, stop the other requests.
+async fn settle(server: &ServerState, handle: &ThreadHandle, turn_seq: u32, thread_id: &str) -> Result<(), TurnError> {
+    let ticket = {
+        let mut state = handle.state();
+        if let Some(pending) = state.pending_approval.take() {
+            pending.done.cancel();
+        }
+        set_runtime(&server.connections, &mut state, |r| r.waiting_on_approval = false);
+        server.store.submit(ThreadWrite::SetTurnStatus {
+            thread_id: thread_id.to_owned(),
+            seq: turn_seq,
+            status: TurnStatus::Running,
+        })
+    };
+    ticket.wait().await?;
+    Ok(())
+}
+
+/// Records the decision: `item/approval/resolved`, then the `approvalResponse` item's
+/// `item/completed`.
+async fn resolve(ctx: &mut TurnContext, request_id: &str, decision: ApprovalDecision) -> Result<(), TurnError> {
+    let payload = ApprovalResponsePayload {
+        request_id: request_id.to_owned(),
+        approved: decision.approved(),
+        decision: Some(decision.as_str().to_owned()),
+    };
+    ctx.record_resolved(ItemPayload::ApprovalResponse(payload)).await?;
+    Ok(())
+}
+
+/// Asks one connection; its answer is offered to the slot. A malformed answer (or an error
+/// response) counts as `decline`; no answer at all (closed, timed out) offers nothing.
+fn spawn_ask(
+    server: &Arc<ServerState>,
+    peer: Arc<Peer>,
+    params: ApprovalRequestParams,
+    slot: Arc<DecisionSlot>,
+    done: CancellationToken,
+) {
+    let timeout = server.config.approval_timeout;
+    server.tasks.spawn(async move {
+        let answer = tokio::select! {
+            answer = peer.request("item/approval/request", &params, timeout) => answer,
+            _ = done.cancelled() => return,
+        };
+        let decision = match answer {
+            Ok(raw) => match serde_json::from_str::<ApprovalDecisionResult>(raw.get()) {
+                Ok(result) => result.decision,
+                Err(err) => {
+                    tracing::warn!(conn = %peer.id, request = %params.request_id, error = %err, answer = raw.get(),
+                        "malformed approval answer; counted as decline");
+                    ApprovalDecision::Decline
+                }
+            },
+            Err(PeerRequestError::Rejected(error)) => {
+                tracing::warn!(conn = %peer.id, request = %params.request_id, code = error.code, message = %error.message,
+                    "approval request answered with an error; counted as decline");
+                ApprovalDecision::Decline
+            }
+            Err(err) => {
+                tracing::debug!(conn = %peer.id, request = %params.request_id, error = %err, "no approval answer");
+                return;
+            }
+        };
+        slot.offer(decision, peer.id);
+    });
+}
+
+/// A connection that subscribed to (or resumed) a thread with a pending approval is asked too.
+pub fn offer_pending(server: &Arc<ServerState>, handle: &ThreadHandle, peer: &Arc<Peer>) {
+    if !peer.session.client().is_some_and(|c| c.approval_support()) {
+        return;
+    }
+    let mut state = handle.state();
+    let Some(pending) = state.pending_approval.as_mut() else { return };
+    if !pending.asked.insert(peer.id) {
+        return;
+    }
+    spawn_ask(server, peer.clone(), pending.params.clone(), pending.slot.clone(), pending.done.clone());
+}
+
+/// After a turn was cancelled mid-approval: the approval is resolved as `cancel`, so every
+/// subscriber learns the request is void.
+pub async fn abandon(ctx: &mut TurnContext) -> Result<(), TurnError> {
+    let pending = {
+        let mut state = ctx.handle.state();
+        match &state.pending_approval {
+            Some(p) if p.turn_id == ctx.turn_id => state.pending_approval.take(),
+            _ => None,
+        }
+    };
+    let Some(pending) = pending else { return Ok(()) };
+    pending.done.cancel();
+    {
+        let server = ctx.server().clone();
+        let mut state = ctx.handle.state();
+        set_runtime(&server.connections, &mut state, |r| r.waiting_on_approval = false);
+    }
+    ctx.complete(&pending.params.item_id, None).await?;
+    resolve(ctx, &pending.params.request_id, ApprovalDecision::Cancel).await
+}
