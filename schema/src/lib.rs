@@ -1,6 +1,7 @@
 //! Wire types of the appserver protocol (DotCraft AppServer protocol v1 plus the app protocol
 //! extension). Only serde + schemars types live here; the server converts them at its edge.
 
+pub mod app;
 pub mod approval;
 pub mod initialize;
 pub mod item;
@@ -10,6 +11,7 @@ pub mod schema;
 pub mod thread;
 pub mod turn;
 
+pub use app::*;
 pub use approval::*;
 pub use initialize::*;
 pub use item::*;

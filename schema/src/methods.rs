@@ -6,6 +6,12 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::app::{
+    AppCommandParams, AppCommandResult, AppEmitParams, AppEventParams, AppInteractionParams, AppListParams,
+    AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult,
+    AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
+    AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
+};
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
@@ -160,11 +166,25 @@ request_table! { ClientRequest, client_request_schemas;
     TurnQueueRemove => "turn/queue/remove" (TurnQueueRemoveParams) -> QueuedInputsResult;
     /// Promote a queued input into guidance for the running turn.
     TurnSteer => "turn/steer" (TurnSteerParams) -> TurnSteerResult;
+    /// Register (or re-register, replaying its log) an app window owned by this connection.
+    AppRegister => "app/register" (AppRegisterParams) -> AppRegisterResult;
+    AppUnregister => "app/unregister" (AppUnregisterParams) -> EmptyResult;
+    /// Registered apps, names only (progressive discovery).
+    AppList => "app/list" (AppListParams) -> AppListResult;
+    AppQuery => "app/query" (AppQueryParams) -> AppQueryResult;
+    AppCommand => "app/command" (AppCommandParams) -> AppCommandResult;
+    AppLogRead => "app/log/read" (AppLogReadParams) -> AppLogReadResult;
+    /// Open a workspace file with the app associated with its extension.
+    AppOpen => "app/open" (AppOpenParams) -> AppOpenResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
     /// The client is ready to receive notifications.
     Initialized => "initialized" (InitializedParams);
+    /// A progress event of a streaming app command.
+    AppEmit => "app/emit" (AppEmitParams);
+    /// Something the user did in an app, for the agent.
+    AppInteraction => "app/interaction" (AppInteractionParams);
 }
 
 notification_table! { ServerNotification, server_notification_schemas;
@@ -188,9 +208,17 @@ notification_table! { ServerNotification, server_notification_schemas;
     PlanUpdated => "plan/updated" (PlanUpdatedParams);
     /// An approval was decided (before the `approvalResponse` item's `item/completed`).
     ItemApprovalResolved => "item/approval/resolved" (ItemEventParams);
+    AppRegistered => "app/registered" (AppRegisteredParams);
+    AppUnregistered => "app/unregistered" (AppUnregisteredParams);
+    AppReplayed => "app/replayed" (AppReplayedParams);
+    AppEvent => "app/event" (AppEventParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;
     /// Ask the client to approve a gated tool call.
     ItemApprovalRequest => "item/approval/request" (ApprovalRequestParams) -> ApprovalDecisionResult;
+    /// Read a state key of an app window from the connection that hosts it.
+    ExtAppQuery => "ext/app/query" (ExtAppQueryParams) -> AppQueryResult;
+    /// Run a command in an app window (`replay: true` while replaying its log).
+    ExtAppCommand => "ext/app/command" (ExtAppCommandParams) -> AppCommandResult;
 }

@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod approvals;
+pub mod apps;
 pub mod clock;
 pub mod config;
 pub mod debug;

@@ -30,6 +30,7 @@ pub struct ServerState {
     pub store: Store,
     pub connections: Connections,
     pub threads: ThreadManager,
+    pub apps: crate::apps::AppRegistry,
     /// The tools every agent can call.
     pub tools: ToolRegistry,
     /// The agent that answers turns.
@@ -84,12 +85,34 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
 
     let mut tools = ToolRegistry::default();
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
+    tools.register(Arc::new(crate::apps::tools::AppListTool));
+    tools.register(Arc::new(crate::apps::tools::AppQueryTool));
+    tools.register(Arc::new(crate::apps::tools::AppCommandTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::debug::DebugGatedTool));
     }
+    let apps = crate::apps::AppRegistry::default();
+    for window in store.app_windows().await? {
+        match crate::apps::manifest::check(window.manifest, &window.file_associations) {
+            Ok(checked) => {
+                let (last_seq, _) = store.app_log_position(&window.window_id).await?;
+                apps.upsert(
+                    &window.window_id,
+                    checked,
+                    window.file_associations,
+                    None,
+                    window.registered_at,
+                    last_seq + 1,
+                    None,
+                );
+            }
+            Err(err) => tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped"),
+        }
+    }
     let state = Arc::new(ServerState {
         config,
+        apps,
         threads: ThreadManager::new(store.clone()),
         store,
         connections: Connections::default(),

@@ -1,6 +1,7 @@
 //! Integration tests, one module per area of the protocol.
 
 mod approvals;
+mod apps;
 mod batches;
 mod errors;
 mod handshake;

@@ -192,6 +192,12 @@ impl Client {
         self.sender.send(jsonrpc::write_error(id, &error));
     }
 
+    /// Answers a server→client request with an error carrying `data` (e.g. `{"code": "..."}`).
+    pub fn respond_error_data(&self, id: &RequestId, code: i64, message: &str, data: Value) {
+        let error = ErrorObject { code, message: message.to_owned(), data: Some(data) };
+        self.sender.send(jsonrpc::write_error(id, &error));
+    }
+
     /// Closes the connection from our side.
     pub fn close(&self) {
         self.sender.close();
@@ -204,6 +210,11 @@ impl Client {
             Ok(None) => Err(ClientError::Closed),
             Err(_) => Err(ClientError::Timeout(self.timeout)),
         }
+    }
+
+    /// The next event, however long it takes (for long-running hosts).
+    pub async fn next_event_blocking(&mut self) -> Result<Event, ClientError> {
+        self.events.recv().await.ok_or(ClientError::Closed)
     }
 
     /// The next event if one arrives within `wait` (for checking that nothing more comes).

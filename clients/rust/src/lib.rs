@@ -4,6 +4,7 @@
 
 mod client;
 mod raw;
+pub mod sheet;
 
 pub use appserver_protocol as protocol;
 pub use client::{Answer, Client, ClientError, Event};

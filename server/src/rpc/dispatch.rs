@@ -185,12 +185,21 @@ fn handle_notification(state: &Arc<ServerState>, peer: &Arc<Peer>, notification:
         Some(Ok(ClientNotification::Initialized(_))) => {
             peer.session.mark_ready();
         }
+        Some(Ok(ClientNotification::AppEmit(params))) => {
+            crate::apps::api::on_app_emit(&notification_ctx(state, peer), params);
+        }
+        Some(Ok(ClientNotification::AppInteraction(params))) => {
+            crate::apps::api::on_app_interaction(&notification_ctx(state, peer), params);
+        }
         Some(Err(detail)) => {
             tracing::warn!(conn = %peer.id, method = %notification.method, %detail, "malformed notification ignored");
         }
         None => tracing::debug!(conn = %peer.id, method = %notification.method, "unknown notification ignored"),
     }
-    let _ = state;
+}
+
+fn notification_ctx(state: &Arc<ServerState>, peer: &Arc<Peer>) -> RequestCtx {
+    RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() }
 }
 
 /// A success response frame. A result that cannot be serialized is a bug; it becomes -32603.

@@ -3,6 +3,7 @@
 use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
+use crate::apps::AppError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
 
@@ -88,6 +89,23 @@ impl From<SessionError> for RpcError {
             }
         };
         RpcError::new(code, err.to_string())
+    }
+}
+
+/// JSON-RPC code of app-level failures; `data.code` says which (`APP_NOT_FOUND`, `TIMEOUT`, ...).
+pub const APP_ERROR: i64 = -32070;
+
+impl From<AppError> for RpcError {
+    fn from(err: AppError) -> Self {
+        let code = err.code().to_owned();
+        match err {
+            AppError::Session(session) => RpcError::from(session),
+            AppError::Store(store) => RpcError::from(store),
+            AppError::InvalidParams(_) | AppError::InvalidManifest(_) | AppError::UnknownStateKey { .. } => {
+                RpcError::invalid_params(err.to_string()).with_data(json!({ "code": code }))
+            }
+            other => RpcError::new(APP_ERROR, other.to_string()).with_data(json!({ "code": code })),
+        }
     }
 }
 

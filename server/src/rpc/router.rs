@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
+use crate::apps::api as apps;
 use crate::threads::api as threads;
 use crate::turns::api as turns;
 
@@ -36,6 +37,13 @@ pub async fn handle(ctx: &RequestCtx, id: &RequestId, request: ClientRequest) ->
         R::TurnEnqueue(p) => reply(id, turns::handle_turn_enqueue(ctx, p).await),
         R::TurnQueueRemove(p) => reply(id, turns::handle_turn_queue_remove(ctx, p).await),
         R::TurnSteer(p) => reply(id, turns::handle_turn_steer(ctx, p).await),
+        R::AppRegister(p) => reply(id, apps::handle_app_register(ctx, p).await),
+        R::AppUnregister(p) => reply(id, apps::handle_app_unregister(ctx, p).await),
+        R::AppList(p) => reply(id, apps::handle_app_list(ctx, p).await),
+        R::AppQuery(p) => reply(id, apps::handle_app_query(ctx, p).await),
+        R::AppCommand(p) => reply(id, apps::handle_app_command(ctx, p).await),
+        R::AppLogRead(p) => reply(id, apps::handle_app_log_read(ctx, p).await),
+        R::AppOpen(p) => reply(id, apps::handle_app_open(ctx, p).await),
     }
 }
 

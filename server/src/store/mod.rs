@@ -4,8 +4,11 @@
 //! Writes go through one writer task and connection (WAL, `synchronous=NORMAL`, group commit:
 //! see `writer.rs`); reads use a small pool of read-only connections that never block the writer.
 
+mod apps;
 mod threads;
 mod writer;
+
+pub use apps::{AppWrite, WindowRecord};
 
 pub use threads::{ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 
@@ -41,8 +44,15 @@ pub enum StoreError {
 #[derive(Debug, Clone)]
 pub enum WriteOp {
     Thread(ThreadWrite),
+    App(AppWrite),
     /// Several writes that must commit together.
     All(Vec<WriteOp>),
+}
+
+impl From<AppWrite> for WriteOp {
+    fn from(op: AppWrite) -> Self {
+        WriteOp::App(op)
+    }
 }
 
 impl From<ThreadWrite> for WriteOp {
@@ -58,6 +68,7 @@ fn apply<'a>(
     Box::pin(async move {
         match op {
             WriteOp::Thread(op) => threads::apply(conn, op).await,
+            WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::All(ops) => {
                 for op in ops {
                     apply(conn, op).await?;

@@ -243,6 +243,15 @@ impl Store {
             .collect()
     }
 
+    /// The active thread that was active most recently.
+    pub async fn most_recent_active_thread(&self) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM threads WHERE status = 'active' ORDER BY last_active_at DESC, id DESC LIMIT 1",
+        )
+        .fetch_optional(&self.reader)
+        .await?)
+    }
+
     /// Whether `scope_key` was approved with `acceptAlways` in this workspace.
     pub async fn always_approved(&self, workspace_path: &str, scope_key: &str) -> Result<bool, StoreError> {
         let found: Option<i64> =

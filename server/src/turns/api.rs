@@ -2,14 +2,12 @@
 //! `turn/steer` (protocol section 5).
 
 use appserver_protocol::{
-    EmptyResult, HistoryMode, QueuedInputStatus, QueuedInputsResult, QueuedTurnInput, TurnEnqueueParams,
-    TurnEnqueueResult, TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams,
-    TurnSteerResult,
+    EmptyResult, HistoryMode, QueuedInputStatus, QueuedInputsResult, TurnEnqueueParams, TurnEnqueueResult,
+    TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
 };
 
 use super::input::{self, PreparedInput};
 use super::runner::{self, Origin};
-use crate::clock::UtcTime;
 use crate::rpc::RequestCtx;
 use crate::store::parse_seq;
 use crate::threads::SessionError;
@@ -86,24 +84,7 @@ pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Resu
     let prepared = prepare(ctx, &p.input, p.sender).await;
     let (queued_input, queued_inputs, next) = {
         let mut state = handle.state();
-        state.require_active()?;
-        let now = UtcTime::now();
-        let queued = QueuedTurnInput {
-            id: queued_input_id(now),
-            thread_id: p.thread_id.clone(),
-            native_input_parts: prepared.native,
-            materialized_input_parts: prepared.materialized,
-            display_text: prepared.display_text,
-            sender: prepared.sender,
-            status: QueuedInputStatus::Queued,
-            created_at: now.rfc3339(),
-            ready_after_turn_id: state.running.as_ref().map(|r| r.id.clone()),
-        };
-        state.queued_by.insert(queued.id.clone(), ctx.peer.id);
-        state.queue.push(queued.clone());
-        runner::queue_changed(&ctx.state, &state);
-        // Nothing running: the input starts at once, as a queued turn.
-        let next = runner::dequeue(&ctx.state, &mut state);
+        let (queued, next) = runner::enqueue(&ctx.state, &mut state, prepared, Some(ctx.peer.id))?;
         (queued, state.queue.clone(), next)
     };
     if let Some(reservation) = next {
@@ -145,12 +126,4 @@ pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<T
     queued.status = QueuedInputStatus::GuidancePending;
     runner::queue_changed(&ctx.state, &state);
     Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs: state.queue.clone() })
-}
-
-/// `queued_20260425100000000_ab12cd`
-fn queued_input_id(now: UtcTime) -> String {
-    let stamp: String = now.rfc3339().chars().filter(char::is_ascii_digit).collect();
-    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let suffix: String = (0..6).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
-    format!("queued_{stamp}_{suffix}")
 }

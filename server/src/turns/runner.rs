@@ -311,6 +311,44 @@ pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservat
     }
 }
 
+/// Under the lock: queues an input (remembering who queued it) and, when nothing runs, reserves
+/// a turn for the first queued input at once. Returns the queued input and that reservation.
+pub fn enqueue(
+    server: &ServerState,
+    state: &mut ThreadState,
+    input: PreparedInput,
+    by: Option<crate::rpc::ConnectionId>,
+) -> Result<(appserver_protocol::QueuedTurnInput, Option<Reservation>), SessionError> {
+    state.require_active()?;
+    let now = UtcTime::now();
+    let queued = appserver_protocol::QueuedTurnInput {
+        id: queued_input_id(now),
+        thread_id: state.record.id.clone(),
+        native_input_parts: input.native,
+        materialized_input_parts: input.materialized,
+        display_text: input.display_text,
+        sender: input.sender,
+        status: QueuedInputStatus::Queued,
+        created_at: now.rfc3339(),
+        ready_after_turn_id: state.running.as_ref().map(|r| r.id.clone()),
+    };
+    if let Some(by) = by {
+        state.queued_by.insert(queued.id.clone(), by);
+    }
+    state.queue.push(queued.clone());
+    queue_changed(server, state);
+    let next = dequeue(server, state);
+    Ok((queued, next))
+}
+
+/// `queued_20260425100000000_ab12cd`
+fn queued_input_id(now: UtcTime) -> String {
+    let stamp: String = now.rfc3339().chars().filter(char::is_ascii_digit).collect();
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let suffix: String = (0..6).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
+    format!("queued_{stamp}_{suffix}")
+}
+
 /// Persists the queue and tells every connection (`thread/queue/updated`). Under the lock.
 pub fn queue_changed(server: &ServerState, state: &ThreadState) {
     let _ =

@@ -1,0 +1,291 @@
+//! The app protocol (appserver's extension, DESIGN.md "The app protocol"): apps register a
+//! self-describing manifest; clients and agents query and command them; every successful
+//! command goes to a replay log.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What an app can do: its state keys and commands (and the events its streaming commands emit).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppManifest {
+    pub app_id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub state: BTreeMap<String, AppStateDescriptor>,
+    #[serde(default)]
+    pub commands: BTreeMap<String, AppCommandDescriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<BTreeMap<String, AppEventDescriptor>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppStateDescriptor {
+    pub description: String,
+    /// JSON Schema of the value.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppCommandDescriptor {
+    pub description: String,
+    /// JSON Schema the params must match (checked by the server before the app is called).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub returns: Option<Value>,
+    /// Event types this command emits while it runs (it may return a `runId` at once).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub streams: Option<Vec<String>>,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppEventDescriptor {
+    pub description: String,
+}
+
+/// Files an app opens: a file whose extension matches runs `command` with its content under
+/// `paramKey`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileAssociation {
+    pub extensions: Vec<String>,
+    pub command: String,
+    pub param_key: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRegisterParams {
+    /// The window to (re-)register; a new id is assigned when omitted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub window_id: Option<String>,
+    pub manifest: AppManifest,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_associations: Vec<FileAssociation>,
+    /// appserver extension: bind the window to this thread (its interactions go there).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRegisterResult {
+    pub window_id: String,
+    /// Log entries replayed successfully before this answer.
+    pub replayed: u64,
+    /// Log entries the app rejected during the replay (see `app/log/read`).
+    pub failed: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppUnregisterParams {
+    pub window_id: String,
+    /// Also delete the window's replay log.
+    #[serde(default)]
+    pub forget: bool,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct AppListParams {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppSummary {
+    pub window_id: String,
+    pub app_id: String,
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    /// Whether the connection that registered it is still there (commands can run now).
+    pub live: bool,
+    pub command_count: u64,
+    pub state_key_count: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppListResult {
+    pub apps: Vec<AppSummary>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppQueryParams {
+    pub window_id: String,
+    /// A declared state key, or `"manifest"`.
+    pub state_key: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppQueryResult {
+    pub data: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppCommandParams {
+    pub window_id: String,
+    /// A declared command, or a built-in (`__describe`, `__getState`).
+    pub command: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub params: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timeout_ms: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppCommandResult {
+    pub result: Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppLogReadParams {
+    pub window_id: String,
+    /// Entries with a sequence number greater than this (default 0: from the start).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+    /// At most this many entries (default 100, at most 1000).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<u32>,
+}
+
+/// One replay-log entry: a command the app answered successfully.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppLogEntry {
+    pub seq: u64,
+    pub command: String,
+    pub params: Value,
+    pub result: Value,
+    pub recorded_at: String,
+    /// Why the app rejected this entry at its last replay, if it did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay_error: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppLogReadResult {
+    pub entries: Vec<AppLogEntry>,
+    /// Pass as `afterSeq` to read on; absent at the end of the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppOpenParams {
+    /// A file inside the workspace (relative to it, or absolute).
+    pub path: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppOpenResult {
+    pub window_id: String,
+    pub command: String,
+    pub result: Value,
+}
+
+/// Params of the `app/emit` notification (host → server): a progress event of a streaming command.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppEmitParams {
+    pub window_id: String,
+    pub run_id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}
+
+/// Params of the `app/interaction` notification (host → server): what the user did in the app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppInteractionParams {
+    pub window_id: String,
+    pub content: String,
+}
+
+/// Params of `ext/app/query` (server → host).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtAppQueryParams {
+    pub window_id: String,
+    pub state_key: String,
+}
+
+/// Params of `ext/app/command` (server → host).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ExtAppCommandParams {
+    pub window_id: String,
+    pub command: String,
+    pub params: Value,
+    /// `true` when the server replays the log after a re-registration.
+    pub replay: bool,
+}
+
+/// Params of `app/registered`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppRegisteredParams {
+    pub window_id: String,
+    pub app_id: String,
+    pub name: String,
+}
+
+/// Params of `app/unregistered`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppUnregisteredParams {
+    pub window_id: String,
+    pub forgotten: bool,
+}
+
+/// One log entry the app rejected during a replay.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppReplayError {
+    pub seq: u64,
+    pub command: String,
+    pub error: String,
+}
+
+/// Params of `app/replayed`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppReplayedParams {
+    pub window_id: String,
+    pub replayed: u64,
+    pub failed: u64,
+    pub errors: Vec<AppReplayError>,
+}
+
+/// Params of `app/event`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppEventParams {
+    pub window_id: String,
+    pub run_id: String,
+    #[serde(rename = "type")]
+    pub event_type: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub payload: Option<Value>,
+}

@@ -1,0 +1,87 @@
+//! Handlers of the `app/*` methods and notifications.
+
+use appserver_protocol::{
+    AppCommandParams, AppCommandResult, AppEmitParams, AppInteractionParams, AppListParams, AppListResult,
+    AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult,
+    AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
+    AppUnregisteredParams, EmptyResult, ServerNotification,
+};
+
+use super::{AppError, service};
+use crate::rpc::RequestCtx;
+use crate::threads::broadcast;
+
+pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
+    let registration = service::register(&ctx.state, &ctx.peer, p).await?;
+    let registered = ServerNotification::AppRegistered(AppRegisteredParams {
+        window_id: registration.window_id.clone(),
+        app_id: registration.app_id.clone(),
+        name: registration.name.clone(),
+    });
+    let replayed = (registration.replayed + registration.failed > 0).then(|| {
+        ServerNotification::AppReplayed(AppReplayedParams {
+            window_id: registration.window_id.clone(),
+            replayed: registration.replayed,
+            failed: registration.failed,
+            errors: registration.errors.clone(),
+        })
+    });
+    let server = ctx.state.clone();
+    ctx.after_reply(move || {
+        broadcast(&server.connections, &registered);
+        if let Some(replayed) = &replayed {
+            broadcast(&server.connections, replayed);
+        }
+    });
+    Ok(AppRegisterResult {
+        window_id: registration.window_id,
+        replayed: registration.replayed,
+        failed: registration.failed,
+    })
+}
+
+pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> Result<EmptyResult, AppError> {
+    service::unregister(&ctx.state, &p.window_id, p.forget).await?;
+    let notification =
+        ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: p.window_id, forgotten: p.forget });
+    let server = ctx.state.clone();
+    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    Ok(EmptyResult {})
+}
+
+pub async fn handle_app_list(ctx: &RequestCtx, _p: AppListParams) -> Result<AppListResult, AppError> {
+    Ok(AppListResult { apps: service::list(&ctx.state) })
+}
+
+pub async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {
+    Ok(AppQueryResult { data: service::query(&ctx.state, &p.window_id, &p.state_key, p.timeout_ms).await? })
+}
+
+pub async fn handle_app_command(ctx: &RequestCtx, p: AppCommandParams) -> Result<AppCommandResult, AppError> {
+    let result = service::command(&ctx.state, &p.window_id, &p.command, p.params, p.timeout_ms).await?;
+    Ok(AppCommandResult { result })
+}
+
+pub async fn handle_app_log_read(ctx: &RequestCtx, p: AppLogReadParams) -> Result<AppLogReadResult, AppError> {
+    service::log_read(&ctx.state, &p.window_id, p.after_seq, p.limit).await
+}
+
+pub async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOpenResult, AppError> {
+    service::open(&ctx.state, &p.path).await
+}
+
+/// `app/emit` (notification): nothing to answer; a bad one is logged.
+pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
+    service::emit(&ctx.state, &ctx.peer, p);
+}
+
+/// `app/interaction` (notification): runs as a task so the connection's reader is not held up.
+pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
+    let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
+    ctx.state.tasks.spawn(async move {
+        let window = p.window_id.clone();
+        if let Err(err) = service::interaction(&server, &peer, p).await {
+            tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");
+        }
+    });
+}

@@ -1,0 +1,268 @@
+//! Apps: registered windows (a manifest, the connection that hosts them, readiness), the
+//! operations on them (`service.rs`), their RPC handlers (`api.rs`) and the agent tools
+//! `app_list`, `app_query`, `app_command` (`tools.rs`).
+//!
+//! Invariants: a command's result reaches its caller only after it is in the replay log; a call
+//! on a window that is (re-)registering waits until its replay has finished; only the window's
+//! current host is asked.
+
+pub mod api;
+pub mod manifest;
+pub mod service;
+pub mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use appserver_protocol::{AppSummary, FileAssociation};
+use serde_json::Value;
+use tokio::sync::watch;
+
+use crate::rpc::Peer;
+use crate::store::StoreError;
+use crate::threads::SessionError;
+
+pub use manifest::CheckedManifest;
+
+/// App-level failures. `rpc/error.rs` maps them to a JSON-RPC error whose `data.code` is the
+/// code below (DESIGN.md: `INVALID_REQUEST`, `UNKNOWN_TOOL`, `INVALID_PARAMS`,
+/// `PERMISSION_DENIED`, `INTERNAL_ERROR`, `APP_NOT_FOUND`, `APP_NOT_LIVE`, `TIMEOUT`).
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    #[error("no app window {0}")]
+    NotFound(String),
+    #[error("the app in window {0} is not live: its host is not connected")]
+    NotLive(String),
+    #[error("{0}")]
+    Timeout(String),
+    #[error("window {window} has no command `{command}` (commands: {available})")]
+    UnknownCommand { window: String, command: String, available: String },
+    #[error("window {window} has no state key `{key}` (state keys: {available}, or `manifest`)")]
+    UnknownStateKey { window: String, key: String, available: String },
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("{0}")]
+    InvalidManifest(String),
+    #[error("{0}")]
+    PermissionDenied(String),
+    /// The app answered with an error.
+    #[error("{message}")]
+    App { code: String, message: String },
+    #[error(transparent)]
+    Session(#[from] SessionError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl AppError {
+    /// The `data.code` of the error.
+    pub fn code(&self) -> &str {
+        match self {
+            AppError::NotFound(_) => "APP_NOT_FOUND",
+            AppError::NotLive(_) => "APP_NOT_LIVE",
+            AppError::Timeout(_) => "TIMEOUT",
+            AppError::UnknownCommand { .. } => "UNKNOWN_TOOL",
+            AppError::UnknownStateKey { .. } | AppError::InvalidParams(_) | AppError::InvalidManifest(_) => {
+                "INVALID_PARAMS"
+            }
+            AppError::PermissionDenied(_) => "PERMISSION_DENIED",
+            AppError::App { code, .. } => code,
+            AppError::Session(_) => "INVALID_REQUEST",
+            AppError::Store(_) => "INTERNAL_ERROR",
+        }
+    }
+}
+
+/// How long a call waits for a window that is replaying its log.
+pub const READY_WAIT: Duration = Duration::from_secs(5);
+/// Default limit of one app call.
+pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A registered app window.
+#[derive(Debug)]
+pub struct AppWindow {
+    pub window_id: String,
+    inner: Mutex<WindowInner>,
+    /// `true` when calls may go to the app (not re-registering or replaying).
+    ready: watch::Sender<bool>,
+}
+
+#[derive(Debug)]
+struct WindowInner {
+    checked: Arc<CheckedManifest>,
+    associations: Vec<FileAssociation>,
+    owner: Option<Arc<Peer>>,
+    registered_at: String,
+    /// Sequence number the next logged command gets.
+    next_seq: u64,
+    /// The thread the window's interactions go to.
+    bound_thread: Option<String>,
+}
+
+impl AppWindow {
+    fn lock(&self) -> MutexGuard<'_, WindowInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn manifest(&self) -> Arc<CheckedManifest> {
+        self.lock().checked.clone()
+    }
+
+    pub fn associations(&self) -> Vec<FileAssociation> {
+        self.lock().associations.clone()
+    }
+
+    pub fn registered_at(&self) -> String {
+        self.lock().registered_at.clone()
+    }
+
+    /// The host connection, if it is still connected.
+    pub fn live_owner(&self) -> Option<Arc<Peer>> {
+        self.lock().owner.clone().filter(|p| !p.is_closed())
+    }
+
+    pub fn is_owned_by(&self, peer: &Peer) -> bool {
+        self.lock().owner.as_ref().is_some_and(|o| o.id == peer.id)
+    }
+
+    pub fn bound_thread(&self) -> Option<String> {
+        self.lock().bound_thread.clone()
+    }
+
+    pub fn bind_thread(&self, thread_id: &str) {
+        self.lock().bound_thread = Some(thread_id.to_owned());
+    }
+
+    /// Reserves the log sequence number of a command about to be sent. Numbers are taken in
+    /// send order, which is the order the host receives commands in.
+    pub fn take_seq(&self) -> u64 {
+        let mut inner = self.lock();
+        let seq = inner.next_seq;
+        inner.next_seq += 1;
+        seq
+    }
+
+    /// Waits until the window is not replaying, at most [`READY_WAIT`].
+    pub async fn wait_ready(&self) -> Result<(), AppError> {
+        let mut rx = self.ready.subscribe();
+        match tokio::time::timeout(READY_WAIT, rx.wait_for(|ready| *ready)).await {
+            Ok(Ok(_)) => Ok(()),
+            _ => Err(AppError::Timeout(format!(
+                "window {} is still replaying its log after {} s",
+                self.window_id,
+                READY_WAIT.as_secs()
+            ))),
+        }
+    }
+
+    pub fn set_ready(&self, ready: bool) {
+        self.ready.send_replace(ready);
+    }
+
+    pub fn summary(&self) -> AppSummary {
+        let inner = self.lock();
+        let manifest = &inner.checked.manifest;
+        AppSummary {
+            window_id: self.window_id.clone(),
+            app_id: manifest.app_id.clone(),
+            name: manifest.name.clone(),
+            description: manifest.description.clone(),
+            live: inner.owner.as_ref().is_some_and(|p| !p.is_closed()),
+            command_count: manifest.commands.len() as u64,
+            state_key_count: manifest.state.len() as u64,
+        }
+    }
+
+    /// `__getState`: the window's record as the server knows it.
+    pub fn record_json(&self, log_entries: u64, last_seq: u64) -> Value {
+        let inner = self.lock();
+        serde_json::json!({
+            "windowId": self.window_id,
+            "appId": inner.checked.manifest.app_id,
+            "name": inner.checked.manifest.name,
+            "live": inner.owner.as_ref().is_some_and(|p| !p.is_closed()),
+            "ready": *self.ready.borrow(),
+            "registeredAt": inner.registered_at,
+            "logEntries": log_entries,
+            "lastSeq": last_seq,
+            "boundThreadId": inner.bound_thread,
+            "fileAssociations": inner.associations,
+        })
+    }
+}
+
+/// Every known window, live or not.
+#[derive(Debug, Default)]
+pub struct AppRegistry {
+    windows: Mutex<HashMap<String, Arc<AppWindow>>>,
+}
+
+impl AppRegistry {
+    fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<AppWindow>>> {
+        self.windows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn get(&self, window_id: &str) -> Option<Arc<AppWindow>> {
+        self.map().get(window_id).cloned()
+    }
+
+    /// Windows in registration order.
+    pub fn all(&self) -> Vec<Arc<AppWindow>> {
+        let mut all: Vec<Arc<AppWindow>> = self.map().values().cloned().collect();
+        all.sort_by_key(|w| (w.registered_at(), w.window_id.clone()));
+        all
+    }
+
+    /// Adds or replaces a window; it starts not ready (replaying) when it has a host.
+    #[allow(clippy::too_many_arguments)]
+    pub fn upsert(
+        &self,
+        window_id: &str,
+        checked: CheckedManifest,
+        associations: Vec<FileAssociation>,
+        owner: Option<Arc<Peer>>,
+        registered_at: String,
+        next_seq: u64,
+        bound_thread: Option<String>,
+    ) -> Arc<AppWindow> {
+        let mut map = self.map();
+        let previous_binding = map.get(window_id).and_then(|w| w.bound_thread());
+        let ready = owner.is_none();
+        let inner = WindowInner {
+            checked: Arc::new(checked),
+            associations,
+            owner,
+            registered_at,
+            next_seq,
+            bound_thread: bound_thread.or(previous_binding),
+        };
+        match map.get(window_id) {
+            Some(existing) => {
+                *existing.lock() = inner;
+                existing.set_ready(ready);
+                existing.clone()
+            }
+            None => {
+                let window = Arc::new(AppWindow {
+                    window_id: window_id.to_owned(),
+                    inner: Mutex::new(inner),
+                    ready: watch::Sender::new(ready),
+                });
+                map.insert(window_id.to_owned(), window.clone());
+                window
+            }
+        }
+    }
+
+    pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
+        self.map().remove(window_id)
+    }
+}
+
+/// A new window id: `win_xxxxxxxx`.
+pub fn new_window_id() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let suffix: String = (0..8).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
+    format!("win_{suffix}")
+}

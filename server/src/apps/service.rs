@@ -1,0 +1,397 @@
+//! The app operations, shared by the RPC handlers and the agent tools: register (with replay),
+//! unregister, list, query, command (validated, then logged before it is answered), log reads,
+//! opening files, and the host's `app/emit` / `app/interaction` notifications.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::{
+    AppEmitParams, AppEventParams, AppInteractionParams, AppLogReadResult, AppOpenResult, AppRegisterParams,
+    AppReplayError, AppSummary, ExtAppCommandParams, ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
+};
+use serde_json::{Value, json};
+
+use super::manifest::{self, BUILTIN_COMMANDS};
+use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
+use crate::clock;
+use crate::rpc::{Peer, PeerRequestError};
+use crate::server::ServerState;
+use crate::store::{AppWrite, WindowRecord};
+use crate::threads::broadcast;
+use crate::turns::input::PreparedInput;
+use crate::turns::runner;
+
+/// Longest `timeoutMs` a caller may ask for.
+const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(600);
+/// Log entries read per page during a replay.
+const REPLAY_PAGE: u32 = 1000;
+
+/// What a registration did.
+#[derive(Debug)]
+pub struct Registration {
+    pub window_id: String,
+    pub app_id: String,
+    pub name: String,
+    pub replayed: u64,
+    pub failed: u64,
+    pub errors: Vec<AppReplayError>,
+}
+
+fn call_timeout(timeout_ms: Option<u64>) -> Duration {
+    timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, |ms| Duration::from_millis(ms.max(1)).min(MAX_CALL_TIMEOUT))
+}
+
+/// Turns a failed request to a host into an app error.
+fn host_error(window_id: &str, what: &str, timeout: Duration, err: PeerRequestError) -> AppError {
+    match err {
+        PeerRequestError::Closed => AppError::NotLive(window_id.to_owned()),
+        PeerRequestError::Timeout(_) => AppError::Timeout(format!(
+            "the app in window {window_id} did not answer {what} within {} ms",
+            timeout.as_millis()
+        )),
+        PeerRequestError::Rejected(error) => {
+            let code = error
+                .data
+                .as_ref()
+                .and_then(|d| d.get("code"))
+                .and_then(Value::as_str)
+                .unwrap_or("INTERNAL_ERROR")
+                .to_owned();
+            AppError::App { code, message: error.message }
+        }
+        PeerRequestError::Serialize(message) => AppError::App { code: "INTERNAL_ERROR".into(), message },
+    }
+}
+
+/// `{"result": X}` → X; `{"data": X}` → X; anything else is taken whole.
+fn unwrap_member(raw: &serde_json::value::RawValue, member: &str) -> Value {
+    let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
+    match value {
+        Value::Object(mut map) if map.contains_key(member) => map.remove(member).unwrap_or(Value::Null),
+        other => other,
+    }
+}
+
+pub async fn register(
+    server: &Arc<ServerState>,
+    peer: &Arc<Peer>,
+    p: AppRegisterParams,
+) -> Result<Registration, AppError> {
+    let checked = manifest::check(p.manifest, &p.file_associations).map_err(AppError::InvalidManifest)?;
+    let window_id = match p.window_id.map(|w| w.trim().to_owned()) {
+        Some(w) if w.is_empty() || w.len() > 200 => {
+            return Err(AppError::InvalidManifest("windowId: must be 1 to 200 characters".into()));
+        }
+        Some(w) => w,
+        None => new_window_id(),
+    };
+    if let Some(thread) = &p.thread_id {
+        server.threads.get(thread).await?;
+    }
+    let now = clock::now_rfc3339();
+    let (last_seq, _) = server.store.app_log_position(&window_id).await?;
+    let record = WindowRecord {
+        window_id: window_id.clone(),
+        manifest: checked.manifest.clone(),
+        file_associations: p.file_associations.clone(),
+        registered_at: now.clone(),
+    };
+    server.store.write(AppWrite::SaveWindow(Box::new(record))).await?;
+    let (app_id, name) = (checked.manifest.app_id.clone(), checked.manifest.name.clone());
+    let window = server.apps.upsert(
+        &window_id,
+        checked,
+        p.file_associations,
+        Some(peer.clone()),
+        now,
+        last_seq + 1,
+        p.thread_id,
+    );
+    let outcome = replay(server, &window, peer).await;
+    window.set_ready(true);
+    let (replayed, failed, errors) = outcome?;
+    tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
+    Ok(Registration { window_id, app_id, name, replayed, failed, errors })
+}
+
+/// Replays a window's log into its host, in order. Entries the app rejects are counted,
+/// reported and marked in the log (never dropped); an entry that succeeds clears its old mark.
+async fn replay(
+    server: &ServerState,
+    window: &AppWindow,
+    host: &Arc<Peer>,
+) -> Result<(u64, u64, Vec<AppReplayError>), AppError> {
+    let (mut replayed, mut failed, mut errors) = (0, 0, Vec::new());
+    let mut after = 0;
+    let mut tickets = Vec::new();
+    loop {
+        let entries = server.store.app_log(&window.window_id, after, REPLAY_PAGE).await?;
+        if entries.is_empty() {
+            break;
+        }
+        for entry in entries {
+            after = entry.seq;
+            let params = ExtAppCommandParams {
+                window_id: window.window_id.clone(),
+                command: entry.command.clone(),
+                params: entry.params.clone(),
+                replay: true,
+            };
+            let answer = host.request("ext/app/command", &params, DEFAULT_CALL_TIMEOUT).await;
+            let error = match answer {
+                Ok(_) => {
+                    replayed += 1;
+                    None
+                }
+                Err(err) => {
+                    failed += 1;
+                    let error = host_error(&window.window_id, "a replayed command", DEFAULT_CALL_TIMEOUT, err);
+                    let message = format!("{}: {error}", error.code());
+                    errors.push(AppReplayError {
+                        seq: entry.seq,
+                        command: entry.command.clone(),
+                        error: message.clone(),
+                    });
+                    Some(message)
+                }
+            };
+            if error.is_some() || entry.replay_error.is_some() {
+                tickets.push(server.store.submit(AppWrite::SetReplayError {
+                    window_id: window.window_id.clone(),
+                    seq: entry.seq,
+                    error,
+                }));
+            }
+        }
+    }
+    for ticket in tickets {
+        ticket.wait().await?;
+    }
+    Ok((replayed, failed, errors))
+}
+
+pub async fn unregister(server: &ServerState, window_id: &str, forget: bool) -> Result<(), AppError> {
+    if server.apps.get(window_id).is_none() {
+        return Err(AppError::NotFound(window_id.to_owned()));
+    }
+    server.store.write(AppWrite::DeleteWindow { window_id: window_id.to_owned(), forget_log: forget }).await?;
+    server.apps.remove(window_id);
+    Ok(())
+}
+
+pub fn list(server: &ServerState) -> Vec<AppSummary> {
+    server.apps.all().iter().map(|w| w.summary()).collect()
+}
+
+fn window(server: &ServerState, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
+    server.apps.get(window_id).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
+}
+
+/// Reads a state key (or `manifest`, answered by the server).
+pub async fn query(
+    server: &ServerState,
+    window_id: &str,
+    state_key: &str,
+    timeout_ms: Option<u64>,
+) -> Result<Value, AppError> {
+    let window = window(server, window_id)?;
+    let checked = window.manifest();
+    if state_key == "manifest" {
+        return Ok(serde_json::to_value(&checked.manifest).unwrap_or(Value::Null));
+    }
+    if !checked.manifest.state.contains_key(state_key) {
+        return Err(AppError::UnknownStateKey {
+            window: window_id.to_owned(),
+            key: state_key.to_owned(),
+            available: checked.manifest.state.keys().cloned().collect::<Vec<_>>().join(", "),
+        });
+    }
+    window.wait_ready().await?;
+    let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
+    let timeout = call_timeout(timeout_ms);
+    let params = ExtAppQueryParams { window_id: window_id.to_owned(), state_key: state_key.to_owned() };
+    let raw = host
+        .request("ext/app/query", &params, timeout)
+        .await
+        .map_err(|e| host_error(window_id, &format!("the query `{state_key}`"), timeout, e))?;
+    Ok(unwrap_member(&raw, "data"))
+}
+
+/// Runs a command: built-ins are answered by the server; others are validated against their
+/// schema, sent to the host, and — if the app succeeds — appended to the replay log before the
+/// result is returned.
+pub async fn command(
+    server: &ServerState,
+    window_id: &str,
+    command: &str,
+    params: Option<Value>,
+    timeout_ms: Option<u64>,
+) -> Result<Value, AppError> {
+    let window = window(server, window_id)?;
+    let checked = window.manifest();
+    let params = params.unwrap_or_else(|| json!({}));
+    match command {
+        "__describe" => return Ok(serde_json::to_value(&checked.manifest).unwrap_or(Value::Null)),
+        "__getState" => {
+            let (last_seq, entries) = server.store.app_log_position(window_id).await?;
+            return Ok(window.record_json(entries, last_seq));
+        }
+        _ => {}
+    }
+    if !checked.manifest.commands.contains_key(command) {
+        let mut available: Vec<String> = checked.manifest.commands.keys().cloned().collect();
+        available.extend(BUILTIN_COMMANDS.iter().map(|b| (*b).to_owned()));
+        return Err(AppError::UnknownCommand {
+            window: window_id.to_owned(),
+            command: command.to_owned(),
+            available: available.join(", "),
+        });
+    }
+    checked.check_params(command, &params).map_err(AppError::InvalidParams)?;
+    window.wait_ready().await?;
+    let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
+    let timeout = call_timeout(timeout_ms);
+    let seq = window.take_seq();
+    let request = ExtAppCommandParams {
+        window_id: window_id.to_owned(),
+        command: command.to_owned(),
+        params: params.clone(),
+        replay: false,
+    };
+    let raw = host
+        .request("ext/app/command", &request, timeout)
+        .await
+        .map_err(|e| host_error(window_id, &format!("the command `{command}`"), timeout, e))?;
+    let result = unwrap_member(&raw, "result");
+    server
+        .store
+        .write(AppWrite::Append {
+            window_id: window_id.to_owned(),
+            seq,
+            command: command.to_owned(),
+            params,
+            result: result.clone(),
+            at: clock::now_rfc3339(),
+        })
+        .await?;
+    Ok(result)
+}
+
+pub async fn log_read(
+    server: &ServerState,
+    window_id: &str,
+    after_seq: Option<u64>,
+    limit: Option<u32>,
+) -> Result<AppLogReadResult, AppError> {
+    let limit = limit.unwrap_or(100).clamp(1, 1000);
+    let entries = server.store.app_log(window_id, after_seq.unwrap_or(0), limit).await?;
+    if entries.is_empty() && server.apps.get(window_id).is_none() && after_seq.unwrap_or(0) == 0 {
+        return Err(AppError::NotFound(window_id.to_owned()));
+    }
+    let next_seq = if entries.len() == limit as usize { entries.last().map(|e| e.seq) } else { None };
+    Ok(AppLogReadResult { entries, next_seq })
+}
+
+/// Opens a workspace file with the live app whose file association matches its extension.
+pub async fn open(server: &ServerState, path: &str) -> Result<AppOpenResult, AppError> {
+    let workspace = tokio::fs::canonicalize(&server.config.workspace)
+        .await
+        .map_err(|e| AppError::App { code: "INTERNAL_ERROR".into(), message: format!("workspace: {e}") })?;
+    let full = tokio::fs::canonicalize(workspace.join(Path::new(path)))
+        .await
+        .map_err(|e| AppError::InvalidParams(format!("path: cannot open {path}: {e}")))?;
+    if !full.starts_with(&workspace) {
+        return Err(AppError::PermissionDenied(format!("path: {path} is outside the workspace")));
+    }
+    let meta = tokio::fs::metadata(&full).await.map_err(|e| AppError::InvalidParams(format!("path: {e}")))?;
+    if !meta.is_file() {
+        return Err(AppError::InvalidParams(format!("path: {path} is not a file")));
+    }
+    if meta.len() > server.config.max_message_bytes as u64 {
+        return Err(AppError::InvalidParams(format!(
+            "path: {path} is larger than {} bytes",
+            server.config.max_message_bytes
+        )));
+    }
+    let name = full.to_string_lossy().into_owned();
+    let candidates: Vec<(Arc<AppWindow>, appserver_protocol::FileAssociation)> = server
+        .apps
+        .all()
+        .into_iter()
+        .rev()
+        .filter(|w| w.live_owner().is_some())
+        .filter_map(|w| w.associations().into_iter().find(|a| manifest::matches_extension(a, &name)).map(|a| (w, a)))
+        .collect();
+    let Some((window, association)) = candidates.into_iter().next() else {
+        return Err(AppError::NotFound(format!("no live app opens {path}")));
+    };
+    let content = tokio::fs::read_to_string(&full)
+        .await
+        .map_err(|e| AppError::InvalidParams(format!("path: {path} is not a readable text file: {e}")))?;
+    let mut params = serde_json::Map::new();
+    params.insert(association.param_key.clone(), Value::String(content));
+    let result = command(server, &window.window_id, &association.command, Some(Value::Object(params)), None).await?;
+    Ok(AppOpenResult { window_id: window.window_id.clone(), command: association.command, result })
+}
+
+/// `app/emit` from a host: forwarded as `app/event` to the recipients of the window's thread,
+/// or to every connection when the window is not bound to a thread.
+pub fn emit(server: &ServerState, peer: &Peer, p: AppEmitParams) {
+    let Some(window) = server.apps.get(&p.window_id).filter(|w| w.is_owned_by(peer)) else {
+        tracing::warn!(conn = %peer.id, window = %p.window_id, "app/emit for a window this connection does not host; ignored");
+        return;
+    };
+    let notification = ServerNotification::AppEvent(AppEventParams {
+        window_id: p.window_id,
+        run_id: p.run_id,
+        event_type: p.event_type,
+        payload: p.payload,
+    });
+    match window.bound_thread().and_then(|t| server.threads.loaded(&t)) {
+        Some(thread) => thread.publish(&notification),
+        None => broadcast(&server.connections, &notification),
+    }
+}
+
+/// `app/interaction` from a host: the content becomes input on the window's thread (or the most
+/// recently active thread), queued behind a running turn or started at once.
+pub async fn interaction(server: &Arc<ServerState>, peer: &Arc<Peer>, p: AppInteractionParams) -> Result<(), AppError> {
+    let window = window(server, &p.window_id)?;
+    if !window.is_owned_by(peer) {
+        return Err(AppError::PermissionDenied(format!("window {} is hosted by another connection", p.window_id)));
+    }
+    let thread_id = match window.bound_thread() {
+        Some(thread) => thread,
+        None => server
+            .store
+            .most_recent_active_thread()
+            .await?
+            .ok_or_else(|| AppError::NotFound("no active thread to receive the interaction".into()))?,
+    };
+    let handle = server.threads.get(&thread_id).await?;
+    window.bind_thread(&thread_id);
+    let summary = window.summary();
+    let text = format!("[{} ({})] {}", summary.name, summary.window_id, p.content);
+    let parts = vec![InputPart::Text { text }];
+    let prepared = PreparedInput {
+        display_text: crate::turns::input::display_text(&parts),
+        native: parts.clone(),
+        materialized: parts,
+        sender: Some(SenderContext {
+            sender_id: format!("app:{}", summary.app_id),
+            sender_name: Some(summary.name),
+            sender_role: Some("app".to_owned()),
+            group_id: None,
+        }),
+        delivery_mode: None,
+    };
+    let next = {
+        let mut state = handle.state();
+        runner::enqueue(server, &mut state, prepared, None)?.1
+    };
+    if let Some(reservation) = next {
+        runner::start_reserved(server, handle, reservation, None).await;
+    }
+    Ok(())
+}

@@ -1,0 +1,129 @@
+//! The agent tools `app_list`, `app_query` and `app_command`. Their size in the model's context
+//! is constant: manifests are read on demand (`app_query(windowId, "manifest")`), as
+//! seeds/discovery.md describes. `app_command` goes through the approval flow; the built-ins
+//! `__describe` and `__getState` count as read-only.
+
+use serde_json::{Value, json};
+
+use super::{AppError, service};
+use crate::agent::BoxFuture;
+use crate::agent::tools::{Tool, ToolCall, ToolOutput};
+use crate::approvals::ApprovalSpec;
+use crate::server::ServerState;
+
+fn failure(err: AppError) -> ToolOutput {
+    ToolOutput::error(format!("{}: {err}", err.code()))
+}
+
+fn string_arg(args: &Value, name: &str) -> Result<String, ToolOutput> {
+    args.get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolOutput::error(format!("INVALID_PARAMS: `{name}` (a string) is required")))
+}
+
+#[derive(Debug)]
+pub struct AppListTool;
+
+impl Tool for AppListTool {
+    fn name(&self) -> &str {
+        "app_list"
+    }
+
+    fn description(&self) -> &str {
+        "List the apps registered with the server: windowId, appId, name, description, whether it is live \
+         (its host is connected, so commands can run), and how many commands and state keys it has. \
+         Read an app's manifest with app_query(windowId, \"manifest\") before using it."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": {} })
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move { ToolOutput::json(&json!({ "apps": service::list(call.state) })) })
+    }
+}
+
+#[derive(Debug)]
+pub struct AppQueryTool;
+
+impl Tool for AppQueryTool {
+    fn name(&self) -> &str {
+        "app_query"
+    }
+
+    fn description(&self) -> &str {
+        "Read state from an app window. stateKey \"manifest\" returns the app's manifest: its state keys and its \
+         commands with the JSON Schema of their params."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": {
+            "windowId": { "type": "string" }, "stateKey": { "type": "string" } }, "required": ["windowId", "stateKey"] })
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let (window, key) = match (string_arg(&call.arguments, "windowId"), string_arg(&call.arguments, "stateKey"))
+            {
+                (Ok(w), Ok(k)) => (w, k),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            if let Some(w) = call.state.apps.get(&window) {
+                w.bind_thread(call.thread_id);
+            }
+            match service::query(call.state, &window, &key, None).await {
+                Ok(data) => ToolOutput::json(&data),
+                Err(err) => failure(err),
+            }
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct AppCommandTool;
+
+impl Tool for AppCommandTool {
+    fn name(&self) -> &str {
+        "app_command"
+    }
+
+    fn description(&self) -> &str {
+        "Run a command of an app window. params must match the command's schema in the manifest. Built-ins: \
+         __describe (the manifest) and __getState (the window's record: live, log position)."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": {
+            "windowId": { "type": "string" }, "command": { "type": "string" }, "params": { "type": "object" } },
+            "required": ["windowId", "command"] })
+    }
+
+    fn approval(&self, arguments: &Value, state: &ServerState) -> Option<ApprovalSpec> {
+        let window_id = arguments.get("windowId")?.as_str()?;
+        let command = arguments.get("command")?.as_str()?;
+        let window = state.apps.get(window_id)?;
+        let app_id = window.manifest().manifest.app_id.clone();
+        let read_only = command.starts_with("__");
+        Some(ApprovalSpec::app_command(&app_id, window_id, command).read_only(read_only))
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let (window, command) =
+                match (string_arg(&call.arguments, "windowId"), string_arg(&call.arguments, "command")) {
+                    (Ok(w), Ok(c)) => (w, c),
+                    (Err(e), _) | (_, Err(e)) => return e,
+                };
+            if let Some(w) = call.state.apps.get(&window) {
+                w.bind_thread(call.thread_id);
+            }
+            let params = call.arguments.get("params").cloned();
+            match service::command(call.state, &window, &command, params, None).await {
+                Ok(result) => ToolOutput::json(&result),
+                Err(err) => failure(err),
+            }
+        })
+    }
+}

@@ -1,0 +1,155 @@
+//! App windows and their replay logs in SQLite.
+
+use appserver_protocol::{AppLogEntry, AppManifest, FileAssociation};
+use serde_json::Value;
+use sqlx::{Row, SqliteConnection};
+
+use super::{Store, StoreError};
+
+/// A registered window as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WindowRecord {
+    pub window_id: String,
+    pub manifest: AppManifest,
+    pub file_associations: Vec<FileAssociation>,
+    pub registered_at: String,
+}
+
+/// App-related writes.
+#[derive(Debug, Clone)]
+pub enum AppWrite {
+    SaveWindow(Box<WindowRecord>),
+    /// Forget a window; with `forget_log`, its replay log too.
+    DeleteWindow {
+        window_id: String,
+        forget_log: bool,
+    },
+    /// Append a successful command to the log.
+    Append {
+        window_id: String,
+        seq: u64,
+        command: String,
+        params: Value,
+        result: Value,
+        at: String,
+    },
+    /// Record (or clear) why the app rejected an entry during a replay.
+    SetReplayError {
+        window_id: String,
+        seq: u64,
+        error: Option<String>,
+    },
+}
+
+fn text(value: &Value) -> String {
+    value.to_string()
+}
+
+pub(super) async fn apply(conn: &mut SqliteConnection, op: &AppWrite) -> Result<(), sqlx::Error> {
+    match op {
+        AppWrite::SaveWindow(w) => {
+            sqlx::query(
+                "INSERT INTO app_windows (window_id, app_id, manifest, file_associations, registered_at) \
+                 VALUES (?,?,?,?,?) ON CONFLICT (window_id) DO UPDATE SET app_id = excluded.app_id, \
+                 manifest = excluded.manifest, file_associations = excluded.file_associations, \
+                 registered_at = excluded.registered_at",
+            )
+            .bind(&w.window_id)
+            .bind(&w.manifest.app_id)
+            .bind(serde_json::to_string(&w.manifest).unwrap_or_default())
+            .bind(serde_json::to_string(&w.file_associations).unwrap_or_else(|_| "[]".into()))
+            .bind(&w.registered_at)
+            .execute(&mut *conn)
+            .await?;
+        }
+        AppWrite::DeleteWindow { window_id, forget_log } => {
+            sqlx::query("DELETE FROM app_windows WHERE window_id = ?").bind(window_id).execute(&mut *conn).await?;
+            if *forget_log {
+                sqlx::query("DELETE FROM app_log WHERE window_id = ?").bind(window_id).execute(&mut *conn).await?;
+            }
+        }
+        AppWrite::Append { window_id, seq, command, params, result, at } => {
+            sqlx::query(
+                "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at) VALUES (?,?,?,?,?,?)",
+            )
+            .bind(window_id)
+            .bind(i64::try_from(*seq).unwrap_or(i64::MAX))
+            .bind(command)
+            .bind(text(params))
+            .bind(text(result))
+            .bind(at)
+            .execute(&mut *conn)
+            .await?;
+        }
+        AppWrite::SetReplayError { window_id, seq, error } => {
+            sqlx::query("UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?")
+                .bind(error)
+                .bind(window_id)
+                .bind(i64::try_from(*seq).unwrap_or(i64::MAX))
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+fn entry(row: &sqlx::sqlite::SqliteRow) -> Result<AppLogEntry, StoreError> {
+    let params: String = row.try_get("params")?;
+    let result: String = row.try_get("result")?;
+    Ok(AppLogEntry {
+        seq: u64::try_from(row.try_get::<i64, _>("seq")?).unwrap_or(0),
+        command: row.try_get("command")?,
+        params: serde_json::from_str(&params).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        result: serde_json::from_str(&result).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+        recorded_at: row.try_get("recorded_at")?,
+        replay_error: row.try_get("replay_error")?,
+    })
+}
+
+impl Store {
+    /// Every registered window, oldest registration first.
+    pub async fn app_windows(&self) -> Result<Vec<WindowRecord>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT window_id, manifest, file_associations, registered_at FROM app_windows ORDER BY registered_at",
+        )
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let manifest: String = row.try_get("manifest")?;
+                let associations: String = row.try_get("file_associations")?;
+                Ok(WindowRecord {
+                    window_id: row.try_get("window_id")?,
+                    manifest: serde_json::from_str(&manifest).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+                    file_associations: serde_json::from_str(&associations).unwrap_or_default(),
+                    registered_at: row.try_get("registered_at")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Log entries of a window after `after_seq`, in order, at most `limit`.
+    pub async fn app_log(&self, window_id: &str, after_seq: u64, limit: u32) -> Result<Vec<AppLogEntry>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT seq, command, params, result, recorded_at, replay_error FROM app_log \
+             WHERE window_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+        )
+        .bind(window_id)
+        .bind(i64::try_from(after_seq).unwrap_or(i64::MAX))
+        .bind(i64::from(limit))
+        .fetch_all(&self.reader)
+        .await?;
+        rows.iter().map(entry).collect()
+    }
+
+    /// The highest sequence number in a window's log (0 when empty) and its number of entries.
+    pub async fn app_log_position(&self, window_id: &str) -> Result<(u64, u64), StoreError> {
+        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last, COUNT(*) AS n FROM app_log WHERE window_id = ?")
+            .bind(window_id)
+            .fetch_one(&self.reader)
+            .await?;
+        let last: i64 = row.try_get("last")?;
+        let n: i64 = row.try_get("n")?;
+        Ok((u64::try_from(last).unwrap_or(0), u64::try_from(n).unwrap_or(0)))
+    }
+}
