@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod command;
 pub mod initialize;
 pub mod item;
 pub mod jsonrpc;
@@ -13,6 +14,7 @@ pub mod turn;
 
 pub use app::*;
 pub use approval::*;
+pub use command::*;
 pub use initialize::*;
 pub use item::*;
 pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification, ServerRequest};

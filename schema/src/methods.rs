@@ -13,6 +13,7 @@ use crate::app::{
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
+use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
     ItemEventParams, PlanUpdatedParams, TextDeltaParams, ToolCallArgumentsDeltaParams, UsageDeltaParams,
@@ -176,6 +177,10 @@ request_table! { ClientRequest, client_request_schemas;
     AppLogRead => "app/log/read" (AppLogReadParams) -> AppLogReadResult;
     /// Open a workspace file with the app associated with its extension.
     AppOpen => "app/open" (AppOpenParams) -> AppOpenResult;
+    /// Slash commands the server knows (built-in and custom).
+    CommandList => "command/list" (CommandListParams) -> CommandListResult;
+    /// Run a slash command (built-ins run here; custom ones expand to a prompt).
+    CommandExecute => "command/execute" (CommandExecuteParams) -> CommandResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;

@@ -9,6 +9,7 @@ pub mod agent;
 pub mod approvals;
 pub mod apps;
 pub mod clock;
+pub mod commands;
 pub mod config;
 pub mod debug;
 pub mod rpc;

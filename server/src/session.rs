@@ -91,6 +91,7 @@ pub fn initialize_result() -> InitializeResult {
             approval_flow: Some(true),
             mode_switch: Some(true),
             config_override: Some(true),
+            command_management: Some(true),
             extensions: [("appProtocol".to_owned(), serde_json::Value::Bool(true))].into_iter().collect(),
             ..Default::default()
         },

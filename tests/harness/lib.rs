@@ -355,3 +355,15 @@ pub fn turn_methods(events: &[appserver_client::Event]) -> Vec<String> {
         .map(str::to_owned)
         .collect()
 }
+
+/// Path of one of the example binaries of `clients/rust` (`sheet-app`, `chat-adapter`), next to
+/// the server binary.
+pub fn client_binary(name: &str) -> Result<PathBuf> {
+    let server = server_binary()?;
+    let dir = server.parent().context("server binary has no directory")?;
+    let bin = dir.join(format!("{name}{}", std::env::consts::EXE_SUFFIX));
+    if !bin.exists() {
+        bail!("{} not found: run the tests with `cargo test --workspace`", bin.display());
+    }
+    Ok(bin)
+}

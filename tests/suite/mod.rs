@@ -3,6 +3,7 @@
 mod approvals;
 mod apps;
 mod batches;
+mod commands;
 mod errors;
 mod handshake;
 mod recovery;

@@ -4,6 +4,7 @@ use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
 use crate::apps::AppError;
+use crate::commands::CommandError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
 
@@ -89,6 +90,21 @@ impl From<SessionError> for RpcError {
             }
         };
         RpcError::new(code, err.to_string())
+    }
+}
+
+impl From<CommandError> for RpcError {
+    fn from(err: CommandError) -> Self {
+        let code = match &err {
+            CommandError::NotFound(_) => error_codes::COMMAND_NOT_FOUND,
+            CommandError::PermissionDenied(_) => error_codes::COMMAND_PERMISSION_DENIED,
+            CommandError::Unavailable(..) => error_codes::COMMAND_SERVICE_UNAVAILABLE,
+            CommandError::Session(_) => 0,
+        };
+        match err {
+            CommandError::Session(session) => RpcError::from(session),
+            other => RpcError::new(code, other.to_string()),
+        }
     }
 }
 

@@ -9,6 +9,7 @@ use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
 use crate::apps::api as apps;
+use crate::commands::api as commands;
 use crate::threads::api as threads;
 use crate::turns::api as turns;
 
@@ -44,6 +45,8 @@ pub async fn handle(ctx: &RequestCtx, id: &RequestId, request: ClientRequest) ->
         R::AppCommand(p) => reply(id, apps::handle_app_command(ctx, p).await),
         R::AppLogRead(p) => reply(id, apps::handle_app_log_read(ctx, p).await),
         R::AppOpen(p) => reply(id, apps::handle_app_open(ctx, p).await),
+        R::CommandList(p) => reply(id, commands::handle_command_list(ctx, p).await),
+        R::CommandExecute(p) => reply(id, commands::handle_command_execute(ctx, p).await),
     }
 }
 

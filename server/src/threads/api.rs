@@ -90,12 +90,22 @@ pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Resu
         configuration: p.config,
         next_turn_seq: 1,
     };
+    let thread = create_thread(ctx, record, p.dynamic_tools).await?;
+    Ok(ThreadResult { thread })
+}
+
+/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply.
+pub async fn create_thread(
+    ctx: &RequestCtx,
+    record: ThreadRecord,
+    dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
+) -> Result<appserver_protocol::Thread, SessionError> {
     ctx.state.store.write(ThreadWrite::SaveThread(Box::new(record.clone()))).await?;
     let handle = ctx.state.threads.insert(record);
     let thread = {
         let mut state = handle.state();
-        if !p.dynamic_tools.is_empty() {
-            state.dynamic_tools = p.dynamic_tools;
+        if !dynamic_tools.is_empty() {
+            state.dynamic_tools = dynamic_tools;
             state.dynamic_tools_owner = Some(ctx.peer.id);
         }
         wire::thread(&state, Vec::new())
@@ -103,7 +113,22 @@ pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Resu
     let notification = ServerNotification::ThreadStarted(ThreadResult { thread: thread.clone() });
     let server = ctx.state.clone();
     ctx.after_reply(move || broadcast(&server.connections, &notification));
-    Ok(ThreadResult { thread })
+    Ok(thread)
+}
+
+/// A fresh active thread record with the identity and settings of `like` (for `/new`).
+pub fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
+    let now = UtcTime::now();
+    ThreadRecord {
+        id: new_thread_id(now),
+        display_name: None,
+        status: ThreadStatus::Active,
+        created_at: now.rfc3339(),
+        last_active_at: now.rfc3339(),
+        metadata: BTreeMap::new(),
+        next_turn_seq: 1,
+        ..like.clone()
+    }
 }
 
 pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result<ThreadResult, SessionError> {

@@ -111,12 +111,24 @@ pub fn display_text(input: &[InputPart]) -> String {
 }
 
 /// The model-visible form of the input: a `fileRef` inside the workspace becomes a text part
-/// with the file's content; everything else is kept as it is.
+/// with the file's content, a workspace command its expanded prompt; everything else is kept.
 pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
     let mut out = Vec::with_capacity(input.len());
     for part in input {
         match part {
             InputPart::FileRef { path, .. } => out.push(InputPart::Text { text: read_file_ref(path, workspace).await }),
+            // A workspace command becomes its expanded prompt; the app commands stay references
+            // (the agent runs them as tool calls).
+            InputPart::CommandRef { name, args_text, .. } => {
+                let name = name.trim().trim_start_matches('/');
+                let is_app_command = crate::commands::APP_COMMANDS.iter().any(|d| d.0 == name);
+                match crate::commands::custom::load(workspace, name).await.filter(|_| !is_app_command) {
+                    Some(command) => {
+                        out.push(InputPart::Text { text: command.expand(args_text.as_deref().unwrap_or("")) })
+                    }
+                    None => out.push(part.clone()),
+                }
+            }
             other => out.push(other.clone()),
         }
     }

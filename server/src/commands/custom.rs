@@ -1,0 +1,101 @@
+//! Workspace-defined custom commands: `<workspace>/.appserver/commands/NAME.md`, a prompt
+//! template in which `$ARGUMENTS` stands for the text after the command. An optional front
+//! matter block (`---` / `description: ...` / `---`) gives the description shown by
+//! `command/list`; otherwise the template's first line does. Read on every use, so edits apply
+//! at once.
+
+use std::path::{Path, PathBuf};
+
+/// A custom command read from the workspace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CustomCommand {
+    pub name: String,
+    pub description: String,
+    pub template: String,
+}
+
+impl CustomCommand {
+    /// The prompt for these arguments.
+    pub fn expand(&self, arguments: &str) -> String {
+        if self.template.contains("$ARGUMENTS") {
+            self.template.replace("$ARGUMENTS", arguments.trim())
+        } else if arguments.trim().is_empty() {
+            self.template.clone()
+        } else {
+            format!("{}\n\n{}", self.template.trim_end(), arguments.trim())
+        }
+    }
+}
+
+pub fn commands_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("commands")
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+/// Parses one command file.
+pub fn parse(name: &str, text: &str) -> CustomCommand {
+    let text = text.replace("\r\n", "\n");
+    let (description, template) = match text.strip_prefix("---\n").and_then(|rest| rest.split_once("\n---\n")) {
+        Some((front, body)) => {
+            let description = front
+                .lines()
+                .find_map(|l| l.strip_prefix("description:"))
+                .map(|d| d.trim().trim_matches('"').to_owned());
+            (description, body.trim().to_owned())
+        }
+        None => (None, text.trim().to_owned()),
+    };
+    let description = description.filter(|d| !d.is_empty()).unwrap_or_else(|| {
+        let first = template.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
+        first.trim_start_matches('#').trim().chars().take(100).collect()
+    });
+    CustomCommand { name: name.to_owned(), description, template }
+}
+
+/// Every custom command of the workspace, sorted by name. Unreadable files are skipped.
+pub async fn load_all(workspace: &Path) -> Vec<CustomCommand> {
+    let mut out = Vec::new();
+    let Ok(mut dir) = tokio::fs::read_dir(commands_dir(workspace)).await else { return out };
+    while let Ok(Some(entry)) = dir.next_entry().await {
+        let path = entry.path();
+        if path.extension().and_then(|e| e.to_str()) != Some("md") {
+            continue;
+        }
+        let Some(name) = path.file_stem().and_then(|s| s.to_str()).filter(|n| valid_name(n)).map(str::to_owned) else {
+            continue;
+        };
+        if let Ok(text) = tokio::fs::read_to_string(&path).await {
+            out.push(parse(&name, &text));
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+/// One custom command by name.
+pub async fn load(workspace: &Path, name: &str) -> Option<CustomCommand> {
+    if !valid_name(name) {
+        return None;
+    }
+    let text = tokio::fs::read_to_string(commands_dir(workspace).join(format!("{name}.md"))).await.ok()?;
+    Some(parse(name, &text))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_and_front_matter() {
+        let c = parse("review", "---\ndescription: Review files\n---\nReview $ARGUMENTS carefully.\n");
+        assert_eq!(c.description, "Review files");
+        assert_eq!(c.expand(" src/a.rs "), "Review src/a.rs carefully.");
+        let c = parse("summarize", "# Summarize the thread\nKeep it short.");
+        assert_eq!(c.description, "Summarize the thread");
+        assert_eq!(c.expand("in French"), "# Summarize the thread\nKeep it short.\n\nin French");
+        assert!(!valid_name("../x"));
+    }
+}

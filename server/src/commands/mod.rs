@@ -1,0 +1,104 @@
+//! Slash commands (protocol section 19): the built-ins `/new`, `/stop`, `/help` run on the
+//! server; custom commands — the built-in agent's app commands and the workspace's templates —
+//! expand to a prompt that the client submits with `turn/start` as a `commandRef`.
+
+pub mod api;
+pub mod custom;
+
+use std::path::Path;
+
+use appserver_protocol::CommandInfo;
+
+use crate::threads::SessionError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CommandError {
+    #[error("Command not found: /{0}")]
+    NotFound(String),
+    #[error("Permission denied for /{0}")]
+    PermissionDenied(String),
+    #[error("Command /{0} is unavailable: {1}")]
+    Unavailable(String, String),
+    #[error(transparent)]
+    Session(#[from] SessionError),
+}
+
+/// (name, English description, Chinese description).
+type Described = (&'static str, &'static str, &'static str);
+
+pub const BUILTINS: &[Described] = &[
+    ("new", "Archive this conversation and start a new one", "归档当前会话并开始新会话"),
+    ("stop", "Stop the running turn", "停止正在运行的回合"),
+    ("help", "List the available commands", "列出可用的命令"),
+];
+
+/// The built-in agent's commands (custom: they run through the agent's tool path).
+pub const APP_COMMANDS: &[Described] = &[
+    ("apps", "List the registered apps", "列出已注册的应用"),
+    ("query", "Read an app's state: /query WINDOW KEY", "读取应用状态：/query 窗口 键"),
+    ("command", "Run an app command: /command WINDOW NAME JSON", "执行应用命令：/command 窗口 命令 JSON"),
+    ("plan", "Record a plan: /plan JSON", "记录计划：/plan JSON"),
+];
+
+fn info(name: &str, description: &str, category: &str) -> CommandInfo {
+    CommandInfo {
+        name: format!("/{name}"),
+        aliases: Vec::new(),
+        description: description.to_owned(),
+        category: category.to_owned(),
+        requires_admin: false,
+    }
+}
+
+/// Every command, built-ins first unless left out.
+pub async fn list(workspace: &Path, include_builtins: bool, chinese: bool) -> Vec<CommandInfo> {
+    let pick = |d: &Described| if chinese { d.2 } else { d.1 };
+    let mut out = Vec::new();
+    if include_builtins {
+        out.extend(BUILTINS.iter().map(|d| info(d.0, pick(d), "builtin")));
+    }
+    out.extend(APP_COMMANDS.iter().map(|d| info(d.0, pick(d), "custom")));
+    for c in custom::load_all(workspace).await {
+        if !APP_COMMANDS.iter().any(|d| d.0 == c.name) && !BUILTINS.iter().any(|d| d.0 == c.name) {
+            out.push(info(&c.name, &c.description, "custom"));
+        }
+    }
+    out
+}
+
+/// `"/query  w1 cells"` → `("query", "w1 cells")`; explicit `arguments` win over the inline text.
+pub fn parse(command: &str, arguments: Option<&[String]>) -> (String, String) {
+    let text = command.trim().trim_start_matches('/');
+    let (name, inline) = match text.split_once(char::is_whitespace) {
+        Some((name, rest)) => (name, rest.trim()),
+        None => (text, ""),
+    };
+    let args = match arguments {
+        Some(args) if !args.is_empty() => args.join(" "),
+        _ => inline.to_owned(),
+    };
+    (name.to_ascii_lowercase(), args)
+}
+
+/// The prompt an app command stands for (what a model is asked to do).
+pub fn app_command_prompt(name: &str, args: &str) -> String {
+    match name {
+        "apps" => "List the registered apps.".to_owned(),
+        "query" => format!("Read the app state: {args}"),
+        "command" => format!("Run the app command: {args}"),
+        "plan" => format!("Record this plan: {args}"),
+        other => format!("/{other} {args}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parsing() {
+        assert_eq!(parse("/Stop", None), ("stop".into(), "".into()));
+        assert_eq!(parse("/query  w1 cells", None), ("query".into(), "w1 cells".into()));
+        assert_eq!(parse("/query", Some(&["w1".into(), "cells".into()])), ("query".into(), "w1 cells".into()));
+    }
+}
