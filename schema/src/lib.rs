@@ -8,6 +8,7 @@ pub mod initialize;
 pub mod item;
 pub mod jsonrpc;
 pub mod methods;
+pub mod model;
 pub mod schema;
 pub mod thread;
 pub mod turn;
@@ -18,6 +19,7 @@ pub use command::*;
 pub use initialize::*;
 pub use item::*;
 pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification, ServerRequest};
+pub use model::*;
 pub use thread::*;
 pub use turn::*;
 

@@ -19,6 +19,7 @@ use crate::item::{
     ItemEventParams, PlanUpdatedParams, TextDeltaParams, ToolCallArgumentsDeltaParams, UsageDeltaParams,
 };
 use crate::jsonrpc::decode_params;
+use crate::model::{ModelListParams, ModelListResult};
 use crate::thread::{
     EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
     ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,
@@ -26,8 +27,9 @@ use crate::thread::{
     ThreadStatusChangedParams, ThreadSubscribeParams,
 };
 use crate::turn::{
-    QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams, TurnEnqueueResult, TurnFailedParams,
-    TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
+    DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,
+    TurnEnqueueResult, TurnFailedParams, TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams,
+    TurnSteerParams, TurnSteerResult,
 };
 
 /// A method of the protocol, named by a marker type (`methods::Initialize`).
@@ -181,6 +183,8 @@ request_table! { ClientRequest, client_request_schemas;
     CommandList => "command/list" (CommandListParams) -> CommandListResult;
     /// Run a slash command (built-ins run here; custom ones expand to a prompt).
     CommandExecute => "command/execute" (CommandExecuteParams) -> CommandResult;
+    /// Models of the configured provider (only when one is configured).
+    ModelList => "model/list" (ModelListParams) -> ModelListResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
@@ -226,4 +230,6 @@ request_table! { ServerRequest, server_request_schemas;
     ExtAppQuery => "ext/app/query" (ExtAppQueryParams) -> AppQueryResult;
     /// Run a command in an app window (`replay: true` while replaying its log).
     ExtAppCommand => "ext/app/command" (ExtAppCommandParams) -> AppCommandResult;
+    /// Run a dynamic tool the client declared on `thread/start`.
+    DynamicToolCall => "item/tool/call" (DynamicToolCallParams) -> DynamicToolCallResult;
 }

@@ -268,3 +268,32 @@ pub struct TurnCancelledParams {
     pub turn: Turn,
     pub reason: String,
 }
+
+/// Params of `item/tool/call` (server → client): run a dynamic tool the client declared on
+/// `thread/start` (section 11.3).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub call_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub namespace: Option<String>,
+    pub tool: String,
+    pub arguments: Value,
+}
+
+/// The client's answer to `item/tool/call`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DynamicToolCallResult {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_items: Vec<crate::item::ContentItem>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_result: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}

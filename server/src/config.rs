@@ -51,6 +51,61 @@ pub struct ServerConfig {
     pub approval_policy: ApprovalPolicy,
     /// How long an approval request waits for a decision before the policy's fallback applies.
     pub approval_timeout: Duration,
+    /// The language model, when one is configured (otherwise the built-in agent answers).
+    pub model: Option<ModelSettings>,
+}
+
+/// An OpenAI-compatible model endpoint.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelSettings {
+    /// Model id sent in requests (a thread's `config.model` overrides it).
+    pub model: String,
+    /// Base URL of the API, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
+    pub base_url: String,
+    pub api_key: Option<String>,
+    /// Model calls per turn before the agent stops.
+    pub max_steps: u32,
+    /// Retries of a request that failed to connect or got 429/5xx.
+    pub max_retries: u32,
+    /// Extra instructions for every turn.
+    pub instructions: Option<String>,
+}
+
+/// `<workspace>/.appserver/config.toml`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileConfig {
+    #[serde(default)]
+    model: Option<FileModel>,
+    #[serde(default)]
+    approvals: Option<FileApprovals>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileModel {
+    model: Option<String>,
+    base_url: Option<String>,
+    api_key: Option<String>,
+    api_key_env: Option<String>,
+    max_steps: Option<u32>,
+    max_retries: Option<u32>,
+    instructions: Option<String>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileApprovals {
+    policy: Option<String>,
+    timeout_ms: Option<u64>,
+}
+
+/// The default base URL when only a model is given.
+pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+
+/// `<workspace>/.appserver/config.toml`
+pub fn config_file_path(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("config.toml")
 }
 
 impl ServerConfig {
@@ -72,6 +127,7 @@ impl ServerConfig {
             enable_debug_methods: false,
             approval_policy: ApprovalPolicy::OnRequest,
             approval_timeout: Duration::from_secs(120),
+            model: None,
         }
     }
 
@@ -105,6 +161,8 @@ pub enum ConfigError {
     TokenFile { path: String, reason: String },
     #[error("refusing to listen on {0} without a token: a non-loopback address needs --ws-token or --ws-token-file")]
     PublicWithoutToken(SocketAddr),
+    #[error("invalid configuration file {path}: {reason}")]
+    ConfigFile { path: String, reason: String },
 }
 
 pub const USAGE: &str = "\
@@ -130,17 +188,44 @@ OPTIONS:
     --approval-policy POLICY   Workspace approval policy: onRequest (default), untrusted, never
                                (auto-approve) or interrupt (a gated call cancels the turn).
     --approval-timeout-ms N    Wait for an approval decision this long (default 120000).
+    --model ID                 Model to use (OpenAI-compatible endpoint); overrides APPSERVER_MODEL
+                               and the config file. Without a model the built-in agent answers.
+    --base-url URL             API base URL (default https://api.openai.com/v1; APPSERVER_BASE_URL).
+    --api-key KEY              API key (APPSERVER_API_KEY; prefer the environment or the file).
     --enable-debug-methods     Serve the debug/* methods used by the test suite.
+
+Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
+api_key or api_key_env, max_steps, max_retries, instructions) and an [approvals] section
+(policy, timeout_ms). Precedence: flags, then environment, then the file.
     -h, --help                 Print this help.
     -V, --version              Print the version.
 ";
 
-/// Parses the command line (without the program name). `cwd` is the default workspace.
+/// Parses the command line (without the program name), with the process environment and the
+/// workspace's config file. `cwd` is the default workspace.
 pub fn parse_args<I, S>(args: I, cwd: &Path) -> Result<Command, ConfigError>
 where
     I: IntoIterator<Item = S>,
     S: Into<String>,
 {
+    parse_args_with_env(args, cwd, &|name| std::env::var(name).ok().filter(|v| !v.is_empty()))
+}
+
+/// [`parse_args`] with the environment given as a lookup function.
+pub fn parse_args_with_env<I, S>(
+    args: I,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Result<Command, ConfigError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<String>,
+{
+    let mut model_flag: Option<String> = None;
+    let mut base_url_flag: Option<String> = None;
+    let mut api_key_flag: Option<String> = None;
+    let mut policy_flag = false;
+    let mut timeout_flag = false;
     let mut listen = Vec::new();
     let mut workspace: Option<PathBuf> = None;
     let mut db: Option<PathBuf> = None;
@@ -189,7 +274,11 @@ where
                 }
             }
             "--enable-debug-methods" => config.enable_debug_methods = true,
+            "--model" => model_flag = Some(value()?),
+            "--base-url" => base_url_flag = Some(value()?),
+            "--api-key" => api_key_flag = Some(value()?),
             "--approval-policy" => {
+                policy_flag = true;
                 let v = value()?;
                 config.approval_policy = ApprovalPolicy::parse(&v).ok_or_else(|| ConfigError::InvalidValue {
                     flag: flag.clone(),
@@ -198,6 +287,7 @@ where
                 })?;
             }
             "--approval-timeout-ms" => {
+                timeout_flag = true;
                 config.approval_timeout = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
             }
             _ => return Err(ConfigError::UnknownArgument(arg)),
@@ -212,6 +302,36 @@ where
         Some(db) => cwd.join(db),
         None => default_db_path(&config.workspace),
     };
+    let file = read_config_file(&config.workspace)?;
+    let file_model = file.model.unwrap_or_default();
+    if let Some(approvals) = file.approvals {
+        if let (false, Some(policy)) = (policy_flag, approvals.policy) {
+            config.approval_policy = ApprovalPolicy::parse(&policy).ok_or_else(|| ConfigError::ConfigFile {
+                path: config_file_path(&config.workspace).display().to_string(),
+                reason: format!("approvals.policy: unknown policy `{policy}`"),
+            })?;
+        }
+        if let (false, Some(ms)) = (timeout_flag, approvals.timeout_ms.filter(|ms| *ms > 0)) {
+            config.approval_timeout = Duration::from_millis(ms);
+        }
+    }
+    let model = model_flag.or_else(|| env("APPSERVER_MODEL")).or(file_model.model);
+    config.model = model.filter(|m| !m.trim().is_empty()).map(|model| ModelSettings {
+        model,
+        base_url: base_url_flag
+            .or_else(|| env("APPSERVER_BASE_URL"))
+            .or(file_model.base_url)
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+            .trim_end_matches('/')
+            .to_owned(),
+        api_key: api_key_flag
+            .or_else(|| env("APPSERVER_API_KEY"))
+            .or(file_model.api_key)
+            .or_else(|| file_model.api_key_env.as_deref().and_then(env)),
+        max_steps: file_model.max_steps.unwrap_or(20).max(1),
+        max_retries: file_model.max_retries.unwrap_or(3),
+        instructions: file_model.instructions,
+    });
     if let Some(path) = token_file {
         let text = std::fs::read_to_string(&path)
             .map_err(|err| ConfigError::TokenFile { path: path.clone(), reason: err.to_string() })?;
@@ -231,6 +351,16 @@ where
         }
     }
     Ok(Command::Run(Box::new(config)))
+}
+
+fn read_config_file(workspace: &Path) -> Result<FileConfig, ConfigError> {
+    let path = config_file_path(workspace);
+    match std::fs::read_to_string(&path) {
+        Ok(text) => toml::from_str(&text)
+            .map_err(|err| ConfigError::ConfigFile { path: path.display().to_string(), reason: err.to_string() }),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
+        Err(err) => Err(ConfigError::ConfigFile { path: path.display().to_string(), reason: err.to_string() }),
+    }
 }
 
 fn parse_positive(flag: &str, value: &str) -> Result<usize, ConfigError> {
@@ -307,6 +437,42 @@ mod tests {
         assert!(run(&["--listen", "ws://0.0.0.0:0", "--ws-token", "s3cret"]).is_ok());
         // An empty token is no token.
         assert!(run(&["--listen", "ws://0.0.0.0:0", "--ws-token", ""]).is_err());
+    }
+
+    #[test]
+    fn model_settings_follow_flags_then_env_then_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        std::fs::write(
+            config_file_path(dir.path()),
+            "[model]\nmodel = \"file-model\"\nbase_url = \"http://file/v1/\"\napi_key_env = \"MY_KEY\"\nmax_steps = 5\n\n[approvals]\npolicy = \"untrusted\"\n",
+        )
+        .unwrap();
+        let env = |name: &str| match name {
+            "APPSERVER_BASE_URL" => Some("http://env/v1".to_owned()),
+            "MY_KEY" => Some("secret".to_owned()),
+            _ => None,
+        };
+        let run = |args: &[&str]| match parse_args_with_env(args.iter().copied(), dir.path(), &env).unwrap() {
+            Command::Run(c) => *c,
+            other => panic!("{other:?}"),
+        };
+        let c = run(&[]);
+        let model = c.model.unwrap();
+        assert_eq!(model.model, "file-model");
+        assert_eq!(model.base_url, "http://env/v1");
+        assert_eq!(model.api_key.as_deref(), Some("secret"));
+        assert_eq!(model.max_steps, 5);
+        assert_eq!(c.approval_policy, ApprovalPolicy::Untrusted);
+        let c = run(&["--model", "flag-model", "--base-url", "http://flag/v1", "--approval-policy", "never"]);
+        assert_eq!(c.model.as_ref().unwrap().model, "flag-model");
+        assert_eq!(c.model.as_ref().unwrap().base_url, "http://flag/v1");
+        assert_eq!(c.approval_policy, ApprovalPolicy::Never);
+        std::fs::write(config_file_path(dir.path()), "[model]\nmodle = 1\n").unwrap();
+        assert!(matches!(
+            parse_args_with_env(Vec::<String>::new(), dir.path(), &env),
+            Err(ConfigError::ConfigFile { .. })
+        ));
     }
 
     #[test]

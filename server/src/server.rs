@@ -36,6 +36,8 @@ pub struct ServerState {
     /// The agent that answers turns.
     pub agent: Arc<dyn Agent>,
     pub debug: DebugHooks,
+    /// The configured model provider (`None`: the built-in agent answers).
+    pub model: Option<Arc<crate::model::ModelProvider>>,
     /// Cancelled once, when the server starts shutting down.
     pub shutdown: CancellationToken,
     /// Every task the server spawns, so shutdown can wait for them.
@@ -54,6 +56,8 @@ pub enum ServerError {
     Store(#[from] StoreError),
     #[error("cannot listen on {addr}: {source}")]
     Bind { addr: String, source: std::io::Error },
+    #[error("cannot set up the model client: {reason}")]
+    Model { reason: String },
     #[error("cannot use the workspace {path}: {reason}")]
     Workspace { path: PathBuf, reason: String },
 }
@@ -92,6 +96,19 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::debug::DebugGatedTool));
     }
+    let model = match &config.model {
+        Some(settings) => Some(Arc::new(
+            crate::model::ModelProvider::new(settings.clone()).map_err(|reason| ServerError::Model { reason })?,
+        )),
+        None => None,
+    };
+    let agent: Arc<dyn Agent> = match &model {
+        Some(provider) => {
+            tracing::info!(model = %provider.settings.model, base_url = %provider.settings.base_url, "model agent");
+            Arc::new(crate::agent::ModelAgent::new(provider.clone()))
+        }
+        None => Arc::new(BuiltinAgent),
+    };
     let apps = crate::apps::AppRegistry::default();
     for window in store.app_windows().await? {
         match crate::apps::manifest::check(window.manifest, &window.file_associations) {
@@ -117,7 +134,8 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         store,
         connections: Connections::default(),
         tools,
-        agent: Arc::new(BuiltinAgent),
+        agent,
+        model,
         debug: DebugHooks::default(),
         shutdown: CancellationToken::new(),
         tasks: TaskTracker::new(),

@@ -76,8 +76,9 @@ impl Session {
     }
 }
 
-/// The `initialize` result: who we are and exactly what is implemented.
-pub fn initialize_result() -> InitializeResult {
+/// The `initialize` result: who we are and exactly what is implemented (`model/list` only when
+/// a model provider is configured).
+pub fn initialize_result(model_configured: bool) -> InitializeResult {
     InitializeResult {
         server_info: ServerInfo {
             name: SERVER_NAME.to_owned(),
@@ -92,8 +93,8 @@ pub fn initialize_result() -> InitializeResult {
             mode_switch: Some(true),
             config_override: Some(true),
             command_management: Some(true),
+            model_catalog_management: model_configured.then_some(true),
             extensions: [("appProtocol".to_owned(), serde_json::Value::Bool(true))].into_iter().collect(),
-            ..Default::default()
         },
     }
 }

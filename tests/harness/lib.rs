@@ -8,6 +8,8 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub mod mock_model;
+
 use anyhow::{Context, Result, anyhow, bail};
 use appserver_client::{Client, RawConnection};
 use serde_json::{Value, json};
@@ -100,6 +102,10 @@ impl ServerBuilder {
         }
         command.args(&self.args);
         command.env("APPSERVER_LOG", "debug");
+        // The tests decide which model (if any) the server uses.
+        for var in ["APPSERVER_MODEL", "APPSERVER_BASE_URL", "APPSERVER_API_KEY"] {
+            command.env_remove(var);
+        }
         for (k, v) in &self.env {
             command.env(k, v);
         }

@@ -2,6 +2,8 @@
 //! built-in agent used when no model is configured.
 
 mod builtin;
+pub mod dynamic;
+mod model_agent;
 pub mod plan;
 pub mod tools;
 
@@ -9,6 +11,7 @@ use std::future::Future;
 use std::pin::Pin;
 
 pub use builtin::BuiltinAgent;
+pub use model_agent::ModelAgent;
 
 use crate::turns::context::{TurnContext, TurnError};
 

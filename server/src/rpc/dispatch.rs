@@ -122,7 +122,7 @@ fn start(state: &Arc<ServerState>, peer: &Arc<Peer>, message: Message) -> Starte
 
 fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -> Started {
     if request.method == "initialize" {
-        return Started::Done(Some(handle_initialize(peer, &request)));
+        return Started::Done(Some(handle_initialize(state, peer, &request)));
     }
     if !peer.session.is_initialized() {
         return Started::Done(Some(error_text(&request.id, &RpcError::not_initialized())));
@@ -161,7 +161,7 @@ async fn route(ctx: &RequestCtx, request: Request) -> Result<String, RpcError> {
     }
 }
 
-fn handle_initialize(peer: &Peer, request: &Request) -> String {
+fn handle_initialize(state: &ServerState, peer: &Peer, request: &Request) -> String {
     let params = match jsonrpc::decode_params::<InitializeParams>(request.params.as_deref()) {
         Ok(params) => params,
         Err(detail) => return error_text(&request.id, &RpcError::invalid_params(detail)),
@@ -170,7 +170,7 @@ fn handle_initialize(peer: &Peer, request: &Request) -> String {
     match peer.session.initialize(params) {
         Ok(()) => {
             tracing::info!(conn = %peer.id, %client, "client initialized");
-            reply_text(&request.id, &session::initialize_result())
+            reply_text(&request.id, &session::initialize_result(state.model.is_some()))
         }
         Err(err) => error_text(&request.id, &err),
     }

@@ -47,6 +47,11 @@ pub async fn handle(ctx: &RequestCtx, id: &RequestId, request: ClientRequest) ->
         R::AppOpen(p) => reply(id, apps::handle_app_open(ctx, p).await),
         R::CommandList(p) => reply(id, commands::handle_command_list(ctx, p).await),
         R::CommandExecute(p) => reply(id, commands::handle_command_execute(ctx, p).await),
+        R::ModelList(_) => match &ctx.state.model {
+            Some(provider) => Ok(reply_text(id, &provider.list_models().await)),
+            // Not advertised without a provider (section 21.1).
+            None => Err(RpcError::method_not_found("model/list")),
+        },
     }
 }
 

@@ -1,0 +1,155 @@
+//! Dynamic tools (protocol 4.1.0 and 11.3): tools a client declared on `thread/start`, run by
+//! asking that client with `item/tool/call`. Each call is one `dynamicToolCall` item (no
+//! `toolCall`/`toolResult` pair), gated by the approval flow when the tool declares `approval`.
+
+use std::time::Duration;
+
+use appserver_protocol::{
+    DynamicToolCallParams, DynamicToolCallPayload, DynamicToolCallResult, DynamicToolSpec, ItemPayload,
+};
+use serde_json::Value;
+
+use crate::approvals::{ApprovalSpec, Gate, gate};
+use crate::rpc::PeerRequestError;
+use crate::turns::context::{TurnContext, TurnError};
+
+/// How long a client has to answer a dynamic tool call.
+const CALL_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The name the model sees: `namespace__name`, or `name`.
+pub fn model_name(spec: &DynamicToolSpec) -> String {
+    match &spec.namespace {
+        Some(ns) => format!("{ns}__{}", spec.name),
+        None => spec.name.clone(),
+    }
+}
+
+/// What the model reads back from a finished call.
+pub fn visible_result(payload: &DynamicToolCallPayload) -> String {
+    if payload.success == Some(true) {
+        let texts: Vec<&str> = payload.content_items.iter().filter_map(|c| c.text.as_deref()).collect();
+        if !texts.is_empty() {
+            return texts.join("\n");
+        }
+        return payload.structured_result.as_ref().map(Value::to_string).unwrap_or_else(|| "(done)".to_owned());
+    }
+    format!(
+        "The tool failed ({}): {}",
+        payload.error_code.as_deref().unwrap_or("error"),
+        payload.error_message.as_deref().unwrap_or("no details")
+    )
+}
+
+fn approval_spec(spec: &DynamicToolSpec, arguments: &Value) -> Option<ApprovalSpec> {
+    let approval = spec.approval.as_ref()?;
+    let kind = approval.get("kind").and_then(Value::as_str).unwrap_or("remoteResource");
+    let target = approval
+        .get("targetArgument")
+        .and_then(Value::as_str)
+        .and_then(|arg| arguments.get(arg))
+        .map(|v| v.as_str().map(str::to_owned).unwrap_or_else(|| v.to_string()))
+        .unwrap_or_default();
+    let operation = approval
+        .get("operation")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .or_else(|| {
+            let arg = approval.get("operationArgument").and_then(Value::as_str)?;
+            arguments.get(arg).and_then(Value::as_str).map(str::to_owned)
+        })
+        .unwrap_or_else(|| spec.name.clone());
+    Some(ApprovalSpec::new(kind, &operation, &target, format!("The agent wants to call the tool `{}`.", spec.name)))
+}
+
+/// Runs one dynamic tool call; returns what the model reads back.
+pub async fn call(
+    ctx: &mut TurnContext,
+    spec: &DynamicToolSpec,
+    call_id: &str,
+    arguments: Value,
+) -> Result<String, TurnError> {
+    let mut payload = DynamicToolCallPayload {
+        namespace: spec.namespace.clone(),
+        tool_name: spec.name.clone(),
+        call_id: call_id.to_owned(),
+        arguments: arguments.clone(),
+        ..Default::default()
+    };
+    let item = ctx.begin(ItemPayload::DynamicToolCall(payload.clone()));
+    if let Some(approval) = approval_spec(spec, &arguments) {
+        if let Gate::Declined(message) = gate(ctx, &approval).await? {
+            payload.success = Some(false);
+            payload.error_code = Some("ApprovalDeclined".into());
+            payload.error_message = Some(message);
+            return finish(ctx, &item, payload).await;
+        }
+    }
+    let owner = ctx.handle.state().dynamic_tools_owner.and_then(|id| ctx.server().connections.get(id));
+    let Some(owner) = owner.filter(|p| !p.is_closed()) else {
+        payload.success = Some(false);
+        payload.error_code = Some("AdapterToolCallFailed".into());
+        payload.error_message = Some("the client that declared this tool is not connected".into());
+        return finish(ctx, &item, payload).await;
+    };
+    let params = DynamicToolCallParams {
+        thread_id: ctx.thread_id.clone(),
+        turn_id: ctx.turn_id.clone(),
+        call_id: call_id.to_owned(),
+        namespace: spec.namespace.clone(),
+        tool: spec.name.clone(),
+        arguments,
+    };
+    match owner.request("item/tool/call", &params, CALL_TIMEOUT).await {
+        Ok(raw) => match serde_json::from_str::<DynamicToolCallResult>(raw.get()) {
+            Ok(result) => {
+                payload.success = Some(result.success);
+                payload.content_items = result.content_items;
+                payload.structured_result = result.structured_result;
+                payload.error_code = result.error_code;
+                payload.error_message = result.error_message;
+            }
+            Err(err) => {
+                payload.success = Some(false);
+                payload.error_code = Some("AdapterProtocolViolation".into());
+                payload.error_message = Some(format!("invalid answer to item/tool/call: {err}"));
+            }
+        },
+        Err(err) => {
+            payload.success = Some(false);
+            payload.error_code = Some(match err {
+                PeerRequestError::Timeout(_) => "ExternalChannelToolTimeout".into(),
+                _ => "AdapterToolCallFailed".into(),
+            });
+            payload.error_message = Some(err.to_string());
+        }
+    }
+    finish(ctx, &item, payload).await
+}
+
+/// A call whose arguments could not be parsed: recorded as a failed item.
+pub async fn call_failed(
+    ctx: &mut TurnContext,
+    spec: &DynamicToolSpec,
+    call_id: &str,
+    raw_arguments: &str,
+    message: &str,
+) -> Result<String, TurnError> {
+    let payload = DynamicToolCallPayload {
+        namespace: spec.namespace.clone(),
+        tool_name: spec.name.clone(),
+        call_id: call_id.to_owned(),
+        arguments: Value::String(raw_arguments.to_owned()),
+        success: Some(false),
+        error_code: Some("InvalidArguments".into()),
+        error_message: Some(message.to_owned()),
+        ..Default::default()
+    };
+    let item = ctx.begin(ItemPayload::DynamicToolCall(payload.clone()));
+    finish(ctx, &item, payload).await
+}
+
+async fn finish(ctx: &mut TurnContext, item: &str, payload: DynamicToolCallPayload) -> Result<String, TurnError> {
+    let visible = visible_result(&payload);
+    ctx.complete(item, Some(ItemPayload::DynamicToolCall(payload))).await?;
+    Ok(visible)
+}
