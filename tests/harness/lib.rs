@@ -21,18 +21,28 @@ use tokio::sync::watch;
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
 /// Path of the `appserver` binary: `$APPSERVER_BIN`, or `target/<profile>/appserver` next to the
-/// test executable (built by `cargo test --workspace`).
+/// running executable (a test in `target/<profile>/deps/`, or a binary such as the benchmark in
+/// `target/<profile>/`), built by `cargo test --workspace` / `cargo build`.
 pub fn server_binary() -> Result<PathBuf> {
     if let Some(path) = std::env::var_os("APPSERVER_BIN") {
         return Ok(PathBuf::from(path));
     }
     let exe = std::env::current_exe()?;
-    let profile_dir = exe.parent().and_then(Path::parent).context("unexpected test executable location")?;
-    let bin = profile_dir.join(format!("appserver{}", std::env::consts::EXE_SUFFIX));
-    if !bin.exists() {
-        bail!("{} not found: run the tests with `cargo test --workspace` (or set APPSERVER_BIN)", bin.display());
+    let name = format!("appserver{}", std::env::consts::EXE_SUFFIX);
+    let mut dir = exe.parent();
+    for _ in 0..2 {
+        if let Some(d) = dir {
+            let bin = d.join(&name);
+            if bin.exists() {
+                return Ok(bin);
+            }
+            dir = d.parent();
+        }
     }
-    Ok(bin)
+    bail!(
+        "the appserver binary was not found next to {}: run `cargo test --workspace` (or set APPSERVER_BIN)",
+        exe.display()
+    )
 }
 
 /// How to start a server.
@@ -215,6 +225,11 @@ impl ServerProcess {
     /// The stdio connection as a client (can be taken once).
     pub fn stdio_client(&mut self) -> Client {
         Client::new(self.stdio_raw(), TIMEOUT)
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> Option<u32> {
+        self.child.id()
     }
 
     /// Everything the server wrote to stderr so far.
