@@ -3,13 +3,15 @@
 //!
 //! `initialize`, notifications and responses are handled inline, in arrival order, so the
 //! handshake is deterministic. Every other request takes one of the connection's in-flight
-//! permits (none left: -32001 at once) and runs as its own task, so a slow request never blocks
-//! the connection. A handler that panics answers -32603; the connection lives on.
+//! permits (none left: -32001 at once) and is polled once inline: if it is done (most reads
+//! are), it is answered at once; otherwise it goes on as its own task, so a slow request never
+//! blocks the connection. A handler that panics answers -32603; the connection lives on.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::Arc;
+use std::task::Poll;
 
 use appserver_protocol::jsonrpc::{self, Frame, Message, Notification, Request, RequestId};
 use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams};
@@ -33,38 +35,61 @@ enum Started {
     Running(ReplyFuture),
 }
 
-/// Handles one incoming frame (a stdio line or a WebSocket text message).
-pub async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str) {
+/// A response ready to go out, and the callbacks to run once it is queued or written.
+#[derive(Debug)]
+pub struct Reply {
+    pub frame: OutFrame,
+    pub after: AfterReply,
+}
+
+impl Reply {
+    fn now(text: String) -> Self {
+        Reply { frame: OutFrame::from(text), after: AfterReply::default() }
+    }
+
+    /// Queues the reply on `peer`'s outgoing queue (waiting for room), then runs its callbacks.
+    pub async fn queue(self, peer: &Peer) {
+        peer.send(self.frame).await;
+        self.after.run();
+    }
+}
+
+/// Handles one incoming frame (a stdio line or a WebSocket text message). A reply that is ready
+/// at once (errors, `initialize`, and every request done on its first poll) is returned for
+/// the transport to write, in order, after what is already queued, and then run its callbacks;
+/// a request still running answers through the outgoing queue when it is done.
+pub async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str) -> Option<Reply> {
     match jsonrpc::parse_frame(text) {
-        Frame::ParseError(detail) => {
-            peer.send(error_frame(&RequestId::null(), &RpcError::parse_error(&detail))).await;
-        }
+        Frame::ParseError(detail) => Some(Reply::now(error_text(&RequestId::null(), &RpcError::parse_error(&detail)))),
         Frame::Single(Err(invalid)) => {
-            peer.send(error_frame(&invalid.id, &RpcError::invalid_request(&invalid.reason))).await;
+            Some(Reply::now(error_text(&invalid.id, &RpcError::invalid_request(&invalid.reason))))
         }
         Frame::Single(Ok(message)) => match start(state, peer, message) {
-            Started::Done(Some(reply)) => peer.send(OutFrame::from(reply)).await,
-            Started::Done(None) => {}
-            Started::Running(reply) => {
+            Started::Done(reply) => reply.map(Reply::now),
+            Started::Running(mut reply) => {
+                // Most requests (reads of in-memory state) finish on their first poll: answer
+                // those here, without the hop to a task of their own; the rest go on as tasks.
+                if let Poll::Ready((text, after)) = futures_util::poll!(&mut reply) {
+                    return Some(Reply { frame: OutFrame::from(text), after });
+                }
                 let peer = peer.clone();
                 state.tasks.spawn(async move {
-                    let (reply, after) = reply.await;
-                    peer.send(OutFrame::from(reply)).await;
-                    after.run();
+                    let (text, after) = reply.await;
+                    Reply { frame: OutFrame::from(text), after }.queue(&peer).await;
                 });
+                None
             }
         },
-        Frame::Batch(messages) => handle_batch(state, peer, messages).await,
+        Frame::Batch(messages) => {
+            handle_batch(state, peer, messages);
+            None
+        }
     }
 }
 
 /// Each element is judged on its own; the replies go back as one array once all are done (none
 /// at all when the batch held only notifications and responses).
-async fn handle_batch(
-    state: &Arc<ServerState>,
-    peer: &Arc<Peer>,
-    messages: Vec<Result<Message, jsonrpc::InvalidMessage>>,
-) {
+fn handle_batch(state: &Arc<ServerState>, peer: &Arc<Peer>, messages: Vec<Result<Message, jsonrpc::InvalidMessage>>) {
     let mut replies: Vec<ReplyFuture> = Vec::new();
     for message in messages {
         match message {
@@ -152,7 +177,7 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
 /// Finds and runs the handler of an initialized connection's request.
 async fn route(ctx: &RequestCtx, request: Request) -> Result<String, RpcError> {
     if ctx.state.config.enable_debug_methods && request.method.starts_with("debug/") {
-        return debug::handle(&ctx.state, &ctx.peer, &request).await;
+        return Box::pin(debug::handle(&ctx.state, &ctx.peer, &request)).await;
     }
     match ClientRequest::decode(&request.method, request.params.as_deref()) {
         None => Err(RpcError::method_not_found(&request.method)),
@@ -209,8 +234,4 @@ pub fn reply_text<T: Serialize>(id: &RequestId, result: &T) -> String {
 
 pub fn error_text(id: &RequestId, err: &RpcError) -> String {
     jsonrpc::write_error(id, &err.to_object())
-}
-
-fn error_frame(id: &RequestId, err: &RpcError) -> OutFrame {
-    OutFrame::from(error_text(id, err))
 }

@@ -38,7 +38,11 @@ pub async fn serve(state: Arc<ServerState>) {
                     continue;
                 }
                 match std::str::from_utf8(text) {
-                    Ok(text) => dispatch::handle_frame(&state, &peer, text).await,
+                    Ok(text) => {
+                        if let Some(reply) = dispatch::handle_frame(&state, &peer, text).await {
+                            reply.queue(&peer).await;
+                        }
+                    }
                     Err(err) => {
                         let reply =
                             error_text(&RequestId::null(), &RpcError::parse_error(&format!("invalid UTF-8: {err}")));

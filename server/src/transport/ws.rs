@@ -1,15 +1,18 @@
 //! The WebSocket transport: `GET /ws` upgrades (one JSON-RPC message per text frame), `GET
-//! /healthz` and `GET /readyz` answer probes. Each connection gets its own reader (this task) and
-//! writer task; the writer also sends keepalive pings and closes a connection whose pong is late.
+//! /healthz` and `GET /readyz` answer probes. Each connection is one task that owns its socket:
+//! it reads and dispatches frames, writes replies and the connection's outgoing queue, sends
+//! keepalive pings and closes a connection whose pong is late.
 //!
 //! Refusals happen before the upgrade: a wrong or missing token is 401, a foreign browser origin
 //! is 403. A message over the size limit closes the socket with 1009.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use std::future::Future;
+use std::pin::Pin;
+
+use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 use tokio::time::Instant;
@@ -18,6 +21,7 @@ use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
+use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
 use crate::rpc::dispatch::{self, error_text};
@@ -143,52 +147,13 @@ async fn upgrade(state: Arc<ServerState>, mut stream: TcpStream, head: RequestHe
     Ok(())
 }
 
-/// Milliseconds since `base`, for the last-pong timestamp shared by reader and writer.
-fn millis_since(base: Instant) -> u64 {
-    u64::try_from(base.elapsed().as_millis()).unwrap_or(u64::MAX)
-}
-
 async fn serve_socket(state: Arc<ServerState>, socket: WebSocketStream<TcpStream>) {
     let (peer, outgoing) = state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.shutdown);
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
-    let (sink, mut stream) = socket.split();
-    let base = Instant::now();
-    let last_pong = Arc::new(AtomicU64::new(0));
-    let keepalive = Keepalive {
-        interval: state.config.ws_ping_interval,
-        timeout: state.config.ws_pong_timeout,
-        base,
-        last_pong: last_pong.clone(),
-    };
-    let writer = state.tasks.spawn(write_loop(sink, outgoing, peer.clone(), keepalive));
-
-    loop {
-        let next = tokio::select! {
-            _ = peer.closed().cancelled() => break,
-            next = stream.next() => next,
-        };
-        match next {
-            Some(Ok(Message::Text(text))) => dispatch::handle_frame(&state, &peer, text.as_str()).await,
-            Some(Ok(Message::Binary(_))) => {
-                let err = RpcError::invalid_request("binary frames are not supported; send JSON in text frames");
-                peer.send(OutFrame::from(error_text(&RequestId::null(), &err))).await;
-            }
-            Some(Ok(Message::Pong(_))) => last_pong.store(millis_since(base).max(1), Ordering::Release),
-            Some(Ok(Message::Ping(_) | Message::Frame(_))) => {}
-            Some(Ok(Message::Close(_))) | None => break,
-            Some(Err(WsError::Capacity(err))) => {
-                tracing::warn!(conn = %peer.id, error = %err, "message over the size limit; closing with 1009");
-                peer.close(CloseReason::MessageTooBig);
-                break;
-            }
-            Some(Err(err)) => {
-                tracing::debug!(conn = %peer.id, error = %err, "WebSocket read failed");
-                break;
-            }
-        }
-    }
+    let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
+    let mut socket = socket;
+    run_connection(&state, &peer, &mut socket, outgoing, keepalive).await;
     peer.close(CloseReason::Disconnected);
-    let _ = writer.await;
     state.connections.remove(peer.id);
     tracing::debug!(conn = %peer.id, "WebSocket client disconnected");
 }
@@ -196,80 +161,150 @@ async fn serve_socket(state: Arc<ServerState>, socket: WebSocketStream<TcpStream
 struct Keepalive {
     interval: Duration,
     timeout: Duration,
-    base: Instant,
-    last_pong: Arc<AtomicU64>,
 }
 
-/// Drains the outgoing queue into the socket (many frames per flush), pings on schedule, and
-/// sends the close frame when the peer is closed by the server.
-async fn write_loop<S>(mut sink: S, mut rx: mpsc::Receiver<OutFrame>, peer: Arc<Peer>, keepalive: Keepalive)
-where
-    S: futures_util::Sink<Message, Error = WsError> + Unpin,
+/// What woke the connection loop.
+enum Event {
+    Queued(Option<OutFrame>),
+    Received(Option<Result<Message, WsError>>),
+    PingDue,
+    PongLate,
+}
+
+/// The connection: one task owns the socket and does everything with it, so that a reply ready
+/// at once is written straight after the frame that asked for it, with no hop through a queue to
+/// another task (the round-trip figures in docs/performance.md). Frames queued by other tasks
+/// (notifications, answers of slow requests, server→client requests) are drained first and in
+/// order. The loop only ever waits on the socket or on the next event, never on its own queue,
+/// so it cannot deadlock on itself; a client that stops reading stops being read (backpressure)
+/// and, once its queue fills, is closed by the broadcaster.
+async fn run_connection<S>(
+    state: &Arc<ServerState>,
+    peer: &Arc<Peer>,
+    socket: &mut S,
+    mut outgoing: mpsc::Receiver<OutFrame>,
+    keepalive: Keepalive,
+) where
+    S: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
 {
-    let mut next_ping = Instant::now() + keepalive.interval;
-    let mut ping_sent: Option<(Instant, u64)> = None;
+    // Made once, not on every pass: each new wait on a token or timer registers anew.
+    let closed = peer.closed().cancelled();
+    let next_ping = tokio::time::sleep(keepalive.interval);
+    let pong_deadline = tokio::time::sleep(keepalive.interval);
+    tokio::pin!(closed, next_ping, pong_deadline);
+    let mut awaiting_pong = false;
     loop {
-        let pong_deadline = ping_sent.map(|(at, _)| at + keepalive.timeout);
-        tokio::select! {
+        let event = tokio::select! {
             biased;
-            _ = peer.closed().cancelled() => break,
-            frame = rx.recv() => {
-                let Some(frame) = frame else { break };
-                let written = tokio::select! {
-                    _ = peer.closed().cancelled() => break,
-                    written = write_batch(&mut sink, frame, &mut rx) => written,
-                };
-                if written.is_err() {
-                    peer.close(CloseReason::Disconnected);
-                    break;
-                }
-            }
-            _ = tokio::time::sleep_until(next_ping) => {
-                next_ping = Instant::now() + keepalive.interval;
-                if ping_sent.is_none() {
-                    ping_sent = Some((Instant::now(), millis_since(keepalive.base)));
-                    if sink.send(Message::Ping(Default::default())).await.is_err() {
-                        peer.close(CloseReason::Disconnected);
-                        break;
+            _ = &mut closed => break,
+            frame = outgoing.recv() => Event::Queued(frame),
+            message = socket.next() => Event::Received(message),
+            _ = &mut next_ping => Event::PingDue,
+            _ = &mut pong_deadline, if awaiting_pong => Event::PongLate,
+        };
+        let written = match event {
+            Event::Queued(None) => break,
+            Event::Queued(Some(frame)) => write_frames(closed.as_mut(), socket, &mut outgoing, Some(frame), None).await,
+            Event::Received(Some(Ok(Message::Text(text)))) => {
+                match dispatch::handle_frame(state, peer, text.as_str()).await {
+                    Some(reply) => {
+                        let written =
+                            write_frames(closed.as_mut(), socket, &mut outgoing, None, Some(reply.frame)).await;
+                        // Promised work runs even when the write failed.
+                        reply.after.run();
+                        written
                     }
+                    None => Ok(()),
                 }
             }
-            _ = sleep_until_opt(pong_deadline) => {
-                let answered = ping_sent.is_some_and(|(_, sent)| keepalive.last_pong.load(Ordering::Acquire) >= sent.max(1));
-                if answered {
-                    ping_sent = None;
+            Event::Received(Some(Ok(Message::Binary(_)))) => {
+                let err = RpcError::invalid_request("binary frames are not supported; send JSON in text frames");
+                let reply = OutFrame::from(error_text(&RequestId::null(), &err));
+                write_frames(closed.as_mut(), socket, &mut outgoing, None, Some(reply)).await
+            }
+            Event::Received(Some(Ok(Message::Pong(_)))) => {
+                awaiting_pong = false;
+                Ok(())
+            }
+            // tungstenite answers pings itself.
+            Event::Received(Some(Ok(Message::Ping(_) | Message::Frame(_)))) => Ok(()),
+            Event::Received(Some(Ok(Message::Close(_))) | None) => break,
+            Event::Received(Some(Err(WsError::Capacity(err)))) => {
+                tracing::warn!(conn = %peer.id, error = %err, "message over the size limit; closing with 1009");
+                peer.close(CloseReason::MessageTooBig);
+                break;
+            }
+            Event::Received(Some(Err(err))) => {
+                tracing::debug!(conn = %peer.id, error = %err, "WebSocket read failed");
+                break;
+            }
+            Event::PingDue => {
+                next_ping.as_mut().reset(Instant::now() + keepalive.interval);
+                if awaiting_pong {
+                    Ok(())
                 } else {
-                    tracing::info!(conn = %peer.id, "no pong within {:?}; closing", keepalive.timeout);
-                    peer.close(CloseReason::PingTimeout);
-                    break;
+                    awaiting_pong = true;
+                    pong_deadline.as_mut().reset(Instant::now() + keepalive.timeout);
+                    cancellable(closed.as_mut(), socket.send(Message::Ping(Default::default()))).await
                 }
             }
-        }
-        // A pong that arrived before the deadline clears the wait early.
-        if let Some((_, sent)) = ping_sent {
-            if keepalive.last_pong.load(Ordering::Acquire) >= sent.max(1) {
-                ping_sent = None;
+            Event::PongLate => {
+                tracing::info!(conn = %peer.id, "no pong within {:?}; closing", keepalive.timeout);
+                peer.close(CloseReason::PingTimeout);
+                break;
             }
+        };
+        if written.is_err() {
+            break;
         }
     }
     if let Some(reason) = peer.close_reason().filter(|r| *r != CloseReason::Disconnected) {
         let frame =
             CloseFrame { code: CloseCode::from(reason.ws_code()), reason: Utf8Bytes::from_static(reason.text()) };
         // The client may not be reading at all (that is why it is being closed): do not wait long.
-        let _ = tokio::time::timeout(Duration::from_secs(1), sink.send(Message::Close(Some(frame)))).await;
+        let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(Message::Close(Some(frame)))).await;
     }
-    let _ = tokio::time::timeout(Duration::from_secs(1), sink.close()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), socket.close()).await;
 }
 
-async fn write_batch<S>(sink: &mut S, first: OutFrame, rx: &mut mpsc::Receiver<OutFrame>) -> Result<(), WsError>
+/// Writes `first`, then everything already queued, then `last`, and flushes once. Gives up
+/// (as a failed write) when the peer is closed meanwhile.
+async fn write_frames<S>(
+    closed: Pin<&mut WaitForCancellationFuture<'_>>,
+    socket: &mut S,
+    queue: &mut mpsc::Receiver<OutFrame>,
+    first: Option<OutFrame>,
+    last: Option<OutFrame>,
+) -> Result<(), WsError>
 where
-    S: futures_util::Sink<Message, Error = WsError> + Unpin,
+    S: Sink<Message, Error = WsError> + Unpin,
 {
-    sink.feed(text_message(first)).await?;
-    while let Ok(frame) = rx.try_recv() {
-        sink.feed(text_message(frame)).await?;
+    cancellable(closed, async {
+        if let Some(frame) = first {
+            socket.feed(text_message(frame)).await?;
+        }
+        while let Ok(frame) = queue.try_recv() {
+            socket.feed(text_message(frame)).await?;
+        }
+        if let Some(frame) = last {
+            socket.feed(text_message(frame)).await?;
+        }
+        socket.flush().await
+    })
+    .await
+}
+
+/// Runs a socket write unless the peer closes first.
+async fn cancellable(
+    closed: Pin<&mut WaitForCancellationFuture<'_>>,
+    write: impl Future<Output = Result<(), WsError>>,
+) -> Result<(), WsError> {
+    tokio::pin!(write);
+    tokio::select! {
+        biased;
+        written = &mut write => written,
+        _ = closed => Err(WsError::ConnectionClosed),
     }
-    sink.flush().await
 }
 
 fn text_message(frame: OutFrame) -> Message {
@@ -277,12 +312,5 @@ fn text_message(frame: OutFrame) -> Message {
         Ok(text) => Message::Text(text),
         // Frames are built from `String`s, so this cannot happen; send the bytes lossily anyway.
         Err(_) => Message::Text(String::from_utf8_lossy(frame.bytes()).into_owned().into()),
-    }
-}
-
-async fn sleep_until_opt(deadline: Option<Instant>) {
-    match deadline {
-        Some(at) => tokio::time::sleep_until(at).await,
-        None => std::future::pending().await,
     }
 }
