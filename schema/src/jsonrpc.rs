@@ -313,7 +313,11 @@ struct OutNotification<'a, T: Serialize> {
 /// Serializes a value that is known to be serializable (wire types, `Value`, raw JSON). A
 /// failure here would be a bug in a wire type (e.g. a map with non-string keys).
 fn to_json<T: Serialize>(value: &T) -> Result<String, serde_json::Error> {
-    serde_json::to_string(value)
+    // Most frames are a few hundred bytes: start there rather than grow from 128 by copying.
+    let mut out = Vec::with_capacity(512);
+    serde_json::to_writer(&mut out, value)?;
+    // serde_json writes only valid UTF-8.
+    String::from_utf8(out).map_err(|err| serde::ser::Error::custom(err.utf8_error()))
 }
 
 /// `{"jsonrpc":"2.0","id":..,"result":..}`
@@ -350,8 +354,13 @@ pub fn decode_params<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) 
     if text.starts_with('[') {
         return Err("params must be an object (positional params are not supported)".to_owned());
     }
+    // Valid params (nearly all) take the plain path; only a failure is decoded again with path
+    // tracking, which is slower, to say which field is wrong.
+    if let Ok(value) = serde_json::from_str(text) {
+        return Ok(value);
+    }
     let mut de = serde_json::Deserializer::from_str(text);
-    serde_path_to_error::deserialize(&mut de).map_err(|err| {
+    serde_path_to_error::deserialize::<_, T>(&mut de).map_err(|err| {
         let path = err.path().to_string();
         let inner = strip_position(&err.inner().to_string());
         if path == "." || path.is_empty() { inner } else { format!("{path}: {inner}") }
