@@ -10,8 +10,8 @@ use crate::server::ServerState;
 type Callback = Box<dyn FnOnce() + Send>;
 
 /// Callbacks to run once the response is queued (or could not be, if the connection closed).
-#[derive(Clone, Default)]
-pub struct AfterReply(Arc<Mutex<Vec<Callback>>>);
+#[derive(Default)]
+pub struct AfterReply(Mutex<Vec<Callback>>);
 
 impl std::fmt::Debug for AfterReply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -158,16 +158,15 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     };
     let ctx = RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() };
     Started::Running(Box::pin(async move {
-        let id = request.id.clone();
-        let method = request.method.clone();
-        let outcome = AssertUnwindSafe(route(&ctx, request)).catch_unwind().await;
+        let outcome = AssertUnwindSafe(route(&ctx, &request)).catch_unwind().await;
         drop(permit);
+        let (id, method) = (&request.id, &request.method);
         let reply = match outcome {
             Ok(Ok(reply)) => reply,
-            Ok(Err(err)) => error_text(&id, &err),
+            Ok(Err(err)) => error_text(id, &err),
             Err(_) => {
                 tracing::error!(conn = %ctx.peer.id, %method, "request handler panicked");
-                error_text(&id, &RpcError::internal(format!("the handler of `{method}` failed unexpectedly")))
+                error_text(id, &RpcError::internal(format!("the handler of `{method}` failed unexpectedly")))
             }
         };
         (reply, ctx.after)
@@ -175,9 +174,9 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
 }
 
 /// Finds and runs the handler of an initialized connection's request.
-async fn route(ctx: &RequestCtx, request: Request) -> Result<String, RpcError> {
+async fn route(ctx: &RequestCtx, request: &Request) -> Result<String, RpcError> {
     if ctx.state.config.enable_debug_methods && request.method.starts_with("debug/") {
-        return Box::pin(debug::handle(&ctx.state, &ctx.peer, &request)).await;
+        return Box::pin(debug::handle(&ctx.state, &ctx.peer, request)).await;
     }
     match ClientRequest::decode(&request.method, request.params.as_deref()) {
         None => Err(RpcError::method_not_found(&request.method)),

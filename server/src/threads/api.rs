@@ -220,7 +220,7 @@ pub async fn handle_thread_read(ctx: &RequestCtx, p: ThreadReadParams) -> Result
             None => None,
         };
     let (turns, more) = if p.include_turns {
-        wire::load_turns(&ctx.state.store, &p.thread_id, before, p.turns_limit).await?
+        Box::pin(wire::load_turns(&ctx.state.store, &p.thread_id, before, p.turns_limit)).await?
     } else {
         (Vec::new(), false)
     };

@@ -184,6 +184,12 @@ impl ThreadManager {
             }
             return Ok(handle.clone());
         }
+        // Boxed: the store's futures are large, and every caller's future would carry them.
+        Box::pin(self.load(id)).await
+    }
+
+    /// Loads a thread that is not in memory from the store.
+    async fn load(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
         let record = self.store.thread(id).await?.ok_or_else(|| SessionError::ThreadNotFound(id.to_owned()))?;
         let queue = self.store.queued_inputs(id).await?;
         let plan = self.store.plan(id).await?;
