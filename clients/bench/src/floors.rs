@@ -28,14 +28,15 @@ async fn listen() -> Result<TcpListener> {
     Ok(listener)
 }
 
-/// Echoes every text frame back.
+/// Echoes every text frame back, with appserver's WebSocket buffer sizes.
 pub async fn serve_echo() -> Result<()> {
     let listener = listen().await?;
     loop {
         let (stream, _) = listener.accept().await?;
         let _ = stream.set_nodelay(true);
         tokio::spawn(async move {
-            let Ok(mut ws) = tokio_tungstenite::accept_async(stream).await else { return };
+            let accepted = tokio_tungstenite::accept_async_with_config(stream, Some(crate::measure::ws_config())).await;
+            let Ok(mut ws) = accepted else { return };
             while let Some(Ok(message)) = ws.next().await {
                 if let Message::Text(text) = message {
                     if ws.send(Message::Text(text)).await.is_err() {
@@ -49,7 +50,8 @@ pub async fn serve_echo() -> Result<()> {
 
 /// A jsonrpsee 0.26 server answering `thread/read` with a constant thread.
 pub async fn serve_jsonrpsee() -> Result<()> {
-    let server = jsonrpsee::server::Server::builder().build("127.0.0.1:0").await?;
+    let config = jsonrpsee::server::ServerConfig::builder().max_connections(100_000).build();
+    let server = jsonrpsee::server::Server::builder().set_config(config).build("127.0.0.1:0").await?;
     let mut module = RpcModule::new(());
     let answer = small_thread();
     module.register_method("thread/read", move |_, _, _| answer.clone())?;
@@ -71,7 +73,8 @@ pub async fn serve_broadcast(count: usize, size: usize) -> Result<()> {
         let peers = peers.clone();
         let frame = frame.clone();
         tokio::spawn(async move {
-            let Ok(ws) = tokio_tungstenite::accept_async(stream).await else { return };
+            let accepted = tokio_tungstenite::accept_async_with_config(stream, Some(crate::measure::ws_config())).await;
+            let Ok(ws) = accepted else { return };
             let (mut sink, mut source) = ws.split();
             let (tx, mut rx) = mpsc::channel::<Utf8Bytes>(8192);
             peers.lock().unwrap_or_else(|p| p.into_inner()).push(tx);
@@ -96,7 +99,10 @@ pub async fn serve_broadcast(count: usize, size: usize) -> Result<()> {
                         let targets: Vec<_> = peers.lock().unwrap_or_else(|p| p.into_inner()).clone();
                         for _ in 0..count {
                             for target in &targets {
-                                let _ = target.send(frame.clone()).await;
+                                // Like appserver's broadcast: queue without waiting when there is room.
+                                if let Err(mpsc::error::TrySendError::Full(frame)) = target.try_send(frame.clone()) {
+                                    let _ = target.send(frame).await;
+                                }
                             }
                         }
                         for target in &targets {

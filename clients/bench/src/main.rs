@@ -36,10 +36,18 @@ fn main() -> ExitCode {
             }
             Some("echo-stdio") => floors::echo_stdio().await,
             Some("-h" | "--help") => {
-                println!("usage: appserver-bench [--quick]");
+                println!("usage: appserver-bench [--quick] [--only GROUP[,GROUP...]]");
+                println!("groups: {}", GROUPS.join(", "));
                 Ok(())
             }
-            _ => run(args.iter().any(|a| a == "--quick")).await,
+            _ => {
+                let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
+                let only: Vec<&str> = only.map(|o| o.split(',').collect()).unwrap_or_default();
+                match only.iter().find(|g| !GROUPS.contains(g)) {
+                    Some(unknown) => Err(anyhow::anyhow!("unknown group `{unknown}`; groups: {}", GROUPS.join(", "))),
+                    None => run(args.iter().any(|a| a == "--quick"), &only).await,
+                }
+            }
         }
     });
     match result {
@@ -51,18 +59,33 @@ fn main() -> ExitCode {
     }
 }
 
-async fn run(quick: bool) -> Result<()> {
+/// The row groups, in table order; `--only` picks some of them.
+const GROUPS: &[&str] = &["round-trips", "stdio", "fan-out", "persistence", "thread-store", "memory"];
+
+async fn run(quick: bool, only: &[&str]) -> Result<()> {
+    let want = |group: &str| only.is_empty() || only.contains(&group);
     let sizes = if quick { scenarios::QUICK } else { scenarios::FULL };
     let started = std::time::Instant::now();
     eprintln!("appserver-bench: {} run", if quick { "quick" } else { "full" });
     let mut rows = Vec::new();
-    let (round_trips, echo_p50) = scenarios::round_trips(sizes).await?;
-    rows.extend(round_trips);
-    rows.extend(scenarios::stdio(sizes).await?);
-    rows.extend(scenarios::fan_out(sizes).await?);
-    rows.extend(scenarios::persistence(sizes, echo_p50).await?);
-    rows.extend(scenarios::thread_store(sizes).await?);
-    rows.extend(scenarios::memory(sizes).await?);
+    if want("round-trips") {
+        rows.extend(scenarios::round_trips(sizes).await?);
+    }
+    if want("stdio") {
+        rows.extend(scenarios::stdio(sizes).await?);
+    }
+    if want("fan-out") {
+        rows.extend(scenarios::fan_out(sizes).await?);
+    }
+    if want("persistence") {
+        rows.extend(scenarios::persistence(sizes).await?);
+    }
+    if want("thread-store") {
+        rows.extend(scenarios::thread_store(sizes).await?);
+    }
+    if want("memory") {
+        rows.extend(scenarios::memory(sizes).await?);
+    }
     println!("| measurement | appserver | compared with | note |");
     println!("|---|---|---|---|");
     for r in &rows {

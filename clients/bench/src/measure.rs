@@ -10,6 +10,7 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::net::TcpStream;
 use tokio::process::{Child, Command};
 use tokio_tungstenite::tungstenite::Message;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::{MaybeTlsStream, WebSocketStream};
 
 pub type Ws = WebSocketStream<MaybeTlsStream<TcpStream>>;
@@ -68,11 +69,17 @@ pub fn count(n: f64) -> String {
     out
 }
 
+/// The WebSocket buffers appserver uses, for the bench's clients and the echo floor alike:
+/// tungstenite's default 128 KiB read buffer is zeroed on every read, which would add the same
+/// few microseconds to every measured round trip.
+pub fn ws_config() -> WebSocketConfig {
+    WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(64 * 1024)
+}
+
 pub async fn connect(url: &str) -> Result<Ws> {
-    let (ws, _) = tokio_tungstenite::connect_async(url).await.with_context(|| format!("connecting to {url}"))?;
-    if let MaybeTlsStream::Plain(tcp) = ws.get_ref() {
-        let _ = tcp.set_nodelay(true);
-    }
+    let (ws, _) = tokio_tungstenite::connect_async_with_config(url, Some(ws_config()), true)
+        .await
+        .with_context(|| format!("connecting to {url}"))?;
     Ok(ws)
 }
 
@@ -107,6 +114,32 @@ pub async fn sequential(ws: &mut Ws, frame: &str, n: usize) -> Result<Stats> {
         samples.push(t.elapsed());
     }
     Ok(Stats::new(samples, start.elapsed()))
+}
+
+/// `n` sequential round trips on each connection, interleaved in rounds so that a change in the
+/// machine's load during the run touches every connection alike. One `Stats` per connection.
+pub async fn sequential_interleaved(conns: &mut [(&mut Ws, &str)], n: usize) -> Result<Vec<Stats>> {
+    const ROUNDS: usize = 20;
+    for (ws, frame) in conns.iter_mut() {
+        for _ in 0..n.min(100) {
+            round_trip(ws, frame).await?;
+        }
+    }
+    let mut samples: Vec<Vec<Duration>> = conns.iter().map(|_| Vec::with_capacity(n)).collect();
+    let mut elapsed = vec![Duration::ZERO; conns.len()];
+    for round in 0..ROUNDS {
+        let count = n / ROUNDS + usize::from(round < n % ROUNDS);
+        for (i, (ws, frame)) in conns.iter_mut().enumerate() {
+            let start = Instant::now();
+            for _ in 0..count {
+                let t = Instant::now();
+                round_trip(ws, frame).await?;
+                samples[i].push(t.elapsed());
+            }
+            elapsed[i] += start.elapsed();
+        }
+    }
+    Ok(samples.into_iter().zip(elapsed).map(|(s, e)| Stats::new(s, e)).collect())
 }
 
 /// `n` requests with up to `window` in flight on one connection.

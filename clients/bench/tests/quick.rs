@@ -1,32 +1,56 @@
-//! The benchmark's quick mode runs to the end and prints every row (its timings are not
-//! asserted: performance is measured by the benchmark, not by tests).
+//! Runs the benchmark's `--quick` mode once, as a user would, so the benchmark cannot rot: it
+//! must start the real server and every comparison server, finish, and print every row of the
+//! table with a figure for appserver and one to compare it with. Timings are not asserted: they
+//! are measured by the benchmark itself, never by tests (docs/performance.md).
 
-use std::process::Command;
+use std::process::Stdio;
+use std::time::Duration;
 
-#[test]
-fn quick_mode_prints_every_row() {
-    let out = Command::new(env!("CARGO_BIN_EXE_appserver-bench"))
+/// The rows a run prints, by the start of their first cell, in table order.
+const ROWS: &[&str] = &[
+    "WebSocket round trip, sequential",
+    "WebSocket pipelined",
+    "WebSocket, 100 concurrent connections",
+    "stdio round trip, sequential",
+    "fan-out: one turn of",
+    "items completed per second",
+    "app commands acknowledged per second",
+    "replay of",
+    "thread/list first page",
+    "thread/read of a",
+    "memory per idle initialized WebSocket connection",
+    "resident memory at idle",
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_run_prints_every_row() {
+    let run = tokio::process::Command::new(env!("CARGO_BIN_EXE_appserver-bench"))
         .arg("--quick")
+        // The servers it starts must not pick up a model from the environment.
         .env_remove("APPSERVER_MODEL")
-        .output()
-        .expect("run appserver-bench --quick");
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "appserver-bench --quick failed:\n{stdout}\n{stderr}");
-    for row in [
-        "WebSocket round trip, sequential",
-        "WebSocket pipelined",
-        "concurrent connections",
-        "stdio round trip",
-        "fan-out",
-        "items completed per second",
-        "app commands acknowledged per second",
-        "replay of",
-        "thread/list first page",
-        "thread/read of a",
-        "memory per idle initialized WebSocket connection",
-        "resident memory at idle",
-    ] {
-        assert!(stdout.contains(row), "row `{row}` missing:\n{stdout}");
+        .env_remove("APPSERVER_BASE_URL")
+        .env_remove("APPSERVER_API_KEY")
+        .stdin(Stdio::null())
+        .kill_on_drop(true)
+        .output();
+    let output = tokio::time::timeout(Duration::from_secs(600), run)
+        .await
+        .expect("the quick run did not finish within 10 minutes")
+        .expect("the benchmark did not start");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "the quick run failed ({}):\n{stderr}\n{stdout}", output.status);
+
+    let lines: Vec<&str> = stdout.lines().collect();
+    assert_eq!(lines.first().copied(), Some("| measurement | appserver | compared with | note |"), "{stdout}");
+    let rows: Vec<Vec<&str>> =
+        lines.iter().skip(2).map(|line| line.trim_matches('|').split(" | ").map(str::trim).collect()).collect();
+    assert_eq!(rows.len(), ROWS.len(), "one line per row:\n{stdout}");
+    for (row, name) in rows.iter().zip(ROWS) {
+        assert_eq!(row.len(), 4, "four cells in {row:?}");
+        assert!(row[0].starts_with(name), "expected the row `{name}`, got {row:?}");
+        // Each row carries a figure for appserver and one for what it is compared with.
+        assert!(row[1].chars().any(|c| c.is_ascii_digit()), "no appserver figure in {row:?}");
+        assert!(row[2].chars().any(|c| c.is_ascii_digit()), "no comparison figure in {row:?}");
     }
 }
