@@ -68,23 +68,16 @@ async fn run(quick: bool, only: &[&str]) -> Result<()> {
     let started = std::time::Instant::now();
     eprintln!("appserver-bench: {} run", if quick { "quick" } else { "full" });
     let mut rows = Vec::new();
-    if want("round-trips") {
-        rows.extend(scenarios::round_trips(sizes).await?);
-    }
-    if want("stdio") {
-        rows.extend(scenarios::stdio(sizes).await?);
-    }
-    if want("fan-out") {
-        rows.extend(scenarios::fan_out(sizes).await?);
-    }
-    if want("persistence") {
-        rows.extend(scenarios::persistence(sizes).await?);
-    }
-    if want("thread-store") {
-        rows.extend(scenarios::thread_store(sizes).await?);
-    }
-    if want("memory") {
-        rows.extend(scenarios::memory(sizes).await?);
+    for &group in GROUPS.iter().filter(|g| want(g)) {
+        rows.extend(match group {
+            "round-trips" => scenarios::round_trips(sizes).await?,
+            "stdio" => scenarios::stdio(sizes).await?,
+            "fan-out" => scenarios::fan_out(sizes).await?,
+            "persistence" => scenarios::persistence(sizes).await?,
+            "thread-store" => scenarios::thread_store(sizes).await?,
+            "memory" => scenarios::memory(sizes).await?,
+            other => anyhow::bail!("unknown group `{other}`"),
+        });
     }
     println!("| measurement | appserver | compared with | note |");
     println!("|---|---|---|---|");
