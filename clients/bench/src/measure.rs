@@ -103,17 +103,7 @@ pub async fn next_text(ws: &mut Ws) -> Result<String> {
 
 /// `n` sequential request/reply pairs of the same frame.
 pub async fn sequential(ws: &mut Ws, frame: &str, n: usize) -> Result<Stats> {
-    for _ in 0..n.min(100) {
-        round_trip(ws, frame).await?;
-    }
-    let start = Instant::now();
-    let mut samples = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        round_trip(ws, frame).await?;
-        samples.push(t.elapsed());
-    }
-    Ok(Stats::new(samples, start.elapsed()))
+    sequential_interleaved(&mut [(ws, frame)], n).await?.pop().context("one connection, one result")
 }
 
 /// `n` sequential round trips on each connection, interleaved in rounds so that a change in the

@@ -6,11 +6,10 @@
 //! Refusals happen before the upgrade: a wrong or missing token is 401, a foreign browser origin
 //! is 403. A message over the size limit closes the socket with 1009.
 
-use std::sync::Arc;
-use std::time::Duration;
-
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::time::Duration;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -147,11 +146,10 @@ async fn upgrade(state: Arc<ServerState>, mut stream: TcpStream, head: RequestHe
     Ok(())
 }
 
-async fn serve_socket(state: Arc<ServerState>, socket: WebSocketStream<TcpStream>) {
+async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>) {
     let (peer, outgoing) = state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.shutdown);
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
-    let mut socket = socket;
     run_connection(&state, &peer, &mut socket, outgoing, keepalive).await;
     peer.close(CloseReason::Disconnected);
     state.connections.remove(peer.id);
