@@ -20,6 +20,11 @@ struct SleepParams {
 }
 
 #[derive(Deserialize)]
+struct FailWritesParams {
+    count: u32,
+}
+
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ReleaseParams {
     thread_id: String,
@@ -45,6 +50,15 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
         }
         // How many connections are live (lets tests observe a disconnect without sleeping).
         "debug/connections" => Ok(reply_text(&request.id, &json!({ "count": state.connections.len() }))),
+        // The next `count` write units fail after running their statements (as if their last
+        // statement had failed), so tests can check that nothing of a failed unit is kept or
+        // announced.
+        "debug/store/failWrites" => {
+            let params: FailWritesParams =
+                decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.store.fail_next_writes(params.count);
+            Ok(reply_text(&request.id, &json!({})))
+        }
         other => Err(RpcError::method_not_found(other)),
     }
 }

@@ -88,6 +88,8 @@ pub struct Store {
     writes: mpsc::UnboundedSender<writer::WriterMessage>,
     /// (thread id, turn id) of the turns a crash left running, failed at open.
     recovered: std::sync::Arc<Vec<(String, String)>>,
+    /// Injected write failures (test support).
+    faults: std::sync::Arc<writer::WriteFaults>,
 }
 
 impl Store {
@@ -137,9 +139,10 @@ impl Store {
             path: path.to_path_buf(),
             writes,
             recovered: std::sync::Arc::new(recovered),
+            faults: Default::default(),
         };
         store.record_meta().await?;
-        tokio::spawn(writer::run(writer, rx));
+        tokio::spawn(writer::run(writer, rx, store.faults.clone()));
         Ok(store)
     }
 
@@ -182,6 +185,12 @@ impl Store {
         let (tx, rx) = oneshot::channel();
         let _ = self.writes.send(writer::WriterMessage::Write(op.into(), tx));
         WriteTicket(rx)
+    }
+
+    /// Test support (`debug/store/failWrites`): the next `count` write units fail after running
+    /// their statements, as a unit whose last statement failed would.
+    pub fn fail_next_writes(&self, count: u32) {
+        self.faults.arm(count);
     }
 
     /// (thread id, turn id) of each turn that was still running when the server last stopped

@@ -3,6 +3,9 @@
 //! gets its answer only after the transaction holding its write has committed, so anything the
 //! server has acknowledged survives a crash of the process.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
@@ -18,7 +21,23 @@ pub(super) enum WriterMessage {
     Stop(oneshot::Sender<()>),
 }
 
-pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<WriterMessage>) {
+/// Test support (`debug/store/failWrites`): how many of the next write units fail. A failing unit
+/// runs all its statements and then reports an error, as a unit whose last statement failed would.
+#[derive(Debug, Default)]
+pub(super) struct WriteFaults(AtomicU32);
+
+impl WriteFaults {
+    pub(super) fn arm(&self, count: u32) {
+        self.0.store(count, Ordering::SeqCst);
+    }
+
+    /// `true` (and one fewer armed) when the next unit must fail.
+    fn take(&self) -> bool {
+        self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+    }
+}
+
+pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<WriterMessage>, faults: Arc<WriteFaults>) {
     let mut conn = match pool.acquire().await {
         Ok(conn) => conn,
         Err(err) => {
@@ -42,7 +61,7 @@ pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<Writer
             }
         }
         if !batch.is_empty() {
-            commit_batch(&mut conn, &mut batch).await;
+            commit_batch(&mut conn, &mut batch, &faults).await;
         }
         if let Some(done) = stop.take() {
             drop(conn);
@@ -55,6 +74,7 @@ pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<Writer
 async fn commit_batch(
     conn: &mut PoolConnection<Sqlite>,
     batch: &mut Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
+    faults: &WriteFaults,
 ) {
     if let Err(err) = sqlx::query("BEGIN IMMEDIATE").execute(&mut **conn).await {
         let message = err.to_string();
@@ -66,7 +86,11 @@ async fn commit_batch(
     let mut results = Vec::with_capacity(batch.len());
     for (op, _) in batch.iter() {
         // A failing statement rolls back only itself; the others in the batch still commit.
-        results.push(apply(conn, op).await.map_err(StoreError::from));
+        let mut result = apply(conn, op).await.map_err(StoreError::from);
+        if result.is_ok() && faults.take() {
+            result = Err(StoreError::Write("injected fault (debug/store/failWrites)".to_owned()));
+        }
+        results.push(result);
     }
     let commit = sqlx::query("COMMIT").execute(&mut **conn).await;
     if let Err(err) = commit {
