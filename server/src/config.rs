@@ -34,6 +34,8 @@ pub struct ServerConfig {
     pub db_path: PathBuf,
     /// Bearer token WebSocket clients must present (`None`: no authentication).
     pub ws_token: Option<String>,
+    /// The file the token was read from (`--ws-token-file`), named in the lock file.
+    pub ws_token_file: Option<PathBuf>,
     /// Browser origins allowed besides loopback ones (`http://localhost:*` and friends).
     pub ws_allowed_origins: Vec<String>,
     /// Requests a connection may have in flight before it gets -32001.
@@ -117,6 +119,7 @@ impl ServerConfig {
             workspace,
             db_path,
             ws_token: None,
+            ws_token_file: None,
             ws_allowed_origins: Vec::new(),
             max_in_flight: 32,
             max_message_bytes: 4 * 1024 * 1024,
@@ -145,6 +148,10 @@ pub fn default_db_path(workspace: &Path) -> PathBuf {
 #[derive(Debug)]
 pub enum Command {
     Run(Box<ServerConfig>),
+    /// `appserver locate [--workspace DIR]`: print the running server's lock file as JSON.
+    Locate {
+        workspace: PathBuf,
+    },
     Help,
     Version,
 }
@@ -170,6 +177,8 @@ appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps)
 
 USAGE:
     appserver [OPTIONS]
+    appserver locate [--workspace DIR]   Print the workspace's running server (pid, URL) as JSON;
+                                         exit status 1 when none runs.
 
 OPTIONS:
     --listen URL               stdio:// (default) or ws://HOST:PORT; repeat to serve both.
@@ -234,7 +243,11 @@ where
     let mut origins = Vec::new();
     let mut config = ServerConfig::for_workspace(cwd.to_path_buf());
 
-    let mut args = args.into_iter().map(Into::into);
+    let mut args = args.into_iter().map(Into::into).peekable();
+    if args.peek().is_some_and(|a| a == "locate") {
+        args.next();
+        return parse_locate(args, cwd);
+    }
     while let Some(arg) = args.next() {
         let (flag, inline) = match arg.split_once('=') {
             Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
@@ -336,6 +349,8 @@ where
         let text = std::fs::read_to_string(&path)
             .map_err(|err| ConfigError::TokenFile { path: path.clone(), reason: err.to_string() })?;
         token = Some(text.trim().to_owned());
+        let path = PathBuf::from(path);
+        config.ws_token_file = Some(if path.is_absolute() { path } else { cwd.join(path) });
     }
     // An empty token disables authentication (protocol section 15.4).
     config.ws_token = token.filter(|t| !t.is_empty());
@@ -351,6 +366,27 @@ where
         }
     }
     Ok(Command::Run(Box::new(config)))
+}
+
+fn parse_locate(args: impl Iterator<Item = String>, cwd: &Path) -> Result<Command, ConfigError> {
+    let mut workspace = cwd.to_path_buf();
+    let mut args = args.peekable();
+    while let Some(arg) = args.next() {
+        let (flag, inline) = match arg.split_once('=') {
+            Some((f, v)) if f.starts_with("--") => (f.to_owned(), Some(v.to_owned())),
+            _ => (arg.clone(), None),
+        };
+        match flag.as_str() {
+            "-h" | "--help" => return Ok(Command::Help),
+            "--workspace" => {
+                let value = inline.or_else(|| args.next()).ok_or_else(|| ConfigError::MissingValue(flag.clone()))?;
+                let path = PathBuf::from(value);
+                workspace = if path.is_absolute() { path } else { cwd.join(path) };
+            }
+            _ => return Err(ConfigError::UnknownArgument(arg)),
+        }
+    }
+    Ok(Command::Locate { workspace })
 }
 
 fn read_config_file(workspace: &Path) -> Result<FileConfig, ConfigError> {

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod commands;
 pub mod config;
 pub mod debug;
+pub mod lock;
 pub mod model;
 pub mod rpc;
 pub mod server;

@@ -16,6 +16,7 @@ fn main() -> ExitCode {
     };
     let config = match config::parse_args(std::env::args().skip(1), &cwd) {
         Ok(Command::Run(config)) => *config,
+        Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::Help) => {
             print!("{}", config::USAGE);
             return ExitCode::SUCCESS;
@@ -46,6 +47,27 @@ fn main() -> ExitCode {
         Err(err) => {
             eprintln!("appserver: error: {err}");
             ExitCode::FAILURE
+        }
+    }
+}
+
+/// `appserver locate`: the lock file of the workspace's running server on stdout, as JSON.
+fn locate(workspace: &std::path::Path) -> ExitCode {
+    match appserver::lock::locate(workspace) {
+        Ok(Some(info)) => {
+            let mut value = serde_json::to_value(&info).unwrap_or_default();
+            value["running"] = serde_json::Value::Bool(true);
+            println!("{value}");
+            ExitCode::SUCCESS
+        }
+        Ok(None) => {
+            println!("{}", serde_json::json!({ "running": false, "workspace": workspace }));
+            eprintln!("appserver: no server is running on {}", workspace.display());
+            ExitCode::from(1)
+        }
+        Err(err) => {
+            eprintln!("appserver: error: {err}");
+            ExitCode::from(2)
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::agent::tools::ToolRegistry;
 use crate::agent::{Agent, BuiltinAgent};
 use crate::config::{ListenAddr, ServerConfig};
 use crate::debug::{DebugBlockTool, DebugHooks};
+use crate::lock::{LockError, LockInfo, ServerLock};
 use crate::rpc::{Connections, PeerLimits};
 use crate::store::{Store, StoreError};
 use crate::threads::ThreadManager;
@@ -60,6 +61,8 @@ pub enum ServerError {
     Model { reason: String },
     #[error("cannot use the workspace {path}: {reason}")]
     Workspace { path: PathBuf, reason: String },
+    #[error(transparent)]
+    Lock(#[from] LockError),
 }
 
 /// How long shutdown waits for running tasks before giving up on them.
@@ -67,24 +70,35 @@ const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 
 /// Runs the server until shutdown.
 pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
+    let signal = ShutdownSignal::install();
     if !config.workspace.is_dir() {
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
     }
+    let mut lock = ServerLock::acquire(&config.workspace, &config.db_path)?;
     let store = Store::open(&config.db_path).await?;
     tracing::info!(db = %store.path().display(), workspace = %config.workspace.display(), "store opened");
 
     let mut listeners = Vec::new();
+    let mut urls = Vec::new();
     for addr in &config.listen {
+        if *addr == ListenAddr::Stdio {
+            urls.push("stdio://".to_owned());
+        }
         if let ListenAddr::WebSocket(sock) = addr {
             let listener = TcpListener::bind(sock)
                 .await
                 .map_err(|source| ServerError::Bind { addr: format!("ws://{sock}"), source })?;
             let local =
                 listener.local_addr().map_err(|source| ServerError::Bind { addr: format!("ws://{sock}"), source })?;
-            // A fixed line, independent of the log format: tools (and the tests) read the port here.
-            eprintln!("appserver: listening on ws://{local}/ws");
+            urls.push(format!("ws://{local}/ws"));
             listeners.push(listener);
         }
+    }
+    // Before the address is printed: whoever reads it may look for the lock file next.
+    publish_lock(&mut lock, &config, urls.clone())?;
+    for url in urls.iter().filter(|u| u.starts_with("ws://")) {
+        // A fixed line, independent of the log format: tools (and the tests) read the port here.
+        eprintln!("appserver: listening on {url}");
     }
 
     let mut tools = ToolRegistry::default();
@@ -150,10 +164,30 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
-        signal = shutdown_signal() => tracing::info!(%signal, "shutting down"),
+        signal = signal.recv() => tracing::info!(%signal, "shutting down"),
     }
     shutdown(&state).await;
+    lock.release();
     Ok(())
+}
+
+/// Writes where this server is into the lock file, for clients and `appserver locate`.
+fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String>) -> Result<(), LockError> {
+    let token_file = match (&config.ws_token_file, &config.ws_token) {
+        (Some(file), _) => Some(file.clone()),
+        (None, Some(token)) => Some(lock.write_token(&config.workspace, token)?),
+        (None, None) => None,
+    };
+    lock.publish(&LockInfo {
+        pid: std::process::id(),
+        workspace: config.workspace.clone(),
+        db: config.db_path.clone(),
+        ws_url: listen.iter().find(|u| u.starts_with("ws://")).cloned(),
+        listen,
+        started_at: crate::clock::now_rfc3339(),
+        version: env!("CARGO_PKG_VERSION").to_owned(),
+        token_file,
+    })
 }
 
 async fn shutdown(state: &ServerState) {
@@ -165,25 +199,33 @@ async fn shutdown(state: &ServerState) {
     state.store.close().await;
 }
 
-/// SIGINT or SIGTERM.
-async fn shutdown_signal() -> &'static str {
+/// SIGINT or SIGTERM. The handlers are installed when this is created (at the very start of
+/// [`run`]), so a signal that arrives while the server is still starting up is not fatal: it
+/// shuts the server down cleanly once it is up.
+struct ShutdownSignal {
     #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut term) => tokio::select! {
-                _ = tokio::signal::ctrl_c() => "SIGINT",
-                _ = term.recv() => "SIGTERM",
-            },
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
-                "SIGINT"
-            }
+    term: Option<tokio::signal::unix::Signal>,
+    interrupt: std::pin::Pin<Box<dyn std::future::Future<Output = std::io::Result<()>> + Send>>,
+}
+
+impl ShutdownSignal {
+    fn install() -> Self {
+        ShutdownSignal {
+            #[cfg(unix)]
+            term: tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok(),
+            interrupt: Box::pin(tokio::signal::ctrl_c()),
         }
     }
-    #[cfg(not(unix))]
-    {
-        let _ = tokio::signal::ctrl_c().await;
-        "ctrl-c"
+
+    async fn recv(mut self) -> &'static str {
+        #[cfg(unix)]
+        if let Some(term) = self.term.as_mut() {
+            return tokio::select! {
+                _ = &mut self.interrupt => "SIGINT",
+                _ = term.recv() => "SIGTERM",
+            };
+        }
+        let _ = self.interrupt.await;
+        "SIGINT"
     }
 }

@@ -5,6 +5,7 @@
 //! see `writer.rs`); reads use a small pool of read-only connections that never block the writer.
 
 mod apps;
+mod file;
 mod threads;
 mod writer;
 
@@ -38,6 +39,8 @@ pub enum StoreError {
     Corrupt(String),
     #[error("the store is closed")]
     Closed,
+    #[error("the database file {path} is gone ({reason}); nothing can be saved until the server is restarted")]
+    FileGone { path: PathBuf, reason: String },
 }
 
 /// One write. Each is applied inside the writer's current transaction.
@@ -90,6 +93,8 @@ pub struct Store {
     recovered: std::sync::Arc<Vec<(String, String)>>,
     /// Injected write failures (test support).
     faults: std::sync::Arc<writer::WriteFaults>,
+    /// The file opened, checked before every commit and by `/readyz`.
+    file: std::sync::Arc<file::DbFile>,
 }
 
 impl Store {
@@ -140,9 +145,10 @@ impl Store {
             writes,
             recovered: std::sync::Arc::new(recovered),
             faults: Default::default(),
+            file: std::sync::Arc::new(file::DbFile::new(path)),
         };
         store.record_meta().await?;
-        tokio::spawn(writer::run(writer, rx, store.faults.clone()));
+        tokio::spawn(writer::run(writer, rx, store.faults.clone(), store.file.clone()));
         Ok(store)
     }
 
@@ -185,6 +191,11 @@ impl Store {
         let (tx, rx) = oneshot::channel();
         let _ = self.writes.send(writer::WriterMessage::Write(op.into(), tx));
         WriteTicket(rx)
+    }
+
+    /// `Ok` while the database file the store opened is still in place (for `/readyz`).
+    pub fn check_file(&self) -> Result<(), StoreError> {
+        self.file.check()
     }
 
     /// Test support (`debug/store/failWrites`): the next `count` write units fail after running

@@ -10,6 +10,7 @@ use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
 
+use super::file::DbFile;
 use super::{StoreError, WriteOp, apply};
 
 /// Most writes committed in one transaction.
@@ -37,7 +38,12 @@ impl WriteFaults {
     }
 }
 
-pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<WriterMessage>, faults: Arc<WriteFaults>) {
+pub(super) async fn run(
+    pool: SqlitePool,
+    mut rx: mpsc::UnboundedReceiver<WriterMessage>,
+    faults: Arc<WriteFaults>,
+    file: Arc<DbFile>,
+) {
     let mut conn = match pool.acquire().await {
         Ok(conn) => conn,
         Err(err) => {
@@ -61,7 +67,15 @@ pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<Writer
             }
         }
         if !batch.is_empty() {
-            commit_batch(&mut conn, &mut batch, &faults).await;
+            // A database deleted or replaced under us would take the writes silently.
+            match file.check() {
+                Ok(()) => commit_batch(&mut conn, &mut batch, &faults).await,
+                Err(err) => {
+                    for (_, reply) in batch.drain(..) {
+                        let _ = reply.send(Err(StoreError::Write(err.to_string())));
+                    }
+                }
+            }
         }
         if let Some(done) = stop.take() {
             drop(conn);

@@ -63,12 +63,8 @@ async fn handle_connection(state: Arc<ServerState>, mut stream: TcpStream) -> Re
     match (head.method.as_str(), head.path.as_str()) {
         ("GET", "/healthz") => http::respond(&mut stream, 200, "OK", JSON, r#"{"status":"ok"}"#, &[]).await?,
         ("GET", "/readyz") => {
-            if state.shutdown.is_cancelled() {
-                http::respond(&mut stream, 503, "Service Unavailable", JSON, r#"{"status":"shuttingDown"}"#, &[])
-                    .await?
-            } else {
-                http::respond(&mut stream, 200, "OK", JSON, r#"{"status":"ready"}"#, &[]).await?
-            }
+            let (code, reason, body) = readiness(&state);
+            http::respond(&mut stream, code, reason, JSON, &body, &[]).await?
         }
         ("GET", "/ws") => return upgrade(state, stream, head).await,
         (_, "/healthz" | "/readyz" | "/ws") => {
@@ -85,6 +81,22 @@ async fn handle_connection(state: Arc<ServerState>, mut stream: TcpStream) -> Re
         _ => http::respond(&mut stream, 404, "Not Found", "text/plain", "not found\n", &[]).await?,
     }
     Ok(())
+}
+
+/// `/readyz`: 200 while the server takes work; 503 when it is shutting down or its database
+/// file is gone.
+fn readiness(state: &ServerState) -> (u16, &'static str, String) {
+    if state.shutdown.is_cancelled() {
+        return (503, "Service Unavailable", r#"{"status":"shuttingDown"}"#.to_owned());
+    }
+    match state.store.check_file() {
+        Ok(()) => (200, "OK", r#"{"status":"ready"}"#.to_owned()),
+        Err(err) => (
+            503,
+            "Service Unavailable",
+            serde_json::json!({ "status": "storeUnavailable", "reason": err.to_string() }).to_string(),
+        ),
+    }
 }
 
 async fn upgrade(state: Arc<ServerState>, mut stream: TcpStream, head: RequestHead) -> Result<(), http::HeadError> {
