@@ -1,9 +1,10 @@
 //! Start-up and shutdown: open the store, bind the listeners, serve until a signal (or EOF on
 //! stdio), then shut down in order.
 //!
-//! Shutdown path: the root token is cancelled → listeners stop accepting and every connection's
-//! token (a child of the root) fires → writers flush what is queued (stdio) or send a close frame
-//! (WebSocket) → tracked tasks get a grace period to finish → the store checkpoints its WAL and
+//! Shutdown path: the root token is cancelled → listeners stop accepting and running turns are
+//! cancelled → the turns record their end and send `turn/cancelled` (3 s at most) → every
+//! connection's token fires → writers flush what is queued and WebSocket clients get a close
+//! frame (1001) → tracked tasks get a grace period to finish → the store checkpoints its WAL and
 //! closes.
 
 use std::path::PathBuf;
@@ -39,9 +40,15 @@ pub struct ServerState {
     pub debug: DebugHooks,
     /// The configured model provider (`None`: the built-in agent answers).
     pub model: Option<Arc<crate::model::ModelProvider>>,
-    /// Cancelled once, when the server starts shutting down.
+    /// Cancelled once, when the server starts shutting down: listeners stop accepting and
+    /// running turns are cancelled (their tokens are its children).
     pub shutdown: CancellationToken,
-    /// Every task the server spawns, so shutdown can wait for them.
+    /// Parent of every connection's token; cancelled after the running turns have ended, so
+    /// their last notifications reach the clients before the connections close.
+    pub close_connections: CancellationToken,
+    /// The running turns, so shutdown can wait for them to end.
+    pub turn_tasks: TaskTracker,
+    /// Every other task the server spawns, so shutdown can wait for them.
     pub tasks: TaskTracker,
 }
 
@@ -67,6 +74,8 @@ pub enum ServerError {
 
 /// How long shutdown waits for running tasks before giving up on them.
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
+/// How long shutdown waits for cancelled turns to record their end and notify.
+const TURN_GRACE: Duration = Duration::from_secs(3);
 
 /// Runs the server until shutdown.
 pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
@@ -152,6 +161,8 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         model,
         debug: DebugHooks::default(),
         shutdown: CancellationToken::new(),
+        close_connections: CancellationToken::new(),
+        turn_tasks: TaskTracker::new(),
         tasks: TaskTracker::new(),
     });
 
@@ -192,6 +203,11 @@ fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String
 
 async fn shutdown(state: &ServerState) {
     state.shutdown.cancel();
+    state.turn_tasks.close();
+    if tokio::time::timeout(TURN_GRACE, state.turn_tasks.wait()).await.is_err() {
+        tracing::warn!(remaining = state.turn_tasks.len(), "turns still running after the shutdown grace period");
+    }
+    state.close_connections.cancel();
     state.tasks.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, state.tasks.wait()).await.is_err() {
         tracing::warn!(remaining = state.tasks.len(), "tasks still running after the shutdown grace period");

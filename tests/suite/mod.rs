@@ -9,6 +9,7 @@ mod handshake;
 mod lock;
 mod model;
 mod recovery;
+mod shutdown;
 mod startup;
 mod stdio;
 mod threads;

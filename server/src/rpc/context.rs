@@ -4,14 +4,21 @@
 
 use std::sync::{Arc, Mutex};
 
+use tokio::sync::OwnedSemaphorePermit;
+
 use super::Peer;
 use crate::server::ServerState;
 
 type Callback = Box<dyn FnOnce() + Send>;
 
-/// Callbacks to run once the response is queued (or could not be, if the connection closed).
+/// Callbacks to run once the response is queued (or could not be, if the connection closed),
+/// and the request's in-flight permit, released only then: a request counts as in flight until
+/// its answer is queued, so whoever waits for the permits (stdio EOF) also waits for the answers.
 #[derive(Default)]
-pub struct AfterReply(Mutex<Vec<Callback>>);
+pub struct AfterReply {
+    callbacks: Mutex<Vec<Callback>>,
+    permit: Mutex<Option<OwnedSemaphorePermit>>,
+}
 
 impl std::fmt::Debug for AfterReply {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -21,15 +28,21 @@ impl std::fmt::Debug for AfterReply {
 
 impl AfterReply {
     pub fn push(&self, callback: Callback) {
-        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(callback);
+        self.callbacks.lock().unwrap_or_else(|p| p.into_inner()).push(callback);
     }
 
-    /// Runs (and forgets) every callback, in the order they were added.
+    /// Keeps the request's in-flight permit until [`AfterReply::run`].
+    pub(crate) fn hold(&self, permit: OwnedSemaphorePermit) {
+        *self.permit.lock().unwrap_or_else(|p| p.into_inner()) = Some(permit);
+    }
+
+    /// Runs (and forgets) every callback, in the order they were added, then releases the permit.
     pub fn run(&self) {
-        let callbacks = std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()));
+        let callbacks = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|p| p.into_inner()));
         for callback in callbacks {
             callback();
         }
+        drop(self.permit.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 }
 

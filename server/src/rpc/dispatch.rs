@@ -159,7 +159,7 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     let ctx = RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() };
     Started::Running(Box::pin(async move {
         let outcome = AssertUnwindSafe(route(&ctx, &request)).catch_unwind().await;
-        drop(permit);
+        ctx.after.hold(permit);
         let (id, method) = (&request.id, &request.method);
         let reply = match outcome {
             Ok(Ok(reply)) => reply,

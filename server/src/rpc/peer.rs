@@ -65,12 +65,18 @@ pub enum CloseReason {
     MessageTooBig,
     /// No pong to a ping in time (WebSocket 1002 is for protocol errors; we use 1001).
     PingTimeout,
+    /// The client broke the WebSocket framing rules (WebSocket 1002).
+    ProtocolError,
+    /// A text message that is not UTF-8 (WebSocket 1007).
+    InvalidUtf8,
 }
 
 impl CloseReason {
     pub fn ws_code(self) -> u16 {
         match self {
             CloseReason::Disconnected | CloseReason::Shutdown | CloseReason::PingTimeout => 1001,
+            CloseReason::ProtocolError => 1002,
+            CloseReason::InvalidUtf8 => 1007,
             CloseReason::TooSlow => 1008,
             CloseReason::MessageTooBig => 1009,
         }
@@ -83,6 +89,8 @@ impl CloseReason {
             CloseReason::TooSlow => "client too slow: outgoing queue full",
             CloseReason::MessageTooBig => "message too big",
             CloseReason::PingTimeout => "no pong received",
+            CloseReason::ProtocolError => "WebSocket protocol error",
+            CloseReason::InvalidUtf8 => "text message is not valid UTF-8",
         }
     }
 }
@@ -235,8 +243,12 @@ impl Peer {
         if self.is_closed() {
             return Err(PeerRequestError::Closed);
         }
-        self.send(OutFrame::from(text)).await;
-        match tokio::time::timeout(timeout, rx).await {
+        // One deadline for both steps: waiting for room in a full queue counts against it too.
+        let exchange = async {
+            self.send(OutFrame::from(text)).await;
+            rx.await
+        };
+        match tokio::time::timeout(timeout, exchange).await {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(PeerRequestError::Rejected(error)),
             Ok(Err(_)) => Err(PeerRequestError::Closed),
@@ -312,6 +324,16 @@ mod tests {
         assert_eq!(waiter.await.unwrap().unwrap_err(), PeerRequestError::Closed);
         // After close, new requests fail at once.
         assert_eq!(p.request("x/y", &(), Duration::from_secs(5)).await.unwrap_err(), PeerRequestError::Closed);
+    }
+
+    #[tokio::test]
+    async fn the_timeout_covers_waiting_for_queue_room() {
+        let (p, _rx) = peer(1);
+        // The queue is full and nobody drains it: the request cannot even be queued.
+        assert!(p.try_send(OutFrame::from("filler".to_owned())));
+        let err = p.request("x/y", &(), Duration::from_millis(20)).await.unwrap_err();
+        assert_eq!(err, PeerRequestError::Timeout(Duration::from_millis(20)));
+        assert!(p.lock_pending().is_empty());
     }
 
     #[tokio::test]

@@ -19,7 +19,7 @@ const EOF_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves the single stdio client until EOF or shutdown.
 pub async fn serve(state: Arc<ServerState>) {
-    let (peer, outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.shutdown);
+    let (peer, outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.close_connections);
     tracing::info!(conn = %peer.id, "stdio client connected");
     let writer = state.tasks.spawn(write_loop(outgoing, BufWriter::new(tokio::io::stdout()), peer.clone()));
 
@@ -63,6 +63,9 @@ pub async fn serve(state: Arc<ServerState>) {
                 let all = u32::try_from(peer.max_in_flight).unwrap_or(u32::MAX);
                 let _ = tokio::time::timeout(EOF_GRACE, peer.in_flight.acquire_many(all)).await;
                 state.shutdown.cancel();
+                // The client may still read stdout: keep the connection until shutdown closes
+                // it, after the running turns have sent their last notifications.
+                peer.closed().cancelled().await;
                 break;
             }
             Err(err) => {

@@ -159,7 +159,8 @@ async fn upgrade(state: Arc<ServerState>, mut stream: TcpStream, head: RequestHe
 }
 
 async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>) {
-    let (peer, outgoing) = state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.shutdown);
+    let (peer, outgoing) =
+        state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
     run_connection(&state, &peer, &mut socket, outgoing, keepalive).await;
@@ -244,6 +245,16 @@ async fn run_connection<S>(
                 peer.close(CloseReason::MessageTooBig);
                 break;
             }
+            Event::Received(Some(Err(WsError::Protocol(err)))) => {
+                tracing::info!(conn = %peer.id, error = %err, "WebSocket protocol error; closing with 1002");
+                peer.close(CloseReason::ProtocolError);
+                break;
+            }
+            Event::Received(Some(Err(WsError::Utf8(err)))) => {
+                tracing::info!(conn = %peer.id, error = %err, "invalid UTF-8 in a text message; closing with 1007");
+                peer.close(CloseReason::InvalidUtf8);
+                break;
+            }
             Event::Received(Some(Err(err))) => {
                 tracing::debug!(conn = %peer.id, error = %err, "WebSocket read failed");
                 break;
@@ -268,7 +279,20 @@ async fn run_connection<S>(
             break;
         }
     }
-    if let Some(reason) = peer.close_reason().filter(|r| *r != CloseReason::Disconnected) {
+    let reason = peer.close_reason();
+    if reason == Some(CloseReason::Shutdown) {
+        // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
+        // still goes out ahead of the close frame; a client that does not read gets 1 s.
+        outgoing.close();
+        let drain = async {
+            while let Ok(frame) = outgoing.try_recv() {
+                socket.feed(text_message(frame)).await?;
+            }
+            socket.flush().await
+        };
+        let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+    }
+    if let Some(reason) = reason.filter(|r| *r != CloseReason::Disconnected) {
         let frame =
             CloseFrame { code: CloseCode::from(reason.ws_code()), reason: Utf8Bytes::from_static(reason.text()) };
         // The client may not be reading at all (that is why it is being closed): do not wait long.

@@ -151,7 +151,7 @@ pub fn spawn(
         );
     }
     let server2 = server.clone();
-    server.tasks.spawn(async move { run(server2, handle, reservation, starter).await });
+    server.turn_tasks.spawn(async move { run(server2, handle, reservation, starter).await });
 }
 
 enum Outcome {
