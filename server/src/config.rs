@@ -69,6 +69,9 @@ pub struct ModelSettings {
     pub max_steps: u32,
     /// Retries of a request that failed to connect or got 429/5xx.
     pub max_retries: u32,
+    /// How long the model may send nothing (no response head, no stream chunk) before the
+    /// request is retried (no answer yet) or the turn fails (mid-stream).
+    pub idle_timeout: Duration,
     /// Extra instructions for every turn.
     pub instructions: Option<String>,
 }
@@ -92,6 +95,7 @@ struct FileModel {
     api_key_env: Option<String>,
     max_steps: Option<u32>,
     max_retries: Option<u32>,
+    idle_timeout_ms: Option<u64>,
     instructions: Option<String>,
 }
 
@@ -101,6 +105,9 @@ struct FileApprovals {
     policy: Option<String>,
     timeout_ms: Option<u64>,
 }
+
+/// Default of `--model-idle-timeout-ms`.
+pub const DEFAULT_MODEL_IDLE_MS: u64 = 120_000;
 
 /// The default base URL when only a model is given.
 pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
@@ -201,10 +208,12 @@ OPTIONS:
                                and the config file. Without a model the built-in agent answers.
     --base-url URL             API base URL (default https://api.openai.com/v1; APPSERVER_BASE_URL).
     --api-key KEY              API key (APPSERVER_API_KEY; prefer the environment or the file).
+    --model-idle-timeout-ms N  Fail (mid-stream) or retry (no answer yet) a model request that
+                               sends nothing for this long (default 120000).
     --enable-debug-methods     Serve the debug/* methods used by the test suite.
 
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
-api_key or api_key_env, max_steps, max_retries, instructions) and an [approvals] section
+api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions) and an [approvals] section
 (policy, timeout_ms). Precedence: flags, then environment, then the file.
     -h, --help                 Print this help.
     -V, --version              Print the version.
@@ -233,6 +242,7 @@ where
     let mut model_flag: Option<String> = None;
     let mut base_url_flag: Option<String> = None;
     let mut api_key_flag: Option<String> = None;
+    let mut idle_flag: Option<u64> = None;
     let mut policy_flag = false;
     let mut timeout_flag = false;
     let mut listen = Vec::new();
@@ -290,6 +300,7 @@ where
             "--model" => model_flag = Some(value()?),
             "--base-url" => base_url_flag = Some(value()?),
             "--api-key" => api_key_flag = Some(value()?),
+            "--model-idle-timeout-ms" => idle_flag = Some(parse_positive(&flag, &value()?)? as u64),
             "--approval-policy" => {
                 policy_flag = true;
                 let v = value()?;
@@ -343,6 +354,9 @@ where
             .or_else(|| file_model.api_key_env.as_deref().and_then(env)),
         max_steps: file_model.max_steps.unwrap_or(20).max(1),
         max_retries: file_model.max_retries.unwrap_or(3),
+        idle_timeout: Duration::from_millis(
+            idle_flag.or(file_model.idle_timeout_ms).filter(|ms| *ms > 0).unwrap_or(DEFAULT_MODEL_IDLE_MS),
+        ),
         instructions: file_model.instructions,
     });
     if let Some(path) = token_file {

@@ -13,6 +13,7 @@ mod shutdown;
 mod startup;
 mod stdio;
 mod threads;
+mod timeouts;
 mod turns;
 mod websocket;
 

@@ -24,6 +24,8 @@ pub enum ModelError {
     Malformed(String),
     #[error("the model's stream broke off: {0}")]
     Interrupted(String),
+    #[error("the model sent nothing for {} s in the middle of its answer; giving up on it", .0.as_secs_f64())]
+    Stalled(Duration),
 }
 
 impl ModelError {
@@ -54,6 +56,8 @@ pub struct ChatStream {
     finished: bool,
     /// A decoding failure, reported after the pieces decoded before it.
     failed: Option<ModelError>,
+    /// Longest wait for the next chunk.
+    idle_timeout: Duration,
 }
 
 impl ChatStream {
@@ -73,7 +77,10 @@ impl ChatStream {
             if self.done {
                 return Ok(None);
             }
-            let chunk = self.response.chunk().await.map_err(|e| ModelError::Interrupted(e.to_string()))?;
+            let chunk = tokio::time::timeout(self.idle_timeout, self.response.chunk())
+                .await
+                .map_err(|_| ModelError::Stalled(self.idle_timeout))?
+                .map_err(|e| ModelError::Interrupted(e.to_string()))?;
             let events = match chunk {
                 Some(bytes) => self.decoder.push(&bytes),
                 None => {
@@ -146,8 +153,15 @@ impl ModelProvider {
             .header("Accept", "text/event-stream")
             .header("Content-Type", "application/json")
             .body(body.to_string())
-            .send()
+            .send();
+        let idle = self.settings.idle_timeout;
+        // No response head in time counts as not reached (and is retried).
+        let response = tokio::time::timeout(idle, response)
             .await
+            .map_err(|_| ModelError::Connect {
+                url: url.clone(),
+                reason: format!("no response within {} s", idle.as_secs_f64()),
+            })?
             .map_err(|e| ModelError::Connect { url, reason: e.to_string() })?;
         let status = response.status();
         if !status.is_success() {
@@ -161,6 +175,7 @@ impl ModelProvider {
             done: false,
             finished: false,
             failed: None,
+            idle_timeout: idle,
         })
     }
 
