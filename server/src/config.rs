@@ -44,6 +44,10 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// Outgoing messages queued per connection before a slow reader is disconnected.
     pub outgoing_queue: usize,
+    /// Threads kept loaded in memory before idle ones are evicted (least recently used first).
+    pub max_loaded_threads: usize,
+    /// WebSocket connections served at once; more get HTTP 503.
+    pub max_connections: usize,
     pub ws_ping_interval: Duration,
     pub ws_pong_timeout: Duration,
     pub log_format: LogFormat,
@@ -131,6 +135,8 @@ impl ServerConfig {
             max_in_flight: 32,
             max_message_bytes: 4 * 1024 * 1024,
             outgoing_queue: 8192,
+            max_loaded_threads: crate::threads::manager::DEFAULT_MAX_LOADED,
+            max_connections: default_max_connections(),
             ws_ping_interval: Duration::from_secs(30),
             ws_pong_timeout: Duration::from_secs(10),
             log_format: LogFormat::Text,
@@ -144,6 +150,17 @@ impl ServerConfig {
     pub fn has_stdio(&self) -> bool {
         self.listen.contains(&ListenAddr::Stdio)
     }
+}
+
+/// Default of `--max-connections`: what the process's open-file limit allows (each connection is
+/// a socket), less room for the database, listeners and model requests; 1024 where the limit
+/// cannot be read.
+pub fn default_max_connections() -> usize {
+    let soft_limit = std::fs::read_to_string("/proc/self/limits").ok().and_then(|text| {
+        let line = text.lines().find(|l| l.starts_with("Max open files"))?;
+        line.split_whitespace().nth(3)?.parse::<usize>().ok()
+    });
+    soft_limit.map_or(1024, |n| n.saturating_sub(128).clamp(64, 16384))
 }
 
 /// `<workspace>/.appserver/state.db`
@@ -198,6 +215,9 @@ OPTIONS:
     --max-in-flight N          Requests in flight per connection before -32001 (default 32).
     --max-message-bytes N      Largest incoming message (default 4194304).
     --outgoing-queue N         Outgoing messages queued per connection (default 8192).
+    --max-loaded-threads N     Threads kept in memory; idle ones beyond are evicted (default 4096).
+    --max-connections N        WebSocket connections at once; more get HTTP 503 (default: the
+                               open-file limit less 128, at most 16384).
     --ws-ping-interval-ms N    WebSocket ping interval (default 30000).
     --ws-pong-timeout-ms N     Close when no pong arrives in time (default 10000).
     --log-format text|json     Log format on stderr (default text; level from APPSERVER_LOG).
@@ -277,6 +297,8 @@ where
             "--max-in-flight" => config.max_in_flight = parse_positive(&flag, &value()?)?,
             "--max-message-bytes" => config.max_message_bytes = parse_positive(&flag, &value()?)?,
             "--outgoing-queue" => config.outgoing_queue = parse_positive(&flag, &value()?)?,
+            "--max-loaded-threads" => config.max_loaded_threads = parse_positive(&flag, &value()?)?,
+            "--max-connections" => config.max_connections = parse_positive(&flag, &value()?)?,
             "--ws-ping-interval-ms" => {
                 config.ws_ping_interval = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
             }

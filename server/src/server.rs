@@ -150,10 +150,11 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
             Err(err) => tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped"),
         }
     }
+    let threads = ThreadManager::new(store.clone(), config.max_loaded_threads);
     let state = Arc::new(ServerState {
+        threads,
         config,
         apps,
-        threads: ThreadManager::new(store.clone()),
         store,
         connections: Connections::default(),
         tools,
@@ -166,8 +167,9 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         tasks: TaskTracker::new(),
     });
 
+    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
     for listener in listeners {
-        state.tasks.spawn(transport::ws::serve(state.clone(), listener));
+        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
     }
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));

@@ -6,6 +6,7 @@ mod batches;
 mod commands;
 mod errors;
 mod handshake;
+mod limits;
 mod lock;
 mod model;
 mod recovery;

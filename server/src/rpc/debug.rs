@@ -48,6 +48,8 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
             state.debug.release(&params.thread_id);
             Ok(reply_text(&request.id, &json!({})))
         }
+        // How many threads are loaded in memory (eviction tests).
+        "debug/threads/loaded" => Ok(reply_text(&request.id, &json!({ "count": state.threads.loaded_count() }))),
         // How many connections are live (lets tests observe a disconnect without sleeping).
         "debug/connections" => Ok(reply_text(&request.id, &json!({ "count": state.connections.len() }))),
         // The next `count` write units fail after running their statements (as if their last

@@ -14,8 +14,10 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use crate::rpc::{ConnectionId, OutFrame, Peer};
 
-/// Frames of the current turn kept for `replayRecent`.
+/// Frames of the current turn kept for `replayRecent`: at most this many...
 const RECENT_LIMIT: usize = 512;
+/// ...and at most this many bytes (the oldest go first), so a thread costs bounded memory.
+const RECENT_MAX_BYTES: usize = 1024 * 1024;
 
 #[derive(Debug, Default)]
 pub struct EventHub {
@@ -27,6 +29,7 @@ struct HubInner {
     subscribers: HashMap<ConnectionId, Subscriber>,
     turn_listeners: HashMap<ConnectionId, Arc<Peer>>,
     recent: VecDeque<(&'static str, OutFrame)>,
+    recent_bytes: usize,
 }
 
 #[derive(Debug)]
@@ -44,9 +47,13 @@ impl EventHub {
     /// Delivers a thread-scoped notification to every recipient, at most once each.
     pub fn publish(&self, method: &'static str, frame: OutFrame) {
         let mut inner = self.lock();
+        inner.recent_bytes += frame.bytes().len();
         inner.recent.push_back((method, frame.clone()));
-        if inner.recent.len() > RECENT_LIMIT {
-            inner.recent.pop_front();
+        while inner.recent.len() > RECENT_LIMIT || inner.recent_bytes > RECENT_MAX_BYTES {
+            match inner.recent.pop_front() {
+                Some((_, old)) => inner.recent_bytes -= old.bytes().len(),
+                None => break,
+            }
         }
         inner.subscribers.retain(|_, s| !s.peer.is_closed());
         inner.turn_listeners.retain(|_, p| !p.is_closed());
@@ -103,6 +110,7 @@ impl EventHub {
     pub fn begin_turn(&self, starter: Option<&Arc<Peer>>) {
         let mut inner = self.lock();
         inner.recent.clear();
+        inner.recent_bytes = 0;
         inner.turn_listeners.clear();
         if let Some(peer) = starter {
             if !inner.subscribers.contains_key(&peer.id) {
@@ -128,6 +136,12 @@ impl EventHub {
             }
         }
         out
+    }
+
+    /// Whether any live connection receives this thread's notifications.
+    pub fn has_recipients(&self) -> bool {
+        let inner = self.lock();
+        inner.subscribers.values().any(|s| !s.peer.is_closed()) || inner.turn_listeners.values().any(|p| !p.is_closed())
     }
 
     pub fn subscriber_count(&self) -> usize {
@@ -190,6 +204,22 @@ mod tests {
         hub.publish("turn/completed", frame("4"));
         assert_eq!(drain(&mut rx), vec!["1", "2", "3", "4"]);
         assert!(!hub.subscribe(&a, true), "subscribing twice does not replay twice");
+    }
+
+    #[test]
+    fn the_replay_buffer_is_bounded_in_bytes() {
+        let hub = EventHub::default();
+        hub.begin_turn(None);
+        let big = "x".repeat(RECENT_MAX_BYTES / 4 + 1);
+        for _ in 0..10 {
+            hub.publish("item/agentMessage/delta", frame(&big));
+        }
+        hub.publish("turn/completed", frame("last"));
+        let inner = hub.lock();
+        assert!(inner.recent_bytes <= RECENT_MAX_BYTES);
+        assert_eq!(inner.recent_bytes, inner.recent.iter().map(|(_, f)| f.bytes().len()).sum::<usize>());
+        assert_eq!(inner.recent.back().map(|(m, _)| *m), Some("turn/completed"), "the newest are kept");
+        assert_eq!(inner.recent.len(), 4);
     }
 
     #[test]

@@ -7,10 +7,11 @@
 
 pub mod api;
 mod hub;
+pub mod manager;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 
 use appserver_protocol::{
     DynamicToolSpec, QueuedTurnInput, ServerNotification, ThreadRuntime, ThreadRuntimeChangedParams, ThreadStatus,
@@ -18,9 +19,10 @@ use appserver_protocol::{
 use tokio_util::sync::CancellationToken;
 
 pub use hub::EventHub;
+pub use manager::ThreadManager;
 
 use crate::rpc::{ConnectionId, Connections, OutFrame};
-use crate::store::{Store, StoreError, ThreadRecord};
+use crate::store::{StoreError, ThreadRecord};
 
 /// Failures of thread and turn operations; `rpc/error.rs` maps them to protocol error codes.
 #[derive(Debug, thiserror::Error)]
@@ -93,6 +95,8 @@ pub struct ThreadHandle {
     pub id: String,
     state: Mutex<ThreadState>,
     pub hub: EventHub,
+    /// When it was last handed out ([`ThreadManager`]'s clock), for least-recently-used eviction.
+    last_used: std::sync::atomic::AtomicU64,
 }
 
 impl ThreadHandle {
@@ -117,6 +121,7 @@ impl ThreadHandle {
                 session_approvals: Default::default(),
             }),
             hub: EventHub::default(),
+            last_used: Default::default(),
         }
     }
 
@@ -157,72 +162,6 @@ pub fn set_runtime(connections: &Connections, state: &mut ThreadState, change: i
                 runtime: state.runtime,
             }),
         );
-    }
-}
-
-/// The loaded threads. A thread is loaded on first use and stays loaded.
-#[derive(Debug)]
-pub struct ThreadManager {
-    store: Store,
-    loaded: Mutex<HashMap<String, Arc<ThreadHandle>>>,
-}
-
-impl ThreadManager {
-    pub fn new(store: Store) -> Self {
-        ThreadManager { store, loaded: Mutex::new(HashMap::new()) }
-    }
-
-    fn loaded_map(&self) -> MutexGuard<'_, HashMap<String, Arc<ThreadHandle>>> {
-        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The thread, loading it from the store if needed. -32010 if it does not exist.
-    pub async fn get(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
-        if let Some(handle) = self.loaded_map().get(id) {
-            if handle.state().deleted {
-                return Err(SessionError::ThreadNotFound(id.to_owned()));
-            }
-            return Ok(handle.clone());
-        }
-        // Boxed: the store's futures are large, and every caller's future would carry them.
-        Box::pin(self.load(id)).await
-    }
-
-    /// Loads a thread that is not in memory from the store.
-    async fn load(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
-        let record = self.store.thread(id).await?.ok_or_else(|| SessionError::ThreadNotFound(id.to_owned()))?;
-        let queue = self.store.queued_inputs(id).await?;
-        let plan = self.store.plan(id).await?;
-        let handle = Arc::new(ThreadHandle::new(record, queue, plan));
-        // Another task may have loaded it meanwhile: keep the first.
-        Ok(self.loaded_map().entry(id.to_owned()).or_insert(handle).clone())
-    }
-
-    /// A loaded thread, without touching the store.
-    pub fn loaded(&self, id: &str) -> Option<Arc<ThreadHandle>> {
-        self.loaded_map().get(id).cloned()
-    }
-
-    /// Registers a thread that was just created (and persisted).
-    pub fn insert(&self, record: ThreadRecord) -> Arc<ThreadHandle> {
-        let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
-        self.loaded_map().insert(handle.id.clone(), handle.clone());
-        handle
-    }
-
-    /// Forgets a deleted thread.
-    pub fn remove(&self, id: &str) {
-        self.loaded_map().remove(id);
-    }
-
-    /// The runtime flags of a loaded thread (unloaded threads are idle).
-    pub fn runtime(&self, id: &str) -> ThreadRuntime {
-        self.loaded(id).map(|h| h.state().runtime).unwrap_or_default()
-    }
-
-    /// Every loaded thread (for shutdown and for finding pending work).
-    pub fn all_loaded(&self) -> Vec<Arc<ThreadHandle>> {
-        self.loaded_map().values().cloned().collect()
     }
 }
 

@@ -13,7 +13,7 @@ use std::time::Duration;
 
 use futures_util::{Sink, SinkExt, Stream, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::mpsc;
+use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -28,8 +28,9 @@ use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
 use crate::server::ServerState;
 use appserver_protocol::jsonrpc::RequestId;
 
-/// Accepts connections until shutdown.
-pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
+/// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once
+/// (shared by every listener): an upgrade beyond it is answered 503.
+pub async fn serve(state: Arc<ServerState>, listener: TcpListener, slots: Arc<Semaphore>) {
     loop {
         let accepted = tokio::select! {
             _ = state.shutdown.cancelled() => break,
@@ -38,9 +39,9 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
         match accepted {
             Ok((stream, remote)) => {
                 let _ = stream.set_nodelay(true);
-                let state2 = state.clone();
+                let (state2, slots) = (state.clone(), slots.clone());
                 state.tasks.spawn(async move {
-                    if let Err(err) = handle_connection(state2, stream).await {
+                    if let Err(err) = handle_connection(state2, stream, slots).await {
                         tracing::debug!(%remote, error = %err, "HTTP exchange failed");
                     }
                 });
@@ -54,7 +55,11 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener) {
     }
 }
 
-async fn handle_connection(state: Arc<ServerState>, mut stream: TcpStream) -> Result<(), http::HeadError> {
+async fn handle_connection(
+    state: Arc<ServerState>,
+    mut stream: TcpStream,
+    slots: Arc<Semaphore>,
+) -> Result<(), http::HeadError> {
     let head = match tokio::time::timeout(http::HEAD_TIMEOUT, http::read_head(&mut stream)).await {
         Ok(head) => head?,
         Err(_) => return Ok(()),
@@ -66,7 +71,23 @@ async fn handle_connection(state: Arc<ServerState>, mut stream: TcpStream) -> Re
             let (code, reason, body) = readiness(&state);
             http::respond(&mut stream, code, reason, JSON, &body, &[]).await?
         }
-        ("GET", "/ws") => return upgrade(state, stream, head).await,
+        ("GET", "/ws") => {
+            let Ok(slot) = slots.try_acquire_owned() else {
+                tracing::warn!(max = state.config.max_connections, "WebSocket upgrade refused: too many connections");
+                let body = serde_json::json!({ "error": "too many connections", "maxConnections": state.config.max_connections });
+                http::respond(
+                    &mut stream,
+                    503,
+                    "Service Unavailable",
+                    JSON,
+                    &body.to_string(),
+                    &[("Retry-After", "1")],
+                )
+                .await?;
+                return Ok(());
+            };
+            return upgrade(state, stream, head, slot).await;
+        }
         (_, "/healthz" | "/readyz" | "/ws") => {
             http::respond(
                 &mut stream,
@@ -99,7 +120,12 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
     }
 }
 
-async fn upgrade(state: Arc<ServerState>, mut stream: TcpStream, head: RequestHead) -> Result<(), http::HeadError> {
+async fn upgrade(
+    state: Arc<ServerState>,
+    mut stream: TcpStream,
+    head: RequestHead,
+    slot: OwnedSemaphorePermit,
+) -> Result<(), http::HeadError> {
     let config = &state.config;
     if let Some(expected) = &config.ws_token {
         let ok =
@@ -154,17 +180,19 @@ async fn upgrade(state: Arc<ServerState>, mut stream: TcpStream, head: RequestHe
         .write_buffer_size(64 * 1024)
         .max_write_buffer_size(usize::MAX);
     let socket = WebSocketStream::from_partially_read(stream, head.leftover, Role::Server, Some(ws_config)).await;
-    serve_socket(state, socket).await;
+    serve_socket(state, socket, slot).await;
     Ok(())
 }
 
-async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>) {
+async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {
     let (peer, outgoing) =
         state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
     run_connection(&state, &peer, &mut socket, outgoing, keepalive).await;
     peer.close(CloseReason::Disconnected);
+    // The slot goes first: once a connection is no longer counted, its slot is free.
+    drop(slot);
     state.connections.remove(peer.id);
     tracing::debug!(conn = %peer.id, "WebSocket client disconnected");
 }

@@ -1,0 +1,143 @@
+//! `ThreadManager`: the threads loaded in memory, loaded from the store on first use and evicted
+//! again, least recently used first, when more than the cap (`--max-loaded-threads`) are loaded.
+//!
+//! Only an idle thread is evicted: nobody holds its handle (no request or turn is using it), no
+//! connection is subscribed, and it keeps nothing that exists only in memory (a pending approval,
+//! `acceptForSession` decisions, dynamic tools declared by a client). Everything else of a thread
+//! is written through to the store, so an evicted thread loads again as it was.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use appserver_protocol::ThreadRuntime;
+
+use super::{SessionError, ThreadHandle};
+use crate::store::{Store, ThreadRecord};
+
+/// Default of `--max-loaded-threads`.
+pub const DEFAULT_MAX_LOADED: usize = 4096;
+
+/// The loaded threads.
+#[derive(Debug)]
+pub struct ThreadManager {
+    store: Store,
+    loaded: Mutex<HashMap<String, Arc<ThreadHandle>>>,
+    /// Most threads kept loaded (more only while they are all in use).
+    max_loaded: usize,
+    /// Ticks on every hand-out; a handle's `last_used` is the tick it was last handed out at.
+    clock: AtomicU64,
+}
+
+impl ThreadManager {
+    pub fn new(store: Store, max_loaded: usize) -> Self {
+        ThreadManager {
+            store,
+            loaded: Mutex::new(HashMap::new()),
+            max_loaded: max_loaded.max(1),
+            clock: AtomicU64::new(0),
+        }
+    }
+
+    fn loaded_map(&self) -> MutexGuard<'_, HashMap<String, Arc<ThreadHandle>>> {
+        self.loaded.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn touch(&self, handle: &ThreadHandle) {
+        handle.last_used.store(self.clock.fetch_add(1, Ordering::Relaxed), Ordering::Relaxed);
+    }
+
+    /// The thread, loading it from the store if needed. -32010 if it does not exist.
+    pub async fn get(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
+        if let Some(handle) = self.loaded(id) {
+            if handle.state().deleted {
+                return Err(SessionError::ThreadNotFound(id.to_owned()));
+            }
+            return Ok(handle);
+        }
+        // Boxed: the store's futures are large, and every caller's future would carry them.
+        Box::pin(self.load(id)).await
+    }
+
+    /// Loads a thread that is not in memory from the store.
+    async fn load(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
+        let record = self.store.thread(id).await?.ok_or_else(|| SessionError::ThreadNotFound(id.to_owned()))?;
+        let queue = self.store.queued_inputs(id).await?;
+        let plan = self.store.plan(id).await?;
+        let handle = Arc::new(ThreadHandle::new(record, queue, plan));
+        self.touch(&handle);
+        // Another task may have loaded it meanwhile: keep the first.
+        let mut map = self.loaded_map();
+        let handle = map.entry(id.to_owned()).or_insert(handle).clone();
+        self.evict_over_cap(&mut map);
+        Ok(handle)
+    }
+
+    /// A loaded thread, without touching the store.
+    pub fn loaded(&self, id: &str) -> Option<Arc<ThreadHandle>> {
+        let handle = self.loaded_map().get(id).cloned()?;
+        self.touch(&handle);
+        Some(handle)
+    }
+
+    /// Registers a thread that was just created (and persisted).
+    pub fn insert(&self, record: ThreadRecord) -> Arc<ThreadHandle> {
+        let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
+        self.touch(&handle);
+        let mut map = self.loaded_map();
+        map.insert(handle.id.clone(), handle.clone());
+        self.evict_over_cap(&mut map);
+        handle
+    }
+
+    /// Forgets a deleted thread.
+    pub fn remove(&self, id: &str) {
+        self.loaded_map().remove(id);
+    }
+
+    /// The runtime flags of a loaded thread (unloaded threads are idle).
+    pub fn runtime(&self, id: &str) -> ThreadRuntime {
+        self.loaded_map().get(id).map(|h| h.state().runtime).unwrap_or_default()
+    }
+
+    /// Every loaded thread (for shutdown and for finding pending work).
+    pub fn all_loaded(&self) -> Vec<Arc<ThreadHandle>> {
+        self.loaded_map().values().cloned().collect()
+    }
+
+    /// How many threads are loaded.
+    pub fn loaded_count(&self) -> usize {
+        self.loaded_map().len()
+    }
+
+    /// Over the cap: evicts idle threads, least recently used first, down to 7/8 of the cap (so
+    /// the scan is paid once per many loads, not on every one). With the map locked, a handle
+    /// held only by the map is not in use anywhere: nobody can clone it without this lock.
+    fn evict_over_cap(&self, map: &mut HashMap<String, Arc<ThreadHandle>>) {
+        if map.len() <= self.max_loaded {
+            return;
+        }
+        let target = self.max_loaded - self.max_loaded / 8;
+        let mut idle: Vec<(u64, String)> = map
+            .values()
+            .filter(|h| Arc::strong_count(h) == 1 && evictable(h))
+            .map(|h| (h.last_used.load(Ordering::Relaxed), h.id.clone()))
+            .collect();
+        idle.sort_unstable();
+        let excess = map.len().saturating_sub(target);
+        for (_, id) in idle.into_iter().take(excess) {
+            map.remove(&id);
+        }
+        tracing::debug!(loaded = map.len(), cap = self.max_loaded, "evicted idle threads");
+    }
+}
+
+/// Nothing of the thread lives only in memory, and nobody listens to it.
+fn evictable(handle: &ThreadHandle) -> bool {
+    let state = handle.state();
+    state.running.is_none()
+        && state.pending_approval.is_none()
+        && state.session_approvals.is_empty()
+        && state.dynamic_tools.is_empty()
+        && !handle.hub.has_recipients()
+}

@@ -1,0 +1,77 @@
+//! Bounded memory under heavy or hostile use: idle threads are evicted past the cap (and load
+//! again as they were), busy or watched threads stay, and connections past the cap get 503.
+
+use appserver_tests::{ServerBuilder, TIMEOUT, command, events_until_turn_ends, http_get, start_thread, text};
+use serde_json::{Value, json};
+
+async fn loaded(client: &appserver_client::Client) -> u64 {
+    client.request("debug/threads/loaded", json!({})).await.unwrap()["count"].as_u64().unwrap()
+}
+
+#[tokio::test]
+async fn idle_threads_are_evicted_past_the_cap_and_busy_ones_stay() {
+    let server =
+        ServerBuilder::ws().args(["--enable-debug-methods", "--max-loaded-threads", "8"]).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let mut watcher = server.ws_client_initialized().await.unwrap();
+
+    // A thread with a running turn, and a thread someone subscribes to: neither may be evicted.
+    let busy = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    client.request("turn/start", json!({ "threadId": busy, "input": command("debug-block", "") })).await.unwrap();
+    let watched = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    watcher.request("thread/subscribe", json!({ "threadId": watched })).await.unwrap();
+    // One renamed thread, to check that an evicted thread loads again as it was.
+    let renamed = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    client.request("thread/rename", json!({ "threadId": renamed, "displayName": "kept name" })).await.unwrap();
+
+    let mut others = Vec::new();
+    for _ in 0..40 {
+        let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+        client.request("thread/read", json!({ "threadId": id })).await.unwrap();
+        others.push(id);
+        assert!(loaded(&client).await <= 8, "loaded threads stay within the cap");
+    }
+
+    let read = client.request("thread/read", json!({ "threadId": renamed })).await.unwrap();
+    assert_eq!(read["thread"]["displayName"], "kept name");
+    let read = client.request("thread/read", json!({ "threadId": others[0] })).await.unwrap();
+    assert_eq!(read["thread"]["id"], others[0].as_str());
+
+    // The busy thread's turn was never lost: it finishes when released.
+    client.request("debug/release", json!({ "threadId": busy })).await.unwrap();
+    let events = events_until_turn_ends(&mut client, "turn_001").await.unwrap();
+    assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
+    // The watched thread still delivers to its subscriber.
+    client.request("turn/start", json!({ "threadId": watched, "input": text("hello") })).await.unwrap();
+    let seen: Vec<Value> = events_until_turn_ends(&mut watcher, "turn_001")
+        .await
+        .unwrap()
+        .iter()
+        .filter(|e| e.params()["threadId"] == watched.as_str() || e.params()["turn"]["threadId"] == watched.as_str())
+        .map(|e| json!(e.method()))
+        .collect();
+    assert!(seen.contains(&json!("turn/completed")), "{seen:?}");
+}
+
+#[tokio::test]
+async fn connections_past_the_cap_get_503_until_one_leaves() {
+    let server = ServerBuilder::ws().args(["--enable-debug-methods", "--max-connections", "2"]).spawn().await.unwrap();
+    let first = server.ws_client_initialized().await.unwrap();
+    let second = server.ws_client_initialized().await.unwrap();
+    let upgrade = [
+        ("Upgrade", "websocket"),
+        ("Connection", "Upgrade"),
+        ("Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="),
+        ("Sec-WebSocket-Version", "13"),
+    ];
+    let (status, body) = http_get(server.ws_addr(), "/ws", &upgrade).await.unwrap();
+    assert_eq!(status, 503, "{body}");
+    assert_eq!(appserver_tests::json(&body)["maxConnections"], 2);
+    // Probes are not connections.
+    assert_eq!(http_get(server.ws_addr(), "/healthz", &[]).await.unwrap().0, 200);
+
+    second.close();
+    let gone = async { while first.request("debug/connections", json!({})).await.unwrap()["count"] != 1 {} };
+    tokio::time::timeout(TIMEOUT, gone).await.expect("the closed connection is gone");
+    server.ws_client_initialized().await.expect("a slot is free again");
+}
