@@ -185,6 +185,9 @@ impl TurnContext {
                 ItemPayload::ReasoningContent(_) => {
                     ItemPayload::ReasoningContent(TextPayload { text: open.text.clone() })
                 }
+                // Arguments given up front (nothing streamed) are already final; streamed ones
+                // are the concatenated deltas.
+                ItemPayload::ToolCall(call) if open.text.is_empty() => ItemPayload::ToolCall(call.clone()),
                 ItemPayload::ToolCall(call) => {
                     let arguments = serde_json::from_str(&open.text).unwrap_or(Value::String(open.text.clone()));
                     ItemPayload::ToolCall(ToolCallPayload { arguments, ..call.clone() })

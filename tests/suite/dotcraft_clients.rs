@@ -1,0 +1,98 @@
+//! What DotCraft's own clients (their SDKs, terminal and desktop clients, a chat adapter) rely on:
+//! `channel/list`, an `expandedPrompt` submitted as text, `toolCall` arguments on every path, and
+//! the order of notifications about a new thread and of a replay.
+
+use std::time::Duration;
+
+use appserver_client::sheet::{SheetHost, SheetOptions};
+use appserver_client::{Client, Event};
+use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
+use appserver_tests::{ServerBuilder, TIMEOUT, events_until_turn_ends, identity, run_turn, start_thread, text};
+use serde_json::{Value, json};
+
+use super::{INIT, recv_json};
+
+fn items<'a>(events: &'a [Event], method: &str, kind: &str) -> Vec<&'a Value> {
+    events
+        .iter()
+        .filter(|e| e.method() == Some(method) && e.params()["item"]["type"] == kind)
+        .map(|e| &e.params()["item"])
+        .collect()
+}
+
+async fn thread_id(client: &Client) -> String {
+    start_thread(client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned()
+}
+
+/// The items of the thread's turns as `thread/read` returns them.
+async fn read_items(client: &Client, thread_id: &str) -> Vec<Value> {
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    read["thread"]["turns"].as_array().unwrap().iter().flat_map(|t| t["items"].as_array().unwrap().clone()).collect()
+}
+
+// Item 4 -----------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn tool_call_arguments_survive_completion_and_thread_read_on_the_builtin_path() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = thread_id(&client).await;
+    let input = json!([{ "type": "commandRef", "name": "query", "argsText": "w9 cells" }]);
+    let (_, events) = run_turn(&mut client, &thread_id, input).await.unwrap();
+    let expected = json!({ "windowId": "w9", "stateKey": "cells" });
+    assert_eq!(items(&events, "item/started", "toolCall")[0]["payload"]["arguments"], expected);
+    assert_eq!(items(&events, "item/completed", "toolCall")[0]["payload"]["arguments"], expected);
+    let stored = read_items(&client, &thread_id).await;
+    let call = stored.iter().find(|i| i["type"] == "toolCall").unwrap();
+    assert_eq!(call["payload"]["arguments"], expected);
+}
+
+#[tokio::test]
+async fn model_tool_call_arguments_stream_then_complete_and_are_read_back() {
+    let mock = MockModel::start(vec![
+        Reply::Sse(tool_calls_reply(&[(
+            "call_7",
+            "app_query",
+            vec![r#"{"windowId":"w9","#, r#""stateKey":"cells"}"#],
+        )])),
+        Reply::Sse(text_reply(&["No such window."], (1, 1))),
+    ])
+    .await;
+    let server = ServerBuilder::ws()
+        .args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "k"])
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = thread_id(&client).await;
+    let (_, events) = run_turn(&mut client, &thread_id, text("read w9")).await.unwrap();
+
+    // item/started, then the argument deltas, then item/completed with the whole arguments.
+    let call_events: Vec<&Event> = events
+        .iter()
+        .filter(|e| {
+            e.method() == Some("item/toolCall/argumentsDelta")
+                || (e.params()["item"]["type"] == "toolCall"
+                    && matches!(e.method(), Some("item/started" | "item/completed")))
+        })
+        .collect();
+    let methods: Vec<&str> = call_events.iter().filter_map(|e| e.method()).collect();
+    assert_eq!(
+        methods,
+        ["item/started", "item/toolCall/argumentsDelta", "item/toolCall/argumentsDelta", "item/completed"]
+    );
+    let item_id = call_events[0].params()["item"]["id"].clone();
+    let first = call_events[1].params();
+    assert_eq!(
+        (&first["itemId"], &first["deltaKind"], &first["toolName"], &first["callId"], &first["delta"]),
+        (&item_id, &json!("toolCallArguments"), &json!("app_query"), &json!("call_7"), &json!(r#"{"windowId":"w9","#))
+    );
+    assert!(call_events[2].params().get("toolName").is_none());
+    let expected = json!({ "windowId": "w9", "stateKey": "cells" });
+    assert_eq!(call_events[3].params()["item"]["payload"]["arguments"], expected);
+    let stored = read_items(&client, &thread_id).await;
+    let call = stored.iter().find(|i| i["type"] == "toolCall").unwrap();
+    assert_eq!(call["payload"]["arguments"], expected);
+    assert_eq!(call["payload"]["callId"], "call_7");
+}
+
