@@ -30,6 +30,77 @@ async fn read_items(client: &Client, thread_id: &str) -> Vec<Value> {
     read["thread"]["turns"].as_array().unwrap().iter().flat_map(|t| t["items"].as_array().unwrap().clone()).collect()
 }
 
+// Item 2 -----------------------------------------------------------------------------------------
+
+/// The tool calls (name, arguments) and the agent's replies of a turn.
+fn outcome(events: &[Event]) -> (Vec<(Value, Value)>, Vec<Value>) {
+    let calls = items(events, "item/completed", "toolCall")
+        .into_iter()
+        .map(|i| (i["payload"]["toolName"].clone(), i["payload"]["arguments"].clone()))
+        .collect();
+    let replies =
+        items(events, "item/completed", "agentMessage").into_iter().map(|i| i["payload"]["text"].clone()).collect();
+    (calls, replies)
+}
+
+#[tokio::test]
+async fn an_expanded_prompt_sent_as_text_works_like_its_command_ref_without_a_model() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let sheet = SheetHost::start(server.ws_client_initialized().await.unwrap(), SheetOptions::default()).await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = thread_id(&client).await;
+
+    for (command, name, args) in [
+        (format!("/query {} manifest", sheet.window_id), "query", format!("{} manifest", sheet.window_id)),
+        ("/apps".to_owned(), "apps", String::new()),
+    ] {
+        let executed =
+            client.request("command/execute", json!({ "threadId": thread_id, "command": command })).await.unwrap();
+        let expanded = executed["expandedPrompt"].as_str().unwrap().to_owned();
+        let as_ref = json!([{ "type": "commandRef", "name": name, "argsText": args }]);
+        let (_, by_ref) = run_turn(&mut client, &thread_id, as_ref).await.unwrap();
+        let (_, by_text) = run_turn(&mut client, &thread_id, text(&expanded)).await.unwrap();
+        let (_, by_slash) = run_turn(&mut client, &thread_id, text(&command)).await.unwrap();
+        let expected = outcome(&by_ref);
+        assert_eq!(expected.0.len(), 1, "{command}: the commandRef runs one tool call");
+        assert!(!expected.1[0].as_str().unwrap().starts_with("No language model"), "{command}");
+        assert_eq!(outcome(&by_text), expected, "{command}: expandedPrompt as text");
+        assert_eq!(outcome(&by_slash), expected, "{command}: the slash line as text");
+        // What the client sent stays what the history shows.
+        let user = items(&by_text, "item/completed", "userMessage")[0];
+        assert_eq!(user["payload"]["text"], expanded);
+    }
+    // Plain text is still plain text.
+    let (_, events) = run_turn(&mut client, &thread_id, text("Read the app state of everything")).await.unwrap();
+    assert!(outcome(&events).1[0].as_str().unwrap().starts_with("No language model"));
+}
+
+#[tokio::test]
+async fn an_expanded_prompt_sent_as_text_reaches_the_model_like_its_command_ref() {
+    let mock =
+        MockModel::start(vec![Reply::Sse(text_reply(&["one"], (1, 1))), Reply::Sse(text_reply(&["two"], (1, 1)))])
+            .await;
+    let server = ServerBuilder::ws()
+        .args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "k"])
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = thread_id(&client).await;
+    let executed = client
+        .request("command/execute", json!({ "threadId": thread_id, "command": "/query w1 cells" }))
+        .await
+        .unwrap();
+    let expanded = executed["expandedPrompt"].as_str().unwrap().to_owned();
+    let as_ref = json!([{ "type": "commandRef", "name": "query", "argsText": "w1 cells" }]);
+    run_turn(&mut client, &thread_id, as_ref).await.unwrap();
+    run_turn(&mut client, &thread_id, text(&expanded)).await.unwrap();
+    let requests = mock.requests();
+    let last_user = |body: &Value| body["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last_user(&requests[0].1)["content"], "/query w1 cells\n(Read the app state: w1 cells)");
+    assert_eq!(last_user(&requests[1].1), last_user(&requests[0].1));
+}
+
 // Item 4 -----------------------------------------------------------------------------------------
 
 #[tokio::test]
