@@ -30,6 +30,36 @@ async fn read_items(client: &Client, thread_id: &str) -> Vec<Value> {
     read["thread"]["turns"].as_array().unwrap().iter().flat_map(|t| t["items"].as_array().unwrap().clone()).collect()
 }
 
+// Item 1 -----------------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn channel_list_names_builtin_stored_and_adapter_channels_in_order() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    for channel in ["Matrix", "discord", "CLI"] {
+        client.request("thread/start", json!({ "identity": identity(channel, "u") })).await.unwrap();
+    }
+    let adapter = server.ws_client().await.unwrap();
+    adapter
+        .initialize("adapter", json!({ "channelAdapter": { "channelName": "telegram", "deliveryCapabilities": {} } }))
+        .await
+        .unwrap();
+
+    // Ungated: a client that declared nothing may call it, with `{}` params.
+    let listed = client.request("channel/list", json!({})).await.unwrap();
+    assert_eq!(
+        listed,
+        json!({ "channels": [
+            { "name": "acp", "category": "builtin" },
+            { "name": "cli", "category": "builtin" },
+            { "name": "desktop", "category": "builtin" },
+            { "name": "discord", "category": "external" },
+            { "name": "Matrix", "category": "external" },
+            { "name": "telegram", "category": "external" },
+        ] })
+    );
+}
+
 // Item 2 -----------------------------------------------------------------------------------------
 
 /// The tool calls (name, arguments) and the agent's replies of a turn.
