@@ -197,3 +197,74 @@ async fn model_tool_call_arguments_stream_then_complete_and_are_read_back() {
     assert_eq!(call["payload"]["callId"], "call_7");
 }
 
+// Item 5 -----------------------------------------------------------------------------------------
+
+/// The id of the thread a notification is about.
+fn about(event: &Event) -> Option<String> {
+    let p = event.params();
+    [&p["threadId"], &p["thread"]["id"], &p["turn"]["threadId"]].into_iter().find_map(|v| v.as_str().map(str::to_owned))
+}
+
+#[tokio::test]
+async fn nothing_about_a_new_thread_arrives_before_its_thread_started() {
+    let server = ServerBuilder::ws().arg("--enable-debug-methods").spawn().await.unwrap();
+    // The creator's `thread/start` shares a batch with a request that runs until the creator
+    // disconnects: its response, and so `thread/started`, wait until then.
+    let mut creator = server.ws_raw(&[]).await.unwrap();
+    creator.send(INIT);
+    recv_json(&mut creator).await;
+    creator.send(r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#);
+    let start = json!({ "jsonrpc": "2.0", "id": 1, "method": "thread/start", "params": { "identity": identity("cli", "ann") } });
+    let sleep = json!({ "jsonrpc": "2.0", "id": 2, "method": "debug/sleep", "params": { "ms": 600_000 } });
+    creator.send(json!([start, sleep]).to_string());
+
+    // Another client finds the thread in the store and starts a turn on it meanwhile.
+    let mut other = server.ws_client_initialized().await.unwrap();
+    let list = json!({ "identity": identity("cli", "ann") });
+    let thread_id = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let listed = other.request("thread/list", list.clone()).await.unwrap();
+            if let Some(id) = listed["data"][0]["id"].as_str() {
+                break id.to_owned();
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the thread is listed");
+    let turn = other.request("turn/start", json!({ "threadId": thread_id, "input": text("hi") })).await.unwrap();
+    assert_eq!(turn["turn"]["status"], "running");
+    creator.close();
+
+    let events = events_until_turn_ends(&mut other, "turn_001").await.unwrap();
+    let methods: Vec<&str> =
+        events.iter().filter(|e| about(e).as_deref() == Some(thread_id.as_str())).filter_map(Event::method).collect();
+    assert_eq!(methods.first(), Some(&"thread/started"), "{methods:?}");
+    assert_eq!(methods.iter().filter(|m| **m == "thread/started").count(), 1);
+    let runtime = methods.iter().position(|m| *m == "thread/runtimeChanged").unwrap();
+    let started = methods.iter().position(|m| *m == "turn/started").unwrap();
+    assert!(0 < runtime && runtime < started, "{methods:?}");
+    assert_eq!(methods.last(), Some(&"turn/completed"));
+}
+
+#[tokio::test]
+async fn replay_recent_does_not_replay_a_finished_turn_as_live() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = thread_id(&client).await;
+    run_turn(&mut client, &thread_id, text("hi")).await.unwrap();
+
+    let mut late = server.ws_client_initialized().await.unwrap();
+    late.request("thread/subscribe", json!({ "threadId": thread_id, "replayRecent": true })).await.unwrap();
+    // Everything sent before this reply has arrived by the time it is read.
+    let read =
+        late.request_answer("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    assert_eq!(read.result.unwrap()["thread"]["turns"][0]["status"], "completed");
+    let mut before = Vec::new();
+    while let Some(event) = late.next_event_within(Duration::ZERO).await {
+        if event.seq() < read.seq {
+            before.push(event.method().unwrap_or("").to_owned());
+        }
+    }
+    assert!(before.iter().all(|m| !m.starts_with("turn/") && !m.starts_with("item/")), "replayed: {before:?}");
+}

@@ -17,7 +17,7 @@ use appserver_protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
-pub use hub::EventHub;
+pub use hub::{AnnounceGate, EventHub};
 
 use crate::rpc::{ConnectionId, Connections, OutFrame};
 use crate::store::{Store, StoreError, ThreadRecord};
@@ -68,6 +68,8 @@ pub struct ThreadState {
     pub pending_approval: Option<crate::approvals::PendingApproval>,
     /// Scope keys approved with `acceptForSession` (until the server stops).
     pub session_approvals: std::collections::HashSet<String>,
+    /// Holds the thread's notifications until its `thread/started` is out (see `hub.rs`).
+    pub announce: Arc<AnnounceGate>,
 }
 
 impl ThreadState {
@@ -101,6 +103,7 @@ impl ThreadHandle {
         for queued in &mut queue {
             queued.status = appserver_protocol::QueuedInputStatus::Queued;
         }
+        let announce = Arc::new(AnnounceGate::default());
         ThreadHandle {
             id: record.id.clone(),
             state: Mutex::new(ThreadState {
@@ -115,14 +118,21 @@ impl ThreadHandle {
                 plan,
                 pending_approval: None,
                 session_approvals: Default::default(),
+                announce: announce.clone(),
             }),
-            hub: EventHub::default(),
+            hub: EventHub::new(announce),
         }
     }
 
     /// Locks the thread's state. Never hold the guard across an await.
     pub fn state(&self) -> MutexGuard<'_, ThreadState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends a workspace-wide notification about this thread (held until the thread is
+    /// announced).
+    pub fn broadcast(&self, connections: &Connections, notification: &ServerNotification) {
+        broadcast_about(connections, self.hub.gate(), notification);
     }
 
     /// Publishes a thread-scoped (turn/item) notification to this thread's recipients.
@@ -144,14 +154,23 @@ pub fn broadcast(connections: &Connections, notification: &ServerNotification) {
     }
 }
 
+/// Sends a workspace-wide notification about one thread: held while the thread is unannounced.
+pub fn broadcast_about(connections: &Connections, gate: &AnnounceGate, notification: &ServerNotification) {
+    match notification.to_frame() {
+        Ok(text) => gate.broadcast(connections, notification.method(), OutFrame::from(text)),
+        Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
+    }
+}
+
 /// Updates a thread's runtime flags and broadcasts `thread/runtimeChanged` when they changed.
 /// Call with the state locked; the broadcast does not await.
 pub fn set_runtime(connections: &Connections, state: &mut ThreadState, change: impl FnOnce(&mut ThreadRuntime)) {
     let before = state.runtime;
     change(&mut state.runtime);
     if state.runtime != before {
-        broadcast(
+        broadcast_about(
             connections,
+            &state.announce,
             &ServerNotification::ThreadRuntimeChanged(ThreadRuntimeChangedParams {
                 thread_id: state.record.id.clone(),
                 runtime: state.runtime,
@@ -203,9 +222,11 @@ impl ThreadManager {
         self.loaded_map().get(id).cloned()
     }
 
-    /// Registers a thread that was just created (and persisted).
+    /// Registers a thread that was just created (and persisted). Its notifications are held
+    /// until it is announced (`EventHub::announce`).
     pub fn insert(&self, record: ThreadRecord) -> Arc<ThreadHandle> {
         let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
+        handle.hub.gate().hold();
         self.loaded_map().insert(handle.id.clone(), handle.clone());
         handle
     }
