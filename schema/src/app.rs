@@ -1,4 +1,4 @@
-//! The app protocol (appserver's extension, DESIGN.md "The app protocol"): apps register a
+//! The app protocol (appserver's extension, docs/apps.md): apps register a
 //! self-describing manifest; clients and agents query and command them; every successful
 //! command goes to a replay log.
 

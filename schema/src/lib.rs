@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod channel;
 pub mod command;
 pub mod initialize;
 pub mod item;
@@ -15,6 +16,7 @@ pub mod turn;
 
 pub use app::*;
 pub use approval::*;
+pub use channel::*;
 pub use command::*;
 pub use initialize::*;
 pub use item::*;

@@ -13,6 +13,7 @@ use crate::app::{
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
+use crate::channel::{ChannelListParams, ChannelListResult};
 use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
@@ -149,6 +150,8 @@ request_table! { ClientRequest, client_request_schemas;
     ThreadList => "thread/list" (ThreadListParams) -> ThreadListResult;
     /// Read a thread without resuming it, optionally with (a page of) its turns.
     ThreadRead => "thread/read" (ThreadReadParams) -> ThreadReadResult;
+    /// Origin channel names that may appear on threads (built-in, seen on threads, adapters').
+    ChannelList => "channel/list" (ChannelListParams) -> ChannelListResult;
     /// Drop turns from the end of the history.
     ThreadRollback => "thread/rollback" (ThreadRollbackParams) -> ThreadResult;
     /// Receive this thread's turn and item notifications on this connection.

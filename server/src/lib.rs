@@ -8,6 +8,7 @@
 pub mod agent;
 pub mod approvals;
 pub mod apps;
+pub mod channels;
 pub mod clock;
 pub mod commands;
 pub mod config;

@@ -4,6 +4,7 @@ mod approvals;
 mod apps;
 mod batches;
 mod commands;
+mod dotcraft_clients;
 mod errors;
 mod handshake;
 mod limits;

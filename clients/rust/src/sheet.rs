@@ -1,6 +1,6 @@
-//! An example app host: a small spreadsheet ("sheet", like the seed's example) that registers a
-//! window and answers `ext/app/query` / `ext/app/command`. The `sheet-app` binary runs it against
-//! a server; the tests drive it in-process. See docs/apps.md.
+//! An example app host: a small spreadsheet ("sheet") that registers a window and answers
+//! `ext/app/query` / `ext/app/command`. The `sheet-app` binary runs it against a server; the
+//! tests drive it in-process. See docs/apps.md.
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::{Arc, Mutex};

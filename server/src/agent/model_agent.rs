@@ -283,7 +283,7 @@ pub fn user_content(parts: &[InputPart]) -> Value {
             InputPart::CommandRef { name, args_text, raw_text } => {
                 let name = name.trim_start_matches('/');
                 let args = args_text.clone().unwrap_or_default();
-                let raw = raw_text.clone().unwrap_or_else(|| format!("/{name} {args}"));
+                let raw = raw_text.clone().unwrap_or_else(|| format!("/{name} {args}").trim_end().to_owned());
                 texts.push(format!("{raw}\n({})", crate::commands::app_command_prompt(name, &args)));
             }
             InputPart::SkillRef { name } => texts.push(format!("${name}")),

@@ -102,15 +102,19 @@ impl Tool for UpdatePlanTool {
             if let Err(err) = call.state.store.write(write).await {
                 return ToolOutput::error(format!("cannot save the plan: {err}"));
             }
-            if let Some(handle) = call.state.threads.loaded(call.thread_id) {
-                handle.state().plan = Some(plan.clone());
-            }
             let done = plan.todos.iter().filter(|t| t.status == "completed").count();
             let summary = format!("Plan \"{}\" saved: {} todos, {done} completed.", plan.title, plan.todos.len());
-            broadcast(
-                &call.state.connections,
-                &ServerNotification::PlanUpdated(PlanUpdatedParams { thread_id: call.thread_id.to_owned(), plan }),
-            );
+            let updated = ServerNotification::PlanUpdated(PlanUpdatedParams {
+                thread_id: call.thread_id.to_owned(),
+                plan: plan.clone(),
+            });
+            match call.state.threads.loaded(call.thread_id) {
+                Some(handle) => {
+                    handle.state().plan = Some(plan);
+                    handle.broadcast(&call.state.connections, &updated);
+                }
+                None => broadcast(&call.state.connections, &updated),
+            }
             ToolOutput::ok(summary)
         })
     }

@@ -26,8 +26,8 @@ use crate::threads::SessionError;
 pub use manifest::CheckedManifest;
 
 /// App-level failures. `rpc/error.rs` maps them to a JSON-RPC error whose `data.code` is the
-/// code below (DESIGN.md: `INVALID_REQUEST`, `UNKNOWN_TOOL`, `INVALID_PARAMS`,
-/// `PERMISSION_DENIED`, `INTERNAL_ERROR`, `APP_NOT_FOUND`, `APP_NOT_LIVE`, `TIMEOUT`).
+/// code below (one of `INVALID_REQUEST`, `UNKNOWN_TOOL`, `INVALID_PARAMS`, `PERMISSION_DENIED`,
+/// `INTERNAL_ERROR`, `APP_NOT_FOUND`, `APP_NOT_LIVE`, `TIMEOUT`; docs/apps.md lists them).
 #[derive(Debug, thiserror::Error)]
 pub enum AppError {
     #[error("no app window {0}")]

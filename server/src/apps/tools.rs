@@ -1,6 +1,6 @@
 //! The agent tools `app_list`, `app_query` and `app_command`. Their size in the model's context
-//! is constant: manifests are read on demand (`app_query(windowId, "manifest")`), as
-//! seeds/discovery.md describes. `app_command` goes through the approval flow; the built-ins
+//! is constant: manifests are read on demand (`app_query(windowId, "manifest")`) —
+//! progressive discovery: the model loads only the manifests it needs. `app_command` goes through the approval flow; the built-ins
 //! `__describe` and `__getState` count as read-only.
 
 use serde_json::{Value, json};

@@ -8,7 +8,7 @@ use appserver_protocol::{
 use super::{APP_COMMANDS, CommandError, custom};
 use crate::rpc::RequestCtx;
 use crate::store::ThreadWrite;
-use crate::threads::{api as threads, broadcast};
+use crate::threads::api as threads;
 
 pub async fn handle_command_list(ctx: &RequestCtx, p: CommandListParams) -> Result<CommandListResult, CommandError> {
     let chinese = p.language.as_deref().is_some_and(|l| l.starts_with("zh"));
@@ -77,8 +77,8 @@ async fn new_conversation(ctx: &RequestCtx, thread_id: &str) -> Result<CommandRe
             previous_status: previous,
             new_status: ThreadStatus::Archived,
         });
-        let server = ctx.state.clone();
-        ctx.after_reply(move || broadcast(&server.connections, &notification));
+        let (server, old_handle) = (ctx.state.clone(), handle.clone());
+        ctx.after_reply(move || old_handle.broadcast(&server.connections, &notification));
     }
     let thread = threads::create_thread(ctx, threads::fresh_record_like(&old), Vec::new()).await?;
     Ok(CommandResult {

@@ -80,15 +80,53 @@ pub fn parse(command: &str, arguments: Option<&[String]>) -> (String, String) {
     (name.to_ascii_lowercase(), args)
 }
 
-/// The prompt an app command stands for (what a model is asked to do).
+/// The prompt an app command stands for (what a model is asked to do, and the `expandedPrompt`
+/// of `command/execute`).
 pub fn app_command_prompt(name: &str, args: &str) -> String {
-    match name {
-        "apps" => "List the registered apps.".to_owned(),
-        "query" => format!("Read the app state: {args}"),
-        "command" => format!("Run the app command: {args}"),
-        "plan" => format!("Record this plan: {args}"),
-        other => format!("/{other} {args}"),
+    let (lead, args) = match name {
+        "apps" => return APPS_PROMPT.to_owned(),
+        "query" => (QUERY_PROMPT.to_owned(), args.trim()),
+        "command" => (COMMAND_PROMPT.to_owned(), args.trim()),
+        "plan" => (PLAN_PROMPT.to_owned(), args.trim()),
+        other => (format!("/{other}"), args.trim()),
+    };
+    if args.is_empty() { lead } else { format!("{lead} {args}") }
+}
+
+const APPS_PROMPT: &str = "List the registered apps.";
+const QUERY_PROMPT: &str = "Read the app state:";
+const COMMAND_PROMPT: &str = "Run the app command:";
+const PLAN_PROMPT: &str = "Record this plan:";
+
+/// The app command a prompt of [`app_command_prompt`] stands for: `(name, args)`. This is how a
+/// client that submits `expandedPrompt` as plain text gets what a `commandRef` gets.
+pub fn app_command_from_prompt(text: &str) -> Option<(&'static str, String)> {
+    let text = text.trim();
+    if text == APPS_PROMPT {
+        return Some(("apps", String::new()));
     }
+    [("query", QUERY_PROMPT), ("command", COMMAND_PROMPT), ("plan", PLAN_PROMPT)].into_iter().find_map(
+        |(name, prefix)| {
+            let args = text.strip_prefix(prefix)?;
+            // "Read the app state:w1" is not the prompt; "Read the app state:" (no args) is.
+            (args.is_empty() || args.starts_with(char::is_whitespace)).then(|| (name, args.trim().to_owned()))
+        },
+    )
+}
+
+/// A slash line naming a command that is not a built-in: `"/query w1 cells"` → `("query",
+/// "w1 cells")`. Built-ins (`/new`, `/stop`, …) are not turn input; they go through
+/// `command/execute`.
+pub fn slash_command(text: &str) -> Option<(String, String)> {
+    let text = text.trim();
+    let rest = text.strip_prefix('/')?;
+    let (name, args) = match rest.split_once(char::is_whitespace) {
+        Some((name, args)) => (name, args.trim()),
+        None => (rest, ""),
+    };
+    let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let name = name.to_ascii_lowercase();
+    (valid && !crate::turns::input::BUILTIN_COMMANDS.contains(&name.as_str())).then(|| (name, args.to_owned()))
 }
 
 #[cfg(test)]
@@ -100,5 +138,20 @@ mod tests {
         assert_eq!(parse("/Stop", None), ("stop".into(), "".into()));
         assert_eq!(parse("/query  w1 cells", None), ("query".into(), "w1 cells".into()));
         assert_eq!(parse("/query", Some(&["w1".into(), "cells".into()])), ("query".into(), "w1 cells".into()));
+    }
+
+    #[test]
+    fn expanded_prompts_map_back_to_their_commands() {
+        for (name, args) in [("apps", ""), ("query", "w1 cells"), ("command", "w1 clear {}"), ("plan", "{\"a\":1}")] {
+            let prompt = app_command_prompt(name, args);
+            assert_eq!(app_command_from_prompt(&prompt), Some((name, args.to_owned())), "{prompt}");
+        }
+        assert_eq!(app_command_from_prompt("Read the app state:"), Some(("query", String::new())));
+        assert_eq!(app_command_from_prompt("Read the app state:w1"), None);
+        assert_eq!(app_command_from_prompt("List the registered apps, please"), None);
+        assert_eq!(slash_command(" /Query w1  cells "), Some(("query".into(), "w1  cells".into())));
+        assert_eq!(slash_command("/new"), None);
+        assert_eq!(slash_command("/ nothing"), None);
+        assert_eq!(slash_command("a/b"), None);
     }
 }

@@ -30,6 +30,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::ThreadResume(p) => answer(id, threads::handle_thread_resume(ctx, p)),
         R::ThreadList(p) => answer(id, threads::handle_thread_list(ctx, p)),
         R::ThreadRead(p) => answer(id, threads::handle_thread_read(ctx, p)),
+        R::ChannelList(p) => answer(id, crate::channels::handle_channel_list(ctx, p)),
         R::ThreadRollback(p) => answer(id, threads::handle_thread_rollback(ctx, p)),
         R::ThreadSubscribe(p) => answer(id, threads::handle_thread_subscribe(ctx, p)),
         R::ThreadUnsubscribe(p) => answer(id, threads::handle_thread_unsubscribe(ctx, p)),

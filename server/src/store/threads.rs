@@ -140,6 +140,16 @@ impl Store {
         row.as_ref().map(thread_from_row).transpose()
     }
 
+    /// The distinct `originChannel`s of the stored threads (at most `limit`), for `channel/list`.
+    pub async fn origin_channels(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT DISTINCT origin_channel FROM threads ORDER BY origin_channel LIMIT ?")
+                .bind(limit)
+                .fetch_all(&self.reader)
+                .await?;
+        Ok(rows.into_iter().map(|(name,)| name).collect())
+    }
+
     /// One page of threads matching the identity, newest first, and whether more follow.
     pub async fn list_threads(&self, q: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), StoreError> {
         let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND user_id IS ? AND (");

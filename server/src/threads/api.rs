@@ -9,9 +9,9 @@ use appserver_protocol::{
     ThreadSubscribeParams,
 };
 
-use super::{SessionError, ThreadState, broadcast, new_thread_id, wire};
+use super::{SessionError, ThreadState, new_thread_id, wire};
 use crate::clock::UtcTime;
-use crate::rpc::RequestCtx;
+use crate::rpc::{OutFrame, RequestCtx};
 use crate::store::{ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
 
 /// Default and largest `thread/list` page.
@@ -100,8 +100,14 @@ pub async fn create_thread(
     record: ThreadRecord,
     dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
 ) -> Result<appserver_protocol::Thread, SessionError> {
-    ctx.state.store.write(ThreadWrite::SaveThread(Box::new(record.clone()))).await?;
-    let handle = ctx.state.threads.insert(record);
+    // Loaded (unannounced) before its row commits, so a client that finds the row with
+    // `thread/list` finds this handle, whose notifications wait for `thread/started`.
+    let id = record.id.clone();
+    let handle = ctx.state.threads.insert(record.clone());
+    if let Err(err) = ctx.state.store.write(ThreadWrite::SaveThread(Box::new(record))).await {
+        ctx.state.threads.remove(&id);
+        return Err(err.into());
+    }
     let thread = {
         let mut state = handle.state();
         if !dynamic_tools.is_empty() {
@@ -110,9 +116,14 @@ pub async fn create_thread(
         }
         wire::thread(&state, Vec::new())
     };
+    // Everything about the thread waits for this (hub.rs), so no client hears of the thread
+    // before `thread/started`, and its creator hears of it after the response.
     let notification = ServerNotification::ThreadStarted(ThreadResult { thread: thread.clone() });
     let server = ctx.state.clone();
-    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    ctx.after_reply(move || match notification.to_frame() {
+        Ok(text) => handle.hub.announce(&server.connections, notification.method(), OutFrame::from(text)),
+        Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
+    });
     Ok(thread)
 }
 
@@ -154,9 +165,9 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     });
     ctx.after_reply(move || {
         if previous != ThreadStatus::Active {
-            broadcast(&server.connections, &status_changed(&p.thread_id, previous, ThreadStatus::Active));
+            handle.broadcast(&server.connections, &status_changed(&p.thread_id, previous, ThreadStatus::Active));
         }
-        broadcast(&server.connections, &resumed);
+        handle.broadcast(&server.connections, &resumed);
         crate::approvals::offer_pending(&server, &handle, &peer);
     });
     Ok(ThreadResult { thread })
@@ -307,7 +318,7 @@ async fn change_status(
     ticket.wait().await?;
     let notification = status_changed(thread_id, previous, to);
     let server = ctx.state.clone();
-    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    ctx.after_reply(move || handle.broadcast(&server.connections, &notification));
     Ok(EmptyResult {})
 }
 
@@ -353,16 +364,16 @@ pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     ctx.state.threads.remove(&p.thread_id);
     let notification = ServerNotification::ThreadDeleted(ThreadIdParams { thread_id: p.thread_id });
     let server = ctx.state.clone();
-    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    ctx.after_reply(move || handle.broadcast(&server.connections, &notification));
     Ok(EmptyResult {})
 }
 
-/// Applies `change` to an existing thread's record and persists it.
+/// Applies `change` to an existing thread's record and persists it; returns the thread.
 async fn update_record(
     ctx: &RequestCtx,
     thread_id: &str,
     change: impl FnOnce(&mut ThreadRecord),
-) -> Result<(), SessionError> {
+) -> Result<std::sync::Arc<super::ThreadHandle>, SessionError> {
     let handle = ctx.state.threads.get(thread_id).await?;
     let ticket = {
         let mut state = handle.state();
@@ -371,7 +382,7 @@ async fn update_record(
         ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())))
     };
     ticket.wait().await?;
-    Ok(())
+    Ok(handle)
 }
 
 pub async fn handle_thread_mode_set(ctx: &RequestCtx, p: ThreadModeSetParams) -> Result<EmptyResult, SessionError> {
@@ -392,11 +403,11 @@ pub async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Re
         return Err(SessionError::InvalidParams("displayName: must not be empty".into()));
     }
     let stored = name.clone();
-    update_record(ctx, &p.thread_id, |record| record.display_name = Some(stored)).await?;
+    let handle = update_record(ctx, &p.thread_id, |record| record.display_name = Some(stored)).await?;
     let notification =
         ServerNotification::ThreadRenamed(ThreadRenamedParams { thread_id: p.thread_id, display_name: name });
     let server = ctx.state.clone();
-    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    ctx.after_reply(move || handle.broadcast(&server.connections, &notification));
     Ok(EmptyResult {})
 }
 

@@ -8,20 +8,89 @@
 //! A new subscription starts "holding": until its `thread/subscribe` response has been queued,
 //! frames for it (the replayed recent ones first) are kept, then released in order, so the
 //! response comes first and nothing is lost or duplicated in between.
+//!
+//! A new thread starts unannounced ([`AnnounceGate`]): until its `thread/started` has been
+//! broadcast, every notification about it — thread-scoped or workspace-wide — is held, then sent
+//! in order right after `thread/started`. No client sees a thread's notifications before the
+//! thread itself.
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::rpc::{ConnectionId, OutFrame, Peer};
+use crate::rpc::{ConnectionId, Connections, OutFrame, Peer};
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
 const RECENT_LIMIT: usize = 512;
 /// ...and at most this many bytes (the oldest go first), so a thread costs bounded memory.
 const RECENT_MAX_BYTES: usize = 1024 * 1024;
 
-#[derive(Debug, Default)]
+/// Most notifications held for a thread that is not announced yet (it is announced as soon as its
+/// creator's response is out, so this is rarely near). Past it, notifications go out at once:
+/// better one out of order than lost, or memory without bound.
+const HELD_LIMIT: usize = 1024;
+
+#[derive(Debug)]
 pub struct EventHub {
     inner: Mutex<HubInner>,
+    gate: Arc<AnnounceGate>,
+}
+
+impl Default for EventHub {
+    fn default() -> Self {
+        EventHub::new(Arc::new(AnnounceGate::default()))
+    }
+}
+
+/// Whether a thread's `thread/started` has gone out, and what waits for it.
+#[derive(Debug, Default)]
+pub struct AnnounceGate {
+    /// `Some` until announced.
+    held: Mutex<Option<Vec<Held>>>,
+}
+
+/// A notification about an unannounced thread.
+#[derive(Debug)]
+enum Held {
+    /// For the thread's recipients (turn and item notifications).
+    Thread(&'static str, OutFrame),
+    /// For every connection (`thread/runtimeChanged`, `thread/renamed`, ...).
+    Workspace(String, OutFrame),
+}
+
+impl AnnounceGate {
+    fn lock(&self) -> MutexGuard<'_, Option<Vec<Held>>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Whether notifications are being held (the thread is not announced yet).
+    pub fn is_holding(&self) -> bool {
+        self.lock().is_some()
+    }
+
+    /// Holds notifications from now until [`EventHub::announce`].
+    pub fn hold(&self) {
+        *self.lock() = Some(Vec::new());
+    }
+
+    /// Holds `notification` if the thread is unannounced (and there is room); gives it back
+    /// otherwise.
+    fn try_hold(&self, notification: Held) -> Option<Held> {
+        match self.lock().as_mut() {
+            Some(held) if held.len() < HELD_LIMIT => {
+                held.push(notification);
+                None
+            }
+            _ => Some(notification),
+        }
+    }
+
+    /// Broadcasts a workspace-wide notification about this thread, or holds it while the thread
+    /// is unannounced.
+    pub fn broadcast(&self, connections: &Connections, method: &str, frame: OutFrame) {
+        if let Some(Held::Workspace(method, frame)) = self.try_hold(Held::Workspace(method.to_owned(), frame)) {
+            connections.broadcast(&method, &frame);
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -30,6 +99,8 @@ struct HubInner {
     turn_listeners: HashMap<ConnectionId, Arc<Peer>>,
     recent: VecDeque<(&'static str, OutFrame)>,
     recent_bytes: usize,
+    /// Between `begin_turn` and `end_turn`: `recent` is a turn still running.
+    turn_running: bool,
 }
 
 #[derive(Debug)]
@@ -40,12 +111,43 @@ struct Subscriber {
 }
 
 impl EventHub {
+    pub fn new(gate: Arc<AnnounceGate>) -> Self {
+        EventHub { inner: Mutex::default(), gate }
+    }
+
     fn lock(&self) -> MutexGuard<'_, HubInner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// Delivers a thread-scoped notification to every recipient, at most once each.
+    /// Delivers a thread-scoped notification to every recipient, at most once each (held while
+    /// the thread is unannounced).
     pub fn publish(&self, method: &'static str, frame: OutFrame) {
+        if let Some(Held::Thread(method, frame)) = self.gate.try_hold(Held::Thread(method, frame)) {
+            self.deliver(method, frame);
+        }
+    }
+
+    /// Broadcasts `thread/started` (`frame`), then everything held for the thread, in order;
+    /// from then on nothing is held.
+    pub fn announce(&self, connections: &Connections, method: &str, frame: OutFrame) {
+        let mut held = self.gate.lock();
+        connections.broadcast(method, &frame);
+        for notification in held.take().unwrap_or_default() {
+            match notification {
+                Held::Thread(method, frame) => self.deliver(method, frame),
+                Held::Workspace(method, frame) => {
+                    connections.broadcast(&method, &frame);
+                }
+            }
+        }
+    }
+
+    /// The thread's announcement state (shared with its `ThreadState`).
+    pub fn gate(&self) -> &Arc<AnnounceGate> {
+        &self.gate
+    }
+
+    fn deliver(&self, method: &'static str, frame: OutFrame) {
         let mut inner = self.lock();
         inner.recent_bytes += frame.bytes().len();
         inner.recent.push_back((method, frame.clone()));
@@ -74,13 +176,15 @@ impl EventHub {
     }
 
     /// Subscribes a connection (idempotent). Its frames are held until [`EventHub::release`];
-    /// with `replay`, the recent frames of the current turn come first.
+    /// with `replay`, the frames of the running turn so far come first. A turn that has ended is
+    /// not replayed: its `turn/started` would look live (`status: "running"`); `thread/read`
+    /// has it as it ended.
     pub fn subscribe(&self, peer: &Arc<Peer>, replay: bool) -> bool {
         let mut inner = self.lock();
         if inner.subscribers.contains_key(&peer.id) {
             return false;
         }
-        let held = if replay { inner.recent.iter().cloned().collect() } else { Vec::new() };
+        let held = if replay && inner.turn_running { inner.recent.iter().cloned().collect() } else { Vec::new() };
         inner.subscribers.insert(peer.id, Subscriber { peer: peer.clone(), holding: Some(held) });
         true
     }
@@ -111,6 +215,7 @@ impl EventHub {
         let mut inner = self.lock();
         inner.recent.clear();
         inner.recent_bytes = 0;
+        inner.turn_running = true;
         inner.turn_listeners.clear();
         if let Some(peer) = starter {
             if !inner.subscribers.contains_key(&peer.id) {
@@ -119,9 +224,12 @@ impl EventHub {
         }
     }
 
-    /// Ends the inline path of the turn that just finished.
+    /// Ends the inline path and the replay of the turn that just finished.
     pub fn end_turn(&self) {
-        self.lock().turn_listeners.clear();
+        let mut inner = self.lock();
+        inner.turn_listeners.clear();
+        inner.recent.clear();
+        inner.turn_running = false;
     }
 
     /// Everyone who receives this thread's notifications now: live subscribers and the running
@@ -220,6 +328,34 @@ mod tests {
         assert_eq!(inner.recent_bytes, inner.recent.iter().map(|(_, f)| f.bytes().len()).sum::<usize>());
         assert_eq!(inner.recent.back().map(|(m, _)| *m), Some("turn/completed"), "the newest are kept");
         assert_eq!(inner.recent.len(), 4);
+    }
+
+    #[test]
+    fn nothing_goes_out_before_the_announcement() {
+        let connections = Connections::default();
+        let hub = EventHub::default();
+        hub.gate().hold();
+        let (a, mut rx) = ready_peer(1);
+        hub.subscribe(&a, false);
+        hub.release(a.id);
+        hub.begin_turn(None);
+        hub.publish("turn/started", frame("1"));
+        assert!(drain(&mut rx).is_empty());
+        hub.announce(&connections, "thread/started", frame("0"));
+        hub.publish("turn/completed", frame("2"));
+        assert_eq!(drain(&mut rx), vec!["1", "2"]);
+    }
+
+    #[test]
+    fn an_ended_turn_is_not_replayed() {
+        let hub = EventHub::default();
+        let (a, mut rx) = ready_peer(1);
+        hub.begin_turn(None);
+        hub.publish("turn/started", frame("1"));
+        hub.end_turn();
+        hub.subscribe(&a, true);
+        hub.release(a.id);
+        assert!(drain(&mut rx).is_empty());
     }
 
     #[test]

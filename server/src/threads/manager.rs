@@ -80,9 +80,11 @@ impl ThreadManager {
         Some(handle)
     }
 
-    /// Registers a thread that was just created (and persisted).
+    /// Registers a thread that was just created. Its notifications are held until it is
+    /// announced (`EventHub::announce`).
     pub fn insert(&self, record: ThreadRecord) -> Arc<ThreadHandle> {
         let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
+        handle.hub.gate().hold();
         self.touch(&handle);
         let mut map = self.loaded_map();
         map.insert(handle.id.clone(), handle.clone());
@@ -140,4 +142,5 @@ fn evictable(handle: &ThreadHandle) -> bool {
         && state.session_approvals.is_empty()
         && state.dynamic_tools.is_empty()
         && !handle.hub.has_recipients()
+        && !handle.hub.gate().is_holding()
 }

@@ -11,14 +11,14 @@ pub mod manager;
 pub mod wire;
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use appserver_protocol::{
     DynamicToolSpec, QueuedTurnInput, ServerNotification, ThreadRuntime, ThreadRuntimeChangedParams, ThreadStatus,
 };
 use tokio_util::sync::CancellationToken;
 
-pub use hub::EventHub;
+pub use hub::{AnnounceGate, EventHub};
 pub use manager::ThreadManager;
 
 use crate::rpc::{ConnectionId, Connections, OutFrame};
@@ -70,6 +70,8 @@ pub struct ThreadState {
     pub pending_approval: Option<crate::approvals::PendingApproval>,
     /// Scope keys approved with `acceptForSession` (until the server stops).
     pub session_approvals: std::collections::HashSet<String>,
+    /// Holds the thread's notifications until its `thread/started` is out (see `hub.rs`).
+    pub announce: Arc<AnnounceGate>,
 }
 
 impl ThreadState {
@@ -105,6 +107,7 @@ impl ThreadHandle {
         for queued in &mut queue {
             queued.status = appserver_protocol::QueuedInputStatus::Queued;
         }
+        let announce = Arc::new(AnnounceGate::default());
         ThreadHandle {
             id: record.id.clone(),
             state: Mutex::new(ThreadState {
@@ -119,8 +122,9 @@ impl ThreadHandle {
                 plan,
                 pending_approval: None,
                 session_approvals: Default::default(),
+                announce: announce.clone(),
             }),
-            hub: EventHub::default(),
+            hub: EventHub::new(announce),
             last_used: Default::default(),
         }
     }
@@ -128,6 +132,12 @@ impl ThreadHandle {
     /// Locks the thread's state. Never hold the guard across an await.
     pub fn state(&self) -> MutexGuard<'_, ThreadState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Sends a workspace-wide notification about this thread (held until the thread is
+    /// announced).
+    pub fn broadcast(&self, connections: &Connections, notification: &ServerNotification) {
+        broadcast_about(connections, self.hub.gate(), notification);
     }
 
     /// Publishes a thread-scoped (turn/item) notification to this thread's recipients.
@@ -149,14 +159,23 @@ pub fn broadcast(connections: &Connections, notification: &ServerNotification) {
     }
 }
 
+/// Sends a workspace-wide notification about one thread: held while the thread is unannounced.
+pub fn broadcast_about(connections: &Connections, gate: &AnnounceGate, notification: &ServerNotification) {
+    match notification.to_frame() {
+        Ok(text) => gate.broadcast(connections, notification.method(), OutFrame::from(text)),
+        Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
+    }
+}
+
 /// Updates a thread's runtime flags and broadcasts `thread/runtimeChanged` when they changed.
 /// Call with the state locked; the broadcast does not await.
 pub fn set_runtime(connections: &Connections, state: &mut ThreadState, change: impl FnOnce(&mut ThreadRuntime)) {
     let before = state.runtime;
     change(&mut state.runtime);
     if state.runtime != before {
-        broadcast(
+        broadcast_about(
             connections,
+            &state.announce,
             &ServerNotification::ThreadRuntimeChanged(ThreadRuntimeChangedParams {
                 thread_id: state.record.id.clone(),
                 runtime: state.runtime,

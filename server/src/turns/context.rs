@@ -16,7 +16,7 @@ use crate::agent::tools::{ToolCall, ToolOutput, ToolRegistry};
 use crate::clock;
 use crate::server::ServerState;
 use crate::store::{StoreError, ThreadWrite, item_id};
-use crate::threads::{ThreadHandle, broadcast};
+use crate::threads::{ThreadHandle, broadcast_about};
 
 use super::input::PreparedInput;
 
@@ -185,6 +185,9 @@ impl TurnContext {
                 ItemPayload::ReasoningContent(_) => {
                     ItemPayload::ReasoningContent(TextPayload { text: open.text.clone() })
                 }
+                // Arguments given up front (nothing streamed) are already final; streamed ones
+                // are the concatenated deltas.
+                ItemPayload::ToolCall(call) if open.text.is_empty() => ItemPayload::ToolCall(call.clone()),
                 ItemPayload::ToolCall(call) => {
                     let arguments = serde_json::from_str(&open.text).unwrap_or(Value::String(open.text.clone()));
                     ItemPayload::ToolCall(ToolCallPayload { arguments, ..call.clone() })
@@ -317,8 +320,9 @@ impl TurnContext {
                 .state
                 .store
                 .submit(ThreadWrite::SaveQueue { thread_id: self.thread_id.clone(), inputs: state.queue.clone() });
-            broadcast(
+            broadcast_about(
                 &self.state.connections,
+                &state.announce,
                 &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
                     thread_id: self.thread_id.clone(),
                     queued_inputs: state.queue.clone(),

@@ -111,10 +111,17 @@ pub fn display_text(input: &[InputPart]) -> String {
 }
 
 /// The model-visible form of the input: a `fileRef` inside the workspace becomes a text part
-/// with the file's content, a workspace command its expanded prompt; everything else is kept.
+/// with the file's content, a workspace command its expanded prompt; a text part that is a
+/// command (see [`command_in_text`]) becomes what that command's `commandRef` becomes;
+/// everything else is kept.
 pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
     let mut out = Vec::with_capacity(input.len());
     for part in input {
+        let recognized = match part {
+            InputPart::Text { text } => command_in_text(text, workspace).await,
+            _ => None,
+        };
+        let part = recognized.as_ref().unwrap_or(part);
         match part {
             InputPart::FileRef { path, .. } => out.push(InputPart::Text { text: read_file_ref(path, workspace).await }),
             // A workspace command becomes its expanded prompt; the app commands stay references
@@ -133,6 +140,27 @@ pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart
         }
     }
     out
+}
+
+/// The command a plain text part stands for, as the `commandRef` a client could have sent:
+/// - the whole part is the `expandedPrompt` of an app command (`command/execute` returned it and
+///   the client submitted it as text, as DotCraft's terminal client does), or
+/// - the whole part is a slash line `/NAME ARGS` naming an app command or a workspace command.
+///
+/// Anything else (including built-ins like `/new`, and unknown `/words`) stays text.
+pub async fn command_in_text(text: &str, workspace: &Path) -> Option<InputPart> {
+    let command_ref = |name: &str, args: String, raw: Option<String>| InputPart::CommandRef {
+        name: name.to_owned(),
+        args_text: Some(args).filter(|a| !a.is_empty()),
+        raw_text: raw,
+    };
+    if let Some((name, args)) = crate::commands::app_command_from_prompt(text) {
+        return Some(command_ref(name, args, None));
+    }
+    let (name, args) = crate::commands::slash_command(text)?;
+    let known = crate::commands::APP_COMMANDS.iter().any(|d| d.0 == name)
+        || crate::commands::custom::load(workspace, &name).await.is_some();
+    known.then(|| command_ref(&name, args, Some(text.trim().to_owned())))
 }
 
 async fn read_file_ref(path: &str, workspace: &Path) -> String {
@@ -189,6 +217,22 @@ mod tests {
         ];
         assert_eq!(display_text(&input), "look at @src/a.rs /query w1 cells $browser");
         assert_eq!(title_from("\n  Fix the login bug\nmore").as_deref(), Some("Fix the login bug"));
+    }
+
+    #[tokio::test]
+    async fn commands_in_text_become_command_refs() {
+        let dir = tempfile::tempdir().unwrap();
+        let as_ref = |name: &str, args: Option<&str>| InputPart::CommandRef {
+            name: name.into(),
+            args_text: args.map(str::to_owned),
+            raw_text: None,
+        };
+        let out = materialize(&[InputPart::Text { text: "Read the app state: w1 cells".into() }], dir.path()).await;
+        assert_eq!(out, vec![as_ref("query", Some("w1 cells"))]);
+        let out = materialize(&[InputPart::Text { text: "/frobnicate x".into() }], dir.path()).await;
+        assert_eq!(out, vec![InputPart::Text { text: "/frobnicate x".into() }]);
+        let out = materialize(&[InputPart::Text { text: "/new".into() }], dir.path()).await;
+        assert_eq!(out, vec![InputPart::Text { text: "/new".into() }]);
     }
 
     #[tokio::test]

@@ -21,7 +21,7 @@ use crate::clock::{self, UtcTime};
 use crate::rpc::Peer;
 use crate::server::ServerState;
 use crate::store::{ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
-use crate::threads::{RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast, set_runtime, wire};
+use crate::threads::{RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast_about, set_runtime, wire};
 
 /// A turn that has been allocated on its thread and whose start is being written.
 #[derive(Debug)]
@@ -142,7 +142,7 @@ pub fn spawn(
     starter: Option<Arc<Peer>>,
 ) {
     if let Some(name) = &reservation.renamed {
-        broadcast(
+        handle.broadcast(
             &server.connections,
             &ServerNotification::ThreadRenamed(ThreadRenamedParams {
                 thread_id: handle.id.clone(),
@@ -353,8 +353,9 @@ fn queued_input_id(now: UtcTime) -> String {
 pub fn queue_changed(server: &ServerState, state: &ThreadState) {
     let _ =
         server.store.submit(ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() });
-    broadcast(
+    broadcast_about(
         &server.connections,
+        &state.announce,
         &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
             thread_id: state.record.id.clone(),
             queued_inputs: state.queue.clone(),

@@ -1,0 +1,78 @@
+//! `channel/list` (protocol section 4.3.1): the origin channel names a client may find on threads —
+//! the built-in origins, every `originChannel` of a stored thread, and the channel of every
+//! connected channel adapter (`capabilities.channelAdapter.channelName`).
+
+use std::cmp::Ordering;
+
+use appserver_protocol::{ChannelInfo, ChannelListParams, ChannelListResult};
+
+use crate::rpc::RequestCtx;
+use crate::store::StoreError;
+
+/// Origins of DotCraft's own clients: the terminal client, the desktop client, and IDEs over ACP.
+pub const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
+
+/// Most distinct stored origins listed (the rest are left out).
+const MAX_STORED_ORIGINS: u32 = 1000;
+
+/// The category order of the result.
+const CATEGORIES: &[&str] = &["builtin", "social", "system", "external"];
+
+pub async fn handle_channel_list(ctx: &RequestCtx, _: ChannelListParams) -> Result<ChannelListResult, StoreError> {
+    let stored = ctx.state.store.origin_channels(MAX_STORED_ORIGINS).await?;
+    let adapters = ctx.state.connections.all().into_iter().filter(|peer| !peer.is_closed()).filter_map(|peer| {
+        let client = peer.session.client()?;
+        client.capabilities.channel_adapter.as_ref().map(|a| a.channel_name.clone())
+    });
+    Ok(ChannelListResult { channels: catalog(stored.into_iter().chain(adapters)) })
+}
+
+/// The built-ins plus `seen` names: one entry per name (compared case-insensitively, the first
+/// spelling kept), each built-in as `builtin` and everything else as `external`, sorted by
+/// category then name.
+pub fn catalog(seen: impl IntoIterator<Item = String>) -> Vec<ChannelInfo> {
+    let mut out: Vec<ChannelInfo> = BUILTIN_CHANNELS
+        .iter()
+        .map(|name| ChannelInfo { name: (*name).to_owned(), category: "builtin".into() })
+        .collect();
+    for name in seen {
+        let name = name.trim().to_owned();
+        if name.is_empty() || out.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+            continue;
+        }
+        out.push(ChannelInfo { name, category: "external".into() });
+    }
+    out.sort_by(order);
+    out
+}
+
+fn order(a: &ChannelInfo, b: &ChannelInfo) -> Ordering {
+    let rank = |c: &ChannelInfo| CATEGORIES.iter().position(|k| *k == c.category).unwrap_or(CATEGORIES.len());
+    rank(a)
+        .cmp(&rank(b))
+        .then_with(|| a.name.to_lowercase().cmp(&b.name.to_lowercase()))
+        .then_with(|| a.name.cmp(&b.name))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtins_first_then_names_case_insensitively_once_each() {
+        let names =
+            |list: &[ChannelInfo]| list.iter().map(|c| format!("{}:{}", c.category, c.name)).collect::<Vec<_>>();
+        let list = catalog(["telegram", "CLI", "Matrix", "discord", "telegram", ""].map(str::to_owned));
+        assert_eq!(
+            names(&list),
+            [
+                "builtin:acp",
+                "builtin:cli",
+                "builtin:desktop",
+                "external:discord",
+                "external:Matrix",
+                "external:telegram"
+            ]
+        );
+    }
+}
