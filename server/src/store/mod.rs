@@ -49,6 +49,24 @@ pub enum WriteOp {
     All(Vec<WriteOp>),
 }
 
+impl StoreError {
+    /// Whether the write failed because a row with the same key exists (a new id collided).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Query(sqlx::Error::Database(db)) if db.is_unique_violation())
+    }
+}
+
+impl WriteOp {
+    /// Whether this unit saves how a turn ended (so test faults can target exactly it).
+    fn finishes_turn(&self) -> bool {
+        match self {
+            WriteOp::Thread(ThreadWrite::FinishTurn(_)) => true,
+            WriteOp::All(ops) => ops.iter().any(WriteOp::finishes_turn),
+            _ => false,
+        }
+    }
+}
+
 impl From<AppWrite> for WriteOp {
     fn from(op: AppWrite) -> Self {
         WriteOp::App(op)
@@ -187,10 +205,11 @@ impl Store {
         WriteTicket(rx)
     }
 
-    /// Test support (`debug/store/failWrites`): the next `count` write units fail after running
+    /// Test support (`debug/store/failWrites`): the next `count` write units (with
+    /// `only_finished_turns`, the next `count` units that save a finished turn) fail after running
     /// their statements, as a unit whose last statement failed would.
-    pub fn fail_next_writes(&self, count: u32) {
-        self.faults.arm(count);
+    pub fn fail_next_writes(&self, count: u32, only_finished_turns: bool) {
+        self.faults.arm(count, only_finished_turns);
     }
 
     /// (thread id, turn id) of each turn that was still running when the server last stopped

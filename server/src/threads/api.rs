@@ -94,13 +94,33 @@ pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Resu
     Ok(ThreadResult { thread })
 }
 
-/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply.
+/// New ids tried for one thread before giving up: six random characters collide within a day
+/// very rarely, so several collisions in a row mean something else is wrong.
+const THREAD_ID_ATTEMPTS: u32 = 8;
+
+/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply. The row
+/// is inserted, never upserted: when its id is taken, the thread gets a new id and the existing
+/// thread is left as it was.
 pub async fn create_thread(
     ctx: &RequestCtx,
-    record: ThreadRecord,
+    mut record: ThreadRecord,
     dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
 ) -> Result<appserver_protocol::Thread, SessionError> {
-    ctx.state.store.write(ThreadWrite::SaveThread(Box::new(record.clone()))).await?;
+    let mut attempt = 1;
+    loop {
+        if let Some(forced) = ctx.state.debug.take_forced_thread_id() {
+            record.id = forced;
+        }
+        match ctx.state.store.write(ThreadWrite::CreateThread(Box::new(record.clone()))).await {
+            Ok(()) => break,
+            Err(err) if err.is_conflict() && attempt < THREAD_ID_ATTEMPTS => {
+                tracing::warn!(id = %record.id, attempt, "thread id already taken; trying another");
+                record.id = new_thread_id(UtcTime::now());
+                attempt += 1;
+            }
+            Err(err) => return Err(err.into()),
+        }
+    }
     let handle = ctx.state.threads.insert(record);
     let thread = {
         let mut state = handle.state();
@@ -142,7 +162,7 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
         }
         state.record.status = ThreadStatus::Active;
         state.record.last_active_at = UtcTime::now().rfc3339();
-        (ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone()))), previous)
+        (ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone()))), previous)
     };
     ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
@@ -235,8 +255,9 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
         return Err(SessionError::InvalidParams("numTurns: must be at least 1".into()));
     }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    // Turns started after this point have higher sequence numbers and are never dropped.
-    let next_seq = {
+    // Checked and submitted under the thread's lock, bounded by the sequence number checked: a
+    // turn reserved after this point is written after the delete and is out of its reach.
+    let ticket = {
         let state = handle.state();
         state.require_exists()?;
         if state.record.status == ThreadStatus::Archived {
@@ -245,15 +266,14 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
         if state.running.is_some() {
             return Err(SessionError::TurnInProgress(p.thread_id));
         }
-        state.record.next_turn_seq
+        ctx.state.store.submit(ThreadWrite::DeleteLastTurns {
+            thread_id: p.thread_id.clone(),
+            before_seq: state.record.next_turn_seq,
+            count: p.num_turns,
+        })
     };
-    let (dropped, _) = ctx.state.store.turns(&p.thread_id, Some(next_seq), Some(p.num_turns)).await?;
-    if let Some(first) = dropped.first() {
-        ctx.state
-            .store
-            .write(ThreadWrite::DeleteTurnsFrom { thread_id: p.thread_id.clone(), from_seq: first.seq })
-            .await?;
-    }
+    ctx.state.debug.rollback_gate(&p.thread_id).await;
+    ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
     Ok(ThreadResult { thread: wire::thread(&handle.state(), turns) })
 }
@@ -302,7 +322,7 @@ async fn change_status(
             return Ok(EmptyResult {});
         }
         state.record.status = to;
-        (ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone()))), previous)
+        (ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone()))), previous)
     };
     ticket.wait().await?;
     let notification = status_changed(thread_id, previous, to);
@@ -368,7 +388,7 @@ async fn update_record(
         let mut state = handle.state();
         state.require_exists()?;
         change(&mut state.record);
-        ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())))
+        ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())))
     };
     ticket.wait().await?;
     Ok(())

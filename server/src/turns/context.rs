@@ -40,6 +40,9 @@ struct OpenItem {
     /// Accumulated text of a streaming message or reasoning item, or of tool-call arguments.
     text: String,
     sent_tool_header: bool,
+    /// Its completion was submitted by a task that was then cancelled mid-write, so the row may
+    /// exist: completing it again rewrites the same item instead of inserting it.
+    write_submitted: bool,
 }
 
 /// The agent's handle on the turn it is running.
@@ -116,7 +119,7 @@ impl TurnContext {
             turn_id: self.turn_id.clone(),
             item: item.clone(),
         }));
-        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false });
+        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false, write_submitted: false });
         id
     }
 
@@ -194,7 +197,13 @@ impl TurnContext {
         };
         item.status = ItemStatus::Completed;
         item.completed_at = Some(clock::now_rfc3339());
-        self.state.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
+        let write = if open.write_submitted {
+            ThreadWrite::item_again(&self.thread_id, self.turn_seq, &item)
+        } else {
+            ThreadWrite::item(&self.thread_id, self.turn_seq, &item)
+        };
+        self.open[index].write_submitted = true;
+        self.state.store.write(write).await?;
         self.open.remove(index);
         self.publish(ServerNotification::ItemCompleted(ItemEventParams {
             thread_id: self.thread_id.clone(),

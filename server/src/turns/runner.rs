@@ -104,8 +104,8 @@ pub fn reserve(
         completed_at: Some(now),
     };
     let ticket = server.store.submit(WriteOp::All(vec![
-        ThreadWrite::SaveThread(Box::new(thread.record.clone())).into(),
-        ThreadWrite::SaveTurn(Box::new(turn.clone())).into(),
+        ThreadWrite::UpdateThread(Box::new(thread.record.clone())).into(),
+        ThreadWrite::CreateTurn(Box::new(turn.clone())).into(),
         ThreadWrite::item(&thread.record.id, seq, &user_item).into(),
     ]));
     let cancel = server.shutdown.child_token();
@@ -239,7 +239,7 @@ async fn finalize(
     if let Outcome::Failed(message) = &outcome {
         turn.error = Some(message.clone());
     }
-    let saved = server.store.write(ThreadWrite::SaveTurn(Box::new(turn.clone()))).await;
+    let saved = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
     if let Err(err) = &saved {
         tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the finished turn");
     }
@@ -257,7 +257,7 @@ async fn finalize(
         set_runtime(&server.connections, &mut state, |r| r.running = false);
         if !state.deleted {
             state.record.last_active_at = now;
-            let _ = server.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())));
+            let _ = server.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
             handle.publish(&match outcome {
                 Outcome::Completed => ServerNotification::TurnCompleted(TurnResult { turn: wire_turn }),
                 Outcome::Failed(error) => ServerNotification::TurnFailed(TurnFailedParams { turn: wire_turn, error }),
