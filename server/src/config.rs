@@ -42,6 +42,8 @@ pub struct ServerConfig {
     pub max_message_bytes: usize,
     /// Outgoing messages queued per connection before a slow reader is disconnected.
     pub outgoing_queue: usize,
+    /// Inputs a thread's queue may hold before `turn/enqueue` gets -32602.
+    pub max_queued_inputs: usize,
     pub ws_ping_interval: Duration,
     pub ws_pong_timeout: Duration,
     pub log_format: LogFormat,
@@ -121,6 +123,7 @@ impl ServerConfig {
             max_in_flight: 32,
             max_message_bytes: 4 * 1024 * 1024,
             outgoing_queue: 8192,
+            max_queued_inputs: 64,
             ws_ping_interval: Duration::from_secs(30),
             ws_pong_timeout: Duration::from_secs(10),
             log_format: LogFormat::Text,
@@ -182,6 +185,7 @@ OPTIONS:
     --max-in-flight N          Requests in flight per connection before -32001 (default 32).
     --max-message-bytes N      Largest incoming message (default 4194304).
     --outgoing-queue N         Outgoing messages queued per connection (default 8192).
+    --max-queued-inputs N      Inputs a thread's queue may hold (default 64).
     --ws-ping-interval-ms N    WebSocket ping interval (default 30000).
     --ws-pong-timeout-ms N     Close when no pong arrives in time (default 10000).
     --log-format text|json     Log format on stderr (default text; level from APPSERVER_LOG).
@@ -254,6 +258,7 @@ where
             "--max-in-flight" => config.max_in_flight = parse_positive(&flag, &value()?)?,
             "--max-message-bytes" => config.max_message_bytes = parse_positive(&flag, &value()?)?,
             "--outgoing-queue" => config.outgoing_queue = parse_positive(&flag, &value()?)?,
+            "--max-queued-inputs" => config.max_queued_inputs = parse_positive(&flag, &value()?)?,
             "--ws-ping-interval-ms" => {
                 config.ws_ping_interval = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
             }

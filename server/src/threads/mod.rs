@@ -37,6 +37,8 @@ pub enum SessionError {
     TurnNotRunning(String),
     #[error("{0}")]
     InvalidParams(String),
+    #[error("thread {thread} already has {max} queued inputs, the most it may have")]
+    QueueFull { thread: String, max: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -93,6 +95,10 @@ pub struct ThreadHandle {
     pub id: String,
     state: Mutex<ThreadState>,
     pub hub: EventHub,
+    /// Held (across the await of the write) by every change of the queue, from before the change
+    /// until it is announced or undone: queue writes commit, and are announced, one at a time and
+    /// in order, and a failed one can be undone exactly.
+    pub queue_order: tokio::sync::Mutex<()>,
 }
 
 impl ThreadHandle {
@@ -117,6 +123,7 @@ impl ThreadHandle {
                 session_approvals: Default::default(),
             }),
             hub: EventHub::default(),
+            queue_order: tokio::sync::Mutex::new(()),
         }
     }
 
