@@ -4,6 +4,7 @@ mod approvals;
 mod apps;
 mod batches;
 mod commands;
+mod durability;
 mod errors;
 mod handshake;
 mod model;

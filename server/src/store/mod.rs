@@ -297,4 +297,53 @@ mod tests {
         let text = err.to_string();
         assert!(text.contains("garbage.db") && text.contains("not a database"), "{text}");
     }
+
+    fn thread_record(id: &str) -> ThreadRecord {
+        ThreadRecord {
+            id: id.to_owned(),
+            workspace_path: "/w".to_owned(),
+            user_id: None,
+            origin_channel: "test".to_owned(),
+            channel_context: None,
+            display_name: Some(id.to_owned()),
+            status: appserver_protocol::ThreadStatus::Active,
+            history_mode: appserver_protocol::HistoryMode::Server,
+            created_at: "2026-01-01T00:00:00.000Z".to_owned(),
+            last_active_at: "2026-01-01T00:00:00.000Z".to_owned(),
+            metadata: Default::default(),
+            configuration: None,
+            next_turn_seq: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        // Submitted back to back, so they usually share a batch; the first fails on its last
+        // statement (a duplicate key), the second must still commit.
+        store.write(ThreadWrite::CreateThread(Box::new(thread_record("taken")))).await.unwrap();
+        let failing = store.submit(WriteOp::All(vec![
+            ThreadWrite::CreateThread(Box::new(thread_record("half"))).into(),
+            ThreadWrite::CreateThread(Box::new(thread_record("taken"))).into(),
+        ]));
+        let fine = store.submit(ThreadWrite::CreateThread(Box::new(thread_record("fine"))));
+        let err = failing.wait().await.unwrap_err();
+        assert!(err.is_conflict(), "{err}");
+        fine.wait().await.unwrap();
+        assert!(store.thread("half").await.unwrap().is_none(), "the failed unit's first half was kept");
+        assert!(store.thread("fine").await.unwrap().is_some());
+        assert_eq!(store.thread("taken").await.unwrap().unwrap().display_name.as_deref(), Some("taken"));
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn updating_a_thread_that_does_not_exist_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        let err = store.write(ThreadWrite::UpdateThread(Box::new(thread_record("ghost")))).await.unwrap_err();
+        assert!(matches!(err, StoreError::Query(sqlx::Error::RowNotFound)), "{err}");
+        assert!(store.thread("ghost").await.unwrap().is_none());
+        store.close().await;
+    }
 }
