@@ -5,6 +5,9 @@
 //! `item/completed`, the agent's items, then exactly one of `turn/completed`, `turn/failed`,
 //! `turn/cancelled`, always last. Turns belong to the server: they keep running when the
 //! connection that started them closes.
+//!
+//! The thread's queue lives here too: every change of it is written, then announced
+//! (`thread/queue/updated`) under the thread's `queue_order` token, and undone if the write fails.
 
 use std::sync::Arc;
 
@@ -289,7 +292,10 @@ async fn finalize(
         turn.error = Some(message.clone());
     }
     let mut outcome = outcome;
-    if let Err(err) = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
+    let saved = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
+    // A deleted thread's turn went with it, and nothing is announced for it.
+    let deleted = handle.state().deleted;
+    if let (Err(err), false) = (saved, deleted) {
         // Never announce an end that is not stored: the turn fails, and that is saved if it can be
         // (otherwise the row stays running and start-up recovery fails it).
         tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the finished turn");
@@ -435,11 +441,21 @@ pub async fn enqueue_durably(
     by: Option<crate::rpc::ConnectionId>,
 ) -> Result<Enqueued, SessionError> {
     let _queue_order = handle.queue_order.lock().await;
-    let (queued_input, write) = enqueue(server, &mut handle.state(), input, by)?;
-    if let Err(err) = write.announce(server).await {
-        unqueue(&mut handle.state(), &queued_input.id);
-        return Err(err.into());
-    }
+    let mut attempt = 1;
+    let queued_input = loop {
+        let (queued_input, write) = enqueue(server, &mut handle.state(), input.clone(), by)?;
+        match write.announce(server).await {
+            Ok(_) => break queued_input,
+            Err(err) => {
+                unqueue(&mut handle.state(), &queued_input.id);
+                // Queued-input ids are unique across threads: on a collision, try another id.
+                if !(err.is_conflict() && attempt < QUEUED_ID_ATTEMPTS) {
+                    return Err(err.into());
+                }
+                attempt += 1;
+            }
+        }
+    };
     let next = dequeue(server, &mut handle.state());
     let started = match next {
         Some(reservation) => match persist(server, handle, reservation).await {
@@ -455,6 +471,9 @@ pub async fn enqueue_durably(
     let queued_inputs = handle.state().queue.clone();
     Ok(Enqueued { queued_input, queued_inputs, started })
 }
+
+/// Ids tried for one queued input before giving up.
+const QUEUED_ID_ATTEMPTS: u32 = 3;
 
 /// Undoes [`enqueue`] of `id` whose write failed.
 fn unqueue(state: &mut ThreadState, id: &str) {
