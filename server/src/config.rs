@@ -422,6 +422,8 @@ mod tests {
         assert_eq!(c.listen, vec![ListenAddr::Stdio]);
         assert_eq!(c.db_path, PathBuf::from("/work/ws/.appserver/state.db"));
         assert_eq!(c.max_in_flight, 32);
+        assert_eq!(c.max_queued_inputs, 64);
+        assert_eq!(run(&["--max-queued-inputs", "3"]).unwrap().max_queued_inputs, 3);
     }
 
     #[test]
@@ -485,5 +487,6 @@ mod tests {
         assert_eq!(run(&["--bogus"]).unwrap_err(), ConfigError::UnknownArgument("--bogus".into()));
         assert_eq!(run(&["--db"]).unwrap_err(), ConfigError::MissingValue("--db".into()));
         assert!(matches!(run(&["--max-in-flight", "0"]), Err(ConfigError::InvalidValue { .. })));
+        assert!(matches!(run(&["--max-queued-inputs", "0"]), Err(ConfigError::InvalidValue { .. })));
     }
 }
