@@ -130,6 +130,31 @@ async fn an_enqueued_input_survives_a_kill_right_after_its_answer() {
 }
 
 #[tokio::test]
+async fn an_enqueue_is_answered_and_announced_only_after_its_write_commits() {
+    let server = debug_server().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let mut watcher = server.ws_client_initialized().await.unwrap();
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    start_blocked_turn(&mut client, &thread_id).await;
+
+    client.request("debug/store/holdWrites", json!({})).await.unwrap();
+    let enqueue =
+        client.start_request("turn/enqueue", json!({ "threadId": thread_id, "input": text("pending") })).unwrap();
+    // Requests sent after it are answered while its write cannot commit: nothing of the enqueue
+    // may reach either connection before those answers.
+    let client_mark = client.request_answer("debug/connections", json!({})).await.unwrap().seq;
+    let watcher_mark = watcher.request_answer("debug/connections", json!({})).await.unwrap().seq;
+    client.request("debug/store/releaseWrites", json!({})).await.unwrap();
+
+    let answer = tokio::time::timeout(TIMEOUT, enqueue).await.unwrap().unwrap();
+    assert!(answer.seq > client_mark, "turn/enqueue was answered before its write committed");
+    assert_eq!(display_texts(&answer.result.unwrap()["queuedInputs"]), ["pending"]);
+    let update = watcher.wait_for("thread/queue/updated").await.unwrap();
+    assert!(update.seq() > watcher_mark, "thread/queue/updated was broadcast before the write committed");
+    assert_eq!(display_texts(&update.params()["queuedInputs"]), ["pending"]);
+}
+
+#[tokio::test]
 async fn a_queue_write_that_fails_is_an_error_and_is_never_announced() {
     let server = debug_server().spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();

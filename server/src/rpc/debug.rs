@@ -74,6 +74,16 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
             state.store.fail_next_writes(params.count, only_finished_turns);
             Ok(reply_text(&request.id, &json!({})))
         }
+        // Until `debug/store/releaseWrites`, no write commits (30 s at most): lets tests observe
+        // what a request does before its write has committed.
+        "debug/store/holdWrites" => {
+            state.store.hold_writes(true);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        "debug/store/releaseWrites" => {
+            state.store.hold_writes(false);
+            Ok(reply_text(&request.id, &json!({})))
+        }
         // The next `count` generated thread ids are `id` (forces id collisions).
         "debug/threads/repeatId" => {
             let params: RepeatThreadIdParams =

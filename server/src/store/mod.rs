@@ -212,6 +212,11 @@ impl Store {
         self.faults.arm(count, only_finished_turns);
     }
 
+    /// Test support (`debug/store/holdWrites`): while held, no write commits (30 s at most).
+    pub fn hold_writes(&self, held: bool) {
+        self.faults.hold(held);
+    }
+
     /// (thread id, turn id) of each turn that was still running when the server last stopped
     /// and was marked failed when this store opened.
     pub fn recovered_turns(&self) -> &[(String, String)] {

@@ -6,10 +6,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqlitePool};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::{StoreError, WriteOp, apply};
 
@@ -22,16 +23,40 @@ pub(super) enum WriterMessage {
     Stop(oneshot::Sender<()>),
 }
 
-/// Test support (`debug/store/failWrites`): how many of the next write units fail. A failing unit
-/// runs all its statements and then reports an error, as a unit whose last statement failed would.
-/// `finish_turn` counts only units that save a finished turn (so a test can fail exactly that one).
-#[derive(Debug, Default)]
+/// Longest the writer stays held by `debug/store/holdWrites`.
+const HOLD_LIMIT: Duration = Duration::from_secs(30);
+
+/// Test support (`debug/store/failWrites`, `debug/store/holdWrites`): how many of the next write
+/// units fail, and whether commits are held back. A failing unit runs all its statements and then
+/// reports an error, as a unit whose last statement failed would. `finish_turn` counts only units
+/// that save a finished turn (so a test can fail exactly that one).
+#[derive(Debug)]
 pub(super) struct WriteFaults {
     any: AtomicU32,
     finish_turn: AtomicU32,
+    held: watch::Sender<bool>,
+}
+
+impl Default for WriteFaults {
+    fn default() -> Self {
+        WriteFaults { any: AtomicU32::new(0), finish_turn: AtomicU32::new(0), held: watch::channel(false).0 }
+    }
 }
 
 impl WriteFaults {
+    /// While held, nothing commits (writes queue up): a slow disk, on demand.
+    pub(super) fn hold(&self, held: bool) {
+        self.held.send_replace(held);
+    }
+
+    async fn wait_while_held(&self) {
+        if !*self.held.borrow() {
+            return;
+        }
+        let mut released = self.held.subscribe();
+        let _ = tokio::time::timeout(HOLD_LIMIT, released.wait_for(|held| !*held)).await;
+    }
+
     pub(super) fn arm(&self, count: u32, only_finished_turns: bool) {
         let counter = if only_finished_turns { &self.finish_turn } else { &self.any };
         counter.store(count, Ordering::SeqCst);
@@ -60,6 +85,7 @@ pub(super) async fn run(pool: SqlitePool, mut rx: mpsc::UnboundedReceiver<Writer
             WriterMessage::Write(op, reply) => batch.push((op, reply)),
             WriterMessage::Stop(done) => stop = Some(done),
         }
+        faults.wait_while_held().await;
         while stop.is_none() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(WriterMessage::Write(op, reply)) => batch.push((op, reply)),
