@@ -272,6 +272,7 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
             count: p.num_turns,
         })
     };
+    // Test support: `debug/rollback/hold` parks the rollback here, after its check.
     ctx.state.debug.rollback_gate(&p.thread_id).await;
     ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
