@@ -48,6 +48,8 @@ pub struct ServerConfig {
     pub max_loaded_threads: usize,
     /// WebSocket connections served at once; more get HTTP 503.
     pub max_connections: usize,
+    /// Inputs a thread's queue may hold before `turn/enqueue` gets -32602.
+    pub max_queued_inputs: usize,
     pub ws_ping_interval: Duration,
     pub ws_pong_timeout: Duration,
     pub log_format: LogFormat,
@@ -137,6 +139,7 @@ impl ServerConfig {
             outgoing_queue: 8192,
             max_loaded_threads: crate::threads::manager::DEFAULT_MAX_LOADED,
             max_connections: default_max_connections(),
+            max_queued_inputs: 64,
             ws_ping_interval: Duration::from_secs(30),
             ws_pong_timeout: Duration::from_secs(10),
             log_format: LogFormat::Text,
@@ -218,6 +221,7 @@ OPTIONS:
     --max-loaded-threads N     Threads kept in memory; idle ones beyond are evicted (default 4096).
     --max-connections N        WebSocket connections at once; more get HTTP 503 (default: the
                                open-file limit less 128, at most 16384).
+    --max-queued-inputs N      Inputs a thread's queue may hold (default 64).
     --ws-ping-interval-ms N    WebSocket ping interval (default 30000).
     --ws-pong-timeout-ms N     Close when no pong arrives in time (default 10000).
     --log-format text|json     Log format on stderr (default text; level from APPSERVER_LOG).
@@ -299,6 +303,7 @@ where
             "--outgoing-queue" => config.outgoing_queue = parse_positive(&flag, &value()?)?,
             "--max-loaded-threads" => config.max_loaded_threads = parse_positive(&flag, &value()?)?,
             "--max-connections" => config.max_connections = parse_positive(&flag, &value()?)?,
+            "--max-queued-inputs" => config.max_queued_inputs = parse_positive(&flag, &value()?)?,
             "--ws-ping-interval-ms" => {
                 config.ws_ping_interval = Duration::from_millis(parse_positive(&flag, &value()?)? as u64)
             }
@@ -489,6 +494,8 @@ mod tests {
         assert_eq!(c.listen, vec![ListenAddr::Stdio]);
         assert_eq!(c.db_path, PathBuf::from("/work/ws/.appserver/state.db"));
         assert_eq!(c.max_in_flight, 32);
+        assert_eq!(c.max_queued_inputs, 64);
+        assert_eq!(run(&["--max-queued-inputs", "3"]).unwrap().max_queued_inputs, 3);
     }
 
     #[test]
@@ -552,5 +559,6 @@ mod tests {
         assert_eq!(run(&["--bogus"]).unwrap_err(), ConfigError::UnknownArgument("--bogus".into()));
         assert_eq!(run(&["--db"]).unwrap_err(), ConfigError::MissingValue("--db".into()));
         assert!(matches!(run(&["--max-in-flight", "0"]), Err(ConfigError::InvalidValue { .. })));
+        assert!(matches!(run(&["--max-queued-inputs", "0"]), Err(ConfigError::InvalidValue { .. })));
     }
 }

@@ -5,6 +5,7 @@ mod apps;
 mod batches;
 mod commands;
 mod dotcraft_clients;
+mod durability;
 mod errors;
 mod handshake;
 mod limits;

@@ -386,12 +386,9 @@ pub async fn interaction(server: &Arc<ServerState>, peer: &Arc<Peer>, p: AppInte
         }),
         delivery_mode: None,
     };
-    let next = {
-        let mut state = handle.state();
-        runner::enqueue(server, &mut state, prepared, None)?.1
-    };
-    if let Some(reservation) = next {
-        runner::start_reserved(server, handle, reservation, None).await;
+    // Returns once the input is durably queued (a failed write is the caller's error).
+    if let Some(reservation) = runner::enqueue_durably(server, &handle, prepared, None).await?.started {
+        runner::spawn(server, handle, reservation, None);
     }
     Ok(())
 }

@@ -22,11 +22,21 @@ struct SleepParams {
 #[derive(Deserialize)]
 struct FailWritesParams {
     count: u32,
+    /// `"finishTurn"`: count only units that save a finished turn.
+    #[serde(default)]
+    only: Option<String>,
 }
 
 #[derive(Deserialize)]
+struct RepeatThreadIdParams {
+    id: String,
+    count: u32,
+}
+
+/// Params naming a thread (`debug/release`, `debug/rollback/*`).
+#[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
-struct ReleaseParams {
+struct ThreadParams {
     thread_id: String,
 }
 
@@ -44,7 +54,7 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
         "debug/panic" => panic!("debug/panic was called"),
         // Lets a `debug_block` tool call on the thread finish.
         "debug/release" => {
-            let params: ReleaseParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            let params: ThreadParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
             state.debug.release(&params.thread_id);
             Ok(reply_text(&request.id, &json!({})))
         }
@@ -58,7 +68,40 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
         "debug/store/failWrites" => {
             let params: FailWritesParams =
                 decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
-            state.store.fail_next_writes(params.count);
+            let only_finished_turns = match params.only.as_deref() {
+                None => false,
+                Some("finishTurn") => true,
+                Some(other) => return Err(RpcError::invalid_params(format!("only: unknown kind `{other}`"))),
+            };
+            state.store.fail_next_writes(params.count, only_finished_turns);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // Until `debug/store/releaseWrites`, no write commits (30 s at most): lets tests observe
+        // what a request does before its write has committed.
+        "debug/store/holdWrites" => {
+            state.store.hold_writes(true);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        "debug/store/releaseWrites" => {
+            state.store.hold_writes(false);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // The next `count` generated thread ids are `id` (forces id collisions).
+        "debug/threads/repeatId" => {
+            let params: RepeatThreadIdParams =
+                decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.debug.repeat_thread_id(params.id, params.count);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // The thread's next `thread/rollback` waits after its check until `debug/rollback/release`.
+        "debug/rollback/hold" => {
+            let params: ThreadParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.debug.hold_rollback(&params.thread_id);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        "debug/rollback/release" => {
+            let params: ThreadParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.debug.release_rollback(&params.thread_id);
             Ok(reply_text(&request.id, &json!({})))
         }
         other => Err(RpcError::method_not_found(other)),

@@ -84,6 +84,9 @@ impl From<SessionError> for RpcError {
             SessionError::TurnNotFound { .. } => error_codes::TURN_NOT_FOUND,
             SessionError::TurnNotRunning(_) => error_codes::TURN_NOT_RUNNING,
             SessionError::InvalidParams(detail) => return RpcError::invalid_params(detail.clone()),
+            SessionError::QueueFull { max, .. } => {
+                return RpcError::invalid_params(err.to_string()).with_data(json!({ "maxQueuedInputs": max }));
+            }
             SessionError::Store(store) => {
                 tracing::error!(error = %store, "store failure");
                 return RpcError::internal(store);

@@ -52,6 +52,24 @@ pub enum WriteOp {
     All(Vec<WriteOp>),
 }
 
+impl StoreError {
+    /// Whether the write failed because a row with the same key exists (a new id collided).
+    pub fn is_conflict(&self) -> bool {
+        matches!(self, StoreError::Query(sqlx::Error::Database(db)) if db.is_unique_violation())
+    }
+}
+
+impl WriteOp {
+    /// Whether this unit saves how a turn ended (so test faults can target exactly it).
+    fn finishes_turn(&self) -> bool {
+        match self {
+            WriteOp::Thread(ThreadWrite::FinishTurn(_)) => true,
+            WriteOp::All(ops) => ops.iter().any(WriteOp::finishes_turn),
+            _ => false,
+        }
+    }
+}
+
 impl From<AppWrite> for WriteOp {
     fn from(op: AppWrite) -> Self {
         WriteOp::App(op)
@@ -198,10 +216,16 @@ impl Store {
         self.file.check()
     }
 
-    /// Test support (`debug/store/failWrites`): the next `count` write units fail after running
+    /// Test support (`debug/store/failWrites`): the next `count` write units (with
+    /// `only_finished_turns`, the next `count` units that save a finished turn) fail after running
     /// their statements, as a unit whose last statement failed would.
-    pub fn fail_next_writes(&self, count: u32) {
-        self.faults.arm(count);
+    pub fn fail_next_writes(&self, count: u32, only_finished_turns: bool) {
+        self.faults.arm(count, only_finished_turns);
+    }
+
+    /// Test support (`debug/store/holdWrites`): while held, no write commits (30 s at most).
+    pub fn hold_writes(&self, held: bool) {
+        self.faults.hold(held);
     }
 
     /// (thread id, turn id) of each turn that was still running when the server last stopped
@@ -288,5 +312,54 @@ mod tests {
         let err = Store::open(&path).await.unwrap_err();
         let text = err.to_string();
         assert!(text.contains("garbage.db") && text.contains("not a database"), "{text}");
+    }
+
+    fn thread_record(id: &str) -> ThreadRecord {
+        ThreadRecord {
+            id: id.to_owned(),
+            workspace_path: "/w".to_owned(),
+            user_id: None,
+            origin_channel: "test".to_owned(),
+            channel_context: None,
+            display_name: Some(id.to_owned()),
+            status: appserver_protocol::ThreadStatus::Active,
+            history_mode: appserver_protocol::HistoryMode::Server,
+            created_at: "2026-01-01T00:00:00.000Z".to_owned(),
+            last_active_at: "2026-01-01T00:00:00.000Z".to_owned(),
+            metadata: Default::default(),
+            configuration: None,
+            next_turn_seq: 1,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        // Submitted back to back, so they usually share a batch; the first fails on its last
+        // statement (a duplicate key), the second must still commit.
+        store.write(ThreadWrite::CreateThread(Box::new(thread_record("taken")))).await.unwrap();
+        let failing = store.submit(WriteOp::All(vec![
+            ThreadWrite::CreateThread(Box::new(thread_record("half"))).into(),
+            ThreadWrite::CreateThread(Box::new(thread_record("taken"))).into(),
+        ]));
+        let fine = store.submit(ThreadWrite::CreateThread(Box::new(thread_record("fine"))));
+        let err = failing.wait().await.unwrap_err();
+        assert!(err.is_conflict(), "{err}");
+        fine.wait().await.unwrap();
+        assert!(store.thread("half").await.unwrap().is_none(), "the failed unit's first half was kept");
+        assert!(store.thread("fine").await.unwrap().is_some());
+        assert_eq!(store.thread("taken").await.unwrap().unwrap().display_name.as_deref(), Some("taken"));
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn updating_a_thread_that_does_not_exist_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        let err = store.write(ThreadWrite::UpdateThread(Box::new(thread_record("ghost")))).await.unwrap_err();
+        assert!(matches!(err, StoreError::Query(sqlx::Error::RowNotFound)), "{err}");
+        assert!(store.thread("ghost").await.unwrap().is_none());
+        store.close().await;
     }
 }

@@ -295,16 +295,30 @@ impl Store {
     }
 }
 
-/// Thread-related write operations (applied by the writer inside its transaction).
+/// Thread-related write operations (applied by the writer inside its transaction). Creating a
+/// row never replaces another: `Create*` and `InsertItem` are plain INSERTs that fail on an
+/// existing key, and `Update*`/`FinishTurn` change only a row that exists (none is an error).
 #[derive(Debug, Clone)]
 pub enum ThreadWrite {
-    /// Insert or replace the whole thread row.
-    SaveThread(Box<ThreadRecord>),
+    /// Insert a new thread row; fails if the id is taken (the caller retries with a new id).
+    CreateThread(Box<ThreadRecord>),
+    /// Update the mutable columns of an existing thread row.
+    UpdateThread(Box<ThreadRecord>),
     DeleteThread(String),
-    /// Insert or replace a turn row.
-    SaveTurn(Box<TurnRecord>),
-    /// Insert or replace a completed item.
-    SaveItem {
+    /// Insert a new turn row.
+    CreateTurn(Box<TurnRecord>),
+    /// Record how an existing turn ended (status, completion time, error, usage).
+    FinishTurn(Box<TurnRecord>),
+    /// Insert a completed item.
+    InsertItem {
+        thread_id: String,
+        turn_seq: u32,
+        seq: u32,
+        body: String,
+    },
+    /// Write a completed item whose first write may have committed (its turn task was cancelled
+    /// while waiting for it): the same item of the same turn, so replacing it is idempotent.
+    RewriteItem {
         thread_id: String,
         turn_seq: u32,
         seq: u32,
@@ -322,15 +336,18 @@ pub enum ThreadWrite {
         scope_key: String,
         at: String,
     },
-    /// Replace the thread's plan.
+    /// Replace the thread's plan (the latest snapshot replaces the previous one on purpose).
     SavePlan {
         thread_id: String,
         plan: Plan,
     },
-    /// Delete the turns with sequence number >= `from_seq` (rollback).
-    DeleteTurnsFrom {
+    /// Rollback: delete the last `count` turns among those with sequence number < `before_seq`
+    /// (the thread's next sequence number when the rollback was checked), so a turn started
+    /// after the check is never dropped.
+    DeleteLastTurns {
         thread_id: String,
-        from_seq: u32,
+        before_seq: u32,
+        count: u32,
     },
     /// Replace the thread's whole queue.
     SaveQueue {
@@ -341,50 +358,73 @@ pub enum ThreadWrite {
 
 impl ThreadWrite {
     pub fn item(thread_id: &str, turn_seq: u32, item: &Item) -> ThreadWrite {
-        ThreadWrite::SaveItem {
+        ThreadWrite::InsertItem {
             thread_id: thread_id.to_owned(),
             turn_seq,
             seq: parse_seq(&item.id, "item_").unwrap_or(0),
             body: json(item),
         }
     }
+
+    /// [`ThreadWrite::item`] for an item whose first write may have committed.
+    pub fn item_again(thread_id: &str, turn_seq: u32, item: &Item) -> ThreadWrite {
+        match Self::item(thread_id, turn_seq, item) {
+            ThreadWrite::InsertItem { thread_id, turn_seq, seq, body } => {
+                ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body }
+            }
+            other => other,
+        }
+    }
+}
+
+/// An UPDATE that matched no row is an error: the row it meant to change does not exist.
+fn require_one(result: sqlx::sqlite::SqliteQueryResult) -> Result<(), sqlx::Error> {
+    if result.rows_affected() == 0 { Err(sqlx::Error::RowNotFound) } else { Ok(()) }
 }
 
 pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Result<(), sqlx::Error> {
     match op {
-        ThreadWrite::SaveThread(t) => {
-            sqlx::query(&format!(
-                "INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?) \
-                 ON CONFLICT (id) DO UPDATE SET display_name = excluded.display_name, status = excluded.status, \
-                 last_active_at = excluded.last_active_at, metadata = excluded.metadata, \
-                 configuration = excluded.configuration, next_turn_seq = excluded.next_turn_seq"
-            ))
-            .bind(&t.id)
-            .bind(&t.workspace_path)
-            .bind(&t.user_id)
-            .bind(&t.origin_channel)
-            .bind(&t.channel_context)
+        ThreadWrite::CreateThread(t) => {
+            sqlx::query(&format!("INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+                .bind(&t.id)
+                .bind(&t.workspace_path)
+                .bind(&t.user_id)
+                .bind(&t.origin_channel)
+                .bind(&t.channel_context)
+                .bind(&t.display_name)
+                .bind(t.status.as_str())
+                .bind(history_str(t.history_mode))
+                .bind(&t.created_at)
+                .bind(&t.last_active_at)
+                .bind(json(&t.metadata))
+                .bind(t.configuration.as_ref().map(json))
+                .bind(i64::from(t.next_turn_seq))
+                .execute(&mut *conn)
+                .await?;
+        }
+        ThreadWrite::UpdateThread(t) => {
+            let result = sqlx::query(
+                "UPDATE threads SET display_name = ?, status = ?, last_active_at = ?, metadata = ?, \
+                 configuration = ?, next_turn_seq = ? WHERE id = ?",
+            )
             .bind(&t.display_name)
             .bind(t.status.as_str())
-            .bind(history_str(t.history_mode))
-            .bind(&t.created_at)
             .bind(&t.last_active_at)
             .bind(json(&t.metadata))
             .bind(t.configuration.as_ref().map(json))
             .bind(i64::from(t.next_turn_seq))
+            .bind(&t.id)
             .execute(&mut *conn)
             .await?;
+            require_one(result)?;
         }
         ThreadWrite::DeleteThread(id) => {
             sqlx::query("DELETE FROM threads WHERE id = ?").bind(id).execute(&mut *conn).await?;
         }
-        ThreadWrite::SaveTurn(t) => {
-            // An upsert, not INSERT OR REPLACE: replacing would delete the row and cascade to its items.
+        ThreadWrite::CreateTurn(t) => {
             sqlx::query(
                 "INSERT INTO turns (thread_id, seq, id, status, started_at, completed_at, error, \
-                 token_usage, origin_channel, initiator) VALUES (?,?,?,?,?,?,?,?,?,?) \
-                 ON CONFLICT (thread_id, seq) DO UPDATE SET status = excluded.status, \
-                 completed_at = excluded.completed_at, error = excluded.error, token_usage = excluded.token_usage",
+                 token_usage, origin_channel, initiator) VALUES (?,?,?,?,?,?,?,?,?,?)",
             )
             .bind(&t.thread_id)
             .bind(i64::from(t.seq))
@@ -399,8 +439,23 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
             .execute(&mut *conn)
             .await?;
         }
-        ThreadWrite::SaveItem { thread_id, turn_seq, seq, body } => {
-            sqlx::query("INSERT OR REPLACE INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
+        ThreadWrite::FinishTurn(t) => {
+            let result = sqlx::query(
+                "UPDATE turns SET status = ?, completed_at = ?, error = ?, token_usage = ? \
+                 WHERE thread_id = ? AND seq = ?",
+            )
+            .bind(t.status.as_str())
+            .bind(&t.completed_at)
+            .bind(&t.error)
+            .bind(t.token_usage.as_ref().map(json))
+            .bind(&t.thread_id)
+            .bind(i64::from(t.seq))
+            .execute(&mut *conn)
+            .await?;
+            require_one(result)?;
+        }
+        ThreadWrite::InsertItem { thread_id, turn_seq, seq, body } => {
+            sqlx::query("INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
                 .bind(thread_id)
                 .bind(i64::from(*turn_seq))
                 .bind(i64::from(*seq))
@@ -408,12 +463,28 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
                 .execute(&mut *conn)
                 .await?;
         }
-        ThreadWrite::DeleteTurnsFrom { thread_id, from_seq } => {
-            sqlx::query("DELETE FROM turns WHERE thread_id = ? AND seq >= ?")
-                .bind(thread_id)
-                .bind(i64::from(*from_seq))
-                .execute(&mut *conn)
-                .await?;
+        ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {
+            sqlx::query(
+                "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?) \
+                 ON CONFLICT (thread_id, turn_seq, seq) DO UPDATE SET body = excluded.body",
+            )
+            .bind(thread_id)
+            .bind(i64::from(*turn_seq))
+            .bind(i64::from(*seq))
+            .bind(body)
+            .execute(&mut *conn)
+            .await?;
+        }
+        ThreadWrite::DeleteLastTurns { thread_id, before_seq, count } => {
+            sqlx::query(
+                "DELETE FROM turns WHERE thread_id = ?1 AND seq IN \
+                 (SELECT seq FROM turns WHERE thread_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3)",
+            )
+            .bind(thread_id)
+            .bind(i64::from(*before_seq))
+            .bind(i64::from(*count))
+            .execute(&mut *conn)
+            .await?;
         }
         ThreadWrite::SetTurnStatus { thread_id, seq, status } => {
             sqlx::query("UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?")
@@ -441,6 +512,8 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
                 .await?;
         }
         ThreadWrite::SaveQueue { thread_id, inputs } => {
+            // Delete and inserts are one unit (the writer's savepoint): the old queue stays whole
+            // if any insert fails, e.g. on an id another thread's input already has.
             sqlx::query("DELETE FROM queued_inputs WHERE thread_id = ?").bind(thread_id).execute(&mut *conn).await?;
             for (position, input) in inputs.iter().enumerate() {
                 sqlx::query("INSERT INTO queued_inputs (id, thread_id, position, body) VALUES (?,?,?,?)")
@@ -489,7 +562,7 @@ pub(super) async fn fail_unfinished_turns(
             created_at: now.to_owned(),
             completed_at: Some(now.to_owned()),
         };
-        sqlx::query("INSERT OR REPLACE INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
+        sqlx::query("INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
             .bind(&thread_id)
             .bind(seq)
             .bind(next_item)

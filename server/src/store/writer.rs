@@ -1,14 +1,16 @@
 //! The single writer: every write of the server goes through one task that owns the writer
 //! connection and commits whatever has queued up as one transaction (group commit). A caller
 //! gets its answer only after the transaction holding its write has committed, so anything the
-//! server has acknowledged survives a crash of the process.
+//! server has acknowledged survives a crash of the process. Each submitted unit runs in its own
+//! SAVEPOINT, so a unit commits whole or not at all.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use sqlx::pool::PoolConnection;
 use sqlx::{Sqlite, SqlitePool};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{mpsc, oneshot, watch};
 
 use super::file::DbFile;
 use super::{StoreError, WriteOp, apply};
@@ -22,19 +24,49 @@ pub(super) enum WriterMessage {
     Stop(oneshot::Sender<()>),
 }
 
-/// Test support (`debug/store/failWrites`): how many of the next write units fail. A failing unit
-/// runs all its statements and then reports an error, as a unit whose last statement failed would.
-#[derive(Debug, Default)]
-pub(super) struct WriteFaults(AtomicU32);
+/// Longest the writer stays held by `debug/store/holdWrites`.
+const HOLD_LIMIT: Duration = Duration::from_secs(30);
+
+/// Test support (`debug/store/failWrites`, `debug/store/holdWrites`): how many of the next write
+/// units fail, and whether commits are held back. A failing unit runs all its statements and then
+/// reports an error, as a unit whose last statement failed would. `finish_turn` counts only units
+/// that save a finished turn (so a test can fail exactly that one).
+#[derive(Debug)]
+pub(super) struct WriteFaults {
+    any: AtomicU32,
+    finish_turn: AtomicU32,
+    held: watch::Sender<bool>,
+}
+
+impl Default for WriteFaults {
+    fn default() -> Self {
+        WriteFaults { any: AtomicU32::new(0), finish_turn: AtomicU32::new(0), held: watch::channel(false).0 }
+    }
+}
 
 impl WriteFaults {
-    pub(super) fn arm(&self, count: u32) {
-        self.0.store(count, Ordering::SeqCst);
+    /// While held, nothing commits (writes queue up): a slow disk, on demand.
+    pub(super) fn hold(&self, held: bool) {
+        self.held.send_replace(held);
     }
 
-    /// `true` (and one fewer armed) when the next unit must fail.
-    fn take(&self) -> bool {
-        self.0.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok()
+    async fn wait_while_held(&self) {
+        if !*self.held.borrow() {
+            return;
+        }
+        let mut released = self.held.subscribe();
+        let _ = tokio::time::timeout(HOLD_LIMIT, released.wait_for(|held| !*held)).await;
+    }
+
+    pub(super) fn arm(&self, count: u32, only_finished_turns: bool) {
+        let counter = if only_finished_turns { &self.finish_turn } else { &self.any };
+        counter.store(count, Ordering::SeqCst);
+    }
+
+    /// `true` (and one fewer armed) when `op` must fail.
+    fn take(&self, op: &WriteOp) -> bool {
+        let take = |n: &AtomicU32| n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
+        (op.finishes_turn() && take(&self.finish_turn)) || take(&self.any)
     }
 }
 
@@ -59,6 +91,7 @@ pub(super) async fn run(
             WriterMessage::Write(op, reply) => batch.push((op, reply)),
             WriterMessage::Stop(done) => stop = Some(done),
         }
+        faults.wait_while_held().await;
         while stop.is_none() && batch.len() < MAX_BATCH {
             match rx.try_recv() {
                 Ok(WriterMessage::Write(op, reply)) => batch.push((op, reply)),
@@ -90,34 +123,54 @@ async fn commit_batch(
     batch: &mut Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
     faults: &WriteFaults,
 ) {
-    if let Err(err) = sqlx::query("BEGIN IMMEDIATE").execute(&mut **conn).await {
+    let fail_batch = |batch: &mut Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>, err: sqlx::Error| {
         let message = err.to_string();
         for (_, reply) in batch.drain(..) {
             let _ = reply.send(Err(StoreError::Write(message.clone())));
         }
-        return;
+    };
+    if let Err(err) = sqlx::query("BEGIN IMMEDIATE").execute(&mut **conn).await {
+        return fail_batch(batch, err);
     }
     let mut results = Vec::with_capacity(batch.len());
     for (op, _) in batch.iter() {
-        // A failing statement rolls back only itself; the others in the batch still commit.
-        let mut result = apply(conn, op).await.map_err(StoreError::from);
-        if result.is_ok() && faults.take() {
-            result = Err(StoreError::Write("injected fault (debug/store/failWrites)".to_owned()));
+        match apply_unit(conn, op, faults).await {
+            Ok(result) => results.push(result),
+            // The savepoint machinery itself failed: what the unit left behind is unknown, so
+            // nothing of the batch may commit.
+            Err(err) => {
+                let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
+                return fail_batch(batch, err);
+            }
         }
-        results.push(result);
     }
-    let commit = sqlx::query("COMMIT").execute(&mut **conn).await;
-    if let Err(err) = commit {
+    if let Err(err) = sqlx::query("COMMIT").execute(&mut **conn).await {
         let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
-        let message = err.to_string();
-        for (_, reply) in batch.drain(..) {
-            let _ = reply.send(Err(StoreError::Write(message.clone())));
-        }
-        return;
+        return fail_batch(batch, err);
     }
     for ((_, reply), result) in batch.drain(..).zip(results) {
         let _ = reply.send(result);
     }
+}
+
+/// Applies one submitted unit inside its own SAVEPOINT: every statement of the unit commits with
+/// the batch, or (when any fails) none does, and the other units of the batch are unaffected.
+/// The outer error means the savepoint itself could not be set, undone or released.
+async fn apply_unit(
+    conn: &mut PoolConnection<Sqlite>,
+    op: &WriteOp,
+    faults: &WriteFaults,
+) -> Result<Result<(), StoreError>, sqlx::Error> {
+    sqlx::query("SAVEPOINT unit").execute(&mut **conn).await?;
+    let mut result = apply(conn, op).await.map_err(StoreError::from);
+    if result.is_ok() && faults.take(op) {
+        result = Err(StoreError::Write("injected fault (debug/store/failWrites)".to_owned()));
+    }
+    if result.is_err() {
+        sqlx::query("ROLLBACK TO unit").execute(&mut **conn).await?;
+    }
+    sqlx::query("RELEASE unit").execute(&mut **conn).await?;
+    Ok(result)
 }
 
 async fn fail_all(rx: &mut mpsc::UnboundedReceiver<WriterMessage>, reason: &str) {

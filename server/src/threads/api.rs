@@ -12,7 +12,7 @@ use appserver_protocol::{
 use super::{SessionError, ThreadState, new_thread_id, wire};
 use crate::clock::UtcTime;
 use crate::rpc::{OutFrame, RequestCtx};
-use crate::store::{ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
+use crate::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -94,20 +94,45 @@ pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Resu
     Ok(ThreadResult { thread })
 }
 
-/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply.
+/// New ids tried for one thread before giving up: six random characters collide within a day
+/// very rarely, so several collisions in a row mean something else is wrong.
+const THREAD_ID_ATTEMPTS: u32 = 8;
+
+/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply. The row
+/// is inserted, never upserted: when its id is taken, the thread gets a new id and the existing
+/// thread is left as it was.
 pub async fn create_thread(
     ctx: &RequestCtx,
-    record: ThreadRecord,
+    mut record: ThreadRecord,
     dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
 ) -> Result<appserver_protocol::Thread, SessionError> {
     // Loaded (unannounced) before its row commits, so a client that finds the row with
     // `thread/list` finds this handle, whose notifications wait for `thread/started`.
-    let id = record.id.clone();
-    let handle = ctx.state.threads.insert(record.clone());
-    if let Err(err) = ctx.state.store.write(ThreadWrite::SaveThread(Box::new(record))).await {
-        ctx.state.threads.remove(&id);
-        return Err(err.into());
-    }
+    let mut attempt = 1;
+    let handle = loop {
+        if let Some(forced) = ctx.state.debug.take_forced_thread_id() {
+            record.id = forced;
+        }
+        // A loaded thread's id is as taken as a stored one's; neither is ever replaced.
+        if let Some(handle) = ctx.state.threads.insert_new(record.clone()) {
+            match ctx.state.store.write(ThreadWrite::CreateThread(Box::new(record.clone()))).await {
+                Ok(()) => break handle,
+                Err(err) => {
+                    ctx.state.threads.remove(&record.id);
+                    if !err.is_conflict() {
+                        return Err(err.into());
+                    }
+                }
+            }
+        }
+        if attempt >= THREAD_ID_ATTEMPTS {
+            let reason = format!("no free thread id after {THREAD_ID_ATTEMPTS} attempts");
+            return Err(StoreError::Write(reason).into());
+        }
+        tracing::warn!(id = %record.id, attempt, "thread id already taken; trying another");
+        record.id = new_thread_id(UtcTime::now());
+        attempt += 1;
+    };
     let thread = {
         let mut state = handle.state();
         if !dynamic_tools.is_empty() {
@@ -153,7 +178,7 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
         }
         state.record.status = ThreadStatus::Active;
         state.record.last_active_at = UtcTime::now().rfc3339();
-        (ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone()))), previous)
+        (ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone()))), previous)
     };
     ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
@@ -246,8 +271,9 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
         return Err(SessionError::InvalidParams("numTurns: must be at least 1".into()));
     }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    // Turns started after this point have higher sequence numbers and are never dropped.
-    let next_seq = {
+    // Checked and submitted under the thread's lock, bounded by the sequence number checked: a
+    // turn reserved after this point is written after the delete and is out of its reach.
+    let ticket = {
         let state = handle.state();
         state.require_exists()?;
         if state.record.status == ThreadStatus::Archived {
@@ -256,15 +282,15 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
         if state.running.is_some() {
             return Err(SessionError::TurnInProgress(p.thread_id));
         }
-        state.record.next_turn_seq
+        ctx.state.store.submit(ThreadWrite::DeleteLastTurns {
+            thread_id: p.thread_id.clone(),
+            before_seq: state.record.next_turn_seq,
+            count: p.num_turns,
+        })
     };
-    let (dropped, _) = ctx.state.store.turns(&p.thread_id, Some(next_seq), Some(p.num_turns)).await?;
-    if let Some(first) = dropped.first() {
-        ctx.state
-            .store
-            .write(ThreadWrite::DeleteTurnsFrom { thread_id: p.thread_id.clone(), from_seq: first.seq })
-            .await?;
-    }
+    // Test support: `debug/rollback/hold` parks the rollback here, after its check.
+    ctx.state.debug.rollback_gate(&p.thread_id).await;
+    ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
     Ok(ThreadResult { thread: wire::thread(&handle.state(), turns) })
 }
@@ -313,7 +339,7 @@ async fn change_status(
             return Ok(EmptyResult {});
         }
         state.record.status = to;
-        (ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone()))), previous)
+        (ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone()))), previous)
     };
     ticket.wait().await?;
     let notification = status_changed(thread_id, previous, to);
@@ -379,7 +405,7 @@ async fn update_record(
         let mut state = handle.state();
         state.require_exists()?;
         change(&mut state.record);
-        ctx.state.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())))
+        ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())))
     };
     ticket.wait().await?;
     Ok(handle)

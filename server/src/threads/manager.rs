@@ -80,16 +80,20 @@ impl ThreadManager {
         Some(handle)
     }
 
-    /// Registers a thread that was just created. Its notifications are held until it is
-    /// announced (`EventHub::announce`).
-    pub fn insert(&self, record: ThreadRecord) -> Arc<ThreadHandle> {
+    /// Registers a thread being created; `None` when a thread with its id is loaded already
+    /// (which is never replaced). Its notifications are held until it is announced
+    /// (`EventHub::announce`).
+    pub fn insert_new(&self, record: ThreadRecord) -> Option<Arc<ThreadHandle>> {
+        let mut map = self.loaded_map();
+        if map.contains_key(&record.id) {
+            return None;
+        }
         let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
         handle.hub.gate().hold();
         self.touch(&handle);
-        let mut map = self.loaded_map();
         map.insert(handle.id.clone(), handle.clone());
         self.evict_over_cap(&mut map);
-        handle
+        Some(handle)
     }
 
     /// Forgets a deleted thread.

@@ -39,6 +39,8 @@ pub enum SessionError {
     TurnNotRunning(String),
     #[error("{0}")]
     InvalidParams(String),
+    #[error("thread {thread} already has {max} queued inputs, the most it may have")]
+    QueueFull { thread: String, max: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -99,6 +101,10 @@ pub struct ThreadHandle {
     pub hub: EventHub,
     /// When it was last handed out ([`ThreadManager`]'s clock), for least-recently-used eviction.
     last_used: std::sync::atomic::AtomicU64,
+    /// Held (across the await of the write) by every change of the queue, from before the change
+    /// until it is announced or undone: queue writes commit, and are announced, one at a time and
+    /// in order, and a failed one can be undone exactly.
+    pub queue_order: tokio::sync::Mutex<()>,
 }
 
 impl ThreadHandle {
@@ -126,6 +132,7 @@ impl ThreadHandle {
             }),
             hub: EventHub::new(announce),
             last_used: Default::default(),
+            queue_order: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -82,17 +82,12 @@ pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Resu
     input::validate(&p.input)?;
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let prepared = prepare(ctx, &p.input, p.sender).await;
-    let (queued_input, queued_inputs, next) = {
-        let mut state = handle.state();
-        let (queued, next) = runner::enqueue(&ctx.state, &mut state, prepared, Some(ctx.peer.id))?;
-        (queued, state.queue.clone(), next)
-    };
-    if let Some(reservation) = next {
-        let reservation = runner::persist(&ctx.state, &handle, reservation).await?;
+    let enqueued = runner::enqueue_durably(&ctx.state, &handle, prepared, Some(ctx.peer.id)).await?;
+    if let Some(reservation) = enqueued.started {
         let (server, starter) = (ctx.state.clone(), ctx.peer.clone());
         ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
     }
-    Ok(TurnEnqueueResult { queued_input, queued_inputs })
+    Ok(TurnEnqueueResult { queued_input: enqueued.queued_input, queued_inputs: enqueued.queued_inputs })
 }
 
 pub async fn handle_turn_queue_remove(
@@ -100,30 +95,55 @@ pub async fn handle_turn_queue_remove(
     p: TurnQueueRemoveParams,
 ) -> Result<QueuedInputsResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    let mut state = handle.state();
-    state.require_exists()?;
-    let before = state.queue.len();
-    state.queue.retain(|q| q.id != p.queued_input_id);
-    state.queued_by.remove(&p.queued_input_id);
-    if state.queue.len() == before {
-        return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
+    let _queue_order = handle.queue_order.lock().await;
+    let (index, removed, by, write) = {
+        let mut state = handle.state();
+        state.require_exists()?;
+        let Some(index) = state.queue.iter().position(|q| q.id == p.queued_input_id) else {
+            return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
+        };
+        let removed = state.queue.remove(index);
+        let by = state.queued_by.remove(&p.queued_input_id);
+        (index, removed, by, runner::save_queue(&ctx.state, &state))
+    };
+    match write.announce(&ctx.state).await {
+        Ok(queued_inputs) => Ok(QueuedInputsResult { queued_inputs }),
+        Err(err) => {
+            let mut state = handle.state();
+            if let Some(by) = by {
+                state.queued_by.insert(removed.id.clone(), by);
+            }
+            let index = index.min(state.queue.len());
+            state.queue.insert(index, removed);
+            Err(err.into())
+        }
     }
-    runner::queue_changed(&ctx.state, &state);
-    Ok(QueuedInputsResult { queued_inputs: state.queue.clone() })
 }
 
 pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<TurnSteerResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    let mut state = handle.state();
-    state.require_active()?;
-    let running = state.running.as_ref().map(|r| r.id.clone());
-    if running.as_deref() != Some(p.expected_turn_id.as_str()) {
-        return Err(SessionError::TurnNotRunning(p.expected_turn_id));
-    }
-    let Some(queued) = state.queue.iter_mut().find(|q| q.id == p.queued_input_id) else {
-        return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
+    let _queue_order = handle.queue_order.lock().await;
+    let write = {
+        let mut state = handle.state();
+        state.require_active()?;
+        let running = state.running.as_ref().map(|r| r.id.clone());
+        if running.as_deref() != Some(p.expected_turn_id.as_str()) {
+            return Err(SessionError::TurnNotRunning(p.expected_turn_id));
+        }
+        let Some(queued) = state.queue.iter_mut().find(|q| q.id == p.queued_input_id) else {
+            return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
+        };
+        queued.status = QueuedInputStatus::GuidancePending;
+        runner::save_queue(&ctx.state, &state)
     };
-    queued.status = QueuedInputStatus::GuidancePending;
-    runner::queue_changed(&ctx.state, &state);
-    Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs: state.queue.clone() })
+    match write.announce(&ctx.state).await {
+        Ok(queued_inputs) => Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs }),
+        Err(err) => {
+            let mut state = handle.state();
+            if let Some(queued) = state.queue.iter_mut().find(|q| q.id == p.queued_input_id) {
+                queued.status = QueuedInputStatus::Queued;
+            }
+            Err(err.into())
+        }
+    }
 }

@@ -6,8 +6,8 @@ use std::sync::Arc;
 
 use appserver_protocol::{
     ChatMessage, InputPart, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
-    ServerNotification, TextDeltaParams, TextPayload, ThreadQueueUpdatedParams, TokenUsage,
-    ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload, UsageDeltaParams,
+    ServerNotification, TextDeltaParams, TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload,
+    ToolResultPayload, UsageDeltaParams,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ use crate::agent::tools::{ToolCall, ToolOutput, ToolRegistry};
 use crate::clock;
 use crate::server::ServerState;
 use crate::store::{StoreError, ThreadWrite, item_id};
-use crate::threads::{ThreadHandle, broadcast_about};
+use crate::threads::ThreadHandle;
 
 use super::input::PreparedInput;
 
@@ -40,6 +40,9 @@ struct OpenItem {
     /// Accumulated text of a streaming message or reasoning item, or of tool-call arguments.
     text: String,
     sent_tool_header: bool,
+    /// Its completion was submitted by a task that was then cancelled mid-write, so the row may
+    /// exist: completing it again rewrites the same item instead of inserting it.
+    write_submitted: bool,
 }
 
 /// The agent's handle on the turn it is running.
@@ -116,7 +119,7 @@ impl TurnContext {
             turn_id: self.turn_id.clone(),
             item: item.clone(),
         }));
-        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false });
+        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false, write_submitted: false });
         id
     }
 
@@ -197,7 +200,13 @@ impl TurnContext {
         };
         item.status = ItemStatus::Completed;
         item.completed_at = Some(clock::now_rfc3339());
-        self.state.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
+        let write = if open.write_submitted {
+            ThreadWrite::item_again(&self.thread_id, self.turn_seq, &item)
+        } else {
+            ThreadWrite::item(&self.thread_id, self.turn_seq, &item)
+        };
+        self.open[index].write_submitted = true;
+        self.state.store.write(write).await?;
         self.open.remove(index);
         self.publish(ServerNotification::ItemCompleted(ItemEventParams {
             thread_id: self.thread_id.clone(),
@@ -305,32 +314,31 @@ impl TurnContext {
     /// At a safe point: takes the inputs promoted with `turn/steer`, records each as a
     /// `userMessage` with `deliveryMode = "guidance"`, and returns them for the agent to act on.
     pub async fn take_guidance(&mut self) -> Result<Vec<QueuedTurnInput>, TurnError> {
-        let (taken, ticket) = {
+        // The queue without them is announced only once it has committed; if that fails, they
+        // stay promised (finalize returns them to the queue).
+        let queue_order = self.handle.queue_order.lock().await;
+        let (taken, before, write) = {
             let mut state = self.handle.state();
+            let before = state.queue.clone();
             let (taken, kept): (Vec<_>, Vec<_>) =
                 state.queue.drain(..).partition(|q| q.status == QueuedInputStatus::GuidancePending);
             state.queue = kept;
-            for input in &taken {
-                state.queued_by.remove(&input.id);
-            }
             if taken.is_empty() {
                 return Ok(Vec::new());
             }
-            let ticket = self
-                .state
-                .store
-                .submit(ThreadWrite::SaveQueue { thread_id: self.thread_id.clone(), inputs: state.queue.clone() });
-            broadcast_about(
-                &self.state.connections,
-                &state.announce,
-                &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
-                    thread_id: self.thread_id.clone(),
-                    queued_inputs: state.queue.clone(),
-                }),
-            );
-            (taken, ticket)
+            (taken, before, crate::turns::runner::save_queue(&self.state, &state))
         };
-        ticket.wait().await?;
+        if let Err(err) = write.announce(&self.state).await {
+            self.handle.state().queue = before;
+            return Err(err.into());
+        }
+        {
+            let mut state = self.handle.state();
+            for input in &taken {
+                state.queued_by.remove(&input.id);
+            }
+        }
+        drop(queue_order);
         for input in &taken {
             let prepared = PreparedInput {
                 native: input.native_input_parts.clone(),

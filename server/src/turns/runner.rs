@@ -5,13 +5,16 @@
 //! `item/completed`, the agent's items, then exactly one of `turn/completed`, `turn/failed`,
 //! `turn/cancelled`, always last. Turns belong to the server: they keep running when the
 //! connection that started them closes.
+//!
+//! The thread's queue lives here too: every change of it is written, then announced
+//! (`thread/queue/updated`) under the thread's `queue_order` token, and undone if the write fails.
 
 use std::sync::Arc;
 
 use appserver_protocol::{
-    ChatMessage, ErrorPayload, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, ServerNotification,
-    ThreadQueueUpdatedParams, ThreadRenamedParams, Turn, TurnCancelledParams, TurnFailedParams, TurnInitiator,
-    TurnResult, TurnStatus,
+    ChatMessage, ErrorPayload, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
+    ServerNotification, ThreadQueueUpdatedParams, ThreadRenamedParams, Turn, TurnCancelledParams, TurnFailedParams,
+    TurnInitiator, TurnResult, TurnStatus,
 };
 use tokio_util::sync::CancellationToken;
 
@@ -20,8 +23,10 @@ use super::input::{PreparedInput, title_from};
 use crate::clock::{self, UtcTime};
 use crate::rpc::Peer;
 use crate::server::ServerState;
-use crate::store::{ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
-use crate::threads::{RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast_about, set_runtime, wire};
+use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
+use crate::threads::{
+    AnnounceGate, RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast_about, set_runtime, wire,
+};
 
 /// A turn that has been allocated on its thread and whose start is being written.
 #[derive(Debug)]
@@ -37,6 +42,16 @@ pub struct Reservation {
     ticket: Option<WriteTicket>,
     /// For a dequeued input: the connection that queued it.
     pub queued_by: Option<crate::rpc::ConnectionId>,
+    /// For a dequeued input: where it was in the queue, to put it back if the start is not
+    /// written, and the queue to announce once it is.
+    dequeued: Option<Dequeued>,
+}
+
+#[derive(Debug)]
+struct Dequeued {
+    index: usize,
+    input: QueuedTurnInput,
+    queue: Vec<QueuedTurnInput>,
 }
 
 impl Reservation {
@@ -60,6 +75,18 @@ pub fn reserve(
     input: PreparedInput,
     messages: Option<Vec<ChatMessage>>,
     origin: Origin,
+) -> Result<Reservation, SessionError> {
+    reserve_with(server, thread, input, messages, origin, Vec::new())
+}
+
+/// [`reserve`], with `also` written in the same unit as the turn's start.
+fn reserve_with(
+    server: &ServerState,
+    thread: &mut ThreadState,
+    input: PreparedInput,
+    messages: Option<Vec<ChatMessage>>,
+    origin: Origin,
+    also: Vec<WriteOp>,
 ) -> Result<Reservation, SessionError> {
     thread.require_active()?;
     if thread.running.is_some() {
@@ -103,21 +130,35 @@ pub fn reserve(
         created_at: now.clone(),
         completed_at: Some(now),
     };
-    let ticket = server.store.submit(WriteOp::All(vec![
-        ThreadWrite::SaveThread(Box::new(thread.record.clone())).into(),
-        ThreadWrite::SaveTurn(Box::new(turn.clone())).into(),
+    let mut unit = vec![
+        ThreadWrite::UpdateThread(Box::new(thread.record.clone())).into(),
+        ThreadWrite::CreateTurn(Box::new(turn.clone())).into(),
         ThreadWrite::item(&thread.record.id, seq, &user_item).into(),
-    ]));
+    ];
+    unit.extend(also);
+    let ticket = server.store.submit(WriteOp::All(unit));
     let cancel = server.shutdown.child_token();
     thread.running = Some(RunningTurn { seq, id, cancel: cancel.clone() });
     set_runtime(&server.connections, thread, |r| {
         r.running = true;
         r.waiting_on_plan_confirmation = false;
     });
-    Ok(Reservation { turn, user_item, input, messages, cancel, renamed, ticket: Some(ticket), queued_by: None })
+    Ok(Reservation {
+        turn,
+        user_item,
+        input,
+        messages,
+        cancel,
+        renamed,
+        ticket: Some(ticket),
+        queued_by: None,
+        dequeued: None,
+    })
 }
 
-/// Waits for the turn's start to be written; on failure the thread is free again.
+/// Waits for the turn's start to be written. For a dequeued input, the queue without it is
+/// announced then (hold the thread's `queue_order` around [`dequeue`] and this). On failure nothing
+/// of the start was kept: the thread is free again and a dequeued input is back in its place.
 pub async fn persist(
     server: &ServerState,
     handle: &ThreadHandle,
@@ -127,8 +168,22 @@ pub async fn persist(
     if let Err(err) = ticket.wait().await {
         let mut state = handle.state();
         state.running = None;
+        if reservation.renamed.is_some() && state.record.display_name == reservation.renamed {
+            state.record.display_name = None;
+        }
+        if let Some(dequeued) = reservation.dequeued.take() {
+            let index = dequeued.index.min(state.queue.len());
+            if let Some(by) = reservation.queued_by {
+                state.queued_by.insert(dequeued.input.id.clone(), by);
+            }
+            state.queue.insert(index, dequeued.input);
+        }
         set_runtime(&server.connections, &mut state, |r| r.running = false);
         return Err(err.into());
+    }
+    if let Some(dequeued) = reservation.dequeued.take() {
+        let announce = handle.state().announce.clone();
+        broadcast_queue(server, &announce, &handle.id, dequeued.queue);
     }
     Ok(reservation)
 }
@@ -239,13 +294,26 @@ async fn finalize(
     if let Outcome::Failed(message) = &outcome {
         turn.error = Some(message.clone());
     }
-    let saved = server.store.write(ThreadWrite::SaveTurn(Box::new(turn.clone()))).await;
-    if let Err(err) = &saved {
+    let mut outcome = outcome;
+    let saved = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
+    // A deleted thread's turn went with it, and nothing is announced for it.
+    let deleted = handle.state().deleted;
+    if let (Err(err), false) = (saved, deleted) {
+        // Never announce an end that is not stored: the turn fails, and that is saved if it can be
+        // (otherwise the row stays running and start-up recovery fails it).
         tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the finished turn");
+        let message = format!("The turn's result could not be saved: {err}");
+        turn.status = TurnStatus::Failed;
+        turn.error = Some(message.clone());
+        outcome = Outcome::Failed(message);
+        if let Err(err) = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
+            tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
+        }
     }
     let wire_turn = wire::turn(&turn, ctx.items);
 
-    let next = {
+    let _queue_order = handle.queue_order.lock().await;
+    let (restored, next) = {
         let mut state = handle.state();
         state.running = None;
         // Guidance that never reached the agent goes back to the queue.
@@ -257,7 +325,7 @@ async fn finalize(
         set_runtime(&server.connections, &mut state, |r| r.running = false);
         if !state.deleted {
             state.record.last_active_at = now;
-            let _ = server.store.submit(ThreadWrite::SaveThread(Box::new(state.record.clone())));
+            let _ = server.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
             handle.publish(&match outcome {
                 Outcome::Completed => ServerNotification::TurnCompleted(TurnResult { turn: wire_turn }),
                 Outcome::Failed(error) => ServerNotification::TurnFailed(TurnFailedParams { turn: wire_turn, error }),
@@ -267,23 +335,30 @@ async fn finalize(
             });
         }
         handle.hub.end_turn();
-        if restored {
-            queue_changed(server, &state);
-        }
+        let restored = restored.then(|| save_queue(server, &state));
         // Only a successful turn consumes the queue (Session Core 4.1.1).
-        if turn.status == TurnStatus::Completed && !state.deleted && !server.shutdown.is_cancelled() {
+        let next = if turn.status == TurnStatus::Completed && !state.deleted && !server.shutdown.is_cancelled() {
             dequeue(server, &mut state)
         } else {
             None
-        }
+        };
+        (restored, next)
     };
+    if let Some(restored) = restored {
+        if let Err(err) = restored.announce(server).await {
+            // Only statuses changed, and a reload resets them to queued anyway.
+            tracing::warn!(thread = %handle.id, error = %err, "cannot save the restored queue");
+        }
+    }
     if let Some(reservation) = next {
         let starter = reservation.queued_by.and_then(|id| server.connections.get(id));
         start_reserved(server, handle.clone(), reservation, starter).await;
     }
 }
 
-/// Under the lock: if the thread is idle and has a queued input, reserves a turn for it.
+/// Under the lock (and the thread's `queue_order`): if the thread is idle and has a queued input,
+/// reserves a turn for it. The turn's start and the queue without the input are one write unit,
+/// so the input is never both queued and started, nor lost; [`persist`] announces the queue.
 pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservation> {
     if state.running.is_some() || state.record.status != appserver_protocol::ThreadStatus::Active {
         return None;
@@ -297,10 +372,11 @@ pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservat
         sender: queued.sender.clone(),
         delivery_mode: Some("queued".to_owned()),
     };
-    match reserve(server, state, input, None, Origin::default()) {
+    let save = ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() };
+    match reserve_with(server, state, input, None, Origin::default(), vec![save.into()]) {
         Ok(mut reservation) => {
             reservation.queued_by = state.queued_by.remove(&queued.id);
-            queue_changed(server, state);
+            reservation.dequeued = Some(Dequeued { index, input: queued, queue: state.queue.clone() });
             Some(reservation)
         }
         Err(err) => {
@@ -311,18 +387,27 @@ pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservat
     }
 }
 
-/// Under the lock: queues an input (remembering who queued it) and, when nothing runs, reserves
-/// a turn for the first queued input at once. Returns the queued input and that reservation.
-pub fn enqueue(
+/// Under the lock (and the thread's `queue_order`): checks the queue's cap and queues an input,
+/// remembering who queued it. Announce (or undo, with [`unqueue`]) the returned write outside
+/// the lock; then [`dequeue`] starts it if nothing runs.
+fn enqueue(
     server: &ServerState,
     state: &mut ThreadState,
     input: PreparedInput,
     by: Option<crate::rpc::ConnectionId>,
-) -> Result<(appserver_protocol::QueuedTurnInput, Option<Reservation>), SessionError> {
+) -> Result<(QueuedTurnInput, QueueWrite), SessionError> {
     state.require_active()?;
+    let max = server.config.max_queued_inputs;
+    if state.queue.len() >= max {
+        return Err(SessionError::QueueFull { thread: state.record.id.clone(), max });
+    }
     let now = UtcTime::now();
-    let queued = appserver_protocol::QueuedTurnInput {
-        id: queued_input_id(now),
+    let mut id = queued_input_id(now);
+    while state.queue.iter().any(|q| q.id == id) {
+        id = queued_input_id(now);
+    }
+    let queued = QueuedTurnInput {
+        id,
         thread_id: state.record.id.clone(),
         native_input_parts: input.native,
         materialized_input_parts: input.materialized,
@@ -336,9 +421,67 @@ pub fn enqueue(
         state.queued_by.insert(queued.id.clone(), by);
     }
     state.queue.push(queued.clone());
-    queue_changed(server, state);
-    let next = dequeue(server, state);
-    Ok((queued, next))
+    Ok((queued, save_queue(server, state)))
+}
+
+/// What [`enqueue_durably`] did.
+#[derive(Debug)]
+pub struct Enqueued {
+    pub queued_input: QueuedTurnInput,
+    /// The queue after it (and after starting the first input, if nothing was running).
+    pub queued_inputs: Vec<QueuedTurnInput>,
+    /// The turn that starts now (its start is written); the caller spawns it.
+    pub started: Option<Reservation>,
+}
+
+/// Queues an input: returns only once the queue has committed, announced
+/// (`thread/queue/updated`) after that; a failed write is undone and returned, never announced.
+/// When nothing runs, the first queued input then starts as a turn.
+pub async fn enqueue_durably(
+    server: &ServerState,
+    handle: &ThreadHandle,
+    input: PreparedInput,
+    by: Option<crate::rpc::ConnectionId>,
+) -> Result<Enqueued, SessionError> {
+    let _queue_order = handle.queue_order.lock().await;
+    let mut attempt = 1;
+    let queued_input = loop {
+        let (queued_input, write) = enqueue(server, &mut handle.state(), input.clone(), by)?;
+        match write.announce(server).await {
+            Ok(_) => break queued_input,
+            Err(err) => {
+                unqueue(&mut handle.state(), &queued_input.id);
+                // Queued-input ids are unique across threads: on a collision, try another id.
+                if !(err.is_conflict() && attempt < QUEUED_ID_ATTEMPTS) {
+                    return Err(err.into());
+                }
+                attempt += 1;
+            }
+        }
+    };
+    let next = dequeue(server, &mut handle.state());
+    let started = match next {
+        Some(reservation) => match persist(server, handle, reservation).await {
+            Ok(reservation) => Some(reservation),
+            // The input itself is queued (and stays so); only starting it failed.
+            Err(err) => {
+                tracing::error!(thread = %handle.id, error = %err, "cannot start the queued input");
+                None
+            }
+        },
+        None => None,
+    };
+    let queued_inputs = handle.state().queue.clone();
+    Ok(Enqueued { queued_input, queued_inputs, started })
+}
+
+/// Ids tried for one queued input before giving up.
+const QUEUED_ID_ATTEMPTS: u32 = 3;
+
+/// Undoes [`enqueue`] of `id` whose write failed.
+fn unqueue(state: &mut ThreadState, id: &str) {
+    state.queue.retain(|q| q.id != id);
+    state.queued_by.remove(id);
 }
 
 /// `queued_20260425100000000_ab12cd`
@@ -349,16 +492,56 @@ fn queued_input_id(now: UtcTime) -> String {
     format!("queued_{stamp}_{suffix}")
 }
 
-/// Persists the queue and tells every connection (`thread/queue/updated`). Under the lock.
-pub fn queue_changed(server: &ServerState, state: &ThreadState) {
-    let _ =
+/// A write of a thread's queue, submitted under its lock; announced only once it has committed.
+#[must_use = "a queue write is announced (or its failure handled) by awaiting it"]
+#[derive(Debug)]
+pub struct QueueWrite {
+    thread_id: String,
+    queue: Vec<QueuedTurnInput>,
+    ticket: WriteTicket,
+    /// The thread's gate: `thread/queue/updated` waits for `thread/started` too.
+    announce: Arc<AnnounceGate>,
+}
+
+impl QueueWrite {
+    /// The queue as written.
+    pub fn queue(&self) -> &[QueuedTurnInput] {
+        &self.queue
+    }
+
+    /// Waits for the write to commit, then tells every connection (`thread/queue/updated`).
+    /// A failed write is returned and announced to nobody.
+    pub async fn announce(self, server: &ServerState) -> Result<Vec<QueuedTurnInput>, StoreError> {
+        self.ticket.wait().await?;
+        broadcast_queue(server, &self.announce, &self.thread_id, self.queue.clone());
+        Ok(self.queue)
+    }
+}
+
+/// Under the lock (and the thread's `queue_order`): submits the thread's queue as it now is.
+pub fn save_queue(server: &ServerState, state: &ThreadState) -> QueueWrite {
+    let ticket =
         server.store.submit(ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() });
+    QueueWrite {
+        thread_id: state.record.id.clone(),
+        queue: state.queue.clone(),
+        ticket,
+        announce: state.announce.clone(),
+    }
+}
+
+fn broadcast_queue(
+    server: &ServerState,
+    announce: &AnnounceGate,
+    thread_id: &str,
+    queued_inputs: Vec<QueuedTurnInput>,
+) {
     broadcast_about(
         &server.connections,
-        &state.announce,
+        announce,
         &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
-            thread_id: state.record.id.clone(),
-            queued_inputs: state.queue.clone(),
+            thread_id: thread_id.to_owned(),
+            queued_inputs,
         }),
     );
 }
