@@ -1,5 +1,7 @@
 //! Integration tests, one module per area of the protocol.
 
+mod app_log_order;
+mod app_ownership;
 mod approvals;
 mod apps;
 mod batches;
