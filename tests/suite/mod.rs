@@ -5,6 +5,7 @@ mod app_ownership;
 mod approvals;
 mod apps;
 mod batches;
+mod command_confinement;
 mod commands;
 mod errors;
 mod handshake;
