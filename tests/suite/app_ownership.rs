@@ -135,3 +135,36 @@ async fn a_window_whose_host_has_gone_may_be_re_registered_and_replays() {
         .unwrap_err();
     assert_eq!(data_code(&err).1, "PERMISSION_DENIED");
 }
+
+/// `app/interaction` runs under the connection's in-flight limit: with the only permit held by
+/// a running request, an interaction is dropped (there is no reply to refuse it with).
+#[tokio::test]
+async fn an_interaction_beyond_the_in_flight_limit_is_dropped() {
+    let server = ServerBuilder::ws().args(["--max-in-flight", "1", "--enable-debug-methods"]).spawn().await.unwrap();
+    let mut controller = server.ws_client_initialized().await.unwrap();
+    let thread = appserver_tests::start_thread(&controller, json!({})).await.unwrap();
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    controller.request("thread/subscribe", json!({ "threadId": thread_id })).await.unwrap();
+    let app = server.ws_client_initialized().await.unwrap();
+    let registered = app
+        .request("app/register", json!({ "manifest": appserver_client::sheet::manifest(), "threadId": thread_id }))
+        .await
+        .unwrap();
+    let w = registered["windowId"].as_str().unwrap().to_owned();
+
+    // The app's only permit is held by a request that does not finish during the test.
+    let _sleeping = app.start_request("debug/sleep", json!({ "ms": 600_000 })).unwrap();
+    app.notify("app/interaction", json!({ "windowId": w, "content": "User clicked Save" }));
+    // Answered after the interaction was handled (in arrival order): the permit is still held.
+    let err = app.request("app/list", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), Some(-32001), "{err}");
+
+    // No turn came of the interaction: the next turn on the thread is the controller's.
+    let turn = controller
+        .request("turn/start", json!({ "threadId": thread_id, "input": appserver_tests::text("marker") }))
+        .await
+        .unwrap();
+    let started = controller.wait_for("turn/started").await.unwrap();
+    assert_eq!(started.params()["turn"]["id"], turn["turn"]["id"]);
+    assert_eq!(started.params()["turn"]["items"][0]["payload"]["text"], "marker");
+}

@@ -84,10 +84,18 @@ pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
     }
 }
 
-/// `app/interaction` (notification): runs as a task so the connection's reader is not held up.
+/// `app/interaction` (notification): runs as a task so the connection's reader is not held up,
+/// holding one of the connection's in-flight permits like a request. With none free it is
+/// dropped with a warning: a notification has no reply to carry -32001.
 pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
+    let Ok(permit) = ctx.peer.in_flight.clone().try_acquire_owned() else {
+        tracing::warn!(conn = %ctx.peer.id, window = %p.window_id, max_in_flight = ctx.peer.max_in_flight,
+            "app/interaction dropped: the connection's in-flight limit is reached");
+        return;
+    };
     let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
     ctx.state.tasks.spawn(async move {
+        let _permit = permit;
         let window = p.window_id.clone();
         if let Err(err) = service::interaction(&server, &peer, p).await {
             tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");
