@@ -1,5 +1,6 @@
 //! Integration tests, one module per area of the protocol.
 
+mod app_approvals;
 mod app_log_order;
 mod app_ownership;
 mod approvals;
