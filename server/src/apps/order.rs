@@ -49,14 +49,9 @@ pub fn reserve<T>(order: &Arc<Mutex<SendOrder>>, then: impl FnOnce(u64) -> T) ->
     (CommandSlot { order: order.clone(), seq, turn }, queued)
 }
 
-/// Why a command could not get its turn.
+/// Earlier commands were not sent within the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TurnError {
-    /// Earlier commands did not get sent within the wait.
-    Timeout,
-    /// The window was registered again meanwhile; its numbering started over.
-    Replaced,
-}
+pub struct TurnTimeout;
 
 /// One command's place in the order. Dropping it (sent, failed or abandoned) lets the next
 /// number go.
@@ -72,13 +67,14 @@ impl CommandSlot {
         self.seq
     }
 
-    /// Waits until every earlier command has been sent or has given up, at most `wait`.
-    pub async fn wait_turn(&mut self, wait: Duration) -> Result<(), TurnError> {
+    /// Waits until every earlier command has been sent or has given up, at most `wait`. (The
+    /// slot keeps its order, and so the sender of the turn, alive: the wait ends only by the turn
+    /// coming or by the time running out.)
+    pub async fn wait_turn(&mut self, wait: Duration) -> Result<(), TurnTimeout> {
         let seq = self.seq;
         match tokio::time::timeout(wait, self.turn.wait_for(|turn| *turn >= seq)).await {
             Ok(Ok(_)) => Ok(()),
-            Ok(Err(_)) => Err(TurnError::Replaced),
-            Err(_) => Err(TurnError::Timeout),
+            Ok(Err(_)) | Err(_) => Err(TurnTimeout),
         }
     }
 }
@@ -100,7 +96,7 @@ mod tests {
         let (b, ()) = reserve(&order, |_| ());
         let (mut c, ()) = reserve(&order, |_| ());
         assert_eq!((a.seq(), b.seq(), c.seq()), (1, 2, 3));
-        assert_eq!(c.wait_turn(Duration::from_millis(1)).await, Err(TurnError::Timeout));
+        assert_eq!(c.wait_turn(Duration::from_millis(1)).await, Err(TurnTimeout));
         drop(b);
         assert_eq!(a.wait_turn(Duration::from_secs(5)).await, Ok(()));
         drop(a);

@@ -13,7 +13,6 @@ use appserver_protocol::{
 use serde_json::{Value, json};
 
 use super::manifest::{self, BUILTIN_COMMANDS};
-use super::order::TurnError;
 use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
 use crate::clock;
 use crate::rpc::{Peer, PeerRequestError};
@@ -291,15 +290,12 @@ async fn run_logged(
         discard();
         return Err(AppError::NotRun { window: window_id.to_owned(), seq, source });
     }
-    if let Err(err) = slot.wait_turn(timeout).await {
+    if slot.wait_turn(timeout).await.is_err() {
         discard();
-        return Err(match err {
-            TurnError::Timeout => AppError::Timeout(format!(
-                "earlier commands to window {window_id} were not sent within {} ms",
-                timeout.as_millis()
-            )),
-            TurnError::Replaced => AppError::NotLive(window_id.to_owned()),
-        });
+        return Err(AppError::Timeout(format!(
+            "earlier commands to window {window_id} were not sent within {} ms",
+            timeout.as_millis()
+        )));
     }
     let request =
         ExtAppCommandParams { window_id: window_id.to_owned(), command: command.to_owned(), params, replay: false };
