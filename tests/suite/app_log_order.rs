@@ -122,3 +122,23 @@ async fn a_command_the_app_ran_but_the_log_could_not_confirm_is_reported_as_such
     );
     assert!(error.message.contains("will not repeat it"), "{}", error.message);
 }
+
+#[tokio::test]
+async fn on_a_full_disk_the_app_is_not_asked_and_the_caller_is_told() {
+    let server = ServerBuilder::ws().arg("--enable-debug-methods").spawn().await.unwrap();
+    let controller = server.ws_client_initialized().await.unwrap();
+    let sheet = host(&server, SheetOptions::default()).await;
+    let w = sheet.window_id.clone();
+    // The database may not grow: an entry this large needs new pages.
+    controller.request("debug/store/maxPageCount", json!({ "pages": 1 })).await.unwrap();
+    let big = "x".repeat(200_000);
+    let err = controller.request("app/command", command(&w, set_cell("A1", &big))).await.unwrap_err();
+    assert_eq!(log_state(&err), (-32603, json!({ "code": "INTERNAL_ERROR", "logState": "notRun", "seq": 1 })), "{err}");
+    // Room again: the next command runs, and it is the only one the app ever saw.
+    controller.request("debug/store/maxPageCount", json!({ "pages": 1_000_000_000 })).await.unwrap();
+    controller.request("app/command", command(&w, set_cell("B1", "kept"))).await.unwrap();
+    assert_eq!(sheet.received(), vec![("setCells".to_owned(), false)]);
+    assert_eq!(sheet.cells().get("A1"), None);
+    let log = controller.request("app/log/read", json!({ "windowId": w })).await.unwrap();
+    assert_eq!(log["entries"].as_array().unwrap().len(), 1);
+}

@@ -44,6 +44,12 @@ pub enum AppWrite {
         window_id: String,
         seq: u64,
     },
+    /// Test support (`debug/store/maxPageCount`): `PRAGMA max_page_count` on the writer's
+    /// connection, so that writes needing a new page fail as on a full disk. SQLite keeps the
+    /// limit at least the database's current size.
+    LimitPages {
+        pages: u32,
+    },
     /// Record (or clear) why the app rejected an entry during a replay.
     SetReplayError {
         window_id: String,
@@ -118,6 +124,9 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &AppWrite) -> Result<
                 .bind(sql_seq(*seq))
                 .execute(&mut *conn)
                 .await?;
+        }
+        AppWrite::LimitPages { pages } => {
+            sqlx::query(&format!("PRAGMA max_page_count = {pages}")).execute(&mut *conn).await?;
         }
         AppWrite::SetReplayError { window_id, seq, error } => {
             sqlx::query("UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?")
