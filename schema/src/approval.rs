@@ -14,13 +14,29 @@ pub struct ApprovalRequestParams {
     pub item_id: String,
     /// Correlates the request with its `approvalResponse`.
     pub request_id: String,
-    /// `shell`, `file`, `app`, `remoteResource`, ...
+    /// `shell` or `file` (the spec's values); `app` only for clients that declared the app
+    /// extension (`capabilities.extensions.appProtocol`).
     pub approval_type: String,
+    /// For `shell`: the command line. For `app`: the app command's name.
     pub operation: String,
+    /// For `shell`: the working directory. For `app`: the window id.
     pub target: String,
     /// What `acceptForSession` / `acceptAlways` remember.
     pub scope_key: String,
     pub reason: String,
+    /// The app command, for `approvalType: "app"` (clients that declared the app extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub app: Option<AppCommandApproval>,
+}
+
+/// The app command an approval is about.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppCommandApproval {
+    pub window_id: String,
+    pub app_id: String,
+    pub command: String,
+    pub params: serde_json::Value,
 }
 
 /// A client's decision.

@@ -60,6 +60,11 @@ pub struct ClientCapabilities {
     /// Desktop browser capability (accepted, not used by this server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub browser_use: Option<Value>,
+    /// Extensions the client implements, keyed by name, like the server's
+    /// `capabilities.extensions`: `{"appProtocol": true}` asks for app approvals in their own
+    /// form (`approvalType: "app"` with the app's fields) instead of the spec's `shell` form.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub extensions: Option<BTreeMap<String, Value>>,
 }
 
 /// `capabilities.channelAdapter`: the connection is the remote backend of one chat channel.

@@ -175,6 +175,9 @@ request_table! { ClientRequest, client_request_schemas;
     /// Register (or re-register, replaying its log) an app window owned by this connection.
     AppRegister => "app/register" (AppRegisterParams) -> AppRegisterResult;
     AppUnregister => "app/unregister" (AppUnregisterParams) -> EmptyResult;
+    /// `app/emit` sent with an id: answered `{}`, or refused (`PERMISSION_DENIED` when this
+    /// connection does not host the window). Also accepted as a notification.
+    AppEmit => "app/emit" (AppEmitParams) -> EmptyResult;
     /// Registered apps, names only (progressive discovery).
     AppList => "app/list" (AppListParams) -> AppListResult;
     AppQuery => "app/query" (AppQueryParams) -> AppQueryResult;

@@ -137,7 +137,8 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         match crate::apps::manifest::check(window.manifest, &window.file_associations) {
             Ok(checked) => {
                 let (last_seq, _) = store.app_log_position(&window.window_id).await?;
-                apps.upsert(
+                // A window without a host is nobody's: restoring it cannot be refused.
+                let restored = apps.upsert(
                     &window.window_id,
                     checked,
                     window.file_associations,
@@ -146,6 +147,9 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
                     last_seq + 1,
                     None,
                 );
+                if let Err(err) = restored {
+                    tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped");
+                }
             }
             Err(err) => tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped"),
         }

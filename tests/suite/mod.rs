@@ -1,8 +1,12 @@
 //! Integration tests, one module per area of the protocol.
 
+mod app_approvals;
+mod app_log_order;
+mod app_ownership;
 mod approvals;
 mod apps;
 mod batches;
+mod command_confinement;
 mod commands;
 mod dotcraft_clients;
 mod durability;

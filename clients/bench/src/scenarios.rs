@@ -405,10 +405,12 @@ pub async fn persistence(sizes: Sizes) -> Result<Vec<Row>> {
         task.await??;
     }
     let commands_per_second = (per * commanders) as f64 / start.elapsed().as_secs_f64();
-    drop(host_one);
+    // A live window belongs to its host: the first host leaves before the second takes over.
+    host_one.2.abort();
+    wait_not_live(&server, &window).await?;
 
     let start = Instant::now();
-    let (_, replayed) = fast_host(&server, Some(&window)).await?;
+    let (_, replayed, _host_two) = fast_host(&server, Some(&window)).await?;
     let replay_time = start.elapsed();
     let replay_floor = echo_sequential(per * commanders).await?;
     if replayed != (per * commanders) as u64 {
@@ -450,8 +452,25 @@ async fn echo_sequential(n: usize) -> Result<Duration> {
     Ok(measure::sequential(&mut ws, &frame, n).await?.elapsed)
 }
 
-/// A host of the sheet manifest that answers every command at once; returns (window, replayed).
-async fn fast_host(server: &ServerProcess, window: Option<&str>) -> Result<(String, u64)> {
+/// Waits until the server has seen the host of `window` leave (bounded).
+async fn wait_not_live(server: &ServerProcess, window: &str) -> Result<()> {
+    let c = client(server).await?;
+    let noticed = tokio::time::timeout(Duration::from_secs(20), async {
+        loop {
+            let list = c.request("app/list", json!({})).await?;
+            let apps = list["apps"].as_array().cloned().unwrap_or_default();
+            if apps.iter().any(|a| a["windowId"] == window && a["live"] == false) {
+                return anyhow::Ok(());
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    noticed.await.context("the first host's disconnect was not noticed")?
+}
+
+/// A host of the sheet manifest that answers every command at once; returns (window, replayed,
+/// the task serving it: abort it to disconnect the host).
+async fn fast_host(server: &ServerProcess, window: Option<&str>) -> Result<(String, u64, tokio::task::JoinHandle<()>)> {
     let mut host = client(server).await?;
     let mut params = json!({ "manifest": appserver_client::sheet::manifest() });
     if let Some(w) = window {
@@ -466,7 +485,7 @@ async fn fast_host(server: &ServerProcess, window: Option<&str>) -> Result<(Stri
     };
     let window = registered["windowId"].as_str().context("window")?.to_owned();
     let replayed = registered["replayed"].as_u64().unwrap_or(0);
-    tokio::spawn(async move {
+    let serving = tokio::spawn(async move {
         while let Ok(event) = host.next_event_blocking().await {
             if let Event::Closed { .. } = event {
                 break;
@@ -474,7 +493,7 @@ async fn fast_host(server: &ServerProcess, window: Option<&str>) -> Result<(Stri
             answer_command(&host, event);
         }
     });
-    Ok((window, replayed))
+    Ok((window, replayed, serving))
 }
 
 fn answer_command(host: &Client, event: Event) {

@@ -72,9 +72,12 @@ impl RawConnection {
                     Outgoing::Close => Message::Close(None),
                 };
                 if sink.send(message).await.is_err() {
-                    break;
+                    return;
                 }
             }
+            // Every sender is gone (the client was dropped): close the socket, so the server
+            // sees the disconnect rather than a connection kept open by our reading half.
+            let _ = sink.send(Message::Close(None)).await;
         });
         tokio::spawn(async move {
             let mut close = None;

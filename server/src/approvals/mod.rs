@@ -11,14 +11,15 @@
 //! interrupted turn resolves it as `cancel`.
 
 pub mod policy;
+pub mod wire;
 
 use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use appserver_protocol::{
-    ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalRequestPayload, ApprovalResponsePayload,
-    ErrorPayload, ItemPayload, TurnStatus,
+    AppCommandApproval, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalRequestPayload,
+    ApprovalResponsePayload, ErrorPayload, ItemPayload, TurnStatus,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -55,7 +56,9 @@ impl DecisionSlot {
 #[derive(Debug)]
 pub struct PendingApproval {
     pub turn_id: String,
+    /// The request in the spec's form; `app` is the app command, for clients that want it.
     pub params: ApprovalRequestParams,
+    app: Option<AppCommandApproval>,
     slot: Arc<DecisionSlot>,
     /// Connections already asked.
     asked: HashSet<ConnectionId>,
@@ -106,12 +109,13 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
         target: spec.target.clone(),
         scope_key: spec.scope_key.clone(),
         reason: spec.reason.clone(),
+        app: None,
     };
 
     let outcome = if policy == ApprovalPolicy::Interrupt {
         Outcome::Fallback(ApprovalDecision::Cancel)
     } else {
-        ask_clients(ctx, &server, &handle, params).await?
+        ask_clients(ctx, &server, &handle, params, spec.app.clone()).await?
     };
 
     let (decision, timed_out) = match outcome {
@@ -171,6 +175,7 @@ async fn ask_clients(
     server: &Arc<ServerState>,
     handle: &Arc<ThreadHandle>,
     params: ApprovalRequestParams,
+    app: Option<AppCommandApproval>,
 ) -> Result<Outcome, TurnError> {
     let recipients: Vec<Arc<Peer>> = handle
         .hub
@@ -195,6 +200,7 @@ async fn ask_clients(
         state.pending_approval = Some(PendingApproval {
             turn_id: ctx.turn_id.clone(),
             params: params.clone(),
+            app: app.clone(),
             slot: slot.clone(),
             asked: recipients.iter().map(|p| p.id).collect(),
             done: done.clone(),
@@ -210,7 +216,8 @@ async fn ask_clients(
         })
         .await?;
     for peer in recipients {
-        spawn_ask(server, peer, params.clone(), slot.clone(), done.clone());
+        let request = wire::request_for(&peer, &params, app.as_ref());
+        spawn_ask(server, peer, request, slot.clone(), done.clone());
     }
 
     let outcome = tokio::select! {
@@ -305,7 +312,8 @@ pub fn offer_pending(server: &Arc<ServerState>, handle: &ThreadHandle, peer: &Ar
     if !pending.asked.insert(peer.id) {
         return;
     }
-    spawn_ask(server, peer.clone(), pending.params.clone(), pending.slot.clone(), pending.done.clone());
+    let request = wire::request_for(peer, &pending.params, pending.app.as_ref());
+    spawn_ask(server, peer.clone(), request, pending.slot.clone(), pending.done.clone());
 }
 
 /// After a turn was cancelled mid-approval: the approval is resolved as `cancel`, so every

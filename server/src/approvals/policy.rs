@@ -1,6 +1,7 @@
 //! Approval policies and what a gated tool call declares (kind, operation, target, scope key).
 
-use appserver_protocol::ApprovalDecision;
+use appserver_protocol::{AppCommandApproval, ApprovalDecision};
+use serde_json::Value;
 
 /// When a thread asks before gated tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -52,7 +53,7 @@ impl ApprovalPolicy {
 }
 
 /// What a gated tool call asks approval for.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct ApprovalSpec {
     /// `app`, `shell`, `file`, `remoteResource`, ...
     pub kind: String,
@@ -64,6 +65,23 @@ pub struct ApprovalSpec {
     pub read_only: bool,
     /// Shown to the user.
     pub reason: String,
+    /// For an app command: the call, sent to clients that declared the app extension.
+    pub app: Option<AppCommandApproval>,
+}
+
+/// Longest rendering of an app command in a `shell` approval's command line.
+const MAX_RENDERED: usize = 300;
+
+/// `app_command sheet (win_x): setCells {"cells":{"A1":"1"}}`, on one line (JSON escapes line
+/// breaks), shortened with `…` past [`MAX_RENDERED`] characters.
+pub fn render_app_command(app_id: &str, window_id: &str, command: &str, params: &Value) -> String {
+    let line = format!("app_command {app_id} ({window_id}): {command} {params}");
+    if line.chars().count() <= MAX_RENDERED {
+        return line;
+    }
+    let mut short: String = line.chars().take(MAX_RENDERED - 1).collect();
+    short.push('…');
+    short
 }
 
 impl ApprovalSpec {
@@ -82,18 +100,28 @@ impl ApprovalSpec {
             scope_key,
             read_only: false,
             reason: reason.into(),
+            app: None,
         }
     }
 
-    /// An app command: scope key `app:{appId}:{command}`.
-    pub fn app_command(app_id: &str, window_id: &str, command: &str) -> Self {
+    /// An app command: scope key `app:{appId}:{command}`. Its spec form is a `shell` approval
+    /// that any client renders (the command line is a one-line rendering of the call, the working
+    /// directory the workspace); clients that declared the app extension get the `app` form
+    /// (`approvals::wire`).
+    pub fn app_command(app_id: &str, window_id: &str, command: &str, params: &Value, workspace: &str) -> Self {
         ApprovalSpec {
-            kind: "app".to_owned(),
-            operation: command.to_owned(),
-            target: window_id.to_owned(),
+            kind: "shell".to_owned(),
+            operation: render_app_command(app_id, window_id, command, params),
+            target: workspace.to_owned(),
             scope_key: format!("app:{app_id}:{command}"),
             read_only: false,
             reason: format!("The agent wants to run the command `{command}` of app `{app_id}` (window {window_id})."),
+            app: Some(AppCommandApproval {
+                window_id: window_id.to_owned(),
+                app_id: app_id.to_owned(),
+                command: command.to_owned(),
+                params: params.clone(),
+            }),
         }
     }
 
@@ -112,7 +140,13 @@ mod tests {
         assert_eq!(ApprovalSpec::new("shell", "npm test", "/p", "").scope_key, "shell:*");
         assert_eq!(ApprovalSpec::new("file", "write", "/p/a.txt", "").scope_key, "file:write");
         assert_eq!(ApprovalSpec::new("remoteResource", "submit", "doc-1", "").scope_key, "remoteResource:submit:doc-1");
-        assert_eq!(ApprovalSpec::app_command("sheet", "w1", "setCells").scope_key, "app:sheet:setCells");
+        let app = ApprovalSpec::app_command("sheet", "w1", "setCells", &serde_json::json!({ "a": "x\ny" }), "/ws");
+        assert_eq!(app.scope_key, "app:sheet:setCells");
+        assert_eq!((app.kind.as_str(), app.target.as_str()), ("shell", "/ws"));
+        assert_eq!(app.operation, r#"app_command sheet (w1): setCells {"a":"x\ny"}"#);
+        let long = render_app_command("sheet", "w1", "setCells", &serde_json::json!({ "a": "x".repeat(400) }));
+        assert_eq!(long.chars().count(), MAX_RENDERED);
+        assert!(long.ends_with('…'));
     }
 
     #[test]

@@ -41,7 +41,7 @@ pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Resu
 }
 
 pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> Result<EmptyResult, AppError> {
-    service::unregister(&ctx.state, &p.window_id, p.forget).await?;
+    service::unregister(&ctx.state, &ctx.peer, &p.window_id, p.forget).await?;
     let notification =
         ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: p.window_id, forgotten: p.forget });
     let server = ctx.state.clone();
@@ -70,15 +70,32 @@ pub async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOp
     service::open(&ctx.state, &p.path).await
 }
 
-/// `app/emit` (notification): nothing to answer; a bad one is logged.
-pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
-    service::emit(&ctx.state, &ctx.peer, p);
+/// `app/emit` sent as a request: `{}` once the event is queued, or the reason it was refused.
+pub async fn handle_app_emit(ctx: &RequestCtx, p: AppEmitParams) -> Result<EmptyResult, AppError> {
+    service::emit(&ctx.state, &ctx.peer, p)?;
+    Ok(EmptyResult {})
 }
 
-/// `app/interaction` (notification): runs as a task so the connection's reader is not held up.
+/// `app/emit` sent as a notification: nothing to answer, so a refused one is dropped and logged.
+pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
+    let window = p.window_id.clone();
+    if let Err(err) = service::emit(&ctx.state, &ctx.peer, p) {
+        tracing::warn!(conn = %ctx.peer.id, %window, error = %err, "app/emit dropped");
+    }
+}
+
+/// `app/interaction` (notification): runs as a task so the connection's reader is not held up,
+/// holding one of the connection's in-flight permits like a request. With none free it is
+/// dropped with a warning: a notification has no reply to carry -32001.
 pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
+    let Ok(permit) = ctx.peer.in_flight.clone().try_acquire_owned() else {
+        tracing::warn!(conn = %ctx.peer.id, window = %p.window_id, max_in_flight = ctx.peer.max_in_flight,
+            "app/interaction dropped: the connection's in-flight limit is reached");
+        return;
+    };
     let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
     ctx.state.tasks.spawn(async move {
+        let _permit = permit;
         let window = p.window_id.clone();
         if let Err(err) = service::interaction(&server, &peer, p).await {
             tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");

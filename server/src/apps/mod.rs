@@ -8,6 +8,7 @@
 
 pub mod api;
 pub mod manifest;
+pub mod order;
 pub mod service;
 pub mod tools;
 
@@ -24,6 +25,7 @@ use crate::store::StoreError;
 use crate::threads::SessionError;
 
 pub use manifest::CheckedManifest;
+use order::{CommandSlot, SendOrder};
 
 /// App-level failures. `rpc/error.rs` maps them to a JSON-RPC error whose `data.code` is the
 /// code below (one of `INVALID_REQUEST`, `UNKNOWN_TOOL`, `INVALID_PARAMS`, `PERMISSION_DENIED`,
@@ -49,6 +51,15 @@ pub enum AppError {
     /// The app answered with an error.
     #[error("{message}")]
     App { code: String, message: String },
+    /// The command's log entry could not be written ahead, so the app was not asked to run it.
+    #[error("window {window}: the command was not run: its log entry (seq {seq}) could not be written: {source}")]
+    NotRun { window: String, seq: u64, source: StoreError },
+    /// The app ran the command, but its log entry could not be confirmed: it will not be
+    /// replayed.
+    #[error(
+        "window {window}: the app ran the command but its log entry (seq {seq}) could not be recorded, so a replay will not repeat it: {source}"
+    )]
+    AppliedNotRecorded { window: String, seq: u64, source: StoreError },
     #[error(transparent)]
     Session(#[from] SessionError),
     #[error(transparent)]
@@ -69,7 +80,17 @@ impl AppError {
             AppError::PermissionDenied(_) => "PERMISSION_DENIED",
             AppError::App { code, .. } => code,
             AppError::Session(_) => "INVALID_REQUEST",
-            AppError::Store(_) => "INTERNAL_ERROR",
+            AppError::Store(_) | AppError::NotRun { .. } | AppError::AppliedNotRecorded { .. } => "INTERNAL_ERROR",
+        }
+    }
+
+    /// For a command whose log write failed: what the log and the app hold (`data.logState`)
+    /// and the entry's sequence number.
+    pub fn log_state(&self) -> Option<(&'static str, u64)> {
+        match self {
+            AppError::NotRun { seq, .. } => Some(("notRun", *seq)),
+            AppError::AppliedNotRecorded { seq, .. } => Some(("appliedNotRecorded", *seq)),
+            _ => None,
         }
     }
 }
@@ -94,8 +115,8 @@ struct WindowInner {
     associations: Vec<FileAssociation>,
     owner: Option<Arc<Peer>>,
     registered_at: String,
-    /// Sequence number the next logged command gets.
-    next_seq: u64,
+    /// Sequence numbers of this registration and the order commands are sent in.
+    order: Arc<Mutex<SendOrder>>,
     /// The thread the window's interactions go to.
     bound_thread: Option<String>,
 }
@@ -126,6 +147,18 @@ impl AppWindow {
         self.lock().owner.as_ref().is_some_and(|o| o.id == peer.id)
     }
 
+    /// Refuses `peer` when another live connection hosts the window. A window whose host has
+    /// gone (or that never had one since a restart) belongs to nobody: anyone may replace it.
+    pub fn check_host(&self, peer: &Peer, what: &str) -> Result<(), AppError> {
+        match self.live_owner() {
+            Some(owner) if owner.id != peer.id => Err(AppError::PermissionDenied(format!(
+                "window {} is hosted by another connection; only its host may {what}",
+                self.window_id
+            ))),
+            _ => Ok(()),
+        }
+    }
+
     pub fn bound_thread(&self) -> Option<String> {
         self.lock().bound_thread.clone()
     }
@@ -134,13 +167,11 @@ impl AppWindow {
         self.lock().bound_thread = Some(thread_id.to_owned());
     }
 
-    /// Reserves the log sequence number of a command about to be sent. Numbers are taken in
-    /// send order, which is the order the host receives commands in.
-    pub fn take_seq(&self) -> u64 {
-        let mut inner = self.lock();
-        let seq = inner.next_seq;
-        inner.next_seq += 1;
-        seq
+    /// Reserves the log sequence number of a command about to be sent and runs `then` with it
+    /// in the same step (see [`order::reserve`]). The command is sent when its slot's turn comes.
+    pub fn reserve_command<T>(&self, then: impl FnOnce(u64) -> T) -> (CommandSlot, T) {
+        let order = self.lock().order.clone();
+        order::reserve(&order, then)
     }
 
     /// Waits until the window is not replaying, at most [`READY_WAIT`].
@@ -158,6 +189,15 @@ impl AppWindow {
 
     pub fn set_ready(&self, ready: bool) {
         self.ready.send_replace(ready);
+    }
+
+    fn new(window_id: &str, inner: WindowInner, ready: bool) -> AppWindow {
+        AppWindow { window_id: window_id.to_owned(), inner: Mutex::new(inner), ready: watch::Sender::new(ready) }
+    }
+
+    fn replace(&self, inner: WindowInner, ready: bool) {
+        *self.lock() = inner;
+        self.set_ready(ready);
     }
 
     pub fn summary(&self) -> AppSummary {
@@ -214,7 +254,16 @@ impl AppRegistry {
         all
     }
 
-    /// Adds or replaces a window; it starts not ready (replaying) when it has a host.
+    /// Refuses `peer` when another live connection hosts `window_id` (see
+    /// [`AppWindow::check_host`]); an unknown window is nobody's.
+    pub fn check_host(&self, window_id: &str, peer: &Peer, what: &str) -> Result<(), AppError> {
+        self.get(window_id).map_or(Ok(()), |w| w.check_host(peer, what))
+    }
+
+    /// Adds or replaces a window; it starts not ready (replaying) when it has a host. Refused
+    /// (nothing changed) when the window is hosted by another live connection than `owner`:
+    /// the check and the replacement happen under the registry's lock, so two connections
+    /// registering the same id at once cannot both win.
     #[allow(clippy::too_many_arguments)]
     pub fn upsert(
         &self,
@@ -225,38 +274,47 @@ impl AppRegistry {
         registered_at: String,
         next_seq: u64,
         bound_thread: Option<String>,
-    ) -> Arc<AppWindow> {
+    ) -> Result<Arc<AppWindow>, AppError> {
         let mut map = self.map();
-        let previous_binding = map.get(window_id).and_then(|w| w.bound_thread());
+        let existing = map.get(window_id).cloned();
+        if let (Some(existing), Some(new_host)) = (&existing, &owner) {
+            existing.check_host(new_host, "register it")?;
+        }
+        let previous_binding = existing.as_ref().and_then(|w| w.bound_thread());
         let ready = owner.is_none();
         let inner = WindowInner {
             checked: Arc::new(checked),
             associations,
             owner,
             registered_at,
-            next_seq,
+            order: SendOrder::new(next_seq),
             bound_thread: bound_thread.or(previous_binding),
         };
-        match map.get(window_id) {
+        match existing {
             Some(existing) => {
-                *existing.lock() = inner;
-                existing.set_ready(ready);
-                existing.clone()
+                existing.replace(inner, ready);
+                Ok(existing)
             }
             None => {
-                let window = Arc::new(AppWindow {
-                    window_id: window_id.to_owned(),
-                    inner: Mutex::new(inner),
-                    ready: watch::Sender::new(ready),
-                });
+                let window = Arc::new(AppWindow::new(window_id, inner, ready));
                 map.insert(window_id.to_owned(), window.clone());
-                window
+                Ok(window)
             }
         }
     }
 
     pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
         self.map().remove(window_id)
+    }
+
+    /// Removes a window unless another live connection than `peer` hosts it (checked under the
+    /// registry's lock, so a host registering at the same moment is not removed by a stranger).
+    pub fn remove_hosted(&self, window_id: &str, peer: &Peer) -> Result<Option<Arc<AppWindow>>, AppError> {
+        let mut map = self.map();
+        if let Some(existing) = map.get(window_id) {
+            existing.check_host(peer, "unregister it")?;
+        }
+        Ok(map.remove(window_id))
     }
 }
 

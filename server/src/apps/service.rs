@@ -89,6 +89,8 @@ pub async fn register(
     if let Some(thread) = &p.thread_id {
         server.threads.get(thread).await?;
     }
+    // Checked before anything is written; `upsert` checks again under the registry's lock.
+    server.apps.check_host(&window_id, peer, "register it")?;
     let now = clock::now_rfc3339();
     let (last_seq, _) = server.store.app_log_position(&window_id).await?;
     let record = WindowRecord {
@@ -107,7 +109,7 @@ pub async fn register(
         now,
         last_seq + 1,
         p.thread_id,
-    );
+    )?;
     let outcome = replay(server, &window, peer).await;
     window.set_ready(true);
     let (replayed, failed, errors) = outcome?;
@@ -171,12 +173,12 @@ async fn replay(
     Ok((replayed, failed, errors))
 }
 
-pub async fn unregister(server: &ServerState, window_id: &str, forget: bool) -> Result<(), AppError> {
-    if server.apps.get(window_id).is_none() {
-        return Err(AppError::NotFound(window_id.to_owned()));
-    }
+/// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has
+/// no live host.
+pub async fn unregister(server: &ServerState, peer: &Peer, window_id: &str, forget: bool) -> Result<(), AppError> {
+    window(server, window_id)?.check_host(peer, "unregister it")?;
     server.store.write(AppWrite::DeleteWindow { window_id: window_id.to_owned(), forget_log: forget }).await?;
-    server.apps.remove(window_id);
+    server.apps.remove_hosted(window_id, peer)?;
     Ok(())
 }
 
@@ -252,29 +254,73 @@ pub async fn command(
     window.wait_ready().await?;
     let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
     let timeout = call_timeout(timeout_ms);
-    let seq = window.take_seq();
-    let request = ExtAppCommandParams {
-        window_id: window_id.to_owned(),
-        command: command.to_owned(),
-        params: params.clone(),
-        replay: false,
-    };
-    let raw = host
-        .request("ext/app/command", &request, timeout)
-        .await
-        .map_err(|e| host_error(window_id, &format!("the command `{command}`"), timeout, e))?;
-    let result = unwrap_member(&raw, "result");
-    server
-        .store
-        .write(AppWrite::Append {
+    run_logged(server, &window, &host, command, params, timeout).await
+}
+
+/// The write-ahead command path. One step takes the sequence number and queues the `pending`
+/// log entry (so entries commit in sequence order); once it has committed and every earlier
+/// command has been sent, the command is queued to the host, and the next one may go; the
+/// answer is awaited after that. The app's success confirms the entry (`done`), any failure
+/// discards it. A failed first write means the app is never asked (`NotRun`); a failed
+/// confirmation is reported as such (`AppliedNotRecorded`), never as a bare internal error.
+async fn run_logged(
+    server: &ServerState,
+    window: &AppWindow,
+    host: &Peer,
+    command: &str,
+    params: Value,
+    timeout: Duration,
+) -> Result<Value, AppError> {
+    let window_id = window.window_id.as_str();
+    let (mut slot, intent) = window.reserve_command(|seq| {
+        server.store.submit(AppWrite::Intend {
             window_id: window_id.to_owned(),
             seq,
             command: command.to_owned(),
-            params,
-            result: result.clone(),
+            params: params.clone(),
             at: clock::now_rfc3339(),
         })
-        .await?;
+    });
+    let seq = slot.seq();
+    let discard = || {
+        // Best effort: a pending entry is never replayed, so one left behind does no harm.
+        drop(server.store.submit(AppWrite::Discard { window_id: window_id.to_owned(), seq }));
+    };
+    if let Err(source) = intent.wait().await {
+        discard();
+        return Err(AppError::NotRun { window: window_id.to_owned(), seq, source });
+    }
+    if slot.wait_turn(timeout).await.is_err() {
+        discard();
+        return Err(AppError::Timeout(format!(
+            "earlier commands to window {window_id} were not sent within {} ms",
+            timeout.as_millis()
+        )));
+    }
+    let request =
+        ExtAppCommandParams { window_id: window_id.to_owned(), command: command.to_owned(), params, replay: false };
+    let what = format!("the command `{command}`");
+    let sent = tokio::time::timeout(timeout, host.send_request("ext/app/command", &request)).await;
+    // Sent (or given up): the next command may go.
+    drop(slot);
+    let answer = match sent {
+        Ok(Ok(sent)) => sent.answer(timeout).await,
+        Ok(Err(err)) => Err(err),
+        Err(_) => Err(PeerRequestError::Timeout(timeout)),
+    };
+    let raw = match answer {
+        Ok(raw) => raw,
+        Err(err) => {
+            discard();
+            return Err(host_error(window_id, &what, timeout, err));
+        }
+    };
+    let result = unwrap_member(&raw, "result");
+    let confirm =
+        AppWrite::Confirm { window_id: window_id.to_owned(), seq, result: result.clone(), at: clock::now_rfc3339() };
+    if let Err(source) = server.store.write(confirm).await {
+        return Err(AppError::AppliedNotRecorded { window: window_id.to_owned(), seq, source });
+    }
     Ok(result)
 }
 
@@ -336,12 +382,16 @@ pub async fn open(server: &ServerState, path: &str) -> Result<AppOpenResult, App
 }
 
 /// `app/emit` from a host: forwarded as `app/event` to the recipients of the window's thread,
-/// or to every connection when the window is not bound to a thread.
-pub fn emit(server: &ServerState, peer: &Peer, p: AppEmitParams) {
-    let Some(window) = server.apps.get(&p.window_id).filter(|w| w.is_owned_by(peer)) else {
-        tracing::warn!(conn = %peer.id, window = %p.window_id, "app/emit for a window this connection does not host; ignored");
-        return;
-    };
+/// or to every connection when the window is not bound to a thread. Only the window's live host
+/// may emit: anyone else (also any connection while the window has no live host) is refused.
+pub fn emit(server: &ServerState, peer: &Peer, p: AppEmitParams) -> Result<(), AppError> {
+    let window = window(server, &p.window_id)?;
+    if !window.is_owned_by(peer) {
+        return Err(AppError::PermissionDenied(format!(
+            "window {} is not hosted by this connection; only its host may emit its events",
+            p.window_id
+        )));
+    }
     let notification = ServerNotification::AppEvent(AppEventParams {
         window_id: p.window_id,
         run_id: p.run_id,
@@ -352,6 +402,7 @@ pub fn emit(server: &ServerState, peer: &Peer, p: AppEmitParams) {
         Some(thread) => thread.publish(&notification),
         None => broadcast(&server.connections, &notification),
     }
+    Ok(())
 }
 
 /// `app/interaction` from a host: the content becomes input on the window's thread (or the most

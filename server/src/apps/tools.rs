@@ -106,7 +106,9 @@ impl Tool for AppCommandTool {
         let window = state.apps.get(window_id)?;
         let app_id = window.manifest().manifest.app_id.clone();
         let read_only = command.starts_with("__");
-        Some(ApprovalSpec::app_command(&app_id, window_id, command).read_only(read_only))
+        let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
+        let workspace = state.config.workspace.display().to_string();
+        Some(ApprovalSpec::app_command(&app_id, window_id, command, &params, &workspace).read_only(read_only))
     }
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {

@@ -48,11 +48,14 @@ pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -
             expanded_prompt: Some(super::app_command_prompt(app, &args)),
             ..Default::default()
         }),
-        other => match custom::load(&ctx.state.config.workspace, other).await {
-            Some(command) => {
+        other => match custom::lookup(&ctx.state.config.workspace, other).await {
+            custom::Lookup::Found(command) => {
                 Ok(CommandResult { handled: true, expanded_prompt: Some(command.expand(&args)), ..Default::default() })
             }
-            None => Err(CommandError::NotFound(other.to_owned())),
+            custom::Lookup::Outside => {
+                Err(CommandError::PermissionDenied(format!("{other} (its file resolves outside the workspace)")))
+            }
+            custom::Lookup::Missing => Err(CommandError::NotFound(other.to_owned())),
         },
     }
 }

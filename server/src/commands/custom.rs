@@ -3,6 +3,10 @@
 //! matter block (`---` / `description: ...` / `---`) gives the description shown by
 //! `command/list`; otherwise the template's first line does. Read on every use, so edits apply
 //! at once.
+//!
+//! Confinement: a command file that resolves (symlinks included) outside the workspace is not
+//! a command of the workspace: it is not listed, and running it is refused, like a `fileRef` or
+//! an `app/open` path outside the workspace.
 
 use std::path::{Path, PathBuf};
 
@@ -55,9 +59,30 @@ pub fn parse(name: &str, text: &str) -> CustomCommand {
     CustomCommand { name: name.to_owned(), description, template }
 }
 
-/// Every custom command of the workspace, sorted by name. Unreadable files are skipped.
+/// What a command name leads to.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Lookup {
+    Found(CustomCommand),
+    /// The file exists but resolves outside the workspace.
+    Outside,
+    Missing,
+}
+
+/// Reads a command file if it resolves inside the (canonical) workspace.
+async fn read_confined(canonical_workspace: &Path, path: &Path) -> Result<String, bool> {
+    let full = tokio::fs::canonicalize(path).await.map_err(|_| false)?;
+    if !full.starts_with(canonical_workspace) {
+        tracing::warn!(path = %path.display(), resolved = %full.display(), "custom command outside the workspace refused");
+        return Err(true);
+    }
+    tokio::fs::read_to_string(&full).await.map_err(|_| false)
+}
+
+/// Every custom command of the workspace, sorted by name. Unreadable files and files that
+/// resolve outside the workspace are skipped.
 pub async fn load_all(workspace: &Path) -> Vec<CustomCommand> {
     let mut out = Vec::new();
+    let Ok(root) = tokio::fs::canonicalize(workspace).await else { return out };
     let Ok(mut dir) = tokio::fs::read_dir(commands_dir(workspace)).await else { return out };
     while let Ok(Some(entry)) = dir.next_entry().await {
         let path = entry.path();
@@ -67,7 +92,7 @@ pub async fn load_all(workspace: &Path) -> Vec<CustomCommand> {
         let Some(name) = path.file_stem().and_then(|s| s.to_str()).filter(|n| valid_name(n)).map(str::to_owned) else {
             continue;
         };
-        if let Ok(text) = tokio::fs::read_to_string(&path).await {
+        if let Ok(text) = read_confined(&root, &path).await {
             out.push(parse(&name, &text));
         }
     }
@@ -75,13 +100,25 @@ pub async fn load_all(workspace: &Path) -> Vec<CustomCommand> {
     out
 }
 
-/// One custom command by name.
-pub async fn load(workspace: &Path, name: &str) -> Option<CustomCommand> {
+/// One custom command by name, and whether it was refused for resolving outside the workspace.
+pub async fn lookup(workspace: &Path, name: &str) -> Lookup {
     if !valid_name(name) {
-        return None;
+        return Lookup::Missing;
     }
-    let text = tokio::fs::read_to_string(commands_dir(workspace).join(format!("{name}.md"))).await.ok()?;
-    Some(parse(name, &text))
+    let Ok(root) = tokio::fs::canonicalize(workspace).await else { return Lookup::Missing };
+    match read_confined(&root, &commands_dir(workspace).join(format!("{name}.md"))).await {
+        Ok(text) => Lookup::Found(parse(name, &text)),
+        Err(true) => Lookup::Outside,
+        Err(false) => Lookup::Missing,
+    }
+}
+
+/// One custom command by name (`None` when missing or outside the workspace).
+pub async fn load(workspace: &Path, name: &str) -> Option<CustomCommand> {
+    match lookup(workspace, name).await {
+        Lookup::Found(command) => Some(command),
+        Lookup::Outside | Lookup::Missing => None,
+    }
 }
 
 #[cfg(test)]

@@ -28,6 +28,11 @@ struct FailWritesParams {
 }
 
 #[derive(Deserialize)]
+struct MaxPageCountParams {
+    pages: u32,
+}
+
+#[derive(Deserialize)]
 struct RepeatThreadIdParams {
     id: String,
     count: u32,
@@ -102,6 +107,14 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
         "debug/rollback/release" => {
             let params: ThreadParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
             state.debug.release_rollback(&params.thread_id);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // A real full disk: the database may not grow past `pages` pages (at least its current
+        // size), so a write that needs a new page fails with SQLITE_FULL.
+        "debug/store/maxPageCount" => {
+            let params: MaxPageCountParams =
+                decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.store.write(crate::store::AppWrite::LimitPages { pages: params.pages }).await?;
             Ok(reply_text(&request.id, &json!({})))
         }
         other => Err(RpcError::method_not_found(other)),

@@ -117,6 +117,11 @@ pub const APP_ERROR: i64 = -32070;
 impl From<AppError> for RpcError {
     fn from(err: AppError) -> Self {
         let code = err.code().to_owned();
+        if let Some((log_state, seq)) = err.log_state() {
+            tracing::error!(error = %err, "app log write failed");
+            return RpcError::new(error_codes::INTERNAL_ERROR, err.to_string())
+                .with_data(json!({ "code": code, "logState": log_state, "seq": seq }));
+        }
         match err {
             AppError::Session(session) => RpcError::from(session),
             AppError::Store(store) => RpcError::from(store),

@@ -232,28 +232,32 @@ impl Peer {
         params: &P,
         timeout: Duration,
     ) -> Result<Box<RawValue>, PeerRequestError> {
+        // One deadline for both steps: waiting for room in a full queue counts against it too.
+        let exchange = async { self.send_request(method, params).await?.answer(timeout).await };
+        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(PeerRequestError::Timeout(timeout)))
+    }
+
+    /// The first half of [`Peer::request`]: queues the request (waiting only for room in the
+    /// outgoing queue) and returns what awaits its answer. Requests queued one after another
+    /// reach the client in that order, so a caller can order them without waiting for answers.
+    pub async fn send_request<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<SentRequest<'_>, PeerRequestError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let text = jsonrpc::write_request(&RequestId::integer(id), method, params)
             .map_err(|e| PeerRequestError::Serialize(e.to_string()))?;
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
-        // However this future ends (answer, timeout, or being dropped), the entry goes away.
-        let _forget = PendingGuard { peer: self, id };
+        // However this ends (answer, timeout, or being dropped), the entry goes away.
+        let guard = PendingGuard { peer: self, id };
         // Closing drains the map; a close that raced with the insert must not strand the entry.
         if self.is_closed() {
             return Err(PeerRequestError::Closed);
         }
-        // One deadline for both steps: waiting for room in a full queue counts against it too.
-        let exchange = async {
-            self.send(OutFrame::from(text)).await;
-            rx.await
-        };
-        match tokio::time::timeout(timeout, exchange).await {
-            Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(error))) => Err(PeerRequestError::Rejected(error)),
-            Ok(Err(_)) => Err(PeerRequestError::Closed),
-            Err(_) => Err(PeerRequestError::Timeout(timeout)),
-        }
+        self.send(OutFrame::from(text)).await;
+        Ok(SentRequest { _guard: guard, rx })
     }
 
     /// Routes a response from the client to the request waiting for it.
@@ -271,6 +275,24 @@ impl Peer {
         // A panic while holding this lock cannot leave the map inconsistent (single inserts and
         // removes), so a poisoned lock is still usable.
         self.pending.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+}
+
+/// A server→client request that has been queued; [`SentRequest::answer`] awaits its answer.
+pub struct SentRequest<'a> {
+    _guard: PendingGuard<'a>,
+    rx: oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
+}
+
+impl SentRequest<'_> {
+    /// Waits for the client's answer, at most `timeout`.
+    pub async fn answer(self, timeout: Duration) -> Result<Box<RawValue>, PeerRequestError> {
+        match tokio::time::timeout(timeout, self.rx).await {
+            Ok(Ok(Ok(result))) => Ok(result),
+            Ok(Ok(Err(error))) => Err(PeerRequestError::Rejected(error)),
+            Ok(Err(_)) => Err(PeerRequestError::Closed),
+            Err(_) => Err(PeerRequestError::Timeout(timeout)),
+        }
     }
 }
 

@@ -48,6 +48,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::TurnSteer(p) => answer(id, turns::handle_turn_steer(ctx, p)),
         R::AppRegister(p) => answer(id, apps::handle_app_register(ctx, p)),
         R::AppUnregister(p) => answer(id, apps::handle_app_unregister(ctx, p)),
+        R::AppEmit(p) => answer(id, apps::handle_app_emit(ctx, p)),
         R::AppList(p) => answer(id, apps::handle_app_list(ctx, p)),
         R::AppQuery(p) => answer(id, apps::handle_app_query(ctx, p)),
         R::AppCommand(p) => answer(id, apps::handle_app_command(ctx, p)),

@@ -24,14 +24,31 @@ pub enum AppWrite {
         window_id: String,
         forget_log: bool,
     },
-    /// Append a successful command to the log.
-    Append {
+    /// Write ahead: a command about to be sent to the app, as a `pending` entry.
+    Intend {
         window_id: String,
         seq: u64,
         command: String,
         params: Value,
+        at: String,
+    },
+    /// The app ran the pending entry: it becomes `done`, with the app's result.
+    Confirm {
+        window_id: String,
+        seq: u64,
         result: Value,
         at: String,
+    },
+    /// The app did not run the pending entry (it refused, timed out or went away): removed.
+    Discard {
+        window_id: String,
+        seq: u64,
+    },
+    /// Test support (`debug/store/maxPageCount`): `PRAGMA max_page_count` on the writer's
+    /// connection, so that writes needing a new page fail as on a full disk. SQLite keeps the
+    /// limit at least the database's current size.
+    LimitPages {
+        pages: u32,
     },
     /// Record (or clear) why the app rejected an entry during a replay.
     SetReplayError {
@@ -43,6 +60,10 @@ pub enum AppWrite {
 
 fn text(value: &Value) -> String {
     value.to_string()
+}
+
+fn sql_seq(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
 pub(super) async fn apply(conn: &mut SqliteConnection, op: &AppWrite) -> Result<(), sqlx::Error> {
@@ -68,24 +89,50 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &AppWrite) -> Result<
                 sqlx::query("DELETE FROM app_log WHERE window_id = ?").bind(window_id).execute(&mut *conn).await?;
             }
         }
-        AppWrite::Append { window_id, seq, command, params, result, at } => {
+        AppWrite::Intend { window_id, seq, command, params, at } => {
             sqlx::query(
-                "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at) VALUES (?,?,?,?,?,?)",
+                "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at, state) \
+                 VALUES (?,?,?,?,'null',?,'pending')",
             )
             .bind(window_id)
-            .bind(i64::try_from(*seq).unwrap_or(i64::MAX))
+            .bind(sql_seq(*seq))
             .bind(command)
             .bind(text(params))
-            .bind(text(result))
             .bind(at)
             .execute(&mut *conn)
             .await?;
+        }
+        AppWrite::Confirm { window_id, seq, result, at } => {
+            let done = sqlx::query(
+                "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? \
+                 WHERE window_id = ? AND seq = ? AND state = 'pending'",
+            )
+            .bind(text(result))
+            .bind(at)
+            .bind(window_id)
+            .bind(sql_seq(*seq))
+            .execute(&mut *conn)
+            .await?;
+            if done.rows_affected() != 1 {
+                // The pending entry is gone (the window was forgotten meanwhile): not recorded.
+                return Err(sqlx::Error::RowNotFound);
+            }
+        }
+        AppWrite::Discard { window_id, seq } => {
+            sqlx::query("DELETE FROM app_log WHERE window_id = ? AND seq = ? AND state = 'pending'")
+                .bind(window_id)
+                .bind(sql_seq(*seq))
+                .execute(&mut *conn)
+                .await?;
+        }
+        AppWrite::LimitPages { pages } => {
+            sqlx::query(&format!("PRAGMA max_page_count = {pages}")).execute(&mut *conn).await?;
         }
         AppWrite::SetReplayError { window_id, seq, error } => {
             sqlx::query("UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?")
                 .bind(error)
                 .bind(window_id)
-                .bind(i64::try_from(*seq).unwrap_or(i64::MAX))
+                .bind(sql_seq(*seq))
                 .execute(&mut *conn)
                 .await?;
         }
@@ -128,11 +175,12 @@ impl Store {
             .collect()
     }
 
-    /// Log entries of a window after `after_seq`, in order, at most `limit`.
+    /// Done log entries of a window after `after_seq`, in order, at most `limit` (pending ones,
+    /// whose outcome the log does not know, are neither replayed nor read).
     pub async fn app_log(&self, window_id: &str, after_seq: u64, limit: u32) -> Result<Vec<AppLogEntry>, StoreError> {
         let rows = sqlx::query(
             "SELECT seq, command, params, result, recorded_at, replay_error FROM app_log \
-             WHERE window_id = ? AND seq > ? ORDER BY seq LIMIT ?",
+             WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?",
         )
         .bind(window_id)
         .bind(i64::try_from(after_seq).unwrap_or(i64::MAX))
@@ -142,12 +190,16 @@ impl Store {
         rows.iter().map(entry).collect()
     }
 
-    /// The highest sequence number in a window's log (0 when empty) and its number of entries.
+    /// The highest sequence number in a window's log, pending entries included, so a number is
+    /// never reused (0 when empty), and its number of done entries.
     pub async fn app_log_position(&self, window_id: &str) -> Result<(u64, u64), StoreError> {
-        let row = sqlx::query("SELECT COALESCE(MAX(seq), 0) AS last, COUNT(*) AS n FROM app_log WHERE window_id = ?")
-            .bind(window_id)
-            .fetch_one(&self.reader)
-            .await?;
+        let row = sqlx::query(
+            "SELECT COALESCE(MAX(seq), 0) AS last, COUNT(*) FILTER (WHERE state = 'done') AS n \
+             FROM app_log WHERE window_id = ?",
+        )
+        .bind(window_id)
+        .fetch_one(&self.reader)
+        .await?;
         let last: i64 = row.try_get("last")?;
         let n: i64 = row.try_get("n")?;
         Ok((u64::try_from(last).unwrap_or(0), u64::try_from(n).unwrap_or(0)))

@@ -1,0 +1,36 @@
+//! How an approval request is put to each client. Every client gets the spec's form (the
+//! approval types `shell` and `file`; an app command as a `shell` approval whose command line
+//! renders the call); a client whose `initialize` declared the app extension
+//! (`capabilities.extensions.appProtocol: true`) gets an app command as `approvalType: "app"`,
+//! `operation` the command, `target` the window, and the `app` fields.
+
+use appserver_protocol::{AppCommandApproval, ApprovalRequestParams};
+use serde_json::Value;
+
+use crate::rpc::Peer;
+
+/// Whether the client declared the app extension in `initialize`.
+pub fn declared_app_extension(peer: &Peer) -> bool {
+    peer.session.client().is_some_and(|c| {
+        c.capabilities.extensions.as_ref().and_then(|e| e.get("appProtocol")).and_then(Value::as_bool).unwrap_or(false)
+    })
+}
+
+/// The request `peer` gets: `spec_form` as is, or its app form for a client that declared the
+/// app extension.
+pub fn request_for(
+    peer: &Peer,
+    spec_form: &ApprovalRequestParams,
+    app: Option<&AppCommandApproval>,
+) -> ApprovalRequestParams {
+    match app {
+        Some(app) if declared_app_extension(peer) => ApprovalRequestParams {
+            approval_type: "app".to_owned(),
+            operation: app.command.clone(),
+            target: app.window_id.clone(),
+            app: Some(app.clone()),
+            ..spec_form.clone()
+        },
+        _ => spec_form.clone(),
+    }
+}
