@@ -13,6 +13,9 @@ pub const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbe
 
 /// Largest file a `fileRef` inlines into the model-visible input.
 const MAX_INLINE_FILE: u64 = 256 * 1024;
+/// Most bytes of files all the `fileRef`s of one input inline together (the materialized input
+/// is kept in memory, queued and stored, so it must stay bounded whatever the client sends).
+const MAX_INLINE_TOTAL: u64 = 1024 * 1024;
 
 /// Input ready to become a turn.
 #[derive(Debug, Clone, Default)]
@@ -116,6 +119,7 @@ pub fn display_text(input: &[InputPart]) -> String {
 /// everything else is kept.
 pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
     let mut out = Vec::with_capacity(input.len());
+    let mut budget = MAX_INLINE_TOTAL;
     for part in input {
         let recognized = match part {
             InputPart::Text { text } => command_in_text(text, workspace).await,
@@ -123,7 +127,9 @@ pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart
         };
         let part = recognized.as_ref().unwrap_or(part);
         match part {
-            InputPart::FileRef { path, .. } => out.push(InputPart::Text { text: read_file_ref(path, workspace).await }),
+            InputPart::FileRef { path, .. } => {
+                out.push(InputPart::Text { text: read_file_ref(path, workspace, &mut budget).await })
+            }
             // A workspace command becomes its expanded prompt; the app commands stay references
             // (the agent runs them as tool calls).
             InputPart::CommandRef { name, args_text, .. } => {
@@ -163,7 +169,8 @@ pub async fn command_in_text(text: &str, workspace: &Path) -> Option<InputPart> 
     known.then(|| command_ref(&name, args, Some(text.trim().to_owned())))
 }
 
-async fn read_file_ref(path: &str, workspace: &Path) -> String {
+/// A file's content as a `<file>` part, taken from `budget` (what the input may still inline).
+async fn read_file_ref(path: &str, workspace: &Path, budget: &mut u64) -> String {
     let full = workspace.join(path);
     let inside = match (tokio::fs::canonicalize(&full).await, tokio::fs::canonicalize(workspace).await) {
         (Ok(file), Ok(root)) => file.starts_with(&root).then_some(file),
@@ -176,8 +183,17 @@ async fn read_file_ref(path: &str, workspace: &Path) -> String {
         Ok(meta) if meta.len() > MAX_INLINE_FILE => {
             format!("<file path=\"{path}\">(too large to include: {} bytes)</file>", meta.len())
         }
+        Ok(meta) if meta.len() > *budget => format!(
+            "<file path=\"{path}\">(not included: the files of one input may add up to {MAX_INLINE_TOTAL} bytes)</file>"
+        ),
         Ok(_) => match tokio::fs::read_to_string(&file).await {
-            Ok(content) => format!("<file path=\"{path}\">\n{content}\n</file>"),
+            Ok(content) if content.len() as u64 > *budget => format!(
+                "<file path=\"{path}\">(not included: the files of one input may add up to {MAX_INLINE_TOTAL} bytes)</file>"
+            ),
+            Ok(content) => {
+                *budget -= content.len() as u64;
+                format!("<file path=\"{path}\">\n{content}\n</file>")
+            }
             Err(err) => format!("<file path=\"{path}\">(unreadable: {err})</file>"),
         },
         Err(err) => format!("<file path=\"{path}\">(unreadable: {err})</file>"),
@@ -245,5 +261,18 @@ mod tests {
             materialize(&[InputPart::FileRef { path: "../../etc/passwd".into(), display_path: None }], dir.path())
                 .await;
         assert!(matches!(&out[0], InputPart::Text { text } if text.contains("not readable")));
+    }
+
+    #[tokio::test]
+    async fn the_files_of_one_input_share_a_budget() {
+        let dir = tempfile::tempdir().unwrap();
+        let size = MAX_INLINE_FILE as usize - 1;
+        std::fs::write(dir.path().join("big.txt"), "x".repeat(size)).unwrap();
+        let part = InputPart::FileRef { path: "big.txt".into(), display_path: None };
+        let input = vec![part; 6];
+        let out = materialize(&input, dir.path()).await;
+        let included = out.iter().filter(|p| matches!(p, InputPart::Text { text } if text.len() > size)).count();
+        assert_eq!(included as u64, MAX_INLINE_TOTAL / size as u64, "as many as fit in the budget");
+        assert!(matches!(out.last(), Some(InputPart::Text { text }) if text.contains("may add up to")));
     }
 }
