@@ -46,7 +46,7 @@ export interface ConnectOptions {
   /** `ws://HOST:PORT/ws` (add `?token=` when the server wants one). */
   url?: string;
   /** Spawn the server and speak JSON lines over its stdin/stdout (Node only). */
-  spawn?: { command: string; args?: string[]; env?: NodeJS.ProcessEnv };
+  spawn?: { command: string; args?: string[]; env?: Record<string, string | undefined> };
   clientInfo?: ClientInfo;
   capabilities?: ClientCapabilities;
   /** Bound on every request's answer. Default 30 s. */

@@ -48,7 +48,7 @@ export async function openWebSocket(url: string, timeoutMs: number): Promise<Tra
 }
 
 /** Speaks JSON lines over a spawned server's stdin/stdout (Node only). */
-export async function spawnStdio(command: string, args: string[], env?: NodeJS.ProcessEnv): Promise<Transport & { process: ChildProcessWithoutNullStreams }> {
+export async function spawnStdio(command: string, args: string[], env?: Record<string, string | undefined>): Promise<Transport & { process: ChildProcessWithoutNullStreams }> {
   const { spawn } = await import("node:child_process");
   const child = spawn(command, args, { stdio: ["pipe", "pipe", "pipe"], env: env ?? process.env });
   let buffer = "";
