@@ -12,7 +12,7 @@ from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set
 
 from .app import AppHandlers, AppRegistration, answer_command, answer_query
 from .errors import AppError, ConnectionClosedError, RpcError
-from .protocol import ClientRequestMethod, ServerRequestMethod
+from .protocol import ClientRequestMethod, ClientRequests, ServerRequestMethod
 from .stream import NotificationStream
 from .transport import StdioTransport, Transport, WebSocketTransport
 
@@ -52,8 +52,10 @@ class Reconnect:
 ServerRequestHandler = Callable[[Any], Any]
 
 
-class AppServerClient:
-    """A connection to appserver. Create it with `await AppServerClient.connect(...)`."""
+class AppServerClient(ClientRequests):
+    """A connection to appserver. Create it with `await AppServerClient.connect(...)`. Besides
+    `request(method, params)` it has a typed coroutine per request (`thread_start(params)`,
+    `turn_start(params)`, ...; generated in `protocol.ClientRequests`)."""
 
     def __init__(
         self,

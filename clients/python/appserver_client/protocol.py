@@ -1122,3 +1122,104 @@ SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "item/tool/call": ("DynamicToolCallParams", "DynamicToolCallResult"),
 }
 
+class ClientRequests:
+    """One typed coroutine per client request; `AppServerClient` implements `request`."""
+
+    async def request(self, method: ClientRequestMethod, params: Any, timeout: Optional[float] = None) -> Any:
+        raise NotImplementedError
+
+    async def app_command(self, params: "AppCommandParams", timeout: Optional[float] = None) -> "AppCommandResult":
+        return await self.request("app/command", params, timeout)
+
+    async def app_emit(self, params: "AppEmitParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("app/emit", params, timeout)
+
+    async def app_list(self, params: "AppListParams", timeout: Optional[float] = None) -> "AppListResult":
+        return await self.request("app/list", params, timeout)
+
+    async def app_log_read(self, params: "AppLogReadParams", timeout: Optional[float] = None) -> "AppLogReadResult":
+        return await self.request("app/log/read", params, timeout)
+
+    async def app_open(self, params: "AppOpenParams", timeout: Optional[float] = None) -> "AppOpenResult":
+        return await self.request("app/open", params, timeout)
+
+    async def app_query(self, params: "AppQueryParams", timeout: Optional[float] = None) -> "AppQueryResult":
+        return await self.request("app/query", params, timeout)
+
+    async def app_register(self, params: "AppRegisterParams", timeout: Optional[float] = None) -> "AppRegisterResult":
+        return await self.request("app/register", params, timeout)
+
+    async def app_unregister(self, params: "AppUnregisterParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("app/unregister", params, timeout)
+
+    async def channel_list(self, params: "ChannelListParams", timeout: Optional[float] = None) -> "ChannelListResult":
+        return await self.request("channel/list", params, timeout)
+
+    async def command_execute(self, params: "CommandExecuteParams", timeout: Optional[float] = None) -> "CommandResult":
+        return await self.request("command/execute", params, timeout)
+
+    async def command_list(self, params: "CommandListParams", timeout: Optional[float] = None) -> "CommandListResult":
+        return await self.request("command/list", params, timeout)
+
+    async def initialize(self, params: "InitializeParams", timeout: Optional[float] = None) -> "InitializeResult":
+        return await self.request("initialize", params, timeout)
+
+    async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
+        return await self.request("model/list", params, timeout)
+
+    async def thread_archive(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/archive", params, timeout)
+
+    async def thread_config_update(self, params: "ThreadConfigUpdateParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/config/update", params, timeout)
+
+    async def thread_delete(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/delete", params, timeout)
+
+    async def thread_list(self, params: "ThreadListParams", timeout: Optional[float] = None) -> "ThreadListResult":
+        return await self.request("thread/list", params, timeout)
+
+    async def thread_mode_set(self, params: "ThreadModeSetParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/mode/set", params, timeout)
+
+    async def thread_pause(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/pause", params, timeout)
+
+    async def thread_read(self, params: "ThreadReadParams", timeout: Optional[float] = None) -> "ThreadReadResult":
+        return await self.request("thread/read", params, timeout)
+
+    async def thread_rename(self, params: "ThreadRenameParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/rename", params, timeout)
+
+    async def thread_resume(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "ThreadResult":
+        return await self.request("thread/resume", params, timeout)
+
+    async def thread_rollback(self, params: "ThreadRollbackParams", timeout: Optional[float] = None) -> "ThreadResult":
+        return await self.request("thread/rollback", params, timeout)
+
+    async def thread_start(self, params: "ThreadStartParams", timeout: Optional[float] = None) -> "ThreadResult":
+        return await self.request("thread/start", params, timeout)
+
+    async def thread_subscribe(self, params: "ThreadSubscribeParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/subscribe", params, timeout)
+
+    async def thread_unarchive(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/unarchive", params, timeout)
+
+    async def thread_unsubscribe(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/unsubscribe", params, timeout)
+
+    async def turn_enqueue(self, params: "TurnEnqueueParams", timeout: Optional[float] = None) -> "TurnEnqueueResult":
+        return await self.request("turn/enqueue", params, timeout)
+
+    async def turn_interrupt(self, params: "TurnInterruptParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("turn/interrupt", params, timeout)
+
+    async def turn_queue_remove(self, params: "TurnQueueRemoveParams", timeout: Optional[float] = None) -> "QueuedInputsResult":
+        return await self.request("turn/queue/remove", params, timeout)
+
+    async def turn_start(self, params: "TurnStartParams", timeout: Optional[float] = None) -> "TurnResult":
+        return await self.request("turn/start", params, timeout)
+
+    async def turn_steer(self, params: "TurnSteerParams", timeout: Optional[float] = None) -> "TurnSteerResult":
+        return await self.request("turn/steer", params, timeout)

@@ -28,7 +28,7 @@ def test_a_turn_streams_to_completion():
             client = await AppServerClient.connect(server.url, client_info={"name": "py-test", "version": "1"})
             try:
                 assert client.server_info["serverInfo"]["protocolVersion"] == protocol.PROTOCOL_VERSION
-                thread = (await client.request("thread/start", {"identity": IDENTITY}))["thread"]
+                thread = (await client.thread_start({"identity": IDENTITY}))["thread"]
                 turn, events = await client.start_turn({"threadId": thread["id"], "input": [{"type": "text", "text": "hello"}]})
                 seen = await events.collect(TIMEOUT)
                 assert seen[0].method == "turn/started"
@@ -219,3 +219,8 @@ def test_the_generated_types_resolve():
             assert hasattr(protocol, params)
             assert result is None or hasattr(protocol, result)
     assert set(protocol.CLIENT_REQUESTS) == set(typing.get_args(protocol.ClientRequestMethod))
+    # A typed coroutine per request, with the generated types.
+    for method, (params, result) in protocol.CLIENT_REQUESTS.items():
+        hints = typing.get_type_hints(getattr(AppServerClient, method.replace("/", "_")), globalns=vars(protocol))
+        assert hints["params"] is getattr(protocol, params)
+        assert hints["return"] == getattr(protocol, result)

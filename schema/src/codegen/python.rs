@@ -46,7 +46,29 @@ pub fn render(protocol: &Protocol) -> String {
     table(&mut out, "CLIENT_NOTIFICATIONS", "ClientNotificationMethod", &protocol.client_notifications);
     table(&mut out, "SERVER_NOTIFICATIONS", "ServerNotificationMethod", &protocol.server_notifications);
     table(&mut out, "SERVER_REQUESTS", "ServerRequestMethod", &protocol.server_requests);
+    typed_requests(&mut out, &protocol.client_requests);
     out
+}
+
+/// `class ClientRequests`: one typed coroutine per client request (`thread/start` ->
+/// `thread_start(params) -> ThreadResult`), over the untyped `request` the client implements.
+fn typed_requests(out: &mut String, methods: &[MethodType]) {
+    out.push_str(
+        "class ClientRequests:\n    \"\"\"One typed coroutine per client request; `AppServerClient` implements `request`.\"\"\"\n\n\
+         \x20   async def request(self, method: ClientRequestMethod, params: Any, timeout: Optional[float] = None) -> Any:\n\
+         \x20       raise NotImplementedError\n",
+    );
+    for m in methods {
+        let name = m.method.replace('/', "_");
+        let result = m.result.as_ref().map_or_else(|| "None".to_owned(), |r| format!("{:?}", type_name(r)));
+        let _ = write!(
+            out,
+            "\n    async def {name}(self, params: {:?}, timeout: Optional[float] = None) -> {result}:\n\
+             \x20       return await self.request({:?}, params, timeout)\n",
+            type_name(&m.params),
+            m.method
+        );
+    }
 }
 
 /// `NAME = {"method": ("Params", "Result" or None)}` and a `Literal` of the method names.
