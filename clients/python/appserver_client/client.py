@@ -119,7 +119,12 @@ class AppServerClient(ClientRequests):
             reconnect,
             headers,
         )
-        await client._open()
+        try:
+            await client._open()
+        except BaseException:
+            # Nothing half-open is left behind (a socket, a spawned server).
+            await client.close()
+            raise
         return client
 
     async def _open(self) -> None:
@@ -279,11 +284,7 @@ class AppServerClient(ClientRequests):
             self._reconnecting.cancel()
         if self._transport:
             self._transport.close()
-            if isinstance(self._transport, StdioTransport):
-                try:
-                    await self._transport.wait_closed(10)
-                except asyncio.TimeoutError:
-                    self._transport.process.kill()
+            await self._transport.wait_closed(10)
         self._fail_all("closed by the client")
         for _, stream in list(self._streams):
             stream.end()

@@ -28,6 +28,11 @@ class Transport:
     def close(self) -> None:
         raise NotImplementedError
 
+    async def wait_closed(self, timeout: float) -> None:
+        """Waits (at most `timeout` seconds) until the connection has closed."""
+        if self._reader is not None:
+            await asyncio.wait([self._reader], timeout=timeout)
+
     def _finish(self, reason: str) -> None:
         if not self._closed:
             self._closed = True
@@ -124,9 +129,14 @@ class StdioTransport(Transport):
         if self.process.stdin is not None and not self.process.stdin.is_closing():
             self.process.stdin.close()
 
-    async def wait_closed(self, timeout: float) -> Optional[int]:
-        """Waits for the server process to exit (it does after EOF on its stdin)."""
-        return await asyncio.wait_for(self.process.wait(), timeout)
+    async def wait_closed(self, timeout: float) -> None:
+        """Waits for the server process to exit (it does after EOF on its stdin); kills it after
+        `timeout` seconds."""
+        try:
+            await asyncio.wait_for(self.process.wait(), timeout)
+        except asyncio.TimeoutError:
+            self.process.kill()
+            await self.process.wait()
 
 
 Opener = Callable[[], Awaitable[Transport]]

@@ -103,7 +103,13 @@ export class AppServerClient {
   static async connect(options: ConnectOptions): Promise<AppServerClient> {
     if (!options.url && !options.spawn) throw new Error("connect needs `url` or `spawn`");
     const client = new AppServerClient(options);
-    await client.open();
+    try {
+      await client.open();
+    } catch (err) {
+      // Nothing half-open is left behind (a socket, a spawned server).
+      if (client.transport) client.close();
+      throw err;
+    }
     return client;
   }
 
