@@ -104,11 +104,15 @@ class AppServerClient(ClientRequests):
         connect_timeout: float = 10.0,
         reconnect: Optional[Reconnect] = None,
         headers: Optional[dict] = None,
+        token: Optional[str] = None,
     ) -> "AppServerClient":
         """Connects over WebSocket (`url`) or spawns the server (`spawn=(binary, args)`), sends
-        `initialize` and `initialized`, and returns the ready client."""
+        `initialize` and `initialized`, and returns the ready client. `token` is the server's
+        WebSocket token (`--ws-token`), sent as `Authorization: Bearer`."""
         if not url and not spawn:
             raise ValueError("connect needs url or spawn")
+        if token:
+            headers = {**(headers or {}), "Authorization": f"Bearer {token}"}
         client = cls(
             url,
             spawn,

@@ -51,14 +51,13 @@ class Chat:
 
 
 async def main(url: str, user: str, channel: str, token) -> int:
-    headers = {"Authorization": f"Bearer {token}"} if token else None
     capabilities = {
         "approvalSupport": True,
         "channelAdapter": {"channelName": channel, "deliveryCapabilities": {"structuredDelivery": False}, "channelTools": []},
     }
     client = await AppServerClient.connect(
         url, client_info={"name": "chat-adapter-py", "version": "0.1.0"}, capabilities=capabilities,
-        request_timeout=60, headers=headers,
+        request_timeout=60, token=token,
     )
     loop = asyncio.get_running_loop()
     lines = asyncio.StreamReader()

@@ -17,8 +17,14 @@ MANIFEST = {
                 "properties": {"cells": {"type": "object", "additionalProperties": {"type": "string"}}},
                 "required": ["cells"],
             },
-        }
+        },
+        "render": {
+            "description": "Render in the background; progress arrives as events",
+            "params": {"type": "object", "properties": {"steps": {"type": "integer"}}},
+            "streams": ["render.progress"],
+        },
     },
+    "events": {"render.progress": {"description": "One step: { step, of }"}},
 }
 
 
@@ -27,7 +33,7 @@ class Sheet:
         self.cells: Dict[str, str] = {}
         self.received: List[Tuple[str, bool]] = []
         self.resets = 0
-        self.handlers = AppHandlers(query=self.query, commands={"setCells": self.set_cells}, reset=self.reset)
+        self.handlers = AppHandlers(query=self.query, commands={"setCells": self.set_cells, "render": self.render}, reset=self.reset)
 
     def query(self, state_key: str):
         if state_key == "cells":
@@ -38,6 +44,12 @@ class Sheet:
         self.received.append(("setCells", ctx.replay))
         self.cells.update(params["cells"])
         return {"ok": True, "count": len(params["cells"])}
+
+    def render(self, params, ctx):
+        steps = params.get("steps", 2)
+        for step in range(1, steps + 1):
+            ctx.emit("run_1", "render.progress", {"step": step, "of": steps})
+        return {"runId": "run_1"}
 
     def reset(self) -> None:
         self.resets += 1

@@ -78,6 +78,66 @@ def test_an_app_is_driven_with_command_and_its_approval_is_answered():
     run(body())
 
 
+def test_an_apps_streamed_events_reach_other_clients():
+    async def body():
+        async with running_server() as server:
+            host = await AppServerClient.connect(server.url)
+            controller = await AppServerClient.connect(server.url)
+            try:
+                window = (await host.register_app(MANIFEST, Sheet().handlers)).window_id
+                events = controller.notifications(lambda n: n.method == "app/event")
+                result = await controller.app_command({"windowId": window, "command": "render", "params": {"steps": 2}})
+                assert result == {"result": {"runId": "run_1"}}
+                seen = []
+
+                async def two():
+                    async for n in events:
+                        seen.append(n.params)
+                        if len(seen) == 2:
+                            return
+
+                await asyncio.wait_for(two(), TIMEOUT)
+                assert [(p["windowId"], p["runId"], p["type"], p["payload"]) for p in seen] == [
+                    (window, "run_1", "render.progress", {"step": 1, "of": 2}),
+                    (window, "run_1", "render.progress", {"step": 2, "of": 2}),
+                ]
+            finally:
+                await host.close()
+                await controller.close()
+
+    run(body())
+
+
+def test_a_subscriber_streams_another_clients_turn_per_thread_and_per_turn():
+    async def body():
+        async with running_server(["--enable-debug-methods"]) as server:
+            user = await AppServerClient.connect(server.url)
+            watcher = await AppServerClient.connect(server.url)
+            try:
+                thread = (await user.thread_start({"identity": IDENTITY}))["thread"]
+                await watcher.thread_subscribe({"threadId": thread["id"]})
+                thread_events = watcher.thread_events(thread["id"])
+                turn, events = await user.start_turn({"threadId": thread["id"], "input": [{"type": "text", "text": "hi"}]})
+                own = await events.collect(TIMEOUT)
+                watched = await thread_events.until(lambda n: n.method == "turn/completed").collect(TIMEOUT)
+                assert [n.method for n in watched if n.turn_id == turn["id"]] == [n.method for n in own]
+                assert any(n.method == "thread/runtimeChanged" for n in watched)
+                # A second turn, held open by the debug-block tool so that the watcher's stream
+                # certainly exists before the turn can end; released, it streams to its end.
+                blocked = [{"type": "commandRef", "name": "debug-block", "argsText": "", "rawText": "/debug-block"}]
+                second = (await user.turn_start({"threadId": thread["id"], "input": blocked}))["turn"]
+                per_turn = watcher.turn_events(thread["id"], second["id"])
+                await watcher.request("debug/release", {"threadId": thread["id"]})  # type: ignore[arg-type]
+                seen = await per_turn.collect(TIMEOUT)
+                assert seen[-1].method == "turn/completed"
+                assert all(n.turn_id == second["id"] for n in seen)
+            finally:
+                await user.close()
+                await watcher.close()
+
+    run(body())
+
+
 def test_a_declined_approval_fails_the_app_command():
     async def body():
         async with running_server() as server:
@@ -184,6 +244,18 @@ def test_a_bad_request_is_a_typed_error_with_the_json_rpc_code():
                 assert (no_app.value.code, no_app.value.app_code) == (-32070, "APP_NOT_FOUND")
             finally:
                 await client.close()
+
+    run(body())
+
+
+def test_a_server_with_a_websocket_token_is_reached_with_the_token_and_refused_without():
+    async def body():
+        async with running_server(["--ws-token", "s3cret"]) as server:
+            with pytest.raises(Exception, match="401"):
+                await AppServerClient.connect(server.url)
+            client = await AppServerClient.connect(server.url, token="s3cret")
+            assert client.server_info["serverInfo"]["name"] == "appserver"
+            await client.close()
 
     run(body())
 

@@ -43,8 +43,10 @@ export interface ReconnectOptions {
 }
 
 export interface ConnectOptions {
-  /** `ws://HOST:PORT/ws` (add `?token=` when the server wants one). */
+  /** `ws://HOST:PORT/ws`. */
   url?: string;
+  /** The server's WebSocket token (`--ws-token`), sent as `?token=` (browsers cannot set headers). */
+  token?: string;
   /** Spawn the server and speak JSON lines over its stdin/stdout (Node only). */
   spawn?: { command: string; args?: string[]; env?: Record<string, string | undefined> };
   clientInfo?: ClientInfo;
@@ -79,6 +81,12 @@ export function threadIdOf(n: { params: unknown }): string | undefined {
 export function turnIdOf(n: { params: unknown }): string | undefined {
   const p = n.params as any;
   return p?.turnId ?? p?.turn?.id;
+}
+
+function withToken(url: string, token: string): string {
+  const u = new URL(url);
+  u.searchParams.set("token", token);
+  return u.toString();
 }
 
 export class AppServerClient {
@@ -118,9 +126,9 @@ export class AppServerClient {
   }
 
   private async open(): Promise<void> {
-    const { url, spawn } = this.options;
+    const { url, spawn, token } = this.options;
     const transport = url
-      ? await openWebSocket(url, this.options.connectTimeoutMs ?? 10_000)
+      ? await openWebSocket(token ? withToken(url, token) : url, this.options.connectTimeoutMs ?? 10_000)
       : await spawnStdio(spawn!.command, spawn!.args ?? [], spawn!.env);
     this.transport = transport;
     transport.onMessage = (text) => this.receive(text);

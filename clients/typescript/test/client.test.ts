@@ -8,7 +8,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { test } from "node:test";
 
-import { AppServerClient, RpcError, type Notification } from "../src/index.js";
+import { AppServerClient, RpcError, turnIdOf, type Notification } from "../src/index.js";
 import { sheet, sheetManifest } from "./sheet.js";
 import { serverBinary, startMockModel, startServer, textReply, toolCallReply, within } from "./server.js";
 
@@ -75,6 +75,79 @@ test("an app is driven with /command and its approval is answered", OPTIONS, asy
   } finally {
     host.close();
     user.close();
+    await server.stop();
+  }
+});
+
+test("an app's streamed events reach other clients", OPTIONS, async () => {
+  const server = await startServer();
+  const host = await AppServerClient.connect({ url: server.url });
+  const controller = await AppServerClient.connect({ url: server.url });
+  try {
+    const { windowId } = await host.registerApp(sheetManifest, sheet().handlers);
+    const events = controller.notifications((n) => n.method === "app/event");
+    const { result } = await controller.request("app/command", { windowId, command: "render", params: { steps: 2 } });
+    assert.deepEqual(result, { runId: "run_1" });
+    const seen: any[] = [];
+    await within(
+      (async () => {
+        for await (const n of events) {
+          seen.push(n.params);
+          if (seen.length === 2) break;
+        }
+      })(),
+      "the app's events",
+    );
+    assert.deepEqual(
+      seen.map((p) => [p.windowId, p.runId, p.type, p.payload]),
+      [
+        [windowId, "run_1", "render.progress", { step: 1, of: 2 }],
+        [windowId, "run_1", "render.progress", { step: 2, of: 2 }],
+      ],
+    );
+  } finally {
+    host.close();
+    controller.close();
+    await server.stop();
+  }
+});
+
+test("a subscriber streams another client's turn per thread and per turn", OPTIONS, async () => {
+  const server = await startServer(["--enable-debug-methods"]);
+  const user = await AppServerClient.connect({ url: server.url });
+  const watcher = await AppServerClient.connect({ url: server.url });
+  try {
+    const { thread } = await user.request("thread/start", { identity });
+    await watcher.request("thread/subscribe", { threadId: thread.id });
+    const threadEvents = watcher.threadEvents(thread.id);
+    const { turn, events } = await user.startTurn({ threadId: thread.id, input: [{ type: "text", text: "hi" }] });
+    const own = await within(collect(events), "the user's turn");
+    // The watcher's thread stream: everything about the thread, up to the turn's end.
+    const watched: Notification[] = [];
+    await within(
+      (async () => {
+        for await (const n of threadEvents) {
+          watched.push(n);
+          if (n.method === "turn/completed") break;
+        }
+      })(),
+      "the watcher's thread events",
+    );
+    const turnOnly = watched.filter((n) => turnIdOf(n) === turn.id).map((n) => n.method);
+    assert.deepEqual(turnOnly, own.map((n) => n.method), "the subscriber sees the same turn");
+    assert.ok(watched.some((n) => n.method === "thread/runtimeChanged"), "and the thread's other notifications");
+    // A second turn, held open by the debug-block tool so that the watcher's turnEvents stream
+    // certainly exists before the turn can end; released, it streams to its end.
+    const blocked = [{ type: "commandRef" as const, name: "debug-block", argsText: "", rawText: "/debug-block" }];
+    const second = await user.request("turn/start", { threadId: thread.id, input: blocked });
+    const perTurnStream = watcher.turnEvents(thread.id, second.turn.id);
+    await watcher.request("debug/release" as any, { threadId: thread.id } as any);
+    const perTurn = await within(collect(perTurnStream), "the second turn");
+    assert.ok(perTurn.every((n) => turnIdOf(n) === second.turn.id));
+    assert.equal(perTurn.at(-1)!.method, "turn/completed");
+  } finally {
+    user.close();
+    watcher.close();
     await server.stop();
   }
 });
@@ -185,6 +258,18 @@ test("a bad request is a typed error with the JSON-RPC code", OPTIONS, async () 
     });
   } finally {
     client.close();
+    await server.stop();
+  }
+});
+
+test("a server with a WebSocket token is reached with the token and refused without", OPTIONS, async () => {
+  const server = await startServer(["--ws-token", "s3cret"]);
+  try {
+    await assert.rejects(AppServerClient.connect({ url: server.url }), /401|cannot connect/);
+    const client = await AppServerClient.connect({ url: server.url, token: "s3cret" });
+    assert.equal(client.serverInfo.serverInfo.name, "appserver");
+    client.close();
+  } finally {
     await server.stop();
   }
 });

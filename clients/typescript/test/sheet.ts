@@ -16,7 +16,13 @@ export const sheetManifest: AppManifest = {
         required: ["cells"],
       },
     },
+    render: {
+      description: "Render in the background; progress arrives as events",
+      params: { type: "object", properties: { steps: { type: "integer" } } },
+      streams: ["render.progress"],
+    },
   },
+  events: { "render.progress": { description: "One step: { step, of }" } },
 };
 
 /** The sheet's state and handlers; `received` records every command as [name, replay]. */
@@ -37,6 +43,11 @@ export function sheet(): { cells: Record<string, string>; received: Array<[strin
         self.received.push(["setCells", ctx.replay]);
         Object.assign(self.cells, params.cells);
         return { ok: true, count: Object.keys(params.cells).length };
+      },
+      render(params: { steps?: number }, ctx) {
+        const steps = params.steps ?? 2;
+        for (let step = 1; step <= steps; step++) ctx.emit("run_1", "render.progress", { step, of: steps });
+        return { runId: "run_1" };
       },
     },
     reset() {
