@@ -4,6 +4,7 @@
 pub mod app;
 pub mod approval;
 pub mod channel;
+pub mod codegen;
 pub mod command;
 pub mod initialize;
 pub mod item;

@@ -1,24 +1,28 @@
-//! Writes the JSON Schema of the protocol to `schema/generated/` (or the directory given).
+//! Writes the generated protocol files: the JSON Schema to `schema/generated/`, the TypeScript
+//! declarations to `clients/typescript/src/generated/` and the Python types to
+//! `clients/python/appserver_client/`. Given a directory, writes all of them into it instead.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
+use appserver_protocol::{codegen, schema};
+
 fn main() -> ExitCode {
-    let dir = std::env::args_os()
-        .nth(1)
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("generated"));
-    let path = dir.join(appserver_protocol::schema::SCHEMA_FILE);
-    let result = std::fs::create_dir_all(&dir)
-        .and_then(|()| std::fs::write(&path, appserver_protocol::schema::protocol_schema_text()));
-    match result {
-        Ok(()) => {
-            eprintln!("wrote {}", path.display());
-            ExitCode::SUCCESS
-        }
-        Err(err) => {
+    let out_dir = std::env::args_os().nth(1).map(PathBuf::from);
+    let root = codegen::repository_root();
+    let mut files = vec![(Path::new("schema/generated").join(schema::SCHEMA_FILE), schema::protocol_schema_text())];
+    files.extend(codegen::client_files().into_iter().map(|(path, text)| (PathBuf::from(path), text)));
+    for (relative, text) in files {
+        let path = match &out_dir {
+            Some(dir) => dir.join(relative.file_name().unwrap_or_default()),
+            None => root.join(&relative),
+        };
+        let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text));
+        if let Err(err) = written {
             eprintln!("cannot write {}: {err}", path.display());
-            ExitCode::FAILURE
+            return ExitCode::FAILURE;
         }
+        eprintln!("wrote {}", path.display());
     }
+    ExitCode::SUCCESS
 }

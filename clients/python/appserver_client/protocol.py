@@ -1,0 +1,1225 @@
+"""Wire types of the appserver protocol.
+
+Generated from the Rust types by `cargo run -p appserver-protocol --bin appserver-schema`;
+do not edit. Integers are `int`, other numbers `float`.
+"""
+
+# ruff: noqa
+from typing import Any, Dict, List, Literal, NotRequired, Optional, Tuple, TypedDict, Union
+
+PROTOCOL_VERSION = "1"
+
+# The app command an approval is about.
+AppCommandApproval = TypedDict("AppCommandApproval", {
+    "windowId": str,
+    "appId": str,
+    "command": str,
+    "params": Any,
+})
+
+AppCommandDescriptor = TypedDict("AppCommandDescriptor", {
+    "description": str,
+    "params": NotRequired[Any],  # JSON Schema the params must match (checked by the server before the app is called).
+    "returns": NotRequired[Any],
+    "streams": NotRequired[Optional[List[str]]],  # Event types this command emits while it runs (it may return a `runId` at once).
+})
+
+AppCommandParams = TypedDict("AppCommandParams", {
+    "windowId": str,
+    "command": str,  # A declared command, or a built-in (`__describe`, `__getState`).
+    "params": NotRequired[Any],
+    "timeoutMs": NotRequired[Optional[int]],
+})
+
+AppCommandResult = TypedDict("AppCommandResult", {
+    "result": Any,
+})
+
+# Params of the `app/emit` notification (host → server): a progress event of a streaming command.
+AppEmitParams = TypedDict("AppEmitParams", {
+    "windowId": str,
+    "runId": str,
+    "type": str,
+    "payload": NotRequired[Any],
+})
+
+AppEventDescriptor = TypedDict("AppEventDescriptor", {
+    "description": str,
+})
+
+# Params of `app/event`.
+AppEventParams = TypedDict("AppEventParams", {
+    "windowId": str,
+    "runId": str,
+    "type": str,
+    "payload": NotRequired[Any],
+})
+
+# Params of the `app/interaction` notification (host → server): what the user did in the app.
+AppInteractionParams = TypedDict("AppInteractionParams", {
+    "windowId": str,
+    "content": str,
+})
+
+AppListParams = Dict[str, Any]
+
+AppListResult = TypedDict("AppListResult", {
+    "apps": List["AppSummary"],
+})
+
+# One replay-log entry: a command the app answered successfully.
+AppLogEntry = TypedDict("AppLogEntry", {
+    "seq": int,
+    "command": str,
+    "params": Any,
+    "result": Any,
+    "recordedAt": str,
+    "replayError": NotRequired[Optional[str]],  # Why the app rejected this entry at its last replay, if it did.
+})
+
+AppLogReadParams = TypedDict("AppLogReadParams", {
+    "windowId": str,
+    "afterSeq": NotRequired[Optional[int]],  # Entries with a sequence number greater than this (default 0: from the start).
+    "limit": NotRequired[Optional[int]],  # At most this many entries (default 100, at most 1000).
+})
+
+AppLogReadResult = TypedDict("AppLogReadResult", {
+    "entries": List["AppLogEntry"],
+    "nextSeq": NotRequired[Optional[int]],  # Pass as `afterSeq` to read on; absent at the end of the log.
+})
+
+# What an app can do: its state keys and commands (and the events its streaming commands emit).
+AppManifest = TypedDict("AppManifest", {
+    "appId": str,
+    "name": str,
+    "commands": NotRequired[Dict[str, "AppCommandDescriptor"]],
+    "description": NotRequired[Optional[str]],
+    "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
+    "state": NotRequired[Dict[str, "AppStateDescriptor"]],
+})
+
+AppOpenParams = TypedDict("AppOpenParams", {
+    "path": str,  # A file inside the workspace (relative to it, or absolute).
+})
+
+AppOpenResult = TypedDict("AppOpenResult", {
+    "windowId": str,
+    "command": str,
+    "result": Any,
+})
+
+AppQueryParams = TypedDict("AppQueryParams", {
+    "windowId": str,
+    "stateKey": str,  # A declared state key, or `"manifest"`.
+    "timeoutMs": NotRequired[Optional[int]],
+})
+
+AppQueryResult = TypedDict("AppQueryResult", {
+    "data": Any,
+})
+
+AppRegisterParams = TypedDict("AppRegisterParams", {
+    "manifest": "AppManifest",
+    "fileAssociations": NotRequired[List["FileAssociation"]],
+    "threadId": NotRequired[Optional[str]],  # appserver extension: bind the window to this thread (its interactions go there).
+    "windowId": NotRequired[Optional[str]],  # The window to (re-)register; a new id is assigned when omitted.
+})
+
+AppRegisterResult = TypedDict("AppRegisterResult", {
+    "windowId": str,
+    "replayed": int,  # Log entries replayed successfully before this answer.
+    "failed": int,  # Log entries the app rejected during the replay (see `app/log/read`).
+})
+
+# Params of `app/registered`.
+AppRegisteredParams = TypedDict("AppRegisteredParams", {
+    "windowId": str,
+    "appId": str,
+    "name": str,
+})
+
+# One log entry the app rejected during a replay.
+AppReplayError = TypedDict("AppReplayError", {
+    "seq": int,
+    "command": str,
+    "error": str,
+})
+
+# Params of `app/replayed`.
+AppReplayedParams = TypedDict("AppReplayedParams", {
+    "windowId": str,
+    "replayed": int,
+    "failed": int,
+    "errors": List["AppReplayError"],
+})
+
+AppStateDescriptor = TypedDict("AppStateDescriptor", {
+    "description": str,
+    "schema": NotRequired[Any],  # JSON Schema of the value.
+})
+
+AppSummary = TypedDict("AppSummary", {
+    "windowId": str,
+    "appId": str,
+    "name": str,
+    "live": bool,  # Whether the connection that registered it is still there (commands can run now).
+    "commandCount": int,
+    "stateKeyCount": int,
+    "description": NotRequired[Optional[str]],
+})
+
+AppUnregisterParams = TypedDict("AppUnregisterParams", {
+    "windowId": str,
+    "forget": NotRequired[bool],  # Also delete the window's replay log.
+})
+
+# Params of `app/unregistered`.
+AppUnregisteredParams = TypedDict("AppUnregisteredParams", {
+    "windowId": str,
+    "forgotten": bool,
+})
+
+# A client's decision.
+ApprovalDecision = Literal["accept", "acceptForSession", "acceptAlways", "decline", "cancel"]
+
+# The client's answer to `item/approval/request`.
+ApprovalDecisionResult = TypedDict("ApprovalDecisionResult", {
+    "decision": "ApprovalDecision",
+})
+
+# Params of `item/approval/request` (server → client request).
+ApprovalRequestParams = TypedDict("ApprovalRequestParams", {
+    "threadId": str,
+    "turnId": str,
+    "itemId": str,  # The `approvalRequest` item.
+    "requestId": str,  # Correlates the request with its `approvalResponse`.
+    "approvalType": str,  # `shell` or `file` (the spec's values); `app` only for clients that declared the app
+    "operation": str,  # For `shell`: the command line. For `app`: the app command's name.
+    "target": str,  # For `shell`: the working directory. For `app`: the window id.
+    "scopeKey": str,  # What `acceptForSession` / `acceptAlways` remember.
+    "reason": str,
+    "app": NotRequired[Optional["AppCommandApproval"]],  # The app command, for `approvalType: "app"` (clients that declared the app extension).
+})
+
+ApprovalRequestPayload = TypedDict("ApprovalRequestPayload", {
+    "approvalType": str,  # `shell`, `file`, `app`, `remoteResource`, ...
+    "operation": str,
+    "target": str,
+    "requestId": str,
+    "reason": NotRequired[Optional[str]],
+    "scopeKey": NotRequired[Optional[str]],
+})
+
+ApprovalResponsePayload = TypedDict("ApprovalResponsePayload", {
+    "requestId": str,
+    "approved": bool,
+    "decision": NotRequired[Optional[str]],  # `accept`, `acceptForSession`, `acceptAlways`, `decline` or `cancel`.
+})
+
+# `capabilities.channelAdapter`: the connection is the remote backend of one chat channel.
+ChannelAdapterCapabilities = TypedDict("ChannelAdapterCapabilities", {
+    "channelName": str,
+    "channelTools": NotRequired[List[Any]],
+    "deliveryCapabilities": NotRequired[Any],
+})
+
+# One origin channel.
+ChannelInfo = TypedDict("ChannelInfo", {
+    "name": str,  # The `originChannel` string, in the case it is stored in.
+    "category": str,  # `builtin`, `social`, `system` or `external`.
+})
+
+# Params of `channel/list`: an empty object (or omitted).
+ChannelListParams = Dict[str, Any]
+
+# Result of `channel/list`: sorted by category (builtin, social, system, external), then by
+# name (case-insensitive).
+ChannelListResult = TypedDict("ChannelListResult", {
+    "channels": List["ChannelInfo"],
+})
+
+# A history message sent by the client when the thread uses `historyMode = "client"`.
+ChatMessage = TypedDict("ChatMessage", {
+    "role": str,  # `system`, `user`, `assistant` or `tool`.
+    "content": NotRequired[Any],  # Text, or a list of content parts.
+    "name": NotRequired[Optional[str]],
+    "toolCallId": NotRequired[Optional[str]],
+    "toolCalls": NotRequired[Any],
+})
+
+# What the client can handle. Every member is optional; absent members take the defaults of
+# section 3.2 of the protocol.
+ClientCapabilities = TypedDict("ClientCapabilities", {
+    "acpExtensions": NotRequired[Any],  # ACP tool proxy capabilities (accepted, not used by this server).
+    "approvalSupport": NotRequired[Optional[bool]],  # Whether the client answers `item/approval/request`. Default `true`.
+    "backgroundTerminals": NotRequired[Optional[bool]],
+    "browserUse": NotRequired[Any],  # Desktop browser capability (accepted, not used by this server).
+    "channelAdapter": NotRequired[Optional["ChannelAdapterCapabilities"]],  # Present when the connection is a chat-platform channel adapter.
+    "commandExecutionStreaming": NotRequired[Optional[bool]],
+    "configChange": NotRequired[Optional[bool]],
+    "extensions": NotRequired[Optional[Dict[str, Any]]],  # Extensions the client implements, keyed by name, like the server's
+    "nodeRepl": NotRequired[Any],  # Desktop Node REPL capability (accepted, not used by this server).
+    "optOutNotificationMethods": NotRequired[List[str]],  # Exact notification method names this connection never receives.
+    "streamingSupport": NotRequired[Optional[bool]],  # Whether the client consumes `item/*/delta` notifications. Default `true`.
+    "toolExecutionLifecycle": NotRequired[Optional[bool]],
+})
+
+ClientInfo = TypedDict("ClientInfo", {
+    "name": str,  # Machine-readable client identifier.
+    "version": str,
+    "title": NotRequired[Optional[str]],  # Human-readable client name.
+})
+
+CommandExecuteParams = TypedDict("CommandExecuteParams", {
+    "threadId": str,
+    "command": str,  # The slash command, e.g. `/stop` or `/query sheet-1 cells`.
+    "arguments": NotRequired[Optional[List[str]]],  # Parsed arguments; when absent, the text after the command name is used.
+    "sender": NotRequired[Optional["SenderContext"]],
+})
+
+CommandExecutionPayload = TypedDict("CommandExecutionPayload", {
+    "callId": str,
+    "command": str,
+    "workingDirectory": str,
+    "source": str,
+    "status": str,
+    "aggregatedOutput": str,
+    "durationMs": NotRequired[Optional[int]],
+    "exitCode": NotRequired[Optional[int]],
+})
+
+# A command as `command/list` describes it.
+CommandInfo = TypedDict("CommandInfo", {
+    "name": str,  # `/new`, `/code-review`, ...
+    "aliases": List[str],
+    "description": str,
+    "category": str,  # `builtin` or `custom`.
+    "requiresAdmin": bool,
+})
+
+CommandListParams = TypedDict("CommandListParams", {
+    "includeBuiltins": NotRequired[Optional[bool]],  # Default `true`; `false` lists only custom commands (safe as `commandRef`).
+    "language": NotRequired[Optional[str]],  # `en` (default) or `zh`.
+})
+
+CommandListResult = TypedDict("CommandListResult", {
+    "commands": List["CommandInfo"],
+})
+
+# `CommandResult` (section 19.4).
+CommandResult = TypedDict("CommandResult", {
+    "handled": bool,
+    "archivedThreadIds": NotRequired[Optional[List[str]]],
+    "createdLazily": NotRequired[Optional[bool]],
+    "expandedPrompt": NotRequired[Optional[str]],  # Set when the command expands to a prompt: start a turn with it (as a `commandRef`).
+    "isMarkdown": NotRequired[bool],
+    "message": NotRequired[Optional[str]],
+    "sessionReset": NotRequired[Optional[bool]],
+    "thread": NotRequired[Optional["Thread"]],
+})
+
+# Rich content returned by dynamic and plugin tools.
+ContentItem = TypedDict("ContentItem", {
+    "type": str,  # `text` or `image`.
+    "dataBase64": NotRequired[Optional[str]],
+    "mediaType": NotRequired[Optional[str]],
+    "text": NotRequired[Optional[str]],
+})
+
+# Params of `item/tool/call` (server → client): run a dynamic tool the client declared on
+# `thread/start` (section 11.3).
+DynamicToolCallParams = TypedDict("DynamicToolCallParams", {
+    "threadId": str,
+    "turnId": str,
+    "callId": str,
+    "tool": str,
+    "arguments": Any,
+    "namespace": NotRequired[Optional[str]],
+})
+
+DynamicToolCallPayload = TypedDict("DynamicToolCallPayload", {
+    "toolName": str,
+    "callId": str,
+    "arguments": NotRequired[Any],
+    "contentItems": NotRequired[List["ContentItem"]],
+    "errorCode": NotRequired[Optional[str]],
+    "errorMessage": NotRequired[Optional[str]],
+    "namespace": NotRequired[Optional[str]],
+    "structuredResult": NotRequired[Any],
+    "success": NotRequired[Optional[bool]],
+})
+
+# The client's answer to `item/tool/call`.
+DynamicToolCallResult = TypedDict("DynamicToolCallResult", {
+    "success": bool,
+    "contentItems": NotRequired[List["ContentItem"]],
+    "errorCode": NotRequired[Optional[str]],
+    "errorMessage": NotRequired[Optional[str]],
+    "structuredResult": NotRequired[Any],
+})
+
+# A runtime dynamic tool declared on `thread/start` (section 4.1.0).
+DynamicToolSpec = TypedDict("DynamicToolSpec", {
+    "name": str,
+    "description": str,
+    "inputSchema": Any,
+    "approval": NotRequired[Any],
+    "deferLoading": NotRequired[Optional[bool]],
+    "namespace": NotRequired[Optional[str]],
+})
+
+# `{}`: the result of methods that return nothing.
+EmptyResult = Dict[str, Any]
+
+ErrorPayload = TypedDict("ErrorPayload", {
+    "message": str,
+    "code": str,  # Machine-readable code, e.g. `agent_error`, `approval_timeout`, `server_restart`.
+    "fatal": bool,
+})
+
+# Params of `ext/app/command` (server → host).
+ExtAppCommandParams = TypedDict("ExtAppCommandParams", {
+    "windowId": str,
+    "command": str,
+    "params": Any,
+    "replay": bool,  # `true` when the server replays the log after a re-registration.
+})
+
+# Params of `ext/app/query` (server → host).
+ExtAppQueryParams = TypedDict("ExtAppQueryParams", {
+    "windowId": str,
+    "stateKey": str,
+})
+
+# Files an app opens: a file whose extension matches runs `command` with its content under
+# `paramKey`.
+FileAssociation = TypedDict("FileAssociation", {
+    "extensions": List[str],
+    "command": str,
+    "paramKey": str,
+})
+
+# `"server"` (the server keeps the history) or `"client"` (the client sends `messages`).
+HistoryMode = Literal["server", "client"]
+
+ImageRef = TypedDict("ImageRef", {
+    "path": str,
+    "fileName": NotRequired[Optional[str]],
+    "mimeType": NotRequired[Optional[str]],
+})
+
+# Params of `initialize`.
+InitializeParams = TypedDict("InitializeParams", {
+    "clientInfo": "ClientInfo",
+    "capabilities": NotRequired["ClientCapabilities"],
+})
+
+# Result of `initialize`.
+InitializeResult = TypedDict("InitializeResult", {
+    "serverInfo": "ServerInfo",
+    "capabilities": "ServerCapabilities",
+})
+
+# Params of the `initialized` notification: an empty object.
+InitializedParams = Dict[str, Any]
+
+InputPartText = TypedDict("InputPartText", {
+    "type": Literal["text"],
+    "text": str,
+})
+
+InputPartCommandRef = TypedDict("InputPartCommandRef", {
+    "type": Literal["commandRef"],
+    "name": str,
+    "argsText": NotRequired[Optional[str]],
+    "rawText": NotRequired[Optional[str]],
+})
+
+InputPartSkillRef = TypedDict("InputPartSkillRef", {
+    "type": Literal["skillRef"],
+    "name": str,
+})
+
+InputPartFileRef = TypedDict("InputPartFileRef", {
+    "type": Literal["fileRef"],
+    "path": str,
+    "displayPath": NotRequired[Optional[str]],
+})
+
+InputPartImage = TypedDict("InputPartImage", {
+    "type": Literal["image"],
+    "url": str,
+})
+
+InputPartLocalImage = TypedDict("InputPartLocalImage", {
+    "type": Literal["localImage"],
+    "path": str,
+    "fileName": NotRequired[Optional[str]],
+    "mimeType": NotRequired[Optional[str]],
+})
+
+# One part of the user's input (section 5.1), tagged by `type`.
+InputPart = Union["InputPartText", "InputPartCommandRef", "InputPartSkillRef", "InputPartFileRef", "InputPartImage", "InputPartLocalImage"]
+
+ItemUserMessage = TypedDict("ItemUserMessage", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["userMessage"],
+    "payload": "UserMessagePayload",
+})
+
+ItemAgentMessage = TypedDict("ItemAgentMessage", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["agentMessage"],
+    "payload": "TextPayload",
+})
+
+ItemReasoningContent = TypedDict("ItemReasoningContent", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["reasoningContent"],
+    "payload": "TextPayload",
+})
+
+ItemToolCall = TypedDict("ItemToolCall", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["toolCall"],
+    "payload": "ToolCallPayload",
+})
+
+ItemToolResult = TypedDict("ItemToolResult", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["toolResult"],
+    "payload": "ToolResultPayload",
+})
+
+ItemToolExecution = TypedDict("ItemToolExecution", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["toolExecution"],
+    "payload": "ToolExecutionPayload",
+})
+
+ItemCommandExecution = TypedDict("ItemCommandExecution", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["commandExecution"],
+    "payload": "CommandExecutionPayload",
+})
+
+ItemDynamicToolCall = TypedDict("ItemDynamicToolCall", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["dynamicToolCall"],
+    "payload": "DynamicToolCallPayload",
+})
+
+ItemPluginFunctionCall = TypedDict("ItemPluginFunctionCall", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["pluginFunctionCall"],
+    "payload": "PluginFunctionCallPayload",
+})
+
+ItemApprovalRequest = TypedDict("ItemApprovalRequest", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["approvalRequest"],
+    "payload": "ApprovalRequestPayload",
+})
+
+ItemApprovalResponse = TypedDict("ItemApprovalResponse", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["approvalResponse"],
+    "payload": "ApprovalResponsePayload",
+})
+
+ItemError = TypedDict("ItemError", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["error"],
+    "payload": "ErrorPayload",
+})
+
+ItemSystemNotice = TypedDict("ItemSystemNotice", {
+    "id": str,  # `item_001`
+    "turnId": str,
+    "status": "ItemStatus",
+    "createdAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "type": Literal["systemNotice"],
+    "payload": "SystemNoticePayload",
+})
+
+# An item on the wire: `type` and `payload` come from [`ItemPayload`].
+Item = Union["ItemUserMessage", "ItemAgentMessage", "ItemReasoningContent", "ItemToolCall", "ItemToolResult", "ItemToolExecution", "ItemCommandExecution", "ItemDynamicToolCall", "ItemPluginFunctionCall", "ItemApprovalRequest", "ItemApprovalResponse", "ItemError", "ItemSystemNotice"]
+
+# `{ threadId, turnId, item }`: the params of `item/started` and `item/completed`.
+ItemEventParams = TypedDict("ItemEventParams", {
+    "threadId": str,
+    "turnId": str,
+    "item": "Item",
+})
+
+ItemStatus = Literal["started", "streaming", "completed"]
+
+# One model of the provider's catalog.
+ModelCatalogItem = TypedDict("ModelCatalogItem", {
+    "id": str,
+    "ownedBy": str,  # Provider-reported owner; may be empty.
+    "createdAt": str,  # Provider-reported creation time (ISO 8601 UTC); empty when unknown.
+})
+
+ModelListParams = Dict[str, Any]
+
+# Provider errors are reported in the result, not as JSON-RPC errors.
+ModelListResult = TypedDict("ModelListResult", {
+    "success": bool,
+    "models": List["ModelCatalogItem"],
+    "errorCode": NotRequired[Optional[str]],
+    "errorMessage": NotRequired[Optional[str]],
+})
+
+# A complete plan snapshot.
+Plan = TypedDict("Plan", {
+    "title": str,
+    "todos": List["PlanTodo"],
+    "content": NotRequired[str],
+    "overview": NotRequired[str],
+})
+
+# One task of a plan (section 6.8).
+PlanTodo = TypedDict("PlanTodo", {
+    "id": str,
+    "content": str,
+    "priority": str,  # `high`, `medium` or `low`.
+    "status": str,  # `pending`, `in_progress`, `completed` or `cancelled`.
+})
+
+# Params of `plan/updated`: the complete plan snapshot of a thread.
+PlanUpdatedParams = TypedDict("PlanUpdatedParams", {
+    "threadId": str,  # The thread the plan belongs to.
+    "title": str,
+    "todos": List["PlanTodo"],
+    "content": NotRequired[str],
+    "overview": NotRequired[str],
+})
+
+PluginFunctionCallPayload = TypedDict("PluginFunctionCallPayload", {
+    "pluginId": str,
+    "functionName": str,
+    "callId": str,
+    "arguments": NotRequired[Any],
+    "contentItems": NotRequired[List["ContentItem"]],
+    "errorCode": NotRequired[Optional[str]],
+    "errorMessage": NotRequired[Optional[str]],
+    "namespace": NotRequired[Optional[str]],
+    "structuredResult": NotRequired[Any],
+    "success": NotRequired[Optional[bool]],
+})
+
+QueuedInputStatus = Literal["queued", "guidancePending"]
+
+QueuedInputsResult = TypedDict("QueuedInputsResult", {
+    "queuedInputs": List["QueuedTurnInput"],
+})
+
+# Input waiting to become a turn (or guidance for the running one).
+QueuedTurnInput = TypedDict("QueuedTurnInput", {
+    "id": str,
+    "threadId": str,
+    "nativeInputParts": List["InputPart"],
+    "materializedInputParts": List["InputPart"],
+    "displayText": str,
+    "status": "QueuedInputStatus",
+    "createdAt": str,
+    "readyAfterTurnId": NotRequired[Optional[str]],
+    "sender": NotRequired[Optional["SenderContext"]],
+})
+
+# Who sent a message in a group session.
+SenderContext = TypedDict("SenderContext", {
+    "senderId": str,
+    "groupId": NotRequired[Optional[str]],
+    "senderName": NotRequired[Optional[str]],
+    "senderRole": NotRequired[Optional[str]],
+})
+
+# What the server implements. A capability that is absent is not implemented.
+ServerCapabilities = TypedDict("ServerCapabilities", {
+    "approvalFlow": NotRequired[Optional[bool]],
+    "commandManagement": NotRequired[Optional[bool]],
+    "configOverride": NotRequired[Optional[bool]],
+    "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
+    "modeSwitch": NotRequired[Optional[bool]],
+    "modelCatalogManagement": NotRequired[Optional[bool]],
+    "threadManagement": NotRequired[Optional[bool]],
+    "threadSubscriptions": NotRequired[Optional[bool]],
+})
+
+ServerInfo = TypedDict("ServerInfo", {
+    "name": str,  # Always `"appserver"`.
+    "version": str,
+    "protocolVersion": str,  # Wire protocol version, currently `"1"`.
+    "extensions": NotRequired[Optional[List[str]]],
+})
+
+# Who is asking: channel, user, context and workspace (Session Core 4.1.4).
+SessionIdentity = TypedDict("SessionIdentity", {
+    "channelName": str,
+    "channelContext": NotRequired[Optional[str]],
+    "userId": NotRequired[Optional[str]],
+    "workspacePath": NotRequired[Optional[str]],  # Defaults to the server's workspace when omitted.
+})
+
+SystemNoticePayload = TypedDict("SystemNoticePayload", {
+    "kind": str,
+    "mode": NotRequired[Optional[str]],
+    "tokensAfter": NotRequired[Optional[int]],
+    "tokensBefore": NotRequired[Optional[int]],
+    "trigger": NotRequired[Optional[str]],
+})
+
+# Params of `item/agentMessage/delta` and `item/reasoning/delta`.
+TextDeltaParams = TypedDict("TextDeltaParams", {
+    "threadId": str,
+    "turnId": str,
+    "itemId": str,
+    "deltaKind": str,  # `agentMessage` or `reasoningContent`.
+    "delta": str,
+})
+
+# `agentMessage` and `reasoningContent`: the accumulated text.
+TextPayload = TypedDict("TextPayload", {
+    "text": str,
+})
+
+# A thread on the wire.
+Thread = TypedDict("Thread", {
+    "id": str,  # `thread_YYYYMMDD_xxxxxx`
+    "workspacePath": str,
+    "originChannel": str,
+    "status": "ThreadStatus",
+    "createdAt": str,
+    "lastActiveAt": str,
+    "historyMode": "HistoryMode",
+    "channelContext": NotRequired[Optional[str]],
+    "configuration": NotRequired[Optional["ThreadConfiguration"]],
+    "displayName": NotRequired[Optional[str]],
+    "metadata": NotRequired[Dict[str, str]],
+    "plan": NotRequired[Optional["Plan"]],  # The thread's current plan (the latest `plan/updated` snapshot), if it has one.
+    "queuedInputs": NotRequired[List["QueuedTurnInput"]],
+    "runtime": NotRequired[Optional["ThreadRuntime"]],
+    "turns": NotRequired[List["Turn"]],  # Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`.
+    "userId": NotRequired[Optional[str]],
+})
+
+ThreadConfigUpdateParams = TypedDict("ThreadConfigUpdateParams", {
+    "threadId": str,
+    "config": "ThreadConfiguration",
+})
+
+# Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
+# merges the fields it is given into the thread's configuration.
+ThreadConfiguration = TypedDict("ThreadConfiguration", {
+    "agentInstructions": NotRequired[Optional[str]],
+    "approvalPolicy": NotRequired[Optional[str]],  # `default`, `autoApprove`, `interrupt` (DotCraft) or `never`, `onRequest`, `untrusted`.
+    "automationTaskDirectory": NotRequired[Optional[str]],
+    "customTools": NotRequired[Optional[List[str]]],
+    "extensions": NotRequired[Optional[List[str]]],
+    "mcpServers": NotRequired[Optional[List[Any]]],
+    "mode": NotRequired[Optional[str]],
+    "model": NotRequired[Optional[str]],
+    "requireApprovalOutsideWorkspace": NotRequired[Optional[bool]],
+    "toolProfile": NotRequired[Optional[str]],
+    "useToolProfileOnly": NotRequired[Optional[bool]],
+    "workspaceOverride": NotRequired[Optional[str]],
+})
+
+ThreadIdParams = TypedDict("ThreadIdParams", {
+    "threadId": str,
+})
+
+ThreadListParams = TypedDict("ThreadListParams", {
+    "identity": "SessionIdentity",
+    "channelName": NotRequired[Optional[str]],
+    "crossChannelOrigins": NotRequired[Optional[List[str]]],
+    "cursor": NotRequired[Optional[str]],  # appserver extension: `nextCursor` of the previous page.
+    "includeArchived": NotRequired[bool],
+    "includeSubAgents": NotRequired[bool],
+    "limit": NotRequired[Optional[int]],  # appserver extension: page size (default 100, at most 1000).
+})
+
+ThreadListResult = TypedDict("ThreadListResult", {
+    "data": List["ThreadSummary"],
+    "nextCursor": NotRequired[Optional[str]],  # Present when more threads match: pass it as `cursor` for the next page.
+})
+
+ThreadModeSetParams = TypedDict("ThreadModeSetParams", {
+    "threadId": str,
+    "mode": str,
+})
+
+ThreadQueueUpdatedParams = TypedDict("ThreadQueueUpdatedParams", {
+    "threadId": str,
+    "queuedInputs": List["QueuedTurnInput"],
+})
+
+ThreadReadParams = TypedDict("ThreadReadParams", {
+    "threadId": str,
+    "includeTurns": NotRequired[bool],
+    "turnsCursor": NotRequired[Optional[str]],  # appserver extension: `nextTurnsCursor` of the previous page, to read older turns.
+    "turnsLimit": NotRequired[Optional[int]],  # appserver extension: return at most this many turns (the most recent ones).
+})
+
+ThreadReadResult = TypedDict("ThreadReadResult", {
+    "thread": "Thread",
+    "nextTurnsCursor": NotRequired[Optional[str]],  # Present when older turns were left out of this page.
+})
+
+ThreadRenameParams = TypedDict("ThreadRenameParams", {
+    "threadId": str,
+    "displayName": str,
+})
+
+ThreadRenamedParams = TypedDict("ThreadRenamedParams", {
+    "threadId": str,
+    "displayName": str,
+})
+
+# `{ thread }`: the result of `thread/start`, `thread/resume`, `thread/rollback`, and the params
+# of `thread/started`.
+ThreadResult = TypedDict("ThreadResult", {
+    "thread": "Thread",
+})
+
+ThreadResumedParams = TypedDict("ThreadResumedParams", {
+    "thread": "Thread",
+    "resumedBy": str,
+})
+
+ThreadRollbackParams = TypedDict("ThreadRollbackParams", {
+    "threadId": str,
+    "numTurns": int,
+})
+
+# Whether a thread is busy, for thread lists (section 6.1 `thread/runtimeChanged`).
+ThreadRuntime = TypedDict("ThreadRuntime", {
+    "running": bool,
+    "waitingOnApproval": bool,
+    "waitingOnPlanConfirmation": bool,
+})
+
+ThreadRuntimeChangedParams = TypedDict("ThreadRuntimeChangedParams", {
+    "threadId": str,
+    "runtime": "ThreadRuntime",
+})
+
+ThreadStartParams = TypedDict("ThreadStartParams", {
+    "identity": "SessionIdentity",
+    "config": NotRequired[Optional["ThreadConfiguration"]],
+    "displayName": NotRequired[Optional[str]],
+    "dynamicTools": NotRequired[List["DynamicToolSpec"]],
+    "historyMode": NotRequired[Optional["HistoryMode"]],
+})
+
+ThreadStatus = Literal["active", "paused", "archived"]
+
+ThreadStatusChangedParams = TypedDict("ThreadStatusChangedParams", {
+    "threadId": str,
+    "previousStatus": "ThreadStatus",
+    "newStatus": "ThreadStatus",
+})
+
+ThreadSubscribeParams = TypedDict("ThreadSubscribeParams", {
+    "threadId": str,
+    "replayRecent": NotRequired[bool],
+})
+
+# One row of `thread/list`.
+ThreadSummary = TypedDict("ThreadSummary", {
+    "id": str,
+    "status": "ThreadStatus",
+    "originChannel": str,
+    "workspacePath": str,
+    "createdAt": str,
+    "lastActiveAt": str,
+    "displayName": NotRequired[Optional[str]],
+    "runtime": NotRequired[Optional["ThreadRuntime"]],
+    "userId": NotRequired[Optional[str]],
+})
+
+TokenUsage = TypedDict("TokenUsage", {
+    "inputTokens": int,
+    "outputTokens": int,
+    "totalTokens": int,
+})
+
+# Params of `item/toolCall/argumentsDelta`.
+ToolCallArgumentsDeltaParams = TypedDict("ToolCallArgumentsDeltaParams", {
+    "threadId": str,
+    "turnId": str,
+    "itemId": str,
+    "deltaKind": str,  # Always `toolCallArguments`.
+    "delta": str,
+    "callId": NotRequired[Optional[str]],
+    "toolName": NotRequired[Optional[str]],
+})
+
+ToolCallPayload = TypedDict("ToolCallPayload", {
+    "toolName": str,
+    "callId": str,
+    "arguments": NotRequired[Any],  # Complete in `item/completed`; may be absent while arguments stream.
+})
+
+ToolExecutionPayload = TypedDict("ToolExecutionPayload", {
+    "callId": str,
+    "toolName": str,
+    "status": str,  # `inProgress`, `completed`, `failed` or `cancelled`.
+    "durationMs": NotRequired[Optional[int]],
+    "errorMessage": NotRequired[Optional[str]],
+    "resultPreview": NotRequired[Optional[str]],
+    "success": NotRequired[Optional[bool]],
+})
+
+ToolResultPayload = TypedDict("ToolResultPayload", {
+    "callId": str,
+    "result": str,
+    "success": bool,
+})
+
+# A turn on the wire.
+Turn = TypedDict("Turn", {
+    "id": str,  # `turn_001`
+    "threadId": str,
+    "status": "TurnStatus",
+    "startedAt": str,
+    "completedAt": NotRequired[Optional[str]],
+    "error": NotRequired[Optional[str]],
+    "initiator": NotRequired[Optional["TurnInitiator"]],
+    "items": NotRequired[List["Item"]],
+    "originChannel": NotRequired[Optional[str]],
+    "tokenUsage": NotRequired[Optional["TokenUsage"]],
+})
+
+TurnCancelledParams = TypedDict("TurnCancelledParams", {
+    "turn": "Turn",
+    "reason": str,
+})
+
+TurnEnqueueParams = TypedDict("TurnEnqueueParams", {
+    "threadId": str,
+    "input": List["InputPart"],
+    "sender": NotRequired[Optional["SenderContext"]],
+})
+
+TurnEnqueueResult = TypedDict("TurnEnqueueResult", {
+    "queuedInput": "QueuedTurnInput",
+    "queuedInputs": List["QueuedTurnInput"],
+})
+
+TurnFailedParams = TypedDict("TurnFailedParams", {
+    "turn": "Turn",
+    "error": str,
+})
+
+# Durable actor metadata of a turn.
+TurnInitiator = TypedDict("TurnInitiator", {
+    "channelName": str,
+    "channelContext": NotRequired[Optional[str]],
+    "groupId": NotRequired[Optional[str]],
+    "userId": NotRequired[Optional[str]],
+    "userName": NotRequired[Optional[str]],
+    "userRole": NotRequired[Optional[str]],
+})
+
+TurnInterruptParams = TypedDict("TurnInterruptParams", {
+    "threadId": str,
+    "turnId": str,
+})
+
+TurnQueueRemoveParams = TypedDict("TurnQueueRemoveParams", {
+    "threadId": str,
+    "queuedInputId": str,
+})
+
+# `{ turn }`: the result of `turn/start` and the params of `turn/started` / `turn/completed`.
+TurnResult = TypedDict("TurnResult", {
+    "turn": "Turn",
+})
+
+TurnStartParams = TypedDict("TurnStartParams", {
+    "threadId": str,
+    "input": List["InputPart"],
+    "messages": NotRequired[Optional[List["ChatMessage"]]],  # Required when the thread uses `historyMode = "client"`, forbidden otherwise.
+    "sender": NotRequired[Optional["SenderContext"]],
+})
+
+TurnStatus = Literal["running", "waitingApproval", "completed", "failed", "cancelled"]
+
+TurnSteerParams = TypedDict("TurnSteerParams", {
+    "threadId": str,
+    "expectedTurnId": str,
+    "queuedInputId": str,
+    "sender": NotRequired[Optional["SenderContext"]],
+})
+
+TurnSteerResult = TypedDict("TurnSteerResult", {
+    "turnId": str,
+    "queuedInputs": List["QueuedTurnInput"],
+})
+
+# Params of `item/usage/delta` (section 6.6).
+UsageDeltaParams = TypedDict("UsageDeltaParams", {
+    "threadId": str,
+    "turnId": str,
+    "inputTokens": int,
+    "outputTokens": int,
+    "totalInputTokens": NotRequired[Optional[int]],
+    "totalOutputTokens": NotRequired[Optional[int]],
+})
+
+UserMessagePayload = TypedDict("UserMessagePayload", {
+    "text": str,  # Display text derived from the native input parts.
+    "channelContext": NotRequired[Optional[str]],
+    "channelName": NotRequired[Optional[str]],
+    "deliveryMode": NotRequired[Optional[str]],  # `normal`, `queued` or `guidance`.
+    "groupId": NotRequired[Optional[str]],
+    "images": NotRequired[List["ImageRef"]],
+    "materializedInputParts": NotRequired[List["InputPart"]],
+    "nativeInputParts": NotRequired[List["InputPart"]],
+    "senderId": NotRequired[Optional[str]],
+    "senderName": NotRequired[Optional[str]],
+    "senderRole": NotRequired[Optional[str]],
+    "triggerKind": NotRequired[Optional[str]],
+    "triggerLabel": NotRequired[Optional[str]],
+    "triggerRefId": NotRequired[Optional[str]],
+})
+
+ClientRequestMethod = Literal["app/command", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+
+# method -> (params type name, result type name or None)
+CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
+    "app/command": ("AppCommandParams", "AppCommandResult"),
+    "app/emit": ("AppEmitParams", "EmptyResult"),
+    "app/list": ("AppListParams", "AppListResult"),
+    "app/log/read": ("AppLogReadParams", "AppLogReadResult"),
+    "app/open": ("AppOpenParams", "AppOpenResult"),
+    "app/query": ("AppQueryParams", "AppQueryResult"),
+    "app/register": ("AppRegisterParams", "AppRegisterResult"),
+    "app/unregister": ("AppUnregisterParams", "EmptyResult"),
+    "channel/list": ("ChannelListParams", "ChannelListResult"),
+    "command/execute": ("CommandExecuteParams", "CommandResult"),
+    "command/list": ("CommandListParams", "CommandListResult"),
+    "initialize": ("InitializeParams", "InitializeResult"),
+    "model/list": ("ModelListParams", "ModelListResult"),
+    "thread/archive": ("ThreadIdParams", "EmptyResult"),
+    "thread/config/update": ("ThreadConfigUpdateParams", "EmptyResult"),
+    "thread/delete": ("ThreadIdParams", "EmptyResult"),
+    "thread/list": ("ThreadListParams", "ThreadListResult"),
+    "thread/mode/set": ("ThreadModeSetParams", "EmptyResult"),
+    "thread/pause": ("ThreadIdParams", "EmptyResult"),
+    "thread/read": ("ThreadReadParams", "ThreadReadResult"),
+    "thread/rename": ("ThreadRenameParams", "EmptyResult"),
+    "thread/resume": ("ThreadIdParams", "ThreadResult"),
+    "thread/rollback": ("ThreadRollbackParams", "ThreadResult"),
+    "thread/start": ("ThreadStartParams", "ThreadResult"),
+    "thread/subscribe": ("ThreadSubscribeParams", "EmptyResult"),
+    "thread/unarchive": ("ThreadIdParams", "EmptyResult"),
+    "thread/unsubscribe": ("ThreadIdParams", "EmptyResult"),
+    "turn/enqueue": ("TurnEnqueueParams", "TurnEnqueueResult"),
+    "turn/interrupt": ("TurnInterruptParams", "EmptyResult"),
+    "turn/queue/remove": ("TurnQueueRemoveParams", "QueuedInputsResult"),
+    "turn/start": ("TurnStartParams", "TurnResult"),
+    "turn/steer": ("TurnSteerParams", "TurnSteerResult"),
+}
+
+ClientNotificationMethod = Literal["app/emit", "app/interaction", "initialized"]
+
+# method -> (params type name, result type name or None)
+CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
+    "app/emit": ("AppEmitParams", None),
+    "app/interaction": ("AppInteractionParams", None),
+    "initialized": ("InitializedParams", None),
+}
+
+ServerNotificationMethod = Literal["app/event", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/failed", "turn/started"]
+
+# method -> (params type name, result type name or None)
+SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
+    "app/event": ("AppEventParams", None),
+    "app/registered": ("AppRegisteredParams", None),
+    "app/replayed": ("AppReplayedParams", None),
+    "app/unregistered": ("AppUnregisteredParams", None),
+    "item/agentMessage/delta": ("TextDeltaParams", None),
+    "item/approval/resolved": ("ItemEventParams", None),
+    "item/completed": ("ItemEventParams", None),
+    "item/reasoning/delta": ("TextDeltaParams", None),
+    "item/started": ("ItemEventParams", None),
+    "item/toolCall/argumentsDelta": ("ToolCallArgumentsDeltaParams", None),
+    "item/usage/delta": ("UsageDeltaParams", None),
+    "plan/updated": ("PlanUpdatedParams", None),
+    "thread/deleted": ("ThreadIdParams", None),
+    "thread/queue/updated": ("ThreadQueueUpdatedParams", None),
+    "thread/renamed": ("ThreadRenamedParams", None),
+    "thread/resumed": ("ThreadResumedParams", None),
+    "thread/runtimeChanged": ("ThreadRuntimeChangedParams", None),
+    "thread/started": ("ThreadResult", None),
+    "thread/statusChanged": ("ThreadStatusChangedParams", None),
+    "turn/cancelled": ("TurnCancelledParams", None),
+    "turn/completed": ("TurnResult", None),
+    "turn/failed": ("TurnFailedParams", None),
+    "turn/started": ("TurnResult", None),
+}
+
+ServerRequestMethod = Literal["ext/app/command", "ext/app/query", "item/approval/request", "item/tool/call"]
+
+# method -> (params type name, result type name or None)
+SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
+    "ext/app/command": ("ExtAppCommandParams", "AppCommandResult"),
+    "ext/app/query": ("ExtAppQueryParams", "AppQueryResult"),
+    "item/approval/request": ("ApprovalRequestParams", "ApprovalDecisionResult"),
+    "item/tool/call": ("DynamicToolCallParams", "DynamicToolCallResult"),
+}
+
+class ClientRequests:
+    """One typed coroutine per client request; `AppServerClient` implements `request`."""
+
+    async def request(self, method: ClientRequestMethod, params: Any, timeout: Optional[float] = None) -> Any:
+        raise NotImplementedError
+
+    async def app_command(self, params: "AppCommandParams", timeout: Optional[float] = None) -> "AppCommandResult":
+        return await self.request("app/command", params, timeout)
+
+    async def app_emit(self, params: "AppEmitParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("app/emit", params, timeout)
+
+    async def app_list(self, params: "AppListParams", timeout: Optional[float] = None) -> "AppListResult":
+        return await self.request("app/list", params, timeout)
+
+    async def app_log_read(self, params: "AppLogReadParams", timeout: Optional[float] = None) -> "AppLogReadResult":
+        return await self.request("app/log/read", params, timeout)
+
+    async def app_open(self, params: "AppOpenParams", timeout: Optional[float] = None) -> "AppOpenResult":
+        return await self.request("app/open", params, timeout)
+
+    async def app_query(self, params: "AppQueryParams", timeout: Optional[float] = None) -> "AppQueryResult":
+        return await self.request("app/query", params, timeout)
+
+    async def app_register(self, params: "AppRegisterParams", timeout: Optional[float] = None) -> "AppRegisterResult":
+        return await self.request("app/register", params, timeout)
+
+    async def app_unregister(self, params: "AppUnregisterParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("app/unregister", params, timeout)
+
+    async def channel_list(self, params: "ChannelListParams", timeout: Optional[float] = None) -> "ChannelListResult":
+        return await self.request("channel/list", params, timeout)
+
+    async def command_execute(self, params: "CommandExecuteParams", timeout: Optional[float] = None) -> "CommandResult":
+        return await self.request("command/execute", params, timeout)
+
+    async def command_list(self, params: "CommandListParams", timeout: Optional[float] = None) -> "CommandListResult":
+        return await self.request("command/list", params, timeout)
+
+    async def initialize(self, params: "InitializeParams", timeout: Optional[float] = None) -> "InitializeResult":
+        return await self.request("initialize", params, timeout)
+
+    async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
+        return await self.request("model/list", params, timeout)
+
+    async def thread_archive(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/archive", params, timeout)
+
+    async def thread_config_update(self, params: "ThreadConfigUpdateParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/config/update", params, timeout)
+
+    async def thread_delete(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/delete", params, timeout)
+
+    async def thread_list(self, params: "ThreadListParams", timeout: Optional[float] = None) -> "ThreadListResult":
+        return await self.request("thread/list", params, timeout)
+
+    async def thread_mode_set(self, params: "ThreadModeSetParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/mode/set", params, timeout)
+
+    async def thread_pause(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/pause", params, timeout)
+
+    async def thread_read(self, params: "ThreadReadParams", timeout: Optional[float] = None) -> "ThreadReadResult":
+        return await self.request("thread/read", params, timeout)
+
+    async def thread_rename(self, params: "ThreadRenameParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/rename", params, timeout)
+
+    async def thread_resume(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "ThreadResult":
+        return await self.request("thread/resume", params, timeout)
+
+    async def thread_rollback(self, params: "ThreadRollbackParams", timeout: Optional[float] = None) -> "ThreadResult":
+        return await self.request("thread/rollback", params, timeout)
+
+    async def thread_start(self, params: "ThreadStartParams", timeout: Optional[float] = None) -> "ThreadResult":
+        return await self.request("thread/start", params, timeout)
+
+    async def thread_subscribe(self, params: "ThreadSubscribeParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/subscribe", params, timeout)
+
+    async def thread_unarchive(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/unarchive", params, timeout)
+
+    async def thread_unsubscribe(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("thread/unsubscribe", params, timeout)
+
+    async def turn_enqueue(self, params: "TurnEnqueueParams", timeout: Optional[float] = None) -> "TurnEnqueueResult":
+        return await self.request("turn/enqueue", params, timeout)
+
+    async def turn_interrupt(self, params: "TurnInterruptParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("turn/interrupt", params, timeout)
+
+    async def turn_queue_remove(self, params: "TurnQueueRemoveParams", timeout: Optional[float] = None) -> "QueuedInputsResult":
+        return await self.request("turn/queue/remove", params, timeout)
+
+    async def turn_start(self, params: "TurnStartParams", timeout: Optional[float] = None) -> "TurnResult":
+        return await self.request("turn/start", params, timeout)
+
+    async def turn_steer(self, params: "TurnSteerParams", timeout: Optional[float] = None) -> "TurnSteerResult":
+        return await self.request("turn/steer", params, timeout)

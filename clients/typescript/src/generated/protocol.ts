@@ -1,0 +1,1204 @@
+// Wire types of the appserver protocol. Generated from the Rust types by
+// `cargo run -p appserver-protocol --bin appserver-schema`; do not edit.
+/* eslint-disable */
+
+export const PROTOCOL_VERSION = "1";
+
+/** The app command an approval is about. */
+export interface AppCommandApproval {
+  windowId: string;
+  appId: string;
+  command: string;
+  params: unknown;
+}
+
+export interface AppCommandDescriptor {
+  description: string;
+  /** JSON Schema the params must match (checked by the server before the app is called). */
+  params?: unknown;
+  returns?: unknown;
+  /** Event types this command emits while it runs (it may return a `runId` at once). */
+  streams?: string[] | null;
+}
+
+export interface AppCommandParams {
+  windowId: string;
+  /** A declared command, or a built-in (`__describe`, `__getState`). */
+  command: string;
+  params?: unknown;
+  timeoutMs?: number | null;
+}
+
+export interface AppCommandResult {
+  result: unknown;
+}
+
+/** Params of the `app/emit` notification (host → server): a progress event of a streaming command. */
+export interface AppEmitParams {
+  windowId: string;
+  runId: string;
+  type: string;
+  payload?: unknown;
+}
+
+export interface AppEventDescriptor {
+  description: string;
+}
+
+/** Params of `app/event`. */
+export interface AppEventParams {
+  windowId: string;
+  runId: string;
+  type: string;
+  payload?: unknown;
+}
+
+/** Params of the `app/interaction` notification (host → server): what the user did in the app. */
+export interface AppInteractionParams {
+  windowId: string;
+  content: string;
+}
+
+export type AppListParams = { [key: string]: unknown };
+
+export interface AppListResult {
+  apps: AppSummary[];
+}
+
+/** One replay-log entry: a command the app answered successfully. */
+export interface AppLogEntry {
+  seq: number;
+  command: string;
+  params: unknown;
+  result: unknown;
+  recordedAt: string;
+  /** Why the app rejected this entry at its last replay, if it did. */
+  replayError?: string | null;
+}
+
+export interface AppLogReadParams {
+  windowId: string;
+  /** Entries with a sequence number greater than this (default 0: from the start). */
+  afterSeq?: number | null;
+  /** At most this many entries (default 100, at most 1000). */
+  limit?: number | null;
+}
+
+export interface AppLogReadResult {
+  entries: AppLogEntry[];
+  /** Pass as `afterSeq` to read on; absent at the end of the log. */
+  nextSeq?: number | null;
+}
+
+/** What an app can do: its state keys and commands (and the events its streaming commands emit). */
+export interface AppManifest {
+  appId: string;
+  name: string;
+  commands?: { [key: string]: AppCommandDescriptor };
+  description?: string | null;
+  events?: { [key: string]: AppEventDescriptor } | null;
+  state?: { [key: string]: AppStateDescriptor };
+}
+
+export interface AppOpenParams {
+  /** A file inside the workspace (relative to it, or absolute). */
+  path: string;
+}
+
+export interface AppOpenResult {
+  windowId: string;
+  command: string;
+  result: unknown;
+}
+
+export interface AppQueryParams {
+  windowId: string;
+  /** A declared state key, or `"manifest"`. */
+  stateKey: string;
+  timeoutMs?: number | null;
+}
+
+export interface AppQueryResult {
+  data: unknown;
+}
+
+export interface AppRegisterParams {
+  manifest: AppManifest;
+  fileAssociations?: FileAssociation[];
+  /** appserver extension: bind the window to this thread (its interactions go there). */
+  threadId?: string | null;
+  /** The window to (re-)register; a new id is assigned when omitted. */
+  windowId?: string | null;
+}
+
+export interface AppRegisterResult {
+  windowId: string;
+  /** Log entries replayed successfully before this answer. */
+  replayed: number;
+  /** Log entries the app rejected during the replay (see `app/log/read`). */
+  failed: number;
+}
+
+/** Params of `app/registered`. */
+export interface AppRegisteredParams {
+  windowId: string;
+  appId: string;
+  name: string;
+}
+
+/** One log entry the app rejected during a replay. */
+export interface AppReplayError {
+  seq: number;
+  command: string;
+  error: string;
+}
+
+/** Params of `app/replayed`. */
+export interface AppReplayedParams {
+  windowId: string;
+  replayed: number;
+  failed: number;
+  errors: AppReplayError[];
+}
+
+export interface AppStateDescriptor {
+  description: string;
+  /** JSON Schema of the value. */
+  schema?: unknown;
+}
+
+export interface AppSummary {
+  windowId: string;
+  appId: string;
+  name: string;
+  /** Whether the connection that registered it is still there (commands can run now). */
+  live: boolean;
+  commandCount: number;
+  stateKeyCount: number;
+  description?: string | null;
+}
+
+export interface AppUnregisterParams {
+  windowId: string;
+  /** Also delete the window's replay log. */
+  forget?: boolean;
+}
+
+/** Params of `app/unregistered`. */
+export interface AppUnregisteredParams {
+  windowId: string;
+  forgotten: boolean;
+}
+
+/** A client's decision. */
+export type ApprovalDecision = "accept" | "acceptForSession" | "acceptAlways" | "decline" | "cancel";
+
+/** The client's answer to `item/approval/request`. */
+export interface ApprovalDecisionResult {
+  decision: ApprovalDecision;
+}
+
+/** Params of `item/approval/request` (server → client request). */
+export interface ApprovalRequestParams {
+  threadId: string;
+  turnId: string;
+  /** The `approvalRequest` item. */
+  itemId: string;
+  /** Correlates the request with its `approvalResponse`. */
+  requestId: string;
+  /**
+   * `shell` or `file` (the spec's values); `app` only for clients that declared the app
+   * extension (`capabilities.extensions.appProtocol`).
+   */
+  approvalType: string;
+  /** For `shell`: the command line. For `app`: the app command's name. */
+  operation: string;
+  /** For `shell`: the working directory. For `app`: the window id. */
+  target: string;
+  /** What `acceptForSession` / `acceptAlways` remember. */
+  scopeKey: string;
+  reason: string;
+  /** The app command, for `approvalType: "app"` (clients that declared the app extension). */
+  app?: AppCommandApproval | null;
+}
+
+export interface ApprovalRequestPayload {
+  /** `shell`, `file`, `app`, `remoteResource`, ... */
+  approvalType: string;
+  operation: string;
+  target: string;
+  requestId: string;
+  reason?: string | null;
+  scopeKey?: string | null;
+}
+
+export interface ApprovalResponsePayload {
+  requestId: string;
+  approved: boolean;
+  /** `accept`, `acceptForSession`, `acceptAlways`, `decline` or `cancel`. */
+  decision?: string | null;
+}
+
+/** `capabilities.channelAdapter`: the connection is the remote backend of one chat channel. */
+export interface ChannelAdapterCapabilities {
+  channelName: string;
+  channelTools?: unknown[];
+  deliveryCapabilities?: unknown;
+}
+
+/** One origin channel. */
+export interface ChannelInfo {
+  /** The `originChannel` string, in the case it is stored in. */
+  name: string;
+  /** `builtin`, `social`, `system` or `external`. */
+  category: string;
+}
+
+/** Params of `channel/list`: an empty object (or omitted). */
+export type ChannelListParams = { [key: string]: unknown };
+
+/**
+ * Result of `channel/list`: sorted by category (builtin, social, system, external), then by
+ * name (case-insensitive).
+ */
+export interface ChannelListResult {
+  channels: ChannelInfo[];
+}
+
+/** A history message sent by the client when the thread uses `historyMode = "client"`. */
+export interface ChatMessage {
+  /** `system`, `user`, `assistant` or `tool`. */
+  role: string;
+  /** Text, or a list of content parts. */
+  content?: unknown;
+  name?: string | null;
+  toolCallId?: string | null;
+  toolCalls?: unknown;
+}
+
+/**
+ * What the client can handle. Every member is optional; absent members take the defaults of
+ * section 3.2 of the protocol.
+ */
+export interface ClientCapabilities {
+  /** ACP tool proxy capabilities (accepted, not used by this server). */
+  acpExtensions?: unknown;
+  /** Whether the client answers `item/approval/request`. Default `true`. */
+  approvalSupport?: boolean | null;
+  backgroundTerminals?: boolean | null;
+  /** Desktop browser capability (accepted, not used by this server). */
+  browserUse?: unknown;
+  /** Present when the connection is a chat-platform channel adapter. */
+  channelAdapter?: ChannelAdapterCapabilities | null;
+  commandExecutionStreaming?: boolean | null;
+  configChange?: boolean | null;
+  /**
+   * Extensions the client implements, keyed by name, like the server's
+   * `capabilities.extensions`: `{"appProtocol": true}` asks for app approvals in their own
+   * form (`approvalType: "app"` with the app's fields) instead of the spec's `shell` form.
+   */
+  extensions?: { [key: string]: unknown } | null;
+  /** Desktop Node REPL capability (accepted, not used by this server). */
+  nodeRepl?: unknown;
+  /** Exact notification method names this connection never receives. */
+  optOutNotificationMethods?: string[];
+  /** Whether the client consumes `item/*\/delta` notifications. Default `true`. */
+  streamingSupport?: boolean | null;
+  toolExecutionLifecycle?: boolean | null;
+}
+
+export interface ClientInfo {
+  /** Machine-readable client identifier. */
+  name: string;
+  version: string;
+  /** Human-readable client name. */
+  title?: string | null;
+}
+
+export interface CommandExecuteParams {
+  threadId: string;
+  /** The slash command, e.g. `/stop` or `/query sheet-1 cells`. */
+  command: string;
+  /** Parsed arguments; when absent, the text after the command name is used. */
+  arguments?: string[] | null;
+  sender?: SenderContext | null;
+}
+
+export interface CommandExecutionPayload {
+  callId: string;
+  command: string;
+  workingDirectory: string;
+  source: string;
+  status: string;
+  aggregatedOutput: string;
+  durationMs?: number | null;
+  exitCode?: number | null;
+}
+
+/** A command as `command/list` describes it. */
+export interface CommandInfo {
+  /** `/new`, `/code-review`, ... */
+  name: string;
+  aliases: string[];
+  description: string;
+  /** `builtin` or `custom`. */
+  category: string;
+  requiresAdmin: boolean;
+}
+
+export interface CommandListParams {
+  /** Default `true`; `false` lists only custom commands (safe as `commandRef`). */
+  includeBuiltins?: boolean | null;
+  /** `en` (default) or `zh`. */
+  language?: string | null;
+}
+
+export interface CommandListResult {
+  commands: CommandInfo[];
+}
+
+/** `CommandResult` (section 19.4). */
+export interface CommandResult {
+  handled: boolean;
+  archivedThreadIds?: string[] | null;
+  createdLazily?: boolean | null;
+  /** Set when the command expands to a prompt: start a turn with it (as a `commandRef`). */
+  expandedPrompt?: string | null;
+  isMarkdown?: boolean;
+  message?: string | null;
+  sessionReset?: boolean | null;
+  thread?: Thread | null;
+}
+
+/** Rich content returned by dynamic and plugin tools. */
+export interface ContentItem {
+  /** `text` or `image`. */
+  type: string;
+  dataBase64?: string | null;
+  mediaType?: string | null;
+  text?: string | null;
+}
+
+/**
+ * Params of `item/tool/call` (server → client): run a dynamic tool the client declared on
+ * `thread/start` (section 11.3).
+ */
+export interface DynamicToolCallParams {
+  threadId: string;
+  turnId: string;
+  callId: string;
+  tool: string;
+  arguments: unknown;
+  namespace?: string | null;
+}
+
+export interface DynamicToolCallPayload {
+  toolName: string;
+  callId: string;
+  arguments?: unknown;
+  contentItems?: ContentItem[];
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  namespace?: string | null;
+  structuredResult?: unknown;
+  success?: boolean | null;
+}
+
+/** The client's answer to `item/tool/call`. */
+export interface DynamicToolCallResult {
+  success: boolean;
+  contentItems?: ContentItem[];
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  structuredResult?: unknown;
+}
+
+/** A runtime dynamic tool declared on `thread/start` (section 4.1.0). */
+export interface DynamicToolSpec {
+  name: string;
+  description: string;
+  inputSchema: unknown;
+  approval?: unknown;
+  deferLoading?: boolean | null;
+  namespace?: string | null;
+}
+
+/** `{}`: the result of methods that return nothing. */
+export type EmptyResult = { [key: string]: unknown };
+
+export interface ErrorPayload {
+  message: string;
+  /** Machine-readable code, e.g. `agent_error`, `approval_timeout`, `server_restart`. */
+  code: string;
+  fatal: boolean;
+}
+
+/** Params of `ext/app/command` (server → host). */
+export interface ExtAppCommandParams {
+  windowId: string;
+  command: string;
+  params: unknown;
+  /** `true` when the server replays the log after a re-registration. */
+  replay: boolean;
+}
+
+/** Params of `ext/app/query` (server → host). */
+export interface ExtAppQueryParams {
+  windowId: string;
+  stateKey: string;
+}
+
+/**
+ * Files an app opens: a file whose extension matches runs `command` with its content under
+ * `paramKey`.
+ */
+export interface FileAssociation {
+  extensions: string[];
+  command: string;
+  paramKey: string;
+}
+
+/** `"server"` (the server keeps the history) or `"client"` (the client sends `messages`). */
+export type HistoryMode = "server" | "client";
+
+export interface ImageRef {
+  path: string;
+  fileName?: string | null;
+  mimeType?: string | null;
+}
+
+/** Params of `initialize`. */
+export interface InitializeParams {
+  clientInfo: ClientInfo;
+  capabilities?: ClientCapabilities;
+}
+
+/** Result of `initialize`. */
+export interface InitializeResult {
+  serverInfo: ServerInfo;
+  capabilities: ServerCapabilities;
+}
+
+/** Params of the `initialized` notification: an empty object. */
+export type InitializedParams = { [key: string]: unknown };
+
+/** One part of the user's input (section 5.1), tagged by `type`. */
+export type InputPart =
+  | {
+    type: "text";
+    text: string;
+  }
+  | {
+    type: "commandRef";
+    name: string;
+    argsText?: string | null;
+    rawText?: string | null;
+  }
+  | {
+    type: "skillRef";
+    name: string;
+  }
+  | {
+    type: "fileRef";
+    path: string;
+    displayPath?: string | null;
+  }
+  | {
+    type: "image";
+    url: string;
+  }
+  | {
+    type: "localImage";
+    path: string;
+    fileName?: string | null;
+    mimeType?: string | null;
+  };
+
+/** An item on the wire: `type` and `payload` come from [`ItemPayload`]. */
+export type Item =
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "userMessage";
+    payload: UserMessagePayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "agentMessage";
+    payload: TextPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "reasoningContent";
+    payload: TextPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "toolCall";
+    payload: ToolCallPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "toolResult";
+    payload: ToolResultPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "toolExecution";
+    payload: ToolExecutionPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "commandExecution";
+    payload: CommandExecutionPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "dynamicToolCall";
+    payload: DynamicToolCallPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "pluginFunctionCall";
+    payload: PluginFunctionCallPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "approvalRequest";
+    payload: ApprovalRequestPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "approvalResponse";
+    payload: ApprovalResponsePayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "error";
+    payload: ErrorPayload;
+  }
+  | {
+    /** `item_001` */
+    id: string;
+    turnId: string;
+    status: ItemStatus;
+    createdAt: string;
+    completedAt?: string | null;
+    type: "systemNotice";
+    payload: SystemNoticePayload;
+  };
+
+/** `{ threadId, turnId, item }`: the params of `item/started` and `item/completed`. */
+export interface ItemEventParams {
+  threadId: string;
+  turnId: string;
+  item: Item;
+}
+
+export type ItemStatus = "started" | "streaming" | "completed";
+
+/** One model of the provider's catalog. */
+export interface ModelCatalogItem {
+  id: string;
+  /** Provider-reported owner; may be empty. */
+  ownedBy: string;
+  /** Provider-reported creation time (ISO 8601 UTC); empty when unknown. */
+  createdAt: string;
+}
+
+export type ModelListParams = { [key: string]: unknown };
+
+/** Provider errors are reported in the result, not as JSON-RPC errors. */
+export interface ModelListResult {
+  success: boolean;
+  models: ModelCatalogItem[];
+  errorCode?: string | null;
+  errorMessage?: string | null;
+}
+
+/** A complete plan snapshot. */
+export interface Plan {
+  title: string;
+  todos: PlanTodo[];
+  content?: string;
+  overview?: string;
+}
+
+/** One task of a plan (section 6.8). */
+export interface PlanTodo {
+  id: string;
+  content: string;
+  /** `high`, `medium` or `low`. */
+  priority: string;
+  /** `pending`, `in_progress`, `completed` or `cancelled`. */
+  status: string;
+}
+
+/** Params of `plan/updated`: the complete plan snapshot of a thread. */
+export interface PlanUpdatedParams {
+  /** The thread the plan belongs to. */
+  threadId: string;
+  title: string;
+  todos: PlanTodo[];
+  content?: string;
+  overview?: string;
+}
+
+export interface PluginFunctionCallPayload {
+  pluginId: string;
+  functionName: string;
+  callId: string;
+  arguments?: unknown;
+  contentItems?: ContentItem[];
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  namespace?: string | null;
+  structuredResult?: unknown;
+  success?: boolean | null;
+}
+
+export type QueuedInputStatus = "queued" | "guidancePending";
+
+export interface QueuedInputsResult {
+  queuedInputs: QueuedTurnInput[];
+}
+
+/** Input waiting to become a turn (or guidance for the running one). */
+export interface QueuedTurnInput {
+  id: string;
+  threadId: string;
+  nativeInputParts: InputPart[];
+  materializedInputParts: InputPart[];
+  displayText: string;
+  status: QueuedInputStatus;
+  createdAt: string;
+  readyAfterTurnId?: string | null;
+  sender?: SenderContext | null;
+}
+
+/** Who sent a message in a group session. */
+export interface SenderContext {
+  senderId: string;
+  groupId?: string | null;
+  senderName?: string | null;
+  senderRole?: string | null;
+}
+
+/** What the server implements. A capability that is absent is not implemented. */
+export interface ServerCapabilities {
+  approvalFlow?: boolean | null;
+  commandManagement?: boolean | null;
+  configOverride?: boolean | null;
+  /** Extension registry keyed by extension name; `true` means its methods are available. */
+  extensions?: { [key: string]: unknown };
+  modeSwitch?: boolean | null;
+  modelCatalogManagement?: boolean | null;
+  threadManagement?: boolean | null;
+  threadSubscriptions?: boolean | null;
+}
+
+export interface ServerInfo {
+  /** Always `"appserver"`. */
+  name: string;
+  version: string;
+  /** Wire protocol version, currently `"1"`. */
+  protocolVersion: string;
+  extensions?: string[] | null;
+}
+
+/** Who is asking: channel, user, context and workspace (Session Core 4.1.4). */
+export interface SessionIdentity {
+  channelName: string;
+  channelContext?: string | null;
+  userId?: string | null;
+  /** Defaults to the server's workspace when omitted. */
+  workspacePath?: string | null;
+}
+
+export interface SystemNoticePayload {
+  kind: string;
+  mode?: string | null;
+  tokensAfter?: number | null;
+  tokensBefore?: number | null;
+  trigger?: string | null;
+}
+
+/** Params of `item/agentMessage/delta` and `item/reasoning/delta`. */
+export interface TextDeltaParams {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  /** `agentMessage` or `reasoningContent`. */
+  deltaKind: string;
+  delta: string;
+}
+
+/** `agentMessage` and `reasoningContent`: the accumulated text. */
+export interface TextPayload {
+  text: string;
+}
+
+/** A thread on the wire. */
+export interface Thread {
+  /** `thread_YYYYMMDD_xxxxxx` */
+  id: string;
+  workspacePath: string;
+  originChannel: string;
+  status: ThreadStatus;
+  createdAt: string;
+  lastActiveAt: string;
+  historyMode: HistoryMode;
+  channelContext?: string | null;
+  configuration?: ThreadConfiguration | null;
+  displayName?: string | null;
+  metadata?: { [key: string]: string };
+  /** The thread's current plan (the latest `plan/updated` snapshot), if it has one. */
+  plan?: Plan | null;
+  queuedInputs?: QueuedTurnInput[];
+  runtime?: ThreadRuntime | null;
+  /** Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`. */
+  turns?: Turn[];
+  userId?: string | null;
+}
+
+export interface ThreadConfigUpdateParams {
+  threadId: string;
+  config: ThreadConfiguration;
+}
+
+/**
+ * Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
+ * merges the fields it is given into the thread's configuration.
+ */
+export interface ThreadConfiguration {
+  agentInstructions?: string | null;
+  /** `default`, `autoApprove`, `interrupt` (DotCraft) or `never`, `onRequest`, `untrusted`. */
+  approvalPolicy?: string | null;
+  automationTaskDirectory?: string | null;
+  customTools?: string[] | null;
+  extensions?: string[] | null;
+  mcpServers?: unknown[] | null;
+  mode?: string | null;
+  model?: string | null;
+  requireApprovalOutsideWorkspace?: boolean | null;
+  toolProfile?: string | null;
+  useToolProfileOnly?: boolean | null;
+  workspaceOverride?: string | null;
+}
+
+export interface ThreadIdParams {
+  threadId: string;
+}
+
+export interface ThreadListParams {
+  identity: SessionIdentity;
+  channelName?: string | null;
+  crossChannelOrigins?: string[] | null;
+  /** appserver extension: `nextCursor` of the previous page. */
+  cursor?: string | null;
+  includeArchived?: boolean;
+  includeSubAgents?: boolean;
+  /** appserver extension: page size (default 100, at most 1000). */
+  limit?: number | null;
+}
+
+export interface ThreadListResult {
+  data: ThreadSummary[];
+  /** Present when more threads match: pass it as `cursor` for the next page. */
+  nextCursor?: string | null;
+}
+
+export interface ThreadModeSetParams {
+  threadId: string;
+  mode: string;
+}
+
+export interface ThreadQueueUpdatedParams {
+  threadId: string;
+  queuedInputs: QueuedTurnInput[];
+}
+
+export interface ThreadReadParams {
+  threadId: string;
+  includeTurns?: boolean;
+  /** appserver extension: `nextTurnsCursor` of the previous page, to read older turns. */
+  turnsCursor?: string | null;
+  /** appserver extension: return at most this many turns (the most recent ones). */
+  turnsLimit?: number | null;
+}
+
+export interface ThreadReadResult {
+  thread: Thread;
+  /** Present when older turns were left out of this page. */
+  nextTurnsCursor?: string | null;
+}
+
+export interface ThreadRenameParams {
+  threadId: string;
+  displayName: string;
+}
+
+export interface ThreadRenamedParams {
+  threadId: string;
+  displayName: string;
+}
+
+/**
+ * `{ thread }`: the result of `thread/start`, `thread/resume`, `thread/rollback`, and the params
+ * of `thread/started`.
+ */
+export interface ThreadResult {
+  thread: Thread;
+}
+
+export interface ThreadResumedParams {
+  thread: Thread;
+  resumedBy: string;
+}
+
+export interface ThreadRollbackParams {
+  threadId: string;
+  numTurns: number;
+}
+
+/** Whether a thread is busy, for thread lists (section 6.1 `thread/runtimeChanged`). */
+export interface ThreadRuntime {
+  running: boolean;
+  waitingOnApproval: boolean;
+  waitingOnPlanConfirmation: boolean;
+}
+
+export interface ThreadRuntimeChangedParams {
+  threadId: string;
+  runtime: ThreadRuntime;
+}
+
+export interface ThreadStartParams {
+  identity: SessionIdentity;
+  config?: ThreadConfiguration | null;
+  displayName?: string | null;
+  dynamicTools?: DynamicToolSpec[];
+  historyMode?: HistoryMode | null;
+}
+
+export type ThreadStatus = "active" | "paused" | "archived";
+
+export interface ThreadStatusChangedParams {
+  threadId: string;
+  previousStatus: ThreadStatus;
+  newStatus: ThreadStatus;
+}
+
+export interface ThreadSubscribeParams {
+  threadId: string;
+  replayRecent?: boolean;
+}
+
+/** One row of `thread/list`. */
+export interface ThreadSummary {
+  id: string;
+  status: ThreadStatus;
+  originChannel: string;
+  workspacePath: string;
+  createdAt: string;
+  lastActiveAt: string;
+  displayName?: string | null;
+  runtime?: ThreadRuntime | null;
+  userId?: string | null;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+  totalTokens: number;
+}
+
+/** Params of `item/toolCall/argumentsDelta`. */
+export interface ToolCallArgumentsDeltaParams {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  /** Always `toolCallArguments`. */
+  deltaKind: string;
+  delta: string;
+  callId?: string | null;
+  toolName?: string | null;
+}
+
+export interface ToolCallPayload {
+  toolName: string;
+  callId: string;
+  /** Complete in `item/completed`; may be absent while arguments stream. */
+  arguments?: unknown;
+}
+
+export interface ToolExecutionPayload {
+  callId: string;
+  toolName: string;
+  /** `inProgress`, `completed`, `failed` or `cancelled`. */
+  status: string;
+  durationMs?: number | null;
+  errorMessage?: string | null;
+  resultPreview?: string | null;
+  success?: boolean | null;
+}
+
+export interface ToolResultPayload {
+  callId: string;
+  result: string;
+  success: boolean;
+}
+
+/** A turn on the wire. */
+export interface Turn {
+  /** `turn_001` */
+  id: string;
+  threadId: string;
+  status: TurnStatus;
+  startedAt: string;
+  completedAt?: string | null;
+  error?: string | null;
+  initiator?: TurnInitiator | null;
+  items?: Item[];
+  originChannel?: string | null;
+  tokenUsage?: TokenUsage | null;
+}
+
+export interface TurnCancelledParams {
+  turn: Turn;
+  reason: string;
+}
+
+export interface TurnEnqueueParams {
+  threadId: string;
+  input: InputPart[];
+  sender?: SenderContext | null;
+}
+
+export interface TurnEnqueueResult {
+  queuedInput: QueuedTurnInput;
+  queuedInputs: QueuedTurnInput[];
+}
+
+export interface TurnFailedParams {
+  turn: Turn;
+  error: string;
+}
+
+/** Durable actor metadata of a turn. */
+export interface TurnInitiator {
+  channelName: string;
+  channelContext?: string | null;
+  groupId?: string | null;
+  userId?: string | null;
+  userName?: string | null;
+  userRole?: string | null;
+}
+
+export interface TurnInterruptParams {
+  threadId: string;
+  turnId: string;
+}
+
+export interface TurnQueueRemoveParams {
+  threadId: string;
+  queuedInputId: string;
+}
+
+/** `{ turn }`: the result of `turn/start` and the params of `turn/started` / `turn/completed`. */
+export interface TurnResult {
+  turn: Turn;
+}
+
+export interface TurnStartParams {
+  threadId: string;
+  input: InputPart[];
+  /** Required when the thread uses `historyMode = "client"`, forbidden otherwise. */
+  messages?: ChatMessage[] | null;
+  sender?: SenderContext | null;
+}
+
+export type TurnStatus = "running" | "waitingApproval" | "completed" | "failed" | "cancelled";
+
+export interface TurnSteerParams {
+  threadId: string;
+  expectedTurnId: string;
+  queuedInputId: string;
+  sender?: SenderContext | null;
+}
+
+export interface TurnSteerResult {
+  turnId: string;
+  queuedInputs: QueuedTurnInput[];
+}
+
+/** Params of `item/usage/delta` (section 6.6). */
+export interface UsageDeltaParams {
+  threadId: string;
+  turnId: string;
+  inputTokens: number;
+  outputTokens: number;
+  totalInputTokens?: number | null;
+  totalOutputTokens?: number | null;
+}
+
+export interface UserMessagePayload {
+  /** Display text derived from the native input parts. */
+  text: string;
+  channelContext?: string | null;
+  channelName?: string | null;
+  /** `normal`, `queued` or `guidance`. */
+  deliveryMode?: string | null;
+  groupId?: string | null;
+  images?: ImageRef[];
+  materializedInputParts?: InputPart[];
+  nativeInputParts?: InputPart[];
+  senderId?: string | null;
+  senderName?: string | null;
+  senderRole?: string | null;
+  triggerKind?: string | null;
+  triggerLabel?: string | null;
+  triggerRefId?: string | null;
+}
+
+/** Requests a client sends: params and result. */
+export interface ClientRequestMap {
+  "app/command": { params: AppCommandParams; result: AppCommandResult };
+  "app/emit": { params: AppEmitParams; result: EmptyResult };
+  "app/list": { params: AppListParams; result: AppListResult };
+  "app/log/read": { params: AppLogReadParams; result: AppLogReadResult };
+  "app/open": { params: AppOpenParams; result: AppOpenResult };
+  "app/query": { params: AppQueryParams; result: AppQueryResult };
+  "app/register": { params: AppRegisterParams; result: AppRegisterResult };
+  "app/unregister": { params: AppUnregisterParams; result: EmptyResult };
+  "channel/list": { params: ChannelListParams; result: ChannelListResult };
+  "command/execute": { params: CommandExecuteParams; result: CommandResult };
+  "command/list": { params: CommandListParams; result: CommandListResult };
+  "initialize": { params: InitializeParams; result: InitializeResult };
+  "model/list": { params: ModelListParams; result: ModelListResult };
+  "thread/archive": { params: ThreadIdParams; result: EmptyResult };
+  "thread/config/update": { params: ThreadConfigUpdateParams; result: EmptyResult };
+  "thread/delete": { params: ThreadIdParams; result: EmptyResult };
+  "thread/list": { params: ThreadListParams; result: ThreadListResult };
+  "thread/mode/set": { params: ThreadModeSetParams; result: EmptyResult };
+  "thread/pause": { params: ThreadIdParams; result: EmptyResult };
+  "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
+  "thread/rename": { params: ThreadRenameParams; result: EmptyResult };
+  "thread/resume": { params: ThreadIdParams; result: ThreadResult };
+  "thread/rollback": { params: ThreadRollbackParams; result: ThreadResult };
+  "thread/start": { params: ThreadStartParams; result: ThreadResult };
+  "thread/subscribe": { params: ThreadSubscribeParams; result: EmptyResult };
+  "thread/unarchive": { params: ThreadIdParams; result: EmptyResult };
+  "thread/unsubscribe": { params: ThreadIdParams; result: EmptyResult };
+  "turn/enqueue": { params: TurnEnqueueParams; result: TurnEnqueueResult };
+  "turn/interrupt": { params: TurnInterruptParams; result: EmptyResult };
+  "turn/queue/remove": { params: TurnQueueRemoveParams; result: QueuedInputsResult };
+  "turn/start": { params: TurnStartParams; result: TurnResult };
+  "turn/steer": { params: TurnSteerParams; result: TurnSteerResult };
+}
+
+/** Notifications a client sends. The value is the params. */
+export interface ClientNotificationMap {
+  "app/emit": AppEmitParams;
+  "app/interaction": AppInteractionParams;
+  "initialized": InitializedParams;
+}
+
+/** Notifications the server sends. The value is the params. */
+export interface ServerNotificationMap {
+  "app/event": AppEventParams;
+  "app/registered": AppRegisteredParams;
+  "app/replayed": AppReplayedParams;
+  "app/unregistered": AppUnregisteredParams;
+  "item/agentMessage/delta": TextDeltaParams;
+  "item/approval/resolved": ItemEventParams;
+  "item/completed": ItemEventParams;
+  "item/reasoning/delta": TextDeltaParams;
+  "item/started": ItemEventParams;
+  "item/toolCall/argumentsDelta": ToolCallArgumentsDeltaParams;
+  "item/usage/delta": UsageDeltaParams;
+  "plan/updated": PlanUpdatedParams;
+  "thread/deleted": ThreadIdParams;
+  "thread/queue/updated": ThreadQueueUpdatedParams;
+  "thread/renamed": ThreadRenamedParams;
+  "thread/resumed": ThreadResumedParams;
+  "thread/runtimeChanged": ThreadRuntimeChangedParams;
+  "thread/started": ThreadResult;
+  "thread/statusChanged": ThreadStatusChangedParams;
+  "turn/cancelled": TurnCancelledParams;
+  "turn/completed": TurnResult;
+  "turn/failed": TurnFailedParams;
+  "turn/started": TurnResult;
+}
+
+/** Requests the server sends to a client: params and the result the client answers with. */
+export interface ServerRequestMap {
+  "ext/app/command": { params: ExtAppCommandParams; result: AppCommandResult };
+  "ext/app/query": { params: ExtAppQueryParams; result: AppQueryResult };
+  "item/approval/request": { params: ApprovalRequestParams; result: ApprovalDecisionResult };
+  "item/tool/call": { params: DynamicToolCallParams; result: DynamicToolCallResult };
+}
+
+export type ClientRequestMethod = keyof ClientRequestMap;
+export type ClientNotificationMethod = keyof ClientNotificationMap;
+export type ServerNotificationMethod = keyof ServerNotificationMap;
+export type ServerRequestMethod = keyof ServerRequestMap;
