@@ -65,6 +65,10 @@ pub struct ClientCapabilities {
     /// form (`approvalType: "app"` with the app's fields) instead of the spec's `shell` form.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub extensions: Option<BTreeMap<String, Value>>,
+    /// The largest message this client accepts, in bytes (appserver extension). A response that
+    /// would be larger is replaced by an error, a larger notification is not sent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_message_bytes: Option<u64>,
 }
 
 /// `capabilities.channelAdapter`: the connection is the remote backend of one chat channel.

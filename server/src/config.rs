@@ -42,6 +42,8 @@ pub struct ServerConfig {
     pub max_in_flight: usize,
     /// Largest incoming message (stdio line or WebSocket message), in bytes.
     pub max_message_bytes: usize,
+    /// Largest outgoing message; a client may declare a smaller one (`maxMessageBytes`).
+    pub max_outgoing_message_bytes: usize,
     /// Outgoing messages queued per connection before a slow reader is disconnected.
     pub outgoing_queue: usize,
     /// Threads kept loaded in memory before idle ones are evicted (least recently used first).
@@ -136,6 +138,7 @@ impl ServerConfig {
             ws_allowed_origins: Vec::new(),
             max_in_flight: 32,
             max_message_bytes: 4 * 1024 * 1024,
+            max_outgoing_message_bytes: 64 * 1024 * 1024,
             outgoing_queue: 8192,
             max_loaded_threads: crate::threads::manager::DEFAULT_MAX_LOADED,
             max_connections: default_max_connections(),
@@ -217,6 +220,9 @@ OPTIONS:
     --ws-allowed-origin ORIGIN Allow this browser Origin (loopback origins are always allowed).
     --max-in-flight N          Requests in flight per connection before -32001 (default 32).
     --max-message-bytes N      Largest incoming message (default 4194304).
+    --max-outgoing-message-bytes N
+                               Largest message sent; a larger response becomes an error
+                               (default 67108864; a client may declare less).
     --outgoing-queue N         Outgoing messages queued per connection (default 8192).
     --max-loaded-threads N     Threads kept in memory; idle ones beyond are evicted (default 4096).
     --max-connections N        WebSocket connections at once; more get HTTP 503 (default: the
@@ -300,6 +306,7 @@ where
             "--ws-allowed-origin" => origins.push(value()?.trim_end_matches('/').to_owned()),
             "--max-in-flight" => config.max_in_flight = parse_positive(&flag, &value()?)?,
             "--max-message-bytes" => config.max_message_bytes = parse_positive(&flag, &value()?)?,
+            "--max-outgoing-message-bytes" => config.max_outgoing_message_bytes = parse_positive(&flag, &value()?)?,
             "--outgoing-queue" => config.outgoing_queue = parse_positive(&flag, &value()?)?,
             "--max-loaded-threads" => config.max_loaded_threads = parse_positive(&flag, &value()?)?,
             "--max-connections" => config.max_connections = parse_positive(&flag, &value()?)?,

@@ -54,7 +54,11 @@ pub struct ServerState {
 
 impl ServerState {
     pub fn peer_limits(&self) -> PeerLimits {
-        PeerLimits { max_in_flight: self.config.max_in_flight, outgoing_queue: self.config.outgoing_queue }
+        PeerLimits {
+            max_in_flight: self.config.max_in_flight,
+            outgoing_queue: self.config.outgoing_queue,
+            max_outgoing_bytes: self.config.max_outgoing_message_bytes,
+        }
     }
 }
 

@@ -75,3 +75,34 @@ async fn connections_past_the_cap_get_503_until_one_leaves() {
     tokio::time::timeout(TIMEOUT, gone).await.expect("the closed connection is gone");
     server.ws_client_initialized().await.expect("a slot is free again");
 }
+
+#[tokio::test]
+async fn nothing_larger_than_the_client_accepts_is_sent_to_it() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let limited = server.ws_client().await.unwrap();
+    limited.initialize("small-client", json!({ "maxMessageBytes": 4000 })).await.unwrap();
+    let mut limited = limited;
+    let mut watcher = server.ws_client_initialized().await.unwrap();
+    let thread_id = start_thread(&limited, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    watcher.request("thread/subscribe", json!({ "threadId": thread_id })).await.unwrap();
+
+    let long = "word ".repeat(1000);
+    limited.request("turn/start", json!({ "threadId": thread_id, "input": text(&long) })).await.unwrap();
+    // The watcher (no limit) sees the whole turn: everything was queued for both by then.
+    events_until_turn_ends(&mut watcher, "turn_001").await.unwrap();
+
+    let err = limited.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap_err();
+    let appserver_client::ClientError::Rpc(error) = err else { panic!("{err}") };
+    let data = error.data.unwrap();
+    assert_eq!(data["code"], "RESPONSE_TOO_LARGE");
+    assert_eq!(data["limit"], 4000);
+    assert!(data["bytes"].as_u64().unwrap() > 4000);
+    // The connection goes on, and what it was sent all fits.
+    limited.request("thread/read", json!({ "threadId": thread_id })).await.unwrap();
+    let mut received = 0;
+    while let Some(event) = limited.next_event_within(std::time::Duration::ZERO).await {
+        assert!(event.params().to_string().len() <= 4000, "{:?}", event.method());
+        received += 1;
+    }
+    assert!(received > 0, "the small notifications of the turn still arrived");
+}

@@ -258,6 +258,7 @@ ClientCapabilities = TypedDict("ClientCapabilities", {
     "commandExecutionStreaming": NotRequired[Optional[bool]],
     "configChange": NotRequired[Optional[bool]],
     "extensions": NotRequired[Optional[Dict[str, Any]]],  # Extensions the client implements, keyed by name, like the server's
+    "maxMessageBytes": NotRequired[Optional[int]],  # The largest message this client accepts, in bytes (appserver extension). A response that
     "nodeRepl": NotRequired[Any],  # Desktop Node REPL capability (accepted, not used by this server).
     "optOutNotificationMethods": NotRequired[List[str]],  # Exact notification method names this connection never receives.
     "streamingSupport": NotRequired[Optional[bool]],  # Whether the client consumes `item/*/delta` notifications. Default `true`.

@@ -162,6 +162,11 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
         ctx.after.hold(permit);
         let (id, method) = (&request.id, &request.method);
         let reply = match outcome {
+            Ok(Ok(reply)) if reply.len() > ctx.peer.outgoing_limit() => {
+                let limit = ctx.peer.outgoing_limit();
+                tracing::warn!(conn = %ctx.peer.id, %method, bytes = reply.len(), limit, "response over the client's size limit");
+                error_text(id, &RpcError::response_too_large(reply.len(), limit))
+            }
             Ok(Ok(reply)) => reply,
             Ok(Err(err)) => error_text(id, &err),
             Err(_) => {

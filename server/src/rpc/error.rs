@@ -47,6 +47,15 @@ impl RpcError {
         Self::new(error_codes::INTERNAL_ERROR, "Internal error").with_data(json!({ "detail": detail.to_string() }))
     }
 
+    /// A response larger than the client accepts: not sent, this error instead.
+    pub fn response_too_large(bytes: usize, limit: usize) -> Self {
+        Self::new(error_codes::INTERNAL_ERROR, "Response too large").with_data(json!({
+            "code": "RESPONSE_TOO_LARGE",
+            "bytes": bytes,
+            "limit": limit,
+        }))
+    }
+
     /// -32001 with the retry advice of section 9.1.
     pub fn overloaded(max_in_flight: usize) -> Self {
         Self::new(error_codes::SERVER_OVERLOADED, "Server overloaded; retry later.").with_data(json!({

@@ -113,6 +113,8 @@ pub enum PeerRequestError {
 pub struct PeerLimits {
     pub max_in_flight: usize,
     pub outgoing_queue: usize,
+    /// Largest message sent to the client (lowered by its `capabilities.maxMessageBytes`).
+    pub max_outgoing_bytes: usize,
 }
 
 type PendingAnswer = oneshot::Sender<Result<Box<RawValue>, ErrorObject>>;
@@ -126,6 +128,7 @@ pub struct Peer {
     /// Permits for requests in flight; none left means -32001.
     pub in_flight: Arc<Semaphore>,
     pub max_in_flight: usize,
+    max_outgoing_bytes: usize,
     out: mpsc::Sender<OutFrame>,
     pending: Mutex<HashMap<i64, PendingAnswer>>,
     next_request_id: AtomicI64,
@@ -148,6 +151,7 @@ impl Peer {
             session: Session::default(),
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             max_in_flight: limits.max_in_flight,
+            max_outgoing_bytes: limits.max_outgoing_bytes,
             out,
             pending: Mutex::new(HashMap::new()),
             next_request_id: AtomicI64::new(1),
@@ -219,10 +223,26 @@ impl Peer {
         }
     }
 
+    /// The largest message this client may be sent: the configured limit, or less when the
+    /// client declared less (`capabilities.maxMessageBytes`).
+    pub fn outgoing_limit(&self) -> usize {
+        let declared = self.session.client().and_then(|c| c.capabilities.max_message_bytes);
+        declared
+            .map_or(self.max_outgoing_bytes, |d| usize::try_from(d).unwrap_or(usize::MAX).min(self.max_outgoing_bytes))
+    }
+
     /// Sends a notification if this connection wants it: initialized (the client sent
-    /// `initialized`) and not opted out of `method`.
+    /// `initialized`) and not opted out of `method`. One over the client's size limit is not
+    /// sent (and logged).
     pub fn notify(&self, method: &str, frame: &OutFrame) -> bool {
-        self.session.wants_notification(method) && self.try_send(frame.clone())
+        if !self.session.wants_notification(method) {
+            return false;
+        }
+        if frame.bytes().len() > self.outgoing_limit() {
+            tracing::warn!(conn = %self.id, method, bytes = frame.bytes().len(), limit = self.outgoing_limit(), "notification over the client's size limit; not sent");
+            return false;
+        }
+        self.try_send(frame.clone())
     }
 
     /// Sends a server→client request and waits for the answer, at most `timeout`.
@@ -248,6 +268,13 @@ impl Peer {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let text = jsonrpc::write_request(&RequestId::integer(id), method, params)
             .map_err(|e| PeerRequestError::Serialize(e.to_string()))?;
+        if text.len() > self.outgoing_limit() {
+            return Err(PeerRequestError::Serialize(format!(
+                "the request is {} bytes, over the client's limit of {}",
+                text.len(),
+                self.outgoing_limit()
+            )));
+        }
         let (tx, rx) = oneshot::channel();
         self.lock_pending().insert(id, tx);
         // However this ends (answer, timeout, or being dropped), the entry goes away.
@@ -313,7 +340,7 @@ mod tests {
     use super::*;
 
     fn peer(queue: usize) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
-        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: queue };
+        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: queue, max_outgoing_bytes: 1 << 20 };
         Peer::new(ConnectionId(1), TransportKind::WebSocket, limits, &CancellationToken::new())
     }
 

@@ -266,7 +266,7 @@ mod tests {
     use tokio_util::sync::CancellationToken;
 
     fn ready_peer(id: u64) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
-        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: 64 };
+        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: 64, max_outgoing_bytes: 1 << 30 };
         let (peer, rx) = Peer::new(ConnectionId(id), TransportKind::WebSocket, limits, &CancellationToken::new());
         let mut params = InitializeParams::default();
         params.client_info.name = "t".into();

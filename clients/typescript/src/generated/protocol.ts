@@ -298,6 +298,11 @@ export interface ClientCapabilities {
    * form (`approvalType: "app"` with the app's fields) instead of the spec's `shell` form.
    */
   extensions?: { [key: string]: unknown } | null;
+  /**
+   * The largest message this client accepts, in bytes (appserver extension). A response that
+   * would be larger is replaced by an error, a larger notification is not sent.
+   */
+  maxMessageBytes?: number | null;
   /** Desktop Node REPL capability (accepted, not used by this server). */
   nodeRepl?: unknown;
   /** Exact notification method names this connection never receives. */
