@@ -92,10 +92,13 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
     if scale || !only.is_empty() {
         groups.extend(SCALE_GROUPS);
     }
-    let mut rows = Vec::new();
+    // Rows are printed as each group finishes, so a run that fails later keeps what it measured.
+    println!("| measurement | appserver | compared with | note | target |");
+    println!("|---|---|---|---|---|");
+    let mut printed = 0;
     for group in groups.into_iter().filter(|g| if only.is_empty() { true } else { only.contains(g) }) {
         let group_started = std::time::Instant::now();
-        rows.extend(match group {
+        let rows = match group {
             "round-trips" => round_trips::round_trips(sizes).await?,
             "stdio" => stdio::stdio(sizes).await?,
             "fan-out" => vec![fan_out::fan_out(sizes.deltas, sizes.subscribers, sizes.fan_turns).await?],
@@ -124,14 +127,13 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
                 rows
             }
             other => anyhow::bail!("unknown group `{other}`"),
-        });
+        };
+        for r in &rows {
+            println!("| {} | {} | {} | {} | {} |", r.measurement, r.appserver, r.comparison, r.note, r.target);
+        }
+        printed += rows.len();
         eprintln!("appserver-bench: {group} in {:.1} s", group_started.elapsed().as_secs_f64());
     }
-    println!("| measurement | appserver | compared with | note | target |");
-    println!("|---|---|---|---|---|");
-    for r in &rows {
-        println!("| {} | {} | {} | {} | {} |", r.measurement, r.appserver, r.comparison, r.note, r.target);
-    }
-    eprintln!("appserver-bench: {} rows in {:.1} s", rows.len(), started.elapsed().as_secs_f64());
+    eprintln!("appserver-bench: {printed} rows in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -69,11 +69,19 @@ pub fn count(n: f64) -> String {
     out
 }
 
+/// Largest frame the benchmark's clients take.
+const MAX_MESSAGE: usize = 256 << 20;
+
 /// The WebSocket buffers appserver uses, for the bench's clients and the echo floor alike:
 /// tungstenite's default 128 KiB read buffer is zeroed on every read, which would add the same
 /// few microseconds to every measured round trip.
 pub fn ws_config() -> WebSocketConfig {
-    WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(64 * 1024)
+    WebSocketConfig::default()
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(64 * 1024)
+        // A full `thread/read` of a 50,000-item thread is one 33 MB frame.
+        .max_frame_size(Some(MAX_MESSAGE))
+        .max_message_size(Some(MAX_MESSAGE))
 }
 
 pub async fn connect(url: &str) -> Result<Ws> {
