@@ -1,9 +1,11 @@
 //! `appserver-bench`: starts the real appserver binary and measures it against the alternatives
-//! in the same run — a jsonrpsee 0.26 server, a bare tokio-tungstenite echo (the physical floor),
-//! a bare broadcast server, a bare sqlx insert loop — and prints one Markdown table.
+//! in the same run — a jsonrpsee 0.26 server answering appserver's reply bytes, a bare
+//! tokio-tungstenite echo (the physical floor), a paced broadcast server, SQLite committing the
+//! way appserver does — and prints one Markdown table with each row's target verdict.
 //!
 //! ```text
 //! cargo build --release --workspace && cargo run --release -p appserver-bench        # full run
+//! cargo run --release -p appserver-bench -- --scale                                  # + the scale curves
 //! cargo run --release -p appserver-bench -- --quick                                  # smoke run, < 1 min
 //! ```
 //! The `serve-*` and `echo-stdio` modes are the comparison servers, started as subprocesses.
@@ -11,10 +13,13 @@
 mod floors;
 mod measure;
 mod scenarios;
+mod sqlite_floor;
 
 use std::process::ExitCode;
 
 use anyhow::Result;
+
+use scenarios::{fan_out, memory, persistence, round_trips, stdio, thread_store};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -26,26 +31,36 @@ fn main() -> ExitCode {
         }
     };
     let result = runtime.block_on(async {
+        let arg = |i: usize| args.get(i).cloned();
         match args.first().map(String::as_str) {
-            Some("serve-echo") => floors::serve_echo().await,
-            Some("serve-jsonrpsee") => floors::serve_jsonrpsee().await,
+            Some("serve-echo") => floors::serve_echo(arg(1)).await,
+            Some("serve-jsonrpsee") => floors::serve_jsonrpsee(&arg(1).unwrap_or_else(|| "{}".to_owned())).await,
             Some("serve-broadcast") => {
-                let count = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(1000);
-                let size = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(160);
-                floors::serve_broadcast(count, size).await
+                let model = arg(1).ok_or_else(|| anyhow::anyhow!("serve-broadcast MODEL_ADDR SIZE QUEUE"))?;
+                let size = arg(2).and_then(|a| a.parse().ok()).unwrap_or(160);
+                let queue = arg(3).and_then(|a| a.parse().ok()).unwrap_or(8192);
+                floors::serve_broadcast(model, size, queue).await
             }
-            Some("echo-stdio") => floors::echo_stdio().await,
+            Some("echo-stdio") => floors::echo_stdio(arg(1)).await,
             Some("-h" | "--help") => {
-                println!("usage: appserver-bench [--quick] [--only GROUP[,GROUP...]]");
-                println!("groups: {}", GROUPS.join(", "));
+                println!("usage: appserver-bench [--quick] [--scale] [--only GROUP[,GROUP...]]");
+                println!("groups: {}; with --scale also {}", GROUPS.join(", "), SCALE_GROUPS.join(", "));
                 Ok(())
             }
             _ => {
                 let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
                 let only: Vec<&str> = only.map(|o| o.split(',').collect()).unwrap_or_default();
-                match only.iter().find(|g| !GROUPS.contains(g)) {
-                    Some(unknown) => Err(anyhow::anyhow!("unknown group `{unknown}`; groups: {}", GROUPS.join(", "))),
-                    None => run(args.iter().any(|a| a == "--quick"), &only).await,
+                let known = |g: &&str| GROUPS.contains(g) || SCALE_GROUPS.contains(g);
+                match only.iter().find(|g| !known(g)) {
+                    Some(unknown) => Err(anyhow::anyhow!(
+                        "unknown group `{unknown}`; groups: {}, {}",
+                        GROUPS.join(", "),
+                        SCALE_GROUPS.join(", ")
+                    )),
+                    None => {
+                        let flag = |f: &str| args.iter().any(|a| a == f);
+                        run(flag("--quick"), flag("--scale"), &only).await
+                    }
                 }
             }
         }
@@ -59,31 +74,66 @@ fn main() -> ExitCode {
     }
 }
 
-/// The row groups, in table order; `--only` picks some of them.
+/// The row groups of every run, in table order; `--only` picks some of them.
 const GROUPS: &[&str] = &["round-trips", "stdio", "fan-out", "persistence", "thread-store", "memory"];
+/// The curves `--scale` adds (or `--only` names).
+const SCALE_GROUPS: &[&str] = &["scale-list", "scale-read", "scale-replay", "scale-fan-out", "scale-memory"];
 
-async fn run(quick: bool, only: &[&str]) -> Result<()> {
-    let want = |group: &str| only.is_empty() || only.contains(&group);
+async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
     let sizes = if quick { scenarios::QUICK } else { scenarios::FULL };
+    let steps = if quick { scenarios::QUICK_SCALE } else { scenarios::SCALE };
     let started = std::time::Instant::now();
-    eprintln!("appserver-bench: {} run", if quick { "quick" } else { "full" });
-    let mut rows = Vec::new();
-    for &group in GROUPS.iter().filter(|g| want(g)) {
-        rows.extend(match group {
-            "round-trips" => scenarios::round_trips(sizes).await?,
-            "stdio" => scenarios::stdio(sizes).await?,
-            "fan-out" => scenarios::fan_out(sizes).await?,
-            "persistence" => scenarios::persistence(sizes).await?,
-            "thread-store" => scenarios::thread_store(sizes).await?,
-            "memory" => scenarios::memory(sizes).await?,
+    eprintln!(
+        "appserver-bench: {} run{}",
+        if quick { "quick" } else { "full" },
+        if scale { " with the scale curves" } else { "" }
+    );
+    let mut groups: Vec<&str> = GROUPS.to_vec();
+    if scale || !only.is_empty() {
+        groups.extend(SCALE_GROUPS);
+    }
+    // Rows are printed as each group finishes, so a run that fails later keeps what it measured.
+    println!("| measurement | appserver | compared with | note | target |");
+    println!("|---|---|---|---|---|");
+    let mut printed = 0;
+    for group in groups.into_iter().filter(|g| if only.is_empty() { true } else { only.contains(g) }) {
+        let group_started = std::time::Instant::now();
+        let rows = match group {
+            "round-trips" => round_trips::round_trips(sizes).await?,
+            "stdio" => stdio::stdio(sizes).await?,
+            "fan-out" => vec![fan_out::fan_out(sizes.deltas, sizes.subscribers, sizes.fan_turns).await?],
+            "persistence" => persistence::persistence(sizes).await?,
+            "thread-store" => {
+                let mut rows = thread_store::list_curve(&[sizes.threads], false).await?;
+                rows.extend(thread_store::read_curve(&[sizes.read_items]).await?);
+                rows
+            }
+            "memory" => memory::memory(sizes.idle, true).await?,
+            "scale-list" => thread_store::list_curve(steps.threads, true).await?,
+            "scale-read" => thread_store::read_curve(steps.read_items).await?,
+            "scale-replay" => persistence::replay_curve(steps.replay).await?,
+            "scale-fan-out" => {
+                let mut rows = Vec::new();
+                for &subscribers in steps.subscribers {
+                    rows.push(fan_out::fan_out(sizes.deltas, subscribers, 3.min(sizes.fan_turns)).await?);
+                }
+                rows
+            }
+            "scale-memory" => {
+                let mut rows = Vec::new();
+                for &n in steps.idle {
+                    rows.extend(memory::memory(n, false).await?);
+                }
+                rows
+            }
             other => anyhow::bail!("unknown group `{other}`"),
-        });
+        };
+        for r in &rows {
+            println!("| {} | {} | {} | {} | {} |", r.measurement, r.appserver, r.comparison, r.note, r.target);
+        }
+        printed += rows.len();
+        eprintln!("appserver-bench: {group} in {:.1} s", group_started.elapsed().as_secs_f64());
     }
-    println!("| measurement | appserver | compared with | note |");
-    println!("|---|---|---|---|");
-    for r in &rows {
-        println!("| {} | {} | {} | {} |", r.measurement, r.appserver, r.comparison, r.note);
-    }
-    eprintln!("appserver-bench: {} rows in {:.1} s", rows.len(), started.elapsed().as_secs_f64());
+    eprintln!("appserver-bench: {printed} rows in {:.1} s", started.elapsed().as_secs_f64());
     Ok(())
 }

@@ -69,11 +69,19 @@ pub fn count(n: f64) -> String {
     out
 }
 
+/// Largest frame the benchmark's clients take.
+const MAX_MESSAGE: usize = 256 << 20;
+
 /// The WebSocket buffers appserver uses, for the bench's clients and the echo floor alike:
 /// tungstenite's default 128 KiB read buffer is zeroed on every read, which would add the same
 /// few microseconds to every measured round trip.
 pub fn ws_config() -> WebSocketConfig {
-    WebSocketConfig::default().read_buffer_size(4 * 1024).write_buffer_size(64 * 1024)
+    WebSocketConfig::default()
+        .read_buffer_size(4 * 1024)
+        .write_buffer_size(64 * 1024)
+        // A full `thread/read` of a 50,000-item thread is one 33 MB frame.
+        .max_frame_size(Some(MAX_MESSAGE))
+        .max_message_size(Some(MAX_MESSAGE))
 }
 
 pub async fn connect(url: &str) -> Result<Ws> {
@@ -132,41 +140,49 @@ pub async fn sequential_interleaved(conns: &mut [(&mut Ws, &str)], n: usize) -> 
     Ok(samples.into_iter().zip(elapsed).map(|(s, e)| Stats::new(s, e)).collect())
 }
 
-/// `n` requests with up to `window` in flight on one connection.
-pub async fn pipelined(ws: Ws, frame: &str, n: usize, window: usize) -> Result<Stats> {
-    let (mut sink, mut source) = ws.split();
-    let start = Instant::now();
-    let sent_at = std::sync::Arc::new(tokio::sync::Mutex::new(std::collections::VecDeque::new()));
-    let permits = std::sync::Arc::new(tokio::sync::Semaphore::new(window));
-    let writer = {
-        let frame = frame.to_owned();
-        let sent_at = sent_at.clone();
-        let permits = permits.clone();
-        tokio::spawn(async move {
-            for _ in 0..n {
-                let permit = permits.acquire().await?;
-                permit.forget();
-                sent_at.lock().await.push_back(Instant::now());
-                sink.send(Message::Text(frame.clone().into())).await?;
-            }
-            anyhow::Ok(sink)
-        })
-    };
-    let mut samples = Vec::with_capacity(n);
-    while samples.len() < n {
-        match tokio::time::timeout(Duration::from_secs(60), source.next()).await {
-            Ok(Some(Ok(Message::Text(_)))) => {
-                let sent = sent_at.lock().await.pop_front().unwrap_or_else(Instant::now);
-                samples.push(sent.elapsed());
-                permits.add_permits(1);
-            }
-            Ok(Some(Ok(_))) => {}
-            _ => bail!("pipelined run broke off after {} replies", samples.len()),
+/// `n` requests with up to `window` in flight on each connection, interleaved in rounds like
+/// [`sequential_interleaved`]; one client loop for every server, so the comparison is fair.
+pub async fn pipelined_interleaved(conns: &mut [(&mut Ws, &str)], n: usize, window: usize) -> Result<Vec<Stats>> {
+    const ROUNDS: usize = 10;
+    for (ws, frame) in conns.iter_mut() {
+        pipelined(ws, frame, n.min(1000), window).await?;
+    }
+    let mut samples: Vec<Vec<Duration>> = conns.iter().map(|_| Vec::with_capacity(n)).collect();
+    let mut elapsed = vec![Duration::ZERO; conns.len()];
+    for round in 0..ROUNDS {
+        let count = n / ROUNDS + usize::from(round < n % ROUNDS);
+        for (i, (ws, frame)) in conns.iter_mut().enumerate() {
+            let stats = pipelined(ws, frame, count, window).await?;
+            samples[i].extend(stats.samples);
+            elapsed[i] += stats.elapsed;
         }
     }
-    let elapsed = start.elapsed();
-    let _sink = writer.await??;
-    Ok(Stats::new(samples, elapsed))
+    Ok(samples.into_iter().zip(elapsed).map(|(s, e)| Stats::new(s, e)).collect())
+}
+
+/// `n` requests with up to `window` in flight on one connection: sends until `window` are
+/// outstanding, then one more for each reply.
+pub async fn pipelined(ws: &mut Ws, frame: &str, n: usize, window: usize) -> Result<Stats> {
+    let start = Instant::now();
+    let mut sent_at = std::collections::VecDeque::with_capacity(window);
+    let mut samples = Vec::with_capacity(n);
+    let mut sent = 0;
+    while samples.len() < n {
+        while sent < n && sent_at.len() < window {
+            ws.feed(Message::Text(frame.into())).await?;
+            sent_at.push_back(Instant::now());
+            sent += 1;
+        }
+        ws.flush().await?;
+        let reply =
+            next_text(ws).await.with_context(|| format!("pipelined run broke off after {} replies", samples.len()))?;
+        if reply.contains(r#""error":{"code""#) {
+            bail!("a pipelined request failed: {reply}");
+        }
+        let at: Instant = sent_at.pop_front().context("a reply nobody asked for")?;
+        samples.push(at.elapsed());
+    }
+    Ok(Stats::new(samples, start.elapsed()))
 }
 
 /// A comparison server started as `appserver-bench MODE ARGS...`; it prints its address first.
@@ -210,4 +226,20 @@ pub fn rss_kib(pid: u32) -> Result<(u64, u64)> {
             .unwrap_or(0)
     };
     Ok((field("VmRSS:"), field("VmHWM:")))
+}
+
+/// Resets a process's peak resident memory (`VmHWM`) to its current `VmRSS`, so the next peak
+/// read belongs to what happens from now on.
+pub fn reset_peak(pid: u32) -> Result<()> {
+    std::fs::write(format!("/proc/{pid}/clear_refs"), "5").context("resetting the peak RSS (clear_refs)")
+}
+
+/// `12,345 KiB` or `12.3 MiB`
+pub fn kib(k: u64) -> String {
+    if k >= 10 * 1024 { format!("{:.1} MiB", k as f64 / 1024.0) } else { format!("{} KiB", count(k as f64)) }
+}
+
+/// `1.2 MB` for a byte count.
+pub fn bytes(b: usize) -> String {
+    if b >= 1_000_000 { format!("{:.1} MB", b as f64 / 1e6) } else { format!("{:.1} KB", b as f64 / 1e3) }
 }

@@ -6,7 +6,8 @@
 use std::process::Stdio;
 use std::time::Duration;
 
-/// The rows a run prints, by the start of their first cell, in table order.
+/// The rows a run prints, by the start of their first cell, in table order. The scale curves
+/// (`--scale`) are not part of a quick run.
 const ROWS: &[&str] = &[
     "WebSocket round trip, sequential",
     "WebSocket pipelined",
@@ -16,7 +17,7 @@ const ROWS: &[&str] = &[
     "items completed per second",
     "app commands acknowledged per second",
     "replay of",
-    "thread/list first page",
+    "thread/list first page and a page",
     "thread/read of a",
     "memory per idle initialized WebSocket connection",
     "resident memory at idle",
@@ -42,15 +43,21 @@ async fn quick_run_prints_every_row() {
     assert!(output.status.success(), "the quick run failed ({}):\n{stderr}\n{stdout}", output.status);
 
     let lines: Vec<&str> = stdout.lines().collect();
-    assert_eq!(lines.first().copied(), Some("| measurement | appserver | compared with | note |"), "{stdout}");
+    assert_eq!(lines.first().copied(), Some("| measurement | appserver | compared with | note | target |"), "{stdout}");
     let rows: Vec<Vec<&str>> =
         lines.iter().skip(2).map(|line| line.trim_matches('|').split(" | ").map(str::trim).collect()).collect();
     assert_eq!(rows.len(), ROWS.len(), "one line per row:\n{stdout}");
     for (row, name) in rows.iter().zip(ROWS) {
-        assert_eq!(row.len(), 4, "four cells in {row:?}");
+        assert_eq!(row.len(), 5, "five cells in {row:?}");
         assert!(row[0].starts_with(name), "expected the row `{name}`, got {row:?}");
         // Each row carries a figure for appserver and one for what it is compared with.
         assert!(row[1].chars().any(|c| c.is_ascii_digit()), "no appserver figure in {row:?}");
         assert!(row[2].chars().any(|c| c.is_ascii_digit()), "no comparison figure in {row:?}");
+        // And says whether it meets its target (a miss is a finding, not a failure).
+        let target = row[4];
+        assert!(
+            target.starts_with("MET ") || target.starts_with("MISS ") || target == "no target",
+            "no target verdict in {row:?}"
+        );
     }
 }

@@ -1,0 +1,181 @@
+//! Fan-out: a turn streaming deltas to many subscribers, against the paced broadcast floor (the
+//! same mock model stream, frames of the same size, the same queue bound and drop policy), a turn
+//! of each in every round; and resident memory per subscriber at the peak and after each turn.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use appserver_tests::mock_model::{MockModel, Reply};
+use futures_util::SinkExt;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::{Row, appserver_ws, bench_server, client, row, start_thread, verdict};
+use crate::measure::{self, Floor, Ws, count, kib, micros};
+
+/// appserver's `--outgoing-queue` default, given to the floor too.
+const QUEUE: usize = 8192;
+
+/// How one subscriber's turn ended.
+struct Received {
+    counted: usize,
+    at: Instant,
+    /// The connection was closed before the end (a full queue).
+    dropped: bool,
+    /// Length of the first counted frame.
+    frame_len: usize,
+}
+
+/// One round's outcome: deliveries per second, slowest minus fastest finish, dropped subscribers.
+#[derive(Clone, Copy)]
+struct Outcome {
+    per_second: f64,
+    lag: Duration,
+    dropped: usize,
+}
+
+fn chunks(deltas: usize) -> Vec<Value> {
+    let mut chunks: Vec<Value> = (0..deltas)
+        .map(|i| json!({ "choices": [{ "index": 0, "delta": { "content": format!("token{i} ") }, "finish_reason": null }] }))
+        .collect();
+    chunks.push(json!({ "choices": [{ "index": 0, "delta": {}, "finish_reason": "stop" }] }));
+    chunks
+}
+
+/// `turns` rounds of one appserver turn and one floor turn, each of `deltas` deltas to
+/// `subscribers` connections.
+pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<Row> {
+    let mock = MockModel::start(vec![Reply::Sse(chunks(deltas)); turns]).await;
+    let floor_mock = MockModel::start(vec![Reply::Sse(chunks(deltas)); turns]).await;
+    let server = bench_server(&["--model", "bench-model", "--base-url", &mock.base_url()]).await?;
+    let pid = server.pid().context("pid")?;
+    let starter = client(&server).await?;
+    let thread_id = start_thread(&starter).await?;
+    let mut ours_sockets = Vec::new();
+    for _ in 0..subscribers {
+        let mut ws = appserver_ws(&server).await?;
+        let subscribe =
+            json!({ "jsonrpc": "2.0", "id": 5, "method": "thread/subscribe", "params": { "threadId": thread_id } });
+        measure::round_trip(&mut ws, &subscribe.to_string()).await?;
+        ours_sockets.push(ws);
+    }
+    let (rss_before, _) = measure::rss_kib(pid)?;
+    let (mut ours, mut floor) = (Vec::new(), Vec::new());
+    let (mut peaks, mut after) = (Vec::new(), Vec::new());
+    let mut floor_server: Option<(Floor, Vec<Ws>, Ws)> = None;
+    let mut frame_len = 0;
+    for _ in 0..turns {
+        measure::reset_peak(pid)?;
+        let start = Instant::now();
+        let turn = json!({ "threadId": thread_id, "input": [{ "type": "text", "text": "go" }] });
+        starter.request("turn/start", turn).await?;
+        let (received, sockets) = collect(ours_sockets, "turn/completed", "item/agentMessage/delta").await?;
+        ours_sockets = sockets;
+        ours.push(outcome(&received, start));
+        frame_len = received.iter().map(|r| r.frame_len).max().unwrap_or(frame_len);
+        let (rss, peak) = measure::rss_kib(pid)?;
+        peaks.push(peak);
+        after.push(rss);
+
+        if floor_server.is_none() {
+            let model = floor_mock.addr.to_string();
+            let started =
+                Floor::start(&["serve-broadcast", &model, &frame_len.to_string(), &QUEUE.to_string()]).await?;
+            let url = format!("ws://{}", started.addr);
+            let mut sockets = Vec::new();
+            for _ in 0..subscribers {
+                sockets.push(measure::connect(&url).await?);
+            }
+            let trigger = measure::connect(&url).await?;
+            floor_server = Some((started, sockets, trigger));
+        }
+        let (started, sockets, mut trigger) = floor_server.take().context("the floor")?;
+        let start = Instant::now();
+        trigger.send(Message::Text("go".into())).await?;
+        let (received, sockets) = collect(sockets, "done", "\"x\"").await?;
+        floor.push(outcome(&received, start));
+        floor_server = Some((started, sockets, trigger));
+    }
+    let median = |outcomes: &mut Vec<Outcome>| {
+        outcomes.sort_by(|a, b| a.per_second.total_cmp(&b.per_second));
+        outcomes.get(outcomes.len() / 2).copied().context("no turn ran")
+    };
+    let (ours_m, floor_m) = (median(&mut ours)?, median(&mut floor)?);
+    let dropped: usize = ours.iter().map(|o| o.dropped).sum();
+    let floor_dropped: usize = floor.iter().map(|o| o.dropped).sum();
+    let ratio = ours_m.per_second / floor_m.per_second.max(1e-9);
+    let peak = peaks.iter().copied().max().unwrap_or(0);
+    let last = after.last().copied().unwrap_or(rss_before);
+    let per_sub = |k: u64| k.saturating_sub(rss_before) as f64 / subscribers as f64;
+    let (peak_per, kept_per) = (per_sub(peak), per_sub(last));
+    Ok(row(
+        &format!("fan-out: one turn of {} deltas to {} subscribers", count(deltas as f64), count(subscribers as f64)),
+        format!("{}/s delivered; slowest lag {}; {dropped} dropped", count(ours_m.per_second), micros(ours_m.lag)),
+        format!(
+            "paced broadcast floor: {}/s; slowest lag {}; {floor_dropped} dropped",
+            count(floor_m.per_second),
+            micros(floor_m.lag)
+        ),
+        format!(
+            "{ratio:.2}× floor (median of {turns} rounds, {frame_len}-byte frames); server RSS {} before, peak {}, after each turn {}; per subscriber {peak_per:.1} KiB at the peak, {kept_per:.1} KiB kept",
+            kib(rss_before),
+            kib(peak),
+            after.iter().map(|k| kib(*k)).collect::<Vec<_>>().join(", "),
+        ),
+        verdict(
+            ratio >= 0.8 && kept_per <= 0.25 * peak_per.max(1.0) && dropped == 0,
+            "≥ 0.8× floor, nobody dropped, ≥ 3/4 of the peak memory per subscriber returned after the turn",
+        ),
+    ))
+}
+
+fn outcome(received: &[Received], start: Instant) -> Outcome {
+    let total: usize = received.iter().map(|r| r.counted).sum();
+    let first = received.iter().map(|r| r.at).min().unwrap_or(start);
+    let last = received.iter().map(|r| r.at).max().unwrap_or(start);
+    Outcome {
+        per_second: total as f64 / last.duration_since(start).as_secs_f64().max(1e-9),
+        lag: last.duration_since(first),
+        dropped: received.iter().filter(|r| r.dropped).count(),
+    }
+}
+
+/// Reads each socket until a frame containing `end` (or until it is closed: dropped); counts the
+/// frames containing `counted`. Returns the sockets still open.
+async fn collect(sockets: Vec<Ws>, end: &'static str, counted: &'static str) -> Result<(Vec<Received>, Vec<Ws>)> {
+    let mut tasks = Vec::new();
+    for mut ws in sockets {
+        tasks.push(tokio::spawn(async move {
+            let mut got = Received { counted: 0, at: Instant::now(), dropped: false, frame_len: 0 };
+            loop {
+                match measure::next_text(&mut ws).await {
+                    Ok(text) => {
+                        if text.contains(counted) {
+                            if got.counted == 0 {
+                                got.frame_len = text.len();
+                            }
+                            got.counted += 1;
+                        }
+                        if text.contains(end) {
+                            got.at = Instant::now();
+                            return (got, Some(ws));
+                        }
+                    }
+                    Err(_) => {
+                        got.at = Instant::now();
+                        got.dropped = true;
+                        return (got, None);
+                    }
+                }
+            }
+        }));
+    }
+    let mut received = Vec::new();
+    let mut open = Vec::new();
+    for task in tasks {
+        let (got, ws) = task.await?;
+        received.push(got);
+        open.extend(ws);
+    }
+    Ok((received, open))
+}

@@ -1,0 +1,161 @@
+//! The benchmark's measurements, one module per row group. Each runs the real appserver binary
+//! (and the comparison servers), returns table rows, and says for each row whether it meets its
+//! target (a same-run ratio) or misses it.
+
+pub mod fan_out;
+pub mod memory;
+pub mod persistence;
+pub mod round_trips;
+pub mod stdio;
+pub mod thread_store;
+
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use appserver_client::{Client, RawConnection};
+use appserver_tests::{ServerBuilder, ServerProcess};
+use futures_util::SinkExt;
+use serde_json::{Value, json};
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::measure::{self, Ws};
+
+/// Sizes of a run.
+#[derive(Debug, Clone, Copy)]
+pub struct Sizes {
+    pub sequential: usize,
+    pub pipelined: usize,
+    pub connections: usize,
+    pub per_connection: usize,
+    pub deltas: usize,
+    pub subscribers: usize,
+    pub fan_turns: usize,
+    pub item_threads: usize,
+    pub turns_per_thread: usize,
+    pub replay: usize,
+    pub threads: usize,
+    /// Items in the thread read whole by the `thread/read` row.
+    pub read_items: usize,
+    pub idle: usize,
+    /// Rounds the persistence rows interleave appserver and its floors in.
+    pub rounds: usize,
+}
+
+pub const FULL: Sizes = Sizes {
+    sequential: 20000,
+    pipelined: 20000,
+    connections: 100,
+    per_connection: 200,
+    deltas: 10_000,
+    subscribers: 100,
+    fan_turns: 5,
+    item_threads: 20,
+    turns_per_thread: 50,
+    replay: 10_000,
+    threads: 10_000,
+    read_items: 2000,
+    idle: 1000,
+    rounds: 5,
+};
+
+pub const QUICK: Sizes = Sizes {
+    sequential: 300,
+    pipelined: 1000,
+    connections: 100,
+    per_connection: 5,
+    deltas: 1000,
+    subscribers: 10,
+    fan_turns: 2,
+    item_threads: 5,
+    turns_per_thread: 4,
+    replay: 320,
+    threads: 500,
+    read_items: 100,
+    idle: 100,
+    rounds: 2,
+};
+
+/// One line of the table.
+pub struct Row {
+    pub measurement: String,
+    pub appserver: String,
+    pub comparison: String,
+    pub note: String,
+    /// `MET …`, `MISS …`, or `no target`.
+    pub target: String,
+}
+
+pub fn row(measurement: &str, appserver: String, comparison: String, note: String, target: String) -> Row {
+    Row { measurement: measurement.to_owned(), appserver, comparison, note, target }
+}
+
+/// `MET what` or `MISS what`.
+pub fn verdict(met: bool, what: impl std::fmt::Display) -> String {
+    format!("{} {what}", if met { "MET" } else { "MISS" })
+}
+
+pub const NO_TARGET: &str = "no target";
+
+pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"bench","version":"1"},"capabilities":{"approvalSupport":false}}}"#;
+pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#;
+
+/// The real server in a workspace of its own (a workspace takes one server).
+pub async fn bench_server(args: &[&str]) -> Result<ServerProcess> {
+    ServerBuilder::ws().env("APPSERVER_LOG", "warn").args(args.iter().copied()).spawn().await
+}
+
+/// A raw connection that has done the handshake.
+pub async fn appserver_ws(server: &ServerProcess) -> Result<Ws> {
+    let mut ws = measure::connect(&server.ws_url()).await?;
+    measure::round_trip(&mut ws, INIT).await?;
+    ws.send(Message::Text(INITIALIZED.into())).await?;
+    Ok(ws)
+}
+
+pub async fn client(server: &ServerProcess) -> Result<Client> {
+    let client = Client::new(RawConnection::connect_ws(&server.ws_url(), &[]).await?, Duration::from_secs(300));
+    client.initialize("bench", json!({ "approvalSupport": false })).await?;
+    Ok(client)
+}
+
+pub fn identity() -> Value {
+    json!({ "channelName": "bench", "userId": "bench", "channelContext": "ctx" })
+}
+
+pub async fn start_thread(client: &Client) -> Result<String> {
+    let started = client.request("thread/start", json!({ "identity": identity() })).await?;
+    Ok(started["thread"]["id"].as_str().context("thread id")?.to_owned())
+}
+
+/// `thread/read` of `thread_id` as a frame.
+pub fn read_frame(thread_id: &str, turns: bool) -> String {
+    json!({ "jsonrpc": "2.0", "id": 1, "method": "thread/read", "params": { "threadId": thread_id, "includeTurns": turns } })
+        .to_string()
+}
+
+/// The steps of the `--scale` curves.
+#[derive(Debug, Clone, Copy)]
+pub struct Scale {
+    pub threads: &'static [usize],
+    pub read_items: &'static [usize],
+    pub replay: &'static [usize],
+    pub subscribers: &'static [usize],
+    pub idle: &'static [usize],
+}
+
+pub const SCALE: Scale = Scale {
+    threads: &[1_000, 10_000, 100_000],
+    read_items: &[1_000, 10_000, 50_000],
+    replay: &[1_000, 10_000, 100_000],
+    subscribers: &[10, 100, 1_000],
+    idle: &[1_000, 10_000],
+};
+
+/// `--quick --scale`: the same curves, small, to try the code.
+pub const QUICK_SCALE: Scale = Scale {
+    threads: &[100, 1_000, 20_000],
+    read_items: &[100, 1_000],
+    replay: &[100, 1_000],
+    subscribers: &[10, 50],
+    idle: &[100, 1_000],
+};

@@ -1,0 +1,198 @@
+//! The persistence floors: SQLite through sqlx with no server around it, committing the way
+//! appserver's store does — one writer task and connection, whatever has queued (up to 512
+//! units) in one transaction, each unit in its own SAVEPOINT, each caller answered after the
+//! commit — or one commit per unit, and with `synchronous=NORMAL` or `FULL`.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use sqlx::{Connection, SqliteConnection};
+use tokio::sync::{mpsc, oneshot};
+
+/// How a floor commits.
+#[derive(Debug, Clone, Copy)]
+pub struct Commit {
+    /// Most units in one transaction: 512 as appserver, or 1 (one commit per unit).
+    pub max_batch: usize,
+    /// `synchronous=FULL` (survives a power loss) instead of `NORMAL` (survives a process crash).
+    pub full_sync: bool,
+}
+
+pub const SAME_GROUPING: Commit = Commit { max_batch: 512, full_sync: false };
+pub const ONE_PER_UNIT: Commit = Commit { max_batch: 1, full_sync: false };
+pub const SAME_GROUPING_FULL: Commit = Commit { max_batch: 512, full_sync: true };
+
+/// One unit of writes, shaped like appserver's rows.
+pub enum Unit {
+    TurnStart { thread: usize, turn: usize },
+    Item { thread: usize, turn: usize, seq: usize },
+    TurnFinish { thread: usize, turn: usize },
+    AppLogPending { seq: usize },
+    AppLogDone { seq: usize },
+}
+
+/// A database in a temporary directory behind one group-commit writer task.
+pub struct Floor {
+    tx: mpsc::UnboundedSender<(Unit, oneshot::Sender<Result<(), String>>)>,
+    _dir: tempfile::TempDir,
+}
+
+const SCHEMA: &[&str] = &[
+    "CREATE TABLE turns (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL, \
+     started_at TEXT NOT NULL, completed_at TEXT, PRIMARY KEY (thread_id, seq)) STRICT, WITHOUT ROWID",
+    "CREATE TABLE items (thread_id TEXT NOT NULL, turn_seq INTEGER NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, \
+     PRIMARY KEY (thread_id, turn_seq, seq)) STRICT, WITHOUT ROWID",
+    "CREATE TABLE app_log (window_id TEXT NOT NULL, seq INTEGER NOT NULL, command TEXT NOT NULL, params TEXT NOT NULL, \
+     result TEXT NOT NULL, recorded_at TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (window_id, seq)) STRICT, WITHOUT ROWID",
+];
+
+const NOW: &str = "2026-11-23T12:00:00.000Z";
+
+impl Floor {
+    pub async fn open(commit: Commit) -> Result<Floor> {
+        let dir = tempfile::tempdir()?;
+        let url = format!("sqlite://{}?mode=rwc", dir.path().join("floor.db").display());
+        let mut conn = SqliteConnection::connect(&url).await?;
+        sqlx::query("PRAGMA journal_mode=WAL").execute(&mut conn).await?;
+        let sync = if commit.full_sync { "FULL" } else { "NORMAL" };
+        sqlx::query(&format!("PRAGMA synchronous={sync}")).execute(&mut conn).await?;
+        for statement in SCHEMA {
+            sqlx::query(statement).execute(&mut conn).await?;
+        }
+        let (tx, rx) = mpsc::unbounded_channel();
+        tokio::spawn(writer(conn, rx, commit.max_batch));
+        Ok(Floor { tx, _dir: dir })
+    }
+
+    /// Submits one unit and waits until it has committed.
+    pub async fn write(&self, unit: Unit) -> Result<()> {
+        let (tx, rx) = oneshot::channel();
+        self.tx.send((unit, tx)).ok().context("the floor's writer stopped")?;
+        rx.await.context("the floor's writer stopped")?.map_err(|e| anyhow::anyhow!(e))
+    }
+}
+
+async fn writer(
+    mut conn: SqliteConnection,
+    mut rx: mpsc::UnboundedReceiver<(Unit, oneshot::Sender<Result<(), String>>)>,
+    max_batch: usize,
+) {
+    let mut batch = Vec::new();
+    while let Some(first) = rx.recv().await {
+        batch.push(first);
+        while batch.len() < max_batch {
+            match rx.try_recv() {
+                Ok(next) => batch.push(next),
+                Err(_) => break,
+            }
+        }
+        let result = commit(&mut conn, &batch).await.map_err(|e| e.to_string());
+        for (_, reply) in batch.drain(..) {
+            let _ = reply.send(result.clone());
+        }
+    }
+}
+
+async fn commit(conn: &mut SqliteConnection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
+    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    for (unit, _) in batch {
+        sqlx::query("SAVEPOINT unit").execute(&mut *conn).await?;
+        apply(conn, unit).await?;
+        sqlx::query("RELEASE unit").execute(&mut *conn).await?;
+    }
+    sqlx::query("COMMIT").execute(&mut *conn).await?;
+    Ok(())
+}
+
+async fn apply(conn: &mut SqliteConnection, unit: &Unit) -> Result<()> {
+    let thread_id = |t: &usize| format!("thread_20261123_{t:06}");
+    match unit {
+        Unit::TurnStart { thread, turn } => {
+            sqlx::query("INSERT INTO turns VALUES (?, ?, ?, 'running', ?, NULL)")
+                .bind(thread_id(thread))
+                .bind(*turn as i64)
+                .bind(format!("turn_{turn:03}"))
+                .bind(NOW)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Unit::Item { thread, turn, seq } => {
+            let body = serde_json::json!({ "id": format!("item_{seq:03}"), "turnId": format!("turn_{turn:03}"),
+                "type": "agentMessage", "payload": { "text": "hi" }, "status": "completed", "createdAt": NOW, "completedAt": NOW })
+            .to_string();
+            sqlx::query("INSERT INTO items VALUES (?, ?, ?, ?)")
+                .bind(thread_id(thread))
+                .bind(*turn as i64)
+                .bind(*seq as i64)
+                .bind(body)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Unit::TurnFinish { thread, turn } => {
+            sqlx::query("UPDATE turns SET status = 'completed', completed_at = ? WHERE thread_id = ? AND seq = ?")
+                .bind(NOW)
+                .bind(thread_id(thread))
+                .bind(*turn as i64)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Unit::AppLogPending { seq } => {
+            sqlx::query("INSERT INTO app_log VALUES ('win_0001', ?, 'setCells', ?, 'null', ?, 'pending')")
+                .bind(*seq as i64)
+                .bind(format!(r#"{{"cells":{{"A{seq}":"1"}}}}"#))
+                .bind(NOW)
+                .execute(&mut *conn)
+                .await?;
+        }
+        Unit::AppLogDone { seq } => {
+            sqlx::query("UPDATE app_log SET state = 'done', result = ?, recorded_at = ? WHERE window_id = 'win_0001' AND seq = ?")
+                .bind(r#"{"ok":true}"#)
+                .bind(NOW)
+                .bind(*seq as i64)
+                .execute(&mut *conn)
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// `threads` concurrent writers, each running `turns` turns of `items` items, every unit awaited
+/// before the next as a turn announces each write after its commit: a turn start, each item,
+/// the turn's end. Numbers turns from `first_turn`. Returns the time taken.
+pub async fn turns(floor: &Floor, threads: usize, first_turn: usize, turns: usize, items: usize) -> Result<Duration> {
+    let start = Instant::now();
+    let writers = (0..threads).map(|thread| async move {
+        for turn in first_turn..first_turn + turns {
+            floor.write(Unit::TurnStart { thread, turn }).await?;
+            for seq in 0..items {
+                floor.write(Unit::Item { thread, turn, seq }).await?;
+            }
+            floor.write(Unit::TurnFinish { thread, turn }).await?;
+        }
+        anyhow::Ok(())
+    });
+    for result in futures_util::future::join_all(writers).await {
+        result?;
+    }
+    Ok(start.elapsed())
+}
+
+/// `commands` app commands from `in_flight` concurrent callers, each written twice as appserver
+/// does (the log entry before the app is asked, its confirmation after), each write awaited.
+/// Numbers entries from `first_seq`. Returns the time taken.
+pub async fn app_commands(floor: &Floor, in_flight: usize, first_seq: usize, commands: usize) -> Result<Duration> {
+    let start = Instant::now();
+    let callers = (0..in_flight).map(|caller| async move {
+        let mut seq = first_seq + caller;
+        while seq < first_seq + commands {
+            floor.write(Unit::AppLogPending { seq }).await?;
+            floor.write(Unit::AppLogDone { seq }).await?;
+            seq += in_flight;
+        }
+        anyhow::Ok(())
+    });
+    for result in futures_util::future::join_all(callers).await {
+        result?;
+    }
+    Ok(start.elapsed())
+}
