@@ -9,6 +9,7 @@ pub mod agent;
 pub mod approvals;
 pub mod apps;
 pub mod channels;
+pub mod cli;
 pub mod clock;
 pub mod commands;
 pub mod config;

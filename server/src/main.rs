@@ -1,9 +1,11 @@
-//! The `appserver` binary: parse the command line, set up logging on stderr, run the server.
+//! The `appserver` binary: parse the command line, set up logging on stderr, run the server (or
+//! `locate` / `completions`).
 
 use std::process::ExitCode;
 use std::time::Duration;
 
-use appserver::config::{self, Command, LogFormat};
+use appserver::cli::{self, CliError, Command};
+use appserver::config::LogFormat;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
@@ -14,18 +16,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match config::parse_args(std::env::args().skip(1), &cwd) {
+    let config = match cli::parse(std::env::args_os().skip(1), &cwd) {
         Ok(Command::Run(config)) => *config,
         Ok(Command::Locate { workspace }) => return locate(&workspace),
-        Ok(Command::Help) => {
-            print!("{}", config::USAGE);
+        Ok(Command::Completions(shell)) => {
+            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());
             return ExitCode::SUCCESS;
         }
-        Ok(Command::Version) => {
-            println!("appserver {}", env!("CARGO_PKG_VERSION"));
-            return ExitCode::SUCCESS;
-        }
-        Err(err) => {
+        // Usage errors (exit 2), and --help / --version (printed on stdout, exit 0).
+        Err(CliError::Clap(err)) => err.exit(),
+        Err(CliError::Config(err)) => {
             eprintln!("appserver: error: {err}");
             return ExitCode::from(2);
         }

@@ -67,3 +67,30 @@ async fn shutdown_closes_websocket_clients_with_going_away() {
     }
     let _ = json!({});
 }
+
+#[tokio::test]
+async fn completions_are_generated_for_a_shell() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stdout, _) = run_to_exit(&["completions", "bash"], dir.path()).await.unwrap();
+    assert!(status.success());
+    assert!(stdout.contains("--max-loaded-threads") && stdout.contains("locate"), "{stdout}");
+}
+
+#[tokio::test]
+async fn the_model_comes_from_the_environment_when_no_flag_names_one() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply};
+    let mock = MockModel::start(vec![Reply::Sse(text_reply(&["from ", "env"], (3, 2)))]).await;
+    let server = ServerBuilder::ws()
+        .env("APPSERVER_MODEL", "env-model")
+        .env("APPSERVER_BASE_URL", &mock.base_url())
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread = appserver_tests::start_thread(&client, json!({})).await.unwrap();
+    let id = thread["id"].as_str().unwrap();
+    appserver_tests::run_turn(&mut client, id, appserver_tests::text("hi")).await.unwrap();
+    let requests = mock.requests();
+    assert_eq!(requests.len(), 1, "the turn went to the model named by the environment");
+    assert_eq!(requests[0].1["model"], "env-model");
+}

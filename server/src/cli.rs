@@ -1,0 +1,378 @@
+//! The command line (clap): flags and the `APPSERVER_*` environment variables, the `locate` and
+//! `completions` subcommands, and how they combine with the workspace's config file into a
+//! [`ServerConfig`]. Precedence: flags, then environment, then the file, then defaults.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::approvals::ApprovalPolicy;
+use crate::config::{
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, ListenAddr, LogFormat, ModelSettings, ServerConfig,
+    config_file_path, default_db_path, parse_listen, read_config_file,
+};
+
+const AFTER_HELP: &str = "\
+Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
+api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions) and an [approvals]
+section (policy, timeout_ms). Precedence: flags, then environment, then the file.";
+
+/// appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps).
+#[derive(Debug, Parser)]
+#[command(name = "appserver", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Sub>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Sub {
+    /// Print the workspace's running server (pid, URL, token file) as JSON; exit status 1 when
+    /// none runs.
+    Locate {
+        /// Workspace root (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
+    /// Print a shell completion script.
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+pub enum LogFormatArg {
+    Text,
+    Json,
+}
+
+/// The flags of a server run.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// stdio:// (default) or ws://HOST:PORT; repeat to serve both. Port 0 picks a free port; the
+    /// bound address is printed on stderr.
+    #[arg(long = "listen", value_name = "URL", value_parser = listen_value)]
+    listen: Vec<ListenAddr>,
+    /// Workspace root (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// SQLite database (default: <workspace>/.appserver/state.db).
+    #[arg(long, value_name = "PATH")]
+    db: Option<PathBuf>,
+    /// Bearer token WebSocket clients must send (?token= or Authorization).
+    #[arg(long, value_name = "TOKEN")]
+    ws_token: Option<String>,
+    /// Read the token from a file.
+    #[arg(long, value_name = "PATH", conflicts_with = "ws_token")]
+    ws_token_file: Option<PathBuf>,
+    /// Allow this browser Origin (loopback origins are always allowed); repeatable.
+    #[arg(long = "ws-allowed-origin", value_name = "ORIGIN")]
+    ws_allowed_origin: Vec<String>,
+    /// Requests in flight per connection before -32001 [default: 32].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_in_flight: Option<usize>,
+    /// Largest incoming message in bytes [default: 4194304].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_message_bytes: Option<usize>,
+    /// Largest message sent; a larger response becomes an error (a client may declare less)
+    /// [default: 67108864].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_outgoing_message_bytes: Option<usize>,
+    /// Outgoing messages queued per connection before a non-reading client is dropped
+    /// [default: 8192].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    outgoing_queue: Option<usize>,
+    /// Threads kept in memory; idle ones beyond are evicted [default: 4096].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_loaded_threads: Option<usize>,
+    /// WebSocket connections at once; more get HTTP 503 [default: the open-file limit less 128,
+    /// at most 16384].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_connections: Option<usize>,
+    /// Inputs a thread's queue may hold [default: 64].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_queued_inputs: Option<usize>,
+    /// WebSocket ping interval [default: 30000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    ws_ping_interval_ms: Option<usize>,
+    /// Close when no pong arrives in time [default: 10000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    ws_pong_timeout_ms: Option<usize>,
+    /// Log format on stderr (level from APPSERVER_LOG).
+    #[arg(long, value_enum, default_value = "text")]
+    log_format: LogFormatArg,
+    /// Workspace approval policy: onRequest (default), untrusted, never/autoApprove or interrupt
+    /// (a gated call cancels the turn).
+    #[arg(long, value_name = "POLICY", value_parser = policy_value)]
+    approval_policy: Option<ApprovalPolicy>,
+    /// Wait for an approval decision this long [default: 120000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    approval_timeout_ms: Option<usize>,
+    /// Model to use (OpenAI-compatible endpoint). Without a model the built-in agent answers.
+    #[arg(long, value_name = "ID", env = "APPSERVER_MODEL")]
+    model: Option<String>,
+    /// API base URL [default: https://api.openai.com/v1].
+    #[arg(long, value_name = "URL", env = "APPSERVER_BASE_URL")]
+    base_url: Option<String>,
+    /// API key (prefer the environment or the config file).
+    #[arg(long, value_name = "KEY", env = "APPSERVER_API_KEY", hide_env_values = true)]
+    api_key: Option<String>,
+    /// Fail (mid-stream) or retry (no answer yet) a model request that sends nothing for this
+    /// long [default: 120000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    model_idle_timeout_ms: Option<usize>,
+    /// Serve the debug/* methods used by the test suite (never in production).
+    #[arg(long)]
+    enable_debug_methods: bool,
+}
+
+/// What the command line asks for.
+#[derive(Debug)]
+pub enum Command {
+    Run(Box<ServerConfig>),
+    /// `appserver locate [--workspace DIR]`: print the running server's lock file as JSON.
+    Locate {
+        workspace: PathBuf,
+    },
+    /// `appserver completions SHELL`
+    Completions(clap_complete::Shell),
+}
+
+/// A parse failure: clap's own (usage, `--help`, `--version`: print with `exit()`), or a value
+/// that only fails once combined with the file and the environment.
+#[derive(Debug, thiserror::Error)]
+pub enum CliError {
+    #[error(transparent)]
+    Clap(#[from] clap::Error),
+    #[error(transparent)]
+    Config(#[from] ConfigError),
+}
+
+/// Parses the command line (without the program name) with the process environment and the
+/// workspace's config file. `cwd` is the default workspace.
+pub fn parse<I, S>(args: I, cwd: &Path) -> Result<Command, CliError>
+where
+    I: IntoIterator<Item = S>,
+    S: Into<std::ffi::OsString> + Clone,
+{
+    let args = std::iter::once(std::ffi::OsString::from("appserver")).chain(args.into_iter().map(Into::into));
+    let cli = Cli::try_parse_from(args)?;
+    let env = |name: &str| std::env::var(name).ok().filter(|v| !v.is_empty());
+    Ok(resolve(cli, cwd, &env)?)
+}
+
+/// The command a parsed command line stands for. `env` resolves the config file's `api_key_env`.
+pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Command, ConfigError> {
+    let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
+    match cli.command {
+        Some(Sub::Locate { workspace }) => {
+            return Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) });
+        }
+        Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
+        None => {}
+    }
+    let a = cli.run;
+    let mut config = ServerConfig::for_workspace(a.workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()));
+    config.db_path = a.db.map(absolute).unwrap_or_else(|| default_db_path(&config.workspace));
+    if !a.listen.is_empty() {
+        config.listen = a.listen;
+    }
+    let ms = |n: usize| Duration::from_millis(n as u64);
+    macro_rules! set {
+        ($($field:ident),*) => { $( if let Some(v) = a.$field { config.$field = v; } )* };
+    }
+    set!(max_in_flight, max_message_bytes, max_outgoing_message_bytes, outgoing_queue, max_loaded_threads);
+    set!(max_connections, max_queued_inputs);
+    if let Some(v) = a.ws_ping_interval_ms {
+        config.ws_ping_interval = ms(v);
+    }
+    if let Some(v) = a.ws_pong_timeout_ms {
+        config.ws_pong_timeout = ms(v);
+    }
+    config.log_format = match a.log_format {
+        LogFormatArg::Text => LogFormat::Text,
+        LogFormatArg::Json => LogFormat::Json,
+    };
+    config.enable_debug_methods = a.enable_debug_methods;
+    config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
+
+    let file = read_config_file(&config.workspace)?;
+    let file_model = file.model.unwrap_or_default();
+    let approvals = file.approvals.unwrap_or_default();
+    config.approval_policy = match (a.approval_policy, approvals.policy) {
+        (Some(policy), _) => policy,
+        (None, Some(policy)) => ApprovalPolicy::parse(&policy).ok_or_else(|| ConfigError::ConfigFile {
+            path: config_file_path(&config.workspace).display().to_string(),
+            reason: format!("approvals.policy: unknown policy `{policy}`"),
+        })?,
+        (None, None) => config.approval_policy,
+    };
+    if let Some(timeout) =
+        a.approval_timeout_ms.map(ms).or(approvals.timeout_ms.filter(|t| *t > 0).map(Duration::from_millis))
+    {
+        config.approval_timeout = timeout;
+    }
+    let model = a.model.or(file_model.model).filter(|m| !m.trim().is_empty());
+    config.model = model.map(|model| ModelSettings {
+        model,
+        base_url: a
+            .base_url
+            .or(file_model.base_url)
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+            .trim_end_matches('/')
+            .to_owned(),
+        api_key: a.api_key.or(file_model.api_key).or_else(|| file_model.api_key_env.as_deref().and_then(env)),
+        max_steps: file_model.max_steps.unwrap_or(20).max(1),
+        max_retries: file_model.max_retries.unwrap_or(3),
+        idle_timeout: Duration::from_millis(
+            a.model_idle_timeout_ms
+                .map(|n| n as u64)
+                .or(file_model.idle_timeout_ms)
+                .filter(|ms| *ms > 0)
+                .unwrap_or(DEFAULT_MODEL_IDLE_MS),
+        ),
+        instructions: file_model.instructions,
+    });
+
+    let mut token = a.ws_token;
+    if let Some(path) = a.ws_token_file {
+        let text = std::fs::read_to_string(&path)
+            .map_err(|err| ConfigError::TokenFile { path: path.display().to_string(), reason: err.to_string() })?;
+        token = Some(text.trim().to_owned());
+        config.ws_token_file = Some(absolute(path));
+    }
+    // An empty token disables authentication (protocol section 15.4).
+    config.ws_token = token.filter(|t| !t.is_empty());
+    for addr in &config.listen {
+        if let ListenAddr::WebSocket(sock) = addr {
+            if !sock.ip().is_loopback() && config.ws_token.is_none() {
+                return Err(ConfigError::PublicWithoutToken(*sock));
+            }
+        }
+    }
+    Ok(Command::Run(Box::new(config)))
+}
+
+fn listen_value(value: &str) -> Result<ListenAddr, String> {
+    parse_listen(value).map_err(|err| err.to_string())
+}
+
+fn positive(value: &str) -> Result<usize, String> {
+    match value.parse::<usize>() {
+        Ok(n) if n > 0 => Ok(n),
+        _ => Err("expected a positive integer".to_owned()),
+    }
+}
+
+fn policy_value(value: &str) -> Result<ApprovalPolicy, String> {
+    ApprovalPolicy::parse(value)
+        .ok_or_else(|| "expected onRequest, untrusted, never, autoApprove or interrupt".to_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::FileApprovals;
+    use clap::CommandFactory;
+
+    fn run_in(dir: &Path, args: &[&str], env: &dyn Fn(&str) -> Option<String>) -> Result<ServerConfig, String> {
+        let argv = std::iter::once("appserver").chain(args.iter().copied());
+        let cli = Cli::try_parse_from(argv).map_err(|e| e.to_string())?;
+        match resolve(cli, dir, env).map_err(|e| e.to_string())? {
+            Command::Run(c) => Ok(*c),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn run(args: &[&str]) -> Result<ServerConfig, String> {
+        run_in(Path::new("/work/ws"), args, &|_| None)
+    }
+
+    #[test]
+    fn the_command_line_is_consistent() {
+        Cli::command().debug_assert();
+        let _ = FileApprovals::default();
+    }
+
+    #[test]
+    fn defaults_are_stdio_and_workspace_db() {
+        let c = run(&[]).unwrap();
+        assert_eq!(c.listen, vec![ListenAddr::Stdio]);
+        assert_eq!(c.db_path, PathBuf::from("/work/ws/.appserver/state.db"));
+        assert_eq!(c.max_in_flight, 32);
+    }
+
+    #[test]
+    fn listens_on_both_and_overrides_paths() {
+        let c =
+            run(&["--listen", "stdio://", "--listen=ws://127.0.0.1:0", "--workspace", "sub", "--db", "x.db"]).unwrap();
+        assert_eq!(c.listen.len(), 2);
+        assert_eq!(c.workspace, PathBuf::from("/work/ws/sub"));
+        assert_eq!(c.db_path, PathBuf::from("/work/ws/x.db"));
+        assert!(run(&["--listen", "http://x"]).unwrap_err().contains("expected stdio:// or ws://"));
+    }
+
+    #[test]
+    fn public_bind_needs_a_token() {
+        assert!(run(&["--listen", "ws://0.0.0.0:0"]).unwrap_err().contains("without a token"));
+        assert!(run(&["--listen", "ws://0.0.0.0:0", "--ws-token", "s3cret"]).is_ok());
+        // An empty token is no token.
+        assert!(run(&["--listen", "ws://0.0.0.0:0", "--ws-token", ""]).is_err());
+    }
+
+    #[test]
+    fn model_settings_follow_flags_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        std::fs::write(
+            config_file_path(dir.path()),
+            "[model]\nmodel = \"file-model\"\nbase_url = \"http://file/v1/\"\napi_key_env = \"MY_KEY\"\nmax_steps = 5\n\n[approvals]\npolicy = \"untrusted\"\n",
+        )
+        .unwrap();
+        let env = |name: &str| (name == "MY_KEY").then(|| "secret".to_owned());
+        let c = run_in(dir.path(), &[], &env).unwrap();
+        let model = c.model.unwrap();
+        assert_eq!(model.model, "file-model");
+        assert_eq!(model.base_url, "http://file/v1");
+        assert_eq!(model.api_key.as_deref(), Some("secret"));
+        assert_eq!(model.max_steps, 5);
+        assert_eq!(c.approval_policy, ApprovalPolicy::Untrusted);
+        let c = run_in(
+            dir.path(),
+            &["--model", "flag-model", "--base-url", "http://flag/v1", "--approval-policy", "never"],
+            &env,
+        )
+        .unwrap();
+        assert_eq!(c.model.as_ref().unwrap().model, "flag-model");
+        assert_eq!(c.model.as_ref().unwrap().base_url, "http://flag/v1");
+        assert_eq!(c.approval_policy, ApprovalPolicy::Never);
+        std::fs::write(config_file_path(dir.path()), "[model]\nmodle = 1\n").unwrap();
+        assert!(run_in(dir.path(), &[], &env).unwrap_err().contains("invalid configuration file"));
+    }
+
+    #[test]
+    fn bad_values_are_named() {
+        assert!(run(&["--bogus"]).unwrap_err().contains("--bogus"));
+        assert!(run(&["--db"]).unwrap_err().contains("--db"));
+        assert!(run(&["--max-in-flight", "0"]).unwrap_err().contains("positive integer"));
+        assert!(run(&["--max-queued-inputs", "-1"]).is_err());
+        assert_eq!(run(&["--max-queued-inputs", "3"]).unwrap().max_queued_inputs, 3);
+    }
+
+    #[test]
+    fn subcommands() {
+        let cli = Cli::try_parse_from(["appserver", "locate", "--workspace", "w"]).unwrap();
+        assert!(
+            matches!(resolve(cli, Path::new("/x"), &|_| None), Ok(Command::Locate { workspace }) if workspace == Path::new("/x/w"))
+        );
+        let cli = Cli::try_parse_from(["appserver", "completions", "bash"]).unwrap();
+        assert!(matches!(
+            resolve(cli, Path::new("/x"), &|_| None),
+            Ok(Command::Completions(clap_complete::Shell::Bash))
+        ));
+    }
+}
