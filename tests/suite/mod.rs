@@ -2,6 +2,7 @@
 
 mod app_approvals;
 mod app_log_order;
+mod app_replay;
 mod app_ownership;
 mod approvals;
 mod apps;
