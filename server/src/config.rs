@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::approvals::ApprovalPolicy;
+use crate::store::Durability;
 
 /// Where the server accepts connections.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -32,6 +33,8 @@ pub struct ServerConfig {
     pub workspace: PathBuf,
     /// The SQLite database file.
     pub db_path: PathBuf,
+    /// What an acknowledged write survives (`--durability`, `[store] durability`).
+    pub durability: Durability,
     /// Bearer token WebSocket clients must present (`None`: no authentication).
     pub ws_token: Option<String>,
     /// The file the token was read from (`--ws-token-file`), named in the lock file.
@@ -92,6 +95,14 @@ struct FileConfig {
     model: Option<FileModel>,
     #[serde(default)]
     approvals: Option<FileApprovals>,
+    #[serde(default)]
+    store: Option<FileStore>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileStore {
+    durability: Option<String>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -140,6 +151,7 @@ impl ServerConfig {
             max_message_bytes: 4 * 1024 * 1024,
             max_outgoing_message_bytes: 64 * 1024 * 1024,
             outgoing_queue: 8192,
+            durability: Durability::Normal,
             max_loaded_threads: crate::threads::manager::DEFAULT_MAX_LOADED,
             max_connections: default_max_connections(),
             max_queued_inputs: 64,
@@ -215,6 +227,8 @@ OPTIONS:
                                Port 0 picks a free port; the bound address is printed on stderr.
     --workspace DIR            Workspace root (default: the current directory).
     --db PATH                  SQLite database (default: <workspace>/.appserver/state.db).
+    --durability normal|full   normal (default): an acknowledged write survives a crash of the
+                               process; full: also a power loss (SQLite synchronous=FULL).
     --ws-token TOKEN           Bearer token WebSocket clients must send (?token= or Authorization).
     --ws-token-file PATH       Read the token from a file.
     --ws-allowed-origin ORIGIN Allow this browser Origin (loopback origins are always allowed).
@@ -244,7 +258,7 @@ OPTIONS:
 
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
 api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions) and an [approvals] section
-(policy, timeout_ms). Precedence: flags, then environment, then the file.
+(policy, timeout_ms), and a [store] section (durability). Precedence: flags, then environment, then the file.
     -h, --help                 Print this help.
     -V, --version              Print the version.
 ";
@@ -275,6 +289,7 @@ where
     let mut idle_flag: Option<u64> = None;
     let mut policy_flag = false;
     let mut timeout_flag = false;
+    let mut durability_flag = false;
     let mut listen = Vec::new();
     let mut workspace: Option<PathBuf> = None;
     let mut db: Option<PathBuf> = None;
@@ -331,6 +346,15 @@ where
                 }
             }
             "--enable-debug-methods" => config.enable_debug_methods = true,
+            "--durability" => {
+                let v = value()?;
+                durability_flag = true;
+                config.durability = Durability::parse(&v).ok_or_else(|| ConfigError::InvalidValue {
+                    flag: flag.clone(),
+                    value: v.clone(),
+                    reason: "expected normal or full".into(),
+                })?;
+            }
             "--model" => model_flag = Some(value()?),
             "--base-url" => base_url_flag = Some(value()?),
             "--api-key" => api_key_flag = Some(value()?),
@@ -362,6 +386,12 @@ where
     };
     let file = read_config_file(&config.workspace)?;
     let file_model = file.model.unwrap_or_default();
+    if let (false, Some(durability)) = (durability_flag, file.store.and_then(|s| s.durability)) {
+        config.durability = Durability::parse(&durability).ok_or_else(|| ConfigError::ConfigFile {
+            path: config_file_path(&config.workspace).display().to_string(),
+            reason: format!("store.durability: expected normal or full, not `{durability}`"),
+        })?;
+    }
     if let Some(approvals) = file.approvals {
         if let (false, Some(policy)) = (policy_flag, approvals.policy) {
             config.approval_policy = ApprovalPolicy::parse(&policy).ok_or_else(|| ConfigError::ConfigFile {
@@ -559,6 +589,27 @@ mod tests {
             parse_args_with_env(Vec::<String>::new(), dir.path(), &env),
             Err(ConfigError::ConfigFile { .. })
         ));
+    }
+
+    #[test]
+    fn durability_follows_the_flag_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| match parse_args(args.iter().copied(), dir.path()).unwrap() {
+            Command::Run(c) => *c,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(run(&[]).durability, Durability::Normal);
+        assert_eq!(run(&["--durability", "full"]).durability, Durability::Full);
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"full\"\n").unwrap();
+        assert_eq!(run(&[]).durability, Durability::Full);
+        assert_eq!(run(&["--durability", "normal"]).durability, Durability::Normal);
+        assert!(matches!(
+            parse_args(["--durability", "fsync"], dir.path()),
+            Err(ConfigError::InvalidValue { .. })
+        ));
+        std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"always\"\n").unwrap();
+        assert!(matches!(parse_args(Vec::<String>::new(), dir.path()), Err(ConfigError::ConfigFile { .. })));
     }
 
     #[test]

@@ -627,7 +627,7 @@ mod tests {
     #[tokio::test]
     async fn the_list_cursor_is_an_index_range_in_every_query_shape() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
         let cursor = Some(("2026-01-01T00:00:00.000Z", "thread_x"));
         for q in [query(&[], None, cursor), query(&[], Some("ctx"), cursor), query(&["b", "c"], None, cursor)] {
             let sql = format!("EXPLAIN QUERY PLAN {}", list_threads_sql(&q));
@@ -652,7 +652,7 @@ mod tests {
     #[tokio::test]
     async fn pages_through_ties_return_every_thread_once() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
         let stamps = ["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z"];
         let mut expected = Vec::new();
         for (n, origin) in ["a", "b", "a", "z", "a", "b", "a"].iter().enumerate() {
