@@ -604,10 +604,7 @@ mod tests {
         std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"full\"\n").unwrap();
         assert_eq!(run(&[]).durability, Durability::Full);
         assert_eq!(run(&["--durability", "normal"]).durability, Durability::Normal);
-        assert!(matches!(
-            parse_args(["--durability", "fsync"], dir.path()),
-            Err(ConfigError::InvalidValue { .. })
-        ));
+        assert!(matches!(parse_args(["--durability", "fsync"], dir.path()), Err(ConfigError::InvalidValue { .. })));
         std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"always\"\n").unwrap();
         assert!(matches!(parse_args(Vec::<String>::new(), dir.path()), Err(ConfigError::ConfigFile { .. })));
     }

@@ -48,9 +48,9 @@ async fn the_host_gets_several_replayed_commands_before_answering_one_in_log_ord
     stop_host(&controller, first).await;
 
     let mut raw = server.ws_client_initialized().await.unwrap();
-    let register =
-        raw.start_request("app/register", json!({ "windowId": w, "manifest": appserver_client::sheet::manifest() }))
-            .unwrap();
+    let register = raw
+        .start_request("app/register", json!({ "windowId": w, "manifest": appserver_client::sheet::manifest() }))
+        .unwrap();
     // Ten requests arrive while none is answered: with one round trip per entry the second
     // would never come and this would time out.
     let mut held = Vec::new();

@@ -2,8 +2,8 @@
 
 mod app_approvals;
 mod app_log_order;
-mod app_replay;
 mod app_ownership;
+mod app_replay;
 mod approvals;
 mod apps;
 mod batches;
