@@ -12,11 +12,13 @@ use crate::config::{
     ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, ListenAddr, LogFormat, ModelSettings, ServerConfig,
     config_file_path, default_db_path, parse_listen, read_config_file,
 };
+use crate::store::Durability;
 
 const AFTER_HELP: &str = "\
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
-api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions) and an [approvals]
-section (policy, timeout_ms). Precedence: flags, then environment, then the file.";
+api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions), an [approvals]
+section (policy, timeout_ms) and a [store] section (durability). Precedence: flags, then
+environment, then the file.";
 
 /// appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps).
 #[derive(Debug, Parser)]
@@ -63,6 +65,10 @@ pub struct RunArgs {
     /// SQLite database (default: <workspace>/.appserver/state.db).
     #[arg(long, value_name = "PATH")]
     db: Option<PathBuf>,
+    /// normal: an acknowledged write survives a crash of the process; full: also a power loss
+    /// (SQLite synchronous=FULL) [default: normal, or the config file's [store] durability].
+    #[arg(long, value_name = "MODE", value_parser = durability_value)]
+    durability: Option<Durability>,
     /// Bearer token WebSocket clients must send (?token= or Authorization).
     #[arg(long, value_name = "TOKEN")]
     ws_token: Option<String>,
@@ -202,6 +208,14 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
 
     let file = read_config_file(&config.workspace)?;
     let file_model = file.model.unwrap_or_default();
+    config.durability = match (a.durability, file.store.and_then(|s| s.durability)) {
+        (Some(durability), _) => durability,
+        (None, Some(durability)) => Durability::parse(&durability).ok_or_else(|| ConfigError::ConfigFile {
+            path: config_file_path(&config.workspace).display().to_string(),
+            reason: format!("store.durability: expected normal or full, not `{durability}`"),
+        })?,
+        (None, None) => Durability::Normal,
+    };
     let approvals = file.approvals.unwrap_or_default();
     config.approval_policy = match (a.approval_policy, approvals.policy) {
         (Some(policy), _) => policy,
@@ -266,6 +280,10 @@ fn positive(value: &str) -> Result<usize, String> {
         Ok(n) if n > 0 => Ok(n),
         _ => Err("expected a positive integer".to_owned()),
     }
+}
+
+fn durability_value(value: &str) -> Result<Durability, String> {
+    Durability::parse(value).ok_or_else(|| "expected normal or full".to_owned())
 }
 
 fn policy_value(value: &str) -> Result<ApprovalPolicy, String> {
@@ -361,6 +379,21 @@ mod tests {
         assert!(run(&["--max-in-flight", "0"]).unwrap_err().contains("positive integer"));
         assert!(run(&["--max-queued-inputs", "-1"]).is_err());
         assert_eq!(run(&["--max-queued-inputs", "3"]).unwrap().max_queued_inputs, 3);
+    }
+
+    #[test]
+    fn durability_follows_the_flag_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| run_in(dir.path(), args, &|_| None);
+        assert_eq!(run(&[]).unwrap().durability, Durability::Normal);
+        assert_eq!(run(&["--durability", "full"]).unwrap().durability, Durability::Full);
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"full\"\n").unwrap();
+        assert_eq!(run(&[]).unwrap().durability, Durability::Full);
+        assert_eq!(run(&["--durability", "normal"]).unwrap().durability, Durability::Normal);
+        assert!(run(&["--durability", "fsync"]).unwrap_err().contains("normal or full"));
+        std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"always\"\n").unwrap();
+        assert!(run(&[]).unwrap_err().contains("store.durability"));
     }
 
     #[test]

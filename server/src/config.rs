@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::approvals::ApprovalPolicy;
+use crate::store::Durability;
 
 /// Where the server accepts connections.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -30,6 +31,8 @@ pub struct ServerConfig {
     pub workspace: PathBuf,
     /// The SQLite database file.
     pub db_path: PathBuf,
+    /// What an acknowledged write survives (`--durability`, `[store] durability`).
+    pub durability: Durability,
     /// Bearer token WebSocket clients must present (`None`: no authentication).
     pub ws_token: Option<String>,
     /// The file the token was read from (`--ws-token-file`), named in the lock file.
@@ -90,6 +93,14 @@ pub(crate) struct FileConfig {
     pub(crate) model: Option<FileModel>,
     #[serde(default)]
     pub(crate) approvals: Option<FileApprovals>,
+    #[serde(default)]
+    pub(crate) store: Option<FileStore>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileStore {
+    pub(crate) durability: Option<String>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -138,6 +149,7 @@ impl ServerConfig {
             max_message_bytes: 4 * 1024 * 1024,
             max_outgoing_message_bytes: 64 * 1024 * 1024,
             outgoing_queue: 8192,
+            durability: Durability::Normal,
             max_loaded_threads: crate::threads::manager::DEFAULT_MAX_LOADED,
             max_connections: default_max_connections(),
             max_queued_inputs: 64,

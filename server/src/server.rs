@@ -88,7 +88,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
     }
     let mut lock = ServerLock::acquire(&config.workspace, &config.db_path)?;
-    let store = Store::open(&config.db_path).await?;
+    let store = Store::open(&config.db_path, config.durability).await?;
     tracing::info!(db = %store.path().display(), workspace = %config.workspace.display(), "store opened");
 
     let mut listeners = Vec::new();

@@ -3,6 +3,7 @@
 mod app_approvals;
 mod app_log_order;
 mod app_ownership;
+mod app_replay;
 mod approvals;
 mod apps;
 mod batches;

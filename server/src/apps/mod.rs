@@ -9,6 +9,7 @@
 pub mod api;
 pub mod manifest;
 pub mod order;
+mod replay;
 pub mod service;
 pub mod tools;
 

@@ -13,6 +13,7 @@ use appserver_protocol::{
 use serde_json::{Value, json};
 
 use super::manifest::{self, BUILTIN_COMMANDS};
+use super::replay;
 use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
 use crate::clock;
 use crate::rpc::{Peer, PeerRequestError};
@@ -24,9 +25,6 @@ use crate::turns::runner;
 
 /// Longest `timeoutMs` a caller may ask for.
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(600);
-/// Log entries read per page during a replay.
-const REPLAY_PAGE: u32 = 1000;
-
 /// What a registration did.
 #[derive(Debug)]
 pub struct Registration {
@@ -43,7 +41,7 @@ fn call_timeout(timeout_ms: Option<u64>) -> Duration {
 }
 
 /// Turns a failed request to a host into an app error.
-fn host_error(window_id: &str, what: &str, timeout: Duration, err: PeerRequestError) -> AppError {
+pub(super) fn host_error(window_id: &str, what: &str, timeout: Duration, err: PeerRequestError) -> AppError {
     match err {
         PeerRequestError::Closed => AppError::NotLive(window_id.to_owned()),
         PeerRequestError::Timeout(_) => AppError::Timeout(format!(
@@ -110,67 +108,11 @@ pub async fn register(
         last_seq + 1,
         p.thread_id,
     )?;
-    let outcome = replay(server, &window, peer).await;
+    let outcome = replay::replay(server, &window, peer).await;
     window.set_ready(true);
     let (replayed, failed, errors) = outcome?;
     tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
     Ok(Registration { window_id, app_id, name, replayed, failed, errors })
-}
-
-/// Replays a window's log into its host, in order. Entries the app rejects are counted,
-/// reported and marked in the log (never dropped); an entry that succeeds clears its old mark.
-async fn replay(
-    server: &ServerState,
-    window: &AppWindow,
-    host: &Arc<Peer>,
-) -> Result<(u64, u64, Vec<AppReplayError>), AppError> {
-    let (mut replayed, mut failed, mut errors) = (0, 0, Vec::new());
-    let mut after = 0;
-    let mut tickets = Vec::new();
-    loop {
-        let entries = server.store.app_log(&window.window_id, after, REPLAY_PAGE).await?;
-        if entries.is_empty() {
-            break;
-        }
-        for entry in entries {
-            after = entry.seq;
-            let params = ExtAppCommandParams {
-                window_id: window.window_id.clone(),
-                command: entry.command.clone(),
-                params: entry.params.clone(),
-                replay: true,
-            };
-            let answer = host.request("ext/app/command", &params, DEFAULT_CALL_TIMEOUT).await;
-            let error = match answer {
-                Ok(_) => {
-                    replayed += 1;
-                    None
-                }
-                Err(err) => {
-                    failed += 1;
-                    let error = host_error(&window.window_id, "a replayed command", DEFAULT_CALL_TIMEOUT, err);
-                    let message = format!("{}: {error}", error.code());
-                    errors.push(AppReplayError {
-                        seq: entry.seq,
-                        command: entry.command.clone(),
-                        error: message.clone(),
-                    });
-                    Some(message)
-                }
-            };
-            if error.is_some() || entry.replay_error.is_some() {
-                tickets.push(server.store.submit(AppWrite::SetReplayError {
-                    window_id: window.window_id.clone(),
-                    seq: entry.seq,
-                    error,
-                }));
-            }
-        }
-    }
-    for ticket in tickets {
-        ticket.wait().await?;
-    }
-    Ok((replayed, failed, errors))
 }
 
 /// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has

@@ -1,8 +1,9 @@
 //! The SQLite store: the only module that touches sqlx. Everything else talks to it through the
 //! types it exports, so a PostgreSQL backend can follow without touching the domain code.
 //!
-//! Writes go through one writer task and connection (WAL, `synchronous=NORMAL`, group commit:
-//! see `writer.rs`); reads use a small pool of read-only connections that never block the writer.
+//! Writes go through one writer task and connection (WAL, `synchronous=NORMAL` or `FULL` as
+//! [`Durability`] says, group commit: see `writer.rs`); reads use a small pool of read-only
+//! connections that never block the writer.
 
 mod apps;
 mod file;
@@ -20,6 +21,35 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{SqliteConnection, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
+
+/// How far a committed (and so acknowledged) write survives: the writer's `synchronous` pragma.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Durability {
+    /// `synchronous=NORMAL`: survives a crash of the process; the last commits may be lost to a
+    /// power loss or an operating-system crash (the WAL is synced at checkpoints only).
+    #[default]
+    Normal,
+    /// `synchronous=FULL`: the WAL is synced at every commit, so a commit survives a power loss.
+    Full,
+}
+
+impl Durability {
+    /// `normal` or `full` (as the flag and the config file spell it).
+    pub fn parse(text: &str) -> Option<Durability> {
+        match text.trim().to_ascii_lowercase().as_str() {
+            "normal" => Some(Durability::Normal),
+            "full" => Some(Durability::Full),
+            _ => None,
+        }
+    }
+
+    fn synchronous(self) -> SqliteSynchronous {
+        match self {
+            Durability::Normal => SqliteSynchronous::Normal,
+            Durability::Full => SqliteSynchronous::Full,
+        }
+    }
+}
 
 /// A failure of the store. Opening failures say which file and why; query failures are internal
 /// errors for the client.
@@ -117,7 +147,7 @@ pub struct Store {
 
 impl Store {
     /// Opens (creating if needed) the database at `path` and applies the embedded migrations.
-    pub async fn open(path: &Path) -> Result<Store, StoreError> {
+    pub async fn open(path: &Path, durability: Durability) -> Result<Store, StoreError> {
         if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
             std::fs::create_dir_all(parent)
                 .map_err(|source| StoreError::CreateDir { path: parent.to_path_buf(), source })?;
@@ -136,7 +166,7 @@ impl Store {
             .min_connections(1)
             .idle_timeout(None)
             .max_lifetime(None)
-            .connect_with(options.clone())
+            .connect_with(options.clone().synchronous(durability.synchronous()))
             .await
             .map_err(open_err)?;
         // A file that is not a database only fails on the first real read.
@@ -292,14 +322,34 @@ fn describe(err: &sqlx::Error) -> String {
 mod tests {
     use super::*;
 
+    async fn synchronous_pragma(store: &Store) -> i64 {
+        sqlx::query_scalar("PRAGMA synchronous").fetch_one(&store.writer).await.unwrap()
+    }
+
+    /// The writer's `synchronous` pragma is what the durability asks for (1 NORMAL, 2 FULL).
+    #[tokio::test]
+    async fn the_writer_syncs_as_the_durability_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("state.db");
+        let store = Store::open(&path, Durability::Normal).await.unwrap();
+        assert_eq!(synchronous_pragma(&store).await, 1);
+        store.close().await;
+        let store = Store::open(&path, Durability::Full).await.unwrap();
+        assert_eq!(synchronous_pragma(&store).await, 2);
+        store.close().await;
+        assert_eq!(Durability::parse(" FULL "), Some(Durability::Full));
+        assert_eq!(Durability::parse("normal"), Some(Durability::Normal));
+        assert_eq!(Durability::parse("extra"), None);
+    }
+
     #[tokio::test]
     async fn opens_migrates_and_reopens() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("nested").join("state.db");
-        let store = Store::open(&path).await.unwrap();
+        let store = Store::open(&path, Durability::Normal).await.unwrap();
         let created = store.meta("created_at").await.unwrap().unwrap();
         store.close().await;
-        let store = Store::open(&path).await.unwrap();
+        let store = Store::open(&path, Durability::Normal).await.unwrap();
         assert_eq!(store.meta("created_at").await.unwrap().unwrap(), created);
         store.close().await;
     }
@@ -309,7 +359,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("garbage.db");
         std::fs::write(&path, vec![b'x'; 8192]).unwrap();
-        let err = Store::open(&path).await.unwrap_err();
+        let err = Store::open(&path, Durability::Normal).await.unwrap_err();
         let text = err.to_string();
         assert!(text.contains("garbage.db") && text.contains("not a database"), "{text}");
     }
@@ -335,7 +385,7 @@ mod tests {
     #[tokio::test]
     async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        let store = Store::open(&dir.path().join("state.db"), Durability::Normal).await.unwrap();
         // Submitted back to back, so they usually share a batch; the first fails on its last
         // statement (a duplicate key), the second must still commit.
         store.write(ThreadWrite::CreateThread(Box::new(thread_record("taken")))).await.unwrap();
@@ -356,7 +406,7 @@ mod tests {
     #[tokio::test]
     async fn updating_a_thread_that_does_not_exist_is_an_error() {
         let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db")).await.unwrap();
+        let store = Store::open(&dir.path().join("state.db"), Durability::Normal).await.unwrap();
         let err = store.write(ThreadWrite::UpdateThread(Box::new(thread_record("ghost")))).await.unwrap_err();
         assert!(matches!(err, StoreError::Query(sqlx::Error::RowNotFound)), "{err}");
         assert!(store.thread("ghost").await.unwrap().is_none());

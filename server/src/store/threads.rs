@@ -131,6 +131,36 @@ fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
+/// The `thread/list` query for `q`. The cursor is a row value, `(last_active_at, id) < (?, ?)`:
+/// SQLite uses that as a range on the identity index (the equivalent `a < ? OR (a = ? AND id < ?)`
+/// is only a filter, so a deep page walked every newer row). Binds, in order: workspace, user,
+/// origin channel, channel context?, cross-channel origins…, channel name?, cursor (at, id)?, limit.
+fn list_threads_sql(q: &ThreadQuery) -> String {
+    let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND user_id IS ? AND (");
+    sql.push_str("(origin_channel = ?");
+    if q.channel_context.is_some() {
+        sql.push_str(" AND channel_context = ?");
+    }
+    sql.push(')');
+    if !q.cross_channel_origins.is_empty() {
+        sql.push_str(" OR origin_channel IN (");
+        sql.push_str(&vec!["?"; q.cross_channel_origins.len()].join(","));
+        sql.push(')');
+    }
+    sql.push(')');
+    if !q.include_archived {
+        sql.push_str(" AND status <> 'archived'");
+    }
+    if q.channel_name.is_some() {
+        sql.push_str(" AND origin_channel = ? COLLATE NOCASE");
+    }
+    if q.after.is_some() {
+        sql.push_str(" AND (last_active_at, id) < (?, ?)");
+    }
+    sql.push_str(" ORDER BY last_active_at DESC, id DESC LIMIT ?");
+    sql
+}
+
 impl Store {
     pub async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
         let row = sqlx::query(&format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?"))
@@ -152,29 +182,7 @@ impl Store {
 
     /// One page of threads matching the identity, newest first, and whether more follow.
     pub async fn list_threads(&self, q: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), StoreError> {
-        let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND user_id IS ? AND (");
-        sql.push_str("(origin_channel = ?");
-        if q.channel_context.is_some() {
-            sql.push_str(" AND channel_context = ?");
-        }
-        sql.push(')');
-        if !q.cross_channel_origins.is_empty() {
-            sql.push_str(" OR origin_channel IN (");
-            sql.push_str(&vec!["?"; q.cross_channel_origins.len()].join(","));
-            sql.push(')');
-        }
-        sql.push(')');
-        if !q.include_archived {
-            sql.push_str(" AND status <> 'archived'");
-        }
-        if q.channel_name.is_some() {
-            sql.push_str(" AND origin_channel = ? COLLATE NOCASE");
-        }
-        if q.after.is_some() {
-            sql.push_str(" AND (last_active_at < ? OR (last_active_at = ? AND id < ?))");
-        }
-        sql.push_str(" ORDER BY last_active_at DESC, id DESC LIMIT ?");
-
+        let sql = list_threads_sql(q);
         let mut query = sqlx::query(&sql).bind(&q.workspace_path).bind(&q.user_id).bind(&q.origin_channel);
         if let Some(ctx) = &q.channel_context {
             query = query.bind(ctx);
@@ -186,7 +194,7 @@ impl Store {
             query = query.bind(name);
         }
         if let Some((at, id)) = &q.after {
-            query = query.bind(at).bind(at).bind(id);
+            query = query.bind(at).bind(id);
         }
         let rows = query.bind(i64::from(q.limit) + 1).fetch_all(&self.reader).await?;
         let more = rows.len() > q.limit as usize;
@@ -579,4 +587,96 @@ pub(super) async fn fail_unfinished_turns(
         failed.push((thread_id, id));
     }
     Ok(failed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn thread(id: &str, origin: &str, last_active_at: &str) -> ThreadRecord {
+        ThreadRecord {
+            id: id.to_owned(),
+            workspace_path: "/w".to_owned(),
+            user_id: None,
+            origin_channel: origin.to_owned(),
+            channel_context: None,
+            display_name: None,
+            status: appserver_protocol::ThreadStatus::Active,
+            history_mode: appserver_protocol::HistoryMode::Server,
+            created_at: "2026-01-01T00:00:00.000Z".to_owned(),
+            last_active_at: last_active_at.to_owned(),
+            metadata: Default::default(),
+            configuration: None,
+            next_turn_seq: 1,
+        }
+    }
+
+    fn query(cross: &[&str], context: Option<&str>, after: Option<(&str, &str)>) -> ThreadQuery {
+        ThreadQuery {
+            workspace_path: "/w".to_owned(),
+            origin_channel: "a".to_owned(),
+            channel_context: context.map(str::to_owned),
+            cross_channel_origins: cross.iter().map(|c| (*c).to_owned()).collect(),
+            after: after.map(|(at, id)| (at.to_owned(), id.to_owned())),
+            limit: 2,
+            ..ThreadQuery::default()
+        }
+    }
+
+    /// A deep page must be an index range, not a walk over every newer thread.
+    #[tokio::test]
+    async fn the_list_cursor_is_an_index_range_in_every_query_shape() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
+        let cursor = Some(("2026-01-01T00:00:00.000Z", "thread_x"));
+        for q in [query(&[], None, cursor), query(&[], Some("ctx"), cursor), query(&["b", "c"], None, cursor)] {
+            let sql = format!("EXPLAIN QUERY PLAN {}", list_threads_sql(&q));
+            let mut plan = sqlx::query(&sql).bind("/w").bind(None::<String>).bind("a");
+            if let Some(ctx) = &q.channel_context {
+                plan = plan.bind(ctx);
+            }
+            for origin in &q.cross_channel_origins {
+                plan = plan.bind(origin);
+            }
+            let (at, id) = q.after.clone().unwrap();
+            let rows = plan.bind(at).bind(id).bind(3_i64).fetch_all(&store.reader).await.unwrap();
+            let details: Vec<String> = rows.iter().map(|r| r.try_get::<String, _>("detail").unwrap()).collect();
+            let text = details.join("\n");
+            assert!(text.contains("USING INDEX") && text.contains("(last_active_at,id)<(?,?)"), "{text}");
+            assert!(!text.contains("TEMP B-TREE"), "the order is not the index's: {text}");
+        }
+        store.close().await;
+    }
+
+    /// Paging through threads that share a `last_active_at` returns each exactly once, in order.
+    #[tokio::test]
+    async fn pages_through_ties_return_every_thread_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
+        let stamps = ["2026-01-01T00:00:01.000Z", "2026-01-01T00:00:02.000Z"];
+        let mut expected = Vec::new();
+        for (n, origin) in ["a", "b", "a", "z", "a", "b", "a"].iter().enumerate() {
+            let record = thread(&format!("thread_{n}"), origin, stamps[n % 2]);
+            if *origin != "z" {
+                expected.push((record.last_active_at.clone(), record.id.clone()));
+            }
+            store.write(ThreadWrite::CreateThread(Box::new(record))).await.unwrap();
+        }
+        expected.sort();
+        expected.reverse();
+        let mut seen = Vec::new();
+        let mut after = None;
+        loop {
+            let mut q = query(&["b"], None, None);
+            q.after = after.clone();
+            let (page, more) = store.list_threads(&q).await.unwrap();
+            seen.extend(page.iter().map(|t| (t.last_active_at.clone(), t.id.clone())));
+            after = seen.last().cloned();
+            if !more {
+                break;
+            }
+        }
+        assert_eq!(seen, expected);
+        store.close().await;
+    }
 }

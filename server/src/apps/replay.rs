@@ -1,0 +1,117 @@
+//! Replay of a window's command log into a host that (re-)registers it: the `done` entries are
+//! sent in log order as `ext/app/command` with `replay: true`, several in flight at once.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use appserver_protocol::{AppLogEntry, AppReplayError, ExtAppCommandParams};
+use serde_json::value::RawValue;
+
+use super::service::host_error;
+use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT};
+use crate::rpc::peer::SentRequest;
+use crate::rpc::{Peer, PeerRequestError};
+use crate::server::ServerState;
+use crate::store::{AppWrite, WriteTicket};
+
+/// Log entries read per page during a replay.
+const REPLAY_PAGE: u32 = 1000;
+/// Replayed commands queued to the host before the oldest one's answer is awaited.
+const REPLAY_IN_FLIGHT: usize = 64;
+
+/// An entry sent (or that could not be sent) whose outcome is not taken yet.
+type Pending<'a> = (AppLogEntry, Result<SentRequest<'a>, PeerRequestError>);
+
+/// Replays a window's log into its host, in order. Entries the app rejects are counted,
+/// reported and marked in the log (never dropped), and the entries after them still replay; an
+/// entry that succeeds clears its old mark.
+///
+/// Up to [`REPLAY_IN_FLIGHT`] entries are in flight at once: each is queued on the host's
+/// connection in log order (so the host receives them in order) before the oldest answer is
+/// awaited, and outcomes are taken in log order, so the replay is not one round trip per entry.
+pub(super) async fn replay(
+    server: &ServerState,
+    window: &AppWindow,
+    host: &Arc<Peer>,
+) -> Result<(u64, u64, Vec<AppReplayError>), AppError> {
+    let mut tally = Tally::default();
+    let mut in_flight: VecDeque<Pending<'_>> = VecDeque::with_capacity(REPLAY_IN_FLIGHT);
+    let mut after = 0;
+    loop {
+        let entries = server.store.app_log(&window.window_id, after, REPLAY_PAGE).await?;
+        if entries.is_empty() {
+            break;
+        }
+        for entry in entries {
+            after = entry.seq;
+            if in_flight.len() == REPLAY_IN_FLIGHT
+                && let Some(oldest) = in_flight.pop_front()
+            {
+                tally.settle(server, &window.window_id, oldest).await;
+            }
+            let sent = send(host, &window.window_id, &entry).await;
+            in_flight.push_back((entry, sent));
+        }
+    }
+    while let Some(oldest) = in_flight.pop_front() {
+        tally.settle(server, &window.window_id, oldest).await;
+    }
+    for ticket in tally.tickets {
+        ticket.wait().await?;
+    }
+    Ok((tally.replayed, tally.failed, tally.errors))
+}
+
+/// Queues one entry to the host, waiting at most the call timeout for room in its queue.
+async fn send<'a>(host: &'a Peer, window_id: &str, entry: &AppLogEntry) -> Result<SentRequest<'a>, PeerRequestError> {
+    let params = ExtAppCommandParams {
+        window_id: window_id.to_owned(),
+        command: entry.command.clone(),
+        params: entry.params.clone(),
+        replay: true,
+    };
+    let queued = host.send_request("ext/app/command", &params);
+    tokio::time::timeout(DEFAULT_CALL_TIMEOUT, queued)
+        .await
+        .unwrap_or(Err(PeerRequestError::Timeout(DEFAULT_CALL_TIMEOUT)))
+}
+
+/// What the replay did so far.
+#[derive(Default)]
+struct Tally {
+    replayed: u64,
+    failed: u64,
+    errors: Vec<AppReplayError>,
+    /// Replay marks being written (set on a failure, cleared on a success after one).
+    tickets: Vec<WriteTicket>,
+}
+
+impl Tally {
+    /// Awaits the oldest entry's answer and records its outcome.
+    async fn settle(&mut self, server: &ServerState, window_id: &str, (entry, sent): Pending<'_>) {
+        let answer: Result<Box<RawValue>, PeerRequestError> = match sent {
+            Ok(sent) => sent.answer(DEFAULT_CALL_TIMEOUT).await,
+            Err(err) => Err(err),
+        };
+        let error = match answer {
+            Ok(_) => {
+                self.replayed += 1;
+                None
+            }
+            Err(err) => {
+                self.failed += 1;
+                let error = host_error(window_id, "a replayed command", DEFAULT_CALL_TIMEOUT, err);
+                let message = format!("{}: {error}", error.code());
+                self.errors.push(AppReplayError { seq: entry.seq, command: entry.command, error: message.clone() });
+                Some(message)
+            }
+        };
+        if error.is_some() || entry.replay_error.is_some() {
+            self.tickets.push(server.store.submit(AppWrite::SetReplayError {
+                window_id: window_id.to_owned(),
+                seq: entry.seq,
+                error,
+            }));
+        }
+    }
+}
