@@ -462,26 +462,22 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
             .await?;
             require_one(result)?;
         }
-        ThreadWrite::InsertItem { thread_id, turn_seq, seq, body } => {
-            sqlx::query("INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
+        ThreadWrite::InsertItem { thread_id, turn_seq, seq, body }
+        | ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {
+            // Only a rewrite may replace a row; an insert that collides is an error.
+            let sql = if matches!(op, ThreadWrite::RewriteItem { .. }) {
+                "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?) \
+                 ON CONFLICT (thread_id, turn_seq, seq) DO UPDATE SET body = excluded.body"
+            } else {
+                "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)"
+            };
+            sqlx::query(sql)
                 .bind(thread_id)
                 .bind(i64::from(*turn_seq))
                 .bind(i64::from(*seq))
                 .bind(body)
                 .execute(&mut *conn)
                 .await?;
-        }
-        ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {
-            sqlx::query(
-                "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?) \
-                 ON CONFLICT (thread_id, turn_seq, seq) DO UPDATE SET body = excluded.body",
-            )
-            .bind(thread_id)
-            .bind(i64::from(*turn_seq))
-            .bind(i64::from(*seq))
-            .bind(body)
-            .execute(&mut *conn)
-            .await?;
         }
         ThreadWrite::DeleteLastTurns { thread_id, before_seq, count } => {
             sqlx::query(
