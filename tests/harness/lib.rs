@@ -86,6 +86,11 @@ impl ServerBuilder {
         self
     }
 
+    /// Answer turns with the model served by `mock` (model id `mock-model`, API key `test-key`).
+    pub fn mock_model(self, mock: &mock_model::MockModel) -> Self {
+        self.args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "test-key"])
+    }
+
     /// Use this workspace (kept by the caller, e.g. across a restart) instead of a fresh one.
     pub fn workspace(mut self, path: &Path) -> Self {
         self.workspace = Some(path.to_path_buf());

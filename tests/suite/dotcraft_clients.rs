@@ -110,11 +110,7 @@ async fn an_expanded_prompt_sent_as_text_reaches_the_model_like_its_command_ref(
     let mock =
         MockModel::start(vec![Reply::Sse(text_reply(&["one"], (1, 1))), Reply::Sse(text_reply(&["two"], (1, 1)))])
             .await;
-    let server = ServerBuilder::ws()
-        .args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "k"])
-        .spawn()
-        .await
-        .unwrap();
+    let server = ServerBuilder::ws().mock_model(&mock).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let thread_id = thread_id(&client).await;
     let executed = client
@@ -159,11 +155,7 @@ async fn model_tool_call_arguments_stream_then_complete_and_are_read_back() {
         Reply::Sse(text_reply(&["No such window."], (1, 1))),
     ])
     .await;
-    let server = ServerBuilder::ws()
-        .args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "k"])
-        .spawn()
-        .await
-        .unwrap();
+    let server = ServerBuilder::ws().mock_model(&mock).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let thread_id = thread_id(&client).await;
     let (_, events) = run_turn(&mut client, &thread_id, text("read w9")).await.unwrap();

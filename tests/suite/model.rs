@@ -8,11 +8,7 @@ use appserver_tests::{ServerBuilder, ServerProcess, TIMEOUT, events_until_turn_e
 use serde_json::{Value, json};
 
 async fn server_with(mock: &MockModel) -> ServerProcess {
-    ServerBuilder::ws()
-        .args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "test-key"])
-        .spawn()
-        .await
-        .unwrap()
+    ServerBuilder::ws().mock_model(mock).spawn().await.unwrap()
 }
 
 fn completed<'a>(events: &'a [Event], kind: &str) -> Vec<&'a Value> {

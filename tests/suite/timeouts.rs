@@ -9,11 +9,7 @@ use serde_json::json;
 async fn a_model_stream_that_goes_quiet_fails_the_turn_readably() {
     let first = json!({ "choices": [{ "index": 0, "delta": { "content": "Half an ans" }, "finish_reason": null }] });
     let mock = MockModel::start(vec![Reply::Stall(vec![first])]).await;
-    let server = ServerBuilder::ws()
-        .args(["--model", "mock-model", "--base-url", &mock.base_url(), "--model-idle-timeout-ms", "300"])
-        .spawn()
-        .await
-        .unwrap();
+    let server = ServerBuilder::ws().mock_model(&mock).args(["--model-idle-timeout-ms", "300"]).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     client.request("turn/start", json!({ "threadId": thread_id, "input": text("answer slowly") })).await.unwrap();
