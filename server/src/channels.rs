@@ -4,28 +4,16 @@
 
 use std::cmp::Ordering;
 
-use appserver_protocol::{ChannelInfo, ChannelListParams, ChannelListResult};
-
-use crate::rpc::RequestCtx;
-use crate::store::StoreError;
+use appserver_protocol::ChannelInfo;
 
 /// Origins of DotCraft's own clients: the terminal client, the desktop client, and IDEs over ACP.
 pub const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
 
 /// Most distinct stored origins listed (the rest are left out).
-const MAX_STORED_ORIGINS: u32 = 1000;
+pub const MAX_STORED_ORIGINS: u32 = 1000;
 
 /// The category order of the result.
 const CATEGORIES: &[&str] = &["builtin", "social", "system", "external"];
-
-pub async fn handle_channel_list(ctx: &RequestCtx, _: ChannelListParams) -> Result<ChannelListResult, StoreError> {
-    let stored = ctx.state.store.origin_channels(MAX_STORED_ORIGINS).await?;
-    let adapters = ctx.state.connections.all().into_iter().filter(|peer| !peer.is_closed()).filter_map(|peer| {
-        let client = peer.session.client()?;
-        client.capabilities.channel_adapter.as_ref().map(|a| a.channel_name.clone())
-    });
-    Ok(ChannelListResult { channels: catalog(stored.into_iter().chain(adapters)) })
-}
 
 /// The built-ins plus `seen` names: one entry per name (compared case-insensitively, the first
 /// spelling kept), each built-in as `builtin` and everything else as `external`, sorted by

@@ -18,7 +18,7 @@ pub mod lock;
 pub mod model;
 pub mod rpc;
 pub mod server;
-pub mod session;
+pub mod ports;
 pub mod store;
 pub mod threads;
 pub mod transport;

@@ -10,7 +10,7 @@ use appserver_protocol::{
 use serde_json::Value;
 
 use crate::approvals::{ApprovalSpec, Gate, gate};
-use crate::rpc::PeerRequestError;
+use crate::rpc::CallError;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// How long a client has to answer a dynamic tool call.
@@ -117,7 +117,7 @@ pub async fn call(
         Err(err) => {
             payload.success = Some(false);
             payload.error_code = Some(match err {
-                PeerRequestError::Timeout(_) => "ExternalChannelToolTimeout".into(),
+                CallError::Timeout(_) => "ExternalChannelToolTimeout".into(),
                 _ => "AdapterToolCallFailed".into(),
             });
             payload.error_message = Some(err.to_string());

@@ -27,7 +27,7 @@ use tokio_util::sync::CancellationToken;
 pub use policy::{ApprovalPolicy, ApprovalSpec};
 
 use crate::clock;
-use crate::rpc::{ConnectionId, Peer, PeerRequestError};
+use crate::rpc::{ConnectionId, Peer, CallError};
 use crate::server::ServerState;
 use crate::store::ThreadWrite;
 use crate::threads::{ThreadHandle, set_runtime};
@@ -288,7 +288,7 @@ fn spawn_ask(
                     ApprovalDecision::Decline
                 }
             },
-            Err(PeerRequestError::Rejected(error)) => {
+            Err(CallError::Rejected(error)) => {
                 tracing::warn!(conn = %peer.id, request = %params.request_id, code = error.code, message = %error.message,
                     "approval request answered with an error; counted as decline");
                 ApprovalDecision::Decline

@@ -1,4 +1,4 @@
-//! Apps: registered windows (a manifest, the connection that hosts them, readiness), the
+//! Apps: registered windows (a manifest, the host that answers for them, readiness), the
 //! operations on them (`service.rs`), their RPC handlers (`api.rs`) and the agent tools
 //! `app_list`, `app_query`, `app_command` (`tools.rs`).
 //!
@@ -6,7 +6,6 @@
 //! on a window that is (re-)registering waits until its replay has finished; only the window's
 //! current host is asked.
 
-pub mod api;
 pub mod manifest;
 pub mod order;
 mod replay;
@@ -21,7 +20,7 @@ use appserver_protocol::{AppSummary, FileAssociation};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::rpc::Peer;
+use crate::ports::{AppHost, HostId};
 use crate::store::StoreError;
 use crate::threads::SessionError;
 
@@ -114,7 +113,7 @@ pub struct AppWindow {
 struct WindowInner {
     checked: Arc<CheckedManifest>,
     associations: Vec<FileAssociation>,
-    owner: Option<Arc<Peer>>,
+    owner: Option<Arc<dyn AppHost>>,
     registered_at: String,
     /// Sequence numbers of this registration and the order commands are sent in.
     order: Arc<Mutex<SendOrder>>,
@@ -139,20 +138,20 @@ impl AppWindow {
         self.lock().registered_at.clone()
     }
 
-    /// The host connection, if it is still connected.
-    pub fn live_owner(&self) -> Option<Arc<Peer>> {
-        self.lock().owner.clone().filter(|p| !p.is_closed())
+    /// The host, if it has not gone.
+    pub fn live_owner(&self) -> Option<Arc<dyn AppHost>> {
+        self.lock().owner.clone().filter(|h| !h.is_gone())
     }
 
-    pub fn is_owned_by(&self, peer: &Peer) -> bool {
-        self.lock().owner.as_ref().is_some_and(|o| o.id == peer.id)
+    pub fn is_owned_by(&self, requester: &HostId) -> bool {
+        self.lock().owner.as_ref().is_some_and(|o| o.host_id() == *requester)
     }
 
-    /// Refuses `peer` when another live connection hosts the window. A window whose host has
+    /// Refuses `requester` when another live host hosts the window. A window whose host has
     /// gone (or that never had one since a restart) belongs to nobody: anyone may replace it.
-    pub fn check_host(&self, peer: &Peer, what: &str) -> Result<(), AppError> {
+    pub fn check_host(&self, requester: &HostId, what: &str) -> Result<(), AppError> {
         match self.live_owner() {
-            Some(owner) if owner.id != peer.id => Err(AppError::PermissionDenied(format!(
+            Some(owner) if owner.host_id() != *requester => Err(AppError::PermissionDenied(format!(
                 "window {} is hosted by another connection; only its host may {what}",
                 self.window_id
             ))),
@@ -209,7 +208,7 @@ impl AppWindow {
             app_id: manifest.app_id.clone(),
             name: manifest.name.clone(),
             description: manifest.description.clone(),
-            live: inner.owner.as_ref().is_some_and(|p| !p.is_closed()),
+            live: inner.owner.as_ref().is_some_and(|h| !h.is_gone()),
             command_count: manifest.commands.len() as u64,
             state_key_count: manifest.state.len() as u64,
         }
@@ -222,7 +221,7 @@ impl AppWindow {
             "windowId": self.window_id,
             "appId": inner.checked.manifest.app_id,
             "name": inner.checked.manifest.name,
-            "live": inner.owner.as_ref().is_some_and(|p| !p.is_closed()),
+            "live": inner.owner.as_ref().is_some_and(|h| !h.is_gone()),
             "ready": *self.ready.borrow(),
             "registeredAt": inner.registered_at,
             "logEntries": log_entries,
@@ -255,10 +254,10 @@ impl AppRegistry {
         all
     }
 
-    /// Refuses `peer` when another live connection hosts `window_id` (see
+    /// Refuses `requester` when another live host hosts `window_id` (see
     /// [`AppWindow::check_host`]); an unknown window is nobody's.
-    pub fn check_host(&self, window_id: &str, peer: &Peer, what: &str) -> Result<(), AppError> {
-        self.get(window_id).map_or(Ok(()), |w| w.check_host(peer, what))
+    pub fn check_host(&self, window_id: &str, requester: &HostId, what: &str) -> Result<(), AppError> {
+        self.get(window_id).map_or(Ok(()), |w| w.check_host(requester, what))
     }
 
     /// Adds or replaces a window; it starts not ready (replaying) when it has a host. Refused
@@ -271,7 +270,7 @@ impl AppRegistry {
         window_id: &str,
         checked: CheckedManifest,
         associations: Vec<FileAssociation>,
-        owner: Option<Arc<Peer>>,
+        owner: Option<Arc<dyn AppHost>>,
         registered_at: String,
         next_seq: u64,
         bound_thread: Option<String>,
@@ -279,7 +278,7 @@ impl AppRegistry {
         let mut map = self.map();
         let existing = map.get(window_id).cloned();
         if let (Some(existing), Some(new_host)) = (&existing, &owner) {
-            existing.check_host(new_host, "register it")?;
+            existing.check_host(&new_host.host_id(), "register it")?;
         }
         let previous_binding = existing.as_ref().and_then(|w| w.bound_thread());
         let ready = owner.is_none();
@@ -308,12 +307,12 @@ impl AppRegistry {
         self.map().remove(window_id)
     }
 
-    /// Removes a window unless another live connection than `peer` hosts it (checked under the
+    /// Removes a window unless another live host than `requester` hosts it (checked under the
     /// registry's lock, so a host registering at the same moment is not removed by a stranger).
-    pub fn remove_hosted(&self, window_id: &str, peer: &Peer) -> Result<Option<Arc<AppWindow>>, AppError> {
+    pub fn remove_hosted(&self, window_id: &str, requester: &HostId) -> Result<Option<Arc<AppWindow>>, AppError> {
         let mut map = self.map();
         if let Some(existing) = map.get(window_id) {
-            existing.check_host(peer, "unregister it")?;
+            existing.check_host(requester, "unregister it")?;
         }
         Ok(map.remove(window_id))
     }

@@ -2,15 +2,13 @@
 //! sent in log order as `ext/app/command` with `replay: true`, several in flight at once.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
 
 use appserver_protocol::{AppLogEntry, AppReplayError, ExtAppCommandParams};
 use serde_json::value::RawValue;
 
 use super::service::host_error;
 use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT};
-use crate::rpc::peer::SentRequest;
-use crate::rpc::{Peer, PeerRequestError};
+use crate::ports::{AppHost, CallError, PendingAnswer};
 use crate::server::ServerState;
 use crate::store::{AppWrite, WriteTicket};
 
@@ -20,7 +18,7 @@ const REPLAY_PAGE: u32 = 1000;
 const REPLAY_IN_FLIGHT: usize = 64;
 
 /// An entry sent (or that could not be sent) whose outcome is not taken yet.
-type Pending<'a> = (AppLogEntry, Result<SentRequest<'a>, PeerRequestError>);
+type Pending<'a> = (AppLogEntry, Result<PendingAnswer<'a>, CallError>);
 
 /// Replays a window's log into its host, in order. Entries the app rejects are counted,
 /// reported and marked in the log (never dropped), and the entries after them still replay; an
@@ -32,7 +30,7 @@ type Pending<'a> = (AppLogEntry, Result<SentRequest<'a>, PeerRequestError>);
 pub(super) async fn replay(
     server: &ServerState,
     window: &AppWindow,
-    host: &Arc<Peer>,
+    host: &dyn AppHost,
 ) -> Result<(u64, u64, Vec<AppReplayError>), AppError> {
     let mut tally = Tally::default();
     let mut in_flight: VecDeque<Pending<'_>> = VecDeque::with_capacity(REPLAY_IN_FLIGHT);
@@ -63,17 +61,14 @@ pub(super) async fn replay(
 }
 
 /// Queues one entry to the host, waiting at most the call timeout for room in its queue.
-async fn send<'a>(host: &'a Peer, window_id: &str, entry: &AppLogEntry) -> Result<SentRequest<'a>, PeerRequestError> {
+async fn send<'a>(host: &'a dyn AppHost, window_id: &str, entry: &AppLogEntry) -> Result<PendingAnswer<'a>, CallError> {
     let params = ExtAppCommandParams {
         window_id: window_id.to_owned(),
         command: entry.command.clone(),
         params: entry.params.clone(),
         replay: true,
     };
-    let queued = host.send_request("ext/app/command", &params);
-    tokio::time::timeout(DEFAULT_CALL_TIMEOUT, queued)
-        .await
-        .unwrap_or(Err(PeerRequestError::Timeout(DEFAULT_CALL_TIMEOUT)))
+    host.send_command(params, DEFAULT_CALL_TIMEOUT).await
 }
 
 /// What the replay did so far.
@@ -89,8 +84,8 @@ struct Tally {
 impl Tally {
     /// Awaits the oldest entry's answer and records its outcome.
     async fn settle(&mut self, server: &ServerState, window_id: &str, (entry, sent): Pending<'_>) {
-        let answer: Result<Box<RawValue>, PeerRequestError> = match sent {
-            Ok(sent) => sent.answer(DEFAULT_CALL_TIMEOUT).await,
+        let answer: Result<Box<RawValue>, CallError> = match sent {
+            Ok(pending) => pending.await,
             Err(err) => Err(err),
         };
         let error = match answer {

@@ -16,7 +16,7 @@ use super::manifest::{self, BUILTIN_COMMANDS};
 use super::replay;
 use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
 use crate::clock;
-use crate::rpc::{Peer, PeerRequestError};
+use crate::ports::{AppHost, CallError, HostId};
 use crate::server::ServerState;
 use crate::store::{AppWrite, WindowRecord};
 use crate::threads::broadcast;
@@ -41,14 +41,14 @@ fn call_timeout(timeout_ms: Option<u64>) -> Duration {
 }
 
 /// Turns a failed request to a host into an app error.
-pub(super) fn host_error(window_id: &str, what: &str, timeout: Duration, err: PeerRequestError) -> AppError {
+pub(super) fn host_error(window_id: &str, what: &str, timeout: Duration, err: CallError) -> AppError {
     match err {
-        PeerRequestError::Closed => AppError::NotLive(window_id.to_owned()),
-        PeerRequestError::Timeout(_) => AppError::Timeout(format!(
+        CallError::Closed => AppError::NotLive(window_id.to_owned()),
+        CallError::Timeout(_) => AppError::Timeout(format!(
             "the app in window {window_id} did not answer {what} within {} ms",
             timeout.as_millis()
         )),
-        PeerRequestError::Rejected(error) => {
+        CallError::Rejected(error) => {
             let code = error
                 .data
                 .as_ref()
@@ -58,7 +58,7 @@ pub(super) fn host_error(window_id: &str, what: &str, timeout: Duration, err: Pe
                 .to_owned();
             AppError::App { code, message: error.message }
         }
-        PeerRequestError::Serialize(message) => AppError::App { code: "INTERNAL_ERROR".into(), message },
+        CallError::Serialize(message) => AppError::App { code: "INTERNAL_ERROR".into(), message },
     }
 }
 
@@ -73,7 +73,7 @@ fn unwrap_member(raw: &serde_json::value::RawValue, member: &str) -> Value {
 
 pub async fn register(
     server: &Arc<ServerState>,
-    peer: &Arc<Peer>,
+    host: Arc<dyn AppHost>,
     p: AppRegisterParams,
 ) -> Result<Registration, AppError> {
     let checked = manifest::check(p.manifest, &p.file_associations).map_err(AppError::InvalidManifest)?;
@@ -88,7 +88,7 @@ pub async fn register(
         server.threads.get(thread).await?;
     }
     // Checked before anything is written; `upsert` checks again under the registry's lock.
-    server.apps.check_host(&window_id, peer, "register it")?;
+    server.apps.check_host(&window_id, &host.host_id(), "register it")?;
     let now = clock::now_rfc3339();
     let (last_seq, _) = server.store.app_log_position(&window_id).await?;
     let record = WindowRecord {
@@ -103,12 +103,12 @@ pub async fn register(
         &window_id,
         checked,
         p.file_associations,
-        Some(peer.clone()),
+        Some(host.clone()),
         now,
         last_seq + 1,
         p.thread_id,
     )?;
-    let outcome = replay::replay(server, &window, peer).await;
+    let outcome = replay::replay(server, &window, host.as_ref()).await;
     window.set_ready(true);
     let (replayed, failed, errors) = outcome?;
     tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
@@ -117,10 +117,15 @@ pub async fn register(
 
 /// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has
 /// no live host.
-pub async fn unregister(server: &ServerState, peer: &Peer, window_id: &str, forget: bool) -> Result<(), AppError> {
-    window(server, window_id)?.check_host(peer, "unregister it")?;
+pub async fn unregister(
+    server: &ServerState,
+    requester: &HostId,
+    window_id: &str,
+    forget: bool,
+) -> Result<(), AppError> {
+    window(server, window_id)?.check_host(requester, "unregister it")?;
     server.store.write(AppWrite::DeleteWindow { window_id: window_id.to_owned(), forget_log: forget }).await?;
-    server.apps.remove_hosted(window_id, peer)?;
+    server.apps.remove_hosted(window_id, requester)?;
     Ok(())
 }
 
@@ -156,7 +161,7 @@ pub async fn query(
     let timeout = call_timeout(timeout_ms);
     let params = ExtAppQueryParams { window_id: window_id.to_owned(), state_key: state_key.to_owned() };
     let raw = host
-        .request("ext/app/query", &params, timeout)
+        .query(&params, timeout)
         .await
         .map_err(|e| host_error(window_id, &format!("the query `{state_key}`"), timeout, e))?;
     Ok(unwrap_member(&raw, "data"))
@@ -196,7 +201,7 @@ pub async fn command(
     window.wait_ready().await?;
     let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
     let timeout = call_timeout(timeout_ms);
-    run_logged(server, &window, &host, command, params, timeout).await
+    run_logged(server, &window, host.as_ref(), command, params, timeout).await
 }
 
 /// The write-ahead command path. One step takes the sequence number and queues the `pending`
@@ -208,7 +213,7 @@ pub async fn command(
 async fn run_logged(
     server: &ServerState,
     window: &AppWindow,
-    host: &Peer,
+    host: &dyn AppHost,
     command: &str,
     params: Value,
     timeout: Duration,
@@ -242,13 +247,12 @@ async fn run_logged(
     let request =
         ExtAppCommandParams { window_id: window_id.to_owned(), command: command.to_owned(), params, replay: false };
     let what = format!("the command `{command}`");
-    let sent = tokio::time::timeout(timeout, host.send_request("ext/app/command", &request)).await;
+    let sent = host.send_command(request, timeout).await;
     // Sent (or given up): the next command may go.
     drop(slot);
     let answer = match sent {
-        Ok(Ok(sent)) => sent.answer(timeout).await,
-        Ok(Err(err)) => Err(err),
-        Err(_) => Err(PeerRequestError::Timeout(timeout)),
+        Ok(pending) => pending.await,
+        Err(err) => Err(err),
     };
     let raw = match answer {
         Ok(raw) => raw,
@@ -326,9 +330,9 @@ pub async fn open(server: &ServerState, path: &str) -> Result<AppOpenResult, App
 /// `app/emit` from a host: forwarded as `app/event` to the recipients of the window's thread,
 /// or to every connection when the window is not bound to a thread. Only the window's live host
 /// may emit: anyone else (also any connection while the window has no live host) is refused.
-pub fn emit(server: &ServerState, peer: &Peer, p: AppEmitParams) -> Result<(), AppError> {
+pub fn emit(server: &ServerState, requester: &HostId, p: AppEmitParams) -> Result<(), AppError> {
     let window = window(server, &p.window_id)?;
-    if !window.is_owned_by(peer) {
+    if !window.is_owned_by(requester) {
         return Err(AppError::PermissionDenied(format!(
             "window {} is not hosted by this connection; only its host may emit its events",
             p.window_id
@@ -349,9 +353,13 @@ pub fn emit(server: &ServerState, peer: &Peer, p: AppEmitParams) -> Result<(), A
 
 /// `app/interaction` from a host: the content becomes input on the window's thread (or the most
 /// recently active thread), queued behind a running turn or started at once.
-pub async fn interaction(server: &Arc<ServerState>, peer: &Arc<Peer>, p: AppInteractionParams) -> Result<(), AppError> {
+pub async fn interaction(
+    server: &Arc<ServerState>,
+    requester: &HostId,
+    p: AppInteractionParams,
+) -> Result<(), AppError> {
     let window = window(server, &p.window_id)?;
-    if !window.is_owned_by(peer) {
+    if !window.is_owned_by(requester) {
         return Err(AppError::PermissionDenied(format!("window {} is hosted by another connection", p.window_id)));
     }
     let thread_id = match window.bound_thread() {

@@ -2,7 +2,6 @@
 //! server; custom commands — the built-in agent's app commands and the workspace's templates —
 //! expand to a prompt that the client submits with `turn/start` as a `commandRef`.
 
-pub mod api;
 pub mod custom;
 
 use std::path::Path;

@@ -22,7 +22,7 @@ use super::context::{AfterReply, RequestCtx};
 use super::peer::{OutFrame, Peer};
 use super::{RpcError, debug, router};
 use crate::server::ServerState;
-use crate::session;
+use super::session;
 
 /// A running request: resolves to its response frame and the callbacks to run once it is sent.
 type ReplyFuture = Pin<Box<dyn Future<Output = (String, AfterReply)> + Send>>;
@@ -215,10 +215,10 @@ fn handle_notification(state: &Arc<ServerState>, peer: &Arc<Peer>, notification:
             peer.session.mark_ready();
         }
         Some(Ok(ClientNotification::AppEmit(params))) => {
-            crate::apps::api::on_app_emit(&notification_ctx(state, peer), params);
+            super::handlers::apps::on_app_emit(&notification_ctx(state, peer), params);
         }
         Some(Ok(ClientNotification::AppInteraction(params))) => {
-            crate::apps::api::on_app_interaction(&notification_ctx(state, peer), params);
+            super::handlers::apps::on_app_interaction(&notification_ctx(state, peer), params);
         }
         Some(Err(detail)) => {
             tracing::warn!(conn = %peer.id, method = %notification.method, %detail, "malformed notification ignored");

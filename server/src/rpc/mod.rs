@@ -7,10 +7,13 @@ mod context;
 mod debug;
 pub mod dispatch;
 mod error;
+pub(crate) mod handlers;
+mod outbound;
 pub mod peer;
 mod router;
+pub mod session;
 
 pub use connections::Connections;
 pub use context::{AfterReply, RequestCtx};
 pub use error::RpcError;
-pub use peer::{CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, PeerRequestError, TransportKind};
+pub use peer::{CallError, CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, TransportKind};

@@ -4,7 +4,7 @@
 //!
 //! Invariants: nothing here awaits while holding a lock; a broadcast never awaits (a full queue
 //! disconnects that one client); when the peer closes, every pending server→client request is
-//! answered with [`PeerRequestError::Closed`].
+//! answered with [`CallError::Closed`].
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicI64, Ordering};
@@ -12,44 +12,18 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use appserver_protocol::jsonrpc::{self, ErrorObject, RequestId};
-use bytes::Bytes;
 use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::session::Session;
-
-/// Identifies a connection for the lifetime of the process.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnectionId(pub u64);
-
-impl std::fmt::Display for ConnectionId {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "conn-{}", self.0)
-    }
-}
+use super::session::Session;
+pub use crate::ports::{CallError, ConnectionId, OutFrame};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TransportKind {
     Stdio,
     WebSocket,
-}
-
-/// One serialized JSON-RPC message, shared by every recipient of a broadcast. Always UTF-8.
-#[derive(Debug, Clone)]
-pub struct OutFrame(Bytes);
-
-impl OutFrame {
-    pub fn bytes(&self) -> &Bytes {
-        &self.0
-    }
-}
-
-impl From<String> for OutFrame {
-    fn from(text: String) -> Self {
-        OutFrame(Bytes::from(text))
-    }
 }
 
 /// Why the server closed a connection; a WebSocket writer turns it into a close frame.
@@ -93,19 +67,6 @@ impl CloseReason {
             CloseReason::InvalidUtf8 => "text message is not valid UTF-8",
         }
     }
-}
-
-/// Failure of a server→client request.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum PeerRequestError {
-    #[error("the connection closed before the client answered")]
-    Closed,
-    #[error("the client did not answer within {0:?}")]
-    Timeout(Duration),
-    #[error("the client answered with error {}: {}", .0.code, .0.message)]
-    Rejected(ErrorObject),
-    #[error("cannot serialize the request: {0}")]
-    Serialize(String),
 }
 
 /// Per-connection bounds.
@@ -251,10 +212,10 @@ impl Peer {
         method: &str,
         params: &P,
         timeout: Duration,
-    ) -> Result<Box<RawValue>, PeerRequestError> {
+    ) -> Result<Box<RawValue>, CallError> {
         // One deadline for both steps: waiting for room in a full queue counts against it too.
         let exchange = async { self.send_request(method, params).await?.answer(timeout).await };
-        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(PeerRequestError::Timeout(timeout)))
+        tokio::time::timeout(timeout, exchange).await.unwrap_or(Err(CallError::Timeout(timeout)))
     }
 
     /// The first half of [`Peer::request`]: queues the request (waiting only for room in the
@@ -264,12 +225,12 @@ impl Peer {
         &self,
         method: &str,
         params: &P,
-    ) -> Result<SentRequest<'_>, PeerRequestError> {
+    ) -> Result<SentRequest<'_>, CallError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let text = jsonrpc::write_request(&RequestId::integer(id), method, params)
-            .map_err(|e| PeerRequestError::Serialize(e.to_string()))?;
+            .map_err(|e| CallError::Serialize(e.to_string()))?;
         if text.len() > self.outgoing_limit() {
-            return Err(PeerRequestError::Serialize(format!(
+            return Err(CallError::Serialize(format!(
                 "the request is {} bytes, over the client's limit of {}",
                 text.len(),
                 self.outgoing_limit()
@@ -281,7 +242,7 @@ impl Peer {
         let guard = PendingGuard { peer: self, id };
         // Closing drains the map; a close that raced with the insert must not strand the entry.
         if self.is_closed() {
-            return Err(PeerRequestError::Closed);
+            return Err(CallError::Closed);
         }
         self.send(OutFrame::from(text)).await;
         Ok(SentRequest { _guard: guard, rx })
@@ -313,12 +274,12 @@ pub struct SentRequest<'a> {
 
 impl SentRequest<'_> {
     /// Waits for the client's answer, at most `timeout`.
-    pub async fn answer(self, timeout: Duration) -> Result<Box<RawValue>, PeerRequestError> {
+    pub async fn answer(self, timeout: Duration) -> Result<Box<RawValue>, CallError> {
         match tokio::time::timeout(timeout, self.rx).await {
             Ok(Ok(Ok(result))) => Ok(result),
-            Ok(Ok(Err(error))) => Err(PeerRequestError::Rejected(error)),
-            Ok(Err(_)) => Err(PeerRequestError::Closed),
-            Err(_) => Err(PeerRequestError::Timeout(timeout)),
+            Ok(Ok(Err(error))) => Err(CallError::Rejected(error)),
+            Ok(Err(_)) => Err(CallError::Closed),
+            Err(_) => Err(CallError::Timeout(timeout)),
         }
     }
 }
@@ -370,9 +331,9 @@ mod tests {
         let waiter = tokio::spawn(async move { p3.request("x/y", &(), Duration::from_secs(5)).await });
         let _ = rx.recv().await.unwrap();
         p.close(CloseReason::Disconnected);
-        assert_eq!(waiter.await.unwrap().unwrap_err(), PeerRequestError::Closed);
+        assert_eq!(waiter.await.unwrap().unwrap_err(), CallError::Closed);
         // After close, new requests fail at once.
-        assert_eq!(p.request("x/y", &(), Duration::from_secs(5)).await.unwrap_err(), PeerRequestError::Closed);
+        assert_eq!(p.request("x/y", &(), Duration::from_secs(5)).await.unwrap_err(), CallError::Closed);
     }
 
     #[tokio::test]
@@ -381,7 +342,7 @@ mod tests {
         // The queue is full and nobody drains it: the request cannot even be queued.
         assert!(p.try_send(OutFrame::from("filler".to_owned())));
         let err = p.request("x/y", &(), Duration::from_millis(20)).await.unwrap_err();
-        assert_eq!(err, PeerRequestError::Timeout(Duration::from_millis(20)));
+        assert_eq!(err, CallError::Timeout(Duration::from_millis(20)));
         assert!(p.lock_pending().is_empty());
     }
 
@@ -389,7 +350,7 @@ mod tests {
     async fn requests_time_out_and_forget_their_entry() {
         let (p, _rx) = peer(8);
         let err = p.request("x/y", &(), Duration::from_millis(10)).await.unwrap_err();
-        assert!(matches!(err, PeerRequestError::Timeout(_)));
+        assert!(matches!(err, CallError::Timeout(_)));
         assert!(p.lock_pending().is_empty());
     }
 }

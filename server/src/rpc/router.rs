@@ -1,5 +1,5 @@
 //! The method table's handlers: one match arm per client request, each calling a plain handler
-//! function of its domain module and serializing its result.
+//! function of `handlers/` and serializing its result.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -11,10 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use crate::apps::api as apps;
-use crate::commands::api as commands;
-use crate::threads::api as threads;
-use crate::turns::api as turns;
+use super::handlers::{apps, channels, commands, threads, turns};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -30,7 +27,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::ThreadResume(p) => answer(id, threads::handle_thread_resume(ctx, p)),
         R::ThreadList(p) => answer(id, threads::handle_thread_list(ctx, p)),
         R::ThreadRead(p) => answer(id, threads::handle_thread_read(ctx, p)),
-        R::ChannelList(p) => answer(id, crate::channels::handle_channel_list(ctx, p)),
+        R::ChannelList(p) => answer(id, channels::handle_channel_list(ctx, p)),
         R::ThreadRollback(p) => answer(id, threads::handle_thread_rollback(ctx, p)),
         R::ThreadSubscribe(p) => answer(id, threads::handle_thread_subscribe(ctx, p)),
         R::ThreadUnsubscribe(p) => answer(id, threads::handle_thread_unsubscribe(ctx, p)),

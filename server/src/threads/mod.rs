@@ -5,7 +5,6 @@
 //! changed only under its mutex, which is never held across an await; the in-memory record is the
 //! source of truth for a loaded thread and is written through to the store.
 
-pub mod api;
 mod hub;
 pub mod manager;
 pub mod wire;

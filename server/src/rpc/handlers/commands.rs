@@ -5,21 +5,21 @@ use appserver_protocol::{
     ThreadStatusChangedParams,
 };
 
-use super::{APP_COMMANDS, CommandError, custom};
+use crate::commands::{APP_COMMANDS, CommandError, custom};
 use crate::rpc::RequestCtx;
 use crate::store::ThreadWrite;
-use crate::threads::api as threads;
+use super::threads;
 
 pub async fn handle_command_list(ctx: &RequestCtx, p: CommandListParams) -> Result<CommandListResult, CommandError> {
     let chinese = p.language.as_deref().is_some_and(|l| l.starts_with("zh"));
-    let commands = super::list(&ctx.state.config.workspace, p.include_builtins.unwrap_or(true), chinese).await;
+    let commands = crate::commands::list(&ctx.state.config.workspace, p.include_builtins.unwrap_or(true), chinese).await;
     Ok(CommandListResult { commands })
 }
 
 pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -> Result<CommandResult, CommandError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     handle.state().require_exists()?;
-    let (name, args) = super::parse(&p.command, p.arguments.as_deref());
+    let (name, args) = crate::commands::parse(&p.command, p.arguments.as_deref());
     match name.as_str() {
         "new" => new_conversation(ctx, &p.thread_id).await,
         "stop" => {
@@ -34,7 +34,7 @@ pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -
             Ok(CommandResult { handled: true, message: Some(message), ..Default::default() })
         }
         "help" => {
-            let commands = super::list(&ctx.state.config.workspace, true, false).await;
+            let commands = crate::commands::list(&ctx.state.config.workspace, true, false).await;
             let lines: Vec<String> = commands.iter().map(|c| format!("- `{}` — {}", c.name, c.description)).collect();
             Ok(CommandResult {
                 handled: true,
@@ -45,7 +45,7 @@ pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -
         }
         app if APP_COMMANDS.iter().any(|d| d.0 == app) => Ok(CommandResult {
             handled: true,
-            expanded_prompt: Some(super::app_command_prompt(app, &args)),
+            expanded_prompt: Some(crate::commands::app_command_prompt(app, &args)),
             ..Default::default()
         }),
         other => match custom::lookup(&ctx.state.config.workspace, other).await {

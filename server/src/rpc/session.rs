@@ -10,7 +10,7 @@ use appserver_protocol::{
     ServerCapabilities, ServerInfo,
 };
 
-use crate::rpc::RpcError;
+use super::RpcError;
 
 /// What the client told us in `initialize`.
 #[derive(Debug)]

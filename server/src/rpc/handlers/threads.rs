@@ -9,7 +9,7 @@ use appserver_protocol::{
     ThreadSubscribeParams,
 };
 
-use super::{SessionError, ThreadState, new_thread_id, wire};
+use crate::threads::{SessionError, ThreadState, new_thread_id, wire};
 use crate::clock::UtcTime;
 use crate::rpc::{OutFrame, RequestCtx};
 use crate::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
@@ -399,7 +399,7 @@ async fn update_record(
     ctx: &RequestCtx,
     thread_id: &str,
     change: impl FnOnce(&mut ThreadRecord),
-) -> Result<std::sync::Arc<super::ThreadHandle>, SessionError> {
+) -> Result<std::sync::Arc<crate::threads::ThreadHandle>, SessionError> {
     let handle = ctx.state.threads.get(thread_id).await?;
     let ticket = {
         let mut state = handle.state();

@@ -6,8 +6,8 @@ use appserver_protocol::{
     TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
 };
 
-use super::input::{self, PreparedInput};
-use super::runner::{self, Origin};
+use crate::turns::input::{self, PreparedInput};
+use crate::turns::runner::{self, Origin};
 use crate::rpc::RequestCtx;
 use crate::store::parse_seq;
 use crate::threads::SessionError;

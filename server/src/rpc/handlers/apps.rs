@@ -7,12 +7,13 @@ use appserver_protocol::{
     AppUnregisteredParams, EmptyResult, ServerNotification,
 };
 
-use super::{AppError, service};
+use crate::apps::{AppError, service};
+use crate::ports::HostId;
 use crate::rpc::RequestCtx;
 use crate::threads::broadcast;
 
 pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
-    let registration = service::register(&ctx.state, &ctx.peer, p).await?;
+    let registration = service::register(&ctx.state, ctx.peer.clone(), p).await?;
     let registered = ServerNotification::AppRegistered(AppRegisteredParams {
         window_id: registration.window_id.clone(),
         app_id: registration.app_id.clone(),
@@ -41,7 +42,7 @@ pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Resu
 }
 
 pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> Result<EmptyResult, AppError> {
-    service::unregister(&ctx.state, &ctx.peer, &p.window_id, p.forget).await?;
+    service::unregister(&ctx.state, &HostId::Connection(ctx.peer.id), &p.window_id, p.forget).await?;
     let notification =
         ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: p.window_id, forgotten: p.forget });
     let server = ctx.state.clone();
@@ -72,14 +73,14 @@ pub async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOp
 
 /// `app/emit` sent as a request: `{}` once the event is queued, or the reason it was refused.
 pub async fn handle_app_emit(ctx: &RequestCtx, p: AppEmitParams) -> Result<EmptyResult, AppError> {
-    service::emit(&ctx.state, &ctx.peer, p)?;
+    service::emit(&ctx.state, &HostId::Connection(ctx.peer.id), p)?;
     Ok(EmptyResult {})
 }
 
 /// `app/emit` sent as a notification: nothing to answer, so a refused one is dropped and logged.
 pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
     let window = p.window_id.clone();
-    if let Err(err) = service::emit(&ctx.state, &ctx.peer, p) {
+    if let Err(err) = service::emit(&ctx.state, &HostId::Connection(ctx.peer.id), p) {
         tracing::warn!(conn = %ctx.peer.id, %window, error = %err, "app/emit dropped");
     }
 }
@@ -97,7 +98,7 @@ pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
     ctx.state.tasks.spawn(async move {
         let _permit = permit;
         let window = p.window_id.clone();
-        if let Err(err) = service::interaction(&server, &peer, p).await {
+        if let Err(err) = service::interaction(&server, &HostId::Connection(peer.id), p).await {
             tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");
         }
     });

@@ -1,0 +1,136 @@
+//! Ports: the traits through which the domain reaches the world outside it — a [`Client`] it
+//! notifies and asks (a JSON-RPC connection today), an [`AppHost`] that answers an app window's
+//! queries and commands (a JSON-RPC connection today; a spawned program, an HTTP service or an MCP
+//! caller tomorrow), and [`Broadcast`] to every client.
+//!
+//! A leaf module: it depends on the wire types in `appserver-protocol` and on nothing else of the
+//! server. The server→client method names (`item/approval/request`, `item/tool/call`,
+//! `ext/app/query`, `ext/app/command`) are known only to the implementations (see `rpc::peer`);
+//! the domain calls typed methods.
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::time::Duration;
+
+use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::{ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams};
+use bytes::Bytes;
+use serde_json::value::RawValue;
+
+/// A boxed future, so the traits below can be used as `dyn` objects.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// Identifies a client (a connection) for the lifetime of the process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ConnectionId(pub u64);
+
+impl fmt::Display for ConnectionId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "conn-{}", self.0)
+    }
+}
+
+/// Identifies an app host: a connection, or a host the server runs itself (named by its kind
+/// and the app it serves, e.g. `process:sheet`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum HostId {
+    Connection(ConnectionId),
+    Managed(String),
+}
+
+impl fmt::Display for HostId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            HostId::Connection(id) => id.fmt(f),
+            HostId::Managed(name) => f.write_str(name),
+        }
+    }
+}
+
+/// One serialized JSON-RPC message, shared by every recipient of a broadcast. Always UTF-8.
+#[derive(Debug, Clone)]
+pub struct OutFrame(Bytes);
+
+impl OutFrame {
+    pub fn bytes(&self) -> &Bytes {
+        &self.0
+    }
+}
+
+impl From<String> for OutFrame {
+    fn from(text: String) -> Self {
+        OutFrame(Bytes::from(text))
+    }
+}
+
+/// Why a request to a client or host got no usable answer.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum CallError {
+    #[error("the connection closed before the client answered")]
+    Closed,
+    #[error("the client did not answer within {0:?}")]
+    Timeout(Duration),
+    #[error("the client answered with error {}: {}", .0.code, .0.message)]
+    Rejected(ErrorObject),
+    #[error("cannot serialize the request: {0}")]
+    Serialize(String),
+}
+
+/// The raw answer to a request: the `result` member of the response.
+pub type Answer = Result<Box<RawValue>, CallError>;
+
+/// A request already on its way; awaiting it yields the answer.
+pub type PendingAnswer<'a> = BoxFuture<'a, Answer>;
+
+/// Something the domain notifies and asks: a connected client.
+pub trait Client: Send + Sync + fmt::Debug {
+    fn id(&self) -> ConnectionId;
+
+    /// Whether the client has gone (a request to it fails at once with [`CallError::Closed`]).
+    fn is_closed(&self) -> bool;
+
+    /// Whether the client declared it can answer approval requests.
+    fn approval_support(&self) -> bool;
+
+    /// Whether the client declared the app extension (it is asked app approvals in their app form).
+    fn app_extension(&self) -> bool;
+
+    /// Sends a notification if the client wants it; never awaits. Returns whether it was queued.
+    fn notify(&self, method: &str, frame: &OutFrame) -> bool;
+
+    /// Asks the client to approve an operation; waits at most `timeout` for the answer.
+    fn ask_approval<'a>(&'a self, params: &'a ApprovalRequestParams, timeout: Duration) -> PendingAnswer<'a>;
+
+    /// Asks the client to run one of the dynamic tools it declared.
+    fn call_tool<'a>(&'a self, params: &'a DynamicToolCallParams, timeout: Duration) -> PendingAnswer<'a>;
+}
+
+/// Something that answers an app window's queries and commands.
+pub trait AppHost: Send + Sync + fmt::Debug {
+    fn host_id(&self) -> HostId;
+
+    /// Whether the host has gone; a window whose host has gone belongs to nobody.
+    fn is_gone(&self) -> bool;
+
+    /// Reads one state key; waits at most `timeout`.
+    fn query<'a>(&'a self, params: &'a ExtAppQueryParams, timeout: Duration) -> PendingAnswer<'a>;
+
+    /// Sends a command, waiting at most `timeout` to get it on its way (not for its answer), and
+    /// returns what awaits the answer. Commands sent one after another reach the host in that
+    /// order, so a caller can keep several in flight and still keep their order.
+    fn send_command<'a>(
+        &'a self,
+        params: ExtAppCommandParams,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<PendingAnswer<'a>, CallError>>;
+}
+
+/// Every connected client, for workspace-wide notifications and for finding one by id.
+pub trait Broadcast: Send + Sync + fmt::Debug {
+    /// Sends an already-serialized notification to every client that wants it. Never awaits.
+    fn broadcast(&self, method: &str, frame: &OutFrame) -> usize;
+
+    /// The client with this id, if it is still connected.
+    fn client(&self, id: ConnectionId) -> Option<std::sync::Arc<dyn Client>>;
+}

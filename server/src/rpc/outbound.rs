@@ -1,0 +1,96 @@
+//! A JSON-RPC connection as the domain's ports: [`Peer`] is a [`Client`] and an [`AppHost`], and
+//! [`Connections`] is the [`Broadcast`]. The server→client method names live here and nowhere
+//! else.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::{ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams};
+use serde_json::Value;
+
+use super::{Connections, Peer};
+use crate::ports::{
+    AppHost, Broadcast, BoxFuture, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer,
+};
+
+/// `item/approval/request` (DotCraft AppServer protocol, section 7).
+pub const APPROVAL_REQUEST: &str = "item/approval/request";
+/// `item/tool/call`: a dynamic tool the client declared.
+pub const TOOL_CALL: &str = "item/tool/call";
+/// `ext/app/query`: read one state key of a window.
+pub const APP_QUERY: &str = "ext/app/query";
+/// `ext/app/command`: run a command in a window.
+pub const APP_COMMAND: &str = "ext/app/command";
+
+impl Client for Peer {
+    fn id(&self) -> ConnectionId {
+        self.id
+    }
+
+    fn is_closed(&self) -> bool {
+        Peer::is_closed(self)
+    }
+
+    fn approval_support(&self) -> bool {
+        self.session.client().is_some_and(|c| c.approval_support())
+    }
+
+    fn app_extension(&self) -> bool {
+        self.session.client().is_some_and(|c| {
+            c.capabilities
+                .extensions
+                .as_ref()
+                .and_then(|e| e.get("appProtocol"))
+                .and_then(Value::as_bool)
+                .unwrap_or(false)
+        })
+    }
+
+    fn notify(&self, method: &str, frame: &OutFrame) -> bool {
+        Peer::notify(self, method, frame)
+    }
+
+    fn ask_approval<'a>(&'a self, params: &'a ApprovalRequestParams, timeout: Duration) -> PendingAnswer<'a> {
+        Box::pin(self.request(APPROVAL_REQUEST, params, timeout))
+    }
+
+    fn call_tool<'a>(&'a self, params: &'a DynamicToolCallParams, timeout: Duration) -> PendingAnswer<'a> {
+        Box::pin(self.request(TOOL_CALL, params, timeout))
+    }
+}
+
+impl AppHost for Peer {
+    fn host_id(&self) -> HostId {
+        HostId::Connection(self.id)
+    }
+
+    fn is_gone(&self) -> bool {
+        Peer::is_closed(self)
+    }
+
+    fn query<'a>(&'a self, params: &'a ExtAppQueryParams, timeout: Duration) -> PendingAnswer<'a> {
+        Box::pin(self.request(APP_QUERY, params, timeout))
+    }
+
+    fn send_command<'a>(
+        &'a self,
+        params: ExtAppCommandParams,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<PendingAnswer<'a>, CallError>> {
+        Box::pin(async move {
+            let queued = tokio::time::timeout(timeout, self.send_request(APP_COMMAND, &params)).await;
+            let sent = queued.unwrap_or(Err(CallError::Timeout(timeout)))?;
+            Ok(Box::pin(sent.answer(timeout)) as PendingAnswer<'a>)
+        })
+    }
+}
+
+impl Broadcast for Connections {
+    fn broadcast(&self, method: &str, frame: &OutFrame) -> usize {
+        Connections::broadcast(self, method, frame)
+    }
+
+    fn client(&self, id: ConnectionId) -> Option<Arc<dyn Client>> {
+        self.get(id).map(|peer| peer as Arc<dyn Client>)
+    }
+}
