@@ -124,7 +124,7 @@ impl Tool for DebugBlockTool {
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let latch = call.state.debug.latch(call.thread_id);
+            let latch = call.env.debug.latch(call.thread_id);
             tokio::select! {
                 permit = latch.acquire() => {
                     if let Ok(permit) = permit {
@@ -160,7 +160,7 @@ impl Tool for DebugGatedTool {
     fn approval(
         &self,
         arguments: &Value,
-        _state: &crate::server::ServerState,
+        _env: &crate::agent::tools::ToolEnv,
     ) -> Option<crate::approvals::ApprovalSpec> {
         let target = arguments["target"].as_str().unwrap_or("");
         let read_only = arguments["readOnly"].as_bool().unwrap_or(false);

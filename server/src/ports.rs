@@ -134,3 +134,69 @@ pub trait Broadcast: Send + Sync + fmt::Debug {
     /// The client with this id, if it is still connected.
     fn client(&self, id: ConnectionId) -> Option<std::sync::Arc<dyn Client>>;
 }
+
+/// Stand-ins for unit tests of the domain: a client that records what it is sent, and an empty
+/// set of clients.
+#[cfg(test)]
+pub mod fake {
+    use std::sync::{Arc, Mutex};
+
+    use super::*;
+
+    /// A client that wants every notification and records the frames, in order.
+    #[derive(Debug, Default)]
+    pub struct RecordingClient {
+        pub id: u64,
+        frames: Mutex<Vec<String>>,
+    }
+
+    impl RecordingClient {
+        pub fn new(id: u64) -> Arc<RecordingClient> {
+            Arc::new(RecordingClient { id, frames: Mutex::new(Vec::new()) })
+        }
+
+        /// The frames received since the last call.
+        pub fn take(&self) -> Vec<String> {
+            std::mem::take(&mut *self.frames.lock().unwrap_or_else(|p| p.into_inner()))
+        }
+    }
+
+    impl Client for RecordingClient {
+        fn id(&self) -> ConnectionId {
+            ConnectionId(self.id)
+        }
+        fn is_closed(&self) -> bool {
+            false
+        }
+        fn approval_support(&self) -> bool {
+            false
+        }
+        fn app_extension(&self) -> bool {
+            false
+        }
+        fn notify(&self, _method: &str, frame: &OutFrame) -> bool {
+            let text = String::from_utf8_lossy(frame.bytes()).into_owned();
+            self.frames.lock().unwrap_or_else(|p| p.into_inner()).push(text);
+            true
+        }
+        fn ask_approval<'a>(&'a self, _: &'a ApprovalRequestParams, _: Duration) -> PendingAnswer<'a> {
+            Box::pin(std::future::ready(Err(CallError::Closed)))
+        }
+        fn call_tool<'a>(&'a self, _: &'a DynamicToolCallParams, _: Duration) -> PendingAnswer<'a> {
+            Box::pin(std::future::ready(Err(CallError::Closed)))
+        }
+    }
+
+    /// No client is connected.
+    #[derive(Debug, Default)]
+    pub struct NoClients;
+
+    impl Broadcast for NoClients {
+        fn broadcast(&self, _method: &str, _frame: &OutFrame) -> usize {
+            0
+        }
+        fn client(&self, _id: ConnectionId) -> Option<Arc<dyn Client>> {
+            None
+        }
+    }
+}

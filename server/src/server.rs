@@ -15,29 +15,31 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::tools::ToolRegistry;
+use crate::agent::tools::{ToolEnv, ToolRegistry};
 use crate::agent::{Agent, BuiltinAgent};
+use crate::apps::AppRegistry;
+use crate::apps::service::AppService;
 use crate::config::{ListenAddr, ServerConfig};
 use crate::debug::{DebugBlockTool, DebugHooks};
 use crate::lock::{LockError, LockInfo, ServerLock};
+use crate::ports::Broadcast;
 use crate::rpc::{Connections, PeerLimits};
 use crate::store::{Store, StoreError};
 use crate::threads::ThreadManager;
 use crate::transport;
+use crate::turns::TurnService;
 
-/// State shared by every connection and task.
+/// The composition root: every service handle, shared by the transports and the request
+/// handlers. The domain never sees it: each part gets the handles it needs.
 #[derive(Debug)]
 pub struct ServerState {
-    pub config: ServerConfig,
+    pub config: Arc<ServerConfig>,
     pub store: Store,
-    pub connections: Connections,
-    pub threads: ThreadManager,
-    pub apps: crate::apps::AppRegistry,
-    /// The tools every agent can call.
-    pub tools: ToolRegistry,
-    /// The agent that answers turns.
-    pub agent: Arc<dyn Agent>,
-    pub debug: DebugHooks,
+    pub connections: Arc<Connections>,
+    pub threads: Arc<ThreadManager>,
+    pub apps: Arc<AppService>,
+    pub turns: Arc<TurnService>,
+    pub debug: Arc<DebugHooks>,
     /// The configured model provider (`None`: the built-in agent answers).
     pub model: Option<Arc<crate::model::ModelProvider>>,
     /// Cancelled once, when the server starts shutting down: listeners stop accepting and
@@ -46,7 +48,7 @@ pub struct ServerState {
     /// Parent of every connection's token; cancelled after the running turns have ended, so
     /// their last notifications reach the clients before the connections close.
     pub close_connections: CancellationToken,
-    /// The running turns, so shutdown can wait for them to end.
+    /// The running turns, so shutdown can wait for them.
     pub turn_tasks: TaskTracker,
     /// Every other task the server spawns, so shutdown can wait for them.
     pub tasks: TaskTracker,
@@ -136,13 +138,79 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         }
         None => Arc::new(BuiltinAgent),
     };
-    let apps = crate::apps::AppRegistry::default();
+    let registry = restore_windows(&store).await?;
+    let config = Arc::new(config);
+    let threads = Arc::new(ThreadManager::new(store.clone(), config.max_loaded_threads));
+    let connections = Arc::new(Connections::default());
+    let clients: Arc<dyn Broadcast> = connections.clone();
+    let apps = Arc::new(AppService {
+        store: store.clone(),
+        registry,
+        threads: threads.clone(),
+        clients: clients.clone(),
+        config: config.clone(),
+    });
+    let debug = Arc::new(DebugHooks::default());
+    let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());
+    let turns = Arc::new(TurnService {
+        config: config.clone(),
+        store: store.clone(),
+        threads: threads.clone(),
+        clients: clients.clone(),
+        agent,
+        tools,
+        tool_env: ToolEnv {
+            store: store.clone(),
+            threads: threads.clone(),
+            clients: clients.clone(),
+            apps: apps.clone(),
+            debug: debug.clone(),
+        },
+        shutdown: shutdown.clone(),
+        turn_tasks: turn_tasks.clone(),
+        tasks: tasks.clone(),
+    });
+    let state = Arc::new(ServerState {
+        config,
+        store,
+        connections,
+        threads,
+        apps,
+        turns,
+        debug,
+        model,
+        shutdown,
+        close_connections: CancellationToken::new(),
+        turn_tasks,
+        tasks,
+    });
+
+    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
+    for listener in listeners {
+        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
+    }
+    if state.config.has_stdio() {
+        state.tasks.spawn(transport::stdio::serve(state.clone()));
+    }
+
+    tokio::select! {
+        _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
+        signal = signal.recv() => tracing::info!(%signal, "shutting down"),
+    }
+    shut_down(&state).await;
+    lock.release();
+    Ok(())
+}
+
+/// The app windows the store knows, none of them hosted yet.
+async fn restore_windows(store: &Store) -> Result<AppRegistry, ServerError> {
+    let registry = AppRegistry::default();
     for window in store.app_windows().await? {
         match crate::apps::manifest::check(window.manifest, &window.file_associations) {
             Ok(checked) => {
                 let (last_seq, _) = store.app_log_position(&window.window_id).await?;
                 // A window without a host is nobody's: restoring it cannot be refused.
-                let restored = apps.upsert(
+                let restored = registry.upsert(
                     &window.window_id,
                     checked,
                     window.file_associations,
@@ -158,38 +226,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
             Err(err) => tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped"),
         }
     }
-    let threads = ThreadManager::new(store.clone(), config.max_loaded_threads);
-    let state = Arc::new(ServerState {
-        threads,
-        config,
-        apps,
-        store,
-        connections: Connections::default(),
-        tools,
-        agent,
-        model,
-        debug: DebugHooks::default(),
-        shutdown: CancellationToken::new(),
-        close_connections: CancellationToken::new(),
-        turn_tasks: TaskTracker::new(),
-        tasks: TaskTracker::new(),
-    });
-
-    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
-    for listener in listeners {
-        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
-    }
-    if state.config.has_stdio() {
-        state.tasks.spawn(transport::stdio::serve(state.clone()));
-    }
-
-    tokio::select! {
-        _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
-        signal = signal.recv() => tracing::info!(%signal, "shutting down"),
-    }
-    shutdown(&state).await;
-    lock.release();
-    Ok(())
+    Ok(registry)
 }
 
 /// Writes where this server is into the lock file, for clients and `appserver locate`.
@@ -211,7 +248,7 @@ fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String
     })
 }
 
-async fn shutdown(state: &ServerState) {
+async fn shut_down(state: &ServerState) {
     state.shutdown.cancel();
     state.turn_tasks.close();
     if tokio::time::timeout(TURN_GRACE, state.turn_tasks.wait()).await.is_err() {

@@ -10,7 +10,7 @@ use appserver_protocol::{
 use serde_json::Value;
 
 use crate::approvals::{ApprovalSpec, Gate, gate};
-use crate::rpc::CallError;
+use crate::ports::CallError;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// How long a client has to answer a dynamic tool call.
@@ -84,8 +84,8 @@ pub async fn call(
             return finish(ctx, &item, payload).await;
         }
     }
-    let owner = ctx.handle.state().dynamic_tools_owner.and_then(|id| ctx.server().connections.get(id));
-    let Some(owner) = owner.filter(|p| !p.is_closed()) else {
+    let owner = ctx.handle.state().dynamic_tools_owner.and_then(|id| ctx.turns().clients.client(id));
+    let Some(owner) = owner.filter(|c| !c.is_closed()) else {
         payload.success = Some(false);
         payload.error_code = Some("AdapterToolCallFailed".into());
         payload.error_message = Some("the client that declared this tool is not connected".into());
@@ -99,7 +99,7 @@ pub async fn call(
         tool: spec.name.clone(),
         arguments,
     };
-    match owner.request("item/tool/call", &params, CALL_TIMEOUT).await {
+    match owner.call_tool(&params, CALL_TIMEOUT).await {
         Ok(raw) => match serde_json::from_str::<DynamicToolCallResult>(raw.get()) {
             Ok(result) => {
                 payload.success = Some(result.success);

@@ -304,7 +304,7 @@ pub fn user_content(parts: &[InputPart]) -> Value {
 /// The thread's stored turns before this one, as chat messages.
 async fn stored_history(ctx: &TurnContext) -> Result<Vec<Value>, TurnError> {
     let (turns, _) =
-        wire::load_turns(&ctx.server().store, &ctx.thread_id, Some(ctx.turn_seq), Some(HISTORY_TURNS)).await?;
+        wire::load_turns(&ctx.turns().store, &ctx.thread_id, Some(ctx.turn_seq), Some(HISTORY_TURNS)).await?;
     let items: Vec<Item> = turns.into_iter().flat_map(|t| t.items).collect();
     Ok(history_messages(&items))
 }

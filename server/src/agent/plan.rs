@@ -99,7 +99,7 @@ impl Tool for UpdatePlanTool {
                 Err(message) => return ToolOutput::error(message),
             };
             let write = ThreadWrite::SavePlan { thread_id: call.thread_id.to_owned(), plan: plan.clone() };
-            if let Err(err) = call.state.store.write(write).await {
+            if let Err(err) = call.env.store.write(write).await {
                 return ToolOutput::error(format!("cannot save the plan: {err}"));
             }
             let done = plan.todos.iter().filter(|t| t.status == "completed").count();
@@ -108,12 +108,12 @@ impl Tool for UpdatePlanTool {
                 thread_id: call.thread_id.to_owned(),
                 plan: plan.clone(),
             });
-            match call.state.threads.loaded(call.thread_id) {
+            match call.env.threads.loaded(call.thread_id) {
                 Some(handle) => {
                     handle.state().plan = Some(plan);
-                    handle.broadcast(&call.state.connections, &updated);
+                    handle.broadcast(call.env.clients.as_ref(), &updated);
                 }
-                None => broadcast(&call.state.connections, &updated),
+                None => broadcast(call.env.clients.as_ref(), &updated),
             }
             ToolOutput::ok(summary)
         })

@@ -1,5 +1,5 @@
 //! Tools an agent can call. A tool declares its name, description and JSON Schema (what a model
-//! sees) and runs with the server's state. The registry is shared by every agent, so the built-in
+//! sees) and runs with a small tool environment ([`ToolEnv`]). The registry is shared by every agent, so the built-in
 //! agent's commands and a model's tool calls take the same path (`TurnContext::call_tool`).
 
 use std::collections::BTreeMap;
@@ -9,7 +9,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::BoxFuture;
-use crate::server::ServerState;
+use crate::apps::service::AppService;
+use crate::debug::DebugHooks;
+use crate::ports::Broadcast;
+use crate::store::Store;
+use crate::threads::ThreadManager;
 
 /// What a tool call returns to the agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -34,10 +38,21 @@ impl ToolOutput {
     }
 }
 
+/// What tools may reach: the store and the loaded threads (for `update_plan`), every client
+/// (to announce what a tool changed), the apps (for `app_*`) and the debug hooks.
+#[derive(Debug, Clone)]
+pub struct ToolEnv {
+    pub store: Store,
+    pub threads: Arc<ThreadManager>,
+    pub clients: Arc<dyn Broadcast>,
+    pub apps: Arc<AppService>,
+    pub debug: Arc<DebugHooks>,
+}
+
 /// Everything a running tool may use.
 #[derive(Debug)]
 pub struct ToolCall<'a> {
-    pub state: &'a Arc<ServerState>,
+    pub env: &'a ToolEnv,
     pub thread_id: &'a str,
     pub turn_id: &'a str,
     pub call_id: &'a str,
@@ -51,7 +66,7 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     /// JSON Schema of the arguments.
     fn input_schema(&self) -> Value;
     /// What a call with these arguments needs approval for; `None`: never gated.
-    fn approval(&self, _arguments: &Value, _state: &ServerState) -> Option<crate::approvals::ApprovalSpec> {
+    fn approval(&self, _arguments: &Value, _env: &ToolEnv) -> Option<crate::approvals::ApprovalSpec> {
         None
     }
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;

@@ -27,10 +27,10 @@ use tokio_util::sync::CancellationToken;
 pub use policy::{ApprovalPolicy, ApprovalSpec};
 
 use crate::clock;
-use crate::rpc::{ConnectionId, Peer, CallError};
-use crate::server::ServerState;
+use crate::ports::{CallError, Client, ConnectionId};
 use crate::store::ThreadWrite;
 use crate::threads::{ThreadHandle, set_runtime};
+use crate::turns::TurnService;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// What a gate lets through.
@@ -71,13 +71,13 @@ static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
 /// Decides whether a tool call described by `spec` may run, asking clients when the thread's
 /// policy says so. `Err(TurnError::Cancelled)` when the decision (or the policy) cancels the turn.
 pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, TurnError> {
-    let server = ctx.server().clone();
+    let turns = ctx.turns().clone();
     let handle = ctx.handle.clone();
     let (policy, workspace, session_approved) = {
         let state = handle.state();
         let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
         (
-            ApprovalPolicy::effective(configured, server.config.approval_policy),
+            ApprovalPolicy::effective(configured, turns.config.approval_policy),
             state.record.workspace_path.clone(),
             state.session_approvals.contains(&spec.scope_key),
         )
@@ -85,7 +85,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
     if !policy.requires_approval(spec.read_only) || session_approved {
         return Ok(Gate::Proceed);
     }
-    if server.store.always_approved(&workspace, &spec.scope_key).await? {
+    if turns.store.always_approved(&workspace, &spec.scope_key).await? {
         return Ok(Gate::Proceed);
     }
 
@@ -115,7 +115,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
     let outcome = if policy == ApprovalPolicy::Interrupt {
         Outcome::Fallback(ApprovalDecision::Cancel)
     } else {
-        ask_clients(ctx, &server, &handle, params, spec.app.clone()).await?
+        ask_clients(ctx, &turns, &handle, params, spec.app.clone()).await?
     };
 
     let (decision, timed_out) = match outcome {
@@ -125,7 +125,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
     };
     ctx.complete(&item_id, None).await?;
     if timed_out {
-        let seconds = server.config.approval_timeout.as_secs();
+        let seconds = turns.config.approval_timeout.as_secs();
         let message = format!(
             "No approval decision within {seconds} s for {}; applied the policy's fallback: {}.",
             spec.scope_key,
@@ -143,7 +143,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
         }
         ApprovalDecision::AcceptAlways => {
             handle.state().session_approvals.insert(spec.scope_key.clone());
-            server
+            turns
                 .store
                 .write(ThreadWrite::SaveAlwaysApproval {
                     workspace_path: workspace,
@@ -172,21 +172,17 @@ enum Outcome {
 /// Sends the request to every approval-capable recipient and waits for the first answer.
 async fn ask_clients(
     ctx: &mut TurnContext,
-    server: &Arc<ServerState>,
+    turns: &Arc<TurnService>,
     handle: &Arc<ThreadHandle>,
     params: ApprovalRequestParams,
     app: Option<AppCommandApproval>,
 ) -> Result<Outcome, TurnError> {
-    let recipients: Vec<Arc<Peer>> = handle
-        .hub
-        .recipients()
-        .into_iter()
-        .filter(|p| p.session.client().is_some_and(|c| c.approval_support()))
-        .collect();
+    let recipients: Vec<Arc<dyn Client>> =
+        handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect();
     let policy_fallback = {
         let state = handle.state();
         let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
-        ApprovalPolicy::effective(configured, server.config.approval_policy).fallback()
+        ApprovalPolicy::effective(configured, turns.config.approval_policy).fallback()
     };
     if recipients.is_empty() {
         return Ok(Outcome::Fallback(policy_fallback));
@@ -202,12 +198,12 @@ async fn ask_clients(
             params: params.clone(),
             app: app.clone(),
             slot: slot.clone(),
-            asked: recipients.iter().map(|p| p.id).collect(),
+            asked: recipients.iter().map(|c| c.id()).collect(),
             done: done.clone(),
         });
-        set_runtime(&server.connections, &mut state, |r| r.waiting_on_approval = true);
+        set_runtime(turns.clients.as_ref(), &mut state, |r| r.waiting_on_approval = true);
     }
-    server
+    turns
         .store
         .write(ThreadWrite::SetTurnStatus {
             thread_id: ctx.thread_id.clone(),
@@ -215,9 +211,9 @@ async fn ask_clients(
             status: TurnStatus::WaitingApproval,
         })
         .await?;
-    for peer in recipients {
-        let request = wire::request_for(&peer, &params, app.as_ref());
-        spawn_ask(server, peer, request, slot.clone(), done.clone());
+    for client in recipients {
+        let request = wire::request_for(client.as_ref(), &params, app.as_ref());
+        spawn_ask(turns, client, request, slot.clone(), done.clone());
     }
 
     let outcome = tokio::select! {
@@ -228,21 +224,21 @@ async fn ask_clients(
             }
             Err(_) => Outcome::Fallback(policy_fallback),
         },
-        _ = tokio::time::sleep(server.config.approval_timeout) => Outcome::TimedOut,
+        _ = tokio::time::sleep(turns.config.approval_timeout) => Outcome::TimedOut,
     };
-    settle(server, handle, ctx.turn_seq, &ctx.thread_id).await?;
+    settle(turns, handle, ctx.turn_seq, &ctx.thread_id).await?;
     Ok(outcome)
 }
 
 /// The thread is no longer waiting: forget the pending approval, stop the other requests.
-async fn settle(server: &ServerState, handle: &ThreadHandle, turn_seq: u32, thread_id: &str) -> Result<(), TurnError> {
+async fn settle(turns: &TurnService, handle: &ThreadHandle, turn_seq: u32, thread_id: &str) -> Result<(), TurnError> {
     let ticket = {
         let mut state = handle.state();
         if let Some(pending) = state.pending_approval.take() {
             pending.done.cancel();
         }
-        set_runtime(&server.connections, &mut state, |r| r.waiting_on_approval = false);
-        server.store.submit(ThreadWrite::SetTurnStatus {
+        set_runtime(turns.clients.as_ref(), &mut state, |r| r.waiting_on_approval = false);
+        turns.store.submit(ThreadWrite::SetTurnStatus {
             thread_id: thread_id.to_owned(),
             seq: turn_seq,
             status: TurnStatus::Running,
@@ -267,53 +263,53 @@ async fn resolve(ctx: &mut TurnContext, request_id: &str, decision: ApprovalDeci
 /// Asks one connection; its answer is offered to the slot. A malformed answer (or an error
 /// response) counts as `decline`; no answer at all (closed, timed out) offers nothing.
 fn spawn_ask(
-    server: &Arc<ServerState>,
-    peer: Arc<Peer>,
+    turns: &Arc<TurnService>,
+    client: Arc<dyn Client>,
     params: ApprovalRequestParams,
     slot: Arc<DecisionSlot>,
     done: CancellationToken,
 ) {
-    let timeout = server.config.approval_timeout;
-    server.tasks.spawn(async move {
+    let timeout = turns.config.approval_timeout;
+    turns.tasks.spawn(async move {
         let answer = tokio::select! {
-            answer = peer.request("item/approval/request", &params, timeout) => answer,
+            answer = client.ask_approval(&params, timeout) => answer,
             _ = done.cancelled() => return,
         };
         let decision = match answer {
             Ok(raw) => match serde_json::from_str::<ApprovalDecisionResult>(raw.get()) {
                 Ok(result) => result.decision,
                 Err(err) => {
-                    tracing::warn!(conn = %peer.id, request = %params.request_id, error = %err, answer = raw.get(),
+                    tracing::warn!(conn = %client.id(), request = %params.request_id, error = %err, answer = raw.get(),
                         "malformed approval answer; counted as decline");
                     ApprovalDecision::Decline
                 }
             },
             Err(CallError::Rejected(error)) => {
-                tracing::warn!(conn = %peer.id, request = %params.request_id, code = error.code, message = %error.message,
+                tracing::warn!(conn = %client.id(), request = %params.request_id, code = error.code, message = %error.message,
                     "approval request answered with an error; counted as decline");
                 ApprovalDecision::Decline
             }
             Err(err) => {
-                tracing::debug!(conn = %peer.id, request = %params.request_id, error = %err, "no approval answer");
+                tracing::debug!(conn = %client.id(), request = %params.request_id, error = %err, "no approval answer");
                 return;
             }
         };
-        slot.offer(decision, peer.id);
+        slot.offer(decision, client.id());
     });
 }
 
 /// A connection that subscribed to (or resumed) a thread with a pending approval is asked too.
-pub fn offer_pending(server: &Arc<ServerState>, handle: &ThreadHandle, peer: &Arc<Peer>) {
-    if !peer.session.client().is_some_and(|c| c.approval_support()) {
+pub fn offer_pending(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
+    if !client.approval_support() {
         return;
     }
     let mut state = handle.state();
     let Some(pending) = state.pending_approval.as_mut() else { return };
-    if !pending.asked.insert(peer.id) {
+    if !pending.asked.insert(client.id()) {
         return;
     }
-    let request = wire::request_for(peer, &pending.params, pending.app.as_ref());
-    spawn_ask(server, peer.clone(), request, pending.slot.clone(), pending.done.clone());
+    let request = wire::request_for(client.as_ref(), &pending.params, pending.app.as_ref());
+    spawn_ask(turns, client.clone(), request, pending.slot.clone(), pending.done.clone());
 }
 
 /// After a turn was cancelled mid-approval: the approval is resolved as `cancel`, so every
@@ -329,9 +325,9 @@ pub async fn abandon(ctx: &mut TurnContext) -> Result<(), TurnError> {
     let Some(pending) = pending else { return Ok(()) };
     pending.done.cancel();
     {
-        let server = ctx.server().clone();
+        let turns = ctx.turns().clone();
         let mut state = ctx.handle.state();
-        set_runtime(&server.connections, &mut state, |r| r.waiting_on_approval = false);
+        set_runtime(turns.clients.as_ref(), &mut state, |r| r.waiting_on_approval = false);
     }
     ctx.complete(&pending.params.item_id, None).await?;
     resolve(ctx, &pending.params.request_id, ApprovalDecision::Cancel).await

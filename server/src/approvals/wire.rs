@@ -5,26 +5,18 @@
 //! `operation` the command, `target` the window, and the `app` fields.
 
 use appserver_protocol::{AppCommandApproval, ApprovalRequestParams};
-use serde_json::Value;
 
-use crate::rpc::Peer;
+use crate::ports::Client;
 
-/// Whether the client declared the app extension in `initialize`.
-pub fn declared_app_extension(peer: &Peer) -> bool {
-    peer.session.client().is_some_and(|c| {
-        c.capabilities.extensions.as_ref().and_then(|e| e.get("appProtocol")).and_then(Value::as_bool).unwrap_or(false)
-    })
-}
-
-/// The request `peer` gets: `spec_form` as is, or its app form for a client that declared the
+/// The request `client` gets: `spec_form` as is, or its app form for a client that declared the
 /// app extension.
 pub fn request_for(
-    peer: &Peer,
+    client: &dyn Client,
     spec_form: &ApprovalRequestParams,
     app: Option<&AppCommandApproval>,
 ) -> ApprovalRequestParams {
     match app {
-        Some(app) if declared_app_extension(peer) => ApprovalRequestParams {
+        Some(app) if client.app_extension() => ApprovalRequestParams {
             approval_type: "app".to_owned(),
             operation: app.command.clone(),
             target: app.window_id.clone(),

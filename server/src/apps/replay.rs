@@ -9,8 +9,7 @@ use serde_json::value::RawValue;
 use super::service::host_error;
 use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT};
 use crate::ports::{AppHost, CallError, PendingAnswer};
-use crate::server::ServerState;
-use crate::store::{AppWrite, WriteTicket};
+use crate::store::{AppWrite, Store, WriteTicket};
 
 /// Log entries read per page during a replay.
 const REPLAY_PAGE: u32 = 1000;
@@ -28,7 +27,7 @@ type Pending<'a> = (AppLogEntry, Result<PendingAnswer<'a>, CallError>);
 /// connection in log order (so the host receives them in order) before the oldest answer is
 /// awaited, and outcomes are taken in log order, so the replay is not one round trip per entry.
 pub(super) async fn replay(
-    server: &ServerState,
+    store: &Store,
     window: &AppWindow,
     host: &dyn AppHost,
 ) -> Result<(u64, u64, Vec<AppReplayError>), AppError> {
@@ -36,7 +35,7 @@ pub(super) async fn replay(
     let mut in_flight: VecDeque<Pending<'_>> = VecDeque::with_capacity(REPLAY_IN_FLIGHT);
     let mut after = 0;
     loop {
-        let entries = server.store.app_log(&window.window_id, after, REPLAY_PAGE).await?;
+        let entries = store.app_log(&window.window_id, after, REPLAY_PAGE).await?;
         if entries.is_empty() {
             break;
         }
@@ -45,14 +44,14 @@ pub(super) async fn replay(
             if in_flight.len() == REPLAY_IN_FLIGHT
                 && let Some(oldest) = in_flight.pop_front()
             {
-                tally.settle(server, &window.window_id, oldest).await;
+                tally.settle(store, &window.window_id, oldest).await;
             }
             let sent = send(host, &window.window_id, &entry).await;
             in_flight.push_back((entry, sent));
         }
     }
     while let Some(oldest) = in_flight.pop_front() {
-        tally.settle(server, &window.window_id, oldest).await;
+        tally.settle(store, &window.window_id, oldest).await;
     }
     for ticket in tally.tickets {
         ticket.wait().await?;
@@ -83,7 +82,7 @@ struct Tally {
 
 impl Tally {
     /// Awaits the oldest entry's answer and records its outcome.
-    async fn settle(&mut self, server: &ServerState, window_id: &str, (entry, sent): Pending<'_>) {
+    async fn settle(&mut self, store: &Store, window_id: &str, (entry, sent): Pending<'_>) {
         let answer: Result<Box<RawValue>, CallError> = match sent {
             Ok(pending) => pending.await,
             Err(err) => Err(err),
@@ -102,7 +101,7 @@ impl Tally {
             }
         };
         if error.is_some() || entry.replay_error.is_some() {
-            self.tickets.push(server.store.submit(AppWrite::SetReplayError {
+            self.tickets.push(store.submit(AppWrite::SetReplayError {
                 window_id: window_id.to_owned(),
                 seq: entry.seq,
                 error,

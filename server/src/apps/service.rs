@@ -14,14 +14,29 @@ use serde_json::{Value, json};
 
 use super::manifest::{self, BUILTIN_COMMANDS};
 use super::replay;
-use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
+use super::{AppError, AppRegistry, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
 use crate::clock;
+use crate::config::ServerConfig;
+use crate::ports::Broadcast;
 use crate::ports::{AppHost, CallError, HostId};
-use crate::server::ServerState;
+use crate::store::Store;
 use crate::store::{AppWrite, WindowRecord};
+use crate::threads::ThreadManager;
 use crate::threads::broadcast;
+use crate::turns::TurnService;
 use crate::turns::input::PreparedInput;
 use crate::turns::runner;
+
+/// What the app operations need: the store, the registered windows, the loaded threads (a
+/// window may be bound to one), every client (for unbound events) and the configuration.
+#[derive(Debug)]
+pub struct AppService {
+    pub store: Store,
+    pub registry: AppRegistry,
+    pub threads: Arc<ThreadManager>,
+    pub clients: Arc<dyn Broadcast>,
+    pub config: Arc<ServerConfig>,
+}
 
 /// Longest `timeoutMs` a caller may ask for.
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(600);
@@ -72,7 +87,7 @@ fn unwrap_member(raw: &serde_json::value::RawValue, member: &str) -> Value {
 }
 
 pub async fn register(
-    server: &Arc<ServerState>,
+    apps: &AppService,
     host: Arc<dyn AppHost>,
     p: AppRegisterParams,
 ) -> Result<Registration, AppError> {
@@ -85,21 +100,21 @@ pub async fn register(
         None => new_window_id(),
     };
     if let Some(thread) = &p.thread_id {
-        server.threads.get(thread).await?;
+        apps.threads.get(thread).await?;
     }
     // Checked before anything is written; `upsert` checks again under the registry's lock.
-    server.apps.check_host(&window_id, &host.host_id(), "register it")?;
+    apps.registry.check_host(&window_id, &host.host_id(), "register it")?;
     let now = clock::now_rfc3339();
-    let (last_seq, _) = server.store.app_log_position(&window_id).await?;
+    let (last_seq, _) = apps.store.app_log_position(&window_id).await?;
     let record = WindowRecord {
         window_id: window_id.clone(),
         manifest: checked.manifest.clone(),
         file_associations: p.file_associations.clone(),
         registered_at: now.clone(),
     };
-    server.store.write(AppWrite::SaveWindow(Box::new(record))).await?;
+    apps.store.write(AppWrite::SaveWindow(Box::new(record))).await?;
     let (app_id, name) = (checked.manifest.app_id.clone(), checked.manifest.name.clone());
-    let window = server.apps.upsert(
+    let window = apps.registry.upsert(
         &window_id,
         checked,
         p.file_associations,
@@ -108,7 +123,7 @@ pub async fn register(
         last_seq + 1,
         p.thread_id,
     )?;
-    let outcome = replay::replay(server, &window, host.as_ref()).await;
+    let outcome = replay::replay(&apps.store, &window, host.as_ref()).await;
     window.set_ready(true);
     let (replayed, failed, errors) = outcome?;
     tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
@@ -117,34 +132,29 @@ pub async fn register(
 
 /// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has
 /// no live host.
-pub async fn unregister(
-    server: &ServerState,
-    requester: &HostId,
-    window_id: &str,
-    forget: bool,
-) -> Result<(), AppError> {
-    window(server, window_id)?.check_host(requester, "unregister it")?;
-    server.store.write(AppWrite::DeleteWindow { window_id: window_id.to_owned(), forget_log: forget }).await?;
-    server.apps.remove_hosted(window_id, requester)?;
+pub async fn unregister(apps: &AppService, requester: &HostId, window_id: &str, forget: bool) -> Result<(), AppError> {
+    window(apps, window_id)?.check_host(requester, "unregister it")?;
+    apps.store.write(AppWrite::DeleteWindow { window_id: window_id.to_owned(), forget_log: forget }).await?;
+    apps.registry.remove_hosted(window_id, requester)?;
     Ok(())
 }
 
-pub fn list(server: &ServerState) -> Vec<AppSummary> {
-    server.apps.all().iter().map(|w| w.summary()).collect()
+pub fn list(apps: &AppService) -> Vec<AppSummary> {
+    apps.registry.all().iter().map(|w| w.summary()).collect()
 }
 
-fn window(server: &ServerState, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
-    server.apps.get(window_id).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
+fn window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
+    apps.registry.get(window_id).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
 }
 
 /// Reads a state key (or `manifest`, answered by the server).
 pub async fn query(
-    server: &ServerState,
+    apps: &AppService,
     window_id: &str,
     state_key: &str,
     timeout_ms: Option<u64>,
 ) -> Result<Value, AppError> {
-    let window = window(server, window_id)?;
+    let window = window(apps, window_id)?;
     let checked = window.manifest();
     if state_key == "manifest" {
         return Ok(serde_json::to_value(&checked.manifest).unwrap_or(Value::Null));
@@ -171,19 +181,19 @@ pub async fn query(
 /// schema, sent to the host, and — if the app succeeds — appended to the replay log before the
 /// result is returned.
 pub async fn command(
-    server: &ServerState,
+    apps: &AppService,
     window_id: &str,
     command: &str,
     params: Option<Value>,
     timeout_ms: Option<u64>,
 ) -> Result<Value, AppError> {
-    let window = window(server, window_id)?;
+    let window = window(apps, window_id)?;
     let checked = window.manifest();
     let params = params.unwrap_or_else(|| json!({}));
     match command {
         "__describe" => return Ok(serde_json::to_value(&checked.manifest).unwrap_or(Value::Null)),
         "__getState" => {
-            let (last_seq, entries) = server.store.app_log_position(window_id).await?;
+            let (last_seq, entries) = apps.store.app_log_position(window_id).await?;
             return Ok(window.record_json(entries, last_seq));
         }
         _ => {}
@@ -201,7 +211,7 @@ pub async fn command(
     window.wait_ready().await?;
     let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
     let timeout = call_timeout(timeout_ms);
-    run_logged(server, &window, host.as_ref(), command, params, timeout).await
+    run_logged(apps, &window, host.as_ref(), command, params, timeout).await
 }
 
 /// The write-ahead command path. One step takes the sequence number and queues the `pending`
@@ -211,7 +221,7 @@ pub async fn command(
 /// discards it. A failed first write means the app is never asked (`NotRun`); a failed
 /// confirmation is reported as such (`AppliedNotRecorded`), never as a bare internal error.
 async fn run_logged(
-    server: &ServerState,
+    apps: &AppService,
     window: &AppWindow,
     host: &dyn AppHost,
     command: &str,
@@ -220,7 +230,7 @@ async fn run_logged(
 ) -> Result<Value, AppError> {
     let window_id = window.window_id.as_str();
     let (mut slot, intent) = window.reserve_command(|seq| {
-        server.store.submit(AppWrite::Intend {
+        apps.store.submit(AppWrite::Intend {
             window_id: window_id.to_owned(),
             seq,
             command: command.to_owned(),
@@ -231,7 +241,7 @@ async fn run_logged(
     let seq = slot.seq();
     let discard = || {
         // Best effort: a pending entry is never replayed, so one left behind does no harm.
-        drop(server.store.submit(AppWrite::Discard { window_id: window_id.to_owned(), seq }));
+        drop(apps.store.submit(AppWrite::Discard { window_id: window_id.to_owned(), seq }));
     };
     if let Err(source) = intent.wait().await {
         discard();
@@ -264,21 +274,21 @@ async fn run_logged(
     let result = unwrap_member(&raw, "result");
     let confirm =
         AppWrite::Confirm { window_id: window_id.to_owned(), seq, result: result.clone(), at: clock::now_rfc3339() };
-    if let Err(source) = server.store.write(confirm).await {
+    if let Err(source) = apps.store.write(confirm).await {
         return Err(AppError::AppliedNotRecorded { window: window_id.to_owned(), seq, source });
     }
     Ok(result)
 }
 
 pub async fn log_read(
-    server: &ServerState,
+    apps: &AppService,
     window_id: &str,
     after_seq: Option<u64>,
     limit: Option<u32>,
 ) -> Result<AppLogReadResult, AppError> {
     let limit = limit.unwrap_or(100).clamp(1, 1000);
-    let entries = server.store.app_log(window_id, after_seq.unwrap_or(0), limit).await?;
-    if entries.is_empty() && server.apps.get(window_id).is_none() && after_seq.unwrap_or(0) == 0 {
+    let entries = apps.store.app_log(window_id, after_seq.unwrap_or(0), limit).await?;
+    if entries.is_empty() && apps.registry.get(window_id).is_none() && after_seq.unwrap_or(0) == 0 {
         return Err(AppError::NotFound(window_id.to_owned()));
     }
     let next_seq = if entries.len() == limit as usize { entries.last().map(|e| e.seq) } else { None };
@@ -286,8 +296,8 @@ pub async fn log_read(
 }
 
 /// Opens a workspace file with the live app whose file association matches its extension.
-pub async fn open(server: &ServerState, path: &str) -> Result<AppOpenResult, AppError> {
-    let workspace = tokio::fs::canonicalize(&server.config.workspace)
+pub async fn open(apps: &AppService, path: &str) -> Result<AppOpenResult, AppError> {
+    let workspace = tokio::fs::canonicalize(&apps.config.workspace)
         .await
         .map_err(|e| AppError::App { code: "INTERNAL_ERROR".into(), message: format!("workspace: {e}") })?;
     let full = tokio::fs::canonicalize(workspace.join(Path::new(path)))
@@ -300,15 +310,15 @@ pub async fn open(server: &ServerState, path: &str) -> Result<AppOpenResult, App
     if !meta.is_file() {
         return Err(AppError::InvalidParams(format!("path: {path} is not a file")));
     }
-    if meta.len() > server.config.max_message_bytes as u64 {
+    if meta.len() > apps.config.max_message_bytes as u64 {
         return Err(AppError::InvalidParams(format!(
             "path: {path} is larger than {} bytes",
-            server.config.max_message_bytes
+            apps.config.max_message_bytes
         )));
     }
     let name = full.to_string_lossy().into_owned();
-    let candidates: Vec<(Arc<AppWindow>, appserver_protocol::FileAssociation)> = server
-        .apps
+    let candidates: Vec<(Arc<AppWindow>, appserver_protocol::FileAssociation)> = apps
+        .registry
         .all()
         .into_iter()
         .rev()
@@ -323,15 +333,15 @@ pub async fn open(server: &ServerState, path: &str) -> Result<AppOpenResult, App
         .map_err(|e| AppError::InvalidParams(format!("path: {path} is not a readable text file: {e}")))?;
     let mut params = serde_json::Map::new();
     params.insert(association.param_key.clone(), Value::String(content));
-    let result = command(server, &window.window_id, &association.command, Some(Value::Object(params)), None).await?;
+    let result = command(apps, &window.window_id, &association.command, Some(Value::Object(params)), None).await?;
     Ok(AppOpenResult { window_id: window.window_id.clone(), command: association.command, result })
 }
 
 /// `app/emit` from a host: forwarded as `app/event` to the recipients of the window's thread,
 /// or to every connection when the window is not bound to a thread. Only the window's live host
 /// may emit: anyone else (also any connection while the window has no live host) is refused.
-pub fn emit(server: &ServerState, requester: &HostId, p: AppEmitParams) -> Result<(), AppError> {
-    let window = window(server, &p.window_id)?;
+pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(), AppError> {
+    let window = window(apps, &p.window_id)?;
     if !window.is_owned_by(requester) {
         return Err(AppError::PermissionDenied(format!(
             "window {} is not hosted by this connection; only its host may emit its events",
@@ -344,9 +354,9 @@ pub fn emit(server: &ServerState, requester: &HostId, p: AppEmitParams) -> Resul
         event_type: p.event_type,
         payload: p.payload,
     });
-    match window.bound_thread().and_then(|t| server.threads.loaded(&t)) {
+    match window.bound_thread().and_then(|t| apps.threads.loaded(&t)) {
         Some(thread) => thread.publish(&notification),
-        None => broadcast(&server.connections, &notification),
+        None => broadcast(apps.clients.as_ref(), &notification),
     }
     Ok(())
 }
@@ -354,23 +364,24 @@ pub fn emit(server: &ServerState, requester: &HostId, p: AppEmitParams) -> Resul
 /// `app/interaction` from a host: the content becomes input on the window's thread (or the most
 /// recently active thread), queued behind a running turn or started at once.
 pub async fn interaction(
-    server: &Arc<ServerState>,
+    apps: &AppService,
+    turns: &Arc<TurnService>,
     requester: &HostId,
     p: AppInteractionParams,
 ) -> Result<(), AppError> {
-    let window = window(server, &p.window_id)?;
+    let window = window(apps, &p.window_id)?;
     if !window.is_owned_by(requester) {
         return Err(AppError::PermissionDenied(format!("window {} is hosted by another connection", p.window_id)));
     }
     let thread_id = match window.bound_thread() {
         Some(thread) => thread,
-        None => server
+        None => apps
             .store
             .most_recent_active_thread()
             .await?
             .ok_or_else(|| AppError::NotFound("no active thread to receive the interaction".into()))?,
     };
-    let handle = server.threads.get(&thread_id).await?;
+    let handle = apps.threads.get(&thread_id).await?;
     window.bind_thread(&thread_id);
     let summary = window.summary();
     let text = format!("[{} ({})] {}", summary.name, summary.window_id, p.content);
@@ -388,8 +399,8 @@ pub async fn interaction(
         delivery_mode: None,
     };
     // Returns once the input is durably queued (a failed write is the caller's error).
-    if let Some(reservation) = runner::enqueue_durably(server, &handle, prepared, None).await?.started {
-        runner::spawn(server, handle, reservation, None);
+    if let Some(reservation) = runner::enqueue_durably(turns, &handle, prepared, None).await?.started {
+        runner::spawn(turns, handle, reservation, None);
     }
     Ok(())
 }

@@ -7,9 +7,8 @@ use serde_json::{Value, json};
 
 use super::{AppError, service};
 use crate::agent::BoxFuture;
-use crate::agent::tools::{Tool, ToolCall, ToolOutput};
+use crate::agent::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
 use crate::approvals::ApprovalSpec;
-use crate::server::ServerState;
 
 fn failure(err: AppError) -> ToolOutput {
     ToolOutput::error(format!("{}: {err}", err.code()))
@@ -41,7 +40,7 @@ impl Tool for AppListTool {
     }
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { ToolOutput::json(&json!({ "apps": service::list(call.state) })) })
+        Box::pin(async move { ToolOutput::json(&json!({ "apps": service::list(&call.env.apps) })) })
     }
 }
 
@@ -70,10 +69,10 @@ impl Tool for AppQueryTool {
                 (Ok(w), Ok(k)) => (w, k),
                 (Err(e), _) | (_, Err(e)) => return e,
             };
-            if let Some(w) = call.state.apps.get(&window) {
+            if let Some(w) = call.env.apps.registry.get(&window) {
                 w.bind_thread(call.thread_id);
             }
-            match service::query(call.state, &window, &key, None).await {
+            match service::query(&call.env.apps, &window, &key, None).await {
                 Ok(data) => ToolOutput::json(&data),
                 Err(err) => failure(err),
             }
@@ -100,14 +99,14 @@ impl Tool for AppCommandTool {
             "required": ["windowId", "command"] })
     }
 
-    fn approval(&self, arguments: &Value, state: &ServerState) -> Option<ApprovalSpec> {
+    fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
         let window_id = arguments.get("windowId")?.as_str()?;
         let command = arguments.get("command")?.as_str()?;
-        let window = state.apps.get(window_id)?;
+        let window = env.apps.registry.get(window_id)?;
         let app_id = window.manifest().manifest.app_id.clone();
         let read_only = command.starts_with("__");
         let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
-        let workspace = state.config.workspace.display().to_string();
+        let workspace = env.apps.config.workspace.display().to_string();
         Some(ApprovalSpec::app_command(&app_id, window_id, command, &params, &workspace).read_only(read_only))
     }
 
@@ -118,11 +117,11 @@ impl Tool for AppCommandTool {
                     (Ok(w), Ok(c)) => (w, c),
                     (Err(e), _) | (_, Err(e)) => return e,
                 };
-            if let Some(w) = call.state.apps.get(&window) {
+            if let Some(w) = call.env.apps.registry.get(&window) {
                 w.bind_thread(call.thread_id);
             }
             let params = call.arguments.get("params").cloned();
-            match service::command(call.state, &window, &command, params, None).await {
+            match service::command(&call.env.apps, &window, &command, params, None).await {
                 Ok(result) => ToolOutput::json(&result),
                 Err(err) => failure(err),
             }

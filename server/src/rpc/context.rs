@@ -54,6 +54,11 @@ pub struct RequestCtx {
 }
 
 impl RequestCtx {
+    /// The calling connection as the domain sees it.
+    pub fn client(&self) -> Arc<dyn crate::ports::Client> {
+        self.peer.clone()
+    }
+
     /// Runs `f` after this request's response has been queued on the connection. Always runs,
     /// even when the connection closed first, so work that was promised is never stranded.
     pub fn after_reply(&self, f: impl FnOnce() + Send + 'static) {

@@ -9,9 +9,7 @@ use appserver_protocol::{ApprovalRequestParams, DynamicToolCallParams, ExtAppCom
 use serde_json::Value;
 
 use super::{Connections, Peer};
-use crate::ports::{
-    AppHost, Broadcast, BoxFuture, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer,
-};
+use crate::ports::{AppHost, BoxFuture, Broadcast, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer};
 
 /// `item/approval/request` (DotCraft AppServer protocol, section 7).
 pub const APPROVAL_REQUEST: &str = "item/approval/request";

@@ -221,11 +221,7 @@ impl Peer {
     /// The first half of [`Peer::request`]: queues the request (waiting only for room in the
     /// outgoing queue) and returns what awaits its answer. Requests queued one after another
     /// reach the client in that order, so a caller can order them without waiting for answers.
-    pub async fn send_request<P: Serialize>(
-        &self,
-        method: &str,
-        params: &P,
-    ) -> Result<SentRequest<'_>, CallError> {
+    pub async fn send_request<P: Serialize>(&self, method: &str, params: &P) -> Result<SentRequest<'_>, CallError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let text = jsonrpc::write_request(&RequestId::integer(id), method, params)
             .map_err(|e| CallError::Serialize(e.to_string()))?;

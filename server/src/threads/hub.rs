@@ -17,7 +17,7 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::rpc::{ConnectionId, Connections, OutFrame, Peer};
+use crate::ports::{Broadcast, Client, ConnectionId, OutFrame};
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
 const RECENT_LIMIT: usize = 512;
@@ -86,7 +86,7 @@ impl AnnounceGate {
 
     /// Broadcasts a workspace-wide notification about this thread, or holds it while the thread
     /// is unannounced.
-    pub fn broadcast(&self, connections: &Connections, method: &str, frame: OutFrame) {
+    pub fn broadcast(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
         if let Some(Held::Workspace(method, frame)) = self.try_hold(Held::Workspace(method.to_owned(), frame)) {
             connections.broadcast(&method, &frame);
         }
@@ -96,7 +96,7 @@ impl AnnounceGate {
 #[derive(Debug, Default)]
 struct HubInner {
     subscribers: HashMap<ConnectionId, Subscriber>,
-    turn_listeners: HashMap<ConnectionId, Arc<Peer>>,
+    turn_listeners: HashMap<ConnectionId, Arc<dyn Client>>,
     recent: VecDeque<(&'static str, OutFrame)>,
     recent_bytes: usize,
     /// Between `begin_turn` and `end_turn`: `recent` is a turn still running.
@@ -105,7 +105,7 @@ struct HubInner {
 
 #[derive(Debug)]
 struct Subscriber {
-    peer: Arc<Peer>,
+    peer: Arc<dyn Client>,
     /// `Some` until the subscribe response is out: frames wait here.
     holding: Option<Vec<(&'static str, OutFrame)>>,
 }
@@ -129,7 +129,7 @@ impl EventHub {
 
     /// Broadcasts `thread/started` (`frame`), then everything held for the thread, in order;
     /// from then on nothing is held.
-    pub fn announce(&self, connections: &Connections, method: &str, frame: OutFrame) {
+    pub fn announce(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
         let mut held = self.gate.lock();
         connections.broadcast(method, &frame);
         for notification in held.take().unwrap_or_default() {
@@ -179,13 +179,13 @@ impl EventHub {
     /// with `replay`, the frames of the running turn so far come first. A turn that has ended is
     /// not replayed: its `turn/started` would look live (`status: "running"`); `thread/read`
     /// has it as it ended.
-    pub fn subscribe(&self, peer: &Arc<Peer>, replay: bool) -> bool {
+    pub fn subscribe(&self, peer: &Arc<dyn Client>, replay: bool) -> bool {
         let mut inner = self.lock();
-        if inner.subscribers.contains_key(&peer.id) {
+        if inner.subscribers.contains_key(&peer.id()) {
             return false;
         }
         let held = if replay && inner.turn_running { inner.recent.iter().cloned().collect() } else { Vec::new() };
-        inner.subscribers.insert(peer.id, Subscriber { peer: peer.clone(), holding: Some(held) });
+        inner.subscribers.insert(peer.id(), Subscriber { peer: peer.clone(), holding: Some(held) });
         true
     }
 
@@ -211,15 +211,15 @@ impl EventHub {
 
     /// Starts a turn's delivery: the recent buffer restarts, and the starting connection gets the
     /// turn's notifications inline unless it is subscribed (then the subscription is the path).
-    pub fn begin_turn(&self, starter: Option<&Arc<Peer>>) {
+    pub fn begin_turn(&self, starter: Option<&Arc<dyn Client>>) {
         let mut inner = self.lock();
         inner.recent.clear();
         inner.recent_bytes = 0;
         inner.turn_running = true;
         inner.turn_listeners.clear();
         if let Some(peer) = starter {
-            if !inner.subscribers.contains_key(&peer.id) {
-                inner.turn_listeners.insert(peer.id, peer.clone());
+            if !inner.subscribers.contains_key(&peer.id()) {
+                inner.turn_listeners.insert(peer.id(), peer.clone());
             }
         }
     }
@@ -234,9 +234,9 @@ impl EventHub {
 
     /// Everyone who receives this thread's notifications now: live subscribers and the running
     /// turn's starter, once each.
-    pub fn recipients(&self) -> Vec<Arc<Peer>> {
+    pub fn recipients(&self) -> Vec<Arc<dyn Client>> {
         let inner = self.lock();
-        let mut out: Vec<Arc<Peer>> =
+        let mut out: Vec<Arc<dyn Client>> =
             inner.subscribers.values().filter(|s| !s.peer.is_closed()).map(|s| s.peer.clone()).collect();
         for (id, peer) in &inner.turn_listeners {
             if !inner.subscribers.contains_key(id) && !peer.is_closed() {
@@ -260,31 +260,20 @@ impl EventHub {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::rpc::{PeerLimits, TransportKind};
-    use appserver_protocol::InitializeParams;
-    use tokio::sync::mpsc;
-    use tokio_util::sync::CancellationToken;
+    use crate::ports::fake::{NoClients, RecordingClient};
 
-    fn ready_peer(id: u64) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
-        let limits = PeerLimits { max_in_flight: 4, outgoing_queue: 64, max_outgoing_bytes: 1 << 30 };
-        let (peer, rx) = Peer::new(ConnectionId(id), TransportKind::WebSocket, limits, &CancellationToken::new());
-        let mut params = InitializeParams::default();
-        params.client_info.name = "t".into();
-        peer.session.initialize(params).unwrap();
-        peer.session.mark_ready();
-        (peer, rx)
+    /// A client as the hub holds it, and the same client for reading what it received.
+    fn ready_peer(id: u64) -> (Arc<dyn Client>, Arc<RecordingClient>) {
+        let client = RecordingClient::new(id);
+        (client.clone(), client)
     }
 
     fn frame(text: &str) -> OutFrame {
         OutFrame::from(text.to_owned())
     }
 
-    fn drain(rx: &mut mpsc::Receiver<OutFrame>) -> Vec<String> {
-        let mut out = Vec::new();
-        while let Ok(f) = rx.try_recv() {
-            out.push(String::from_utf8(f.bytes().to_vec()).unwrap());
-        }
-        out
+    fn drain(client: &mut Arc<RecordingClient>) -> Vec<String> {
+        client.take()
     }
 
     #[test]
@@ -292,7 +281,7 @@ mod tests {
         let hub = EventHub::default();
         let (a, mut rx) = ready_peer(1);
         hub.subscribe(&a, false);
-        hub.release(a.id);
+        hub.release(a.id());
         hub.begin_turn(Some(&a));
         hub.publish("turn/started", frame("1"));
         assert_eq!(drain(&mut rx), vec!["1"]);
@@ -308,7 +297,7 @@ mod tests {
         hub.subscribe(&a, true);
         hub.publish("item/completed", frame("3"));
         assert!(drain(&mut rx).is_empty(), "nothing before the subscribe response");
-        hub.release(a.id);
+        hub.release(a.id());
         hub.publish("turn/completed", frame("4"));
         assert_eq!(drain(&mut rx), vec!["1", "2", "3", "4"]);
         assert!(!hub.subscribe(&a, true), "subscribing twice does not replay twice");
@@ -332,12 +321,12 @@ mod tests {
 
     #[test]
     fn nothing_goes_out_before_the_announcement() {
-        let connections = Connections::default();
+        let connections = NoClients;
         let hub = EventHub::default();
         hub.gate().hold();
         let (a, mut rx) = ready_peer(1);
         hub.subscribe(&a, false);
-        hub.release(a.id);
+        hub.release(a.id());
         hub.begin_turn(None);
         hub.publish("turn/started", frame("1"));
         assert!(drain(&mut rx).is_empty());
@@ -354,7 +343,7 @@ mod tests {
         hub.publish("turn/started", frame("1"));
         hub.end_turn();
         hub.subscribe(&a, true);
-        hub.release(a.id);
+        hub.release(a.id());
         assert!(drain(&mut rx).is_empty());
     }
 

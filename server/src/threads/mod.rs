@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 pub use hub::{AnnounceGate, EventHub};
 pub use manager::ThreadManager;
 
-use crate::rpc::{ConnectionId, Connections, OutFrame};
+use crate::ports::{Broadcast, ConnectionId, OutFrame};
 use crate::store::{StoreError, ThreadRecord};
 
 /// Failures of thread and turn operations; `rpc/error.rs` maps them to protocol error codes.
@@ -142,7 +142,7 @@ impl ThreadHandle {
 
     /// Sends a workspace-wide notification about this thread (held until the thread is
     /// announced).
-    pub fn broadcast(&self, connections: &Connections, notification: &ServerNotification) {
+    pub fn broadcast(&self, connections: &dyn Broadcast, notification: &ServerNotification) {
         broadcast_about(connections, self.hub.gate(), notification);
     }
 
@@ -156,7 +156,7 @@ impl ThreadHandle {
 }
 
 /// Sends a workspace-wide notification to every initialized connection that wants it.
-pub fn broadcast(connections: &Connections, notification: &ServerNotification) {
+pub fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification) {
     match notification.to_frame() {
         Ok(text) => {
             connections.broadcast(notification.method(), &OutFrame::from(text));
@@ -166,7 +166,7 @@ pub fn broadcast(connections: &Connections, notification: &ServerNotification) {
 }
 
 /// Sends a workspace-wide notification about one thread: held while the thread is unannounced.
-pub fn broadcast_about(connections: &Connections, gate: &AnnounceGate, notification: &ServerNotification) {
+pub fn broadcast_about(connections: &dyn Broadcast, gate: &AnnounceGate, notification: &ServerNotification) {
     match notification.to_frame() {
         Ok(text) => gate.broadcast(connections, notification.method(), OutFrame::from(text)),
         Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
@@ -175,7 +175,7 @@ pub fn broadcast_about(connections: &Connections, gate: &AnnounceGate, notificat
 
 /// Updates a thread's runtime flags and broadcasts `thread/runtimeChanged` when they changed.
 /// Call with the state locked; the broadcast does not await.
-pub fn set_runtime(connections: &Connections, state: &mut ThreadState, change: impl FnOnce(&mut ThreadRuntime)) {
+pub fn set_runtime(connections: &dyn Broadcast, state: &mut ThreadState, change: impl FnOnce(&mut ThreadRuntime)) {
     let before = state.runtime;
     change(&mut state.runtime);
     if state.runtime != before {

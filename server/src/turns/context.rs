@@ -12,9 +12,9 @@ use appserver_protocol::{
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::TurnService;
 use crate::agent::tools::{ToolCall, ToolOutput, ToolRegistry};
 use crate::clock;
-use crate::server::ServerState;
 use crate::store::{StoreError, ThreadWrite, item_id};
 use crate::threads::ThreadHandle;
 
@@ -48,7 +48,7 @@ struct OpenItem {
 /// The agent's handle on the turn it is running.
 #[derive(Debug)]
 pub struct TurnContext {
-    pub(crate) state: Arc<ServerState>,
+    pub(crate) turns: Arc<TurnService>,
     pub(crate) handle: Arc<ThreadHandle>,
     pub thread_id: String,
     pub turn_id: String,
@@ -66,7 +66,7 @@ pub struct TurnContext {
 
 impl TurnContext {
     pub(crate) fn new(
-        state: Arc<ServerState>,
+        turns: Arc<TurnService>,
         handle: Arc<ThreadHandle>,
         turn: &crate::store::TurnRecord,
         user_item: Item,
@@ -76,7 +76,7 @@ impl TurnContext {
     ) -> Self {
         TurnContext {
             thread_id: handle.id.clone(),
-            state,
+            turns,
             handle,
             turn_id: turn.id.clone(),
             turn_seq: turn.seq,
@@ -91,11 +91,11 @@ impl TurnContext {
     }
 
     pub fn tools(&self) -> &ToolRegistry {
-        &self.state.tools
+        &self.turns.tools
     }
 
-    pub fn server(&self) -> &Arc<ServerState> {
-        &self.state
+    pub fn turns(&self) -> &Arc<TurnService> {
+        &self.turns
     }
 
     fn publish(&self, notification: ServerNotification) {
@@ -206,7 +206,7 @@ impl TurnContext {
             ThreadWrite::item(&self.thread_id, self.turn_seq, &item)
         };
         self.open[index].write_submitted = true;
-        self.state.store.write(write).await?;
+        self.turns.store.write(write).await?;
         self.open.remove(index);
         self.publish(ServerNotification::ItemCompleted(ItemEventParams {
             thread_id: self.thread_id.clone(),
@@ -235,7 +235,7 @@ impl TurnContext {
             completed_at: Some(now),
         };
         self.next_item_seq += 1;
-        self.state.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
+        self.turns.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
         let params =
             ItemEventParams { thread_id: self.thread_id.clone(), turn_id: self.turn_id.clone(), item: item.clone() };
         self.publish(ServerNotification::ItemApprovalResolved(params.clone()));
@@ -266,8 +266,8 @@ impl TurnContext {
     /// Runs a tool for a `toolCall` item the agent has already recorded — through the approval
     /// gate when the tool asks for one — then records its result.
     pub async fn run_tool(&mut self, name: &str, arguments: Value, call_id: &str) -> Result<ToolOutput, TurnError> {
-        let tool = self.state.tools.get(name);
-        let spec = tool.as_ref().and_then(|t| t.approval(&arguments, &self.state));
+        let tool = self.turns.tools.get(name);
+        let spec = tool.as_ref().and_then(|t| t.approval(&arguments, &self.turns.tool_env));
         let gate = match spec {
             Some(spec) => crate::approvals::gate(self, &spec).await?,
             None => crate::approvals::Gate::Proceed,
@@ -276,7 +276,7 @@ impl TurnContext {
             (Some(_), crate::approvals::Gate::Declined(message)) => ToolOutput::error(message),
             (Some(tool), crate::approvals::Gate::Proceed) => {
                 let call = ToolCall {
-                    state: &self.state,
+                    env: &self.turns.tool_env,
                     thread_id: &self.thread_id,
                     turn_id: &self.turn_id,
                     call_id,
@@ -326,9 +326,9 @@ impl TurnContext {
             if taken.is_empty() {
                 return Ok(Vec::new());
             }
-            (taken, before, crate::turns::runner::save_queue(&self.state, &state))
+            (taken, before, crate::turns::runner::save_queue(&self.turns, &state))
         };
-        if let Err(err) = write.announce(&self.state).await {
+        if let Err(err) = write.announce(&self.turns).await {
             self.handle.state().queue = before;
             return Err(err.into());
         }

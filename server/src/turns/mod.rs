@@ -1,6 +1,38 @@
-//! Turns: input preparation, the runner that drives the agent and finalizes the turn, the
-//! context agents use to emit items, and the `turn/*` handlers.
+//! Turns: input preparation, the runner that drives the agent and finalizes the turn, and the
+//! context agents use to emit items. [`TurnService`] is what all of it needs.
 
 pub mod context;
 pub mod input;
 pub mod runner;
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::agent::Agent;
+use crate::agent::tools::{ToolEnv, ToolRegistry};
+use crate::config::ServerConfig;
+use crate::ports::Broadcast;
+use crate::store::Store;
+use crate::threads::ThreadManager;
+
+/// What running turns (and their approvals) needs: the store, the loaded threads, every client
+/// (for workspace-wide notifications and to find a turn's starter), the agent and its tools, the
+/// configuration, and the server's lifecycle (its shutdown token and task trackers).
+#[derive(Debug)]
+pub struct TurnService {
+    pub config: Arc<ServerConfig>,
+    pub store: Store,
+    pub threads: Arc<ThreadManager>,
+    pub clients: Arc<dyn Broadcast>,
+    pub agent: Arc<dyn Agent>,
+    pub tools: ToolRegistry,
+    pub tool_env: ToolEnv,
+    /// Cancelled when the server starts shutting down; every turn's token is its child.
+    pub shutdown: CancellationToken,
+    /// The running turns, so shutdown can wait for them to end.
+    pub turn_tasks: TaskTracker,
+    /// Other tasks (approval requests), so shutdown can wait for them.
+    pub tasks: TaskTracker,
+}

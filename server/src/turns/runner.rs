@@ -21,12 +21,12 @@ use tokio_util::sync::CancellationToken;
 use super::context::{TurnContext, TurnError};
 use super::input::{PreparedInput, title_from};
 use crate::clock::{self, UtcTime};
-use crate::rpc::Peer;
-use crate::server::ServerState;
+use crate::ports::{Client, ConnectionId};
 use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
 use crate::threads::{
     AnnounceGate, RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast_about, set_runtime, wire,
 };
+use crate::turns::TurnService;
 
 /// A turn that has been allocated on its thread and whose start is being written.
 #[derive(Debug)]
@@ -41,7 +41,7 @@ pub struct Reservation {
     /// The write of the turn's start; taken by [`persist`].
     ticket: Option<WriteTicket>,
     /// For a dequeued input: the connection that queued it.
-    pub queued_by: Option<crate::rpc::ConnectionId>,
+    pub queued_by: Option<ConnectionId>,
     /// For a dequeued input: where it was in the queue, to put it back if the start is not
     /// written, and the queue to announce once it is.
     dequeued: Option<Dequeued>,
@@ -70,18 +70,18 @@ pub struct Origin {
 /// Under the thread's lock: checks that a turn may start, allocates it, marks the thread busy
 /// and submits the writes of its start. Await [`persist`] after releasing the lock.
 pub fn reserve(
-    server: &ServerState,
+    turns: &TurnService,
     thread: &mut ThreadState,
     input: PreparedInput,
     messages: Option<Vec<ChatMessage>>,
     origin: Origin,
 ) -> Result<Reservation, SessionError> {
-    reserve_with(server, thread, input, messages, origin, Vec::new())
+    reserve_with(turns, thread, input, messages, origin, Vec::new())
 }
 
 /// [`reserve`], with `also` written in the same unit as the turn's start.
 fn reserve_with(
-    server: &ServerState,
+    turns: &TurnService,
     thread: &mut ThreadState,
     input: PreparedInput,
     messages: Option<Vec<ChatMessage>>,
@@ -136,10 +136,10 @@ fn reserve_with(
         ThreadWrite::item(&thread.record.id, seq, &user_item).into(),
     ];
     unit.extend(also);
-    let ticket = server.store.submit(WriteOp::All(unit));
-    let cancel = server.shutdown.child_token();
+    let ticket = turns.store.submit(WriteOp::All(unit));
+    let cancel = turns.shutdown.child_token();
     thread.running = Some(RunningTurn { seq, id, cancel: cancel.clone() });
-    set_runtime(&server.connections, thread, |r| {
+    set_runtime(turns.clients.as_ref(), thread, |r| {
         r.running = true;
         r.waiting_on_plan_confirmation = false;
     });
@@ -160,7 +160,7 @@ fn reserve_with(
 /// announced then (hold the thread's `queue_order` around [`dequeue`] and this). On failure nothing
 /// of the start was kept: the thread is free again and a dequeued input is back in its place.
 pub async fn persist(
-    server: &ServerState,
+    turns: &TurnService,
     handle: &ThreadHandle,
     mut reservation: Reservation,
 ) -> Result<Reservation, SessionError> {
@@ -178,12 +178,12 @@ pub async fn persist(
             }
             state.queue.insert(index, dequeued.input);
         }
-        set_runtime(&server.connections, &mut state, |r| r.running = false);
+        set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
         return Err(err.into());
     }
     if let Some(dequeued) = reservation.dequeued.take() {
         let announce = handle.state().announce.clone();
-        broadcast_queue(server, &announce, &handle.id, dequeued.queue);
+        broadcast_queue(turns, &announce, &handle.id, dequeued.queue);
     }
     Ok(reservation)
 }
@@ -191,22 +191,22 @@ pub async fn persist(
 /// Runs a persisted turn as a server-owned task. `starter` gets the turn's notifications inline
 /// unless it is subscribed to the thread.
 pub fn spawn(
-    server: &Arc<ServerState>,
+    turns: &Arc<TurnService>,
     handle: Arc<ThreadHandle>,
     reservation: Reservation,
-    starter: Option<Arc<Peer>>,
+    starter: Option<Arc<dyn Client>>,
 ) {
     if let Some(name) = &reservation.renamed {
         handle.broadcast(
-            &server.connections,
+            turns.clients.as_ref(),
             &ServerNotification::ThreadRenamed(ThreadRenamedParams {
                 thread_id: handle.id.clone(),
                 display_name: name.clone(),
             }),
         );
     }
-    let server2 = server.clone();
-    server.turn_tasks.spawn(async move { run(server2, handle, reservation, starter).await });
+    let turns2 = turns.clone();
+    turns.turn_tasks.spawn(async move { run(turns2, handle, reservation, starter).await });
 }
 
 enum Outcome {
@@ -216,10 +216,10 @@ enum Outcome {
 }
 
 async fn run(
-    server: Arc<ServerState>,
+    turns: Arc<TurnService>,
     handle: Arc<ThreadHandle>,
     reservation: Reservation,
-    starter: Option<Arc<Peer>>,
+    starter: Option<Arc<dyn Client>>,
 ) {
     let Reservation { turn, user_item, input, messages, cancel, .. } = reservation;
     handle.hub.begin_turn(starter.as_ref());
@@ -234,16 +234,9 @@ async fn run(
         });
     }
 
-    let mut ctx = TurnContext::new(
-        server.clone(),
-        handle.clone(),
-        &turn,
-        user_item,
-        input.materialized,
-        messages,
-        cancel.clone(),
-    );
-    let agent = server.agent.clone();
+    let mut ctx =
+        TurnContext::new(turns.clone(), handle.clone(), &turn, user_item, input.materialized, messages, cancel.clone());
+    let agent = turns.agent.clone();
     let result = {
         let agent_run = agent.run(&mut ctx);
         tokio::select! {
@@ -252,7 +245,7 @@ async fn run(
         }
     };
     let cancel_reason = || {
-        if server.shutdown.is_cancelled() { "server shutting down".to_owned() } else { "interrupted".to_owned() }
+        if turns.shutdown.is_cancelled() { "server shutting down".to_owned() } else { "interrupted".to_owned() }
     };
     let mut outcome = match result {
         None | Some(Err(TurnError::Cancelled)) => Outcome::Cancelled(cancel_reason()),
@@ -273,11 +266,11 @@ async fn run(
             tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot record the error item");
         }
     }
-    finalize(&server, &handle, turn, ctx, outcome).await;
+    finalize(&turns, &handle, turn, ctx, outcome).await;
 }
 
 async fn finalize(
-    server: &Arc<ServerState>,
+    turns: &Arc<TurnService>,
     handle: &Arc<ThreadHandle>,
     mut turn: TurnRecord,
     ctx: TurnContext,
@@ -295,7 +288,7 @@ async fn finalize(
         turn.error = Some(message.clone());
     }
     let mut outcome = outcome;
-    let saved = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
+    let saved = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
     // A deleted thread's turn went with it, and nothing is announced for it.
     let deleted = handle.state().deleted;
     if let (Err(err), false) = (saved, deleted) {
@@ -306,7 +299,7 @@ async fn finalize(
         turn.status = TurnStatus::Failed;
         turn.error = Some(message.clone());
         outcome = Outcome::Failed(message);
-        if let Err(err) = server.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
+        if let Err(err) = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
             tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
         }
     }
@@ -322,10 +315,10 @@ async fn finalize(
             queued.status = QueuedInputStatus::Queued;
             restored = true;
         }
-        set_runtime(&server.connections, &mut state, |r| r.running = false);
+        set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
         if !state.deleted {
             state.record.last_active_at = now;
-            let _ = server.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
+            let _ = turns.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
             handle.publish(&match outcome {
                 Outcome::Completed => ServerNotification::TurnCompleted(TurnResult { turn: wire_turn }),
                 Outcome::Failed(error) => ServerNotification::TurnFailed(TurnFailedParams { turn: wire_turn, error }),
@@ -335,31 +328,31 @@ async fn finalize(
             });
         }
         handle.hub.end_turn();
-        let restored = restored.then(|| save_queue(server, &state));
+        let restored = restored.then(|| save_queue(turns, &state));
         // Only a successful turn consumes the queue (Session Core 4.1.1).
-        let next = if turn.status == TurnStatus::Completed && !state.deleted && !server.shutdown.is_cancelled() {
-            dequeue(server, &mut state)
+        let next = if turn.status == TurnStatus::Completed && !state.deleted && !turns.shutdown.is_cancelled() {
+            dequeue(turns, &mut state)
         } else {
             None
         };
         (restored, next)
     };
     if let Some(restored) = restored {
-        if let Err(err) = restored.announce(server).await {
+        if let Err(err) = restored.announce(turns).await {
             // Only statuses changed, and a reload resets them to queued anyway.
             tracing::warn!(thread = %handle.id, error = %err, "cannot save the restored queue");
         }
     }
     if let Some(reservation) = next {
-        let starter = reservation.queued_by.and_then(|id| server.connections.get(id));
-        start_reserved(server, handle.clone(), reservation, starter).await;
+        let starter = reservation.queued_by.and_then(|id| turns.clients.client(id));
+        start_reserved(turns, handle.clone(), reservation, starter).await;
     }
 }
 
 /// Under the lock (and the thread's `queue_order`): if the thread is idle and has a queued input,
 /// reserves a turn for it. The turn's start and the queue without the input are one write unit,
 /// so the input is never both queued and started, nor lost; [`persist`] announces the queue.
-pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservation> {
+pub fn dequeue(turns: &TurnService, state: &mut ThreadState) -> Option<Reservation> {
     if state.running.is_some() || state.record.status != appserver_protocol::ThreadStatus::Active {
         return None;
     }
@@ -373,7 +366,7 @@ pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservat
         delivery_mode: Some("queued".to_owned()),
     };
     let save = ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() };
-    match reserve_with(server, state, input, None, Origin::default(), vec![save.into()]) {
+    match reserve_with(turns, state, input, None, Origin::default(), vec![save.into()]) {
         Ok(mut reservation) => {
             reservation.queued_by = state.queued_by.remove(&queued.id);
             reservation.dequeued = Some(Dequeued { index, input: queued, queue: state.queue.clone() });
@@ -391,13 +384,13 @@ pub fn dequeue(server: &ServerState, state: &mut ThreadState) -> Option<Reservat
 /// remembering who queued it. Announce (or undo, with [`unqueue`]) the returned write outside
 /// the lock; then [`dequeue`] starts it if nothing runs.
 fn enqueue(
-    server: &ServerState,
+    turns: &TurnService,
     state: &mut ThreadState,
     input: PreparedInput,
-    by: Option<crate::rpc::ConnectionId>,
+    by: Option<ConnectionId>,
 ) -> Result<(QueuedTurnInput, QueueWrite), SessionError> {
     state.require_active()?;
-    let max = server.config.max_queued_inputs;
+    let max = turns.config.max_queued_inputs;
     if state.queue.len() >= max {
         return Err(SessionError::QueueFull { thread: state.record.id.clone(), max });
     }
@@ -421,7 +414,7 @@ fn enqueue(
         state.queued_by.insert(queued.id.clone(), by);
     }
     state.queue.push(queued.clone());
-    Ok((queued, save_queue(server, state)))
+    Ok((queued, save_queue(turns, state)))
 }
 
 /// What [`enqueue_durably`] did.
@@ -438,16 +431,16 @@ pub struct Enqueued {
 /// (`thread/queue/updated`) after that; a failed write is undone and returned, never announced.
 /// When nothing runs, the first queued input then starts as a turn.
 pub async fn enqueue_durably(
-    server: &ServerState,
+    turns: &TurnService,
     handle: &ThreadHandle,
     input: PreparedInput,
-    by: Option<crate::rpc::ConnectionId>,
+    by: Option<ConnectionId>,
 ) -> Result<Enqueued, SessionError> {
     let _queue_order = handle.queue_order.lock().await;
     let mut attempt = 1;
     let queued_input = loop {
-        let (queued_input, write) = enqueue(server, &mut handle.state(), input.clone(), by)?;
-        match write.announce(server).await {
+        let (queued_input, write) = enqueue(turns, &mut handle.state(), input.clone(), by)?;
+        match write.announce(turns).await {
             Ok(_) => break queued_input,
             Err(err) => {
                 unqueue(&mut handle.state(), &queued_input.id);
@@ -459,9 +452,9 @@ pub async fn enqueue_durably(
             }
         }
     };
-    let next = dequeue(server, &mut handle.state());
+    let next = dequeue(turns, &mut handle.state());
     let started = match next {
-        Some(reservation) => match persist(server, handle, reservation).await {
+        Some(reservation) => match persist(turns, handle, reservation).await {
             Ok(reservation) => Some(reservation),
             // The input itself is queued (and stays so); only starting it failed.
             Err(err) => {
@@ -511,17 +504,17 @@ impl QueueWrite {
 
     /// Waits for the write to commit, then tells every connection (`thread/queue/updated`).
     /// A failed write is returned and announced to nobody.
-    pub async fn announce(self, server: &ServerState) -> Result<Vec<QueuedTurnInput>, StoreError> {
+    pub async fn announce(self, turns: &TurnService) -> Result<Vec<QueuedTurnInput>, StoreError> {
         self.ticket.wait().await?;
-        broadcast_queue(server, &self.announce, &self.thread_id, self.queue.clone());
+        broadcast_queue(turns, &self.announce, &self.thread_id, self.queue.clone());
         Ok(self.queue)
     }
 }
 
 /// Under the lock (and the thread's `queue_order`): submits the thread's queue as it now is.
-pub fn save_queue(server: &ServerState, state: &ThreadState) -> QueueWrite {
+pub fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
     let ticket =
-        server.store.submit(ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() });
+        turns.store.submit(ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() });
     QueueWrite {
         thread_id: state.record.id.clone(),
         queue: state.queue.clone(),
@@ -530,14 +523,9 @@ pub fn save_queue(server: &ServerState, state: &ThreadState) -> QueueWrite {
     }
 }
 
-fn broadcast_queue(
-    server: &ServerState,
-    announce: &AnnounceGate,
-    thread_id: &str,
-    queued_inputs: Vec<QueuedTurnInput>,
-) {
+fn broadcast_queue(turns: &TurnService, announce: &AnnounceGate, thread_id: &str, queued_inputs: Vec<QueuedTurnInput>) {
     broadcast_about(
-        &server.connections,
+        turns.clients.as_ref(),
         announce,
         &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
             thread_id: thread_id.to_owned(),
@@ -548,13 +536,13 @@ fn broadcast_queue(
 
 /// Persists a reservation made without a request (a dequeued input) and runs it.
 pub async fn start_reserved(
-    server: &Arc<ServerState>,
+    turns: &Arc<TurnService>,
     handle: Arc<ThreadHandle>,
     reservation: Reservation,
-    starter: Option<Arc<Peer>>,
+    starter: Option<Arc<dyn Client>>,
 ) {
-    match persist(server, &handle, reservation).await {
-        Ok(reservation) => spawn(server, handle, reservation, starter),
+    match persist(turns, &handle, reservation).await {
+        Ok(reservation) => spawn(turns, handle, reservation, starter),
         Err(err) => tracing::error!(thread = %handle.id, error = %err, "cannot start the queued turn"),
     }
 }

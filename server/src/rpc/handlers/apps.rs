@@ -13,7 +13,7 @@ use crate::rpc::RequestCtx;
 use crate::threads::broadcast;
 
 pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
-    let registration = service::register(&ctx.state, ctx.peer.clone(), p).await?;
+    let registration = service::register(&ctx.state.apps, ctx.peer.clone(), p).await?;
     let registered = ServerNotification::AppRegistered(AppRegisteredParams {
         window_id: registration.window_id.clone(),
         app_id: registration.app_id.clone(),
@@ -29,9 +29,9 @@ pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Resu
     });
     let server = ctx.state.clone();
     ctx.after_reply(move || {
-        broadcast(&server.connections, &registered);
+        broadcast(server.connections.as_ref(), &registered);
         if let Some(replayed) = &replayed {
-            broadcast(&server.connections, replayed);
+            broadcast(server.connections.as_ref(), replayed);
         }
     });
     Ok(AppRegisterResult {
@@ -42,45 +42,45 @@ pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Resu
 }
 
 pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> Result<EmptyResult, AppError> {
-    service::unregister(&ctx.state, &HostId::Connection(ctx.peer.id), &p.window_id, p.forget).await?;
+    service::unregister(&ctx.state.apps, &HostId::Connection(ctx.peer.id), &p.window_id, p.forget).await?;
     let notification =
         ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: p.window_id, forgotten: p.forget });
     let server = ctx.state.clone();
-    ctx.after_reply(move || broadcast(&server.connections, &notification));
+    ctx.after_reply(move || broadcast(server.connections.as_ref(), &notification));
     Ok(EmptyResult {})
 }
 
 pub async fn handle_app_list(ctx: &RequestCtx, _p: AppListParams) -> Result<AppListResult, AppError> {
-    Ok(AppListResult { apps: service::list(&ctx.state) })
+    Ok(AppListResult { apps: service::list(&ctx.state.apps) })
 }
 
 pub async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {
-    Ok(AppQueryResult { data: service::query(&ctx.state, &p.window_id, &p.state_key, p.timeout_ms).await? })
+    Ok(AppQueryResult { data: service::query(&ctx.state.apps, &p.window_id, &p.state_key, p.timeout_ms).await? })
 }
 
 pub async fn handle_app_command(ctx: &RequestCtx, p: AppCommandParams) -> Result<AppCommandResult, AppError> {
-    let result = service::command(&ctx.state, &p.window_id, &p.command, p.params, p.timeout_ms).await?;
+    let result = service::command(&ctx.state.apps, &p.window_id, &p.command, p.params, p.timeout_ms).await?;
     Ok(AppCommandResult { result })
 }
 
 pub async fn handle_app_log_read(ctx: &RequestCtx, p: AppLogReadParams) -> Result<AppLogReadResult, AppError> {
-    service::log_read(&ctx.state, &p.window_id, p.after_seq, p.limit).await
+    service::log_read(&ctx.state.apps, &p.window_id, p.after_seq, p.limit).await
 }
 
 pub async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOpenResult, AppError> {
-    service::open(&ctx.state, &p.path).await
+    service::open(&ctx.state.apps, &p.path).await
 }
 
 /// `app/emit` sent as a request: `{}` once the event is queued, or the reason it was refused.
 pub async fn handle_app_emit(ctx: &RequestCtx, p: AppEmitParams) -> Result<EmptyResult, AppError> {
-    service::emit(&ctx.state, &HostId::Connection(ctx.peer.id), p)?;
+    service::emit(&ctx.state.apps, &HostId::Connection(ctx.peer.id), p)?;
     Ok(EmptyResult {})
 }
 
 /// `app/emit` sent as a notification: nothing to answer, so a refused one is dropped and logged.
 pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
     let window = p.window_id.clone();
-    if let Err(err) = service::emit(&ctx.state, &HostId::Connection(ctx.peer.id), p) {
+    if let Err(err) = service::emit(&ctx.state.apps, &HostId::Connection(ctx.peer.id), p) {
         tracing::warn!(conn = %ctx.peer.id, %window, error = %err, "app/emit dropped");
     }
 }
@@ -98,7 +98,7 @@ pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
     ctx.state.tasks.spawn(async move {
         let _permit = permit;
         let window = p.window_id.clone();
-        if let Err(err) = service::interaction(&server, &HostId::Connection(peer.id), p).await {
+        if let Err(err) = service::interaction(&server.apps, &server.turns, &HostId::Connection(peer.id), p).await {
             tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");
         }
     });

@@ -5,14 +5,15 @@ use appserver_protocol::{
     ThreadStatusChangedParams,
 };
 
+use super::threads;
 use crate::commands::{APP_COMMANDS, CommandError, custom};
 use crate::rpc::RequestCtx;
 use crate::store::ThreadWrite;
-use super::threads;
 
 pub async fn handle_command_list(ctx: &RequestCtx, p: CommandListParams) -> Result<CommandListResult, CommandError> {
     let chinese = p.language.as_deref().is_some_and(|l| l.starts_with("zh"));
-    let commands = crate::commands::list(&ctx.state.config.workspace, p.include_builtins.unwrap_or(true), chinese).await;
+    let commands =
+        crate::commands::list(&ctx.state.config.workspace, p.include_builtins.unwrap_or(true), chinese).await;
     Ok(CommandListResult { commands })
 }
 
@@ -81,7 +82,7 @@ async fn new_conversation(ctx: &RequestCtx, thread_id: &str) -> Result<CommandRe
             new_status: ThreadStatus::Archived,
         });
         let (server, old_handle) = (ctx.state.clone(), handle.clone());
-        ctx.after_reply(move || old_handle.broadcast(&server.connections, &notification));
+        ctx.after_reply(move || old_handle.broadcast(server.connections.as_ref(), &notification));
     }
     let thread = threads::create_thread(ctx, threads::fresh_record_like(&old), Vec::new()).await?;
     Ok(CommandResult {

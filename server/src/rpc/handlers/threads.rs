@@ -9,10 +9,10 @@ use appserver_protocol::{
     ThreadSubscribeParams,
 };
 
-use crate::threads::{SessionError, ThreadState, new_thread_id, wire};
 use crate::clock::UtcTime;
 use crate::rpc::{OutFrame, RequestCtx};
 use crate::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
+use crate::threads::{SessionError, ThreadState, new_thread_id, wire};
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -146,7 +146,7 @@ pub async fn create_thread(
     let notification = ServerNotification::ThreadStarted(ThreadResult { thread: thread.clone() });
     let server = ctx.state.clone();
     ctx.after_reply(move || match notification.to_frame() {
-        Ok(text) => handle.hub.announce(&server.connections, notification.method(), OutFrame::from(text)),
+        Ok(text) => handle.hub.announce(server.connections.as_ref(), notification.method(), OutFrame::from(text)),
         Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
     });
     Ok(thread)
@@ -190,10 +190,15 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     });
     ctx.after_reply(move || {
         if previous != ThreadStatus::Active {
-            handle.broadcast(&server.connections, &status_changed(&p.thread_id, previous, ThreadStatus::Active));
+            handle
+                .broadcast(server.connections.as_ref(), &status_changed(&p.thread_id, previous, ThreadStatus::Active));
         }
-        handle.broadcast(&server.connections, &resumed);
-        crate::approvals::offer_pending(&server, &handle, &peer);
+        handle.broadcast(server.connections.as_ref(), &resumed);
+        crate::approvals::offer_pending(
+            &server.turns,
+            &handle,
+            &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),
+        );
     });
     Ok(ThreadResult { thread })
 }
@@ -297,12 +302,16 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
 
 pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams) -> Result<EmptyResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    if handle.hub.subscribe(&ctx.peer, p.replay_recent) {
+    if handle.hub.subscribe(&ctx.client(), p.replay_recent) {
         let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
         ctx.after_reply(move || {
             handle.hub.release(peer.id);
             // A decision still pending is asked of the new subscriber too.
-            crate::approvals::offer_pending(&server, &handle, &peer);
+            crate::approvals::offer_pending(
+                &server.turns,
+                &handle,
+                &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),
+            );
         });
     }
     Ok(EmptyResult {})
@@ -344,7 +353,7 @@ async fn change_status(
     ticket.wait().await?;
     let notification = status_changed(thread_id, previous, to);
     let server = ctx.state.clone();
-    ctx.after_reply(move || handle.broadcast(&server.connections, &notification));
+    ctx.after_reply(move || handle.broadcast(server.connections.as_ref(), &notification));
     Ok(EmptyResult {})
 }
 
@@ -390,7 +399,7 @@ pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     ctx.state.threads.remove(&p.thread_id);
     let notification = ServerNotification::ThreadDeleted(ThreadIdParams { thread_id: p.thread_id });
     let server = ctx.state.clone();
-    ctx.after_reply(move || handle.broadcast(&server.connections, &notification));
+    ctx.after_reply(move || handle.broadcast(server.connections.as_ref(), &notification));
     Ok(EmptyResult {})
 }
 
@@ -433,7 +442,7 @@ pub async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Re
     let notification =
         ServerNotification::ThreadRenamed(ThreadRenamedParams { thread_id: p.thread_id, display_name: name });
     let server = ctx.state.clone();
-    ctx.after_reply(move || handle.broadcast(&server.connections, &notification));
+    ctx.after_reply(move || handle.broadcast(server.connections.as_ref(), &notification));
     Ok(EmptyResult {})
 }
 

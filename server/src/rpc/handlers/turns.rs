@@ -6,11 +6,11 @@ use appserver_protocol::{
     TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
 };
 
-use crate::turns::input::{self, PreparedInput};
-use crate::turns::runner::{self, Origin};
 use crate::rpc::RequestCtx;
 use crate::store::parse_seq;
 use crate::threads::SessionError;
+use crate::turns::input::{self, PreparedInput};
+use crate::turns::runner::{self, Origin};
 
 pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
     input::validate(&p.input)?;
@@ -33,11 +33,11 @@ pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<T
     let prepared = prepare(ctx, &p.input, p.sender).await;
     let reservation = {
         let mut state = handle.state();
-        runner::reserve(&ctx.state, &mut state, prepared, p.messages, Origin { channel: ctx.channel() })?
+        runner::reserve(&ctx.state.turns, &mut state, prepared, p.messages, Origin { channel: ctx.channel() })?
     };
-    let reservation = runner::persist(&ctx.state, &handle, reservation).await?;
+    let reservation = runner::persist(&ctx.state.turns, &handle, reservation).await?;
     let turn = reservation.wire();
-    let (server, starter) = (ctx.state.clone(), ctx.peer.clone());
+    let (server, starter) = (ctx.state.turns.clone(), ctx.client());
     ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
     Ok(TurnResult { turn })
 }
@@ -82,9 +82,9 @@ pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Resu
     input::validate(&p.input)?;
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let prepared = prepare(ctx, &p.input, p.sender).await;
-    let enqueued = runner::enqueue_durably(&ctx.state, &handle, prepared, Some(ctx.peer.id)).await?;
+    let enqueued = runner::enqueue_durably(&ctx.state.turns, &handle, prepared, Some(ctx.peer.id)).await?;
     if let Some(reservation) = enqueued.started {
-        let (server, starter) = (ctx.state.clone(), ctx.peer.clone());
+        let (server, starter) = (ctx.state.turns.clone(), ctx.client());
         ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
     }
     Ok(TurnEnqueueResult { queued_input: enqueued.queued_input, queued_inputs: enqueued.queued_inputs })
@@ -104,9 +104,9 @@ pub async fn handle_turn_queue_remove(
         };
         let removed = state.queue.remove(index);
         let by = state.queued_by.remove(&p.queued_input_id);
-        (index, removed, by, runner::save_queue(&ctx.state, &state))
+        (index, removed, by, runner::save_queue(&ctx.state.turns, &state))
     };
-    match write.announce(&ctx.state).await {
+    match write.announce(&ctx.state.turns).await {
         Ok(queued_inputs) => Ok(QueuedInputsResult { queued_inputs }),
         Err(err) => {
             let mut state = handle.state();
@@ -134,9 +134,9 @@ pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<T
             return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
         };
         queued.status = QueuedInputStatus::GuidancePending;
-        runner::save_queue(&ctx.state, &state)
+        runner::save_queue(&ctx.state.turns, &state)
     };
-    match write.announce(&ctx.state).await {
+    match write.announce(&ctx.state.turns).await {
         Ok(queued_inputs) => Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs }),
         Err(err) => {
             let mut state = handle.state();
