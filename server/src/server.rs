@@ -23,46 +23,11 @@ use crate::config::{ListenAddr, ServerConfig};
 use crate::debug::{DebugBlockTool, DebugHooks};
 use crate::lock::{LockError, LockInfo, ServerLock};
 use crate::ports::Broadcast;
-use crate::rpc::{Connections, PeerLimits};
+use crate::rpc::{Connections, ServerState};
 use crate::store::{Store, StoreError};
 use crate::threads::ThreadManager;
 use crate::transport;
 use crate::turns::TurnService;
-
-/// The composition root: every service handle, shared by the transports and the request
-/// handlers. The domain never sees it: each part gets the handles it needs.
-#[derive(Debug)]
-pub struct ServerState {
-    pub config: Arc<ServerConfig>,
-    pub store: Store,
-    pub connections: Arc<Connections>,
-    pub threads: Arc<ThreadManager>,
-    pub apps: Arc<AppService>,
-    pub turns: Arc<TurnService>,
-    pub debug: Arc<DebugHooks>,
-    /// The configured model provider (`None`: the built-in agent answers).
-    pub model: Option<Arc<crate::model::ModelProvider>>,
-    /// Cancelled once, when the server starts shutting down: listeners stop accepting and
-    /// running turns are cancelled (their tokens are its children).
-    pub shutdown: CancellationToken,
-    /// Parent of every connection's token; cancelled after the running turns have ended, so
-    /// their last notifications reach the clients before the connections close.
-    pub close_connections: CancellationToken,
-    /// The running turns, so shutdown can wait for them.
-    pub turn_tasks: TaskTracker,
-    /// Every other task the server spawns, so shutdown can wait for them.
-    pub tasks: TaskTracker,
-}
-
-impl ServerState {
-    pub fn peer_limits(&self) -> PeerLimits {
-        PeerLimits {
-            max_in_flight: self.config.max_in_flight,
-            outgoing_queue: self.config.outgoing_queue,
-            max_outgoing_bytes: self.config.max_outgoing_message_bytes,
-        }
-    }
-}
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {

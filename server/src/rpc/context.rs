@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 use tokio::sync::OwnedSemaphorePermit;
 
 use super::Peer;
-use crate::server::ServerState;
+use super::ServerState;
 
 type Callback = Box<dyn FnOnce() + Send>;
 

@@ -12,7 +12,7 @@ use serde_json::json;
 use super::RpcError;
 use super::dispatch::reply_text;
 use super::peer::Peer;
-use crate::server::ServerState;
+use super::ServerState;
 
 #[derive(Deserialize)]
 struct SleepParams {

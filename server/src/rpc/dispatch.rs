@@ -22,7 +22,7 @@ use super::context::{AfterReply, RequestCtx};
 use super::peer::{OutFrame, Peer};
 use super::session;
 use super::{RpcError, debug, router};
-use crate::server::ServerState;
+use super::ServerState;
 
 /// A running request: resolves to its response frame and the callbacks to run once it is sent.
 type ReplyFuture = Pin<Box<dyn Future<Output = (String, AfterReply)> + Send>>;

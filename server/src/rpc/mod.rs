@@ -12,8 +12,10 @@ mod outbound;
 pub mod peer;
 mod router;
 pub mod session;
+mod state;
 
 pub use connections::Connections;
 pub use context::{AfterReply, RequestCtx};
 pub use error::RpcError;
+pub use state::ServerState;
 pub use peer::{CallError, CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, TransportKind};

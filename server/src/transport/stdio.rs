@@ -12,7 +12,7 @@ use tokio::sync::mpsc;
 
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
-use crate::server::ServerState;
+use crate::rpc::ServerState;
 
 /// How long EOF waits for in-flight requests before shutting down anyway.
 const EOF_GRACE: Duration = Duration::from_secs(5);

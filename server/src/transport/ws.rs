@@ -25,7 +25,7 @@ use tokio_util::sync::WaitForCancellationFuture;
 use super::http::{self, RequestHead};
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
-use crate::server::ServerState;
+use crate::rpc::ServerState;
 use appserver_protocol::jsonrpc::RequestId;
 
 /// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once

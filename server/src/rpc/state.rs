@@ -1,0 +1,50 @@
+//! `ServerState`: the composition root the transports and the request handlers share — every
+//! service handle, the connections, and the server's lifecycle tokens. Built by `server::run`;
+//! the domain never sees it (each part of the domain gets only the handles it needs).
+
+use std::sync::Arc;
+
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::{Connections, PeerLimits};
+use crate::apps::service::AppService;
+use crate::config::ServerConfig;
+use crate::debug::DebugHooks;
+use crate::store::Store;
+use crate::threads::ThreadManager;
+use crate::turns::TurnService;
+
+/// Every service handle, shared by the transports and the request handlers.
+#[derive(Debug)]
+pub struct ServerState {
+    pub config: Arc<ServerConfig>,
+    pub store: Store,
+    pub connections: Arc<Connections>,
+    pub threads: Arc<ThreadManager>,
+    pub apps: Arc<AppService>,
+    pub turns: Arc<TurnService>,
+    pub debug: Arc<DebugHooks>,
+    /// The configured model provider (`None`: the built-in agent answers).
+    pub model: Option<Arc<crate::model::ModelProvider>>,
+    /// Cancelled once, when the server starts shutting down: listeners stop accepting and
+    /// running turns are cancelled (their tokens are its children).
+    pub shutdown: CancellationToken,
+    /// Parent of every connection's token; cancelled after the running turns have ended, so
+    /// their last notifications reach the clients before the connections close.
+    pub close_connections: CancellationToken,
+    /// The running turns, so shutdown can wait for them.
+    pub turn_tasks: TaskTracker,
+    /// Every other task the server spawns, so shutdown can wait for them.
+    pub tasks: TaskTracker,
+}
+
+impl ServerState {
+    pub fn peer_limits(&self) -> PeerLimits {
+        PeerLimits {
+            max_in_flight: self.config.max_in_flight,
+            outgoing_queue: self.config.outgoing_queue,
+            max_outgoing_bytes: self.config.max_outgoing_message_bytes,
+        }
+    }
+}
