@@ -7,11 +7,11 @@ use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
-use crate::approvals::ApprovalPolicy;
 use crate::config::{
     ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, ListenAddr, LogFormat, ModelSettings, ServerConfig,
     config_file_path, default_db_path, parse_listen, read_config_file,
 };
+use crate::policy::ApprovalPolicy;
 use crate::store::Durability;
 
 const AFTER_HELP: &str = "\

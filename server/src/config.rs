@@ -5,7 +5,7 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::approvals::ApprovalPolicy;
+use crate::policy::ApprovalPolicy;
 use crate::store::Durability;
 
 /// Where the server accepts connections.
@@ -123,6 +123,9 @@ pub(crate) struct FileApprovals {
     pub(crate) timeout_ms: Option<u64>,
 }
 
+/// Default of `--max-loaded-threads`.
+pub const DEFAULT_MAX_LOADED_THREADS: usize = 4096;
+
 /// Default of `--model-idle-timeout-ms`.
 pub const DEFAULT_MODEL_IDLE_MS: u64 = 120_000;
 
@@ -150,7 +153,7 @@ impl ServerConfig {
             max_outgoing_message_bytes: 64 * 1024 * 1024,
             outgoing_queue: 8192,
             durability: Durability::Normal,
-            max_loaded_threads: crate::threads::manager::DEFAULT_MAX_LOADED,
+            max_loaded_threads: DEFAULT_MAX_LOADED_THREADS,
             max_connections: default_max_connections(),
             max_queued_inputs: 64,
             ws_ping_interval: Duration::from_secs(30),

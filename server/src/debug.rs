@@ -1,18 +1,13 @@
 //! Test-support hooks, armed only through the `debug/*` methods (`--enable-debug-methods`): the
-//! `debug_block` tool, which holds a turn open until `debug/release` (so tests can interrupt, steer
-//! or enqueue against a turn that is certainly running, without sleeping), `debug_gated`, a tool
-//! that needs approval, forced thread ids (to collide on purpose) and a gate that holds a
-//! `thread/rollback` after its check (to race it deterministically).
+//! latches the `debug_block` tool waits on (see `agent::debug_tools`), forced thread ids (to
+//! collide on purpose) and a gate that holds a `thread/rollback` after its check (to race it
+//! deterministically).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{Value, json};
 use tokio::sync::Semaphore;
-
-use crate::agent::BoxFuture;
-use crate::agent::tools::{Tool, ToolCall, ToolOutput};
 
 /// Longest a held `thread/rollback` waits for `debug/rollback/release`.
 const ROLLBACK_HOLD_LIMIT: Duration = Duration::from_secs(30);
@@ -41,7 +36,7 @@ impl Default for RollbackGate {
 }
 
 impl DebugHooks {
-    fn latch(&self, thread_id: &str) -> Arc<Semaphore> {
+    pub fn latch(&self, thread_id: &str) -> Arc<Semaphore> {
         self.latches
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -102,75 +97,5 @@ impl DebugHooks {
         if let Ok(Ok(permit)) = tokio::time::timeout(ROLLBACK_HOLD_LIMIT, permits.acquire()).await {
             permit.forget();
         }
-    }
-}
-
-/// A tool that blocks until released with `debug/release` or until the turn is cancelled.
-#[derive(Debug)]
-pub struct DebugBlockTool;
-
-impl Tool for DebugBlockTool {
-    fn name(&self) -> &str {
-        "debug_block"
-    }
-
-    fn description(&self) -> &str {
-        "Test support: waits until debug/release is called for this thread."
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({ "type": "object", "properties": {} })
-    }
-
-    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let latch = call.env.debug.latch(call.thread_id);
-            tokio::select! {
-                permit = latch.acquire() => {
-                    if let Ok(permit) = permit {
-                        permit.forget();
-                    }
-                    ToolOutput::ok("released")
-                }
-                _ = call.cancel.cancelled() => ToolOutput::error("cancelled"),
-            }
-        })
-    }
-}
-
-/// A tool gated by approval (kind `debug`, operation `touch`, target from the arguments), for
-/// exercising the approval flow in tests.
-#[derive(Debug)]
-pub struct DebugGatedTool;
-
-impl Tool for DebugGatedTool {
-    fn name(&self) -> &str {
-        "debug_gated"
-    }
-
-    fn description(&self) -> &str {
-        "Test support: does nothing, but needs approval (scope debug:touch:TARGET)."
-    }
-
-    fn input_schema(&self) -> Value {
-        json!({ "type": "object", "properties": { "target": { "type": "string" }, "readOnly": { "type": "boolean" } },
-                "required": ["target"] })
-    }
-
-    fn approval(
-        &self,
-        arguments: &Value,
-        _env: &crate::agent::tools::ToolEnv,
-    ) -> Option<crate::approvals::ApprovalSpec> {
-        let target = arguments["target"].as_str().unwrap_or("");
-        let read_only = arguments["readOnly"].as_bool().unwrap_or(false);
-        Some(
-            crate::approvals::ApprovalSpec::new("debug", "touch", target, "Test support: a gated call.")
-                .read_only(read_only),
-        )
-    }
-
-    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { ToolOutput::ok(format!("touched {}", call.arguments["target"].as_str().unwrap_or(""))) })
     }
 }

@@ -6,7 +6,6 @@
 //! and owns start-up and shutdown. See docs/architecture.md.
 
 pub mod agent;
-pub mod approvals;
 pub mod apps;
 pub mod channels;
 pub mod cli;
@@ -16,6 +15,7 @@ pub mod config;
 pub mod debug;
 pub mod lock;
 pub mod model;
+pub mod policy;
 pub mod ports;
 pub mod rpc;
 pub mod server;

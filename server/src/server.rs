@@ -15,12 +15,12 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::tools::{ToolEnv, ToolRegistry};
-use crate::agent::{Agent, BuiltinAgent};
+use crate::agent::BuiltinAgent;
+use crate::agent::debug_tools::DebugBlockTool;
 use crate::apps::AppRegistry;
 use crate::apps::service::AppService;
 use crate::config::{ListenAddr, ServerConfig};
-use crate::debug::{DebugBlockTool, DebugHooks};
+use crate::debug::DebugHooks;
 use crate::lock::{LockError, LockInfo, ServerLock};
 use crate::ports::Broadcast;
 use crate::rpc::{Connections, ServerState};
@@ -28,6 +28,8 @@ use crate::store::{Store, StoreError};
 use crate::threads::ThreadManager;
 use crate::transport;
 use crate::turns::TurnService;
+use crate::turns::agent::Agent;
+use crate::turns::tools::{ToolEnv, ToolRegistry};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -58,6 +60,37 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
     let store = Store::open(&config.db_path, config.durability).await?;
     tracing::info!(db = %store.path().display(), workspace = %config.workspace.display(), "store opened");
 
+    let (listeners, urls) = bind_listeners(&config).await?;
+    // Before the address is printed: whoever reads it may look for the lock file next.
+    publish_lock(&mut lock, &config, urls.clone())?;
+    for url in urls.iter().filter(|u| u.starts_with("ws://")) {
+        // A fixed line, independent of the log format: tools (and the tests) read the port here.
+        eprintln!("appserver: listening on {url}");
+    }
+
+    let (tools, model, agent) = agent_and_tools(&config)?;
+    let registry = restore_windows(&store).await?;
+    let state = assemble(config, store, registry, tools, agent, model);
+
+    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
+    for listener in listeners {
+        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
+    }
+    if state.config.has_stdio() {
+        state.tasks.spawn(transport::stdio::serve(state.clone()));
+    }
+
+    tokio::select! {
+        _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
+        signal = signal.recv() => tracing::info!(%signal, "shutting down"),
+    }
+    shut_down(&state).await;
+    lock.release();
+    Ok(())
+}
+
+/// Binds every WebSocket listener; returns them with the URLs clients reach (one per `--listen`).
+async fn bind_listeners(config: &ServerConfig) -> Result<(Vec<TcpListener>, Vec<String>), ServerError> {
     let mut listeners = Vec::new();
     let mut urls = Vec::new();
     for addr in &config.listen {
@@ -74,21 +107,23 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
             listeners.push(listener);
         }
     }
-    // Before the address is printed: whoever reads it may look for the lock file next.
-    publish_lock(&mut lock, &config, urls.clone())?;
-    for url in urls.iter().filter(|u| u.starts_with("ws://")) {
-        // A fixed line, independent of the log format: tools (and the tests) read the port here.
-        eprintln!("appserver: listening on {url}");
-    }
+    Ok((listeners, urls))
+}
 
+/// The tools every agent may call, the model provider (when one is configured) and the agent
+/// that answers turns.
+#[allow(clippy::type_complexity)]
+fn agent_and_tools(
+    config: &ServerConfig,
+) -> Result<(ToolRegistry, Option<Arc<crate::model::ModelProvider>>, Arc<dyn Agent>), ServerError> {
     let mut tools = ToolRegistry::default();
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
-    tools.register(Arc::new(crate::apps::tools::AppListTool));
-    tools.register(Arc::new(crate::apps::tools::AppQueryTool));
-    tools.register(Arc::new(crate::apps::tools::AppCommandTool));
+    tools.register(Arc::new(crate::agent::app_tools::AppListTool));
+    tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
+    tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
-        tools.register(Arc::new(crate::debug::DebugGatedTool));
+        tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
     }
     let model = match &config.model {
         Some(settings) => Some(Arc::new(
@@ -103,7 +138,18 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         }
         None => Arc::new(BuiltinAgent),
     };
-    let registry = restore_windows(&store).await?;
+    Ok((tools, model, agent))
+}
+
+/// Wires the service handles together: each part gets only the handles it needs.
+fn assemble(
+    config: ServerConfig,
+    store: Store,
+    registry: AppRegistry,
+    tools: ToolRegistry,
+    agent: Arc<dyn Agent>,
+    model: Option<Arc<crate::model::ModelProvider>>,
+) -> Arc<ServerState> {
     let config = Arc::new(config);
     let threads = Arc::new(ThreadManager::new(store.clone(), config.max_loaded_threads));
     let connections = Arc::new(Connections::default());
@@ -135,7 +181,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         turn_tasks: turn_tasks.clone(),
         tasks: tasks.clone(),
     });
-    let state = Arc::new(ServerState {
+    Arc::new(ServerState {
         config,
         store,
         connections,
@@ -148,23 +194,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         close_connections: CancellationToken::new(),
         turn_tasks,
         tasks,
-    });
-
-    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
-    for listener in listeners {
-        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
-    }
-    if state.config.has_stdio() {
-        state.tasks.spawn(transport::stdio::serve(state.clone()));
-    }
-
-    tokio::select! {
-        _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
-        signal = signal.recv() => tracing::info!(%signal, "shutting down"),
-    }
-    shut_down(&state).await;
-    lock.release();
-    Ok(())
+    })
 }
 
 /// The app windows the store knows, none of them hosted yet.

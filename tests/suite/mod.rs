@@ -6,6 +6,7 @@ mod app_ownership;
 mod app_replay;
 mod approvals;
 mod apps;
+mod architecture;
 mod batches;
 mod command_confinement;
 mod commands;

@@ -6,7 +6,8 @@
 use appserver_protocol::InputPart;
 use serde_json::{Value, json};
 
-use super::{Agent, BoxFuture};
+use crate::ports::BoxFuture;
+use crate::turns::agent::Agent;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// The reply to free text when no model is configured.

@@ -9,8 +9,8 @@ use appserver_protocol::{
 };
 use serde_json::Value;
 
-use crate::approvals::{ApprovalSpec, Gate, gate};
 use crate::ports::CallError;
+use crate::turns::approvals::{ApprovalSpec, Gate, gate};
 use crate::turns::context::{TurnContext, TurnError};
 
 /// How long a client has to answer a dynamic tool call.

@@ -12,9 +12,11 @@ use appserver_protocol::{
 };
 use serde_json::{Value, json};
 
-use super::{Agent, BoxFuture, dynamic};
+use super::dynamic;
 use crate::model::{ChatDelta, ModelError, ModelProvider};
+use crate::ports::BoxFuture;
 use crate::threads::wire;
+use crate::turns::agent::Agent;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// Turns of stored history sent to the model.
@@ -90,79 +92,18 @@ async fn run(provider: &ModelProvider, ctx: &mut TurnContext) -> Result<(), Turn
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools.clone());
         }
-        let mut stream = provider.stream_chat(&body).await.map_err(model_error)?;
-        let mut text_item: Option<String> = None;
-        let mut reasoning_item: Option<String> = None;
-        let mut calls: BTreeMap<u64, PendingCall> = BTreeMap::new();
-        loop {
-            let delta = match stream.next().await {
-                Ok(Some(delta)) => delta,
-                Ok(None) => break,
-                Err(err) => return Err(model_error(err)),
-            };
-            match delta {
-                ChatDelta::Reasoning(text) => {
-                    let id = reasoning_item
-                        .get_or_insert_with(|| ctx.begin(ItemPayload::ReasoningContent(TextPayload::default())))
-                        .clone();
-                    ctx.append_text(&id, &text);
-                }
-                ChatDelta::Text(text) => {
-                    let id = text_item
-                        .get_or_insert_with(|| ctx.begin(ItemPayload::AgentMessage(TextPayload::default())))
-                        .clone();
-                    ctx.append_text(&id, &text);
-                }
-                ChatDelta::ToolCall { index, id, name, arguments } => {
-                    let call = calls.entry(index).or_insert_with(|| PendingCall {
-                        call_id: String::new(),
-                        name: String::new(),
-                        arguments: String::new(),
-                        item: None,
-                    });
-                    if let Some(id) = id {
-                        call.call_id = id;
-                    }
-                    if let Some(name) = name {
-                        call.name.push_str(&name);
-                    }
-                    if call.item.is_none()
-                        && !call.name.is_empty()
-                        && matches!(targets.get(&call.name), Some(Target::Registry) | None)
-                    {
-                        if call.call_id.is_empty() {
-                            call.call_id = format!("call_{}", fastrand::u64(..));
-                        }
-                        let payload = ToolCallPayload {
-                            tool_name: call.name.clone(),
-                            arguments: Value::Null,
-                            call_id: call.call_id.clone(),
-                        };
-                        let item = ctx.begin(ItemPayload::ToolCall(payload));
-                        if !call.arguments.is_empty() {
-                            ctx.append_arguments(&item, &call.arguments.clone());
-                        }
-                        call.item = Some(item);
-                    }
-                    call.arguments.push_str(&arguments);
-                    if let Some(item) = &call.item {
-                        ctx.append_arguments(item, &arguments);
-                    }
-                }
-                ChatDelta::Usage { input, output } => ctx.add_usage(input, output),
-                ChatDelta::Finished(_) => {}
-            }
-        }
+        let step = stream_step(provider, ctx, &body, &targets).await?;
         let mut assistant = json!({ "role": "assistant" });
-        if let Some(id) = reasoning_item {
+        if let Some(id) = step.reasoning_item {
             ctx.complete(&id, None).await?;
         }
-        if let Some(id) = text_item {
+        if let Some(id) = step.text_item {
             let item = ctx.complete(&id, None).await?;
             if let ItemPayload::AgentMessage(t) = item.payload {
                 assistant["content"] = Value::String(t.text);
             }
         }
+        let mut calls = step.calls;
         if calls.is_empty() {
             return Ok(());
         }
@@ -179,56 +120,9 @@ async fn run(provider: &ModelProvider, ctx: &mut TurnContext) -> Result<(), Turn
         assistant["tool_calls"] = Value::Array(requested);
         messages.push(assistant);
         for call in calls.into_values() {
-            let parsed: Result<Value, _> =
-                if call.arguments.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str(&call.arguments) };
-            let output = match (targets.get(&call.name), parsed) {
-                (Some(Target::Dynamic(spec)), Ok(arguments)) => {
-                    dynamic::call(ctx, spec, &call.call_id, arguments).await?
-                }
-                (Some(Target::Dynamic(spec)), Err(err)) => {
-                    dynamic::call_failed(
-                        ctx,
-                        spec,
-                        &call.call_id,
-                        &call.arguments,
-                        &format!("arguments are not valid JSON: {err}"),
-                    )
-                    .await?
-                }
-                (_, parsed) => {
-                    let item = match call.item {
-                        Some(item) => item,
-                        None => ctx.begin(ItemPayload::ToolCall(ToolCallPayload {
-                            tool_name: call.name.clone(),
-                            arguments: Value::Null,
-                            call_id: call.call_id.clone(),
-                        })),
-                    };
-                    match parsed {
-                        Ok(arguments) => {
-                            let payload = ToolCallPayload {
-                                tool_name: call.name.clone(),
-                                arguments: arguments.clone(),
-                                call_id: call.call_id.clone(),
-                            };
-                            ctx.complete(&item, Some(ItemPayload::ToolCall(payload))).await?;
-                            ctx.run_tool(&call.name, arguments, &call.call_id).await?.result
-                        }
-                        Err(err) => {
-                            ctx.complete(&item, None).await?;
-                            let message = format!("The arguments of {} are not valid JSON: {err}", call.name);
-                            let result = appserver_protocol::ToolResultPayload {
-                                call_id: call.call_id.clone(),
-                                result: message.clone(),
-                                success: false,
-                            };
-                            ctx.record(ItemPayload::ToolResult(result)).await?;
-                            message
-                        }
-                    }
-                }
-            };
-            messages.push(json!({ "role": "tool", "tool_call_id": call.call_id, "content": output }));
+            let call_id = call.call_id.clone();
+            let output = run_call(ctx, &targets, call).await?;
+            messages.push(json!({ "role": "tool", "tool_call_id": call_id, "content": output }));
         }
         for guidance in ctx.take_guidance().await? {
             messages.push(json!({ "role": "user", "content": user_content(&guidance.materialized_input_parts) }));
@@ -240,6 +134,144 @@ async fn run(provider: &ModelProvider, ctx: &mut TurnContext) -> Result<(), Turn
     );
     ctx.record(ItemPayload::Error(ErrorPayload { message, code: "step_limit".into(), fatal: false })).await?;
     Ok(())
+}
+
+/// What one model call streamed: the open text and reasoning items, and the tool calls by index.
+struct Step {
+    text_item: Option<String>,
+    reasoning_item: Option<String>,
+    calls: BTreeMap<u64, PendingCall>,
+}
+
+/// Streams one model call into items: text and reasoning deltas as they come, tool calls as
+/// their names and arguments arrive.
+async fn stream_step(
+    provider: &ModelProvider,
+    ctx: &mut TurnContext,
+    body: &Value,
+    targets: &BTreeMap<String, Target>,
+) -> Result<Step, TurnError> {
+    let mut stream = provider.stream_chat(body).await.map_err(model_error)?;
+    let mut step = Step { text_item: None, reasoning_item: None, calls: BTreeMap::new() };
+    loop {
+        let delta = match stream.next().await {
+            Ok(Some(delta)) => delta,
+            Ok(None) => return Ok(step),
+            Err(err) => return Err(model_error(err)),
+        };
+        match delta {
+            ChatDelta::Reasoning(text) => {
+                let id = step
+                    .reasoning_item
+                    .get_or_insert_with(|| ctx.begin(ItemPayload::ReasoningContent(TextPayload::default())))
+                    .clone();
+                ctx.append_text(&id, &text);
+            }
+            ChatDelta::Text(text) => {
+                let id = step
+                    .text_item
+                    .get_or_insert_with(|| ctx.begin(ItemPayload::AgentMessage(TextPayload::default())))
+                    .clone();
+                ctx.append_text(&id, &text);
+            }
+            ChatDelta::ToolCall { index, id, name, arguments } => {
+                let call = step.calls.entry(index).or_insert_with(|| PendingCall {
+                    call_id: String::new(),
+                    name: String::new(),
+                    arguments: String::new(),
+                    item: None,
+                });
+                on_tool_call_delta(ctx, targets, call, id, name, &arguments);
+            }
+            ChatDelta::Usage { input, output } => ctx.add_usage(input, output),
+            ChatDelta::Finished(_) => {}
+        }
+    }
+}
+
+/// A piece of a streamed tool call: the `toolCall` item starts once the name is known (registry
+/// tools only; dynamic tools get their own item when they run) and its arguments stream into it.
+fn on_tool_call_delta(
+    ctx: &mut TurnContext,
+    targets: &BTreeMap<String, Target>,
+    call: &mut PendingCall,
+    id: Option<String>,
+    name: Option<String>,
+    arguments: &str,
+) {
+    if let Some(id) = id {
+        call.call_id = id;
+    }
+    if let Some(name) = name {
+        call.name.push_str(&name);
+    }
+    if call.item.is_none() && !call.name.is_empty() && matches!(targets.get(&call.name), Some(Target::Registry) | None)
+    {
+        if call.call_id.is_empty() {
+            call.call_id = format!("call_{}", fastrand::u64(..));
+        }
+        let payload =
+            ToolCallPayload { tool_name: call.name.clone(), arguments: Value::Null, call_id: call.call_id.clone() };
+        let item = ctx.begin(ItemPayload::ToolCall(payload));
+        if !call.arguments.is_empty() {
+            ctx.append_arguments(&item, &call.arguments.clone());
+        }
+        call.item = Some(item);
+    }
+    call.arguments.push_str(arguments);
+    if let Some(item) = &call.item {
+        ctx.append_arguments(item, arguments);
+    }
+}
+
+/// Runs one requested call (a dynamic client tool or a registry tool) and returns what the
+/// model reads back.
+async fn run_call(
+    ctx: &mut TurnContext,
+    targets: &BTreeMap<String, Target>,
+    call: PendingCall,
+) -> Result<String, TurnError> {
+    let parsed: Result<Value, _> =
+        if call.arguments.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str(&call.arguments) };
+    match (targets.get(&call.name), parsed) {
+        (Some(Target::Dynamic(spec)), Ok(arguments)) => dynamic::call(ctx, spec, &call.call_id, arguments).await,
+        (Some(Target::Dynamic(spec)), Err(err)) => {
+            let reason = format!("arguments are not valid JSON: {err}");
+            dynamic::call_failed(ctx, spec, &call.call_id, &call.arguments, &reason).await
+        }
+        (_, parsed) => {
+            let item = match call.item {
+                Some(item) => item,
+                None => ctx.begin(ItemPayload::ToolCall(ToolCallPayload {
+                    tool_name: call.name.clone(),
+                    arguments: Value::Null,
+                    call_id: call.call_id.clone(),
+                })),
+            };
+            match parsed {
+                Ok(arguments) => {
+                    let payload = ToolCallPayload {
+                        tool_name: call.name.clone(),
+                        arguments: arguments.clone(),
+                        call_id: call.call_id.clone(),
+                    };
+                    ctx.complete(&item, Some(ItemPayload::ToolCall(payload))).await?;
+                    Ok(ctx.run_tool(&call.name, arguments, &call.call_id).await?.result)
+                }
+                Err(err) => {
+                    ctx.complete(&item, None).await?;
+                    let message = format!("The arguments of {} are not valid JSON: {err}", call.name);
+                    let result = appserver_protocol::ToolResultPayload {
+                        call_id: call.call_id.clone(),
+                        result: message.clone(),
+                        success: false,
+                    };
+                    ctx.record(ItemPayload::ToolResult(result)).await?;
+                    Ok(message)
+                }
+            }
+        }
+    }
 }
 
 fn model_error(err: ModelError) -> TurnError {

@@ -6,10 +6,10 @@ use appserver_protocol::{Plan, PlanTodo, PlanUpdatedParams, ServerNotification};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::BoxFuture;
-use super::tools::{Tool, ToolCall, ToolOutput};
+use crate::ports::BoxFuture;
 use crate::store::ThreadWrite;
 use crate::threads::broadcast;
+use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
 const PRIORITIES: &[&str] = &["high", "medium", "low"];
 const STATUSES: &[&str] = &["pending", "in_progress", "completed", "cancelled"];

@@ -10,7 +10,6 @@ pub mod manifest;
 pub mod order;
 mod replay;
 pub mod service;
-pub mod tools;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

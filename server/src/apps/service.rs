@@ -21,11 +21,8 @@ use crate::ports::Broadcast;
 use crate::ports::{AppHost, CallError, HostId};
 use crate::store::Store;
 use crate::store::{AppWrite, WindowRecord};
-use crate::threads::ThreadManager;
 use crate::threads::broadcast;
-use crate::turns::TurnService;
-use crate::turns::input::PreparedInput;
-use crate::turns::runner;
+use crate::threads::{ThreadHandle, ThreadManager};
 
 /// What the app operations need: the store, the registered windows, the loaded threads (a
 /// window may be bound to one), every client (for unbound events) and the configuration.
@@ -361,14 +358,22 @@ pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(
     Ok(())
 }
 
-/// `app/interaction` from a host: the content becomes input on the window's thread (or the most
-/// recently active thread), queued behind a running turn or started at once.
+/// What a host's `app/interaction` asks for: `text` as input on `thread`, from the app.
+#[derive(Debug)]
+pub struct Interaction {
+    pub thread: Arc<ThreadHandle>,
+    pub parts: Vec<InputPart>,
+    pub sender: SenderContext,
+}
+
+/// `app/interaction` from a host: resolves where its content goes — the window's thread, or the
+/// most recently active thread (which the window is then bound to). The caller queues it as input
+/// (behind a running turn, or starting one).
 pub async fn interaction(
     apps: &AppService,
-    turns: &Arc<TurnService>,
     requester: &HostId,
     p: AppInteractionParams,
-) -> Result<(), AppError> {
+) -> Result<Interaction, AppError> {
     let window = window(apps, &p.window_id)?;
     if !window.is_owned_by(requester) {
         return Err(AppError::PermissionDenied(format!("window {} is hosted by another connection", p.window_id)));
@@ -381,26 +386,18 @@ pub async fn interaction(
             .await?
             .ok_or_else(|| AppError::NotFound("no active thread to receive the interaction".into()))?,
     };
-    let handle = apps.threads.get(&thread_id).await?;
+    let thread = apps.threads.get(&thread_id).await?;
     window.bind_thread(&thread_id);
     let summary = window.summary();
     let text = format!("[{} ({})] {}", summary.name, summary.window_id, p.content);
-    let parts = vec![InputPart::Text { text }];
-    let prepared = PreparedInput {
-        display_text: crate::turns::input::display_text(&parts),
-        native: parts.clone(),
-        materialized: parts,
-        sender: Some(SenderContext {
+    Ok(Interaction {
+        thread,
+        parts: vec![InputPart::Text { text }],
+        sender: SenderContext {
             sender_id: format!("app:{}", summary.app_id),
             sender_name: Some(summary.name),
             sender_role: Some("app".to_owned()),
             group_id: None,
-        }),
-        delivery_mode: None,
-    };
-    // Returns once the input is durably queued (a failed write is the caller's error).
-    if let Some(reservation) = runner::enqueue_durably(turns, &handle, prepared, None).await?.started {
-        runner::spawn(turns, handle, reservation, None);
-    }
-    Ok(())
+        },
+    })
 }

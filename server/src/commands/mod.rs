@@ -10,6 +10,10 @@ use appserver_protocol::CommandInfo;
 
 use crate::threads::SessionError;
 
+/// Built-in slash commands: never valid as `commandRef` (section 5.1); they go through
+/// `command/execute`.
+pub const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbeat", "cron"];
+
 #[derive(Debug, thiserror::Error)]
 pub enum CommandError {
     #[error("Command not found: /{0}")]
@@ -125,7 +129,7 @@ pub fn slash_command(text: &str) -> Option<(String, String)> {
     };
     let valid = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     let name = name.to_ascii_lowercase();
-    (valid && !crate::turns::input::BUILTIN_COMMANDS.contains(&name.as_str())).then(|| (name, args.to_owned()))
+    (valid && !BUILTIN_COMMANDS.contains(&name.as_str())).then(|| (name, args.to_owned()))
 }
 
 #[cfg(test)]

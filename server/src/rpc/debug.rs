@@ -10,9 +10,9 @@ use serde::Deserialize;
 use serde_json::json;
 
 use super::RpcError;
+use super::ServerState;
 use super::dispatch::reply_text;
 use super::peer::Peer;
-use super::ServerState;
 
 #[derive(Deserialize)]
 struct SleepParams {

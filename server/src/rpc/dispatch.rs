@@ -18,11 +18,11 @@ use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams};
 use futures_util::FutureExt;
 use serde::Serialize;
 
+use super::ServerState;
 use super::context::{AfterReply, RequestCtx};
 use super::peer::{OutFrame, Peer};
 use super::session;
 use super::{RpcError, debug, router};
-use super::ServerState;
 
 /// A running request: resolves to its response frame and the callbacks to run once it is sent.
 type ReplyFuture = Pin<Box<dyn Future<Output = (String, AfterReply)> + Send>>;

@@ -17,5 +17,5 @@ mod state;
 pub use connections::Connections;
 pub use context::{AfterReply, RequestCtx};
 pub use error::RpcError;
-pub use state::ServerState;
 pub use peer::{CallError, CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, TransportKind};
+pub use state::ServerState;

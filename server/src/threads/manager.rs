@@ -15,9 +15,6 @@ use appserver_protocol::ThreadRuntime;
 use super::{SessionError, ThreadHandle};
 use crate::store::{Store, ThreadRecord};
 
-/// Default of `--max-loaded-threads`.
-pub const DEFAULT_MAX_LOADED: usize = 4096;
-
 /// The loaded threads.
 #[derive(Debug)]
 pub struct ThreadManager {

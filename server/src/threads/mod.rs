@@ -7,6 +7,7 @@
 
 mod hub;
 pub mod manager;
+pub mod pending_approval;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -68,7 +69,7 @@ pub struct ThreadState {
     /// The latest plan snapshot (`plan/updated`).
     pub plan: Option<appserver_protocol::Plan>,
     /// The approval the running turn waits for.
-    pub pending_approval: Option<crate::approvals::PendingApproval>,
+    pub pending_approval: Option<pending_approval::PendingApproval>,
     /// Scope keys approved with `acceptForSession` (until the server stops).
     pub session_approvals: std::collections::HashSet<String>,
     /// Holds the thread's notifications until its `thread/started` is out (see `hub.rs`).

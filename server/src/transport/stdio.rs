@@ -10,9 +10,9 @@ use appserver_protocol::jsonrpc::RequestId;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
+use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
-use crate::rpc::ServerState;
 
 /// How long EOF waits for in-flight requests before shutting down anyway.
 const EOF_GRACE: Duration = Duration::from_secs(5);

@@ -23,9 +23,9 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
+use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
-use crate::rpc::ServerState;
 use appserver_protocol::jsonrpc::RequestId;
 
 /// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once

@@ -13,10 +13,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::TurnService;
-use crate::agent::tools::{ToolCall, ToolOutput, ToolRegistry};
 use crate::clock;
 use crate::store::{StoreError, ThreadWrite, item_id};
 use crate::threads::ThreadHandle;
+use crate::turns::tools::{ToolCall, ToolOutput, ToolRegistry};
 
 use super::input::PreparedInput;
 
@@ -269,12 +269,12 @@ impl TurnContext {
         let tool = self.turns.tools.get(name);
         let spec = tool.as_ref().and_then(|t| t.approval(&arguments, &self.turns.tool_env));
         let gate = match spec {
-            Some(spec) => crate::approvals::gate(self, &spec).await?,
-            None => crate::approvals::Gate::Proceed,
+            Some(spec) => crate::turns::approvals::gate(self, &spec).await?,
+            None => crate::turns::approvals::Gate::Proceed,
         };
         let output = match (tool, gate) {
-            (Some(_), crate::approvals::Gate::Declined(message)) => ToolOutput::error(message),
-            (Some(tool), crate::approvals::Gate::Proceed) => {
+            (Some(_), crate::turns::approvals::Gate::Declined(message)) => ToolOutput::error(message),
+            (Some(tool), crate::turns::approvals::Gate::Proceed) => {
                 let call = ToolCall {
                     env: &self.turns.tool_env,
                     thread_id: &self.thread_id,

@@ -7,10 +7,6 @@ use appserver_protocol::{InputPart, SenderContext, UserMessagePayload};
 
 use crate::threads::SessionError;
 
-/// Built-in slash commands: never valid as `commandRef` (section 5.1); they go through
-/// `command/execute`.
-pub const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbeat", "cron"];
-
 /// Largest file a `fileRef` inlines into the model-visible input.
 const MAX_INLINE_FILE: u64 = 256 * 1024;
 /// Most bytes of files all the `fileRef`s of one input inline together (the materialized input
@@ -71,7 +67,7 @@ pub fn validate(input: &[InputPart]) -> Result<(), SessionError> {
                 if name.is_empty() {
                     return Err(SessionError::InvalidParams(format!("input[{i}].name: empty command name")));
                 }
-                if BUILTIN_COMMANDS.contains(&name) {
+                if crate::commands::BUILTIN_COMMANDS.contains(&name) {
                     return Err(SessionError::InvalidParams(format!(
                         "input[{i}]: /{name} is a built-in command; send it with command/execute, not as a commandRef"
                     )));

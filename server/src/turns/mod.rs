@@ -1,21 +1,25 @@
-//! Turns: input preparation, the runner that drives the agent and finalizes the turn, and the
-//! context agents use to emit items. [`TurnService`] is what all of it needs.
+//! Turns: input preparation, the runner that drives the agent and finalizes the turn, the
+//! context agents use to emit items, the approval gate of tool calls, and the interfaces agents
+//! and tools implement. [`TurnService`] is what all of it needs.
 
+pub mod agent;
+pub mod approvals;
 pub mod context;
 pub mod input;
 pub mod runner;
+pub mod tools;
 
 use std::sync::Arc;
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use crate::agent::Agent;
-use crate::agent::tools::{ToolEnv, ToolRegistry};
 use crate::config::ServerConfig;
 use crate::ports::Broadcast;
 use crate::store::Store;
 use crate::threads::ThreadManager;
+use agent::Agent;
+use tools::{ToolEnv, ToolRegistry};
 
 /// What running turns (and their approvals) needs: the store, the loaded threads, every client
 /// (for workspace-wide notifications and to find a turn's starter), the agent and its tools, the

@@ -254,7 +254,7 @@ async fn run(
     };
     // An approval still pending is void (cancel), and whatever was streaming is completed with
     // what it had.
-    if let Err(err) = crate::approvals::abandon(&mut ctx).await {
+    if let Err(err) = crate::turns::approvals::abandon(&mut ctx).await {
         tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot resolve the pending approval");
     }
     if let Err(err) = ctx.finish_open().await {

@@ -9,8 +9,10 @@ use appserver_protocol::{
 
 use crate::apps::{AppError, service};
 use crate::ports::HostId;
-use crate::rpc::RequestCtx;
+use crate::rpc::{RequestCtx, ServerState};
 use crate::threads::broadcast;
+use crate::turns::input::{self, PreparedInput};
+use crate::turns::runner;
 
 pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
     let registration = service::register(&ctx.state.apps, ctx.peer.clone(), p).await?;
@@ -98,8 +100,26 @@ pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
     ctx.state.tasks.spawn(async move {
         let _permit = permit;
         let window = p.window_id.clone();
-        if let Err(err) = service::interaction(&server.apps, &server.turns, &HostId::Connection(peer.id), p).await {
+        if let Err(err) = deliver_interaction(&server, &HostId::Connection(peer.id), p).await {
             tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");
         }
     });
+}
+
+/// Queues an interaction's content as input on its thread (starting a turn when it is idle).
+/// Returns once the input is durably queued.
+async fn deliver_interaction(server: &ServerState, host: &HostId, p: AppInteractionParams) -> Result<(), AppError> {
+    let interaction = service::interaction(&server.apps, host, p).await?;
+    let prepared = PreparedInput {
+        display_text: input::display_text(&interaction.parts),
+        native: interaction.parts.clone(),
+        materialized: interaction.parts,
+        sender: Some(interaction.sender),
+        delivery_mode: None,
+    };
+    let handle = interaction.thread;
+    if let Some(reservation) = runner::enqueue_durably(&server.turns, &handle, prepared, None).await?.started {
+        runner::spawn(&server.turns, handle, reservation, None);
+    }
+    Ok(())
 }

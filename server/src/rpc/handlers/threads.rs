@@ -194,7 +194,7 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
                 .broadcast(server.connections.as_ref(), &status_changed(&p.thread_id, previous, ThreadStatus::Active));
         }
         handle.broadcast(server.connections.as_ref(), &resumed);
-        crate::approvals::offer_pending(
+        crate::turns::approvals::offer_pending(
             &server.turns,
             &handle,
             &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),
@@ -307,7 +307,7 @@ pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams)
         ctx.after_reply(move || {
             handle.hub.release(peer.id);
             // A decision still pending is asked of the new subscriber too.
-            crate::approvals::offer_pending(
+            crate::turns::approvals::offer_pending(
                 &server.turns,
                 &handle,
                 &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),

@@ -5,10 +5,10 @@
 
 use serde_json::{Value, json};
 
-use super::{AppError, service};
-use crate::agent::BoxFuture;
-use crate::agent::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
-use crate::approvals::ApprovalSpec;
+use crate::apps::{AppError, service};
+use crate::policy::ApprovalSpec;
+use crate::ports::BoxFuture;
+use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
 
 fn failure(err: AppError) -> ToolOutput {
     ToolOutput::error(format!("{}: {err}", err.code()))

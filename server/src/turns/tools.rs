@@ -8,9 +8,9 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::BoxFuture;
 use crate::apps::service::AppService;
 use crate::debug::DebugHooks;
+use crate::ports::BoxFuture;
 use crate::ports::Broadcast;
 use crate::store::Store;
 use crate::threads::ThreadManager;
@@ -66,7 +66,7 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
     /// JSON Schema of the arguments.
     fn input_schema(&self) -> Value;
     /// What a call with these arguments needs approval for; `None`: never gated.
-    fn approval(&self, _arguments: &Value, _env: &ToolEnv) -> Option<crate::approvals::ApprovalSpec> {
+    fn approval(&self, _arguments: &Value, _env: &ToolEnv) -> Option<crate::policy::ApprovalSpec> {
         None
     }
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;

@@ -10,12 +10,10 @@
 //! subscribes or resumes gets the request too, a timeout applies the policy's fallback, and an
 //! interrupted turn resolves it as `cancel`.
 
-pub mod policy;
 pub mod wire;
 
-use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 
 use appserver_protocol::{
     AppCommandApproval, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalRequestPayload,
@@ -24,11 +22,12 @@ use appserver_protocol::{
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-pub use policy::{ApprovalPolicy, ApprovalSpec};
+pub use crate::policy::{ApprovalPolicy, ApprovalSpec};
 
 use crate::clock;
-use crate::ports::{CallError, Client, ConnectionId};
+use crate::ports::{CallError, Client};
 use crate::store::ThreadWrite;
+use crate::threads::pending_approval::{DecisionSlot, PendingApproval};
 use crate::threads::{ThreadHandle, set_runtime};
 use crate::turns::TurnService;
 use crate::turns::context::{TurnContext, TurnError};
@@ -39,31 +38,6 @@ pub enum Gate {
     Proceed,
     /// The tool call fails with this message; the turn goes on.
     Declined(String),
-}
-
-/// Takes the first decision offered; later ones are ignored.
-#[derive(Debug, Default)]
-struct DecisionSlot(Mutex<Option<oneshot::Sender<(ApprovalDecision, ConnectionId)>>>);
-
-impl DecisionSlot {
-    fn offer(&self, decision: ApprovalDecision, by: ConnectionId) -> bool {
-        let sender = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
-        sender.is_some_and(|tx| tx.send((decision, by)).is_ok())
-    }
-}
-
-/// The approval a thread is waiting for.
-#[derive(Debug)]
-pub struct PendingApproval {
-    pub turn_id: String,
-    /// The request in the spec's form; `app` is the app command, for clients that want it.
-    pub params: ApprovalRequestParams,
-    app: Option<AppCommandApproval>,
-    slot: Arc<DecisionSlot>,
-    /// Connections already asked.
-    asked: HashSet<ConnectionId>,
-    /// Cancelled once decided: the remaining requests stop waiting.
-    done: CancellationToken,
 }
 
 static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
@@ -134,7 +108,19 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
         ctx.record(ItemPayload::Error(ErrorPayload { message, code: "approval_timeout".into(), fatal: false })).await?;
     }
     resolve(ctx, &request_id, decision).await?;
+    apply(&turns, &handle, spec, &workspace, decision, timed_out).await
+}
 
+/// What the decision means for the call, remembering an "accept for session" on the thread and
+/// an "accept always" in the store.
+async fn apply(
+    turns: &TurnService,
+    handle: &ThreadHandle,
+    spec: &ApprovalSpec,
+    workspace: &str,
+    decision: ApprovalDecision,
+    timed_out: bool,
+) -> Result<Gate, TurnError> {
     match decision {
         ApprovalDecision::Accept => Ok(Gate::Proceed),
         ApprovalDecision::AcceptForSession => {
@@ -146,7 +132,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
             turns
                 .store
                 .write(ThreadWrite::SaveAlwaysApproval {
-                    workspace_path: workspace,
+                    workspace_path: workspace.to_owned(),
                     scope_key: spec.scope_key.clone(),
                     at: clock::now_rfc3339(),
                 })
@@ -189,7 +175,7 @@ async fn ask_clients(
     }
 
     let (tx, rx) = oneshot::channel();
-    let slot = Arc::new(DecisionSlot(Mutex::new(Some(tx))));
+    let slot = Arc::new(DecisionSlot::new(tx));
     let done = CancellationToken::new();
     {
         let mut state = handle.state();
