@@ -26,7 +26,6 @@ mod timeouts;
 mod turns;
 mod websocket;
 
-use std::time::Duration;
 
 use appserver_client::{RawConnection, RawFrame};
 use appserver_tests::{TIMEOUT, json};
@@ -40,12 +39,13 @@ pub async fn recv_json(conn: &mut RawConnection) -> Value {
     }
 }
 
-/// Asserts that nothing arrives for a short while (used only to check that no reply is sent,
-/// followed by a request whose reply proves the connection is still in order).
+/// Asserts that what was sent before got no reply: a probe request goes out after it, and the
+/// first frame back must be the probe's reply (a reply to anything earlier would come first, as
+/// a connection's frames are handled in order). No waiting for a silence that proves nothing.
 pub async fn assert_silent(conn: &mut RawConnection) {
-    if let Some(frame) = conn.recv(Duration::from_millis(150)).await {
-        panic!("expected nothing, got {frame:?}");
-    }
+    conn.send(r#"{"jsonrpc":"2.0","id":"silence-probe","method":"thread/list","params":{}}"#);
+    let frame = recv_json(conn).await;
+    assert_eq!(frame["id"], "silence-probe", "expected nothing before the probe's reply, got {frame}");
 }
 
 pub const INIT: &str =
