@@ -16,6 +16,7 @@ mod handshake;
 mod limits;
 mod lock;
 mod model;
+mod postgres;
 mod recovery;
 mod shutdown;
 mod startup;
