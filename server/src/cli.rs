@@ -12,7 +12,7 @@ use crate::config::{
     config_file_path, default_db_path, parse_listen, read_config_file,
 };
 use crate::policy::ApprovalPolicy;
-use crate::store::Durability;
+use crate::store::{Durability, StoreLocation};
 
 const AFTER_HELP: &str = "\
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
@@ -62,9 +62,10 @@ pub struct RunArgs {
     /// Workspace root (default: the current directory).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// SQLite database (default: <workspace>/.appserver/state.db).
-    #[arg(long, value_name = "PATH")]
-    db: Option<PathBuf>,
+    /// SQLite database file, or a postgres:// (postgresql://) URL to keep the state in
+    /// PostgreSQL (default: <workspace>/.appserver/state.db).
+    #[arg(long, value_name = "PATH|URL")]
+    db: Option<String>,
     /// normal: an acknowledged write survives a crash of the process; full: also a power loss
     /// (SQLite synchronous=FULL) [default: normal, or the config file's [store] durability].
     #[arg(long, value_name = "MODE", value_parser = durability_value)]
@@ -183,7 +184,10 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
     }
     let a = cli.run;
     let mut config = ServerConfig::for_workspace(a.workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()));
-    config.db_path = a.db.map(absolute).unwrap_or_else(|| default_db_path(&config.workspace));
+    config.db = match a.db {
+        Some(db) => StoreLocation::parse(&db, cwd),
+        None => StoreLocation::Sqlite(default_db_path(&config.workspace)),
+    };
     if !a.listen.is_empty() {
         config.listen = a.listen;
     }
@@ -320,7 +324,7 @@ mod tests {
     fn defaults_are_stdio_and_workspace_db() {
         let c = run(&[]).unwrap();
         assert_eq!(c.listen, vec![ListenAddr::Stdio]);
-        assert_eq!(c.db_path, PathBuf::from("/work/ws/.appserver/state.db"));
+        assert_eq!(c.db, StoreLocation::Sqlite(PathBuf::from("/work/ws/.appserver/state.db")));
         assert_eq!(c.max_in_flight, 32);
     }
 
@@ -330,7 +334,9 @@ mod tests {
             run(&["--listen", "stdio://", "--listen=ws://127.0.0.1:0", "--workspace", "sub", "--db", "x.db"]).unwrap();
         assert_eq!(c.listen.len(), 2);
         assert_eq!(c.workspace, PathBuf::from("/work/ws/sub"));
-        assert_eq!(c.db_path, PathBuf::from("/work/ws/x.db"));
+        assert_eq!(c.db, StoreLocation::Sqlite(PathBuf::from("/work/ws/x.db")));
+        let c = run(&["--db", "postgres://u@127.0.0.1/app"]).unwrap();
+        assert_eq!(c.db, StoreLocation::Postgres("postgres://u@127.0.0.1/app".to_owned()));
         assert!(run(&["--listen", "http://x"]).unwrap_err().contains("expected stdio:// or ws://"));
     }
 

@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::policy::ApprovalPolicy;
-use crate::store::Durability;
+use crate::store::{Durability, StoreLocation};
 
 /// Where the server accepts connections.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -29,8 +29,8 @@ pub struct ServerConfig {
     pub listen: Vec<ListenAddr>,
     /// The workspace root; threads and the default database belong to it.
     pub workspace: PathBuf,
-    /// The SQLite database file.
-    pub db_path: PathBuf,
+    /// The database: a SQLite file or a PostgreSQL URL (`--db`).
+    pub db: StoreLocation,
     /// What an acknowledged write survives (`--durability`, `[store] durability`).
     pub durability: Durability,
     /// Bearer token WebSocket clients must present (`None`: no authentication).
@@ -140,11 +140,11 @@ pub fn config_file_path(workspace: &Path) -> PathBuf {
 impl ServerConfig {
     /// The defaults for a workspace: stdio, database at `<workspace>/.appserver/state.db`.
     pub fn for_workspace(workspace: PathBuf) -> Self {
-        let db_path = default_db_path(&workspace);
+        let db = StoreLocation::Sqlite(default_db_path(&workspace));
         ServerConfig {
             listen: vec![ListenAddr::Stdio],
             workspace,
-            db_path,
+            db,
             ws_token: None,
             ws_token_file: None,
             ws_allowed_origins: Vec::new(),

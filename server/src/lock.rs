@@ -4,7 +4,8 @@
 //! `<workspace>/.appserver/server.lock` is held with an exclusive advisory lock (`flock`) for the
 //! server's whole life and holds a JSON [`LockInfo`] (pid, WebSocket URL, start time, version, and
 //! the token only as the path of a file readable by its owner). The database gets a second lock on
-//! `<db>.lock`, so two workspaces pointed at one `--db` cannot share it either. The operating
+//! `<db>.lock`, so two workspaces pointed at one `--db` cannot share it either (a PostgreSQL
+//! database is kept to one server by the store itself, with an advisory lock). The operating
 //! system releases both locks when the process dies, so a stale file (its pid dead) is simply taken
 //! over. The lock file is removed at a clean shutdown, while still locked.
 
@@ -20,7 +21,8 @@ use serde::{Deserialize, Serialize};
 pub struct LockInfo {
     pub pid: u32,
     pub workspace: PathBuf,
-    pub db: PathBuf,
+    /// The SQLite file, or the PostgreSQL URL without its password.
+    pub db: String,
     /// `ws://ADDR/ws` of the first WebSocket listener, if any.
     pub ws_url: Option<String>,
     /// Every listener, as URLs (`stdio://`, `ws://ADDR/ws`).
@@ -71,18 +73,22 @@ pub fn token_path(workspace: &Path) -> PathBuf {
 pub struct ServerLock {
     file: File,
     path: PathBuf,
-    _db_lock: File,
+    _db_lock: Option<File>,
     written_token: Option<PathBuf>,
 }
 
 impl ServerLock {
-    /// Takes the workspace lock and the database lock, or says who holds them.
-    pub fn acquire(workspace: &Path, db: &Path) -> Result<ServerLock, LockError> {
+    /// Takes the workspace lock and, for a SQLite file (`db`), the database lock, or says who
+    /// holds them.
+    pub fn acquire(workspace: &Path, db: Option<&Path>) -> Result<ServerLock, LockError> {
         let path = lock_path(workspace);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| LockError::Io { path: dir.to_path_buf(), source })?;
         }
         let file = lock_exclusive(&path, "workspace")?;
+        let Some(db) = db else {
+            return Ok(ServerLock { file, path, _db_lock: None, written_token: None });
+        };
         let db_lock_path = sidecar(db);
         if let Some(dir) = db_lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
             std::fs::create_dir_all(dir).map_err(|source| LockError::DbDir { path: dir.to_path_buf(), source })?;
@@ -93,7 +99,7 @@ impl ServerLock {
             Err(LockError::Held { what, path, .. }) => return Err(LockError::Held { what, path, holder: None }),
             Err(err) => return Err(err),
         };
-        Ok(ServerLock { file, path, _db_lock: db_lock, written_token: None })
+        Ok(ServerLock { file, path, _db_lock: Some(db_lock), written_token: None })
     }
 
     /// Writes `info` into the lock file (replacing what was there) and syncs it.
@@ -206,7 +212,7 @@ mod tests {
         LockInfo {
             pid: std::process::id(),
             workspace: workspace.to_path_buf(),
-            db: workspace.join("db"),
+            db: workspace.join("db").display().to_string(),
             ws_url: Some("ws://127.0.0.1:1/ws".into()),
             listen: vec!["ws://127.0.0.1:1/ws".into()],
             started_at: "2026-11-23T00:00:00Z".into(),
@@ -219,23 +225,23 @@ mod tests {
     fn a_second_lock_is_refused_with_the_holder_named() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("state.db");
-        let mut first = ServerLock::acquire(dir.path(), &db).unwrap();
+        let mut first = ServerLock::acquire(dir.path(), Some(&db)).unwrap();
         first.publish(&info(dir.path())).unwrap();
-        let err = ServerLock::acquire(dir.path(), &db).unwrap_err();
+        let err = ServerLock::acquire(dir.path(), Some(&db)).unwrap_err();
         assert!(err.to_string().contains(&format!("pid {}", std::process::id())), "{err}");
         assert_eq!(locate(dir.path()).unwrap(), Some(info(dir.path())));
         first.release();
         assert!(!lock_path(dir.path()).exists());
         assert_eq!(locate(dir.path()).unwrap(), None);
-        assert!(ServerLock::acquire(dir.path(), &db).is_ok());
+        assert!(ServerLock::acquire(dir.path(), Some(&db)).is_ok());
     }
 
     #[test]
     fn one_database_cannot_serve_two_workspaces() {
         let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let db = a.path().join("shared.db");
-        let _first = ServerLock::acquire(a.path(), &db).unwrap();
-        let err = ServerLock::acquire(b.path(), &db).unwrap_err();
+        let _first = ServerLock::acquire(a.path(), Some(&db)).unwrap();
+        let err = ServerLock::acquire(b.path(), Some(&db)).unwrap_err();
         assert!(err.to_string().contains("database"), "{err}");
     }
 
@@ -245,7 +251,7 @@ mod tests {
         std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
         std::fs::write(lock_path(dir.path()), r#"{"pid": 999999999, "garbage": true}"#).unwrap();
         assert_eq!(locate(dir.path()).unwrap(), None);
-        let mut lock = ServerLock::acquire(dir.path(), &dir.path().join("db")).unwrap();
+        let mut lock = ServerLock::acquire(dir.path(), Some(&dir.path().join("db"))).unwrap();
         lock.publish(&info(dir.path())).unwrap();
         assert_eq!(locate(dir.path()).unwrap().map(|i| i.pid), Some(std::process::id()));
     }

@@ -56,9 +56,9 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
     if !config.workspace.is_dir() {
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
     }
-    let mut lock = ServerLock::acquire(&config.workspace, &config.db_path)?;
-    let store = Store::open(&config.db_path, config.durability).await?;
-    tracing::info!(db = %store.path().display(), workspace = %config.workspace.display(), "store opened");
+    let mut lock = ServerLock::acquire(&config.workspace, config.db.sqlite_path())?;
+    let store = Store::open(&config.db, config.durability).await?;
+    tracing::info!(db = %store.location(), workspace = %config.workspace.display(), "store opened");
 
     let (listeners, urls) = bind_listeners(&config).await?;
     // Before the address is printed: whoever reads it may look for the lock file next.
@@ -234,7 +234,7 @@ fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String
     lock.publish(&LockInfo {
         pid: std::process::id(),
         workspace: config.workspace.clone(),
-        db: config.db_path.clone(),
+        db: config.db.to_string(),
         ws_url: listen.iter().find(|u| u.starts_with("ws://")).cloned(),
         listen,
         started_at: crate::clock::now_rfc3339(),

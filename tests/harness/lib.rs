@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 pub mod mock_model;
+pub mod postgres;
 
 use anyhow::{Context, Result, anyhow, bail};
 use appserver_client::{Client, RawConnection};
@@ -116,6 +117,15 @@ impl ServerBuilder {
             command.args(["--listen", "ws://127.0.0.1:0"]);
         }
         command.args(&self.args);
+        // APPSERVER_TEST_STORE=postgres: the workspace's own database on the test server.
+        let database = match postgres::suite_server() {
+            Some(base) if !self.args.iter().any(|a| a == "--db" || a.starts_with("--db=")) => {
+                let db = postgres::database_for(&base, &workspace).await?;
+                command.arg("--db").arg(&db.url);
+                Some(db)
+            }
+            _ => None,
+        };
         command.env("APPSERVER_LOG", "debug");
         // The tests decide which model (if any) the server uses.
         for var in ["APPSERVER_MODEL", "APPSERVER_BASE_URL", "APPSERVER_API_KEY"] {
@@ -155,8 +165,18 @@ impl ServerBuilder {
             None
         };
 
-        let mut process =
-            ServerProcess { child, workspace, _tempdir: tempdir, stderr, ws_addr: None, stdio, exited: exited_rx };
+        // A fresh workspace dies with this process, and so does its database.
+        let database = database.filter(|_| tempdir.is_some());
+        let mut process = ServerProcess {
+            child,
+            workspace,
+            _tempdir: tempdir,
+            stderr,
+            ws_addr: None,
+            stdio,
+            exited: exited_rx,
+            database,
+        };
         if self.ws {
             let wait = async {
                 loop {
@@ -188,6 +208,17 @@ pub struct ServerProcess {
     pub ws_addr: Option<SocketAddr>,
     stdio: Option<RawConnection>,
     exited: watch::Receiver<bool>,
+    /// The PostgreSQL database to drop with this server (APPSERVER_TEST_STORE=postgres).
+    database: Option<postgres::Database>,
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+        if let Some(db) = self.database.take() {
+            db.drop_now();
+        }
+    }
 }
 
 impl ServerProcess {

@@ -125,6 +125,9 @@ async fn a_command_the_app_ran_but_the_log_could_not_confirm_is_reported_as_such
 
 #[tokio::test]
 async fn on_a_full_disk_the_app_is_not_asked_and_the_caller_is_told() {
+    if appserver_tests::postgres::skip_sqlite_only("on_a_full_disk_the_app_is_not_asked_and_the_caller_is_told") {
+        return;
+    }
     let server = ServerBuilder::ws().arg("--enable-debug-methods").spawn().await.unwrap();
     let controller = server.ws_client_initialized().await.unwrap();
     let sheet = host(&server, SheetOptions::default()).await;

@@ -138,6 +138,9 @@ fn ports_is_a_leaf_and_only_the_store_speaks_sql() {
 fn files_and_functions_stay_small() {
     let mut violations = Vec::new();
     for (file, code) in sources() {
+        if file.ends_with("tests.rs") {
+            continue; // a unit-test module in its own file
+        }
         let lines: Vec<&str> = code.lines().collect();
         if lines.len() > MAX_FILE_LINES {
             violations.push(format!("{file}: {} lines (limit {MAX_FILE_LINES})", lines.len()));

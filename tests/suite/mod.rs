@@ -17,6 +17,7 @@ mod handshake;
 mod limits;
 mod lock;
 mod model;
+mod postgres;
 mod recovery;
 mod shutdown;
 mod startup;

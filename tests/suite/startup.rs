@@ -37,6 +37,9 @@ async fn a_database_path_that_cannot_be_created_is_a_clear_error() {
 
 #[tokio::test]
 async fn the_default_database_lives_in_the_workspace() {
+    if appserver_tests::postgres::skip_sqlite_only("the_default_database_lives_in_the_workspace") {
+        return;
+    }
     let dir = tempfile::tempdir().unwrap();
     let mut server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
     server.ws_client_initialized().await.unwrap();

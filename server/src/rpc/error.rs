@@ -153,7 +153,7 @@ mod tests {
         assert_eq!(RpcError::not_initialized().message, "Not initialized");
         assert_eq!(RpcError::already_initialized().code, -32003);
         assert_eq!(RpcError::invalid_params("threadId: missing").code, -32602);
-        assert_eq!(RpcError::from(StoreError::Query(sqlx::Error::RowNotFound)).code, -32603);
+        assert_eq!(RpcError::from(StoreError::NotFound("thread")).code, -32603);
         assert_eq!(RpcError::from(SessionError::ThreadNotFound("t".into())).code, -32010);
         assert_eq!(RpcError::from(SessionError::ThreadNotActive { id: "t".into(), status: "paused" }).code, -32011);
         assert_eq!(RpcError::from(SessionError::TurnInProgress("t".into())).code, -32012);

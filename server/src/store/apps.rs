@@ -1,10 +1,9 @@
-//! App windows and their replay logs in SQLite.
+//! App windows and their replay logs: the records, the reads, and the SQL of the app writes.
 
+use super::db::{Backend, Conn, Row, sql};
+use super::{Store, StoreError};
 use appserver_protocol::{AppLogEntry, AppManifest, FileAssociation};
 use serde_json::Value;
-use sqlx::{Row, SqliteConnection};
-
-use super::{Store, StoreError};
 
 /// A registered window as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -58,7 +57,7 @@ pub enum AppWrite {
     },
 }
 
-fn text(value: &Value) -> String {
+fn text_of(value: &Value) -> String {
     value.to_string()
 }
 
@@ -66,110 +65,89 @@ fn sql_seq(seq: u64) -> i64 {
     i64::try_from(seq).unwrap_or(i64::MAX)
 }
 
-pub(super) async fn apply(conn: &mut SqliteConnection, op: &AppWrite) -> Result<(), sqlx::Error> {
+pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), StoreError> {
     match op {
         AppWrite::SaveWindow(w) => {
-            sqlx::query(
-                "INSERT INTO app_windows (window_id, app_id, manifest, file_associations, registered_at) \
+            let text = "INSERT INTO app_windows (window_id, app_id, manifest, file_associations, registered_at) \
                  VALUES (?,?,?,?,?) ON CONFLICT (window_id) DO UPDATE SET app_id = excluded.app_id, \
                  manifest = excluded.manifest, file_associations = excluded.file_associations, \
-                 registered_at = excluded.registered_at",
-            )
-            .bind(&w.window_id)
-            .bind(&w.manifest.app_id)
-            .bind(serde_json::to_string(&w.manifest).unwrap_or_default())
-            .bind(serde_json::to_string(&w.file_associations).unwrap_or_else(|_| "[]".into()))
-            .bind(&w.registered_at)
-            .execute(&mut *conn)
-            .await?;
+                 registered_at = excluded.registered_at";
+            let q = sql(text)
+                .bind(&w.window_id)
+                .bind(&w.manifest.app_id)
+                .bind(serde_json::to_string(&w.manifest).unwrap_or_default())
+                .bind(serde_json::to_string(&w.file_associations).unwrap_or_else(|_| "[]".into()))
+                .bind(&w.registered_at);
+            conn.execute(q).await?;
         }
         AppWrite::DeleteWindow { window_id, forget_log } => {
-            sqlx::query("DELETE FROM app_windows WHERE window_id = ?").bind(window_id).execute(&mut *conn).await?;
+            conn.execute(sql("DELETE FROM app_windows WHERE window_id = ?").bind(window_id)).await?;
             if *forget_log {
-                sqlx::query("DELETE FROM app_log WHERE window_id = ?").bind(window_id).execute(&mut *conn).await?;
+                conn.execute(sql("DELETE FROM app_log WHERE window_id = ?").bind(window_id)).await?;
             }
         }
         AppWrite::Intend { window_id, seq, command, params, at } => {
-            sqlx::query(
-                "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at, state) \
-                 VALUES (?,?,?,?,'null',?,'pending')",
-            )
-            .bind(window_id)
-            .bind(sql_seq(*seq))
-            .bind(command)
-            .bind(text(params))
-            .bind(at)
-            .execute(&mut *conn)
-            .await?;
+            let text = "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at, state) \
+                 VALUES (?,?,?,?,'null',?,'pending')";
+            conn.execute(sql(text).bind(window_id).bind(sql_seq(*seq)).bind(command).bind(text_of(params)).bind(at))
+                .await?;
         }
         AppWrite::Confirm { window_id, seq, result, at } => {
-            let done = sqlx::query(
-                "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? \
-                 WHERE window_id = ? AND seq = ? AND state = 'pending'",
-            )
-            .bind(text(result))
-            .bind(at)
-            .bind(window_id)
-            .bind(sql_seq(*seq))
-            .execute(&mut *conn)
-            .await?;
-            if done.rows_affected() != 1 {
+            let text = "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? \
+                 WHERE window_id = ? AND seq = ? AND state = 'pending'";
+            let done =
+                conn.execute(sql(text).bind(text_of(result)).bind(at).bind(window_id).bind(sql_seq(*seq))).await?;
+            if done != 1 {
                 // The pending entry is gone (the window was forgotten meanwhile): not recorded.
-                return Err(sqlx::Error::RowNotFound);
+                return Err(StoreError::NotFound("pending app log entry"));
             }
         }
         AppWrite::Discard { window_id, seq } => {
-            sqlx::query("DELETE FROM app_log WHERE window_id = ? AND seq = ? AND state = 'pending'")
-                .bind(window_id)
-                .bind(sql_seq(*seq))
-                .execute(&mut *conn)
-                .await?;
+            let text = "DELETE FROM app_log WHERE window_id = ? AND seq = ? AND state = 'pending'";
+            conn.execute(sql(text).bind(window_id).bind(sql_seq(*seq))).await?;
         }
         AppWrite::LimitPages { pages } => {
-            sqlx::query(&format!("PRAGMA max_page_count = {pages}")).execute(&mut *conn).await?;
+            if conn.backend() != Backend::Sqlite {
+                return Err(StoreError::Unsupported("debug/store/maxPageCount (a SQLite page limit)"));
+            }
+            conn.execute(sql(format!("PRAGMA max_page_count = {pages}"))).await?;
         }
         AppWrite::SetReplayError { window_id, seq, error } => {
-            sqlx::query("UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?")
-                .bind(error)
-                .bind(window_id)
-                .bind(sql_seq(*seq))
-                .execute(&mut *conn)
-                .await?;
+            let text = "UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?";
+            conn.execute(sql(text).bind(error).bind(window_id).bind(sql_seq(*seq))).await?;
         }
     }
     Ok(())
 }
 
-fn entry(row: &sqlx::sqlite::SqliteRow) -> Result<AppLogEntry, StoreError> {
-    let params: String = row.try_get("params")?;
-    let result: String = row.try_get("result")?;
+fn entry(row: &Row) -> Result<AppLogEntry, StoreError> {
+    let params = row.text("params")?;
+    let result = row.text("result")?;
     Ok(AppLogEntry {
-        seq: u64::try_from(row.try_get::<i64, _>("seq")?).unwrap_or(0),
-        command: row.try_get("command")?,
+        seq: u64::try_from(row.int("seq")?).unwrap_or(0),
+        command: row.text("command")?,
         params: serde_json::from_str(&params).map_err(|e| StoreError::Corrupt(e.to_string()))?,
         result: serde_json::from_str(&result).map_err(|e| StoreError::Corrupt(e.to_string()))?,
-        recorded_at: row.try_get("recorded_at")?,
-        replay_error: row.try_get("replay_error")?,
+        recorded_at: row.text("recorded_at")?,
+        replay_error: row.opt_text("replay_error")?,
     })
 }
 
 impl Store {
     /// Every registered window, oldest registration first.
     pub async fn app_windows(&self) -> Result<Vec<WindowRecord>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT window_id, manifest, file_associations, registered_at FROM app_windows ORDER BY registered_at",
-        )
-        .fetch_all(&self.reader)
-        .await?;
+        let text = "SELECT window_id, manifest, file_associations, registered_at FROM app_windows \
+             ORDER BY registered_at, window_id";
+        let rows = self.reader.fetch_all(sql(text)).await?;
         rows.iter()
             .map(|row| {
-                let manifest: String = row.try_get("manifest")?;
-                let associations: String = row.try_get("file_associations")?;
+                let manifest = row.text("manifest")?;
+                let associations = row.text("file_associations")?;
                 Ok(WindowRecord {
-                    window_id: row.try_get("window_id")?,
+                    window_id: row.text("window_id")?,
                     manifest: serde_json::from_str(&manifest).map_err(|e| StoreError::Corrupt(e.to_string()))?,
                     file_associations: serde_json::from_str(&associations).unwrap_or_default(),
-                    registered_at: row.try_get("registered_at")?,
+                    registered_at: row.text("registered_at")?,
                 })
             })
             .collect()
@@ -178,30 +156,24 @@ impl Store {
     /// Done log entries of a window after `after_seq`, in order, at most `limit` (pending ones,
     /// whose outcome the log does not know, are neither replayed nor read).
     pub async fn app_log(&self, window_id: &str, after_seq: u64, limit: u32) -> Result<Vec<AppLogEntry>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT seq, command, params, result, recorded_at, replay_error FROM app_log \
-             WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?",
-        )
-        .bind(window_id)
-        .bind(i64::try_from(after_seq).unwrap_or(i64::MAX))
-        .bind(i64::from(limit))
-        .fetch_all(&self.reader)
-        .await?;
+        let text = "SELECT seq, command, params, result, recorded_at, replay_error FROM app_log \
+             WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?";
+        let rows = self.reader.fetch_all(sql(text).bind(window_id).bind(sql_seq(after_seq)).bind(limit)).await?;
         rows.iter().map(entry).collect()
     }
 
     /// The highest sequence number in a window's log, pending entries included, so a number is
     /// never reused (0 when empty), and its number of done entries.
     pub async fn app_log_position(&self, window_id: &str) -> Result<(u64, u64), StoreError> {
-        let row = sqlx::query(
-            "SELECT COALESCE(MAX(seq), 0) AS last, COUNT(*) FILTER (WHERE state = 'done') AS n \
-             FROM app_log WHERE window_id = ?",
-        )
-        .bind(window_id)
-        .fetch_one(&self.reader)
-        .await?;
-        let last: i64 = row.try_get("last")?;
-        let n: i64 = row.try_get("n")?;
+        let text = "SELECT COALESCE(MAX(seq), 0) AS last, COUNT(*) FILTER (WHERE state = 'done') AS n \
+             FROM app_log WHERE window_id = ?";
+        let row = self
+            .reader
+            .fetch_optional(sql(text).bind(window_id))
+            .await?
+            .ok_or(StoreError::NotFound("aggregate row"))?;
+        let last = row.int("last")?;
+        let n = row.int("n")?;
         Ok((u64::try_from(last).unwrap_or(0), u64::try_from(n).unwrap_or(0)))
     }
 }

@@ -1,35 +1,43 @@
-//! The SQLite store: the only module that touches sqlx. Everything else talks to it through the
-//! types it exports, so a PostgreSQL backend can follow without touching the domain code.
+//! The store: the only module that touches sqlx. Everything else talks to [`Store`] through the
+//! types it exports (records, [`WriteOp`]s, [`StoreError`]), whichever database is behind it.
 //!
-//! Writes go through one writer task and connection (WAL, `synchronous=NORMAL` or `FULL` as
-//! [`Durability`] says, group commit: see `writer.rs`); reads use a small pool of read-only
-//! connections that never block the writer.
+//! The front (this module, `threads.rs`, `apps.rs`, `writer.rs`) holds the SQL, written once for
+//! both backends through the small executor in `db.rs`; the backends (`sqlite/`, `postgres/`)
+//! open the connections, run their migrations and keep the database to this one server. Writes go
+//! through one writer task and connection (group commit, a SAVEPOINT per unit: see `writer.rs`);
+//! reads use a small pool of read-only connections that never block the writer.
 
 mod apps;
-mod file;
+#[cfg(test)]
+mod backend_tests;
+mod db;
+mod location;
+mod postgres;
+mod sqlite;
 mod threads;
 mod writer;
 
 pub use apps::{AppWrite, WindowRecord};
-
+pub use location::StoreLocation;
 pub use threads::{ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 
-use std::path::{Path, PathBuf};
-use std::str::FromStr;
-use std::time::Duration;
+use std::path::PathBuf;
+use std::sync::Arc;
 
-use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{SqliteConnection, SqlitePool};
 use tokio::sync::{mpsc, oneshot};
 
-/// How far a committed (and so acknowledged) write survives: the writer's `synchronous` pragma.
+use db::{Pool, sql};
+
+/// How far a committed (and so acknowledged) write survives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum Durability {
-    /// `synchronous=NORMAL`: survives a crash of the process; the last commits may be lost to a
-    /// power loss or an operating-system crash (the WAL is synced at checkpoints only).
+    /// SQLite `synchronous=NORMAL`: survives a crash of the process; the last commits may be lost
+    /// to a power loss or an operating-system crash (the WAL is synced at checkpoints only).
+    /// PostgreSQL: the database server's own `synchronous_commit` setting.
     #[default]
     Normal,
-    /// `synchronous=FULL`: the WAL is synced at every commit, so a commit survives a power loss.
+    /// SQLite `synchronous=FULL`: the WAL is synced at every commit, so a commit survives a power
+    /// loss. PostgreSQL: `synchronous_commit=on` for the writer, whatever the server's default.
     Full,
 }
 
@@ -42,27 +50,32 @@ impl Durability {
             _ => None,
         }
     }
-
-    fn synchronous(self) -> SqliteSynchronous {
-        match self {
-            Durability::Normal => SqliteSynchronous::Normal,
-            Durability::Full => SqliteSynchronous::Full,
-        }
-    }
 }
 
-/// A failure of the store. Opening failures say which file and why; query failures are internal
-/// errors for the client.
+/// A database driver failure, kept opaque so the store's callers never depend on the driver.
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DbError(sqlx::Error);
+
+/// A failure of the store. Opening failures say which database and why; query failures are
+/// internal errors for the client.
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("cannot create the directory {path} for the database: {source}")]
     CreateDir { path: PathBuf, source: std::io::Error },
-    #[error("cannot open the database {path}: {reason}")]
-    Open { path: PathBuf, reason: String },
-    #[error("cannot migrate the database {path}: {reason}")]
-    Migrate { path: PathBuf, reason: String },
+    #[error("cannot open the database {db}: {reason}")]
+    Open { db: String, reason: String },
+    #[error("cannot migrate the database {db}: {reason}")]
+    Migrate { db: String, reason: String },
+    #[error("the database {db} is in use by another appserver ({holder}); one server per database")]
+    InUse { db: String, holder: String },
     #[error("database error: {0}")]
-    Query(#[from] sqlx::Error),
+    Query(#[source] DbError),
+    /// An update or confirmation found no row to change.
+    #[error("no such {0} in the database")]
+    NotFound(&'static str),
+    #[error("{0} is not supported by this database")]
+    Unsupported(&'static str),
     #[error("database write failed: {0}")]
     Write(String),
     #[error("unreadable data in the database: {0}")]
@@ -71,6 +84,12 @@ pub enum StoreError {
     Closed,
     #[error("the database file {path} is gone ({reason}); nothing can be saved until the server is restarted")]
     FileGone { path: PathBuf, reason: String },
+}
+
+impl From<sqlx::Error> for StoreError {
+    fn from(err: sqlx::Error) -> Self {
+        StoreError::Query(DbError(err))
+    }
 }
 
 /// One write. Each is applied inside the writer's current transaction.
@@ -85,7 +104,7 @@ pub enum WriteOp {
 impl StoreError {
     /// Whether the write failed because a row with the same key exists (a new id collided).
     pub fn is_conflict(&self) -> bool {
-        matches!(self, StoreError::Query(sqlx::Error::Database(db)) if db.is_unique_violation())
+        matches!(self, StoreError::Query(DbError(sqlx::Error::Database(db))) if db.is_unique_violation())
     }
 }
 
@@ -113,9 +132,9 @@ impl From<ThreadWrite> for WriteOp {
 }
 
 fn apply<'a>(
-    conn: &'a mut SqliteConnection,
+    conn: &'a mut db::Conn<'_>,
     op: &'a WriteOp,
-) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), sqlx::Error>> + Send + 'a>> {
+) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>> {
     Box::pin(async move {
         match op {
             WriteOp::Thread(op) => threads::apply(conn, op).await,
@@ -130,100 +149,94 @@ fn apply<'a>(
     })
 }
 
+/// What a backend keeps for the store's life besides its pools.
+#[derive(Debug)]
+enum Backing {
+    /// SQLite: the file opened, checked before every commit and by `/readyz`.
+    File(sqlite::DbFile),
+    /// PostgreSQL: the session that holds the database's advisory lock.
+    Lock(postgres::DbLock),
+}
+
+impl Backing {
+    /// `Ok` while writes may commit (the SQLite file is still the one opened).
+    fn check(&self) -> Result<(), StoreError> {
+        match self {
+            Backing::File(file) => file.check(),
+            Backing::Lock(_) => Ok(()),
+        }
+    }
+}
+
+/// A backend's open database: the writer's pool (one connection), the readers' pool, and what it
+/// keeps besides.
+struct Opened {
+    writer: Pool,
+    reader: Pool,
+    backing: Backing,
+}
+
 /// Handle to the database; cheap to clone.
 #[derive(Clone, Debug)]
 pub struct Store {
-    writer: SqlitePool,
-    reader: SqlitePool,
-    path: PathBuf,
+    writer: Pool,
+    reader: Pool,
+    location: StoreLocation,
     writes: mpsc::UnboundedSender<writer::WriterMessage>,
     /// (thread id, turn id) of the turns a crash left running, failed at open.
-    recovered: std::sync::Arc<Vec<(String, String)>>,
+    recovered: Arc<Vec<(String, String)>>,
     /// Injected write failures (test support).
-    faults: std::sync::Arc<writer::WriteFaults>,
-    /// The file opened, checked before every commit and by `/readyz`.
-    file: std::sync::Arc<file::DbFile>,
+    faults: Arc<writer::WriteFaults>,
+    backing: Arc<Backing>,
 }
 
 impl Store {
-    /// Opens (creating if needed) the database at `path` and applies the embedded migrations.
-    pub async fn open(path: &Path, durability: Durability) -> Result<Store, StoreError> {
-        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-            std::fs::create_dir_all(parent)
-                .map_err(|source| StoreError::CreateDir { path: parent.to_path_buf(), source })?;
-        }
-        let open_err = |err: sqlx::Error| StoreError::Open { path: path.to_path_buf(), reason: describe(&err) };
-        let options = SqliteConnectOptions::from_str("sqlite:")
-            .map_err(open_err)?
-            .filename(path)
-            .create_if_missing(true)
-            .journal_mode(SqliteJournalMode::Wal)
-            .synchronous(SqliteSynchronous::Normal)
-            .foreign_keys(true)
-            .busy_timeout(Duration::from_secs(5));
-        let writer = SqlitePoolOptions::new()
-            .max_connections(1)
-            .min_connections(1)
-            .idle_timeout(None)
-            .max_lifetime(None)
-            .connect_with(options.clone().synchronous(durability.synchronous()))
-            .await
-            .map_err(open_err)?;
-        // A file that is not a database only fails on the first real read.
-        sqlx::query("SELECT count(*) FROM sqlite_master").execute(&writer).await.map_err(open_err)?;
-        sqlx::migrate!("../migrations")
-            .run(&writer)
-            .await
-            .map_err(|err| StoreError::Migrate { path: path.to_path_buf(), reason: err.to_string() })?;
-        let reader = SqlitePoolOptions::new()
-            .max_connections(4)
-            .min_connections(0)
-            .connect_with(options.read_only(true))
-            .await
-            .map_err(open_err)?;
-        let recovered = fail_unfinished_turns(&writer, RESTART_MESSAGE).await?;
+    /// Opens the database (a SQLite file, created if needed, or a PostgreSQL database) and
+    /// applies its embedded migrations.
+    pub async fn open(location: impl Into<StoreLocation>, durability: Durability) -> Result<Store, StoreError> {
+        let location = location.into();
+        let opened = match &location {
+            StoreLocation::Sqlite(path) => sqlite::open(path, durability).await?,
+            StoreLocation::Postgres(url) => postgres::open(url, &location.to_string(), durability).await?,
+        };
+        let recovered = fail_unfinished_turns(&opened.writer, RESTART_MESSAGE).await?;
         for (thread, turn) in &recovered {
             tracing::warn!(%thread, %turn, "turn was running when the server stopped; marked failed");
         }
         let (writes, rx) = mpsc::unbounded_channel();
         let store = Store {
-            writer: writer.clone(),
-            reader,
-            path: path.to_path_buf(),
+            writer: opened.writer.clone(),
+            reader: opened.reader,
+            location,
             writes,
-            recovered: std::sync::Arc::new(recovered),
+            recovered: Arc::new(recovered),
             faults: Default::default(),
-            file: std::sync::Arc::new(file::DbFile::new(path)),
+            backing: Arc::new(opened.backing),
         };
         store.record_meta().await?;
-        tokio::spawn(writer::run(writer, rx, store.faults.clone(), store.file.clone()));
+        tokio::spawn(writer::run(opened.writer, rx, store.faults.clone(), store.backing.clone()));
         Ok(store)
     }
 
-    pub fn path(&self) -> &Path {
-        &self.path
+    /// The database this store opened.
+    pub fn location(&self) -> &StoreLocation {
+        &self.location
     }
 
     /// Records when the database was created and the server version that last opened it.
     async fn record_meta(&self) -> Result<(), StoreError> {
-        sqlx::query("INSERT OR IGNORE INTO server_meta (key, value) VALUES ('created_at', ?)")
-            .bind(crate::clock::now_rfc3339())
-            .execute(&self.writer)
-            .await?;
-        sqlx::query("INSERT OR REPLACE INTO server_meta (key, value) VALUES ('server_version', ?)")
-            .bind(env!("CARGO_PKG_VERSION"))
-            .execute(&self.writer)
-            .await?;
+        let created = "INSERT INTO server_meta (key, value) VALUES ('created_at', ?) ON CONFLICT (key) DO NOTHING";
+        self.writer.execute(sql(created).bind(crate::clock::now_rfc3339())).await?;
+        let version = "INSERT INTO server_meta (key, value) VALUES ('server_version', ?) \
+             ON CONFLICT (key) DO UPDATE SET value = excluded.value";
+        self.writer.execute(sql(version).bind(env!("CARGO_PKG_VERSION"))).await?;
         Ok(())
     }
 
     /// Reads one `server_meta` value.
     pub async fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
-        let value: Option<(String,)> = sqlx::query_as("SELECT value FROM server_meta WHERE key = ?")
-            .bind(key)
-            .fetch_optional(&self.reader)
-            .await?;
-        Ok(value.map(|(v,)| v))
+        let row = self.reader.fetch_optional(sql("SELECT value FROM server_meta WHERE key = ?").bind(key)).await?;
+        Ok(row.map(|row| row.text("value")).transpose()?)
     }
 
     /// Applies a write and returns once it has committed.
@@ -241,9 +254,10 @@ impl Store {
         WriteTicket(rx)
     }
 
-    /// `Ok` while the database file the store opened is still in place (for `/readyz`).
+    /// `Ok` while the database file the store opened is still in place (for `/readyz`); always
+    /// `Ok` on PostgreSQL.
     pub fn check_file(&self) -> Result<(), StoreError> {
-        self.file.check()
+        self.backing.check()
     }
 
     /// Test support (`debug/store/failWrites`): the next `count` write units (with
@@ -264,15 +278,17 @@ impl Store {
         &self.recovered
     }
 
-    /// Stops the writer after what is queued, flushes the WAL into the main file and closes every
-    /// connection (part of shutdown).
+    /// Stops the writer after what is queued, lets the backend finish (SQLite flushes its WAL
+    /// into the main file; PostgreSQL releases the database's lock) and closes every connection
+    /// (part of shutdown).
     pub async fn close(&self) {
         let (tx, rx) = oneshot::channel();
         if self.writes.send(writer::WriterMessage::Stop(tx)).is_ok() {
             let _ = rx.await;
         }
-        if let Err(err) = sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.writer).await {
-            tracing::warn!(error = %err, "WAL checkpoint at shutdown failed");
+        match &*self.backing {
+            Backing::File(_) => sqlite::checkpoint(&self.writer).await,
+            Backing::Lock(lock) => lock.release().await,
         }
         self.reader.close().await;
         self.writer.close().await;
@@ -294,22 +310,23 @@ pub const RESTART_MESSAGE: &str =
     "The server stopped while this turn was running (crash or kill); the turn did not finish.";
 
 /// Start-up recovery, before the writer task takes the connection.
-async fn fail_unfinished_turns(pool: &SqlitePool, message: &str) -> Result<Vec<(String, String)>, StoreError> {
-    let mut conn = pool.acquire().await?;
-    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+async fn fail_unfinished_turns(pool: &Pool, message: &str) -> Result<Vec<(String, String)>, StoreError> {
+    let mut pooled = pool.acquire().await?;
+    let mut conn = pooled.conn();
+    conn.execute(sql(pool.backend().begin())).await?;
     match threads::fail_unfinished_turns(&mut conn, &crate::clock::now_rfc3339(), message).await {
         Ok(failed) => {
-            sqlx::query("COMMIT").execute(&mut *conn).await?;
+            conn.execute(sql("COMMIT")).await?;
             Ok(failed)
         }
         Err(err) => {
-            let _ = sqlx::query("ROLLBACK").execute(&mut *conn).await;
-            Err(err.into())
+            let _ = conn.execute(sql("ROLLBACK")).await;
+            Err(err)
         }
     }
 }
 
-/// sqlx's messages for SQLite failures are good ("file is not a database"); this keeps them
+/// sqlx's messages for database failures are good ("file is not a database"); this keeps them
 /// without the "error returned from database:" prefix.
 fn describe(err: &sqlx::Error) -> String {
     match err {
@@ -323,7 +340,7 @@ mod tests {
     use super::*;
 
     async fn synchronous_pragma(store: &Store) -> i64 {
-        sqlx::query_scalar("PRAGMA synchronous").fetch_one(&store.writer).await.unwrap()
+        store.writer.fetch_optional(sql("PRAGMA synchronous")).await.unwrap().unwrap().int("synchronous").unwrap()
     }
 
     /// The writer's `synchronous` pragma is what the durability asks for (1 NORMAL, 2 FULL).
@@ -362,54 +379,5 @@ mod tests {
         let err = Store::open(&path, Durability::Normal).await.unwrap_err();
         let text = err.to_string();
         assert!(text.contains("garbage.db") && text.contains("not a database"), "{text}");
-    }
-
-    fn thread_record(id: &str) -> ThreadRecord {
-        ThreadRecord {
-            id: id.to_owned(),
-            workspace_path: "/w".to_owned(),
-            user_id: None,
-            origin_channel: "test".to_owned(),
-            channel_context: None,
-            display_name: Some(id.to_owned()),
-            status: appserver_protocol::ThreadStatus::Active,
-            history_mode: appserver_protocol::HistoryMode::Server,
-            created_at: "2026-01-01T00:00:00.000Z".to_owned(),
-            last_active_at: "2026-01-01T00:00:00.000Z".to_owned(),
-            metadata: Default::default(),
-            configuration: None,
-            next_turn_seq: 1,
-        }
-    }
-
-    #[tokio::test]
-    async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db"), Durability::Normal).await.unwrap();
-        // Submitted back to back, so they usually share a batch; the first fails on its last
-        // statement (a duplicate key), the second must still commit.
-        store.write(ThreadWrite::CreateThread(Box::new(thread_record("taken")))).await.unwrap();
-        let failing = store.submit(WriteOp::All(vec![
-            ThreadWrite::CreateThread(Box::new(thread_record("half"))).into(),
-            ThreadWrite::CreateThread(Box::new(thread_record("taken"))).into(),
-        ]));
-        let fine = store.submit(ThreadWrite::CreateThread(Box::new(thread_record("fine"))));
-        let err = failing.wait().await.unwrap_err();
-        assert!(err.is_conflict(), "{err}");
-        fine.wait().await.unwrap();
-        assert!(store.thread("half").await.unwrap().is_none(), "the failed unit's first half was kept");
-        assert!(store.thread("fine").await.unwrap().is_some());
-        assert_eq!(store.thread("taken").await.unwrap().unwrap().display_name.as_deref(), Some("taken"));
-        store.close().await;
-    }
-
-    #[tokio::test]
-    async fn updating_a_thread_that_does_not_exist_is_an_error() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db"), Durability::Normal).await.unwrap();
-        let err = store.write(ThreadWrite::UpdateThread(Box::new(thread_record("ghost")))).await.unwrap_err();
-        assert!(matches!(err, StoreError::Query(sqlx::Error::RowNotFound)), "{err}");
-        assert!(store.thread("ghost").await.unwrap().is_none());
-        store.close().await;
     }
 }

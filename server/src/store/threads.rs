@@ -1,15 +1,13 @@
-//! Threads, turns, items and queued inputs in SQLite: the records the rest of the server uses,
-//! the reads, and the SQL of the thread-related write operations.
+//! Threads, turns, items and queued inputs: the records the rest of the server uses, the reads,
+//! and the SQL of the thread-related write operations (one text for both backends).
 
 use std::collections::BTreeMap;
 
+use super::db::{Conn, Row, sql};
+use super::{Store, StoreError};
 use appserver_protocol::{
     HistoryMode, Item, Plan, QueuedTurnInput, ThreadConfiguration, ThreadStatus, TokenUsage, TurnInitiator, TurnStatus,
 };
-use sqlx::sqlite::SqliteRow;
-use sqlx::{Row, SqliteConnection};
-
-use super::{Store, StoreError};
 
 /// A thread as stored.
 #[derive(Debug, Clone, PartialEq)]
@@ -80,42 +78,45 @@ pub struct ThreadQuery {
 const THREAD_COLUMNS: &str = "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, \
      history_mode, created_at, last_active_at, metadata, configuration, next_turn_seq";
 
-fn thread_from_row(row: &SqliteRow) -> Result<ThreadRecord, StoreError> {
-    let status: String = row.try_get("status")?;
-    let history: String = row.try_get("history_mode")?;
-    let metadata: String = row.try_get("metadata")?;
-    let configuration: Option<String> = row.try_get("configuration")?;
+fn thread_from_row(row: &Row) -> Result<ThreadRecord, StoreError> {
+    let status = row.text("status")?;
+    let history = row.text("history_mode")?;
+    let metadata = row.text("metadata")?;
+    let configuration = row.opt_text("configuration")?;
     Ok(ThreadRecord {
-        id: row.try_get("id")?,
-        workspace_path: row.try_get("workspace_path")?,
-        user_id: row.try_get("user_id")?,
-        origin_channel: row.try_get("origin_channel")?,
-        channel_context: row.try_get("channel_context")?,
-        display_name: row.try_get("display_name")?,
+        id: row.text("id")?,
+        workspace_path: row.text("workspace_path")?,
+        user_id: row.opt_text("user_id")?,
+        origin_channel: row.text("origin_channel")?,
+        channel_context: row.opt_text("channel_context")?,
+        display_name: row.opt_text("display_name")?,
         status: ThreadStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("thread status {status}")))?,
         history_mode: if history == "client" { HistoryMode::Client } else { HistoryMode::Server },
-        created_at: row.try_get("created_at")?,
-        last_active_at: row.try_get("last_active_at")?,
+        created_at: row.text("created_at")?,
+        last_active_at: row.text("last_active_at")?,
         metadata: serde_json::from_str(&metadata).unwrap_or_default(),
         configuration: configuration.and_then(|c| serde_json::from_str(&c).ok()),
-        next_turn_seq: row.try_get::<i64, _>("next_turn_seq")?.try_into().unwrap_or(1),
+        next_turn_seq: row.int("next_turn_seq")?.try_into().unwrap_or(1),
     })
 }
 
-fn turn_from_row(row: &SqliteRow) -> Result<TurnRecord, StoreError> {
-    let status: String = row.try_get("status")?;
-    let usage: Option<String> = row.try_get("token_usage")?;
-    let initiator: Option<String> = row.try_get("initiator")?;
+const TURN_COLUMNS: &str =
+    "thread_id, seq, id, status, started_at, completed_at, error, token_usage, origin_channel, initiator";
+
+fn turn_from_row(row: &Row) -> Result<TurnRecord, StoreError> {
+    let status = row.text("status")?;
+    let usage = row.opt_text("token_usage")?;
+    let initiator = row.opt_text("initiator")?;
     Ok(TurnRecord {
-        thread_id: row.try_get("thread_id")?,
-        seq: row.try_get::<i64, _>("seq")?.try_into().unwrap_or(0),
-        id: row.try_get("id")?,
+        thread_id: row.text("thread_id")?,
+        seq: row.int("seq")?.try_into().unwrap_or(0),
+        id: row.text("id")?,
         status: TurnStatus::parse(&status).ok_or_else(|| StoreError::Corrupt(format!("turn status {status}")))?,
-        started_at: row.try_get("started_at")?,
-        completed_at: row.try_get("completed_at")?,
-        error: row.try_get("error")?,
+        started_at: row.text("started_at")?,
+        completed_at: row.opt_text("completed_at")?,
+        error: row.opt_text("error")?,
         token_usage: usage.and_then(|u| serde_json::from_str(&u).ok()),
-        origin_channel: row.try_get("origin_channel")?,
+        origin_channel: row.opt_text("origin_channel")?,
         initiator: initiator.and_then(|i| serde_json::from_str(&i).ok()),
     })
 }
@@ -132,11 +133,14 @@ fn json<T: serde::Serialize>(value: &T) -> String {
 }
 
 /// The `thread/list` query for `q`. The cursor is a row value, `(last_active_at, id) < (?, ?)`:
-/// SQLite uses that as a range on the identity index (the equivalent `a < ? OR (a = ? AND id < ?)`
-/// is only a filter, so a deep page walked every newer row). Binds, in order: workspace, user,
-/// origin channel, channel context?, cross-channel origins…, channel name?, cursor (at, id)?, limit.
+/// SQLite and PostgreSQL use that as a range on the identity index (the equivalent
+/// `a < ? OR (a = ? AND id < ?)` is only a filter, so a deep page walked every newer row). No user
+/// is `user_id IS NULL` (indexable on both; `IS ?` is SQLite only). Binds, in order: workspace,
+/// user?, origin channel, channel context?, cross-channel origins…, channel name?, cursor (at, id)?,
+/// limit.
 fn list_threads_sql(q: &ThreadQuery) -> String {
-    let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND user_id IS ? AND (");
+    let user = if q.user_id.is_some() { "user_id = ?" } else { "user_id IS NULL" };
+    let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND {user} AND (");
     sql.push_str("(origin_channel = ?");
     if q.channel_context.is_some() {
         sql.push_str(" AND channel_context = ?");
@@ -152,7 +156,7 @@ fn list_threads_sql(q: &ThreadQuery) -> String {
         sql.push_str(" AND status <> 'archived'");
     }
     if q.channel_name.is_some() {
-        sql.push_str(" AND origin_channel = ? COLLATE NOCASE");
+        sql.push_str(" AND lower(origin_channel) = lower(?)");
     }
     if q.after.is_some() {
         sql.push_str(" AND (last_active_at, id) < (?, ?)");
@@ -161,42 +165,50 @@ fn list_threads_sql(q: &ThreadQuery) -> String {
     sql
 }
 
+/// [`list_threads_sql`] with its arguments bound.
+fn list_threads_query<'a>(sql_text: &'a str, q: &'a ThreadQuery) -> super::db::Sql<'a> {
+    let mut query = sql(sql_text).bind(&q.workspace_path);
+    if let Some(user) = &q.user_id {
+        query = query.bind(user);
+    }
+    query = query.bind(&q.origin_channel);
+    if let Some(ctx) = &q.channel_context {
+        query = query.bind(ctx);
+    }
+    for origin in &q.cross_channel_origins {
+        query = query.bind(origin);
+    }
+    if let Some(name) = &q.channel_name {
+        query = query.bind(name);
+    }
+    if let Some((at, id)) = &q.after {
+        query = query.bind(at).bind(id);
+    }
+    query.bind(i64::from(q.limit) + 1)
+}
+
 impl Store {
     pub async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
-        let row = sqlx::query(&format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?"))
-            .bind(id)
-            .fetch_optional(&self.reader)
+        let row = self
+            .reader
+            .fetch_optional(sql(format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?")).bind(id))
             .await?;
         row.as_ref().map(thread_from_row).transpose()
     }
 
     /// The distinct `originChannel`s of the stored threads (at most `limit`), for `channel/list`.
     pub async fn origin_channels(&self, limit: u32) -> Result<Vec<String>, StoreError> {
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT DISTINCT origin_channel FROM threads ORDER BY origin_channel LIMIT ?")
-                .bind(limit)
-                .fetch_all(&self.reader)
-                .await?;
-        Ok(rows.into_iter().map(|(name,)| name).collect())
+        let rows = self
+            .reader
+            .fetch_all(sql("SELECT DISTINCT origin_channel FROM threads ORDER BY origin_channel LIMIT ?").bind(limit))
+            .await?;
+        Ok(rows.iter().map(|row| row.text("origin_channel")).collect::<Result<_, _>>()?)
     }
 
     /// One page of threads matching the identity, newest first, and whether more follow.
     pub async fn list_threads(&self, q: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), StoreError> {
-        let sql = list_threads_sql(q);
-        let mut query = sqlx::query(&sql).bind(&q.workspace_path).bind(&q.user_id).bind(&q.origin_channel);
-        if let Some(ctx) = &q.channel_context {
-            query = query.bind(ctx);
-        }
-        for origin in &q.cross_channel_origins {
-            query = query.bind(origin);
-        }
-        if let Some(name) = &q.channel_name {
-            query = query.bind(name);
-        }
-        if let Some((at, id)) = &q.after {
-            query = query.bind(at).bind(id);
-        }
-        let rows = query.bind(i64::from(q.limit) + 1).fetch_all(&self.reader).await?;
+        let text = list_threads_sql(q);
+        let rows = self.reader.fetch_all(list_threads_query(&text, q)).await?;
         let more = rows.len() > q.limit as usize;
         let records = rows.iter().take(q.limit as usize).map(thread_from_row).collect::<Result<Vec<_>, _>>()?;
         Ok((records, more))
@@ -212,15 +224,9 @@ impl Store {
     ) -> Result<(Vec<TurnRecord>, bool), StoreError> {
         let before = i64::from(before_seq.unwrap_or(u32::MAX));
         let limit = limit.map_or(i64::MAX, |l| i64::from(l) + 1);
-        let rows = sqlx::query(
-            "SELECT thread_id, seq, id, status, started_at, completed_at, error, token_usage, origin_channel, initiator \
-             FROM turns WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?",
-        )
-        .bind(thread_id)
-        .bind(before)
-        .bind(limit)
-        .fetch_all(&self.reader)
-        .await?;
+        let text =
+            format!("SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?");
+        let rows = self.reader.fetch_all(sql(text).bind(thread_id).bind(before).bind(limit)).await?;
         let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) == limit;
         let keep = if more { rows.len() - 1 } else { rows.len() };
         let mut turns = rows.iter().take(keep).map(turn_from_row).collect::<Result<Vec<_>, _>>()?;
@@ -230,31 +236,20 @@ impl Store {
 
     /// One turn by sequence number.
     pub async fn turn(&self, thread_id: &str, seq: u32) -> Result<Option<TurnRecord>, StoreError> {
-        let row = sqlx::query(
-            "SELECT thread_id, seq, id, status, started_at, completed_at, error, token_usage, origin_channel, initiator \
-             FROM turns WHERE thread_id = ? AND seq = ?",
-        )
-        .bind(thread_id)
-        .bind(i64::from(seq))
-        .fetch_optional(&self.reader)
-        .await?;
+        let text = format!("SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ? AND seq = ?");
+        let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(seq)).await?;
         row.as_ref().map(turn_from_row).transpose()
     }
 
     /// The stored items of the turns with sequence numbers in `from..=to`, in order.
     pub async fn items(&self, thread_id: &str, from: u32, to: u32) -> Result<Vec<(u32, Item)>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT turn_seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? ORDER BY turn_seq, seq",
-        )
-        .bind(thread_id)
-        .bind(i64::from(from))
-        .bind(i64::from(to))
-        .fetch_all(&self.reader)
-        .await?;
+        let text =
+            "SELECT turn_seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? ORDER BY turn_seq, seq";
+        let rows = self.reader.fetch_all(sql(text).bind(thread_id).bind(from).bind(to)).await?;
         rows.iter()
             .map(|row| {
-                let seq: i64 = row.try_get("turn_seq")?;
-                let body: String = row.try_get("body")?;
+                let seq = row.int("turn_seq")?;
+                let body = row.text("body")?;
                 let item: Item = serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))?;
                 Ok((u32::try_from(seq).unwrap_or(0), item))
             })
@@ -263,40 +258,30 @@ impl Store {
 
     /// The active thread that was active most recently.
     pub async fn most_recent_active_thread(&self) -> Result<Option<String>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT id FROM threads WHERE status = 'active' ORDER BY last_active_at DESC, id DESC LIMIT 1",
-        )
-        .fetch_optional(&self.reader)
-        .await?)
+        let text = "SELECT id FROM threads WHERE status = 'active' ORDER BY last_active_at DESC, id DESC LIMIT 1";
+        let row = self.reader.fetch_optional(sql(text)).await?;
+        Ok(row.map(|row| row.text("id")).transpose()?)
     }
 
     /// Whether `scope_key` was approved with `acceptAlways` in this workspace.
     pub async fn always_approved(&self, workspace_path: &str, scope_key: &str) -> Result<bool, StoreError> {
-        let found: Option<i64> =
-            sqlx::query_scalar("SELECT 1 FROM approvals_always WHERE workspace_path = ? AND scope_key = ?")
-                .bind(workspace_path)
-                .bind(scope_key)
-                .fetch_optional(&self.reader)
-                .await?;
+        let text = "SELECT scope_key FROM approvals_always WHERE workspace_path = ? AND scope_key = ?";
+        let found = self.reader.fetch_optional(sql(text).bind(workspace_path).bind(scope_key)).await?;
         Ok(found.is_some())
     }
 
     pub async fn plan(&self, thread_id: &str) -> Result<Option<Plan>, StoreError> {
-        let body: Option<String> = sqlx::query_scalar("SELECT body FROM plans WHERE thread_id = ?")
-            .bind(thread_id)
-            .fetch_optional(&self.reader)
-            .await?;
+        let row = self.reader.fetch_optional(sql("SELECT body FROM plans WHERE thread_id = ?").bind(thread_id)).await?;
+        let body = row.map(|row| row.text("body")).transpose()?;
         body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::Corrupt(e.to_string()))).transpose()
     }
 
     pub async fn queued_inputs(&self, thread_id: &str) -> Result<Vec<QueuedTurnInput>, StoreError> {
-        let rows = sqlx::query("SELECT body FROM queued_inputs WHERE thread_id = ? ORDER BY position")
-            .bind(thread_id)
-            .fetch_all(&self.reader)
-            .await?;
+        let text = "SELECT body FROM queued_inputs WHERE thread_id = ? ORDER BY position";
+        let rows = self.reader.fetch_all(sql(text).bind(thread_id)).await?;
         rows.iter()
             .map(|row| {
-                let body: String = row.try_get("body")?;
+                let body = row.text("body")?;
                 serde_json::from_str(&body).map_err(|e| StoreError::Corrupt(e.to_string()))
             })
             .collect()
@@ -386,14 +371,15 @@ impl ThreadWrite {
 }
 
 /// An UPDATE that matched no row is an error: the row it meant to change does not exist.
-fn require_one(result: sqlx::sqlite::SqliteQueryResult) -> Result<(), sqlx::Error> {
-    if result.rows_affected() == 0 { Err(sqlx::Error::RowNotFound) } else { Ok(()) }
+fn require_one(rows_affected: u64, what: &'static str) -> Result<(), StoreError> {
+    if rows_affected == 0 { Err(StoreError::NotFound(what)) } else { Ok(()) }
 }
 
-pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Result<(), sqlx::Error> {
+pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), StoreError> {
     match op {
         ThreadWrite::CreateThread(t) => {
-            sqlx::query(&format!("INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)"))
+            let text = format!("INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+            let q = sql(text)
                 .bind(&t.id)
                 .bind(&t.workspace_path)
                 .bind(&t.user_id)
@@ -406,127 +392,87 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
                 .bind(&t.last_active_at)
                 .bind(json(&t.metadata))
                 .bind(t.configuration.as_ref().map(json))
-                .bind(i64::from(t.next_turn_seq))
-                .execute(&mut *conn)
-                .await?;
+                .bind(t.next_turn_seq);
+            conn.execute(q).await?;
         }
         ThreadWrite::UpdateThread(t) => {
-            let result = sqlx::query(
-                "UPDATE threads SET display_name = ?, status = ?, last_active_at = ?, metadata = ?, \
-                 configuration = ?, next_turn_seq = ? WHERE id = ?",
-            )
+            let q = sql("UPDATE threads SET display_name = ?, status = ?, last_active_at = ?, metadata = ?, \
+                 configuration = ?, next_turn_seq = ? WHERE id = ?")
             .bind(&t.display_name)
             .bind(t.status.as_str())
             .bind(&t.last_active_at)
             .bind(json(&t.metadata))
             .bind(t.configuration.as_ref().map(json))
-            .bind(i64::from(t.next_turn_seq))
-            .bind(&t.id)
-            .execute(&mut *conn)
-            .await?;
-            require_one(result)?;
+            .bind(t.next_turn_seq)
+            .bind(&t.id);
+            require_one(conn.execute(q).await?, "thread")?;
         }
         ThreadWrite::DeleteThread(id) => {
-            sqlx::query("DELETE FROM threads WHERE id = ?").bind(id).execute(&mut *conn).await?;
+            conn.execute(sql("DELETE FROM threads WHERE id = ?").bind(id)).await?;
         }
         ThreadWrite::CreateTurn(t) => {
-            sqlx::query(
-                "INSERT INTO turns (thread_id, seq, id, status, started_at, completed_at, error, \
-                 token_usage, origin_channel, initiator) VALUES (?,?,?,?,?,?,?,?,?,?)",
-            )
-            .bind(&t.thread_id)
-            .bind(i64::from(t.seq))
-            .bind(&t.id)
-            .bind(t.status.as_str())
-            .bind(&t.started_at)
-            .bind(&t.completed_at)
-            .bind(&t.error)
-            .bind(t.token_usage.as_ref().map(json))
-            .bind(&t.origin_channel)
-            .bind(t.initiator.as_ref().map(json))
-            .execute(&mut *conn)
-            .await?;
+            let q = sql(format!("INSERT INTO turns ({TURN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"))
+                .bind(&t.thread_id)
+                .bind(t.seq)
+                .bind(&t.id)
+                .bind(t.status.as_str())
+                .bind(&t.started_at)
+                .bind(&t.completed_at)
+                .bind(&t.error)
+                .bind(t.token_usage.as_ref().map(json))
+                .bind(&t.origin_channel)
+                .bind(t.initiator.as_ref().map(json));
+            conn.execute(q).await?;
         }
         ThreadWrite::FinishTurn(t) => {
-            let result = sqlx::query(
-                "UPDATE turns SET status = ?, completed_at = ?, error = ?, token_usage = ? \
-                 WHERE thread_id = ? AND seq = ?",
-            )
+            let q = sql("UPDATE turns SET status = ?, completed_at = ?, error = ?, token_usage = ? \
+                 WHERE thread_id = ? AND seq = ?")
             .bind(t.status.as_str())
             .bind(&t.completed_at)
             .bind(&t.error)
             .bind(t.token_usage.as_ref().map(json))
             .bind(&t.thread_id)
-            .bind(i64::from(t.seq))
-            .execute(&mut *conn)
-            .await?;
-            require_one(result)?;
+            .bind(t.seq);
+            require_one(conn.execute(q).await?, "turn")?;
         }
         ThreadWrite::InsertItem { thread_id, turn_seq, seq, body }
         | ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {
             // Only a rewrite may replace a row; an insert that collides is an error.
-            let sql = if matches!(op, ThreadWrite::RewriteItem { .. }) {
+            let text = if matches!(op, ThreadWrite::RewriteItem { .. }) {
                 "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?) \
                  ON CONFLICT (thread_id, turn_seq, seq) DO UPDATE SET body = excluded.body"
             } else {
                 "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)"
             };
-            sqlx::query(sql)
-                .bind(thread_id)
-                .bind(i64::from(*turn_seq))
-                .bind(i64::from(*seq))
-                .bind(body)
-                .execute(&mut *conn)
-                .await?;
+            conn.execute(sql(text).bind(thread_id).bind(*turn_seq).bind(*seq).bind(body)).await?;
         }
         ThreadWrite::DeleteLastTurns { thread_id, before_seq, count } => {
-            sqlx::query(
-                "DELETE FROM turns WHERE thread_id = ?1 AND seq IN \
-                 (SELECT seq FROM turns WHERE thread_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3)",
-            )
-            .bind(thread_id)
-            .bind(i64::from(*before_seq))
-            .bind(i64::from(*count))
-            .execute(&mut *conn)
-            .await?;
+            let text = "DELETE FROM turns WHERE thread_id = ?1 AND seq IN \
+                 (SELECT seq FROM turns WHERE thread_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3)";
+            conn.execute(sql(text).bind(thread_id).bind(*before_seq).bind(*count)).await?;
         }
         ThreadWrite::SetTurnStatus { thread_id, seq, status } => {
-            sqlx::query("UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?")
-                .bind(status.as_str())
-                .bind(thread_id)
-                .bind(i64::from(*seq))
-                .execute(&mut *conn)
-                .await?;
+            let text = "UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?";
+            conn.execute(sql(text).bind(status.as_str()).bind(thread_id).bind(*seq)).await?;
         }
         ThreadWrite::SaveAlwaysApproval { workspace_path, scope_key, at } => {
-            sqlx::query(
-                "INSERT OR IGNORE INTO approvals_always (workspace_path, scope_key, approved_at) VALUES (?,?,?)",
-            )
-            .bind(workspace_path)
-            .bind(scope_key)
-            .bind(at)
-            .execute(&mut *conn)
-            .await?;
+            let text = "INSERT INTO approvals_always (workspace_path, scope_key, approved_at) VALUES (?,?,?) \
+                 ON CONFLICT (workspace_path, scope_key) DO NOTHING";
+            conn.execute(sql(text).bind(workspace_path).bind(scope_key).bind(at)).await?;
         }
         ThreadWrite::SavePlan { thread_id, plan } => {
-            sqlx::query("INSERT INTO plans (thread_id, body) VALUES (?, ?) ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body")
-                .bind(thread_id)
-                .bind(json(plan))
-                .execute(&mut *conn)
-                .await?;
+            let text = "INSERT INTO plans (thread_id, body) VALUES (?, ?) \
+                 ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body";
+            conn.execute(sql(text).bind(thread_id).bind(json(plan))).await?;
         }
         ThreadWrite::SaveQueue { thread_id, inputs } => {
             // Delete and inserts are one unit (the writer's savepoint): the old queue stays whole
             // if any insert fails, e.g. on an id another thread's input already has.
-            sqlx::query("DELETE FROM queued_inputs WHERE thread_id = ?").bind(thread_id).execute(&mut *conn).await?;
+            conn.execute(sql("DELETE FROM queued_inputs WHERE thread_id = ?").bind(thread_id)).await?;
             for (position, input) in inputs.iter().enumerate() {
-                sqlx::query("INSERT INTO queued_inputs (id, thread_id, position, body) VALUES (?,?,?,?)")
-                    .bind(&input.id)
-                    .bind(thread_id)
-                    .bind(i64::try_from(position).unwrap_or(i64::MAX))
-                    .bind(json(input))
-                    .execute(&mut *conn)
-                    .await?;
+                let text = "INSERT INTO queued_inputs (id, thread_id, position, body) VALUES (?,?,?,?)";
+                let position = i64::try_from(position).unwrap_or(i64::MAX);
+                conn.execute(sql(text).bind(&input.id).bind(thread_id).bind(position).bind(json(input))).await?;
             }
         }
     }
@@ -536,24 +482,20 @@ pub(super) async fn apply(conn: &mut SqliteConnection, op: &ThreadWrite) -> Resu
 /// Start-up recovery: turns a crash left `running` or `waitingApproval` become `failed`, with an
 /// error item saying why. Returns (thread id, turn id) of each.
 pub(super) async fn fail_unfinished_turns(
-    conn: &mut SqliteConnection,
+    conn: &mut Conn<'_>,
     now: &str,
     message: &str,
-) -> Result<Vec<(String, String)>, sqlx::Error> {
-    let rows = sqlx::query("SELECT thread_id, seq, id FROM turns WHERE status IN ('running', 'waitingApproval')")
-        .fetch_all(&mut *conn)
+) -> Result<Vec<(String, String)>, StoreError> {
+    let rows = conn
+        .fetch_all(sql("SELECT thread_id, seq, id FROM turns WHERE status IN ('running', 'waitingApproval')"))
         .await?;
     let mut failed = Vec::new();
     for row in rows {
-        let thread_id: String = row.try_get("thread_id")?;
-        let seq: i64 = row.try_get("seq")?;
-        let id: String = row.try_get("id")?;
-        let next_item: i64 =
-            sqlx::query_scalar("SELECT COALESCE(MAX(seq), 0) + 1 FROM items WHERE thread_id = ? AND turn_seq = ?")
-                .bind(&thread_id)
-                .bind(seq)
-                .fetch_one(&mut *conn)
-                .await?;
+        let thread_id = row.text("thread_id")?;
+        let seq = row.int("seq")?;
+        let id = row.text("id")?;
+        let text = "SELECT COALESCE(MAX(seq), 0) + 1 AS next FROM items WHERE thread_id = ? AND turn_seq = ?";
+        let next_item = conn.fetch_one(sql(text).bind(&thread_id).bind(seq)).await?.int("next")?;
         let item = Item {
             id: item_id(u32::try_from(next_item).unwrap_or(1)),
             turn_id: id.clone(),
@@ -566,20 +508,10 @@ pub(super) async fn fail_unfinished_turns(
             created_at: now.to_owned(),
             completed_at: Some(now.to_owned()),
         };
-        sqlx::query("INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)")
-            .bind(&thread_id)
-            .bind(seq)
-            .bind(next_item)
-            .bind(json(&item))
-            .execute(&mut *conn)
-            .await?;
-        sqlx::query("UPDATE turns SET status = 'failed', error = ?, completed_at = ? WHERE thread_id = ? AND seq = ?")
-            .bind(message)
-            .bind(now)
-            .bind(&thread_id)
-            .bind(seq)
-            .execute(&mut *conn)
-            .await?;
+        let text = "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)";
+        conn.execute(sql(text).bind(&thread_id).bind(seq).bind(next_item).bind(json(&item))).await?;
+        let text = "UPDATE turns SET status = 'failed', error = ?, completed_at = ? WHERE thread_id = ? AND seq = ?";
+        conn.execute(sql(text).bind(message).bind(now).bind(&thread_id).bind(seq)).await?;
         failed.push((thread_id, id));
     }
     Ok(failed)
@@ -626,17 +558,9 @@ mod tests {
         let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
         let cursor = Some(("2026-01-01T00:00:00.000Z", "thread_x"));
         for q in [query(&[], None, cursor), query(&[], Some("ctx"), cursor), query(&["b", "c"], None, cursor)] {
-            let sql = format!("EXPLAIN QUERY PLAN {}", list_threads_sql(&q));
-            let mut plan = sqlx::query(&sql).bind("/w").bind(None::<String>).bind("a");
-            if let Some(ctx) = &q.channel_context {
-                plan = plan.bind(ctx);
-            }
-            for origin in &q.cross_channel_origins {
-                plan = plan.bind(origin);
-            }
-            let (at, id) = q.after.clone().unwrap();
-            let rows = plan.bind(at).bind(id).bind(3_i64).fetch_all(&store.reader).await.unwrap();
-            let details: Vec<String> = rows.iter().map(|r| r.try_get::<String, _>("detail").unwrap()).collect();
+            let text = format!("EXPLAIN QUERY PLAN {}", list_threads_sql(&q));
+            let rows = store.reader.fetch_all(list_threads_query(&text, &q)).await.unwrap();
+            let details: Vec<String> = rows.iter().map(|r| r.text("detail").unwrap()).collect();
             let text = details.join("\n");
             assert!(text.contains("USING INDEX") && text.contains("(last_active_at,id)<(?,?)"), "{text}");
             assert!(!text.contains("TEMP B-TREE"), "the order is not the index's: {text}");

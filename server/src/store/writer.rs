@@ -2,18 +2,17 @@
 //! connection and commits whatever has queued up as one transaction (group commit). A caller
 //! gets its answer only after the transaction holding its write has committed, so anything the
 //! server has acknowledged survives a crash of the process. Each submitted unit runs in its own
-//! SAVEPOINT, so a unit commits whole or not at all.
+//! SAVEPOINT, so a unit commits whole or not at all. The same statements serve SQLite and
+//! PostgreSQL (only the `BEGIN` differs), so both backends give the same guarantees.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use sqlx::pool::PoolConnection;
-use sqlx::{Sqlite, SqlitePool};
 use tokio::sync::{mpsc, oneshot, watch};
 
-use super::file::DbFile;
-use super::{StoreError, WriteOp, apply};
+use super::db::{Backend, Pool, PooledConn, sql};
+use super::{Backing, StoreError, WriteOp, apply};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -70,12 +69,15 @@ impl WriteFaults {
     }
 }
 
+type Batch = Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>;
+
 pub(super) async fn run(
-    pool: SqlitePool,
+    pool: Pool,
     mut rx: mpsc::UnboundedReceiver<WriterMessage>,
     faults: Arc<WriteFaults>,
-    file: Arc<DbFile>,
+    backing: Arc<Backing>,
 ) {
+    let backend = pool.backend();
     let mut conn = match pool.acquire().await {
         Ok(conn) => conn,
         Err(err) => {
@@ -84,7 +86,7 @@ pub(super) async fn run(
             return;
         }
     };
-    let mut batch: Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)> = Vec::new();
+    let mut batch: Batch = Vec::new();
     let mut stop: Option<oneshot::Sender<()>> = None;
     while let Some(first) = rx.recv().await {
         match first {
@@ -101,8 +103,8 @@ pub(super) async fn run(
         }
         if !batch.is_empty() {
             // A database deleted or replaced under us would take the writes silently.
-            match file.check() {
-                Ok(()) => commit_batch(&mut conn, &mut batch, &faults).await,
+            match backing.check() {
+                Ok(()) => commit_batch(&mut conn, backend, &mut batch, &faults).await,
                 Err(err) => {
                     for (_, reply) in batch.drain(..) {
                         let _ = reply.send(Err(StoreError::Write(err.to_string())));
@@ -118,34 +120,31 @@ pub(super) async fn run(
     }
 }
 
-async fn commit_batch(
-    conn: &mut PoolConnection<Sqlite>,
-    batch: &mut Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>,
-    faults: &WriteFaults,
-) {
-    let fail_batch = |batch: &mut Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>, err: sqlx::Error| {
+async fn commit_batch(pooled: &mut PooledConn, backend: Backend, batch: &mut Batch, faults: &WriteFaults) {
+    let fail_batch = |batch: &mut Batch, err: sqlx::Error| {
         let message = err.to_string();
         for (_, reply) in batch.drain(..) {
             let _ = reply.send(Err(StoreError::Write(message.clone())));
         }
     };
-    if let Err(err) = sqlx::query("BEGIN IMMEDIATE").execute(&mut **conn).await {
+    let mut conn = pooled.conn();
+    if let Err(err) = conn.execute(sql(backend.begin())).await {
         return fail_batch(batch, err);
     }
     let mut results = Vec::with_capacity(batch.len());
     for (op, _) in batch.iter() {
-        match apply_unit(conn, op, faults).await {
+        match apply_unit(&mut conn, op, faults).await {
             Ok(result) => results.push(result),
             // The savepoint machinery itself failed: what the unit left behind is unknown, so
             // nothing of the batch may commit.
             Err(err) => {
-                let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
+                let _ = conn.execute(sql("ROLLBACK")).await;
                 return fail_batch(batch, err);
             }
         }
     }
-    if let Err(err) = sqlx::query("COMMIT").execute(&mut **conn).await {
-        let _ = sqlx::query("ROLLBACK").execute(&mut **conn).await;
+    if let Err(err) = conn.execute(sql("COMMIT")).await {
+        let _ = conn.execute(sql("ROLLBACK")).await;
         return fail_batch(batch, err);
     }
     for ((_, reply), result) in batch.drain(..).zip(results) {
@@ -156,20 +155,22 @@ async fn commit_batch(
 /// Applies one submitted unit inside its own SAVEPOINT: every statement of the unit commits with
 /// the batch, or (when any fails) none does, and the other units of the batch are unaffected.
 /// The outer error means the savepoint itself could not be set, undone or released.
+/// (On PostgreSQL a failed statement aborts the transaction until `ROLLBACK TO` the savepoint,
+/// which is exactly what a failed unit does, so the rest of the batch goes on.)
 async fn apply_unit(
-    conn: &mut PoolConnection<Sqlite>,
+    conn: &mut super::db::Conn<'_>,
     op: &WriteOp,
     faults: &WriteFaults,
 ) -> Result<Result<(), StoreError>, sqlx::Error> {
-    sqlx::query("SAVEPOINT unit").execute(&mut **conn).await?;
-    let mut result = apply(conn, op).await.map_err(StoreError::from);
+    conn.execute(sql("SAVEPOINT unit")).await?;
+    let mut result = apply(conn, op).await;
     if result.is_ok() && faults.take(op) {
         result = Err(StoreError::Write("injected fault (debug/store/failWrites)".to_owned()));
     }
     if result.is_err() {
-        sqlx::query("ROLLBACK TO unit").execute(&mut **conn).await?;
+        conn.execute(sql("ROLLBACK TO SAVEPOINT unit")).await?;
     }
-    sqlx::query("RELEASE unit").execute(&mut **conn).await?;
+    conn.execute(sql("RELEASE SAVEPOINT unit")).await?;
     Ok(result)
 }
 

@@ -4,22 +4,22 @@
 
 use std::path::{Path, PathBuf};
 
-use super::StoreError;
+use crate::store::StoreError;
 
 /// The opened database file: its path and (on Unix) device and inode.
 #[derive(Debug)]
-pub(super) struct DbFile {
+pub(in crate::store) struct DbFile {
     path: PathBuf,
     identity: Option<(u64, u64)>,
 }
 
 impl DbFile {
-    pub(super) fn new(path: &Path) -> Self {
+    pub(in crate::store) fn new(path: &Path) -> Self {
         DbFile { path: path.to_path_buf(), identity: identity(path).ok() }
     }
 
     /// `Ok` while the path still names the file the store opened.
-    pub(super) fn check(&self) -> Result<(), StoreError> {
+    pub(in crate::store) fn check(&self) -> Result<(), StoreError> {
         let gone = |reason: String| StoreError::FileGone { path: self.path.clone(), reason };
         match identity(&self.path) {
             Ok(now) if Some(now) == self.identity => Ok(()),

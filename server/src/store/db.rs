@@ -1,0 +1,308 @@
+//! One small executor over the two sqlx backends, so the store's SQL is written once: a statement
+//! is text with `?` (or `?N`) placeholders and a list of [`Arg`]s; on PostgreSQL the placeholders
+//! become `$N`. Rows are read through [`Row`]'s three typed getters (text, optional text, 64-bit
+//! integer), the only column types the schema uses on either backend.
+
+use std::borrow::Cow;
+
+use sqlx::pool::PoolConnection;
+use sqlx::postgres::{PgArguments, PgRow};
+use sqlx::sqlite::{SqliteArguments, SqliteRow};
+use sqlx::{PgConnection, PgPool, Postgres, Row as _, Sqlite, SqliteConnection, SqlitePool};
+
+/// Which database engine a pool or connection talks to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Backend {
+    Sqlite,
+    Postgres,
+}
+
+impl Backend {
+    /// The statement that opens a write transaction. SQLite's `IMMEDIATE` takes the write lock at
+    /// once (so a reader never has to upgrade); PostgreSQL locks rows as it goes.
+    pub(super) fn begin(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "BEGIN IMMEDIATE",
+            Backend::Postgres => "BEGIN",
+        }
+    }
+}
+
+/// One bound value.
+#[derive(Debug)]
+pub(super) enum Arg<'a> {
+    Text(Cow<'a, str>),
+    OptText(Option<Cow<'a, str>>),
+    Int(i64),
+}
+
+impl<'a> From<&'a str> for Arg<'a> {
+    fn from(v: &'a str) -> Self {
+        Arg::Text(Cow::Borrowed(v))
+    }
+}
+
+impl<'a> From<&'a String> for Arg<'a> {
+    fn from(v: &'a String) -> Self {
+        Arg::Text(Cow::Borrowed(v))
+    }
+}
+
+impl From<String> for Arg<'_> {
+    fn from(v: String) -> Self {
+        Arg::Text(Cow::Owned(v))
+    }
+}
+
+impl<'a> From<&'a Option<String>> for Arg<'a> {
+    fn from(v: &'a Option<String>) -> Self {
+        Arg::OptText(v.as_deref().map(Cow::Borrowed))
+    }
+}
+
+impl From<Option<String>> for Arg<'_> {
+    fn from(v: Option<String>) -> Self {
+        Arg::OptText(v.map(Cow::Owned))
+    }
+}
+
+impl From<i64> for Arg<'_> {
+    fn from(v: i64) -> Self {
+        Arg::Int(v)
+    }
+}
+
+impl From<u32> for Arg<'_> {
+    fn from(v: u32) -> Self {
+        Arg::Int(i64::from(v))
+    }
+}
+
+/// A statement and its arguments.
+#[derive(Debug)]
+pub(super) struct Sql<'a> {
+    text: Cow<'a, str>,
+    args: Vec<Arg<'a>>,
+}
+
+/// A statement with no arguments bound yet.
+pub(super) fn sql<'a>(text: impl Into<Cow<'a, str>>) -> Sql<'a> {
+    Sql { text: text.into(), args: Vec::new() }
+}
+
+impl<'a> Sql<'a> {
+    pub(super) fn bind(mut self, arg: impl Into<Arg<'a>>) -> Self {
+        self.args.push(arg.into());
+        self
+    }
+
+    fn sqlite(&self) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
+        let mut query = sqlx::query(&self.text);
+        for arg in &self.args {
+            query = match arg {
+                Arg::Text(v) => query.bind(v.as_ref()),
+                Arg::OptText(v) => query.bind(v.as_deref()),
+                Arg::Int(v) => query.bind(*v),
+            };
+        }
+        query
+    }
+
+    fn postgres<'q>(&'q self, text: &'q str) -> sqlx::query::Query<'q, Postgres, PgArguments> {
+        let mut query = sqlx::query(text);
+        for arg in &self.args {
+            query = match arg {
+                Arg::Text(v) => query.bind(v.as_ref()),
+                Arg::OptText(v) => query.bind(v.as_deref()),
+                Arg::Int(v) => query.bind(*v),
+            };
+        }
+        query
+    }
+}
+
+/// `?` and `?N` placeholders as PostgreSQL's `$N` (outside quoted literals and identifiers).
+pub(super) fn numbered(text: &str) -> String {
+    let mut out = String::with_capacity(text.len() + 8);
+    let mut next = 1;
+    let mut quote: Option<char> = None;
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some(q), _) if c == q => quote = None,
+            (Some(_), _) => {}
+            (None, '\'' | '"') => quote = Some(c),
+            (None, '?') => {
+                let mut digits = String::new();
+                while let Some(d) = chars.next_if(char::is_ascii_digit) {
+                    digits.push(d);
+                }
+                if digits.is_empty() {
+                    digits = next.to_string();
+                    next += 1;
+                }
+                out.push('$');
+                out.push_str(&digits);
+                continue;
+            }
+            _ => {}
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A row of either backend.
+pub(super) enum Row {
+    Sqlite(SqliteRow),
+    Postgres(PgRow),
+}
+
+impl Row {
+    pub(super) fn text(&self, column: &str) -> Result<String, sqlx::Error> {
+        match self {
+            Row::Sqlite(row) => row.try_get(column),
+            Row::Postgres(row) => row.try_get(column),
+        }
+    }
+
+    pub(super) fn opt_text(&self, column: &str) -> Result<Option<String>, sqlx::Error> {
+        match self {
+            Row::Sqlite(row) => row.try_get(column),
+            Row::Postgres(row) => row.try_get(column),
+        }
+    }
+
+    pub(super) fn int(&self, column: &str) -> Result<i64, sqlx::Error> {
+        match self {
+            Row::Sqlite(row) => row.try_get(column),
+            Row::Postgres(row) => row.try_get(column),
+        }
+    }
+}
+
+/// A pool of either backend.
+#[derive(Debug, Clone)]
+pub(super) enum Pool {
+    Sqlite(SqlitePool),
+    Postgres(PgPool),
+}
+
+impl Pool {
+    pub(super) fn backend(&self) -> Backend {
+        match self {
+            Pool::Sqlite(_) => Backend::Sqlite,
+            Pool::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    pub(super) async fn acquire(&self) -> Result<PooledConn, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(pool) => PooledConn::Sqlite(pool.acquire().await?),
+            Pool::Postgres(pool) => PooledConn::Postgres(pool.acquire().await?),
+        })
+    }
+
+    pub(super) async fn execute(&self, q: Sql<'_>) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(pool) => q.sqlite().execute(pool).await?.rows_affected(),
+            Pool::Postgres(pool) => q.postgres(&numbered(&q.text)).execute(pool).await?.rows_affected(),
+        })
+    }
+
+    pub(super) async fn fetch_all(&self, q: Sql<'_>) -> Result<Vec<Row>, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(pool) => q.sqlite().fetch_all(pool).await?.into_iter().map(Row::Sqlite).collect(),
+            Pool::Postgres(pool) => {
+                q.postgres(&numbered(&q.text)).fetch_all(pool).await?.into_iter().map(Row::Postgres).collect()
+            }
+        })
+    }
+
+    pub(super) async fn fetch_optional(&self, q: Sql<'_>) -> Result<Option<Row>, sqlx::Error> {
+        Ok(match self {
+            Pool::Sqlite(pool) => q.sqlite().fetch_optional(pool).await?.map(Row::Sqlite),
+            Pool::Postgres(pool) => q.postgres(&numbered(&q.text)).fetch_optional(pool).await?.map(Row::Postgres),
+        })
+    }
+
+    pub(super) async fn close(&self) {
+        match self {
+            Pool::Sqlite(pool) => pool.close().await,
+            Pool::Postgres(pool) => pool.close().await,
+        }
+    }
+}
+
+/// A connection taken from a pool (the writer holds one for its whole life).
+#[derive(Debug)]
+pub(super) enum PooledConn {
+    Sqlite(PoolConnection<Sqlite>),
+    Postgres(PoolConnection<Postgres>),
+}
+
+impl PooledConn {
+    pub(super) fn conn(&mut self) -> Conn<'_> {
+        match self {
+            PooledConn::Sqlite(c) => Conn::Sqlite(c),
+            PooledConn::Postgres(c) => Conn::Postgres(c),
+        }
+    }
+}
+
+/// A borrowed connection of either backend: what write operations run on.
+pub(super) enum Conn<'c> {
+    Sqlite(&'c mut SqliteConnection),
+    Postgres(&'c mut PgConnection),
+}
+
+impl Conn<'_> {
+    pub(super) fn backend(&self) -> Backend {
+        match self {
+            Conn::Sqlite(_) => Backend::Sqlite,
+            Conn::Postgres(_) => Backend::Postgres,
+        }
+    }
+
+    /// Runs a statement; returns the number of rows it changed.
+    pub(super) async fn execute(&mut self, q: Sql<'_>) -> Result<u64, sqlx::Error> {
+        Ok(match self {
+            Conn::Sqlite(c) => q.sqlite().execute(&mut **c).await?.rows_affected(),
+            Conn::Postgres(c) => q.postgres(&numbered(&q.text)).execute(&mut **c).await?.rows_affected(),
+        })
+    }
+
+    pub(super) async fn fetch_all(&mut self, q: Sql<'_>) -> Result<Vec<Row>, sqlx::Error> {
+        Ok(match self {
+            Conn::Sqlite(c) => q.sqlite().fetch_all(&mut **c).await?.into_iter().map(Row::Sqlite).collect(),
+            Conn::Postgres(c) => {
+                q.postgres(&numbered(&q.text)).fetch_all(&mut **c).await?.into_iter().map(Row::Postgres).collect()
+            }
+        })
+    }
+
+    pub(super) async fn fetch_one(&mut self, q: Sql<'_>) -> Result<Row, sqlx::Error> {
+        Ok(match self {
+            Conn::Sqlite(c) => Row::Sqlite(q.sqlite().fetch_one(&mut **c).await?),
+            Conn::Postgres(c) => Row::Postgres(q.postgres(&numbered(&q.text)).fetch_one(&mut **c).await?),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_become_numbered_outside_literals() {
+        assert_eq!(
+            numbered("SELECT a FROM t WHERE a = ? AND b IN (?,?)"),
+            "SELECT a FROM t WHERE a = $1 AND b IN ($2,$3)"
+        );
+        assert_eq!(
+            numbered("x = ?1 AND y IN (SELECT y WHERE x = ?1 LIMIT ?2)"),
+            "x = $1 AND y IN (SELECT y WHERE x = $1 LIMIT $2)"
+        );
+        assert_eq!(numbered("a = '?' AND \"w?\" = ?"), "a = '?' AND \"w?\" = $1");
+    }
+}

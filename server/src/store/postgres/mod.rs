@@ -1,0 +1,61 @@
+//! The PostgreSQL backend (`--db postgres://…`): a writer pool of one connection, a read-only
+//! pool, and a session holding the database's advisory lock, so that one appserver at a time
+//! uses a database (as the `<db>.lock` file does for SQLite: start-up recovery fails every turn
+//! left running, which is only right when nobody else runs turns there). The database must exist;
+//! the schema (`migrations/postgres/`) is created in it.
+
+mod lock;
+#[cfg(test)]
+pub(super) mod testdb;
+
+pub(super) use lock::DbLock;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use super::db::Pool;
+use super::{Backing, Durability, Opened, StoreError, describe};
+
+/// Longest wait for a connection (connecting included) before an operation fails.
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Longest one statement may run; a stalled database fails the request instead of holding it.
+const STATEMENT_TIMEOUT: &str = "30s";
+
+/// Connects to `url` (shown as `db`, without its password), takes the database's lock and applies
+/// the migrations.
+pub(super) async fn open(url: &str, db: &str, durability: Durability) -> Result<Opened, StoreError> {
+    let open_err = |err: sqlx::Error| StoreError::Open { db: db.to_owned(), reason: describe(&err) };
+    let options = PgConnectOptions::from_str(url)
+        .map_err(open_err)?
+        .application_name(&format!("appserver pid {}", std::process::id()))
+        .options([("statement_timeout", STATEMENT_TIMEOUT)]);
+    let lock = DbLock::acquire(&options, db).await?;
+    let writer_options = match durability {
+        Durability::Normal => options.clone(),
+        Durability::Full => options.clone().options([("synchronous_commit", "on")]),
+    };
+    let writer = PgPoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_with(writer_options)
+        .await
+        .map_err(open_err)?;
+    sqlx::migrate!("../migrations/postgres")
+        .run(&writer)
+        .await
+        .map_err(|err| StoreError::Migrate { db: db.to_owned(), reason: err.to_string() })?;
+    let reader = PgPoolOptions::new()
+        .max_connections(4)
+        .min_connections(0)
+        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .connect_with(options.options([("default_transaction_read_only", "on")]))
+        .await
+        .map_err(open_err)?;
+    Ok(Opened { writer: Pool::Postgres(writer), reader: Pool::Postgres(reader), backing: Backing::Lock(lock) })
+}

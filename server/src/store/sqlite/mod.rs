@@ -1,0 +1,69 @@
+//! The SQLite backend: one file, WAL, a writer connection with `synchronous` as [`Durability`]
+//! says, a small read-only pool, and the file's identity so a database deleted or replaced under
+//! the server is noticed (`file.rs`). The schema is `migrations/sqlite/`.
+
+mod file;
+
+pub(super) use file::DbFile;
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+
+use super::db::{Pool, sql};
+use super::{Backing, Durability, Opened, StoreError, describe};
+
+fn synchronous(durability: Durability) -> SqliteSynchronous {
+    match durability {
+        Durability::Normal => SqliteSynchronous::Normal,
+        Durability::Full => SqliteSynchronous::Full,
+    }
+}
+
+/// Opens (creating if needed) the database file at `path` and applies the migrations.
+pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, StoreError> {
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        std::fs::create_dir_all(parent)
+            .map_err(|source| StoreError::CreateDir { path: parent.to_path_buf(), source })?;
+    }
+    let db = || path.display().to_string();
+    let open_err = |err: sqlx::Error| StoreError::Open { db: db(), reason: describe(&err) };
+    let options = SqliteConnectOptions::from_str("sqlite:")
+        .map_err(open_err)?
+        .filename(path)
+        .create_if_missing(true)
+        .journal_mode(SqliteJournalMode::Wal)
+        .synchronous(SqliteSynchronous::Normal)
+        .foreign_keys(true)
+        .busy_timeout(Duration::from_secs(5));
+    let writer = SqlitePoolOptions::new()
+        .max_connections(1)
+        .min_connections(1)
+        .idle_timeout(None)
+        .max_lifetime(None)
+        .connect_with(options.clone().synchronous(synchronous(durability)))
+        .await
+        .map_err(open_err)?;
+    // A file that is not a database only fails on the first real read.
+    sqlx::query("SELECT count(*) FROM sqlite_master").execute(&writer).await.map_err(open_err)?;
+    sqlx::migrate!("../migrations/sqlite")
+        .run(&writer)
+        .await
+        .map_err(|err| StoreError::Migrate { db: db(), reason: err.to_string() })?;
+    let reader = SqlitePoolOptions::new()
+        .max_connections(4)
+        .min_connections(0)
+        .connect_with(options.read_only(true))
+        .await
+        .map_err(open_err)?;
+    Ok(Opened { writer: Pool::Sqlite(writer), reader: Pool::Sqlite(reader), backing: Backing::File(DbFile::new(path)) })
+}
+
+/// Flushes the WAL into the main file (at shutdown, after the writer stopped).
+pub(super) async fn checkpoint(writer: &Pool) {
+    if let Err(err) = writer.execute(sql("PRAGMA wal_checkpoint(TRUNCATE)")).await {
+        tracing::warn!(error = %err, "WAL checkpoint at shutdown failed");
+    }
+}
