@@ -27,7 +27,6 @@ mod timeouts;
 mod turns;
 mod websocket;
 
-
 use appserver_client::{RawConnection, RawFrame};
 use appserver_tests::{TIMEOUT, json};
 use serde_json::Value;

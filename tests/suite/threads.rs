@@ -131,6 +131,29 @@ async fn thread_read_pages_turns_of_a_long_thread() {
     assert_eq!(code(client.request("thread/read", bad).await), -32602);
 }
 
+/// A full `thread/read` writes the stored items into the reply as they are (not parsed and
+/// written again): it must equal the turns built from parsed items (`thread/resume`), and a reply
+/// of several hundred kilobytes (sent in WebSocket fragments) must arrive whole, multi-byte
+/// characters included.
+#[tokio::test]
+async fn a_large_full_thread_read_equals_the_parsed_turns_and_arrives_whole() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    // 4-byte and 2-byte characters, so fragment boundaries fall inside some of them.
+    let big: String = "é😀a\\\"".repeat(30_000);
+    run_turn(&mut client, &id, text(&big)).await.unwrap();
+    for n in 0..3 {
+        run_turn(&mut client, &id, text(&format!("message {n}"))).await.unwrap();
+    }
+    let read = client.request("thread/read", json!({ "threadId": id, "includeTurns": true })).await.unwrap();
+    assert!(read.to_string().len() > 400_000, "the reply is large enough to be fragmented");
+    assert_eq!(read["thread"]["turns"][0]["items"][0]["payload"]["text"], big.as_str());
+    let resumed = client.request("thread/resume", json!({ "threadId": id })).await.unwrap();
+    assert_eq!(read["thread"]["turns"], resumed["thread"]["turns"], "spliced and parsed turns differ");
+    assert_eq!(read["thread"]["turns"].as_array().unwrap().len(), 4);
+}
+
 #[tokio::test]
 async fn thread_lifecycle_and_its_notifications() {
     let server = ServerBuilder::ws().spawn().await.unwrap();

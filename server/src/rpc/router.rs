@@ -26,7 +26,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::ThreadStart(p) => answer(id, threads::handle_thread_start(ctx, p)),
         R::ThreadResume(p) => answer(id, threads::handle_thread_resume(ctx, p)),
         R::ThreadList(p) => answer(id, threads::handle_thread_list(ctx, p)),
-        R::ThreadRead(p) => answer(id, threads::handle_thread_read(ctx, p)),
+        R::ThreadRead(p) => Box::pin(async move { threads::thread_read_reply(ctx, id, p).await.map_err(Into::into) }),
         R::ChannelList(p) => answer(id, channels::handle_channel_list(ctx, p)),
         R::ThreadRollback(p) => answer(id, threads::handle_thread_rollback(ctx, p)),
         R::ThreadSubscribe(p) => answer(id, threads::handle_thread_subscribe(ctx, p)),

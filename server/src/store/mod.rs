@@ -19,7 +19,7 @@ mod writer;
 
 pub use apps::{AppWrite, WindowRecord};
 pub use location::StoreLocation;
-pub use threads::{ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
+pub use threads::{ItemBody, ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 
 use std::path::PathBuf;
 use std::sync::Arc;

@@ -59,6 +59,14 @@ pub fn parse_seq(id: &str, prefix: &str) -> Option<u32> {
 }
 
 /// The identity filter of `thread/list`.
+/// A stored item as its JSON text.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ItemBody {
+    pub turn_seq: u32,
+    pub seq: u32,
+    pub body: String,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct ThreadQuery {
     pub workspace_path: String,
@@ -254,6 +262,39 @@ impl Store {
                 Ok((u32::try_from(seq).unwrap_or(0), item))
             })
             .collect()
+    }
+
+    /// One page of stored item bodies — their JSON text, not parsed — of the turns `from..=to`,
+    /// in order, starting after `after` (turn sequence number, item sequence number).
+    pub async fn item_bodies(
+        &self,
+        thread_id: &str,
+        (from, to): (u32, u32),
+        after: (u32, u32),
+        limit: u32,
+    ) -> Result<Vec<ItemBody>, StoreError> {
+        let text = "SELECT turn_seq, seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? \
+                    AND (turn_seq, seq) > (?, ?) ORDER BY turn_seq, seq LIMIT ?";
+        let query = sql(text).bind(thread_id).bind(from).bind(to).bind(after.0).bind(after.1).bind(limit);
+        let rows = self.reader.fetch_all(query).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(ItemBody {
+                    turn_seq: u32::try_from(row.int("turn_seq")?).unwrap_or(0),
+                    seq: u32::try_from(row.int("seq")?).unwrap_or(0),
+                    body: row.text("body")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The total length in characters of the stored item bodies of the turns `from..=to`: a size
+    /// hint for a reply that will hold them.
+    pub async fn item_body_length(&self, thread_id: &str, (from, to): (u32, u32)) -> Result<u64, StoreError> {
+        let text = "SELECT COALESCE(SUM(LENGTH(body)), 0) AS n FROM items \
+                    WHERE thread_id = ? AND turn_seq BETWEEN ? AND ?";
+        let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(from).bind(to)).await?;
+        Ok(row.map(|r| r.int("n")).transpose()?.map_or(0, |n| u64::try_from(n).unwrap_or(0)))
     }
 
     /// The active thread that was active most recently.

@@ -96,3 +96,103 @@ pub async fn load_turns(
     }
     Ok((turns, more))
 }
+
+/// A page of turns to be written as JSON text straight from the stored item bodies, never
+/// parsing them: a full `thread/read` then holds about one copy of its reply, not several.
+#[derive(Debug)]
+pub struct StoredTurns {
+    thread_id: String,
+    records: Vec<TurnRecord>,
+    /// Whether older turns were left out.
+    pub more: bool,
+    body_length: u64,
+}
+
+/// Item bodies read per query while writing [`StoredTurns`].
+const ITEM_PAGE: u32 = 1000;
+/// Room allowed per turn for its own fields when sizing a reply.
+const TURN_OVERHEAD: usize = 512;
+
+/// The turns [`load_turns`] would return, ready to be written with [`StoredTurns::write_json`].
+pub async fn stored_turns(
+    store: &Store,
+    thread_id: &str,
+    before_seq: Option<u32>,
+    limit: Option<u32>,
+) -> Result<StoredTurns, StoreError> {
+    let (records, more) = store.turns(thread_id, before_seq, limit).await?;
+    let body_length = match (records.first(), records.last()) {
+        (Some(first), Some(last)) => store.item_body_length(thread_id, (first.seq, last.seq)).await?,
+        _ => 0,
+    };
+    Ok(StoredTurns { thread_id: thread_id.to_owned(), records, more, body_length })
+}
+
+impl StoredTurns {
+    /// The oldest turn's id (the cursor for the next older page).
+    pub fn first_turn_id(&self) -> Option<&str> {
+        self.records.first().map(|r| r.id.as_str())
+    }
+
+    /// About how many bytes [`StoredTurns::write_json`] writes (to size the reply once).
+    pub fn size_hint(&self) -> usize {
+        usize::try_from(self.body_length).unwrap_or(0).saturating_add(self.records.len() * TURN_OVERHEAD)
+    }
+
+    /// Appends the turns as JSON array elements (comma-separated, no brackets), each turn's items
+    /// spliced in as stored, read [`ITEM_PAGE`] at a time.
+    pub async fn write_json(&self, store: &Store, out: &mut String) -> Result<(), StoreError> {
+        let (Some(first), Some(last)) = (self.records.first(), self.records.last()) else { return Ok(()) };
+        let range = (first.seq, last.seq);
+        let mut page = std::collections::VecDeque::new();
+        let mut after = (0, 0);
+        let mut exhausted = false;
+        for (n, record) in self.records.iter().enumerate() {
+            if n > 0 {
+                out.push(',');
+            }
+            let text =
+                serde_json::to_string(&turn(record, Vec::new())).map_err(|e| StoreError::Corrupt(e.to_string()))?;
+            let (head, tail) = split_at_items(&text)?;
+            out.push_str(head);
+            let mut first_item = true;
+            loop {
+                if page.is_empty() && !exhausted {
+                    let next = store.item_bodies(&self.thread_id, range, after, ITEM_PAGE).await?;
+                    exhausted = next.len() < ITEM_PAGE as usize;
+                    if let Some(last) = next.last() {
+                        after = (last.turn_seq, last.seq);
+                    }
+                    page.extend(next);
+                }
+                match page.front() {
+                    Some(item) if item.turn_seq < record.seq => {
+                        page.pop_front();
+                    }
+                    Some(item) if item.turn_seq == record.seq => {
+                        if !first_item {
+                            out.push(',');
+                        }
+                        first_item = false;
+                        if let Some(item) = page.pop_front() {
+                            out.push_str(&item.body);
+                        }
+                    }
+                    _ => break,
+                }
+            }
+            out.push_str(tail);
+        }
+        Ok(())
+    }
+}
+
+/// Splits a turn serialized with no items around its empty `"items":[]`: the text up to and
+/// including `"items":[`, and the text from its `]` on. The marker cannot occur inside a JSON
+/// string (quotes are escaped there) and a turn has no other `items` member.
+fn split_at_items(text: &str) -> Result<(&str, &str), StoreError> {
+    const MARKER: &str = "\"items\":[]";
+    let at = text.find(MARKER).ok_or_else(|| StoreError::Corrupt("a turn serialized without its items".into()))?;
+    let split = at + MARKER.len() - 1;
+    Ok((&text[..split], &text[split..]))
+}

@@ -17,7 +17,9 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
+use tokio_tungstenite::tungstenite::protocol::frame::Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
+use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
@@ -314,7 +316,7 @@ async fn run_connection<S>(
         outgoing.close();
         let drain = async {
             while let Ok(frame) = outgoing.try_recv() {
-                socket.feed(text_message(frame)).await?;
+                feed(socket, frame).await?;
             }
             socket.flush().await
         };
@@ -343,13 +345,13 @@ where
 {
     cancellable(closed, async {
         if let Some(frame) = first {
-            socket.feed(text_message(frame)).await?;
+            feed(socket, frame).await?;
         }
         while let Ok(frame) = queue.try_recv() {
-            socket.feed(text_message(frame)).await?;
+            feed(socket, frame).await?;
         }
         if let Some(frame) = last {
-            socket.feed(text_message(frame)).await?;
+            feed(socket, frame).await?;
         }
         socket.flush().await
     })
@@ -369,10 +371,66 @@ async fn cancellable(
     }
 }
 
+/// Messages larger than this go out as fragments (RFC 6455 section 5.4) ...
+const FRAGMENT_ABOVE: usize = 256 * 1024;
+/// ... of about this size, each a slice of the frame's bytes: the socket's write buffer never
+/// holds (nor keeps the capacity of) a whole large reply, only a fragment at a time.
+const FRAGMENT: usize = 64 * 1024;
+
+/// Queues one outgoing frame on the socket: as one text message, or fragmented when large.
+async fn feed<S>(socket: &mut S, frame: OutFrame) -> Result<(), WsError>
+where
+    S: Sink<Message, Error = WsError> + Unpin,
+{
+    let bytes = frame.bytes().clone();
+    if bytes.len() <= FRAGMENT_ABOVE {
+        return socket.feed(text_message(frame)).await;
+    }
+    let mut start = 0;
+    while start < bytes.len() {
+        let end = fragment_end(&bytes, start);
+        let opcode = if start == 0 { OpCode::Data(Data::Text) } else { OpCode::Data(Data::Continue) };
+        let fragment = Frame::message(bytes.slice(start..end), opcode, end == bytes.len());
+        socket.feed(Message::Frame(fragment)).await?;
+        start = end;
+    }
+    Ok(())
+}
+
+/// Where the fragment starting at `start` ends: [`FRAGMENT`] bytes on, moved back to the start
+/// of a UTF-8 character so every fragment is whole text.
+fn fragment_end(bytes: &[u8], start: usize) -> usize {
+    let mut end = (start + FRAGMENT).min(bytes.len());
+    while end < bytes.len() && end > start + 1 && (bytes[end] & 0xC0) == 0x80 {
+        end -= 1;
+    }
+    end
+}
+
 fn text_message(frame: OutFrame) -> Message {
     match Utf8Bytes::try_from(frame.bytes().clone()) {
         Ok(text) => Message::Text(text),
         // Frames are built from `String`s, so this cannot happen; send the bytes lossily anyway.
         Err(_) => Message::Text(String::from_utf8_lossy(frame.bytes()).into_owned().into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fragments_are_whole_utf8_and_cover_the_message() {
+        let text = "é😀a".repeat(40_000);
+        let bytes = text.as_bytes();
+        let mut start = 0;
+        let mut rebuilt = String::new();
+        while start < bytes.len() {
+            let end = fragment_end(bytes, start);
+            assert!(end > start && end - start <= FRAGMENT);
+            rebuilt.push_str(std::str::from_utf8(&bytes[start..end]).expect("a fragment splits a character"));
+            start = end;
+        }
+        assert_eq!(rebuilt, text);
     }
 }

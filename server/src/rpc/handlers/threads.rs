@@ -10,6 +10,9 @@ use appserver_protocol::{
 };
 
 use crate::clock::UtcTime;
+use appserver_protocol::jsonrpc::RequestId;
+
+use crate::rpc::dispatch::reply_text;
 use crate::rpc::{OutFrame, RequestCtx};
 use crate::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
 use crate::threads::{SessionError, ThreadState, new_thread_id, wire};
@@ -251,7 +254,10 @@ pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result
     Ok(ThreadListResult { data, next_cursor })
 }
 
-pub async fn handle_thread_read(ctx: &RequestCtx, p: ThreadReadParams) -> Result<ThreadReadResult, SessionError> {
+/// `thread/read`, answered with its whole response frame. With `includeTurns` the stored items
+/// are spliced into the reply as they are read, never parsed, into a reply sized once: the reply
+/// is the one copy of the thread held (see docs/performance.md).
+pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadParams) -> Result<String, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let before =
         match &p.turns_cursor {
@@ -260,15 +266,28 @@ pub async fn handle_thread_read(ctx: &RequestCtx, p: ThreadReadParams) -> Result
             })?),
             None => None,
         };
-    let (turns, more) = if p.include_turns {
-        Box::pin(wire::load_turns(&ctx.state.store, &p.thread_id, before, p.turns_limit)).await?
+    let turns = if p.include_turns {
+        Some(wire::stored_turns(&ctx.state.store, &p.thread_id, before, p.turns_limit).await?)
     } else {
-        (Vec::new(), false)
+        None
     };
-    let next_turns_cursor = if more { turns.first().map(|t| t.id.clone()) } else { None };
-    let state = handle.state();
-    state.require_exists()?;
-    Ok(ThreadReadResult { thread: wire::thread(&state, turns), next_turns_cursor })
+    let head = {
+        let state = handle.state();
+        state.require_exists()?;
+        let next_turns_cursor = turns.as_ref().filter(|t| t.more).and_then(|t| t.first_turn_id()).map(str::to_owned);
+        reply_text(id, &ThreadReadResult { thread: wire::thread(&state, Vec::new()), next_turns_cursor })
+    };
+    let Some(turns) = turns else { return Ok(head) };
+    const MARKER: &str = "\"turns\":[]";
+    let Some(at) = head.find(MARKER) else {
+        return Err(StoreError::Corrupt("thread/read: a thread serialized without its turns".into()).into());
+    };
+    let split = at + MARKER.len() - 1;
+    let mut reply = String::with_capacity(head.len() + turns.size_hint());
+    reply.push_str(&head[..split]);
+    turns.write_json(&ctx.state.store, &mut reply).await?;
+    reply.push_str(&head[split..]);
+    Ok(reply)
 }
 
 pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -> Result<ThreadResult, SessionError> {
