@@ -8,8 +8,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, ListenAddr, LogFormat, ModelSettings, ServerConfig,
-    config_file_path, default_db_path, parse_listen, read_config_file,
+    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, FileModel, ListenAddr, LogFormat, ModelSettings,
+    ServerConfig, config_file_path, default_db_path, parse_listen, read_config_file,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
@@ -183,13 +183,14 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
         None => {}
     }
     let a = cli.run;
-    let mut config = ServerConfig::for_workspace(a.workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()));
-    config.db = match a.db {
-        Some(db) => StoreLocation::parse(&db, cwd),
+    let mut config =
+        ServerConfig::for_workspace(a.workspace.clone().map(absolute).unwrap_or_else(|| cwd.to_path_buf()));
+    config.db = match &a.db {
+        Some(db) => StoreLocation::parse(db, cwd),
         None => StoreLocation::Sqlite(default_db_path(&config.workspace)),
     };
     if !a.listen.is_empty() {
-        config.listen = a.listen;
+        config.listen = a.listen.clone();
     }
     let ms = |n: usize| Duration::from_millis(n as u64);
     macro_rules! set {
@@ -234,16 +235,33 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
     {
         config.approval_timeout = timeout;
     }
-    let model = a.model.or(file_model.model).filter(|m| !m.trim().is_empty());
-    config.model = model.map(|model| ModelSettings {
+    config.model = model_settings(&a, file_model, env);
+
+    (config.ws_token, config.ws_token_file) = ws_token(a.ws_token, a.ws_token_file, absolute)?;
+    for addr in &config.listen {
+        if let ListenAddr::WebSocket(sock) = addr {
+            if !sock.ip().is_loopback() && config.ws_token.is_none() {
+                return Err(ConfigError::PublicWithoutToken(*sock));
+            }
+        }
+    }
+    Ok(Command::Run(Box::new(config)))
+}
+
+/// The model settings: flags, then the config file's `[model]` (its `api_key_env` read from
+/// the environment); `None` without a model name.
+fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Option<String>) -> Option<ModelSettings> {
+    let model = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty())?;
+    Some(ModelSettings {
         model,
         base_url: a
             .base_url
+            .clone()
             .or(file_model.base_url)
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
             .trim_end_matches('/')
             .to_owned(),
-        api_key: a.api_key.or(file_model.api_key).or_else(|| file_model.api_key_env.as_deref().and_then(env)),
+        api_key: a.api_key.clone().or(file_model.api_key).or_else(|| file_model.api_key_env.as_deref().and_then(env)),
         max_steps: file_model.max_steps.unwrap_or(20).max(1),
         max_retries: file_model.max_retries.unwrap_or(3),
         idle_timeout: Duration::from_millis(
@@ -254,25 +272,26 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
                 .unwrap_or(DEFAULT_MODEL_IDLE_MS),
         ),
         instructions: file_model.instructions,
-    });
+    })
+}
 
-    let mut token = a.ws_token;
-    if let Some(path) = a.ws_token_file {
-        let text = std::fs::read_to_string(&path)
-            .map_err(|err| ConfigError::TokenFile { path: path.display().to_string(), reason: err.to_string() })?;
-        token = Some(text.trim().to_owned());
-        config.ws_token_file = Some(absolute(path));
-    }
-    // An empty token disables authentication (protocol section 15.4).
-    config.ws_token = token.filter(|t| !t.is_empty());
-    for addr in &config.listen {
-        if let ListenAddr::WebSocket(sock) = addr {
-            if !sock.ip().is_loopback() && config.ws_token.is_none() {
-                return Err(ConfigError::PublicWithoutToken(*sock));
-            }
+/// The WebSocket token (`--ws-token`, or read from `--ws-token-file`, which is remembered
+/// absolute) and the file it came from. An empty token disables authentication (protocol
+/// section 15.4).
+fn ws_token(
+    token: Option<String>,
+    file: Option<PathBuf>,
+    absolute: impl Fn(PathBuf) -> PathBuf,
+) -> Result<(Option<String>, Option<PathBuf>), ConfigError> {
+    let (token, file) = match file {
+        Some(path) => {
+            let text = std::fs::read_to_string(&path)
+                .map_err(|err| ConfigError::TokenFile { path: path.display().to_string(), reason: err.to_string() })?;
+            (Some(text.trim().to_owned()), Some(absolute(path)))
         }
-    }
-    Ok(Command::Run(Box::new(config)))
+        None => (token, None),
+    };
+    Ok((token.filter(|t| !t.is_empty()), file))
 }
 
 fn listen_value(value: &str) -> Result<ListenAddr, String> {

@@ -270,23 +270,8 @@ async fn run_connection<S>(
             // tungstenite answers pings itself.
             Event::Received(Some(Ok(Message::Ping(_) | Message::Frame(_)))) => Ok(()),
             Event::Received(Some(Ok(Message::Close(_))) | None) => break,
-            Event::Received(Some(Err(WsError::Capacity(err)))) => {
-                tracing::warn!(conn = %peer.id, error = %err, "message over the size limit; closing with 1009");
-                peer.close(CloseReason::MessageTooBig);
-                break;
-            }
-            Event::Received(Some(Err(WsError::Protocol(err)))) => {
-                tracing::info!(conn = %peer.id, error = %err, "WebSocket protocol error; closing with 1002");
-                peer.close(CloseReason::ProtocolError);
-                break;
-            }
-            Event::Received(Some(Err(WsError::Utf8(err)))) => {
-                tracing::info!(conn = %peer.id, error = %err, "invalid UTF-8 in a text message; closing with 1007");
-                peer.close(CloseReason::InvalidUtf8);
-                break;
-            }
             Event::Received(Some(Err(err))) => {
-                tracing::debug!(conn = %peer.id, error = %err, "WebSocket read failed");
+                close_on_read_error(peer, err);
                 break;
             }
             Event::PingDue => {
@@ -309,6 +294,35 @@ async fn run_connection<S>(
             break;
         }
     }
+    finish(peer, socket, outgoing).await;
+}
+
+/// Closes the connection after a failed read: the close code says why (1009 over the size limit,
+/// 1002 a protocol error, 1007 invalid UTF-8); any other failure is the client going away.
+fn close_on_read_error(peer: &Peer, err: WsError) {
+    match err {
+        WsError::Capacity(err) => {
+            tracing::warn!(conn = %peer.id, error = %err, "message over the size limit; closing with 1009");
+            peer.close(CloseReason::MessageTooBig);
+        }
+        WsError::Protocol(err) => {
+            tracing::info!(conn = %peer.id, error = %err, "WebSocket protocol error; closing with 1002");
+            peer.close(CloseReason::ProtocolError);
+        }
+        WsError::Utf8(err) => {
+            tracing::info!(conn = %peer.id, error = %err, "invalid UTF-8 in a text message; closing with 1007");
+            peer.close(CloseReason::InvalidUtf8);
+        }
+        err => tracing::debug!(conn = %peer.id, error = %err, "WebSocket read failed"),
+    }
+}
+
+/// The end of a connection: on shutdown what was already queued still goes out; then the close
+/// frame with the reason (none when the client went away), then the socket closes.
+async fn finish<S>(peer: &Peer, socket: &mut S, mut outgoing: mpsc::Receiver<OutFrame>)
+where
+    S: Sink<Message, Error = WsError> + Unpin,
+{
     let reason = peer.close_reason();
     if reason == Some(CloseReason::Shutdown) {
         // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
