@@ -267,6 +267,35 @@ fn columns_in_migrations(dir: &Path) -> Vec<(String, String)> {
     columns
 }
 
+/// A lost writer connection (a PostgreSQL restart, a killed backend) fails the writes in flight,
+/// not every later one: the writer connects again for the next batch.
+#[tokio::test]
+async fn the_writer_reconnects_after_its_postgres_connection_is_killed() {
+    let Some(db) = TestDb::create("the_writer_reconnects_after_its_postgres_connection_is_killed").await else {
+        return;
+    };
+    let store = Store::open(&StoreLocation::Postgres(db.url.clone()), Durability::Normal).await.unwrap();
+    store.write(ThreadWrite::CreateThread(Box::new(thread_record("before")))).await.unwrap();
+    // Every session on the database but the one holding the advisory lock (so the store keeps
+    // its database): the writer's and the readers'.
+    let killed = store
+        .reader
+        .fetch_all(sql("SELECT pg_terminate_backend(a.pid) AS killed FROM pg_stat_activity a \
+             WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() \
+             AND a.pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)"))
+        .await
+        .unwrap();
+    assert!(!killed.is_empty(), "no session was killed");
+    // The first write after the kill may fail (its batch was on the dead connection); the next
+    // must commit.
+    let _ = store.write(ThreadWrite::CreateThread(Box::new(thread_record("maybe")))).await;
+    store.write(ThreadWrite::CreateThread(Box::new(thread_record("after")))).await.unwrap();
+    assert!(store.thread("after").await.unwrap().is_some());
+    assert!(store.thread("before").await.unwrap().is_some());
+    store.close().await;
+    db.drop().await;
+}
+
 fn migration_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
