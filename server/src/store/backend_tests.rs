@@ -296,6 +296,57 @@ async fn the_writer_reconnects_after_its_postgres_connection_is_killed() {
     db.drop().await;
 }
 
+/// Waits (10 s at most) until the store's write check gives `want`.
+async fn until_check_is(store: &Store, want: bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while store.check_writable().is_ok() != want {
+        assert!(tokio::time::Instant::now() < deadline, "the store's check never became {want}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// When the session holding the database's lock ends and another takes the lock, the store
+/// stops writing (and `/readyz` fails) instead of writing beside the new holder; when the lock is
+/// free again it takes it back and writes resume.
+#[tokio::test]
+async fn a_lost_postgres_lock_stops_writes_until_it_is_taken_back() {
+    use sqlx::{Connection, Executor};
+    let Some(db) = TestDb::create("a_lost_postgres_lock_stops_writes_until_it_is_taken_back").await else {
+        return;
+    };
+    let store = Store::open(&StoreLocation::Postgres(db.url.clone()), Durability::Normal).await.unwrap();
+    let mut intruder = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let mut taken = false;
+    for _ in 0..20 {
+        intruder
+            .execute(
+                sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid")
+                    .bind(super::postgres::LOCK_CLASS),
+            )
+            .await
+            .unwrap();
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, 0)")
+            .bind(super::postgres::LOCK_CLASS)
+            .fetch_one(&mut intruder)
+            .await
+            .unwrap();
+        if got {
+            taken = true;
+            break;
+        }
+    }
+    assert!(taken, "the test could not take the lock from the store");
+    until_check_is(&store, false).await;
+    let err = store.write(ThreadWrite::CreateThread(Box::new(thread_record("while_lost")))).await.unwrap_err();
+    assert!(err.to_string().contains("lost the lock"), "{err}");
+    intruder.close().await.unwrap();
+    until_check_is(&store, true).await;
+    store.write(ThreadWrite::CreateThread(Box::new(thread_record("after")))).await.unwrap();
+    assert!(store.thread("while_lost").await.unwrap().is_none());
+    store.close().await;
+    db.drop().await;
+}
+
 fn migration_names(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
         std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();

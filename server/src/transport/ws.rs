@@ -112,7 +112,7 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
     if state.shutdown.is_cancelled() {
         return (503, "Service Unavailable", r#"{"status":"shuttingDown"}"#.to_owned());
     }
-    match state.store.check_file() {
+    match state.store.check_writable() {
         Ok(()) => (200, "OK", r#"{"status":"ready"}"#.to_owned()),
         Err(err) => (
             503,
