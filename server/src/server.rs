@@ -57,6 +57,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
     }
     let mut lock = ServerLock::acquire(&config.workspace, config.db.sqlite_path())?;
+    crate::telemetry::install();
     let store = Store::open(&config.db, config.durability).await?;
     tracing::info!(db = %store.location(), workspace = %config.workspace.display(), "store opened");
 
@@ -79,6 +80,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
+    state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),

@@ -16,6 +16,7 @@ mod errors;
 mod handshake;
 mod limits;
 mod lock;
+mod metrics;
 mod model;
 mod postgres;
 mod recovery;

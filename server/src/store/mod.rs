@@ -251,7 +251,9 @@ impl Store {
     /// on its ticket, so it holds at most one write per waiting task.)
     pub fn submit(&self, op: impl Into<WriteOp>) -> WriteTicket {
         let (tx, rx) = oneshot::channel();
-        let _ = self.writes.send(writer::WriterMessage::Write(op.into(), tx));
+        if self.writes.send(writer::WriterMessage::Write(op.into(), tx)).is_ok() {
+            crate::telemetry::store_queue(1.0);
+        }
         WriteTicket(rx)
     }
 

@@ -7,9 +7,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::telemetry;
 
 use super::db::{Backend, Pool, PooledConn, sql};
 use super::{Backing, StoreError, WriteOp, apply};
@@ -105,6 +107,7 @@ pub(super) async fn run(
             }
         }
         if !batch.is_empty() {
+            telemetry::store_queue(-(batch.len() as f64));
             // A database deleted or replaced under us would take the writes silently.
             if let Err(err) = backing.check() {
                 fail_batch(&mut batch, &err.to_string());
@@ -157,6 +160,7 @@ async fn commit_batch(
         fail_batch(batch, &err.to_string());
         Err(err)
     };
+    let started = Instant::now();
     let mut conn = pooled.conn();
     if let Err(err) = conn.execute(sql(backend.begin())).await {
         return fail(batch, err);
@@ -177,6 +181,7 @@ async fn commit_batch(
         let _ = conn.execute(sql("ROLLBACK")).await;
         return fail(batch, err);
     }
+    telemetry::store_commit(batch.len(), started.elapsed());
     for ((_, reply), result) in batch.drain(..).zip(results) {
         let _ = reply.send(result);
     }

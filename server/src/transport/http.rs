@@ -128,6 +128,13 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
+/// `true` when no token is required (`expected` is `None`) or the request presents it.
+pub fn authorized(head: &RequestHead, expected: Option<&str>) -> bool {
+    expected.is_none_or(|expected| {
+        presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
+    })
+}
+
 /// The token a WebSocket client presented: `?token=` or `Authorization: Bearer`.
 pub fn presented_token(head: &RequestHead) -> Option<String> {
     if let Some(token) = head.query_param("token") {

@@ -28,6 +28,7 @@ use super::http::{self, RequestHead};
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
+use crate::telemetry;
 use appserver_protocol::jsonrpc::RequestId;
 
 /// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once
@@ -69,6 +70,7 @@ async fn handle_connection(
     const JSON: &str = "application/json";
     match (head.method.as_str(), head.path.as_str()) {
         ("GET", "/healthz") => http::respond(&mut stream, 200, "OK", JSON, r#"{"status":"ok"}"#, &[]).await?,
+        ("GET", "/metrics") => metrics(&state, &mut stream, &head).await?,
         ("GET", "/readyz") => {
             let (code, reason, body) = readiness(&state);
             http::respond(&mut stream, code, reason, JSON, &body, &[]).await?
@@ -90,7 +92,7 @@ async fn handle_connection(
             };
             return upgrade(state, stream, head, slot).await;
         }
-        (_, "/healthz" | "/readyz" | "/ws") => {
+        (_, "/healthz" | "/readyz" | "/metrics" | "/ws") => {
             http::respond(
                 &mut stream,
                 405,
@@ -122,6 +124,20 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
     }
 }
 
+/// `GET /metrics`: the Prometheus text format. Asks for the WebSocket token when one is set
+/// (Prometheus sends it with `authorization: {credentials: …}` or `bearer_token_file`).
+async fn metrics(state: &ServerState, stream: &mut TcpStream, head: &RequestHead) -> std::io::Result<()> {
+    if !http::authorized(head, state.config.ws_token.as_deref()) {
+        let challenge = [("WWW-Authenticate", "Bearer")];
+        return http::respond(stream, 401, "Unauthorized", "text/plain", "missing or invalid token\n", &challenge)
+            .await;
+    }
+    match telemetry::render() {
+        Some(text) => http::respond(stream, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", &text, &[]).await,
+        None => http::respond(stream, 503, "Service Unavailable", "text/plain", "metrics are off\n", &[]).await,
+    }
+}
+
 async fn upgrade(
     state: Arc<ServerState>,
     mut stream: TcpStream,
@@ -129,22 +145,18 @@ async fn upgrade(
     slot: OwnedSemaphorePermit,
 ) -> Result<(), http::HeadError> {
     let config = &state.config;
-    if let Some(expected) = &config.ws_token {
-        let ok =
-            http::presented_token(&head).is_some_and(|t| http::constant_time_eq(t.as_bytes(), expected.as_bytes()));
-        if !ok {
-            tracing::warn!("WebSocket upgrade refused: missing or wrong token");
-            http::respond(
-                &mut stream,
-                401,
-                "Unauthorized",
-                "text/plain",
-                "missing or invalid token\n",
-                &[("WWW-Authenticate", "Bearer")],
-            )
-            .await?;
-            return Ok(());
-        }
+    if !http::authorized(&head, config.ws_token.as_deref()) {
+        tracing::warn!("WebSocket upgrade refused: missing or wrong token");
+        http::respond(
+            &mut stream,
+            401,
+            "Unauthorized",
+            "text/plain",
+            "missing or invalid token\n",
+            &[("WWW-Authenticate", "Bearer")],
+        )
+        .await?;
+        return Ok(());
     }
     if !http::origin_allowed(head.header("origin"), &config.ws_allowed_origins) {
         tracing::warn!(origin = head.header("origin").unwrap_or(""), "WebSocket upgrade refused: origin not allowed");
@@ -189,6 +201,7 @@ async fn upgrade(
 async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {
     let (peer, outgoing) =
         state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
+    let _counted = telemetry::ConnectionGauge::open("ws");
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
     run_connection(&state, &peer, &mut socket, outgoing, keepalive).await;
