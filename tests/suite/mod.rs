@@ -2,6 +2,7 @@
 
 mod app_approvals;
 mod app_log_order;
+mod app_manifests;
 mod app_ownership;
 mod app_replay;
 mod approvals;

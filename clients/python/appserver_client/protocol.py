@@ -19,7 +19,9 @@ AppCommandApproval = TypedDict("AppCommandApproval", {
 
 AppCommandDescriptor = TypedDict("AppCommandDescriptor", {
     "description": str,
+    "args": NotRequired[Any],  # A descriptive shape of the params (the Robutler dialect, e.g. `{"index": "number"}`): shown
     "params": NotRequired[Any],  # JSON Schema the params must match (checked by the server before the app is called).
+    "replay": NotRequired[Optional[bool]],  # `false`: the command is logged but never replayed (a streaming render, a file import).
     "returns": NotRequired[Any],
     "streams": NotRequired[Optional[List[str]]],  # Event types this command emits while it runs (it may return a `runId` at once).
 })
@@ -61,6 +63,13 @@ AppInteractionParams = TypedDict("AppInteractionParams", {
     "content": str,
 })
 
+# The `interface` wrapper of a Robutler manifest.
+AppInterface = TypedDict("AppInterface", {
+    "commands": NotRequired[Dict[str, "AppCommandDescriptor"]],
+    "description": NotRequired[Optional[str]],
+    "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
+})
+
 AppListParams = Dict[str, Any]
 
 AppListResult = TypedDict("AppListResult", {
@@ -90,11 +99,12 @@ AppLogReadResult = TypedDict("AppLogReadResult", {
 
 # What an app can do: its state keys and commands (and the events its streaming commands emit).
 AppManifest = TypedDict("AppManifest", {
-    "appId": str,
-    "name": str,
+    "appId": NotRequired[str],  # The app's id (`id` is accepted too, as in the Robutler manifests).
     "commands": NotRequired[Dict[str, "AppCommandDescriptor"]],
     "description": NotRequired[Optional[str]],
     "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
+    "interface": NotRequired[Optional["AppInterface"]],  # The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
+    "name": NotRequired[str],
     "state": NotRequired[Dict[str, "AppStateDescriptor"]],
 })
 
@@ -166,6 +176,7 @@ AppSummary = TypedDict("AppSummary", {
     "commandCount": int,
     "stateKeyCount": int,
     "description": NotRequired[Optional[str]],
+    "kind": NotRequired[str],  # What hosts it: `window` (a connection that registered it), `stdio` (a program the server
 })
 
 AppUnregisterParams = TypedDict("AppUnregisterParams", {

@@ -207,6 +207,7 @@ impl AppWindow {
             app_id: manifest.app_id.clone(),
             name: manifest.name.clone(),
             description: manifest.description.clone(),
+            kind: inner.owner.as_ref().map_or("window", |h| h.kind()).to_owned(),
             live: inner.owner.as_ref().is_some_and(|h| !h.is_gone()),
             command_count: manifest.commands.len() as u64,
             state_key_count: manifest.state.len() as u64,

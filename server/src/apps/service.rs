@@ -345,6 +345,15 @@ pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(
             p.window_id
         )));
     }
+    let checked = window.manifest();
+    if !checked.declares_event(&p.event_type) {
+        return Err(AppError::InvalidParams(format!(
+            "type: `{}` is not an event the manifest of window {} declares (declared: {})",
+            p.event_type,
+            p.window_id,
+            checked.declared_events().join(", ")
+        )));
+    }
     let notification = ServerNotification::AppEvent(AppEventParams {
         window_id: p.window_id,
         run_id: p.run_id,

@@ -14,8 +14,15 @@ export interface AppCommandApproval {
 
 export interface AppCommandDescriptor {
   description: string;
+  /**
+   * A descriptive shape of the params (the Robutler dialect, e.g. `{"index": "number"}`): shown
+   * to agents, never validated.
+   */
+  args?: unknown;
   /** JSON Schema the params must match (checked by the server before the app is called). */
   params?: unknown;
+  /** `false`: the command is logged but never replayed (a streaming render, a file import). */
+  replay?: boolean | null;
   returns?: unknown;
   /** Event types this command emits while it runs (it may return a `runId` at once). */
   streams?: string[] | null;
@@ -59,6 +66,13 @@ export interface AppInteractionParams {
   content: string;
 }
 
+/** The `interface` wrapper of a Robutler manifest. */
+export interface AppInterface {
+  commands?: { [key: string]: AppCommandDescriptor };
+  description?: string | null;
+  events?: { [key: string]: AppEventDescriptor } | null;
+}
+
 export type AppListParams = { [key: string]: unknown };
 
 export interface AppListResult {
@@ -92,11 +106,17 @@ export interface AppLogReadResult {
 
 /** What an app can do: its state keys and commands (and the events its streaming commands emit). */
 export interface AppManifest {
-  appId: string;
-  name: string;
+  /** The app's id (`id` is accepted too, as in the Robutler manifests). */
+  appId?: string;
   commands?: { [key: string]: AppCommandDescriptor };
   description?: string | null;
   events?: { [key: string]: AppEventDescriptor } | null;
+  /**
+   * The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
+   * server moves them to the top level at registration, so a registered manifest never has it.
+   */
+  interface?: AppInterface | null;
+  name?: string;
   state?: { [key: string]: AppStateDescriptor };
 }
 
@@ -176,6 +196,11 @@ export interface AppSummary {
   commandCount: number;
   stateKeyCount: number;
   description?: string | null;
+  /**
+   * What hosts it: `window` (a connection that registered it), `stdio` (a program the server
+   * runs, from an aai.json descriptor), `http` (a web service from an aai.json descriptor).
+   */
+  kind?: string;
 }
 
 export interface AppUnregisterParams {
