@@ -64,6 +64,8 @@ pub struct ServerConfig {
     pub approval_timeout: Duration,
     /// The language model, when one is configured (otherwise the built-in agent answers).
     pub model: Option<ModelSettings>,
+    /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
+    pub aai_home: Option<PathBuf>,
 }
 
 /// An OpenAI-compatible model endpoint.
@@ -163,6 +165,7 @@ impl ServerConfig {
             approval_policy: ApprovalPolicy::OnRequest,
             approval_timeout: Duration::from_secs(120),
             model: None,
+            aai_home: None,
         }
     }
 

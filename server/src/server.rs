@@ -79,6 +79,8 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
+    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
+    state.tasks.spawn(crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token()));
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),

@@ -8,6 +8,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub mod http_stub;
 pub mod mock_model;
 pub mod postgres;
 

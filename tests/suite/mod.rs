@@ -1,5 +1,6 @@
 //! Integration tests, one module per area of the protocol.
 
+mod aai_descriptors;
 mod app_approvals;
 mod app_log_order;
 mod app_manifests;

@@ -6,6 +6,8 @@
 //! on a window that is (re-)registering waits until its replay has finished; only the window's
 //! current host is asked.
 
+pub mod descriptors;
+pub mod hosts;
 pub mod manifest;
 pub mod order;
 mod replay;

@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use appserver_protocol::{
     AppEmitParams, AppEventParams, AppInteractionParams, AppLogReadResult, AppOpenResult, AppRegisterParams,
-    AppReplayError, AppSummary, ExtAppCommandParams, ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
+    AppRegisteredParams, AppReplayError, AppReplayedParams, AppSummary, AppUnregisteredParams, ExtAppCommandParams,
+    ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
 };
 use serde_json::{Value, json};
 
@@ -125,6 +126,33 @@ pub async fn register(
     let (replayed, failed, errors) = outcome?;
     tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
     Ok(Registration { window_id, app_id, name, replayed, failed, errors })
+}
+
+/// Tells every connection that a window registered (and what its replay did), for a host the
+/// server runs itself; a connection's registration is announced by its handler after the reply.
+pub fn announce_registered(apps: &AppService, registration: &Registration) {
+    let registered = ServerNotification::AppRegistered(AppRegisteredParams {
+        window_id: registration.window_id.clone(),
+        app_id: registration.app_id.clone(),
+        name: registration.name.clone(),
+    });
+    broadcast(apps.clients.as_ref(), &registered);
+    if registration.replayed + registration.failed > 0 {
+        let replayed = ServerNotification::AppReplayed(AppReplayedParams {
+            window_id: registration.window_id.clone(),
+            replayed: registration.replayed,
+            failed: registration.failed,
+            errors: registration.errors.clone(),
+        });
+        broadcast(apps.clients.as_ref(), &replayed);
+    }
+}
+
+/// Tells every connection that a window was unregistered by the server.
+pub fn announce_unregistered(apps: &AppService, window_id: &str, forgotten: bool) {
+    let notification =
+        ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: window_id.to_owned(), forgotten });
+    broadcast(apps.clients.as_ref(), &notification);
 }
 
 /// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has
