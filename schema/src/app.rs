@@ -134,7 +134,8 @@ pub struct AppSummary {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     /// What hosts it: `window` (a connection that registered it), `stdio` (a program the server
-    /// runs, from an aai.json descriptor), `http` (a web service from an aai.json descriptor).
+    /// runs, from an aai.json descriptor), `http` (a web service from a local aai.json
+    /// descriptor), `web` (a web service found with `app/discover`).
     #[serde(default = "window_kind")]
     pub kind: String,
     /// Whether the connection that registered it is still there (commands can run now).
@@ -235,6 +236,36 @@ pub struct AppOpenResult {
     pub window_id: String,
     pub command: String,
     pub result: Value,
+}
+
+/// Params of `app/discover`: a web app by its URL (`https://host`), or by a name the user
+/// confirmed before. With both, the name is remembered for the URL once the fetch succeeds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDiscoverParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDiscoverResult {
+    /// The window the web app is registered as (`aai:<app.id>`).
+    pub window_id: String,
+    /// The app's origin, e.g. `https://notion.so`.
+    pub url: String,
+    /// The descriptor as published.
+    pub descriptor: Value,
+    /// When it was fetched (ISO 8601).
+    pub fetched_at: String,
+    /// Until when it is served from the cache without a new fetch.
+    pub expires_at: String,
+    /// `true`: served from the cache without a fetch.
+    pub cached: bool,
+    /// `true`: the fetch failed and this is an expired copy.
+    pub stale: bool,
 }
 
 /// Params of the `app/emit` notification (host → server): a progress event of a streaming command.

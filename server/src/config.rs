@@ -66,6 +66,8 @@ pub struct ServerConfig {
     pub model: Option<ModelSettings>,
     /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
     pub aai_home: Option<PathBuf>,
+    /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
+    pub allow_private_discovery: bool,
 }
 
 /// An OpenAI-compatible model endpoint.
@@ -166,6 +168,7 @@ impl ServerConfig {
             approval_timeout: Duration::from_secs(120),
             model: None,
             aai_home: None,
+            allow_private_discovery: false,
         }
     }
 

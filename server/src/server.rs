@@ -123,6 +123,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppListTool));
     tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
+    tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -162,6 +163,7 @@ fn assemble(
         threads: threads.clone(),
         clients: clients.clone(),
         config: config.clone(),
+        web: Default::default(),
     });
     let debug = Arc::new(DebugHooks::default());
     let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());

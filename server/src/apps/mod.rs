@@ -12,6 +12,7 @@ pub mod manifest;
 pub mod order;
 mod replay;
 pub mod service;
+pub mod web;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

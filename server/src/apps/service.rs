@@ -34,6 +34,8 @@ pub struct AppService {
     pub threads: Arc<ThreadManager>,
     pub clients: Arc<dyn Broadcast>,
     pub config: Arc<ServerConfig>,
+    /// Web descriptors fetched by `app/discover`, and the clock that ages them.
+    pub web: super::web::WebDiscovery,
 }
 
 /// Longest `timeoutMs` a caller may ask for.

@@ -40,6 +40,32 @@ export interface AppCommandResult {
   result: unknown;
 }
 
+/**
+ * Params of `app/discover`: a web app by its URL (`https://host`), or by a name the user
+ * confirmed before. With both, the name is remembered for the URL once the fetch succeeds.
+ */
+export interface AppDiscoverParams {
+  name?: string | null;
+  url?: string | null;
+}
+
+export interface AppDiscoverResult {
+  /** The window the web app is registered as (`aai:<app.id>`). */
+  windowId: string;
+  /** The app's origin, e.g. `https://notion.so`. */
+  url: string;
+  /** The descriptor as published. */
+  descriptor: unknown;
+  /** When it was fetched (ISO 8601). */
+  fetchedAt: string;
+  /** Until when it is served from the cache without a new fetch. */
+  expiresAt: string;
+  /** `true`: served from the cache without a fetch. */
+  cached: boolean;
+  /** `true`: the fetch failed and this is an expired copy. */
+  stale: boolean;
+}
+
 /** Params of the `app/emit` notification (host → server): a progress event of a streaming command. */
 export interface AppEmitParams {
   windowId: string;
@@ -198,7 +224,8 @@ export interface AppSummary {
   description?: string | null;
   /**
    * What hosts it: `window` (a connection that registered it), `stdio` (a program the server
-   * runs, from an aai.json descriptor), `http` (a web service from an aai.json descriptor).
+   * runs, from an aai.json descriptor), `http` (a web service from a local aai.json
+   * descriptor), `web` (a web service found with `app/discover`).
    */
   kind?: string;
 }
@@ -1153,6 +1180,7 @@ export interface UserMessagePayload {
 /** Requests a client sends: params and result. */
 export interface ClientRequestMap {
   "app/command": { params: AppCommandParams; result: AppCommandResult };
+  "app/discover": { params: AppDiscoverParams; result: AppDiscoverResult };
   "app/emit": { params: AppEmitParams; result: EmptyResult };
   "app/list": { params: AppListParams; result: AppListResult };
   "app/log/read": { params: AppLogReadParams; result: AppLogReadResult };

@@ -104,7 +104,8 @@ impl Descriptor {
     }
 
     /// The manifest: the app's id, name and description; its tools as commands (`parameters` is
-    /// the params schema; stateless tools are declared `replay: false`).
+    /// the params schema). Only the state-changing tools of a stdio app replay: the others, and
+    /// every tool of an HTTP app (the service keeps its own state), are `replay: false`.
     pub fn manifest(&self) -> AppManifest {
         let commands: BTreeMap<String, AppCommandDescriptor> = self
             .tools
@@ -114,7 +115,8 @@ impl Descriptor {
                     description: tool.description.clone(),
                     params: tool.parameters.clone(),
                     returns: tool.returns.clone(),
-                    replay: Some(tool.state_changing),
+                    // A web service keeps its own state: its calls are never repeated.
+                    replay: Some(tool.state_changing && matches!(self.execution, Execution::Stdio { .. })),
                     ..Default::default()
                 };
                 (tool.name.clone(), command)

@@ -137,7 +137,7 @@ async fn load(apps: &AppService, path: &Path, token: CancellationToken) -> Resul
     let text = tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?;
     let descriptor = Descriptor::parse(&text)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let host = host_for(&descriptor, dir, &apps.config.workspace, token.clone())?;
+    let host = host_for(&descriptor, dir, &apps.config.workspace, "http", token.clone())?;
     let window_id = descriptor.window_id();
     let params = AppRegisterParams {
         window_id: Some(window_id.clone()),
@@ -153,11 +153,12 @@ async fn load(apps: &AppService, path: &Path, token: CancellationToken) -> Resul
     Ok((window_id, token))
 }
 
-/// The host that runs a descriptor's app.
-fn host_for(
+/// The host that runs a descriptor's app; an HTTP one shows as `http_kind` in `app/list`.
+pub(crate) fn host_for(
     descriptor: &Descriptor,
     dir: &Path,
     workspace: &Path,
+    http_kind: &'static str,
     token: CancellationToken,
 ) -> Result<Arc<dyn AppHost>, String> {
     let millis = |ms: &Option<u64>| ms.map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms.clamp(1, 600_000)));
@@ -199,6 +200,7 @@ fn host_for(
                 auth: auth.clone(),
                 descriptor_dir: dir.to_path_buf(),
                 timeout: millis(timeout_ms),
+                kind: http_kind,
             };
             Ok(Arc::new(HttpHost::new(spec, token)?))
         }

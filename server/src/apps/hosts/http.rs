@@ -37,6 +37,8 @@ pub struct HttpSpec {
     /// Relative token files are read from here (the descriptor's directory).
     pub descriptor_dir: PathBuf,
     pub timeout: Duration,
+    /// `http` (a local descriptor) or `web` (found with `app/discover`).
+    pub kind: &'static str,
 }
 
 #[derive(Debug)]
@@ -145,7 +147,7 @@ impl AppHost for HttpHost {
     }
 
     fn kind(&self) -> &'static str {
-        "http"
+        self.spec.kind
     }
 
     fn is_gone(&self) -> bool {
