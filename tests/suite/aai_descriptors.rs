@@ -92,10 +92,11 @@ async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
 
     let err = run(&client, COUNTER, "crash", json!({})).await.unwrap_err();
     assert_eq!(data_code(&err).1, "INTERNAL_ERROR", "{err}");
-    // Started again for the next request: a new process, whose count starts over.
+    // Started again for the next request: a new process, into which the state-changing
+    // commands of the log (the increment, not the gets) are replayed first.
     let second = run(&client, COUNTER, "get", json!({})).await.unwrap();
     assert_ne!(second["pid"], first["pid"]);
-    assert_eq!(second["count"], 0);
+    assert_eq!(second["count"], 2);
     let log = client.request("app/log/read", json!({ "windowId": COUNTER })).await.unwrap();
     let logged: Vec<&str> = log["entries"].as_array().unwrap().iter().map(|e| e["command"].as_str().unwrap()).collect();
     assert_eq!(logged, ["increment", "get", "get"], "failed commands are not logged");

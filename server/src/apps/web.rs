@@ -283,7 +283,7 @@ async fn register(apps: &AppService, descriptor: &Descriptor) -> Result<Cancella
         return Err(AppError::PermissionDenied(format!("execution.base_url: {reason}")));
     }
     let token = CancellationToken::new();
-    let host = host_for(descriptor, &apps.config.workspace, &apps.config.workspace, "web", token.clone())
+    let host = host_for(&apps.store, descriptor, &apps.config.workspace, &apps.config.workspace, "web", token.clone())
         .map_err(AppError::InvalidManifest)?;
     let params = AppRegisterParams {
         window_id: Some(descriptor.window_id()),

@@ -6,7 +6,7 @@
 
 pub mod format;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime};
@@ -15,9 +15,10 @@ use appserver_protocol::AppRegisterParams;
 use tokio_util::sync::CancellationToken;
 
 use super::hosts::http::{Endpoint, HttpHost, HttpSpec};
-use super::hosts::process::{ProcessHost, StdioSpec};
+use super::hosts::process::{ProcessHost, ReplaySource, StdioSpec};
 use super::service::{self, AppService};
 use crate::ports::{AppHost, HostId};
+use crate::store::Store;
 use format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
 
 /// How often the directories are scanned for changes.
@@ -137,7 +138,7 @@ async fn load(apps: &AppService, path: &Path, token: CancellationToken) -> Resul
     let text = tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?;
     let descriptor = Descriptor::parse(&text)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let host = host_for(&descriptor, dir, &apps.config.workspace, "http", token.clone())?;
+    let host = host_for(&apps.store, &descriptor, dir, &apps.config.workspace, "http", token.clone())?;
     let window_id = descriptor.window_id();
     let params = AppRegisterParams {
         window_id: Some(window_id.clone()),
@@ -153,8 +154,39 @@ async fn load(apps: &AppService, path: &Path, token: CancellationToken) -> Resul
     Ok((window_id, token))
 }
 
+/// Reads the log entries of the descriptor's state-changing tools, in order, for a program
+/// started again after a death.
+fn replay_source(store: Store, descriptor: &Descriptor) -> ReplaySource {
+    let window_id = descriptor.window_id();
+    let replayed: HashSet<String> =
+        descriptor.tools.iter().filter(|t| t.state_changing).map(|t| t.name.clone()).collect();
+    ReplaySource(Arc::new(move || {
+        let (store, window_id, replayed) = (store.clone(), window_id.clone(), replayed.clone());
+        Box::pin(async move {
+            let mut commands = Vec::new();
+            let mut after = 0;
+            loop {
+                let entries = match store.app_log(&window_id, after, 1000).await {
+                    Ok(entries) => entries,
+                    Err(err) => {
+                        tracing::warn!(window = %window_id, error = %err, "log not read for the replay");
+                        break;
+                    }
+                };
+                let Some(last) = entries.last() else { break };
+                after = last.seq;
+                commands.extend(
+                    entries.into_iter().filter(|e| replayed.contains(&e.command)).map(|e| (e.command, e.params)),
+                );
+            }
+            commands
+        })
+    }))
+}
+
 /// The host that runs a descriptor's app; an HTTP one shows as `http_kind` in `app/list`.
 pub(crate) fn host_for(
+    store: &Store,
     descriptor: &Descriptor,
     dir: &Path,
     workspace: &Path,
@@ -177,6 +209,7 @@ pub(crate) fn host_for(
                 args: args.clone(),
                 cwd,
                 timeout: millis(timeout_ms),
+                replay: Some(replay_source(store.clone(), descriptor)),
             };
             Ok(ProcessHost::start(spec, token))
         }

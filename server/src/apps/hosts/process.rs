@@ -42,7 +42,22 @@ pub struct StdioSpec {
     pub cwd: PathBuf,
     /// Longest a request may wait for its answer.
     pub timeout: Duration,
+    /// The commands a program started again after a death is sent first (the app's replay).
+    pub replay: Option<ReplaySource>,
 }
+
+/// Reads the commands to replay, in order: `(tool, params)`.
+#[derive(Clone)]
+pub struct ReplaySource(pub Arc<dyn Fn() -> BoxFuture<'static, Vec<(String, Value)>> + Send + Sync>);
+
+impl std::fmt::Debug for ReplaySource {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplaySource")
+    }
+}
+
+/// Request ids of replayed commands start with this; their answers are only logged.
+const REPLAY_PREFIX: &str = "replay_";
 
 struct Request {
     tool: String,
@@ -131,6 +146,7 @@ impl AppHost for ProcessHost {
 async fn supervise(spec: StdioSpec, mut rx: mpsc::Receiver<Request>, token: CancellationToken) {
     let mut backoff = BACKOFF_MIN;
     let mut not_before = Instant::now();
+    let mut restarted = false;
     loop {
         let first = tokio::select! {
             _ = token.cancelled() => return,
@@ -143,8 +159,15 @@ async fn supervise(spec: StdioSpec, mut rx: mpsc::Receiver<Request>, token: Canc
         let started = Instant::now();
         match spawn(&spec) {
             Ok(running) => {
-                tracing::info!(app = %spec.app_id, program = %spec.program.display(), "app program started");
-                if serve(&spec, running, first, &mut rx, &token).await == Ended::Stopped {
+                tracing::info!(app = %spec.app_id, program = %spec.program.display(), restarted, "app program started");
+                // The first program gets the log replayed by the registration; one started again
+                // after a death gets it here, before any new command.
+                let preamble = match (&spec.replay, restarted) {
+                    (Some(source), true) => (source.0)().await,
+                    _ => Vec::new(),
+                };
+                restarted = true;
+                if serve(&spec, running, preamble, first, &mut rx, &token).await == Ended::Stopped {
                     return;
                 }
             }
@@ -220,11 +243,12 @@ enum Ended {
     Stopped,
 }
 
-/// Talks to a running program until it dies or the host stops; requests still unanswered when
-/// it dies fail with `INTERNAL_ERROR`.
+/// Talks to a running program until it dies or the host stops, sending `preamble` (replayed
+/// commands) first; requests still unanswered when it dies fail with `INTERNAL_ERROR`.
 async fn serve(
     spec: &StdioSpec,
     mut running: Running,
+    preamble: Vec<(String, Value)>,
     first: Request,
     rx: &mut mpsc::Receiver<Request>,
     token: &CancellationToken,
@@ -232,6 +256,17 @@ async fn serve(
     let mut pending: HashMap<String, oneshot::Sender<Answer>> = HashMap::new();
     let mut next_id = 0u64;
     let mut request = Some(first);
+    let replayed = preamble.len();
+    for (i, (tool, params)) in preamble.into_iter().enumerate() {
+        let envelope =
+            json!({ "version": "1.0", "tool": tool, "params": params, "request_id": format!("{REPLAY_PREFIX}{i}") });
+        if !write_line(spec, &mut running.stdin, envelope).await {
+            break;
+        }
+    }
+    if replayed > 0 {
+        tracing::info!(app = %spec.app_id, replayed, "log replayed into the restarted program");
+    }
     let ended = loop {
         if let Some(req) = request.take() {
             next_id += 1;
@@ -277,9 +312,14 @@ async fn write(
     }
     let envelope =
         json!({ "version": "1.0", "tool": request.tool, "params": request.params, "request_id": request_id });
+    pending.insert(request_id, request.reply);
+    write_line(spec, stdin, envelope).await
+}
+
+/// Writes one envelope as a line, waiting at most the request timeout.
+async fn write_line(spec: &StdioSpec, stdin: &mut ChildStdin, envelope: Value) -> bool {
     let mut line = envelope.to_string();
     line.push('\n');
-    pending.insert(request_id, request.reply);
     let written = tokio::time::timeout(spec.timeout, async {
         stdin.write_all(line.as_bytes()).await?;
         stdin.flush().await
@@ -294,7 +334,14 @@ fn deliver(app_id: &str, pending: &mut HashMap<String, oneshot::Sender<Answer>>,
         tracing::warn!(app = %app_id, "app program wrote a line that is not JSON: {}", String::from_utf8_lossy(line));
         return;
     };
-    let Some(reply) = response.get("request_id").and_then(Value::as_str).and_then(|id| pending.remove(id)) else {
+    let request_id = response.get("request_id").and_then(Value::as_str).unwrap_or("");
+    if request_id.starts_with(REPLAY_PREFIX) {
+        if response.get("status").and_then(Value::as_str) != Some("success") {
+            tracing::warn!(app = %app_id, "the restarted program rejected a replayed command: {response}");
+        }
+        return;
+    }
+    let Some(reply) = pending.remove(request_id) else {
         tracing::warn!(app = %app_id, "app program answered an unknown request_id: {response}");
         return;
     };
