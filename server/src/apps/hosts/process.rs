@@ -46,9 +46,12 @@ pub struct StdioSpec {
     pub replay: Option<ReplaySource>,
 }
 
-/// Reads the commands to replay, in order: `(tool, params)`.
+/// Commands to replay, in order: `(tool, params)`.
+pub type ReplayCommands = Vec<(String, Value)>;
+
+/// Reads the commands to replay.
 #[derive(Clone)]
-pub struct ReplaySource(pub Arc<dyn Fn() -> BoxFuture<'static, Vec<(String, Value)>> + Send + Sync>);
+pub struct ReplaySource(pub Arc<dyn Fn() -> BoxFuture<'static, ReplayCommands> + Send + Sync>);
 
 impl std::fmt::Debug for ReplaySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
