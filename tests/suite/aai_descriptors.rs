@@ -169,9 +169,11 @@ async fn an_http_app_is_called_with_its_paths_methods_and_token() {
         _ => (403, vec![], json!({ "error": { "code": "PERMISSION_DENIED", "message": "read only" } }).to_string()),
     })
     .await;
-    let home = tempfile::tempdir().unwrap();
+    // In the workspace's .appserver/apps this time.
+    let workspace = tempfile::tempdir().unwrap();
+    let apps_dir = workspace.path().join(".appserver").join("apps");
     write_descriptor(
-        home.path(),
+        &apps_dir,
         "notes",
         &json!({
             "schema_version": "1.0",
@@ -184,13 +186,7 @@ async fn an_http_app_is_called_with_its_paths_methods_and_token() {
             ]
         }),
     );
-    let server = ServerBuilder::ws()
-        .arg("--aai-home")
-        .arg(home.path().display().to_string())
-        .env("NOTES_TOKEN", "s3cret")
-        .spawn()
-        .await
-        .unwrap();
+    let server = ServerBuilder::ws().workspace(workspace.path()).env("NOTES_TOKEN", "s3cret").spawn().await.unwrap();
     let client = server.ws_client_initialized().await.unwrap();
     let app = wait_listed(&client, "aai:notes", true, None).await;
     assert_eq!(app["kind"], "http");
@@ -203,6 +199,6 @@ async fn an_http_app_is_called_with_its_paths_methods_and_token() {
     let requests = stub.requests();
     assert_eq!(requests[1].path, "/api/notes?q=h");
     assert!(requests.iter().all(|r| r.header("authorization") == Some("Bearer s3cret")));
-    let descriptor = std::fs::read_to_string(home.path().join("notes").join("aai.json")).unwrap();
+    let descriptor = std::fs::read_to_string(apps_dir.join("notes").join("aai.json")).unwrap();
     assert!(!descriptor.contains("s3cret"));
 }
