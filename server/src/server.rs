@@ -80,7 +80,9 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
     let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
-    state.tasks.spawn(crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token()));
+    let watch =
+        crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
+    state.tasks.spawn(watch);
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),

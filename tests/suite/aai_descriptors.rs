@@ -72,7 +72,7 @@ async fn run(client: &Client, window: &str, tool: &str, params: Value) -> Result
 async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
     let home = tempfile::tempdir().unwrap();
     write_descriptor(home.path(), "counter", &counter_descriptor("A counter"));
-    let server = server_with_home(home.path()).await;
+    let mut server = server_with_home(home.path()).await;
     let client = server.ws_client_initialized().await.unwrap();
     let app = wait_listed(&client, COUNTER, true, None).await;
     assert_eq!(app["kind"], "stdio");
@@ -101,6 +101,13 @@ async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
     let logged: Vec<&str> = log["entries"].as_array().unwrap().iter().map(|e| e["command"].as_str().unwrap()).collect();
     assert_eq!(logged, ["increment", "get", "get"], "failed commands are not logged");
     assert!(server.stderr().contains("aai_counter started"), "the program's stderr goes to the log");
+
+    // Shutdown kills (and reaps) the program before the server exits.
+    let pid = second["pid"].as_u64().unwrap();
+    assert!(server.terminate().await.unwrap().success());
+    if Path::new("/proc/self").exists() {
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "the program {pid} outlived the server");
+    }
 }
 
 #[tokio::test]

@@ -14,6 +14,7 @@ use appserver_protocol::{AppDiscoverParams, AppDiscoverResult, AppRegisterParams
 use reqwest::Url;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::AppError;
 use super::descriptors::format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
@@ -283,8 +284,17 @@ async fn register(apps: &AppService, descriptor: &Descriptor) -> Result<Cancella
         return Err(AppError::PermissionDenied(format!("execution.base_url: {reason}")));
     }
     let token = CancellationToken::new();
-    let host = host_for(&apps.store, descriptor, &apps.config.workspace, &apps.config.workspace, "web", token.clone())
-        .map_err(AppError::InvalidManifest)?;
+    // An http host runs no program: nothing to track.
+    let host = host_for(
+        &apps.store,
+        descriptor,
+        &apps.config.workspace,
+        &apps.config.workspace,
+        "web",
+        token.clone(),
+        &TaskTracker::new(),
+    )
+    .map_err(AppError::InvalidManifest)?;
     let params = AppRegisterParams {
         window_id: Some(descriptor.window_id()),
         manifest: descriptor.manifest(),

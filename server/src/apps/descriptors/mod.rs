@@ -13,6 +13,7 @@ use std::time::{Duration, SystemTime};
 
 use appserver_protocol::AppRegisterParams;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::hosts::http::{Endpoint, HttpHost, HttpSpec};
 use super::hosts::process::{ProcessHost, ReplaySource, StdioSpec};
@@ -72,12 +73,14 @@ struct Loaded {
 
 /// Scans the directories until `token` is cancelled, keeping the registered apps in step with
 /// the descriptors.
-pub async fn watch(apps: Arc<AppService>, roots: Vec<PathBuf>, token: CancellationToken) {
+/// The programs of stdio apps are supervised by tasks of `tasks`, so shutdown waits until they
+/// are killed.
+pub async fn watch(apps: Arc<AppService>, roots: Vec<PathBuf>, token: CancellationToken, tasks: TaskTracker) {
     let mut loaded: HashMap<PathBuf, Loaded> = HashMap::new();
     loop {
         let scan_roots = roots.clone();
         let found = tokio::task::spawn_blocking(move || scan(&scan_roots)).await.unwrap_or_default();
-        sync(&apps, &found, &mut loaded, &token).await;
+        sync(&apps, &found, &mut loaded, &token, &tasks).await;
         tokio::select! {
             _ = token.cancelled() => break,
             _ = tokio::time::sleep(SCAN_INTERVAL) => {}
@@ -93,6 +96,7 @@ async fn sync(
     found: &BTreeMap<PathBuf, Fingerprint>,
     loaded: &mut HashMap<PathBuf, Loaded>,
     token: &CancellationToken,
+    tasks: &TaskTracker,
 ) {
     let gone: Vec<PathBuf> = loaded.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
     for path in gone {
@@ -113,7 +117,7 @@ async fn sync(
         if let Some(previous) = loaded.remove(path) {
             previous.token.cancel();
         }
-        match load(apps, path, token.child_token()).await {
+        match load(apps, path, token.child_token(), tasks).await {
             Ok((window_id, app_token)) => {
                 tracing::info!(window = %window_id, path = %path.display(), "descriptor app registered");
                 loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id, token: app_token });
@@ -130,7 +134,12 @@ async fn sync(
 
 /// Reads a descriptor and registers its app with a new host; returns the window id and the
 /// token that stops the host.
-async fn load(apps: &AppService, path: &Path, token: CancellationToken) -> Result<(String, CancellationToken), String> {
+async fn load(
+    apps: &AppService,
+    path: &Path,
+    token: CancellationToken,
+    tasks: &TaskTracker,
+) -> Result<(String, CancellationToken), String> {
     let meta = tokio::fs::metadata(path).await.map_err(|e| e.to_string())?;
     if meta.len() > MAX_DESCRIPTOR_BYTES {
         return Err(format!("over {MAX_DESCRIPTOR_BYTES} bytes"));
@@ -138,7 +147,7 @@ async fn load(apps: &AppService, path: &Path, token: CancellationToken) -> Resul
     let text = tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?;
     let descriptor = Descriptor::parse(&text)?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let host = host_for(&apps.store, &descriptor, dir, &apps.config.workspace, "http", token.clone())?;
+    let host = host_for(&apps.store, &descriptor, dir, &apps.config.workspace, "http", token.clone(), tasks)?;
     let window_id = descriptor.window_id();
     let params = AppRegisterParams {
         window_id: Some(window_id.clone()),
@@ -192,6 +201,7 @@ pub(crate) fn host_for(
     workspace: &Path,
     http_kind: &'static str,
     token: CancellationToken,
+    tasks: &TaskTracker,
 ) -> Result<Arc<dyn AppHost>, String> {
     let millis = |ms: &Option<u64>| ms.map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms.clamp(1, 600_000)));
     match &descriptor.execution {
@@ -211,7 +221,7 @@ pub(crate) fn host_for(
                 timeout: millis(timeout_ms),
                 replay: Some(replay_source(store.clone(), descriptor)),
             };
-            Ok(ProcessHost::start(spec, token))
+            Ok(ProcessHost::start(spec, token, tasks))
         }
         Execution::Http { base_url, auth, timeout_ms } => {
             if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {

@@ -17,6 +17,7 @@ use tokio::process::{Child, ChildStdin, Command};
 use tokio::sync::{mpsc, oneshot};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::app_rejection;
 use crate::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
@@ -86,10 +87,10 @@ impl std::fmt::Debug for Request {
 impl ProcessHost {
     /// Starts the supervisor; the program itself starts with the first request. `token` ends it
     /// (and kills the program); so does dropping the host.
-    pub fn start(spec: StdioSpec, token: CancellationToken) -> Arc<ProcessHost> {
+    pub fn start(spec: StdioSpec, token: CancellationToken, tasks: &TaskTracker) -> Arc<ProcessHost> {
         let (requests, rx) = mpsc::channel(QUEUE);
         let host = Arc::new(ProcessHost { app_id: spec.app_id.clone(), timeout: spec.timeout, requests, token });
-        tokio::spawn(supervise(spec, rx, host.token.clone()));
+        tasks.spawn(supervise(spec, rx, host.token.clone()));
         host
     }
 }
