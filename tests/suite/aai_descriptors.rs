@@ -29,7 +29,8 @@ fn counter_descriptor(description: &str) -> Value {
               "parameters": { "type": "object", "properties": { "by": { "type": "integer" } }, "required": ["by"] } },
             { "name": "get", "description": "The count and the program's pid" },
             { "name": "crash", "description": "Exit without answering" },
-            { "name": "fail", "description": "Answer an app error" }
+            { "name": "fail", "description": "Answer an app error" },
+            { "name": "hang", "description": "Never answer" }
         ]
     })
 }
@@ -77,7 +78,7 @@ async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
     let app = wait_listed(&client, COUNTER, true, None).await;
     assert_eq!(app["kind"], "stdio");
     assert_eq!(app["live"], true);
-    assert_eq!(app["commandCount"], 4);
+    assert_eq!(app["commandCount"], 5);
 
     assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap(), json!({ "count": 2 }));
     let first = run(&client, COUNTER, "get", json!({})).await.unwrap();
@@ -90,6 +91,12 @@ async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
     assert_eq!(data_code(&err).1, "INTERNAL_ERROR");
     assert!(err.to_string().contains("INVALID_RECIPIENT: nobody is there"), "{err}");
 
+    // A request the program never answers times out; the program goes on serving.
+    let hang = json!({ "windowId": COUNTER, "command": "hang", "params": {}, "timeoutMs": 200 });
+    let err = client.request("app/command", hang).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "TIMEOUT");
+    assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["pid"], first["pid"]);
+
     let err = run(&client, COUNTER, "crash", json!({})).await.unwrap_err();
     assert_eq!(data_code(&err).1, "INTERNAL_ERROR", "{err}");
     // Started again for the next request: a new process, into which the state-changing
@@ -99,7 +106,7 @@ async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
     assert_eq!(second["count"], 2);
     let log = client.request("app/log/read", json!({ "windowId": COUNTER })).await.unwrap();
     let logged: Vec<&str> = log["entries"].as_array().unwrap().iter().map(|e| e["command"].as_str().unwrap()).collect();
-    assert_eq!(logged, ["increment", "get", "get"], "failed commands are not logged");
+    assert_eq!(logged, ["increment", "get", "get", "get"], "failed commands are not logged");
     assert!(server.stderr().contains("aai_counter started"), "the program's stderr goes to the log");
 
     // Shutdown kills (and reaps) the program before the server exits.
