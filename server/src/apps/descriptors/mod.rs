@@ -102,6 +102,10 @@ async fn sync(
     for path in gone {
         if let Some(app) = loaded.remove(&path) {
             app.token.cancel();
+            if app.window_id.is_empty() {
+                // A descriptor that never loaded: nothing was registered.
+                continue;
+            }
             let requester = HostId::Managed(String::new());
             match service::unregister(apps, &requester, &app.window_id, false).await {
                 Ok(()) => service::announce_unregistered(apps, &app.window_id, false),
