@@ -204,6 +204,25 @@ mod tests {
     }
 
     #[test]
+    fn a_robutler_interface_is_moved_to_the_top_level() {
+        let m: AppManifest = serde_json::from_value(json!({ "id": "deck", "interface": {
+            "description": "Slides",
+            "commands": { "goTo": { "description": "Jump", "args": { "index": "number" } },
+                          "render": { "description": "Render", "replay": false, "streams": ["render.done"] } },
+            "events": { "deck.slide_view": { "description": "Viewed" } } } }))
+        .unwrap();
+        let checked = check(m, &[]).unwrap();
+        let m = &checked.manifest;
+        assert_eq!((m.app_id.as_str(), m.name.as_str(), m.description.as_deref()), ("deck", "deck", Some("Slides")));
+        assert!(m.interface.is_none());
+        assert_eq!(m.commands["goTo"].args, Some(json!({ "index": "number" })));
+        assert!(checked.replays("goTo") && !checked.replays("render"));
+        assert!(checked.declares_event("deck.slide_view") && checked.declares_event("render.done"));
+        assert!(!checked.declares_event("deck.other"));
+        assert_eq!(checked.declared_events(), ["deck.slide_view", "render.done"]);
+    }
+
+    #[test]
     fn extensions_match_case_insensitively() {
         let assoc = FileAssociation {
             extensions: vec![".CSV".into(), "tsv".into()],
