@@ -135,6 +135,12 @@ pub struct RunArgs {
     /// Serve the debug/* methods used by the test suite (never in production).
     #[arg(long)]
     enable_debug_methods: bool,
+    /// The user's directory of app descriptors (`DIR/*/aai.json`) [default: ~/.aai].
+    #[arg(long, value_name = "DIR", env = "APPSERVER_AAI_HOME")]
+    aai_home: Option<PathBuf>,
+    /// Let app/discover fetch web descriptors from loopback and private addresses.
+    #[arg(long)]
+    allow_private_discovery: bool,
 }
 
 /// What the command line asks for.
@@ -209,6 +215,8 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
         LogFormatArg::Json => LogFormat::Json,
     };
     config.enable_debug_methods = a.enable_debug_methods;
+    config.aai_home = a.aai_home.clone().map(absolute);
+    config.allow_private_discovery = a.allow_private_discovery;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
 
     let file = read_config_file(&config.workspace)?;

@@ -81,6 +81,10 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
     state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
+    let watch =
+        crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
+    state.tasks.spawn(watch);
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
@@ -123,6 +127,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppListTool));
     tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
+    tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -162,6 +167,7 @@ fn assemble(
         threads: threads.clone(),
         clients: clients.clone(),
         config: config.clone(),
+        web: Default::default(),
     });
     let debug = Arc::new(DebugHooks::default());
     let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());

@@ -59,7 +59,7 @@ async fn register_query_command_and_query_again() {
         list["apps"],
         json!([{ "windowId": sheet.window_id, "appId": "sheet", "name": "Sheet",
                  "description": "A small spreadsheet: cells keyed by address (A1, B2, ...).",
-                 "live": true, "commandCount": 4, "stateKeyCount": 2 }])
+                 "kind": "window", "live": true, "commandCount": 4, "stateKeyCount": 2 }])
     );
     let w = &sheet.window_id;
     let manifest = controller.request("app/query", json!({ "windowId": w, "stateKey": "manifest" })).await.unwrap();

@@ -1,7 +1,10 @@
 //! Integration tests, one module per area of the protocol.
 
+mod aai_descriptors;
+mod aai_web;
 mod app_approvals;
 mod app_log_order;
+mod app_manifests;
 mod app_ownership;
 mod app_replay;
 mod approvals;

@@ -6,10 +6,13 @@
 //! on a window that is (re-)registering waits until its replay has finished; only the window's
 //! current host is asked.
 
+pub mod descriptors;
+pub mod hosts;
 pub mod manifest;
 pub mod order;
 mod replay;
 pub mod service;
+pub mod web;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -207,6 +210,7 @@ impl AppWindow {
             app_id: manifest.app_id.clone(),
             name: manifest.name.clone(),
             description: manifest.description.clone(),
+            kind: inner.owner.as_ref().map_or("window", |h| h.kind()).to_owned(),
             live: inner.owner.as_ref().is_some_and(|h| !h.is_gone()),
             command_count: manifest.commands.len() as u64,
             state_key_count: manifest.state.len() as u64,

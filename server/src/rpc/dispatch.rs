@@ -190,7 +190,7 @@ async fn route(ctx: &RequestCtx, request: &Request) -> Result<String, RpcError> 
     }
     match ClientRequest::decode(&request.method, request.params.as_deref()) {
         None => Err(RpcError::method_not_found(&request.method)),
-        Some(Err(detail)) => Err(RpcError::invalid_params(detail)),
+        Some(Err(detail)) => Err(RpcError::undecodable_params(&request.method, detail)),
         Some(Ok(decoded)) => router::handle(ctx, &request.id, decoded).await,
     }
 }

@@ -175,6 +175,12 @@ async fn records_round_trip_on_every_backend() {
         store.write(confirm.clone()).await.unwrap();
         assert!(matches!(store.write(confirm).await, Err(StoreError::NotFound(_))), "{location}");
         assert_eq!(store.app_log("w1", 0, 10).await.unwrap()[0].params, serde_json::json!({"a": 1}));
+        for url in ["https://a.example", "https://b.example"] {
+            let save = AppWrite::SaveAppName { name: "jira".to_owned(), url: url.to_owned(), at: "now".to_owned() };
+            store.write(save).await.unwrap();
+        }
+        assert_eq!(store.app_name_url("jira").await.unwrap().as_deref(), Some("https://b.example"), "{location}");
+        assert_eq!(store.app_name_url("nope").await.unwrap(), None, "{location}");
         store
             .write(ThreadWrite::DeleteLastTurns { thread_id: "t1".to_owned(), before_seq: 2, count: 1 })
             .await
