@@ -135,6 +135,10 @@ pub struct RunArgs {
     /// Serve the debug/* methods used by the test suite (never in production).
     #[arg(long)]
     enable_debug_methods: bool,
+    /// Do not serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the
+    /// WebSocket listeners; `/ws` and the probes stay.
+    #[arg(long)]
+    no_web: bool,
 }
 
 /// What the command line asks for.
@@ -209,6 +213,7 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
         LogFormatArg::Json => LogFormat::Json,
     };
     config.enable_debug_methods = a.enable_debug_methods;
+    config.web = !a.no_web;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
 
     let file = read_config_file(&config.workspace)?;

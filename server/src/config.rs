@@ -64,6 +64,9 @@ pub struct ServerConfig {
     pub approval_timeout: Duration,
     /// The language model, when one is configured (otherwise the built-in agent answers).
     pub model: Option<ModelSettings>,
+    /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
+    /// listeners (on unless `--no-web`).
+    pub web: bool,
 }
 
 /// An OpenAI-compatible model endpoint.
@@ -163,6 +166,7 @@ impl ServerConfig {
             approval_policy: ApprovalPolicy::OnRequest,
             approval_timeout: Duration::from_secs(120),
             model: None,
+            web: true,
         }
     }
 

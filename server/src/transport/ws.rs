@@ -25,6 +25,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
+use super::web;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
@@ -101,6 +102,7 @@ async fn handle_connection(
             )
             .await?
         }
+        _ if state.config.web && web::serves(&head.path) => web::handle(&state, &mut stream, &head).await?,
         _ => http::respond(&mut stream, 404, "Not Found", "text/plain", "not found\n", &[]).await?,
     }
     Ok(())
@@ -129,22 +131,18 @@ async fn upgrade(
     slot: OwnedSemaphorePermit,
 ) -> Result<(), http::HeadError> {
     let config = &state.config;
-    if let Some(expected) = &config.ws_token {
-        let ok =
-            http::presented_token(&head).is_some_and(|t| http::constant_time_eq(t.as_bytes(), expected.as_bytes()));
-        if !ok {
-            tracing::warn!("WebSocket upgrade refused: missing or wrong token");
-            http::respond(
-                &mut stream,
-                401,
-                "Unauthorized",
-                "text/plain",
-                "missing or invalid token\n",
-                &[("WWW-Authenticate", "Bearer")],
-            )
-            .await?;
-            return Ok(());
-        }
+    if !http::token_ok(&head, config.ws_token.as_deref()) {
+        tracing::warn!("WebSocket upgrade refused: missing or wrong token");
+        http::respond(
+            &mut stream,
+            401,
+            "Unauthorized",
+            "text/plain",
+            "missing or invalid token\n",
+            &[("WWW-Authenticate", "Bearer")],
+        )
+        .await?;
+        return Ok(());
     }
     if !http::origin_allowed(head.header("origin"), &config.ws_allowed_origins) {
         tracing::warn!(origin = head.header("origin").unwrap_or(""), "WebSocket upgrade refused: origin not allowed");
