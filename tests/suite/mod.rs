@@ -3,6 +3,7 @@
 mod app_approvals;
 mod app_log_order;
 mod app_ownership;
+mod app_reload;
 mod app_replay;
 mod approvals;
 mod apps;
@@ -25,6 +26,7 @@ mod stdio;
 mod threads;
 mod timeouts;
 mod turns;
+mod web;
 mod websocket;
 
 use appserver_client::{RawConnection, RawFrame};
