@@ -180,3 +180,18 @@ test("messages from a foreign origin or an unknown source are ignored", OPTIONS,
     await server.stop();
   }
 });
+
+test("with a token, the link's ?token= lets the page, its WebSocket and the app iframes in", OPTIONS, async () => {
+  const server = await startServer(["--ws-token", "s3cret"]);
+  try {
+    const denied = await fetch(`${server.base}/`);
+    assert.equal(denied.status, 401);
+    const { page, errors } = await openDesktop(browser, server.base, "/?token=s3cret");
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});

@@ -148,7 +148,7 @@ async fn the_token_is_required_and_a_good_query_token_sets_a_cookie() {
     let (_dir, ws) = workspace();
     let server = ws_of(&ws).args(["--ws-token", "s3cret"]).spawn().await.unwrap();
     let addr = server.ws_addr();
-    for path in ["/", "/assets/desktop.js", "/api/apps", "/apps/sheet/index.html"] {
+    for path in ["/", "/api/apps", "/apps/sheet/index.html"] {
         assert_eq!(get(addr, path, &[]).await.status, 401, "{path}");
         assert_eq!(get(addr, &format!("{path}?token=wrong"), &[]).await.status, 401, "{path}");
         assert_eq!(get(addr, path, &[("Cookie", "appserver_token=wrong")]).await.status, 401, "{path}");
@@ -159,7 +159,19 @@ async fn the_token_is_required_and_a_good_query_token_sets_a_cookie() {
     let cookie = page.header("set-cookie").unwrap();
     assert!(cookie.starts_with("appserver_token=s3cret;") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
     let with_cookie = [("Cookie", "theme=dark; appserver_token=s3cret")];
-    assert_eq!(get(addr, "/api/apps", &with_cookie).await.status, 200);
+    let catalog = get(addr, "/api/apps", &with_cookie).await;
+    assert_eq!(catalog.status, 200);
+    // Sandboxed app iframes send no cookie: their URLs carry a key derived from the token.
+    let entry = catalog.json()["apps"][1]["entry"].as_str().unwrap().to_owned();
+    let key = entry.strip_prefix("/apps/~").and_then(|r| r.strip_suffix("/sheet/index.html")).unwrap().to_owned();
+    assert_eq!(key.len(), 32);
+    assert!(!key.contains("s3cret"));
+    assert_eq!(get(addr, &entry, &[("Origin", "null")]).await.status, 200);
+    assert_eq!(get(addr, &format!("/apps/~{key}/sheet/js/app.js"), &[]).await.status, 200);
+    assert_eq!(get(addr, "/apps/~00000000000000000000000000000000/sheet/index.html", &[]).await.status, 401);
+    assert_eq!(get(addr, &format!("/apps/~{key}/../secret.txt"), &[]).await.status, 404);
+    // The bundled assets are public (the same bytes for everyone).
+    assert_eq!(get(addr, "/assets/appserver-app.js", &[]).await.status, 200);
     assert_eq!(get(addr, "/apps/sheet/index.html", &with_cookie).await.status, 200);
     // The cookie also opens the page's WebSocket.
     assert!(server.ws_raw(&with_cookie).await.is_ok());

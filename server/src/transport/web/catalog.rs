@@ -64,8 +64,14 @@ pub fn valid_id(id: &str) -> bool {
         && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
-pub async fn response(workspace: &Path) -> Response {
-    let apps = list(workspace).await;
+/// `key`: the server's app key (it has a token): entries are `/apps/~KEY/<id>/…`.
+pub async fn response(workspace: &Path, key: Option<&str>) -> Response {
+    let mut apps = list(workspace).await;
+    if let Some(key) = key {
+        for app in &mut apps {
+            app.entry = app.entry.replacen("/apps/", &format!("/apps/~{key}/"), 1);
+        }
+    }
     let body = serde_json::json!({ "apps": apps }).to_string().into_bytes();
     Response::ok("application/json", body)
 }

@@ -69,7 +69,7 @@ pub async fn handle<S: AsyncWrite + Unpin>(
     } else if !origin_allowed(head, &state.config.ws_allowed_origins) {
         tracing::warn!(origin = head.header("origin").unwrap_or(""), path = %head.path, "web request refused: origin not allowed");
         Response::error(403, "Forbidden", "origin not allowed")
-    } else if !http::token_ok(head, state.config.ws_token.as_deref()) {
+    } else if !public(head, state.config.ws_token.as_deref()) && !http::token_ok(head, state.config.ws_token.as_deref()) {
         Response::error(401, "Unauthorized", "missing or invalid token").with("WWW-Authenticate", "Bearer")
     } else {
         let mut response = route(state, head).await;
@@ -82,6 +82,32 @@ pub async fn handle<S: AsyncWrite + Unpin>(
         response
     };
     write(stream, response, head_only).await
+}
+
+/// What needs no token: the bundled assets (the same bytes for everyone, published with the
+/// source; app iframes load the SDK from there), and app files under the key the catalog hands
+/// out (`/apps/~KEY/…`): a sandboxed iframe's requests carry no cookie (its origin is opaque),
+/// so its URL carries a capability derived from the token instead.
+fn public(head: &RequestHead, token: Option<&str>) -> bool {
+    if head.path.starts_with("/assets/") {
+        return true;
+    }
+    match (token, head.path.strip_prefix("/apps/~").and_then(|rest| rest.split_once('/'))) {
+        (Some(token), Some((key, _))) => http::constant_time_eq(key.as_bytes(), app_key(token).as_bytes()),
+        _ => false,
+    }
+}
+
+/// The key of the app files' URLs when the server has a token: HMAC-SHA-256 of a fixed label
+/// under the token, hex, 32 digits. It opens the app files and nothing else.
+pub(crate) fn app_key(token: &str) -> String {
+    use hmac::Mac;
+    let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(token.as_bytes()) else {
+        // HMAC takes keys of any length; this branch is never taken.
+        return String::new();
+    };
+    mac.update(b"appserver web desktop: app files");
+    mac.finalize().into_bytes().iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
 /// `/ws`'s rule, except that the static files of `/assets/` and `/apps/` may also be loaded by
@@ -100,10 +126,16 @@ async fn route(state: &ServerState, head: &RequestHead) -> Response {
     if let Some(name) = path.strip_prefix("/assets/") {
         return assets::asset(name);
     }
+    let key = state.config.ws_token.as_deref().map(app_key);
     if path == "/api/apps" {
-        return catalog::response(&state.config.workspace).await;
+        return catalog::response(&state.config.workspace, key.as_deref()).await;
     }
-    match path.strip_prefix("/apps/") {
+    // `/apps/~KEY/<id>/…` (the key was checked) or, with the token, `/apps/<id>/…`.
+    let rest = path.strip_prefix("/apps/").map(|rest| match rest.strip_prefix('~') {
+        Some(keyed) => keyed.split_once('/').map_or("", |(_, rest)| rest),
+        None => rest,
+    });
+    match rest {
         Some(rest) => files::response(&state.config.workspace, rest, head.header("host")).await,
         None => Response::not_found(),
     }
