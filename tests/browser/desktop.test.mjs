@@ -92,12 +92,28 @@ test("an agent command waits for the page that reloads, then reaches the app", O
     const win = await openApp(page, "sheet");
     const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
     await sheet.locator("#info", { hasText: win }).waitFor();
-    // A second desktop is the agent's user; the first one, the app's host, reloads meanwhile.
+    // A second desktop is the agent's user.
     const { page: other } = await openDesktop(browser, server.base);
     await other.click("#new-thread");
     await other.waitForSelector("#threads li.current");
+    // The host page reloads, and its new script is held: the old page (and its WebSocket) is
+    // gone, the new one has not registered the window yet.
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    let requested;
+    const scriptRequested = new Promise((resolve) => (requested = resolve));
+    await page.route("**/assets/desktop.js", async (route) => {
+      requested();
+      await held;
+      await route.continue();
+    });
     const reloaded = page.reload();
+    await scriptRequested;
     await say(other, `/command ${win} setCells {"cells":{"C3":"after reload"}}`);
+    // The agent's call is under way (its toolCall item is shown) while nobody hosts the window.
+    await other.locator(".item.toolCall", { hasText: "setCells" }).waitFor();
+    assert.equal(await other.locator(".item.toolResult").count(), 0, "the call waits");
+    release();
     await reloaded;
     await other.locator(".item.toolResult", { hasText: "✔" }).waitFor();
     await sheet.locator("#C3", { hasText: "after reload" }).waitFor();
@@ -114,13 +130,14 @@ test("a streaming app reports progress as app events", OPTIONS, async () => {
     const win = await openApp(page, "jobs");
     const jobs = page.frameLocator('.window[data-app="jobs"] iframe');
     await jobs.locator("#info", { hasText: win }).waitFor();
-    const events = [];
-    await page.exposeFunction("recordEvent", (e) => events.push(e));
     await page.click("#new-thread");
     await page.waitForSelector("#threads li.current");
     await say(page, `/command ${win} run {"name":"build","steps":3}`);
     await jobs.locator("li", { hasText: "done" }).waitFor();
     await page.locator(".item.toolResult", { hasText: "run_1" }).waitFor();
+    // The app's app/emit events came back to the page as app/event notifications.
+    await page.locator('.window[data-app="jobs"] .event', { hasText: 'job.done {"name":"build"}' }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-jobs.png") });
   } finally {
     await server.stop();
   }

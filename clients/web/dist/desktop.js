@@ -542,7 +542,9 @@
       reload.classList.add("reload");
       const close = button("✕", "Close the window (its log is kept)", () => void this.close());
       close.classList.add("close");
-      bar.append(title, id, reload, close);
+      const event = document.createElement("span");
+      event.className = "event";
+      bar.append(title, id, event, reload, close);
       this.frame = document.createElement("iframe");
       this.frame.setAttribute("sandbox", "allow-scripts");
       this.frame.title = app.name;
@@ -745,6 +747,10 @@
       this.element.classList.toggle("reloading", !ready);
       if (ready) for (const waiter of this.readyWaiters.splice(0)) waiter();
     }
+    /** The window's latest app event (`app/event`). */
+    showEvent(text) {
+      this.element.querySelector(".event").textContent = text;
+    }
     reload() {
       this.setFrameReady(false);
       this.mcpTools = [];
@@ -896,6 +902,11 @@
         const li = document.querySelector(`#threads li[data-id="${p.threadId}"]`);
         if (li) li.textContent = p.displayName;
         if (p.threadId === currentThread) $("thread-title").textContent = p.displayName;
+        return;
+      }
+      case "app/event": {
+        const host = hosts.find((h) => h.windowId === p.windowId);
+        host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
         return;
       }
       case "thread/runtimeChanged":

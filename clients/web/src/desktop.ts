@@ -144,6 +144,12 @@ function onNotification(n: Notification): void {
       if (p.threadId === currentThread) $("thread-title").textContent = p.displayName;
       return;
     }
+    case "app/event": {
+      // A streaming command's progress, shown in its window's title bar.
+      const host = hosts.find((h) => h.windowId === p.windowId);
+      host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
+      return;
+    }
     case "thread/runtimeChanged":
       if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
       return;

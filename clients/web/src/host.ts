@@ -72,7 +72,9 @@ export class WindowHost {
     reload.classList.add("reload");
     const close = button("✕", "Close the window (its log is kept)", () => void this.close());
     close.classList.add("close");
-    bar.append(title, id, reload, close);
+    const event = document.createElement("span");
+    event.className = "event";
+    bar.append(title, id, event, reload, close);
     this.frame = document.createElement("iframe");
     // Scripts only: no same origin (the app cannot reach the page, its cookie or the server).
     this.frame.setAttribute("sandbox", "allow-scripts");
@@ -294,6 +296,11 @@ export class WindowHost {
     this.frameReady = ready;
     this.element.classList.toggle("reloading", !ready);
     if (ready) for (const waiter of this.readyWaiters.splice(0)) waiter();
+  }
+
+  /** The window's latest app event (`app/event`). */
+  showEvent(text: string): void {
+    (this.element.querySelector(".event") as HTMLElement).textContent = text;
   }
 
   reload(): void {
