@@ -14,9 +14,7 @@ async fn a_command_sent_while_the_host_reloads_waits_for_the_re_registration() {
     let controller = server.ws_client_initialized().await.unwrap();
     let first = host(&server, SheetOptions::default()).await;
     let w = first.window_id.clone();
-    let set = |cell: &str, value: &str| {
-        json!({ "windowId": w, "command": "setCells", "params": { "cells": { cell: value } } })
-    };
+    let set = |cell: &str, value: &str| json!({ "windowId": w, "command": "setCells", "params": { "cells": { cell: value } } });
     controller.request("app/command", set("A1", "before")).await.unwrap();
     // The host is gone, and the server knows it.
     stop_host(&controller, first).await;

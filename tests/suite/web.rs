@@ -60,7 +60,10 @@ fn workspace() -> (tempfile::TempDir, PathBuf) {
         std::fs::create_dir_all(full.parent().unwrap()).unwrap();
         std::fs::write(full, text).unwrap();
     };
-    write("sheet/app.json", r#"{"name":"Sheet","icon":"S","entry":"index.html","fileAssociations":[{"extensions":[".csv"],"command":"openCsv","paramKey":"content"}]}"#);
+    write(
+        "sheet/app.json",
+        r#"{"name":"Sheet","icon":"S","entry":"index.html","fileAssociations":[{"extensions":[".csv"],"command":"openCsv","paramKey":"content"}]}"#,
+    );
     write("sheet/index.html", "<!doctype html><p>sheet</p>");
     write("sheet/js/app.js", "console.log('sheet')");
     write("sheet/data.bin", "\u{1}\u{2}");
@@ -157,7 +160,11 @@ async fn the_token_is_required_and_a_good_query_token_sets_a_cookie() {
     let page = get(addr, "/?token=s3cret", &[]).await;
     assert_eq!(page.status, 200);
     let cookie = page.header("set-cookie").unwrap();
-    assert!(cookie.starts_with("appserver_token=s3cret;") && cookie.contains("HttpOnly") && cookie.contains("SameSite=Strict"));
+    assert!(
+        cookie.starts_with("appserver_token=s3cret;")
+            && cookie.contains("HttpOnly")
+            && cookie.contains("SameSite=Strict")
+    );
     let with_cookie = [("Cookie", "theme=dark; appserver_token=s3cret")];
     let catalog = get(addr, "/api/apps", &with_cookie).await;
     assert_eq!(catalog.status, 200);

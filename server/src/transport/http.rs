@@ -147,23 +147,19 @@ pub fn presented_token(head: &RequestHead) -> Option<String> {
 
 /// A cookie's value (percent-decoded), from any `Cookie` header of the request.
 pub fn cookie(head: &RequestHead, name: &str) -> Option<String> {
-    head.headers
-        .iter()
-        .filter(|(n, _)| n.eq_ignore_ascii_case("cookie"))
-        .flat_map(|(_, v)| v.split(';'))
-        .find_map(|pair| {
+    head.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("cookie")).flat_map(|(_, v)| v.split(';')).find_map(
+        |pair| {
             let (k, v) = pair.trim().split_once('=')?;
             (k.trim() == name).then(|| percent_decode(v.trim()))
-        })
+        },
+    )
 }
 
 /// Whether the request's token is the server's (always, when the server has none).
 pub fn token_ok(head: &RequestHead, expected: Option<&str>) -> bool {
     match expected {
         None => true,
-        Some(expected) => {
-            presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
-        }
+        Some(expected) => presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes())),
     }
 }
 

@@ -116,10 +116,8 @@ async fn read_app(dir: &Path, id: &str) -> Result<CatalogEntry, String> {
     if dialect != "appserver" && dialect != "mcp-apps" {
         return Err(format!("app.json: dialect `{dialect}` is neither `appserver` nor `mcp-apps`"));
     }
-    let encoded: Vec<String> = entry
-        .split('/')
-        .map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string())
-        .collect();
+    let encoded: Vec<String> =
+        entry.split('/').map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()).collect();
     Ok(CatalogEntry {
         id: id.to_owned(),
         name: app.name,

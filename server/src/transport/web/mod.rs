@@ -69,7 +69,8 @@ pub async fn handle<S: AsyncWrite + Unpin>(
     } else if !origin_allowed(head, &state.config.ws_allowed_origins) {
         tracing::warn!(origin = head.header("origin").unwrap_or(""), path = %head.path, "web request refused: origin not allowed");
         Response::error(403, "Forbidden", "origin not allowed")
-    } else if !public(head, state.config.ws_token.as_deref()) && !http::token_ok(head, state.config.ws_token.as_deref()) {
+    } else if !public(head, state.config.ws_token.as_deref()) && !http::token_ok(head, state.config.ws_token.as_deref())
+    {
         Response::error(401, "Unauthorized", "missing or invalid token").with("WWW-Authenticate", "Bearer")
     } else {
         let mut response = route(state, head).await;
@@ -115,7 +116,8 @@ pub(crate) fn app_key(token: &str) -> String {
 /// still behind the token (a cookie a foreign site's frame does not get: `SameSite=Strict`).
 fn origin_allowed(head: &RequestHead, allowed: &[String]) -> bool {
     let static_file = head.path.starts_with("/assets/") || head.path.starts_with("/apps/");
-    (static_file && head.header("origin").map(str::trim) == Some("null")) || http::origin_allowed(head.header("origin"), allowed)
+    (static_file && head.header("origin").map(str::trim) == Some("null"))
+        || http::origin_allowed(head.header("origin"), allowed)
 }
 
 async fn route(state: &ServerState, head: &RequestHead) -> Response {
