@@ -9,7 +9,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { IMAGES, launchBrowser, openApp, openDesktop, say, startServer } from "./harness.mjs";
+import { IMAGES, launchBrowser, openApp, openDesktop, reasoningToolCall, say, startMockModel, startServer, textReply } from "./harness.mjs";
 
 const OPTIONS = { timeout: 90_000 };
 let browser;
@@ -164,6 +164,9 @@ test("the agent calls a tool an MCP Apps view registered", OPTIONS, async () => 
     // Reloaded, the view gets its count back from the log.
     await page.click('.window[data-app="counter"] button.reload');
     await view.locator("#count", { hasText: "6" }).waitFor();
+    // ui/message becomes the user's input on the window's thread (app/interaction).
+    await view.locator("#tell").click();
+    await page.locator(".item.userMessage", { hasText: "The counter shows 6" }).waitFor();
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();
@@ -210,5 +213,34 @@ test("with a token, the link's ?token= lets the page, its WebSocket and the app 
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();
+  }
+});
+
+test("a model's reasoning, its call of a view's tool and its streamed answer are shown", OPTIONS, async () => {
+  const model = await startMockModel();
+  const server = await startServer([...model.args, "--approval-policy", "never"]);
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "counter");
+    const view = page.frameLocator('.window[data-app="counter"] iframe');
+    await view.locator("#last", { hasText: "host:" }).waitFor();
+    const args = JSON.stringify({ windowId: win, command: "increment", params: { by: 3 } });
+    model.script.push(
+      reasoningToolCall("The user wants the counter at three.", "call_1", "app_command", args),
+      textReply("The counter ", "now shows ", "3."),
+    );
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, "Set the counter to three");
+    await page.locator(".item.reasoningContent", { hasText: "counter at three" }).waitFor();
+    await view.locator("#count", { hasText: "3" }).waitFor();
+    await view.locator("#last", { hasText: "tool result: count is 3" }).waitFor();
+    await page.locator(".item.toolResult", { hasText: '{"count":3}' }).waitFor();
+    await page.locator(".item.agentMessage[data-status=completed]", { hasText: "The counter now shows 3." }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-model.png") });
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+    await model.close();
   }
 });

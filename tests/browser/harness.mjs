@@ -102,3 +102,52 @@ export async function openApp(page, appId) {
   await page.locator(`.window[data-app="${appId}"][data-window-id]`).nth(before).waitFor();
   return win.getAttribute("data-window-id");
 }
+
+/** A mock OpenAI-compatible model: each POST gets the next scripted list of SSE chunks (push more while running). */
+export async function startMockModel(script = []) {
+  const { createServer } = await import("node:http");
+  const requests = [];
+  const server = createServer((req, res) => {
+    let body = "";
+    req.on("data", (c) => (body += c));
+    req.on("end", () => {
+      requests.push(body ? JSON.parse(body) : null);
+      const chunks = script.shift();
+      if (!chunks) {
+        res.writeHead(500, { "content-type": "application/json" });
+        res.end(JSON.stringify({ error: { message: "the mock has no more replies" } }));
+        return;
+      }
+      res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache" });
+      for (const c of chunks) res.write(`data: ${JSON.stringify(c)}\n\n`);
+      res.end("data: [DONE]\n\n");
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port } = server.address();
+  return {
+    args: ["--model", "mock-model", "--base-url", `http://127.0.0.1:${port}/v1`, "--api-key", "test-key"],
+    script,
+    requests,
+    close: () => new Promise((resolve) => server.close(resolve)),
+  };
+}
+
+/** SSE chunks of a model reply that thinks aloud, then calls one tool. */
+export function reasoningToolCall(reasoning, id, name, args) {
+  return [
+    { choices: [{ index: 0, delta: { reasoning_content: reasoning }, finish_reason: null }] },
+    { choices: [{ index: 0, delta: { tool_calls: [{ index: 0, id, type: "function", function: { name, arguments: args } }] } }] },
+    { choices: [{ index: 0, delta: {}, finish_reason: "tool_calls" }] },
+    { choices: [], usage: { prompt_tokens: 20, completion_tokens: 5 } },
+  ];
+}
+
+/** SSE chunks of a plain text reply, in pieces. */
+export function textReply(...pieces) {
+  return [
+    ...pieces.map((p) => ({ choices: [{ index: 0, delta: { content: p }, finish_reason: null }] })),
+    { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
+    { choices: [], usage: { prompt_tokens: 10, completion_tokens: 2 } },
+  ];
+}
