@@ -48,6 +48,27 @@ test("a new thread streams the agent's reply", OPTIONS, async () => {
   }
 });
 
+test("the thread list is paged", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page } = await openDesktop(browser, server.base);
+    // One page holds 30 threads.
+    for (let i = 1; i <= 32; i++) {
+      await page.click("#new-thread");
+      await page.locator("#threads li").nth(i - 1).waitFor();
+    }
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    assert.equal(await page.locator("#threads li").count(), 30);
+    await page.click("#more-threads");
+    await page.locator("#threads li").nth(31).waitFor();
+    assert.equal(await page.locator("#threads li").count(), 32);
+    assert.equal(await page.isHidden("#more-threads"), true);
+  } finally {
+    await server.stop();
+  }
+});
+
 test("the agent sets a sheet cell after an approval, and reloads restore it", OPTIONS, async () => {
   const server = await startServer();
   try {
