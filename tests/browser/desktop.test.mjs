@@ -42,6 +42,9 @@ test("a new thread streams the agent's reply", OPTIONS, async () => {
     await page.screenshot({ path: join(IMAGES, "desktop-thread.png") });
     await page.press("#input", "Tab");
     assert.equal(await page.inputValue("#input"), "/command ");
+    // An app's icon may be an image in its folder.
+    const icon = page.locator("#apps li[data-app=counter] img.icon");
+    assert.ok((await icon.evaluate((img) => img.decode().then(() => img.naturalWidth))) > 0);
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();

@@ -276,8 +276,16 @@ async function loadCatalog(): Promise<void> {
     ...catalog.map((app) => {
       const li = el("li", "app");
       li.dataset.app = app.id;
-      const icon = app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon) ? "" : (app.icon ?? "▣");
-      li.textContent = `${icon} ${app.name}`;
+      if (app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon)) {
+        // An image in the app's folder, next to its entry page.
+        const img = document.createElement("img");
+        img.className = "icon";
+        img.alt = "";
+        img.src = app.entry.slice(0, app.entry.indexOf(`/${app.id}/`) + app.id.length + 2) + app.icon;
+        li.append(img, ` ${app.name}`);
+      } else {
+        li.textContent = `${app.icon ?? "▣"} ${app.name}`;
+      }
       li.title = app.description ?? app.name;
       li.addEventListener("click", () => openWindow(app));
       return li;
