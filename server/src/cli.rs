@@ -350,6 +350,8 @@ mod tests {
         assert_eq!(c.listen, vec![ListenAddr::Stdio]);
         assert_eq!(c.db, StoreLocation::Sqlite(PathBuf::from("/work/ws/.appserver/state.db")));
         assert_eq!(c.max_in_flight, 32);
+        assert!(c.web, "the web desktop is served unless --no-web");
+        assert!(!run(&["--no-web"]).unwrap().web);
     }
 
     #[test]
