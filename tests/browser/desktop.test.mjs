@@ -1,8 +1,9 @@
 // The browser desktop end to end, in headless Chromium against the real server: a streamed
 // reply in a new thread, the sheet driven by the agent through an approval dialog and restored
-// by replay after an iframe reload and a page reload, an agent command that waits for a
-// reloading page, a streaming app, an MCP Apps view whose tool the agent calls, and foreign
-// messages ignored. Screenshots go to docs/images.
+// by replay after an iframe reload and a page reload, agent commands sent while the page or only
+// the iframe reloads, the paged thread list, a streaming app, an MCP Apps view whose tool the agent calls, and foreign
+// messages ignored, the token link, and a (mocked) model's reasoning and tool call. Screenshots go
+// to docs/images.
 
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -142,6 +143,45 @@ test("an agent command waits for the page that reloads, then reaches the app", O
     await other.locator(".item.toolResult", { hasText: "✔" }).waitFor();
     await sheet.locator("#C3", { hasText: "after reload" }).waitFor();
     await other.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a command sent while only the iframe reloads is held by the page until the app is back", OPTIONS, async () => {
+  const server = await startServer(["--approval-policy", "never"]);
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} setCells {"cells":{"A1":"first"}}`);
+    await sheet.locator("#A1", { hasText: "first" }).waitFor();
+    // Reload the iframe with the sheet's script held: the new document cannot register yet.
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    let requested;
+    const scriptRequested = new Promise((resolve) => (requested = resolve));
+    await page.route("**/apps/sheet/sheet.js", async (route) => {
+      requested();
+      await held;
+      await route.continue();
+    });
+    await page.click('.window[data-app="sheet"] button.reload');
+    await scriptRequested;
+    await say(page, `/command ${win} setCells {"cells":{"A2":"second"}}`);
+    await page.locator(".item.toolCall", { hasText: "A2" }).waitFor();
+    assert.equal(await page.locator(".item.toolResult").count(), 1, "only the first command has a result");
+    release();
+    // Replayed first (A1), then the held command (A2).
+    await page.locator(".item.toolResult").nth(1).waitFor();
+    assert.match(await page.locator(".item.toolResult").nth(1).textContent(), /✔/);
+    await sheet.locator("#A2", { hasText: "second" }).waitFor();
+    assert.equal(await sheet.locator("#A1").textContent(), "first");
+    await sheet.locator("#info", { hasText: "replayed 1" }).waitFor();
+    assert.deepEqual(errors, []);
   } finally {
     await server.stop();
   }
