@@ -1,9 +1,9 @@
 // The browser desktop end to end, in headless Chromium against the real server: a streamed
-// reply in a new thread, the sheet driven by the agent through an approval dialog and restored
-// by replay after an iframe reload and a page reload, agent commands sent while the page or only
-// the iframe reloads, the paged thread list, a streaming app, an MCP Apps view whose tool the agent calls, and foreign
-// messages ignored, the token link, and a (mocked) model's reasoning and tool call. Screenshots go
-// to docs/images.
+// reply in a new thread, the paged thread list, the sheet driven by the agent through an
+// approval dialog and restored by replay after an iframe reload and a page reload, agent
+// commands sent while the page or only the iframe reloads, a streaming app, an MCP Apps view
+// whose tool the agent calls, foreign messages ignored, the token link, and a (mocked) model's
+// reasoning and tool call. Screenshots go to docs/images.
 
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
