@@ -3,7 +3,8 @@
 //! `app_list`, `app_query`, `app_command` (`tools.rs`).
 //!
 //! Invariants: a command's result reaches its caller only after it is in the replay log; a call
-//! on a window that is (re-)registering waits until its replay has finished; only the window's
+//! on a window that is (re-)registering waits until its replay has finished, and one on a window
+//! whose host has gone waits (as long) for a host to register it again; only the window's
 //! current host is asked.
 
 pub mod manifest;
