@@ -95,7 +95,7 @@ impl AppError {
     }
 }
 
-/// How long a call waits for a window that is replaying its log.
+/// How long a call waits for a window that is replaying its log, or for a gone host to come back.
 pub const READY_WAIT: Duration = Duration::from_secs(5);
 /// Default limit of one app call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
