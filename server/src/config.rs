@@ -68,6 +68,9 @@ pub struct ServerConfig {
     pub aai_home: Option<PathBuf>,
     /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
     pub allow_private_discovery: bool,
+    /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
+    /// listeners (on unless `--no-web`).
+    pub web: bool,
 }
 
 /// An OpenAI-compatible model endpoint.
@@ -169,6 +172,7 @@ impl ServerConfig {
             model: None,
             aai_home: None,
             allow_private_discovery: false,
+            web: true,
         }
     }
 

@@ -176,7 +176,8 @@ async fn a_silent_app_times_out_and_a_gone_one_is_not_live() {
 
     silent.close();
     drop(silent);
-    // The server notices the disconnect; calls then fail fast with APP_NOT_LIVE.
+    // The server notices the disconnect; with no host registering the window again, calls fail
+    // with APP_NOT_LIVE once the readiness wait (5 s) is over.
     let noticed = tokio::time::timeout(appserver_tests::TIMEOUT, async {
         loop {
             let list = controller.request("app/list", json!({})).await.unwrap();

@@ -6,6 +6,7 @@ mod app_approvals;
 mod app_log_order;
 mod app_manifests;
 mod app_ownership;
+mod app_reload;
 mod app_replay;
 mod approvals;
 mod apps;
@@ -29,6 +30,7 @@ mod stdio;
 mod threads;
 mod timeouts;
 mod turns;
+mod web;
 mod websocket;
 
 use appserver_client::{RawConnection, RawFrame};

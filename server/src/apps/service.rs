@@ -193,8 +193,7 @@ pub async fn query(
             available: checked.manifest.state.keys().cloned().collect::<Vec<_>>().join(", "),
         });
     }
-    window.wait_ready().await?;
-    let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
+    let host = window.host_or_reregistration().await?;
     let timeout = call_timeout(timeout_ms);
     let params = ExtAppQueryParams { window_id: window_id.to_owned(), state_key: state_key.to_owned() };
     let raw = host
@@ -235,8 +234,7 @@ pub async fn command(
         });
     }
     checked.check_params(command, &params).map_err(AppError::InvalidParams)?;
-    window.wait_ready().await?;
-    let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
+    let host = window.host_or_reregistration().await?;
     let timeout = call_timeout(timeout_ms);
     run_logged(apps, &window, host.as_ref(), command, params, timeout).await
 }

@@ -128,21 +128,39 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
-/// `true` when no token is required (`expected` is `None`) or the request presents it.
-pub fn authorized(head: &RequestHead, expected: Option<&str>) -> bool {
-    expected.is_none_or(|expected| {
-        presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
-    })
-}
+/// The cookie the web desktop sets after a request that presented a good `?token=`, so that
+/// the page's WebSocket, its assets and its app iframes are let in without the token in each URL.
+pub const TOKEN_COOKIE: &str = "appserver_token";
 
-/// The token a WebSocket client presented: `?token=` or `Authorization: Bearer`.
+/// The token a client presented: `?token=`, `Authorization: Bearer`, or the [`TOKEN_COOKIE`]
+/// cookie (a browser cannot set headers on a WebSocket or an iframe).
 pub fn presented_token(head: &RequestHead) -> Option<String> {
     if let Some(token) = head.query_param("token") {
         return Some(token);
     }
-    let auth = head.header("authorization")?;
-    let (scheme, token) = auth.trim().split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+    let bearer = head.header("authorization").and_then(|auth| {
+        let (scheme, token) = auth.trim().split_once(' ')?;
+        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+    });
+    bearer.or_else(|| cookie(head, TOKEN_COOKIE))
+}
+
+/// A cookie's value (percent-decoded), from any `Cookie` header of the request.
+pub fn cookie(head: &RequestHead, name: &str) -> Option<String> {
+    head.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("cookie")).flat_map(|(_, v)| v.split(';')).find_map(
+        |pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k.trim() == name).then(|| percent_decode(v.trim()))
+        },
+    )
+}
+
+/// Whether the request's token is the server's (always, when the server has none).
+pub fn token_ok(head: &RequestHead, expected: Option<&str>) -> bool {
+    match expected {
+        None => true,
+        Some(expected) => presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes())),
+    }
 }
 
 /// Whether a browser `Origin` may connect: absent (not a browser), a loopback origin, or one the
@@ -172,7 +190,7 @@ pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
         || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn percent_decode(s: &str) -> String {
+pub fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
@@ -197,6 +215,17 @@ mod tests {
         assert_eq!(presented_token(&read_head(&mut &raw[..]).await.unwrap()).as_deref(), Some("s3cret"));
         assert!(matches!(read_head(&mut &b"GET /ws HTTP/1.1\r\n"[..]).await, Err(HeadError::Closed)));
         assert!(matches!(read_head(&mut &b"\x01\x02 nonsense\r\n\r\n"[..]).await, Err(HeadError::Malformed(_))));
+    }
+
+    #[tokio::test]
+    async fn token_cookies() {
+        let raw = b"GET / HTTP/1.1\r\nCookie: a=1; appserver_token=s%3Dx ; b=2\r\n\r\n";
+        let head = read_head(&mut &raw[..]).await.unwrap();
+        assert_eq!(cookie(&head, "a").as_deref(), Some("1"));
+        assert_eq!(presented_token(&head).as_deref(), Some("s=x"));
+        assert!(token_ok(&head, Some("s=x")));
+        assert!(!token_ok(&head, Some("other")));
+        assert!(token_ok(&head, None));
     }
 
     #[test]

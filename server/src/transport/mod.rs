@@ -3,4 +3,5 @@
 
 mod http;
 pub mod stdio;
+pub mod web;
 pub mod ws;

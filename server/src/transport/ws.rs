@@ -25,6 +25,7 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
+use super::web;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
@@ -103,6 +104,7 @@ async fn handle_connection(
             )
             .await?
         }
+        _ if state.config.web && web::serves(&head.path) => web::handle(&state, &mut stream, &head).await?,
         _ => http::respond(&mut stream, 404, "Not Found", "text/plain", "not found\n", &[]).await?,
     }
     Ok(())
@@ -127,7 +129,7 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
 /// `GET /metrics`: the Prometheus text format. Asks for the WebSocket token when one is set
 /// (Prometheus sends it with `authorization: {credentials: …}` or `bearer_token_file`).
 async fn metrics(state: &ServerState, stream: &mut TcpStream, head: &RequestHead) -> std::io::Result<()> {
-    if !http::authorized(head, state.config.ws_token.as_deref()) {
+    if !http::token_ok(head, state.config.ws_token.as_deref()) {
         let challenge = [("WWW-Authenticate", "Bearer")];
         return http::respond(stream, 401, "Unauthorized", "text/plain", "missing or invalid token\n", &challenge)
             .await;
@@ -145,7 +147,7 @@ async fn upgrade(
     slot: OwnedSemaphorePermit,
 ) -> Result<(), http::HeadError> {
     let config = &state.config;
-    if !http::authorized(&head, config.ws_token.as_deref()) {
+    if !http::token_ok(&head, config.ws_token.as_deref()) {
         tracing::warn!("WebSocket upgrade refused: missing or wrong token");
         http::respond(
             &mut stream,
