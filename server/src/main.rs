@@ -8,12 +8,6 @@ use appserver::cli::{self, CliError, Command};
 use appserver::config::LogFormat;
 use tracing_subscriber::EnvFilter;
 
-/// mimalloc instead of the system allocator: it gives freed memory back to the operating system
-/// within milliseconds, where glibc's per-thread arenas kept several times a large `thread/read`
-/// reply or a fan-out burst resident for the process's life (docs/performance.md, docs/architecture.md).
-#[global_allocator]
-static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
-
 fn main() -> ExitCode {
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
