@@ -13,8 +13,12 @@ const here = dirname(fileURLToPath(import.meta.url));
 export const root = resolve(here, "../..");
 /** The bound on every wait. */
 export const TIMEOUT_MS = 20_000;
-/** Where the screenshots go (docs/desktop.md shows them). */
-export const IMAGES = join(root, "docs/images");
+/** Where the screenshots go: target/screenshots, or $APPSERVER_SCREENSHOTS (`docs/images` to
+ * refresh the ones docs/desktop.md shows), so a test run never changes tracked files. */
+export const IMAGES = process.env.APPSERVER_SCREENSHOTS
+  ? resolve(process.env.APPSERVER_SCREENSHOTS)
+  : join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "screenshots");
+mkdirSync(IMAGES, { recursive: true });
 
 export function serverBinary() {
   return process.env.APPSERVER_BIN ?? join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug/appserver");
