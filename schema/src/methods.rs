@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::app::{
-    AppCommandParams, AppCommandResult, AppEmitParams, AppEventParams, AppInteractionParams, AppListParams,
+    AppCommandParams, AppCommandResult, AppEmitParams, AppEventParams, AppExternalCallParams, AppInteractionParams, AppListParams,
     AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult,
     AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
@@ -227,6 +227,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     AppUnregistered => "app/unregistered" (AppUnregisteredParams);
     AppReplayed => "app/replayed" (AppReplayedParams);
     AppEvent => "app/event" (AppEventParams);
+    /// An outside agent (an MCP client) ran, or was refused, an app command.
+    AppExternalCall => "app/externalCall" (AppExternalCallParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

@@ -1,5 +1,5 @@
 //! The `appserver` binary: parse the command line, set up logging on stderr, run the server (or
-//! `locate` / `completions`).
+//! `locate` / `completions`, or MCP on stdio with `mcp`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,8 +16,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match cli::parse(std::env::args_os().skip(1), &cwd) {
-        Ok(Command::Run(config)) => *config,
+    let (config, mcp) = match cli::parse(std::env::args_os().skip(1), &cwd) {
+        Ok(Command::Run(config)) => (*config, false),
+        Ok(Command::Mcp(config)) => (*config, true),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::Completions(shell)) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
@@ -40,7 +41,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(appserver::server::run(config));
+    let result = if mcp {
+        runtime.block_on(appserver::server::mcp_stdio(config))
+    } else {
+        runtime.block_on(appserver::server::run(config))
+    };
     // A blocking stdin read may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {

@@ -235,11 +235,23 @@ impl AppWindow {
 #[derive(Debug, Default)]
 pub struct AppRegistry {
     windows: Mutex<HashMap<String, Arc<AppWindow>>>,
+    /// Counts registrations and removals, so watchers (the MCP server's
+    /// `notifications/resources/list_changed`) learn that the set of apps changed.
+    changes: watch::Sender<u64>,
 }
 
 impl AppRegistry {
     fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<AppWindow>>> {
         self.windows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A receiver that sees the change counter move whenever a window registers or leaves.
+    pub fn watch_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 
     pub fn get(&self, window_id: &str) -> Option<Arc<AppWindow>> {
@@ -289,21 +301,28 @@ impl AppRegistry {
             order: SendOrder::new(next_seq),
             bound_thread: bound_thread.or(previous_binding),
         };
-        match existing {
+        let window = match existing {
             Some(existing) => {
                 existing.replace(inner, ready);
-                Ok(existing)
+                existing
             }
             None => {
                 let window = Arc::new(AppWindow::new(window_id, inner, ready));
                 map.insert(window_id.to_owned(), window.clone());
-                Ok(window)
+                window
             }
-        }
+        };
+        drop(map);
+        self.changed();
+        Ok(window)
     }
 
     pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
-        self.map().remove(window_id)
+        let removed = self.map().remove(window_id);
+        if removed.is_some() {
+            self.changed();
+        }
+        removed
     }
 
     /// Removes a window unless another live host than `requester` hosts it (checked under the
@@ -313,7 +332,12 @@ impl AppRegistry {
         if let Some(existing) = map.get(window_id) {
             existing.check_host(requester, "unregister it")?;
         }
-        Ok(map.remove(window_id))
+        let removed = map.remove(window_id);
+        drop(map);
+        if removed.is_some() {
+            self.changed();
+        }
+        Ok(removed)
     }
 }
 

@@ -174,15 +174,28 @@ pub async fn query(
     Ok(unwrap_member(&raw, "data"))
 }
 
-/// Runs a command: built-ins are answered by the server; others are validated against their
-/// schema, sent to the host, and — if the app succeeds — appended to the replay log before the
-/// result is returned.
+/// Runs a command for appserver's own clients and agent (no `caller` in the log): see
+/// [`command_as`].
 pub async fn command(
     apps: &AppService,
     window_id: &str,
     command: &str,
     params: Option<Value>,
     timeout_ms: Option<u64>,
+) -> Result<Value, AppError> {
+    command_as(apps, window_id, command, params, timeout_ms, None).await
+}
+
+/// Runs a command: built-ins are answered by the server; others are validated against their
+/// schema, sent to the host, and — if the app succeeds — appended to the replay log (with
+/// `caller`, who asked, when it was an outside agent) before the result is returned.
+pub async fn command_as(
+    apps: &AppService,
+    window_id: &str,
+    command: &str,
+    params: Option<Value>,
+    timeout_ms: Option<u64>,
+    caller: Option<Value>,
 ) -> Result<Value, AppError> {
     let window = window(apps, window_id)?;
     let checked = window.manifest();
@@ -208,7 +221,14 @@ pub async fn command(
     window.wait_ready().await?;
     let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
     let timeout = call_timeout(timeout_ms);
-    run_logged(apps, &window, host.as_ref(), command, params, timeout).await
+    run_logged(apps, &window, host.as_ref(), Call { command, params, caller }, timeout).await
+}
+
+/// One command to log and send.
+struct Call<'a> {
+    command: &'a str,
+    params: Value,
+    caller: Option<Value>,
 }
 
 /// The write-ahead command path. One step takes the sequence number and queues the `pending`
@@ -221,10 +241,10 @@ async fn run_logged(
     apps: &AppService,
     window: &AppWindow,
     host: &dyn AppHost,
-    command: &str,
-    params: Value,
+    call: Call<'_>,
     timeout: Duration,
 ) -> Result<Value, AppError> {
+    let Call { command, params, caller } = call;
     let window_id = window.window_id.as_str();
     let (mut slot, intent) = window.reserve_command(|seq| {
         apps.store.submit(AppWrite::Intend {
@@ -233,6 +253,7 @@ async fn run_logged(
             command: command.to_owned(),
             params: params.clone(),
             at: clock::now_rfc3339(),
+            caller: caller.clone(),
         })
     });
     let seq = slot.seq();

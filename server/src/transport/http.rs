@@ -18,6 +18,8 @@ pub struct RequestHead {
     pub query: Option<String>,
     headers: Vec<(String, String)>,
     pub leftover: Vec<u8>,
+    /// The head exactly as it arrived (for handing the connection to another HTTP server).
+    pub raw: Vec<u8>,
 }
 
 impl RequestHead {
@@ -37,10 +39,7 @@ impl RequestHead {
 
     /// A query parameter, percent-decoded.
     pub fn query_param(&self, key: &str) -> Option<String> {
-        self.query.as_deref()?.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k) == key).then(|| percent_decode(v))
-        })
+        query_value(self.query.as_deref()?, key)
     }
 }
 
@@ -86,6 +85,7 @@ pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> Result<RequestHe
                     query,
                     headers,
                     leftover: buf[len..].to_vec(),
+                    raw: buf[..len].to_vec(),
                 });
             }
             Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => continue,
@@ -133,9 +133,21 @@ pub fn presented_token(head: &RequestHead) -> Option<String> {
     if let Some(token) = head.query_param("token") {
         return Some(token);
     }
-    let auth = head.header("authorization")?;
-    let (scheme, token) = auth.trim().split_once(' ')?;
+    bearer(head.header("authorization")?)
+}
+
+/// The token of an `Authorization: Bearer <token>` header value.
+pub fn bearer(authorization: &str) -> Option<String> {
+    let (scheme, token) = authorization.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+}
+
+/// A parameter of a query string, percent-decoded.
+pub fn query_value(query: &str, key: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(k) == key).then(|| percent_decode(v))
+    })
 }
 
 /// Whether a browser `Origin` may connect: absent (not a browser), a loopback origin, or one the
