@@ -79,9 +79,10 @@ fn locate(workspace: &std::path::Path) -> ExitCode {
 }
 
 /// Logs go to stderr (stdout belongs to the protocol on stdio). Level from `APPSERVER_LOG`
-/// (an `EnvFilter` directive such as `debug` or `appserver=trace`), default `info`.
+/// (an `EnvFilter` directive such as `debug` or `appserver=trace`), default `info` (the MCP SDK
+/// at `warn`).
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
     match format {
         LogFormat::Text => builder.init(),

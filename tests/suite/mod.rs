@@ -16,6 +16,7 @@ mod errors;
 mod handshake;
 mod limits;
 mod lock;
+mod mcp;
 mod model;
 mod postgres;
 mod recovery;

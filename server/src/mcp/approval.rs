@@ -5,7 +5,7 @@
 //! `itemId` (no such thread exists; they identify the request). The first answer wins. The
 //! workspace's default approval policy applies: no client asked under `never`, a decline under
 //! `interrupt`, and the policy's fallback when no approval-capable client is connected or none
-//! answers within the approval timeout. "Accept for session" is remembered for the MCP session,
+//! decides within the approval timeout (an error answer is not a decision). "Accept for session" is remembered for the MCP session,
 //! "accept always" in the store, as for a thread.
 
 use std::collections::HashSet;
@@ -120,8 +120,10 @@ fn request(spec: &ApprovalSpec, caller_name: &str) -> ApprovalRequestParams {
     }
 }
 
-/// Asks every approver at once; the first usable answer wins (an error answer or a malformed one
-/// counts as `decline`, as in a thread). `None` when nobody answered within the timeout.
+/// Asks every approver at once; the first decision wins (a malformed one counts as `decline`).
+/// Unlike a thread's approval, which only the thread's own clients are asked, this request reaches
+/// every client, some of which (an app host, say) do not answer approvals: an error answer is
+/// therefore not a decision. `None` when nobody decided within the timeout.
 async fn ask(
     turns: &TurnService,
     approvers: &[Arc<dyn Client>],
@@ -146,8 +148,10 @@ async fn ask(
                             .map_or(ApprovalDecision::Decline, |r| r.decision),
                     );
                 }
-                Err(CallError::Rejected(_)) => return Some(ApprovalDecision::Decline),
-                Err(_) => continue,
+                Err(CallError::Rejected(error)) => {
+                    tracing::debug!(code = error.code, message = %error.message, "an MCP approval request was refused");
+                }
+                Err(_) => {}
             }
         }
         None
