@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::app::{
-    AppCommandParams, AppCommandResult, AppEmitParams, AppEventParams, AppExternalCallParams, AppInteractionParams, AppListParams,
-    AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult,
-    AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
+    AppCommandParams, AppCommandResult, AppEmitParams, AppEventParams, AppExternalCallParams, AppInteractionParams,
+    AppListParams, AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams,
+    AppQueryResult, AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};

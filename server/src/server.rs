@@ -45,7 +45,9 @@ pub enum ServerError {
     Lock(#[from] LockError),
     #[error(transparent)]
     Relay(#[from] crate::mcp::relay::RelayError),
-    #[error("the running appserver (pid {pid}) has no WebSocket listener to reach its /mcp; restart it with --listen ws://127.0.0.1:0")]
+    #[error(
+        "the running appserver (pid {pid}) has no WebSocket listener to reach its /mcp; restart it with --listen ws://127.0.0.1:0"
+    )]
     NoHttpListener { pid: u32 },
     #[error("the embedded server did not publish its address within {0:?}")]
     EmbeddedNotReady(Duration),

@@ -50,9 +50,10 @@ async fn connect_http(server: &ServerProcess, token: Option<&str>) -> (McpClient
         config = config.auth_header(token);
     }
     let (tx, rx) = mpsc::unbounded_channel();
-    let client = within("MCP initialize", Agent { changed: tx }.serve(StreamableHttpClientTransport::from_config(config)))
-        .await
-        .expect("MCP session");
+    let client =
+        within("MCP initialize", Agent { changed: tx }.serve(StreamableHttpClientTransport::from_config(config)))
+            .await
+            .expect("MCP session");
     (client, rx)
 }
 
@@ -179,7 +180,10 @@ async fn an_approval_client_accepts_and_declines_and_the_log_names_the_caller() 
     assert!(text_of(&declined).starts_with("DECLINED: "), "{}", text_of(&declined));
     assert_eq!(sheet.cells().len(), 1, "a declined command does not run");
     let announced = within("app/externalCall", approver.wait_for("app/externalCall")).await.unwrap();
-    assert_eq!((announced.params()["status"].as_str(), announced.params()["command"].as_str()), (Some("declined"), Some("clear")));
+    assert_eq!(
+        (announced.params()["status"].as_str(), announced.params()["command"].as_str()),
+        (Some("declined"), Some("clear"))
+    );
 
     // The accepted command is in the replay log with its caller, and replays into a new host.
     let log = approver.request("app/log/read", json!({ "windowId": w })).await.unwrap();

@@ -131,14 +131,10 @@ async fn ask(
     spec: &ApprovalSpec,
 ) -> Option<ApprovalDecision> {
     let timeout = turns.config.approval_timeout;
-    let requests: Vec<(Arc<dyn Client>, ApprovalRequestParams)> = approvers
-        .iter()
-        .map(|c| (c.clone(), wire::request_for(c.as_ref(), params, spec.app.as_ref())))
-        .collect();
-    let mut pending: FuturesUnordered<_> = requests
-        .iter()
-        .map(|(client, request)| async move { client.ask_approval(request, timeout).await })
-        .collect();
+    let requests: Vec<(Arc<dyn Client>, ApprovalRequestParams)> =
+        approvers.iter().map(|c| (c.clone(), wire::request_for(c.as_ref(), params, spec.app.as_ref()))).collect();
+    let mut pending: FuturesUnordered<_> =
+        requests.iter().map(|(client, request)| async move { client.ask_approval(request, timeout).await }).collect();
     let first = async {
         while let Some(answer) = pending.next().await {
             match answer {

@@ -61,7 +61,8 @@ impl McpSession {
                 return Ok(tools::failure(message));
             }
         }
-        let outcome = service::command_as(&self.apps, &window, &command, params.clone(), None, Some(caller.clone())).await;
+        let outcome =
+            service::command_as(&self.apps, &window, &command, params.clone(), None, Some(caller.clone())).await;
         match outcome {
             Ok(result) => {
                 if external {
@@ -71,7 +72,14 @@ impl McpSession {
             }
             Err(err) => {
                 if external {
-                    self.announce(&window, &command, &params, &caller, "failed", Some(json!(format!("{}: {err}", err.code()))));
+                    self.announce(
+                        &window,
+                        &command,
+                        &params,
+                        &caller,
+                        "failed",
+                        Some(json!(format!("{}: {err}", err.code()))),
+                    );
                 }
                 Ok(tools::app_failure(&err))
             }
@@ -79,7 +87,15 @@ impl McpSession {
     }
 
     /// `app/externalCall` to every client, so a desktop user sees what an outside agent did.
-    fn announce(&self, window: &str, command: &str, params: &Option<Value>, caller: &Value, status: &str, detail: Option<Value>) {
+    fn announce(
+        &self,
+        window: &str,
+        command: &str,
+        params: &Option<Value>,
+        caller: &Value,
+        status: &str,
+        detail: Option<Value>,
+    ) {
         let notification = ServerNotification::AppExternalCall(AppExternalCallParams {
             window_id: window.to_owned(),
             command: command.to_owned(),
@@ -126,16 +142,25 @@ impl McpSession {
     }
 }
 
-/// The MCP client's name (`clientInfo.name`), as recorded on what it does.
-fn caller_name(peer: &Peer<RoleServer>) -> String {
-    peer.peer_info().map(|info| info.client_info.name.clone()).filter(|n| !n.is_empty()).unwrap_or_else(|| "unknown".into())
+/// The MCP client's name (`clientInfo.name`), as recorded on what it does: from the request's
+/// `_meta` (protocol 2026-07-28, where requests stand alone), else from the session's `initialize`.
+fn caller_name(context: &RequestContext<RoleServer>) -> String {
+    context
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "unknown".into())
 }
 
 impl ServerHandler for McpSession {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_list_changed().build())
-            .with_server_info(Implementation::new("appserver", env!("CARGO_PKG_VERSION")))
-            .with_instructions(INSTRUCTIONS)
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_list_changed().build(),
+        )
+        .with_server_info(Implementation::new("appserver", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
@@ -159,8 +184,10 @@ impl ServerHandler for McpSession {
         let result = match request.name.as_ref() {
             "app_list" => tools::list(&self.apps),
             "app_query" => tools::query(&self.apps, &args).await,
-            "app_command" => self.command(args, &caller_name(&context.peer)).await?,
-            other => tools::failure(format!("UNKNOWN_TOOL: no tool `{other}` (tools: app_list, app_query, app_command)")),
+            "app_command" => self.command(args, &caller_name(&context)).await?,
+            other => {
+                tools::failure(format!("UNKNOWN_TOOL: no tool `{other}` (tools: app_list, app_query, app_command)"))
+            }
         };
         Ok(result.into())
     }

@@ -77,9 +77,8 @@ where
             Ok(service.handle(request).await)
         }
     });
-    let connection = hyper::server::conn::http1::Builder::new()
-        .keep_alive(true)
-        .serve_connection(TokioIo::new(io), handler);
+    let connection =
+        hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(io), handler);
     if let Err(err) = connection.await {
         tracing::debug!(error = %err, "MCP HTTP connection ended with an error");
     }

@@ -23,10 +23,8 @@ pub async fn relay_stdio(url: &str, token: Option<String>) -> Result<(), RelayEr
         config = config.auth_header(token);
     }
     let mut server = StreamableHttpClientTransport::from_config(config);
-    let mut agent = IntoTransport::<RoleServer, std::io::Error, _>::into_transport((
-        tokio::io::stdin(),
-        tokio::io::stdout(),
-    ));
+    let mut agent =
+        IntoTransport::<RoleServer, std::io::Error, _>::into_transport((tokio::io::stdin(), tokio::io::stdout()));
     let server_error = |e: &dyn std::fmt::Display| RelayError::Server { url: url.to_owned(), reason: e.to_string() };
     loop {
         tokio::select! {

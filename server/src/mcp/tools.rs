@@ -96,7 +96,10 @@ mod tests {
         assert_eq!(read_only(&tools[0]), Some(true));
         assert_eq!(read_only(&tools[1]), Some(true));
         let command = tools[2].annotations.as_ref().expect("annotated");
-        assert_eq!((command.read_only_hint, command.destructive_hint, command.idempotent_hint), (Some(false), Some(true), Some(false)));
+        assert_eq!(
+            (command.read_only_hint, command.destructive_hint, command.idempotent_hint),
+            (Some(false), Some(true), Some(false))
+        );
         assert_eq!(tools[2].input_schema.get("required"), Some(&json!(["windowId", "command"])));
     }
 
