@@ -188,7 +188,7 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
     match cli.command {
         Some(Sub::Locate { workspace }) => {
-            return Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) });
+            Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) })
         }
         Some(Sub::Completions { shell }) => Ok(Command::Completions(shell)),
         Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
