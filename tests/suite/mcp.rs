@@ -269,3 +269,34 @@ async fn appserver_mcp_starts_a_server_when_none_runs() {
     assert!(ws_url.starts_with("ws://127.0.0.1:"), "{ws_url}");
     client.cancel().await.ok();
 }
+
+#[tokio::test]
+async fn a_streaming_commands_events_are_read_from_its_run_resource() {
+    let server = ServerBuilder::ws().arg("--approval-policy").arg("never").spawn().await.unwrap();
+    let sheet = quiet_host(&server, SheetOptions::default()).await;
+    let (client, _changed) = connect_http(&server, None).await;
+    let render = json!({ "windowId": sheet.window_id, "command": "render", "params": { "steps": 2 } });
+    let started = call(&client, "app_command", render).await;
+    assert_eq!(started.is_error, Some(false), "{}", text_of(&started));
+    let run_id = started.structured_content.as_ref().unwrap()["runId"].as_str().unwrap().to_owned();
+    let uri = format!("app://{}/runs/{run_id}", sheet.window_id);
+    let link = serde_json::to_value(&started.content).unwrap()[1]["text"].as_str().unwrap_or_default().to_owned();
+    assert!(link.contains(&uri), "{link}");
+    // The host emits the run's events after answering; read until the last one is there.
+    let events = within("the run's events", async {
+        loop {
+            let read = client.read_resource(ReadResourceRequestParams::new(uri.clone())).await.unwrap();
+            let ResourceContents::TextResourceContents { text, .. } = &read.contents[0] else { panic!("text") };
+            let run: Value = serde_json::from_str(text).unwrap();
+            let events = run["events"].as_array().cloned().unwrap_or_default();
+            if events.iter().any(|e| e["type"] == "render.done") {
+                break events;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    let types: Vec<&str> = events.iter().filter_map(|e| e["type"].as_str()).collect();
+    assert_eq!(types, ["render.progress", "render.progress", "render.done"]);
+    assert_eq!(events[1]["payload"]["step"], 2);
+}

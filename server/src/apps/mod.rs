@@ -11,11 +11,11 @@ pub mod order;
 mod replay;
 pub mod service;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use appserver_protocol::{AppSummary, FileAssociation};
+use appserver_protocol::{AppEventParams, AppSummary, FileAssociation};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -106,7 +106,13 @@ pub struct AppWindow {
     inner: Mutex<WindowInner>,
     /// `true` when calls may go to the app (not re-registering or replaying).
     ready: watch::Sender<bool>,
+    /// The window's latest `app/emit` events (at most [`RECENT_EVENTS`]), so a caller that cannot
+    /// receive notifications (an MCP agent) can read a streaming command's run.
+    recent_events: Mutex<VecDeque<AppEventParams>>,
 }
+
+/// How many of a window's latest events are kept for reading.
+pub const RECENT_EVENTS: usize = 256;
 
 #[derive(Debug)]
 struct WindowInner {
@@ -191,7 +197,30 @@ impl AppWindow {
     }
 
     fn new(window_id: &str, inner: WindowInner, ready: bool) -> AppWindow {
-        AppWindow { window_id: window_id.to_owned(), inner: Mutex::new(inner), ready: watch::Sender::new(ready) }
+        AppWindow {
+            window_id: window_id.to_owned(),
+            inner: Mutex::new(inner),
+            ready: watch::Sender::new(ready),
+            recent_events: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    fn events(&self) -> MutexGuard<'_, VecDeque<AppEventParams>> {
+        self.recent_events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps an emitted event (the oldest is dropped past [`RECENT_EVENTS`]).
+    pub fn remember_event(&self, event: AppEventParams) {
+        let mut events = self.events();
+        if events.len() == RECENT_EVENTS {
+            events.pop_front();
+        }
+        events.push_back(event);
+    }
+
+    /// The kept events of one run, oldest first.
+    pub fn run_events(&self, run_id: &str) -> Vec<AppEventParams> {
+        self.events().iter().filter(|e| e.run_id == run_id).cloned().collect()
     }
 
     fn replace(&self, inner: WindowInner, ready: bool) {

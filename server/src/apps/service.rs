@@ -366,12 +366,10 @@ pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(
             p.window_id
         )));
     }
-    let notification = ServerNotification::AppEvent(AppEventParams {
-        window_id: p.window_id,
-        run_id: p.run_id,
-        event_type: p.event_type,
-        payload: p.payload,
-    });
+    let event =
+        AppEventParams { window_id: p.window_id, run_id: p.run_id, event_type: p.event_type, payload: p.payload };
+    window.remember_event(event.clone());
+    let notification = ServerNotification::AppEvent(event);
     match window.bound_thread().and_then(|t| apps.threads.loaded(&t)) {
         Some(thread) => thread.publish(&notification),
         None => broadcast(apps.clients.as_ref(), &notification),

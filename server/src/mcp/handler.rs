@@ -22,8 +22,10 @@ use crate::threads::broadcast;
 use crate::turns::TurnService;
 use crate::turns::tools::Tool as _;
 
-/// The URI scheme of app resources: `app://<windowId>`.
+/// The URI scheme of app resources: `app://<windowId>` (the manifest) and
+/// `app://<windowId>/runs/<runId>` (a streaming command's events).
 pub const RESOURCE_SCHEME: &str = "app://";
+const RUNS: &str = "/runs/";
 
 const INSTRUCTIONS: &str = "appserver's registered apps (spreadsheets, editors, canvases, ...). Call app_list (or \
      list the resources) to see them, read an app's manifest (the resource app://<windowId>, or \
@@ -68,7 +70,7 @@ impl McpSession {
                 if external {
                     self.announce(&window, &command, &params, &caller, "done", Some(result.clone()));
                 }
-                Ok(tools::success(&result))
+                Ok(tools::with_run_link(tools::success(&result), &window, &result))
             }
             Err(err) => {
                 if external {
@@ -206,9 +208,21 @@ impl ServerHandler for McpSession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = || ErrorData::resource_not_found(format!("no app resource {}", request.uri), None);
-        let window_id = request.uri.strip_prefix(RESOURCE_SCHEME).ok_or_else(not_found)?;
-        let manifest = service::query(&self.apps, window_id, "manifest", None).await.map_err(|_| not_found())?;
-        let text = serde_json::to_string_pretty(&manifest).unwrap_or_default();
+        let path = request.uri.strip_prefix(RESOURCE_SCHEME).ok_or_else(not_found)?;
+        let value = match path.split_once(RUNS) {
+            // `app://<windowId>/runs/<runId>`: a streaming command's events so far.
+            Some((window_id, run_id)) => {
+                let window = self.apps.registry.get(window_id).ok_or_else(not_found)?;
+                let events: Vec<Value> = window
+                    .run_events(run_id)
+                    .into_iter()
+                    .map(|e| json!({ "type": e.event_type, "payload": e.payload }))
+                    .collect();
+                json!({ "windowId": window_id, "runId": run_id, "events": events })
+            }
+            None => service::query(&self.apps, path, "manifest", None).await.map_err(|_| not_found())?,
+        };
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let contents = ResourceContents::TextResourceContents {
             uri: request.uri.clone(),
             mime_type: Some("application/json".into()),

@@ -51,6 +51,18 @@ pub fn success(value: &Value) -> CallToolResult {
     result
 }
 
+/// A streaming command answers `{"runId": …}` and its events follow as `app/event`; an MCP agent
+/// reads them from the resource `app://<windowId>/runs/<runId>`, named in a second text block.
+pub fn with_run_link(mut result: CallToolResult, window_id: &str, value: &Value) -> CallToolResult {
+    if let Some(run_id) = value.get("runId").and_then(Value::as_str) {
+        let uri = format!("app://{window_id}/runs/{run_id}");
+        result
+            .content
+            .push(ContentBlock::text(format!("This command streams events: read the resource {uri} to follow them.")));
+    }
+    result
+}
+
 /// A tool error the agent can read.
 pub fn failure(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
