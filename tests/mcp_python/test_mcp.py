@@ -105,3 +105,23 @@ def test_appserver_mcp_on_stdio_relays_to_the_running_server():
                 await host.close()
 
     run(body())
+
+
+def test_a_listening_agent_is_told_when_an_app_registers():
+    async def body():
+        async with running_server() as server:
+            host = await AppServerClient.connect(server.url, capabilities={"approvalSupport": False})
+            try:
+                async with Client(mcp_url(server), client_info=AGENT) as agent:
+                    assert (await agent.list_resources()).resources == []
+                    async with agent.listen(resources_list_changed=True) as subscription:
+                        assert subscription.honored.resources_list_changed is True
+                        window = (await host.register_app(MANIFEST, Sheet().handlers)).window_id
+                        event = await asyncio.wait_for(subscription.__anext__(), TIMEOUT)
+                        assert type(event).__name__ == "ResourcesListChanged"
+                    resources = (await agent.list_resources(cache_mode="refresh")).resources
+                    assert [str(r.uri) for r in resources] == [f"app://{window}"]
+            finally:
+                await host.close()
+
+    run(body())

@@ -8,9 +8,9 @@ use appserver_protocol::{AppExternalCallParams, ServerNotification};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
-    Resource, ResourceContents, ServerCapabilities, ServerConfig,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, Peer, RequestContext};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 
@@ -167,6 +167,29 @@ impl ServerHandler for McpSession {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         self.watch_apps(context.peer);
+    }
+
+    /// Protocol 2026-07-28 clients (no `initialize`) ask for `resources/list_changed` with
+    /// `subscriptions/listen` instead.
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().resources_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.apps.registry.watch_changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return Ok(()) },
+                _ = context.cancelled() => return Ok(()),
+                _ = self.turns.shutdown.cancelled() => return Ok(()),
+            }
+            if context.accepted().resources_list_changed == Some(true)
+                && context.sink().notify_resource_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+        }
     }
 
     async fn list_tools(
