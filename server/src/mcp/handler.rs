@@ -13,6 +13,7 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
 
 use super::approval::{self, SessionApprovals, Verdict};
 use super::tools;
@@ -38,11 +39,21 @@ pub struct McpSession {
     apps: Arc<AppService>,
     turns: Arc<TurnService>,
     approvals: Arc<SessionApprovals>,
+    /// Cancelled when the session (its last handle) is dropped, which ends its watcher task.
+    ended: CancellationToken,
+    _end_on_drop: Arc<DropGuard>,
 }
 
 impl McpSession {
     pub fn new(apps: Arc<AppService>, turns: Arc<TurnService>) -> Self {
-        McpSession { apps, turns, approvals: Arc::new(SessionApprovals::default()) }
+        let ended = CancellationToken::new();
+        McpSession {
+            apps,
+            turns,
+            approvals: Arc::new(SessionApprovals::default()),
+            _end_on_drop: Arc::new(ended.clone().drop_guard()),
+            ended,
+        }
     }
 
     async fn command(&self, args: JsonObject, caller_name: &str) -> Result<CallToolResult, ErrorData> {
@@ -129,12 +140,13 @@ impl McpSession {
     fn watch_apps(&self, peer: Peer<RoleServer>) {
         let mut changes = self.apps.registry.watch_changes();
         changes.mark_unchanged();
-        let shutdown = self.turns.shutdown.clone();
+        let (shutdown, ended) = (self.turns.shutdown.clone(), self.ended.clone());
         self.turns.tasks.spawn(async move {
             loop {
                 tokio::select! {
                     changed = changes.changed() => if changed.is_err() { return },
                     _ = shutdown.cancelled() => return,
+                    _ = ended.cancelled() => return,
                 }
                 if peer.notify_resource_list_changed().await.is_err() {
                     return;

@@ -11,7 +11,7 @@ use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
+use hyper_util::rt::{TokioIo, TokioTimer};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
@@ -24,6 +24,8 @@ use crate::turns::TurnService;
 /// The `/mcp` service: one per listener, shared by its connections (it holds the sessions).
 pub type McpService = StreamableHttpService<McpSession, LocalSessionManager>;
 
+/// How long a client has to send a request head on a kept-alive connection.
+const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 /// Largest request body accepted (a tools/call with its params).
 const MAX_BODY: usize = 4 * 1024 * 1024;
 
@@ -77,8 +79,12 @@ where
             Ok(service.handle(request).await)
         }
     });
-    let connection =
-        hyper::server::conn::http1::Builder::new().keep_alive(true).serve_connection(TokioIo::new(io), handler);
+    // A kept-alive connection must send its next request head in time, as the first one had to.
+    let connection = hyper::server::conn::http1::Builder::new()
+        .timer(TokioTimer::new())
+        .header_read_timeout(HEAD_TIMEOUT)
+        .keep_alive(true)
+        .serve_connection(TokioIo::new(io), handler);
     if let Err(err) = connection.await {
         tracing::debug!(error = %err, "MCP HTTP connection ended with an error");
     }
