@@ -360,3 +360,15 @@ fn mcp_url(ws_url: &str) -> String {
 fn read_token(path: &std::path::Path) -> Option<String> {
     std::fs::read_to_string(path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mcp_url_of_a_websocket_listener() {
+        assert_eq!(mcp_url("ws://127.0.0.1:8080/ws"), "http://127.0.0.1:8080/mcp");
+        assert_eq!(mcp_url("ws://0.0.0.0:9000/ws"), "http://127.0.0.1:9000/mcp");
+        assert_eq!(mcp_url("ws://[::]:9000/ws"), "http://[::1]:9000/mcp");
+    }
+}

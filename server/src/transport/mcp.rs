@@ -9,7 +9,6 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use hyper::Request;
-use hyper::body::Incoming;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::TcpStream;
 
@@ -55,7 +54,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Rewind<S> {
 }
 
 /// The `/ws` rules for one request; `None` admits it.
-fn admit(config: &ServerConfig, request: &Request<Incoming>) -> Option<Refusal> {
+fn admit<B>(config: &ServerConfig, request: &Request<B>) -> Option<Refusal> {
     if request.uri().path() != "/mcp" {
         return Some(Refusal { status: 404, body: "not found\n", headers: Vec::new() });
     }
@@ -86,4 +85,32 @@ pub async fn serve(config: Arc<ServerConfig>, service: McpService, stream: TcpSt
     prefix.extend_from_slice(&head.leftover);
     let io = Rewind { prefix, at: 0, inner: stream };
     serve_connection(service, io, move |request| admit(&config, request)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(uri: &str, headers: &[(&str, &str)]) -> Request<()> {
+        let mut builder = Request::builder().uri(uri);
+        for (name, value) in headers {
+            builder = builder.header(*name, *value);
+        }
+        builder.body(()).expect("a request")
+    }
+
+    #[test]
+    fn every_request_follows_the_ws_rules() {
+        let mut config = ServerConfig::for_workspace(std::path::PathBuf::from("/w"));
+        let status = |config: &ServerConfig, r: Request<()>| admit(config, &r).map(|refusal| refusal.status);
+        assert_eq!(status(&config, request("/mcp", &[])), None);
+        assert_eq!(status(&config, request("/ws", &[])), Some(404));
+        assert_eq!(status(&config, request("/mcp", &[("origin", "http://evil.example")])), Some(403));
+        assert_eq!(status(&config, request("/mcp", &[("origin", "http://localhost:3000")])), None);
+        config.ws_token = Some("s3cret".into());
+        assert_eq!(status(&config, request("/mcp", &[])), Some(401));
+        assert_eq!(status(&config, request("/mcp", &[("authorization", "Bearer nope")])), Some(401));
+        assert_eq!(status(&config, request("/mcp", &[("authorization", "Bearer s3cret")])), None);
+        assert_eq!(status(&config, request("/mcp?token=s3cret", &[])), None);
+    }
 }
