@@ -313,10 +313,7 @@ const EMBEDDED_START: Duration = Duration::from_secs(30);
 /// when the agent closes stdin.
 pub async fn mcp_stdio(mut config: ServerConfig) -> Result<(), ServerError> {
     if let Some(info) = crate::lock::locate(&config.workspace)? {
-        let url = info.ws_url.as_deref().map(mcp_url).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
-        let token = info.token_file.as_deref().and_then(read_token);
-        tracing::info!(%url, pid = info.pid, "relaying MCP on stdio to the running server");
-        return Ok(crate::mcp::relay::relay_stdio(&url, token).await?);
+        return relay_to(&info).await;
     }
     config.listen.retain(|l| *l != ListenAddr::Stdio);
     if config.listen.is_empty() {
@@ -324,30 +321,52 @@ pub async fn mcp_stdio(mut config: ServerConfig) -> Result<(), ServerError> {
     }
     let (workspace, token) = (config.workspace.clone(), config.ws_token.clone());
     let stop = CancellationToken::new();
-    let mut server = tokio::spawn(run_until(config, stop.clone()));
+    let mut server = Some(tokio::spawn(run_until(config, stop.clone())));
     let deadline = tokio::time::Instant::now() + EMBEDDED_START;
     let url = loop {
-        let ours = crate::lock::locate(&workspace)?.filter(|i| i.pid == std::process::id());
-        if let Some(url) = ours.and_then(|i| i.ws_url) {
-            break mcp_url(&url);
+        match crate::lock::locate(&workspace)? {
+            Some(info) if info.pid == std::process::id() && info.ws_url.is_some() => {
+                break mcp_url(info.ws_url.as_deref().unwrap_or_default());
+            }
+            // Another `appserver mcp` (or server) took the workspace first: use that one.
+            Some(info) if server.is_none() && info.ws_url.is_some() => return relay_to(&info).await,
+            _ => {}
         }
         if tokio::time::Instant::now() > deadline {
             stop.cancel();
             return Err(ServerError::EmbeddedNotReady(EMBEDDED_START));
         }
         // The lock file is written once the listeners are bound; the server task ends early
-        // only on a start-up error, which is the answer.
-        tokio::select! {
-            ended = &mut server => return ended.unwrap_or(Ok(())),
-            _ = tokio::time::sleep(Duration::from_millis(20)) => {}
+        // only on a start-up error, which is the answer, unless another server holds the lock.
+        let wait = tokio::time::sleep(Duration::from_millis(20));
+        match server.as_mut() {
+            Some(task) => tokio::select! {
+                ended = task => match ended.unwrap_or(Ok(())) {
+                    Err(ServerError::Lock(LockError::Held { .. })) => server = None,
+                    other => return other,
+                },
+                _ = wait => {}
+            },
+            None => wait.await,
         }
     };
     tracing::info!(%url, "no server was running: started one in this process; relaying MCP on stdio to it");
     let relayed = crate::mcp::relay::relay_stdio(&url, token).await;
     stop.cancel();
-    let served = server.await.unwrap_or(Ok(()));
+    let served = match server {
+        Some(task) => task.await.unwrap_or(Ok(())),
+        None => Ok(()),
+    };
     relayed?;
     served
+}
+
+/// Relays stdio to the `/mcp` of the running server `info` describes.
+async fn relay_to(info: &LockInfo) -> Result<(), ServerError> {
+    let url = info.ws_url.as_deref().map(mcp_url).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
+    let token = info.token_file.as_deref().and_then(read_token);
+    tracing::info!(%url, pid = info.pid, "relaying MCP on stdio to the running server");
+    Ok(crate::mcp::relay::relay_stdio(&url, token).await?)
 }
 
 /// `ws://ADDR/ws` → `http://ADDR/mcp` (a wildcard address is reached on loopback).

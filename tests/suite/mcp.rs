@@ -271,6 +271,17 @@ async fn appserver_mcp_starts_a_server_when_none_runs() {
 }
 
 #[tokio::test]
+async fn two_appserver_mcp_started_at_once_share_one_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (first, second) = tokio::join!(connect_stdio(dir.path()), connect_stdio(dir.path()));
+    for client in [&first, &second] {
+        assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 3);
+    }
+    second.cancel().await.ok();
+    first.cancel().await.ok();
+}
+
+#[tokio::test]
 async fn a_streaming_commands_events_are_read_from_its_run_resource() {
     let server = ServerBuilder::ws().arg("--approval-policy").arg("never").spawn().await.unwrap();
     let sheet = quiet_host(&server, SheetOptions::default()).await;
