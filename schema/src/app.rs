@@ -12,12 +12,31 @@ use serde_json::Value;
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppManifest {
+    /// The app's id (`id` is accepted too, as in the Robutler manifests).
+    #[serde(default, alias = "id")]
     pub app_id: String,
+    #[serde(default)]
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
     #[serde(default)]
     pub state: BTreeMap<String, AppStateDescriptor>,
+    #[serde(default)]
+    pub commands: BTreeMap<String, AppCommandDescriptor>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub events: Option<BTreeMap<String, AppEventDescriptor>>,
+    /// The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
+    /// server moves them to the top level at registration, so a registered manifest never has it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub interface: Option<AppInterface>,
+}
+
+/// The `interface` wrapper of a Robutler manifest.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppInterface {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
     #[serde(default)]
     pub commands: BTreeMap<String, AppCommandDescriptor>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -45,6 +64,13 @@ pub struct AppCommandDescriptor {
     /// Event types this command emits while it runs (it may return a `runId` at once).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub streams: Option<Vec<String>>,
+    /// A descriptive shape of the params (the Robutler dialect, e.g. `{"index": "number"}`): shown
+    /// to agents, never validated.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Value>,
+    /// `false`: the command is logged but never replayed (a streaming render, a file import).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<bool>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -107,10 +133,19 @@ pub struct AppSummary {
     pub name: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
+    /// What hosts it: `window` (a connection that registered it), `stdio` (a program the server
+    /// runs, from an aai.json descriptor), `http` (a web service from a local aai.json
+    /// descriptor), `web` (a web service found with `app/discover`).
+    #[serde(default = "window_kind")]
+    pub kind: String,
     /// Whether the connection that registered it is still there (commands can run now).
     pub live: bool,
     pub command_count: u64,
     pub state_key_count: u64,
+}
+
+fn window_kind() -> String {
+    "window".to_owned()
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -205,6 +240,36 @@ pub struct AppOpenResult {
     pub window_id: String,
     pub command: String,
     pub result: Value,
+}
+
+/// Params of `app/discover`: a web app by its URL (`https://host`), or by a name the user
+/// confirmed before. With both, the name is remembered for the URL once the fetch succeeds.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDiscoverParams {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDiscoverResult {
+    /// The window the web app is registered as (`aai:<app.id>`).
+    pub window_id: String,
+    /// The app's origin, e.g. `https://notion.so`.
+    pub url: String,
+    /// The descriptor as published.
+    pub descriptor: Value,
+    /// When it was fetched (ISO 8601).
+    pub fetched_at: String,
+    /// Until when it is served from the cache without a new fetch.
+    pub expires_at: String,
+    /// `true`: served from the cache without a fetch.
+    pub cached: bool,
+    /// `true`: the fetch failed and this is an expired copy.
+    pub stale: bool,
 }
 
 /// Params of the `app/emit` notification (host → server): a progress event of a streaming command.

@@ -7,10 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::app::{
-    AppCommandParams, AppCommandResult, AppEmitParams, AppEventParams, AppExternalCallParams, AppInteractionParams,
-    AppListParams, AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams,
-    AppQueryResult, AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
-    AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
+    AppCommandParams, AppCommandResult, AppDiscoverParams, AppDiscoverResult, AppEmitParams, AppEventParams,
+    AppExternalCallParams, AppInteractionParams, AppListParams, AppListResult, AppLogReadParams, AppLogReadResult,
+    AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult, AppRegisterParams, AppRegisterResult,
+    AppRegisteredParams, AppReplayedParams, AppUnregisterParams, AppUnregisteredParams, ExtAppCommandParams,
+    ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
 use crate::channel::{ChannelListParams, ChannelListResult};
@@ -185,6 +186,8 @@ request_table! { ClientRequest, client_request_schemas;
     AppLogRead => "app/log/read" (AppLogReadParams) -> AppLogReadResult;
     /// Open a workspace file with the app associated with its extension.
     AppOpen => "app/open" (AppOpenParams) -> AppOpenResult;
+    /// Fetch (or take from the cache) a web app's `/.well-known/aai.json` and register it.
+    AppDiscover => "app/discover" (AppDiscoverParams) -> AppDiscoverResult;
     /// Slash commands the server knows (built-in and custom).
     CommandList => "command/list" (CommandListParams) -> CommandListResult;
     /// Run a slash command (built-ins run here; custom ones expand to a prompt).

@@ -143,6 +143,16 @@ pub struct RunArgs {
     /// Serve the debug/* methods used by the test suite (never in production).
     #[arg(long)]
     enable_debug_methods: bool,
+    /// The user's directory of app descriptors (`DIR/*/aai.json`) [default: ~/.aai].
+    #[arg(long, value_name = "DIR", env = "APPSERVER_AAI_HOME")]
+    aai_home: Option<PathBuf>,
+    /// Let app/discover fetch web descriptors from loopback and private addresses.
+    #[arg(long)]
+    allow_private_discovery: bool,
+    /// Do not serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the
+    /// WebSocket listeners; `/ws` and the probes stay.
+    #[arg(long)]
+    no_web: bool,
 }
 
 /// What the command line asks for.
@@ -225,6 +235,9 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
         LogFormatArg::Json => LogFormat::Json,
     };
     config.enable_debug_methods = a.enable_debug_methods;
+    config.aai_home = a.aai_home.clone().map(absolute);
+    config.allow_private_discovery = a.allow_private_discovery;
+    config.web = !a.no_web;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
 
     let file = read_config_file(&config.workspace)?;
@@ -361,6 +374,8 @@ mod tests {
         assert_eq!(c.listen, vec![ListenAddr::Stdio]);
         assert_eq!(c.db, StoreLocation::Sqlite(PathBuf::from("/work/ws/.appserver/state.db")));
         assert_eq!(c.max_in_flight, 32);
+        assert!(c.web, "the web desktop is served unless --no-web");
+        assert!(!run(&["--no-web"]).unwrap().web);
     }
 
     #[test]

@@ -50,6 +50,25 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A clock the tests may move forward (`debug/clock/advance`); otherwise the system's time.
+/// Used where a lifetime is measured (the web descriptor cache).
+#[derive(Debug, Default)]
+pub struct Clock {
+    offset_millis: std::sync::atomic::AtomicI64,
+}
+
+impl Clock {
+    pub fn now(&self) -> UtcTime {
+        let offset = self.offset_millis.load(std::sync::atomic::Ordering::Relaxed);
+        UtcTime { unix_millis: UtcTime::now().unix_millis.saturating_add(offset) }
+    }
+
+    /// Moves the clock forward by `millis`.
+    pub fn advance(&self, millis: i64) {
+        self.offset_millis.fetch_add(millis, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// The current time as an ISO 8601 UTC string.
 pub fn now_rfc3339() -> String {
     UtcTime::now().rfc3339()

@@ -64,6 +64,13 @@ pub struct ServerConfig {
     pub approval_timeout: Duration,
     /// The language model, when one is configured (otherwise the built-in agent answers).
     pub model: Option<ModelSettings>,
+    /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
+    pub aai_home: Option<PathBuf>,
+    /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
+    pub allow_private_discovery: bool,
+    /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
+    /// listeners (on unless `--no-web`).
+    pub web: bool,
 }
 
 /// An OpenAI-compatible model endpoint.
@@ -163,6 +170,9 @@ impl ServerConfig {
             approval_policy: ApprovalPolicy::OnRequest,
             approval_timeout: Duration::from_secs(120),
             model: None,
+            aai_home: None,
+            allow_private_discovery: false,
+            web: true,
         }
     }
 

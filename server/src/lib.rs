@@ -1,8 +1,8 @@
 //! appserver: a JSON-RPC 2.0 app server speaking DotCraft's AppServer protocol over stdio and
-//! WebSocket, with threads, turns, items, approvals and agent-drivable apps persisted in SQLite.
+//! WebSocket, with threads, turns, items, approvals and agent-drivable apps persisted in SQLite or PostgreSQL.
 //!
 //! Code map: `transport` (bytes ↔ frames) → `rpc` (JSON-RPC peer, dispatch, error mapping) →
-//! domain modules → `store` (the only module that touches SQLite). `server` wires them together
+//! domain modules → `store` (the only module that touches the database). `server` wires them together
 //! and owns start-up and shutdown. See docs/architecture.md.
 
 pub mod agent;
@@ -21,6 +21,7 @@ pub mod ports;
 pub mod rpc;
 pub mod server;
 pub mod store;
+pub mod telemetry;
 pub mod threads;
 pub mod transport;
 pub mod turns;

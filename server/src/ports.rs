@@ -110,6 +110,12 @@ pub trait Client: Send + Sync + fmt::Debug {
 pub trait AppHost: Send + Sync + fmt::Debug {
     fn host_id(&self) -> HostId;
 
+    /// What kind of host it is, as `app/list` shows it (`AppSummary.kind`): `window` for a
+    /// connection that registered the app, `stdio` or `http` for a host run from a descriptor.
+    fn kind(&self) -> &'static str {
+        "window"
+    }
+
     /// Whether the host has gone; a window whose host has gone belongs to nobody.
     fn is_gone(&self) -> bool;
 

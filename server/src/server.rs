@@ -70,6 +70,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
     }
     let mut lock = ServerLock::acquire(&config.workspace, config.db.sqlite_path())?;
+    crate::telemetry::install();
     let store = Store::open(&config.db, config.durability).await?;
     tracing::info!(db = %store.location(), workspace = %config.workspace.display(), "store opened");
 
@@ -92,6 +93,11 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
+    state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
+    let watch =
+        crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
+    state.tasks.spawn(watch);
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
@@ -135,6 +141,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppListTool));
     tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
+    tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -174,6 +181,7 @@ fn assemble(
         threads: threads.clone(),
         clients: clients.clone(),
         config: config.clone(),
+        web: Default::default(),
     });
     let debug = Arc::new(DebugHooks::default());
     let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());

@@ -8,6 +8,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub mod http_stub;
 pub mod mock_model;
 pub mod postgres;
 
@@ -127,6 +128,8 @@ impl ServerBuilder {
             _ => None,
         };
         command.env("APPSERVER_LOG", "debug");
+        // Not the user's ~/.aai: a directory that does not exist (a test passes --aai-home).
+        command.env("APPSERVER_AAI_HOME", workspace.join(".no-aai-home"));
         // The tests decide which model (if any) the server uses.
         for var in ["APPSERVER_MODEL", "APPSERVER_BASE_URL", "APPSERVER_API_KEY"] {
             command.env_remove(var);

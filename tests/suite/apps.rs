@@ -59,7 +59,7 @@ async fn register_query_command_and_query_again() {
         list["apps"],
         json!([{ "windowId": sheet.window_id, "appId": "sheet", "name": "Sheet",
                  "description": "A small spreadsheet: cells keyed by address (A1, B2, ...).",
-                 "live": true, "commandCount": 4, "stateKeyCount": 2 }])
+                 "kind": "window", "live": true, "commandCount": 4, "stateKeyCount": 2 }])
     );
     let w = &sheet.window_id;
     let manifest = controller.request("app/query", json!({ "windowId": w, "stateKey": "manifest" })).await.unwrap();
@@ -176,7 +176,8 @@ async fn a_silent_app_times_out_and_a_gone_one_is_not_live() {
 
     silent.close();
     drop(silent);
-    // The server notices the disconnect; calls then fail fast with APP_NOT_LIVE.
+    // The server notices the disconnect; with no host registering the window again, calls fail
+    // with APP_NOT_LIVE once the readiness wait (5 s) is over.
     let noticed = tokio::time::timeout(appserver_tests::TIMEOUT, async {
         loop {
             let list = controller.request("app/list", json!({})).await.unwrap();

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
 const LAYERS: &[&[&str]] = &[
-    &["clock", "ports", "policy"],
+    &["clock", "ports", "policy", "telemetry"],
     &["store", "debug", "channels"],
     &["config"],
     &["model", "threads"],
@@ -21,8 +21,20 @@ const LAYERS: &[&[&str]] = &[
 ];
 
 /// The domain: never imports the JSON-RPC layer, the transports or the server's assembly.
-const DOMAIN: &[&str] =
-    &["threads", "turns", "apps", "agent", "store", "commands", "model", "policy", "ports", "config", "clock"];
+const DOMAIN: &[&str] = &[
+    "threads",
+    "turns",
+    "apps",
+    "agent",
+    "store",
+    "commands",
+    "model",
+    "policy",
+    "ports",
+    "config",
+    "clock",
+    "telemetry",
+];
 
 const MAX_FILE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 80;

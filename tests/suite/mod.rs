@@ -1,8 +1,12 @@
 //! Integration tests, one module per area of the protocol.
 
+mod aai_descriptors;
+mod aai_web;
 mod app_approvals;
 mod app_log_order;
+mod app_manifests;
 mod app_ownership;
+mod app_reload;
 mod app_replay;
 mod approvals;
 mod apps;
@@ -17,6 +21,7 @@ mod handshake;
 mod limits;
 mod lock;
 mod mcp;
+mod metrics;
 mod model;
 mod postgres;
 mod recovery;
@@ -26,6 +31,7 @@ mod stdio;
 mod threads;
 mod timeouts;
 mod turns;
+mod web;
 mod websocket;
 
 use appserver_client::{RawConnection, RawFrame};

@@ -19,7 +19,9 @@ AppCommandApproval = TypedDict("AppCommandApproval", {
 
 AppCommandDescriptor = TypedDict("AppCommandDescriptor", {
     "description": str,
+    "args": NotRequired[Any],  # A descriptive shape of the params (the Robutler dialect, e.g. `{"index": "number"}`): shown
     "params": NotRequired[Any],  # JSON Schema the params must match (checked by the server before the app is called).
+    "replay": NotRequired[Optional[bool]],  # `false`: the command is logged but never replayed (a streaming render, a file import).
     "returns": NotRequired[Any],
     "streams": NotRequired[Optional[List[str]]],  # Event types this command emits while it runs (it may return a `runId` at once).
 })
@@ -33,6 +35,23 @@ AppCommandParams = TypedDict("AppCommandParams", {
 
 AppCommandResult = TypedDict("AppCommandResult", {
     "result": Any,
+})
+
+# Params of `app/discover`: a web app by its URL (`https://host`), or by a name the user
+# confirmed before. With both, the name is remembered for the URL once the fetch succeeds.
+AppDiscoverParams = TypedDict("AppDiscoverParams", {
+    "name": NotRequired[Optional[str]],
+    "url": NotRequired[Optional[str]],
+})
+
+AppDiscoverResult = TypedDict("AppDiscoverResult", {
+    "windowId": str,  # The window the web app is registered as (`aai:<app.id>`).
+    "url": str,  # The app's origin, e.g. `https://notion.so`.
+    "descriptor": Any,  # The descriptor as published.
+    "fetchedAt": str,  # When it was fetched (ISO 8601).
+    "expiresAt": str,  # Until when it is served from the cache without a new fetch.
+    "cached": bool,  # `true`: served from the cache without a fetch.
+    "stale": bool,  # `true`: the fetch failed and this is an expired copy.
 })
 
 # Params of the `app/emit` notification (host → server): a progress event of a streaming command.
@@ -73,6 +92,13 @@ AppInteractionParams = TypedDict("AppInteractionParams", {
     "content": str,
 })
 
+# The `interface` wrapper of a Robutler manifest.
+AppInterface = TypedDict("AppInterface", {
+    "commands": NotRequired[Dict[str, "AppCommandDescriptor"]],
+    "description": NotRequired[Optional[str]],
+    "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
+})
+
 AppListParams = Dict[str, Any]
 
 AppListResult = TypedDict("AppListResult", {
@@ -103,11 +129,12 @@ AppLogReadResult = TypedDict("AppLogReadResult", {
 
 # What an app can do: its state keys and commands (and the events its streaming commands emit).
 AppManifest = TypedDict("AppManifest", {
-    "appId": str,
-    "name": str,
+    "appId": NotRequired[str],  # The app's id (`id` is accepted too, as in the Robutler manifests).
     "commands": NotRequired[Dict[str, "AppCommandDescriptor"]],
     "description": NotRequired[Optional[str]],
     "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
+    "interface": NotRequired[Optional["AppInterface"]],  # The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
+    "name": NotRequired[str],
     "state": NotRequired[Dict[str, "AppStateDescriptor"]],
 })
 
@@ -179,6 +206,7 @@ AppSummary = TypedDict("AppSummary", {
     "commandCount": int,
     "stateKeyCount": int,
     "description": NotRequired[Optional[str]],
+    "kind": NotRequired[str],  # What hosts it: `window` (a connection that registered it), `stdio` (a program the server
 })
 
 AppUnregisterParams = TypedDict("AppUnregisterParams", {
@@ -1050,11 +1078,12 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+ClientRequestMethod = Literal["app/command", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/command": ("AppCommandParams", "AppCommandResult"),
+    "app/discover": ("AppDiscoverParams", "AppDiscoverResult"),
     "app/emit": ("AppEmitParams", "EmptyResult"),
     "app/list": ("AppListParams", "AppListResult"),
     "app/log/read": ("AppLogReadParams", "AppLogReadResult"),
@@ -1145,6 +1174,9 @@ class ClientRequests:
 
     async def app_command(self, params: "AppCommandParams", timeout: Optional[float] = None) -> "AppCommandResult":
         return await self.request("app/command", params, timeout)
+
+    async def app_discover(self, params: "AppDiscoverParams", timeout: Optional[float] = None) -> "AppDiscoverResult":
+        return await self.request("app/discover", params, timeout)
 
     async def app_emit(self, params: "AppEmitParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("app/emit", params, timeout)

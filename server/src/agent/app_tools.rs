@@ -30,8 +30,9 @@ impl Tool for AppListTool {
     }
 
     fn description(&self) -> &str {
-        "List the apps registered with the server: windowId, appId, name, description, whether it is live \
-         (its host is connected, so commands can run), and how many commands and state keys it has. \
+        "List the apps registered with the server: windowId, appId, name, description, kind (window, stdio, \
+         http, web), whether it is live (its host is connected, so commands can run), and how many commands and \
+         state keys it has. \
          Read an app's manifest with app_query(windowId, \"manifest\") before using it."
     }
 

@@ -5,6 +5,7 @@
 pub mod app_tools;
 mod builtin;
 pub mod debug_tools;
+pub mod discover_tool;
 pub mod dynamic;
 mod model_agent;
 pub mod plan;

@@ -1,5 +1,7 @@
 //! Manifest validation at registration, and the compiled JSON Schemas that check command params
-//! before an app is called.
+//! before an app is called. Both dialects are accepted: ours (`commands` with JSON Schema
+//! `params`) and the Robutler one (`interface.commands` with descriptive `args`), which is moved
+//! to the top level here.
 
 use std::collections::HashMap;
 
@@ -30,11 +32,58 @@ impl CheckedManifest {
             .collect();
         if errors.is_empty() { Ok(()) } else { Err(errors.join("; ")) }
     }
+
+    /// Whether a logged `command` is sent again on replay (not when declared `replay: false`).
+    pub fn replays(&self, command: &str) -> bool {
+        self.manifest.commands.get(command).is_none_or(|c| c.replay != Some(false))
+    }
+
+    /// Whether `event_type` is declared: a key of `events` or a name in some command's `streams`.
+    pub fn declares_event(&self, event_type: &str) -> bool {
+        self.manifest.events.as_ref().is_some_and(|events| events.contains_key(event_type))
+            || self.manifest.commands.values().any(|c| c.streams.iter().flatten().any(|s| s == event_type))
+    }
+
+    /// The declared event types, for error messages.
+    pub fn declared_events(&self) -> Vec<String> {
+        let mut all: Vec<String> = self.manifest.events.iter().flat_map(|e| e.keys().cloned()).collect();
+        all.extend(self.manifest.commands.values().flat_map(|c| c.streams.iter().flatten().cloned()));
+        all.sort();
+        all.dedup();
+        all
+    }
+}
+
+/// Moves a Robutler `interface` (description, commands, events) to the top level. Refused when
+/// the same member is declared in both places.
+fn unwrap_interface(mut manifest: AppManifest) -> Result<AppManifest, String> {
+    let Some(interface) = manifest.interface.take() else { return Ok(manifest) };
+    if !interface.commands.is_empty() {
+        if !manifest.commands.is_empty() {
+            return Err("manifest.interface.commands: commands are declared both here and at the top level".into());
+        }
+        manifest.commands = interface.commands;
+    }
+    if interface.events.is_some() {
+        if manifest.events.is_some() {
+            return Err("manifest.interface.events: events are declared both here and at the top level".into());
+        }
+        manifest.events = interface.events;
+    }
+    if manifest.description.is_none() {
+        manifest.description = interface.description;
+    }
+    if manifest.name.trim().is_empty() {
+        // Robutler manifests may carry only an id: the app is named by it.
+        manifest.name = manifest.app_id.clone();
+    }
+    Ok(manifest)
 }
 
 /// Validates a manifest (and file associations); errors name the bad field, e.g.
 /// `manifest.commands.setCells.params: ...`.
 pub fn check(manifest: AppManifest, associations: &[FileAssociation]) -> Result<CheckedManifest, String> {
+    let manifest = unwrap_interface(manifest)?;
     if manifest.app_id.trim().is_empty() {
         return Err("manifest.appId: must not be empty".into());
     }
@@ -74,6 +123,11 @@ pub fn check(manifest: AppManifest, associations: &[FileAssociation]) -> Result<
         if let Some(schema) = &command.returns {
             if !schema.is_object() && !schema.is_boolean() && !schema.is_string() {
                 return Err(format!("{field}.returns: must be a JSON Schema or a description"));
+            }
+        }
+        if let Some(args) = &command.args {
+            if !args.is_object() && !args.is_string() {
+                return Err(format!("{field}.args: must be an object describing the arguments, or a description"));
             }
         }
         if let Some(streams) = &command.streams {
@@ -147,6 +201,25 @@ mod tests {
         let assoc =
             FileAssociation { extensions: vec![".csv".into()], command: "nope".into(), param_key: "content".into() };
         assert!(check(sheet(), &[assoc]).unwrap_err().starts_with("fileAssociations[0].command"));
+    }
+
+    #[test]
+    fn a_robutler_interface_is_moved_to_the_top_level() {
+        let m: AppManifest = serde_json::from_value(json!({ "id": "deck", "interface": {
+            "description": "Slides",
+            "commands": { "goTo": { "description": "Jump", "args": { "index": "number" } },
+                          "render": { "description": "Render", "replay": false, "streams": ["render.done"] } },
+            "events": { "deck.slide_view": { "description": "Viewed" } } } }))
+        .unwrap();
+        let checked = check(m, &[]).unwrap();
+        let m = &checked.manifest;
+        assert_eq!((m.app_id.as_str(), m.name.as_str(), m.description.as_deref()), ("deck", "deck", Some("Slides")));
+        assert!(m.interface.is_none());
+        assert_eq!(m.commands["goTo"].args, Some(json!({ "index": "number" })));
+        assert!(checked.replays("goTo") && !checked.replays("render"));
+        assert!(checked.declares_event("deck.slide_view") && checked.declares_event("render.done"));
+        assert!(!checked.declares_event("deck.other"));
+        assert_eq!(checked.declared_events(), ["deck.slide_view", "render.done"]);
     }
 
     #[test]

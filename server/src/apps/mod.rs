@@ -3,13 +3,17 @@
 //! `app_list`, `app_query`, `app_command` (`tools.rs`).
 //!
 //! Invariants: a command's result reaches its caller only after it is in the replay log; a call
-//! on a window that is (re-)registering waits until its replay has finished; only the window's
+//! on a window that is (re-)registering waits until its replay has finished, and one on a window
+//! whose host has gone waits (as long) for a host to register it again; only the window's
 //! current host is asked.
 
+pub mod descriptors;
+pub mod hosts;
 pub mod manifest;
 pub mod order;
 mod replay;
 pub mod service;
+pub mod web;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -94,7 +98,7 @@ impl AppError {
     }
 }
 
-/// How long a call waits for a window that is replaying its log.
+/// How long a call waits for a window that is replaying its log, or for a gone host to come back.
 pub const READY_WAIT: Duration = Duration::from_secs(5);
 /// Default limit of one app call.
 pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
@@ -179,16 +183,32 @@ impl AppWindow {
         order::reserve(&order, then)
     }
 
-    /// Waits until the window is not replaying, at most [`READY_WAIT`].
-    pub async fn wait_ready(&self) -> Result<(), AppError> {
+    /// The host to ask, waiting (at most [`READY_WAIT`]) while there is none or the window is
+    /// replaying: an iframe that reloads (or a host that reconnects) registers the window again
+    /// within that time, and a call made meanwhile goes to the new host instead of failing.
+    /// `APP_NOT_LIVE` when no host has come; `TIMEOUT` when one came but is still replaying.
+    pub async fn host_or_reregistration(&self) -> Result<Arc<dyn AppHost>, AppError> {
         let mut rx = self.ready.subscribe();
-        match tokio::time::timeout(READY_WAIT, rx.wait_for(|ready| *ready)).await {
-            Ok(Ok(_)) => Ok(()),
-            _ => Err(AppError::Timeout(format!(
-                "window {} is still replaying its log after {} s",
-                self.window_id,
-                READY_WAIT.as_secs()
-            ))),
+        let deadline = tokio::time::Instant::now() + READY_WAIT;
+        loop {
+            let ready = *rx.borrow_and_update();
+            match (ready, self.live_owner()) {
+                (true, Some(host)) => return Ok(host),
+                (ready, host) => {
+                    // A registration changes `ready` (false while it replays, then true).
+                    if tokio::time::timeout_at(deadline, rx.changed()).await.is_err() {
+                        return Err(if !ready && host.is_some() {
+                            AppError::Timeout(format!(
+                                "window {} is still replaying its log after {} s",
+                                self.window_id,
+                                READY_WAIT.as_secs()
+                            ))
+                        } else {
+                            AppError::NotLive(self.window_id.clone())
+                        });
+                    }
+                }
+            }
         }
     }
 
@@ -236,6 +256,7 @@ impl AppWindow {
             app_id: manifest.app_id.clone(),
             name: manifest.name.clone(),
             description: manifest.description.clone(),
+            kind: inner.owner.as_ref().map_or("window", |h| h.kind()).to_owned(),
             live: inner.owner.as_ref().is_some_and(|h| !h.is_gone()),
             command_count: manifest.commands.len() as u64,
             state_key_count: manifest.state.len() as u64,

@@ -1,5 +1,6 @@
 //! Replay of a window's command log into a host that (re-)registers it: the `done` entries are
-//! sent in log order as `ext/app/command` with `replay: true`, several in flight at once.
+//! sent in log order as `ext/app/command` with `replay: true`, several in flight at once. Entries
+//! of commands the manifest declares `replay: false` stay in the log but are skipped.
 
 use std::collections::VecDeque;
 
@@ -39,8 +40,13 @@ pub(super) async fn replay(
         if entries.is_empty() {
             break;
         }
+        let checked = window.manifest();
         for entry in entries {
             after = entry.seq;
+            if !checked.replays(&entry.command) {
+                // Declared `replay: false`: logged, never sent again.
+                continue;
+            }
             if in_flight.len() == REPLAY_IN_FLIGHT
                 && let Some(oldest) = in_flight.pop_front()
             {

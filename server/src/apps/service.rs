@@ -8,7 +8,8 @@ use std::time::Duration;
 
 use appserver_protocol::{
     AppEmitParams, AppEventParams, AppInteractionParams, AppLogReadResult, AppOpenResult, AppRegisterParams,
-    AppReplayError, AppSummary, ExtAppCommandParams, ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
+    AppRegisteredParams, AppReplayError, AppReplayedParams, AppSummary, AppUnregisteredParams, ExtAppCommandParams,
+    ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
 };
 use serde_json::{Value, json};
 
@@ -33,6 +34,8 @@ pub struct AppService {
     pub threads: Arc<ThreadManager>,
     pub clients: Arc<dyn Broadcast>,
     pub config: Arc<ServerConfig>,
+    /// Web descriptors fetched by `app/discover`, and the clock that ages them.
+    pub web: super::web::WebDiscovery,
 }
 
 /// Longest `timeoutMs` a caller may ask for.
@@ -127,6 +130,33 @@ pub async fn register(
     Ok(Registration { window_id, app_id, name, replayed, failed, errors })
 }
 
+/// Tells every connection that a window registered (and what its replay did), for a host the
+/// server runs itself; a connection's registration is announced by its handler after the reply.
+pub fn announce_registered(apps: &AppService, registration: &Registration) {
+    let registered = ServerNotification::AppRegistered(AppRegisteredParams {
+        window_id: registration.window_id.clone(),
+        app_id: registration.app_id.clone(),
+        name: registration.name.clone(),
+    });
+    broadcast(apps.clients.as_ref(), &registered);
+    if registration.replayed + registration.failed > 0 {
+        let replayed = ServerNotification::AppReplayed(AppReplayedParams {
+            window_id: registration.window_id.clone(),
+            replayed: registration.replayed,
+            failed: registration.failed,
+            errors: registration.errors.clone(),
+        });
+        broadcast(apps.clients.as_ref(), &replayed);
+    }
+}
+
+/// Tells every connection that a window was unregistered by the server.
+pub fn announce_unregistered(apps: &AppService, window_id: &str, forgotten: bool) {
+    let notification =
+        ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: window_id.to_owned(), forgotten });
+    broadcast(apps.clients.as_ref(), &notification);
+}
+
 /// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has
 /// no live host.
 pub async fn unregister(apps: &AppService, requester: &HostId, window_id: &str, forget: bool) -> Result<(), AppError> {
@@ -163,8 +193,7 @@ pub async fn query(
             available: checked.manifest.state.keys().cloned().collect::<Vec<_>>().join(", "),
         });
     }
-    window.wait_ready().await?;
-    let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
+    let host = window.host_or_reregistration().await?;
     let timeout = call_timeout(timeout_ms);
     let params = ExtAppQueryParams { window_id: window_id.to_owned(), state_key: state_key.to_owned() };
     let raw = host
@@ -218,8 +247,7 @@ pub async fn command_as(
         });
     }
     checked.check_params(command, &params).map_err(AppError::InvalidParams)?;
-    window.wait_ready().await?;
-    let host = window.live_owner().ok_or_else(|| AppError::NotLive(window_id.to_owned()))?;
+    let host = window.host_or_reregistration().await?;
     let timeout = call_timeout(timeout_ms);
     run_logged(apps, &window, host.as_ref(), Call { command, params, caller }, timeout).await
 }
@@ -364,6 +392,15 @@ pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(
         return Err(AppError::PermissionDenied(format!(
             "window {} is not hosted by this connection; only its host may emit its events",
             p.window_id
+        )));
+    }
+    let checked = window.manifest();
+    if !checked.declares_event(&p.event_type) {
+        return Err(AppError::InvalidParams(format!(
+            "type: `{}` is not an event the manifest of window {} declares (declared: {})",
+            p.event_type,
+            p.window_id,
+            checked.declared_events().join(", ")
         )));
     }
     let event =

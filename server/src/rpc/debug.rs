@@ -28,6 +28,11 @@ struct FailWritesParams {
 }
 
 #[derive(Deserialize)]
+struct AdvanceParams {
+    ms: i64,
+}
+
+#[derive(Deserialize)]
 struct MaxPageCountParams {
     pages: u32,
 }
@@ -115,6 +120,12 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
             let params: MaxPageCountParams =
                 decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
             state.store.write(crate::store::AppWrite::LimitPages { pages: params.pages }).await?;
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // Moves the clock that ages the web descriptor cache forward by `ms`.
+        "debug/clock/advance" => {
+            let params: AdvanceParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.apps.web.clock.advance(params.ms);
             Ok(reply_text(&request.id, &json!({})))
         }
         other => Err(RpcError::method_not_found(other)),

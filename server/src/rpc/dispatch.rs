@@ -13,7 +13,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::task::Poll;
 
-use appserver_protocol::jsonrpc::{self, Frame, Message, Notification, Request, RequestId};
+use appserver_protocol::jsonrpc::{self, Frame, Message, Notification, Request, RequestId, error_codes};
 use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams};
 use futures_util::FutureExt;
 use serde::Serialize;
@@ -23,6 +23,7 @@ use super::context::{AfterReply, RequestCtx};
 use super::peer::{OutFrame, Peer};
 use super::session;
 use super::{RpcError, debug, router};
+use crate::telemetry;
 
 /// A running request: resolves to its response frame and the callbacks to run once it is sent.
 type ReplyFuture = Pin<Box<dyn Future<Output = (String, AfterReply)> + Send>>;
@@ -157,10 +158,14 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
         return Started::Done(Some(error_text(&request.id, &RpcError::overloaded(peer.max_in_flight))));
     };
     let ctx = RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() };
+    let timer = telemetry::RequestTimer::start();
     Started::Running(Box::pin(async move {
         let outcome = AssertUnwindSafe(route(&ctx, &request)).catch_unwind().await;
         ctx.after.hold(permit);
         let (id, method) = (&request.id, &request.method);
+        // Only the method table's names (and debug/* when enabled) become a label.
+        let unknown = matches!(&outcome, Ok(Err(err)) if err.code == error_codes::METHOD_NOT_FOUND);
+        timer.finish(if unknown { "unknown" } else { method }, matches!(outcome, Ok(Ok(_))));
         let reply = match outcome {
             Ok(Ok(reply)) if reply.len() > ctx.peer.outgoing_limit() => {
                 let limit = ctx.peer.outgoing_limit();
@@ -185,7 +190,7 @@ async fn route(ctx: &RequestCtx, request: &Request) -> Result<String, RpcError> 
     }
     match ClientRequest::decode(&request.method, request.params.as_deref()) {
         None => Err(RpcError::method_not_found(&request.method)),
-        Some(Err(detail)) => Err(RpcError::invalid_params(detail)),
+        Some(Err(detail)) => Err(RpcError::undecodable_params(&request.method, detail)),
         Some(Ok(decoded)) => router::handle(ctx, &request.id, decoded).await,
     }
 }

@@ -43,6 +43,13 @@ impl RpcError {
         Self::new(error_codes::INVALID_PARAMS, format!("Invalid params: {}", detail.into()))
     }
 
+    /// Params that do not decode. The app methods' errors carry `data.code` (`INVALID_PARAMS`),
+    /// like every other app error, so an app host can tell a bad manifest by its code.
+    pub fn undecodable_params(method: &str, detail: impl Into<String>) -> Self {
+        let error = Self::invalid_params(detail);
+        if method.starts_with("app/") { error.with_data(json!({ "code": "INVALID_PARAMS" })) } else { error }
+    }
+
     pub fn internal(detail: impl std::fmt::Display) -> Self {
         Self::new(error_codes::INTERNAL_ERROR, "Internal error").with_data(json!({ "detail": detail.to_string() }))
     }

@@ -2,14 +2,18 @@
 //! [`Connections`] is the [`Broadcast`]. The server→client method names live here and nowhere
 //! else.
 
+use std::future::Future;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use appserver_protocol::{ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams};
 use serde_json::Value;
 
 use super::{Connections, Peer};
-use crate::ports::{AppHost, BoxFuture, Broadcast, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer};
+use crate::ports::{
+    Answer, AppHost, BoxFuture, Broadcast, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer,
+};
+use crate::telemetry;
 
 /// `item/approval/request` (DotCraft AppServer protocol, section 7).
 pub const APPROVAL_REQUEST: &str = "item/approval/request";
@@ -67,7 +71,7 @@ impl AppHost for Peer {
     }
 
     fn query<'a>(&'a self, params: &'a ExtAppQueryParams, timeout: Duration) -> PendingAnswer<'a> {
-        Box::pin(self.request(APP_QUERY, params, timeout))
+        Box::pin(timed("query", self.request(APP_QUERY, params, timeout)))
     }
 
     fn send_command<'a>(
@@ -78,9 +82,17 @@ impl AppHost for Peer {
         Box::pin(async move {
             let queued = tokio::time::timeout(timeout, self.send_request(APP_COMMAND, &params)).await;
             let sent = queued.unwrap_or(Err(CallError::Timeout(timeout)))?;
-            Ok(Box::pin(sent.answer(timeout)) as PendingAnswer<'a>)
+            Ok(Box::pin(timed("command", sent.answer(timeout))) as PendingAnswer<'a>)
         })
     }
+}
+
+/// An app host's answer, its time recorded (`appserver_app_call_seconds`).
+async fn timed(call: &'static str, answer: impl Future<Output = Answer>) -> Answer {
+    let started = Instant::now();
+    let answer = answer.await;
+    telemetry::app_call(call, answer.is_ok(), started.elapsed());
+    answer
 }
 
 impl Broadcast for Connections {

@@ -174,6 +174,7 @@ impl Peer {
             Ok(()) => true,
             Err(mpsc::error::TrySendError::Full(_)) => {
                 tracing::warn!(conn = %self.id, "outgoing queue full; disconnecting the client");
+                crate::telemetry::slow_client_dropped();
                 self.close(CloseReason::TooSlow);
                 false
             }

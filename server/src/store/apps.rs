@@ -57,6 +57,12 @@ pub enum AppWrite {
         seq: u64,
         error: Option<String>,
     },
+    /// Remember the web app a name stands for (a name the user confirmed).
+    SaveAppName {
+        name: String,
+        url: String,
+        at: String,
+    },
 }
 
 fn text_of(value: &Value) -> String {
@@ -124,6 +130,11 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
             let text = "UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?";
             conn.execute(sql(text).bind(error).bind(window_id).bind(sql_seq(*seq))).await?;
         }
+        AppWrite::SaveAppName { name, url, at } => {
+            let text = "INSERT INTO app_names (name, url, saved_at) VALUES (?,?,?) \
+                 ON CONFLICT (name) DO UPDATE SET url = excluded.url, saved_at = excluded.saved_at";
+            conn.execute(sql(text).bind(name).bind(url).bind(at)).await?;
+        }
     }
     Ok(())
 }
@@ -172,6 +183,12 @@ impl Store {
              WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?";
         let rows = self.reader.fetch_all(sql(text).bind(window_id).bind(sql_seq(after_seq)).bind(limit)).await?;
         rows.iter().map(entry).collect()
+    }
+
+    /// The URL of the web app a confirmed name stands for.
+    pub async fn app_name_url(&self, name: &str) -> Result<Option<String>, StoreError> {
+        let row = self.reader.fetch_optional(sql("SELECT url FROM app_names WHERE name = ?").bind(name)).await?;
+        Ok(row.map(|row| row.text("url")).transpose()?)
     }
 
     /// The highest sequence number in a window's log, pending entries included, so a number is

@@ -178,6 +178,12 @@ async fn records_round_trip_on_every_backend() {
         let logged = store.app_log("w1", 0, 10).await.unwrap();
         assert_eq!(logged[0].params, serde_json::json!({"a": 1}));
         assert_eq!(logged[0].caller, Some(serde_json::json!({"kind": "mcp", "name": "agent"})), "{location}");
+        for url in ["https://a.example", "https://b.example"] {
+            let save = AppWrite::SaveAppName { name: "jira".to_owned(), url: url.to_owned(), at: "now".to_owned() };
+            store.write(save).await.unwrap();
+        }
+        assert_eq!(store.app_name_url("jira").await.unwrap().as_deref(), Some("https://b.example"), "{location}");
+        assert_eq!(store.app_name_url("nope").await.unwrap(), None, "{location}");
         store
             .write(ThreadWrite::DeleteLastTurns { thread_id: "t1".to_owned(), before_seq: 2, count: 1 })
             .await
@@ -268,6 +274,86 @@ fn columns_in_migrations(dir: &Path) -> Vec<(String, String)> {
     }
     columns.sort();
     columns
+}
+
+/// A lost writer connection (a PostgreSQL restart, a killed backend) fails the writes in flight,
+/// not every later one: the writer connects again for the next batch.
+#[tokio::test]
+async fn the_writer_reconnects_after_its_postgres_connection_is_killed() {
+    let Some(db) = TestDb::create("the_writer_reconnects_after_its_postgres_connection_is_killed").await else {
+        return;
+    };
+    let store = Store::open(&StoreLocation::Postgres(db.url.clone()), Durability::Normal).await.unwrap();
+    store.write(ThreadWrite::CreateThread(Box::new(thread_record("before")))).await.unwrap();
+    // Every session on the database but the one holding the advisory lock (so the store keeps
+    // its database): the writer's and the readers'.
+    let killed = store
+        .reader
+        .fetch_all(sql("SELECT pg_terminate_backend(a.pid) AS killed FROM pg_stat_activity a \
+             WHERE a.datname = current_database() AND a.pid <> pg_backend_pid() \
+             AND a.pid NOT IN (SELECT pid FROM pg_locks WHERE locktype = 'advisory' AND granted)"))
+        .await
+        .unwrap();
+    assert!(!killed.is_empty(), "no session was killed");
+    // The first write after the kill may fail (its batch was on the dead connection); the next
+    // must commit.
+    let _ = store.write(ThreadWrite::CreateThread(Box::new(thread_record("maybe")))).await;
+    store.write(ThreadWrite::CreateThread(Box::new(thread_record("after")))).await.unwrap();
+    assert!(store.thread("after").await.unwrap().is_some());
+    assert!(store.thread("before").await.unwrap().is_some());
+    store.close().await;
+    db.drop().await;
+}
+
+/// Waits (10 s at most) until the store's write check gives `want`.
+async fn until_check_is(store: &Store, want: bool) {
+    let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
+    while store.check_writable().is_ok() != want {
+        assert!(tokio::time::Instant::now() < deadline, "the store's check never became {want}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
+/// When the session holding the database's lock ends and another takes the lock, the store
+/// stops writing (and `/readyz` fails) instead of writing beside the new holder; when the lock is
+/// free again it takes it back and writes resume.
+#[tokio::test]
+async fn a_lost_postgres_lock_stops_writes_until_it_is_taken_back() {
+    use sqlx::{Connection, Executor};
+    let Some(db) = TestDb::create("a_lost_postgres_lock_stops_writes_until_it_is_taken_back").await else {
+        return;
+    };
+    let store = Store::open(&StoreLocation::Postgres(db.url.clone()), Durability::Normal).await.unwrap();
+    let mut intruder = sqlx::PgConnection::connect(&db.url).await.unwrap();
+    let mut taken = false;
+    for _ in 0..20 {
+        intruder
+            .execute(
+                sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid")
+                    .bind(super::postgres::LOCK_CLASS),
+            )
+            .await
+            .unwrap();
+        let got: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock($1, 0)")
+            .bind(super::postgres::LOCK_CLASS)
+            .fetch_one(&mut intruder)
+            .await
+            .unwrap();
+        if got {
+            taken = true;
+            break;
+        }
+    }
+    assert!(taken, "the test could not take the lock from the store");
+    until_check_is(&store, false).await;
+    let err = store.write(ThreadWrite::CreateThread(Box::new(thread_record("while_lost")))).await.unwrap_err();
+    assert!(err.to_string().contains("lost the lock"), "{err}");
+    intruder.close().await.unwrap();
+    until_check_is(&store, true).await;
+    store.write(ThreadWrite::CreateThread(Box::new(thread_record("after")))).await.unwrap();
+    assert!(store.thread("while_lost").await.unwrap().is_none());
+    store.close().await;
+    db.drop().await;
 }
 
 fn migration_names(dir: &Path) -> Vec<String> {

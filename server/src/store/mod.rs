@@ -155,15 +155,16 @@ enum Backing {
     /// SQLite: the file opened, checked before every commit and by `/readyz`.
     File(sqlite::DbFile),
     /// PostgreSQL: the session that holds the database's advisory lock.
-    Lock(postgres::DbLock),
+    Lock(Arc<postgres::DbLock>),
 }
 
 impl Backing {
-    /// `Ok` while writes may commit (the SQLite file is still the one opened).
+    /// `Ok` while writes may commit (the SQLite file is still the one opened; the PostgreSQL
+    /// database's lock is still held).
     fn check(&self) -> Result<(), StoreError> {
         match self {
             Backing::File(file) => file.check(),
-            Backing::Lock(_) => Ok(()),
+            Backing::Lock(lock) => lock.check(),
         }
     }
 }
@@ -250,13 +251,15 @@ impl Store {
     /// on its ticket, so it holds at most one write per waiting task.)
     pub fn submit(&self, op: impl Into<WriteOp>) -> WriteTicket {
         let (tx, rx) = oneshot::channel();
-        let _ = self.writes.send(writer::WriterMessage::Write(op.into(), tx));
+        if self.writes.send(writer::WriterMessage::Write(op.into(), tx)).is_ok() {
+            crate::telemetry::store_queue(1.0);
+        }
         WriteTicket(rx)
     }
 
-    /// `Ok` while the database file the store opened is still in place (for `/readyz`); always
-    /// `Ok` on PostgreSQL.
-    pub fn check_file(&self) -> Result<(), StoreError> {
+    /// `Ok` while writes may commit (for `/readyz`): the SQLite file the store opened is still in
+    /// place; on PostgreSQL, this server still holds the database's lock (its session is alive).
+    pub fn check_writable(&self) -> Result<(), StoreError> {
         self.backing.check()
     }
 

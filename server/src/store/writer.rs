@@ -7,9 +7,11 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot, watch};
+
+use crate::telemetry;
 
 use super::db::{Backend, Pool, PooledConn, sql};
 use super::{Backing, StoreError, WriteOp, apply};
@@ -78,8 +80,11 @@ pub(super) async fn run(
     backing: Arc<Backing>,
 ) {
     let backend = pool.backend();
+    // The writer's connection; dropped after a failure of the transaction itself (a PostgreSQL
+    // restart, a broken socket) and acquired again for the next batch, so one lost connection
+    // fails the writes in flight, not every later one.
     let mut conn = match pool.acquire().await {
-        Ok(conn) => conn,
+        Ok(conn) => Some(conn),
         Err(err) => {
             tracing::error!(error = %err, "the store writer cannot get its connection");
             fail_all(&mut rx, &err.to_string()).await;
@@ -102,13 +107,14 @@ pub(super) async fn run(
             }
         }
         if !batch.is_empty() {
+            telemetry::store_queue(-(batch.len() as f64));
             // A database deleted or replaced under us would take the writes silently.
-            match backing.check() {
-                Ok(()) => commit_batch(&mut conn, backend, &mut batch, &faults).await,
-                Err(err) => {
-                    for (_, reply) in batch.drain(..) {
-                        let _ = reply.send(Err(StoreError::Write(err.to_string())));
-                    }
+            if let Err(err) = backing.check() {
+                fail_batch(&mut batch, &err.to_string());
+            } else if let Some(pooled) = writer_connection(&pool, &mut conn, &mut batch).await {
+                if let Err(err) = commit_batch(pooled, backend, &mut batch, &faults).await {
+                    tracing::warn!(error = %err, "a store transaction failed; the writer reconnects");
+                    conn = None;
                 }
             }
         }
@@ -120,16 +126,44 @@ pub(super) async fn run(
     }
 }
 
-async fn commit_batch(pooled: &mut PooledConn, backend: Backend, batch: &mut Batch, faults: &WriteFaults) {
-    let fail_batch = |batch: &mut Batch, err: sqlx::Error| {
-        let message = err.to_string();
-        for (_, reply) in batch.drain(..) {
-            let _ = reply.send(Err(StoreError::Write(message.clone())));
+/// The writer's connection, acquired again when the last one was dropped; `None` (and the batch
+/// failed) when the database cannot be reached.
+async fn writer_connection<'c>(
+    pool: &Pool,
+    conn: &'c mut Option<PooledConn>,
+    batch: &mut Batch,
+) -> Option<&'c mut PooledConn> {
+    if conn.is_none() {
+        match pool.acquire().await {
+            Ok(fresh) => *conn = Some(fresh),
+            Err(err) => fail_batch(batch, &err.to_string()),
         }
+    }
+    conn.as_mut()
+}
+
+fn fail_batch(batch: &mut Batch, message: &str) {
+    for (_, reply) in batch.drain(..) {
+        let _ = reply.send(Err(StoreError::Write(message.to_owned())));
+    }
+}
+
+/// Commits the batch as one transaction and answers every unit. `Err` when the transaction
+/// itself failed (every unit was answered with the error): the connection is suspect.
+async fn commit_batch(
+    pooled: &mut PooledConn,
+    backend: Backend,
+    batch: &mut Batch,
+    faults: &WriteFaults,
+) -> Result<(), sqlx::Error> {
+    let fail = |batch: &mut Batch, err: sqlx::Error| {
+        fail_batch(batch, &err.to_string());
+        Err(err)
     };
+    let started = Instant::now();
     let mut conn = pooled.conn();
     if let Err(err) = conn.execute(sql(backend.begin())).await {
-        return fail_batch(batch, err);
+        return fail(batch, err);
     }
     let mut results = Vec::with_capacity(batch.len());
     for (op, _) in batch.iter() {
@@ -139,17 +173,19 @@ async fn commit_batch(pooled: &mut PooledConn, backend: Backend, batch: &mut Bat
             // nothing of the batch may commit.
             Err(err) => {
                 let _ = conn.execute(sql("ROLLBACK")).await;
-                return fail_batch(batch, err);
+                return fail(batch, err);
             }
         }
     }
     if let Err(err) = conn.execute(sql("COMMIT")).await {
         let _ = conn.execute(sql("ROLLBACK")).await;
-        return fail_batch(batch, err);
+        return fail(batch, err);
     }
+    telemetry::store_commit(batch.len(), started.elapsed());
     for ((_, reply), result) in batch.drain(..).zip(results) {
         let _ = reply.send(result);
     }
+    Ok(())
 }
 
 /// Applies one submitted unit inside its own SAVEPOINT: every statement of the unit commits with

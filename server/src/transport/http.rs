@@ -128,18 +128,41 @@ pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
-/// The token a WebSocket client presented: `?token=` or `Authorization: Bearer`.
+/// The cookie the web desktop sets after a request that presented a good `?token=`, so that
+/// the page's WebSocket, its assets and its app iframes are let in without the token in each URL.
+pub const TOKEN_COOKIE: &str = "appserver_token";
+
+/// The token a client presented: `?token=`, `Authorization: Bearer`, or the [`TOKEN_COOKIE`]
+/// cookie (a browser cannot set headers on a WebSocket or an iframe).
 pub fn presented_token(head: &RequestHead) -> Option<String> {
     if let Some(token) = head.query_param("token") {
         return Some(token);
     }
-    bearer(head.header("authorization")?)
+    head.header("authorization").and_then(bearer).or_else(|| cookie(head, TOKEN_COOKIE))
 }
 
 /// The token of an `Authorization: Bearer <token>` header value.
 pub fn bearer(authorization: &str) -> Option<String> {
     let (scheme, token) = authorization.trim().split_once(' ')?;
     scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
+}
+
+/// A cookie's value (percent-decoded), from any `Cookie` header of the request.
+pub fn cookie(head: &RequestHead, name: &str) -> Option<String> {
+    head.headers.iter().filter(|(n, _)| n.eq_ignore_ascii_case("cookie")).flat_map(|(_, v)| v.split(';')).find_map(
+        |pair| {
+            let (k, v) = pair.trim().split_once('=')?;
+            (k.trim() == name).then(|| percent_decode(v.trim()))
+        },
+    )
+}
+
+/// Whether the request's token is the server's (always, when the server has none).
+pub fn token_ok(head: &RequestHead, expected: Option<&str>) -> bool {
+    match expected {
+        None => true,
+        Some(expected) => presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes())),
+    }
 }
 
 /// A parameter of a query string, percent-decoded.
@@ -177,7 +200,7 @@ pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
         || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
 }
 
-fn percent_decode(s: &str) -> String {
+pub fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 
@@ -202,6 +225,17 @@ mod tests {
         assert_eq!(presented_token(&read_head(&mut &raw[..]).await.unwrap()).as_deref(), Some("s3cret"));
         assert!(matches!(read_head(&mut &b"GET /ws HTTP/1.1\r\n"[..]).await, Err(HeadError::Closed)));
         assert!(matches!(read_head(&mut &b"\x01\x02 nonsense\r\n\r\n"[..]).await, Err(HeadError::Malformed(_))));
+    }
+
+    #[tokio::test]
+    async fn token_cookies() {
+        let raw = b"GET / HTTP/1.1\r\nCookie: a=1; appserver_token=s%3Dx ; b=2\r\n\r\n";
+        let head = read_head(&mut &raw[..]).await.unwrap();
+        assert_eq!(cookie(&head, "a").as_deref(), Some("1"));
+        assert_eq!(presented_token(&head).as_deref(), Some("s=x"));
+        assert!(token_ok(&head, Some("s=x")));
+        assert!(!token_ok(&head, Some("other")));
+        assert!(token_ok(&head, None));
     }
 
     #[test]

@@ -5,4 +5,5 @@
 mod http;
 mod mcp;
 pub mod stdio;
+pub mod web;
 pub mod ws;

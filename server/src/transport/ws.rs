@@ -25,10 +25,12 @@ use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
+use super::web;
 use crate::mcp::http::McpService;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
+use crate::telemetry;
 use appserver_protocol::jsonrpc::RequestId;
 
 /// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once
@@ -72,6 +74,7 @@ async fn handle_connection(
     const JSON: &str = "application/json";
     match (head.method.as_str(), head.path.as_str()) {
         ("GET", "/healthz") => http::respond(&mut stream, 200, "OK", JSON, r#"{"status":"ok"}"#, &[]).await?,
+        ("GET", "/metrics") => metrics(&state, &mut stream, &head).await?,
         ("GET", "/readyz") => {
             let (code, reason, body) = readiness(&state);
             http::respond(&mut stream, code, reason, JSON, &body, &[]).await?
@@ -94,7 +97,7 @@ async fn handle_connection(
             return upgrade(state, stream, head, slot).await;
         }
         (_, "/mcp") => super::mcp::serve(state.config.clone(), mcp, stream, head).await,
-        (_, "/healthz" | "/readyz" | "/ws") => {
+        (_, "/healthz" | "/readyz" | "/metrics" | "/ws") => {
             http::respond(
                 &mut stream,
                 405,
@@ -105,6 +108,7 @@ async fn handle_connection(
             )
             .await?
         }
+        _ if state.config.web && web::serves(&head.path) => web::handle(&state, &mut stream, &head).await?,
         _ => http::respond(&mut stream, 404, "Not Found", "text/plain", "not found\n", &[]).await?,
     }
     Ok(())
@@ -116,13 +120,27 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
     if state.shutdown.is_cancelled() {
         return (503, "Service Unavailable", r#"{"status":"shuttingDown"}"#.to_owned());
     }
-    match state.store.check_file() {
+    match state.store.check_writable() {
         Ok(()) => (200, "OK", r#"{"status":"ready"}"#.to_owned()),
         Err(err) => (
             503,
             "Service Unavailable",
             serde_json::json!({ "status": "storeUnavailable", "reason": err.to_string() }).to_string(),
         ),
+    }
+}
+
+/// `GET /metrics`: the Prometheus text format. Asks for the WebSocket token when one is set
+/// (Prometheus sends it with `authorization: {credentials: …}` or `bearer_token_file`).
+async fn metrics(state: &ServerState, stream: &mut TcpStream, head: &RequestHead) -> std::io::Result<()> {
+    if !http::token_ok(head, state.config.ws_token.as_deref()) {
+        let challenge = [("WWW-Authenticate", "Bearer")];
+        return http::respond(stream, 401, "Unauthorized", "text/plain", "missing or invalid token\n", &challenge)
+            .await;
+    }
+    match telemetry::render() {
+        Some(text) => http::respond(stream, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", &text, &[]).await,
+        None => http::respond(stream, 503, "Service Unavailable", "text/plain", "metrics are off\n", &[]).await,
     }
 }
 
@@ -133,22 +151,18 @@ async fn upgrade(
     slot: OwnedSemaphorePermit,
 ) -> Result<(), http::HeadError> {
     let config = &state.config;
-    if let Some(expected) = &config.ws_token {
-        let ok =
-            http::presented_token(&head).is_some_and(|t| http::constant_time_eq(t.as_bytes(), expected.as_bytes()));
-        if !ok {
-            tracing::warn!("WebSocket upgrade refused: missing or wrong token");
-            http::respond(
-                &mut stream,
-                401,
-                "Unauthorized",
-                "text/plain",
-                "missing or invalid token\n",
-                &[("WWW-Authenticate", "Bearer")],
-            )
-            .await?;
-            return Ok(());
-        }
+    if !http::token_ok(&head, config.ws_token.as_deref()) {
+        tracing::warn!("WebSocket upgrade refused: missing or wrong token");
+        http::respond(
+            &mut stream,
+            401,
+            "Unauthorized",
+            "text/plain",
+            "missing or invalid token\n",
+            &[("WWW-Authenticate", "Bearer")],
+        )
+        .await?;
+        return Ok(());
     }
     if !http::origin_allowed(head.header("origin"), &config.ws_allowed_origins) {
         tracing::warn!(origin = head.header("origin").unwrap_or(""), "WebSocket upgrade refused: origin not allowed");
@@ -193,6 +207,7 @@ async fn upgrade(
 async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {
     let (peer, outgoing) =
         state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
+    let _counted = telemetry::ConnectionGauge::open("ws");
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
     run_connection(&state, &peer, &mut socket, outgoing, keepalive).await;

@@ -222,6 +222,7 @@ async fn run(
     starter: Option<Arc<dyn Client>>,
 ) {
     let Reservation { turn, user_item, input, messages, cancel, .. } = reservation;
+    let _running = crate::telemetry::TurnGauge::start();
     handle.hub.begin_turn(starter.as_ref());
     handle.publish(&ServerNotification::TurnStarted(TurnResult { turn: wire::turn(&turn, vec![user_item.clone()]) }));
     for started in [true, false] {

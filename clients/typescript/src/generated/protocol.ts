@@ -14,8 +14,15 @@ export interface AppCommandApproval {
 
 export interface AppCommandDescriptor {
   description: string;
+  /**
+   * A descriptive shape of the params (the Robutler dialect, e.g. `{"index": "number"}`): shown
+   * to agents, never validated.
+   */
+  args?: unknown;
   /** JSON Schema the params must match (checked by the server before the app is called). */
   params?: unknown;
+  /** `false`: the command is logged but never replayed (a streaming render, a file import). */
+  replay?: boolean | null;
   returns?: unknown;
   /** Event types this command emits while it runs (it may return a `runId` at once). */
   streams?: string[] | null;
@@ -31,6 +38,32 @@ export interface AppCommandParams {
 
 export interface AppCommandResult {
   result: unknown;
+}
+
+/**
+ * Params of `app/discover`: a web app by its URL (`https://host`), or by a name the user
+ * confirmed before. With both, the name is remembered for the URL once the fetch succeeds.
+ */
+export interface AppDiscoverParams {
+  name?: string | null;
+  url?: string | null;
+}
+
+export interface AppDiscoverResult {
+  /** The window the web app is registered as (`aai:<app.id>`). */
+  windowId: string;
+  /** The app's origin, e.g. `https://notion.so`. */
+  url: string;
+  /** The descriptor as published. */
+  descriptor: unknown;
+  /** When it was fetched (ISO 8601). */
+  fetchedAt: string;
+  /** Until when it is served from the cache without a new fetch. */
+  expiresAt: string;
+  /** `true`: served from the cache without a fetch. */
+  cached: boolean;
+  /** `true`: the fetch failed and this is an expired copy. */
+  stale: boolean;
 }
 
 /** Params of the `app/emit` notification (host → server): a progress event of a streaming command. */
@@ -76,6 +109,13 @@ export interface AppInteractionParams {
   content: string;
 }
 
+/** The `interface` wrapper of a Robutler manifest. */
+export interface AppInterface {
+  commands?: { [key: string]: AppCommandDescriptor };
+  description?: string | null;
+  events?: { [key: string]: AppEventDescriptor } | null;
+}
+
 export type AppListParams = { [key: string]: unknown };
 
 export interface AppListResult {
@@ -114,11 +154,17 @@ export interface AppLogReadResult {
 
 /** What an app can do: its state keys and commands (and the events its streaming commands emit). */
 export interface AppManifest {
-  appId: string;
-  name: string;
+  /** The app's id (`id` is accepted too, as in the Robutler manifests). */
+  appId?: string;
   commands?: { [key: string]: AppCommandDescriptor };
   description?: string | null;
   events?: { [key: string]: AppEventDescriptor } | null;
+  /**
+   * The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
+   * server moves them to the top level at registration, so a registered manifest never has it.
+   */
+  interface?: AppInterface | null;
+  name?: string;
   state?: { [key: string]: AppStateDescriptor };
 }
 
@@ -198,6 +244,12 @@ export interface AppSummary {
   commandCount: number;
   stateKeyCount: number;
   description?: string | null;
+  /**
+   * What hosts it: `window` (a connection that registered it), `stdio` (a program the server
+   * runs, from an aai.json descriptor), `http` (a web service from a local aai.json
+   * descriptor), `web` (a web service found with `app/discover`).
+   */
+  kind?: string;
 }
 
 export interface AppUnregisterParams {
@@ -1150,6 +1202,7 @@ export interface UserMessagePayload {
 /** Requests a client sends: params and result. */
 export interface ClientRequestMap {
   "app/command": { params: AppCommandParams; result: AppCommandResult };
+  "app/discover": { params: AppDiscoverParams; result: AppDiscoverResult };
   "app/emit": { params: AppEmitParams; result: EmptyResult };
   "app/list": { params: AppListParams; result: AppListResult };
   "app/log/read": { params: AppLogReadParams; result: AppLogReadResult };

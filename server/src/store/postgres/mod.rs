@@ -9,6 +9,8 @@ mod lock;
 pub(super) mod testdb;
 
 pub(super) use lock::DbLock;
+#[cfg(test)]
+pub(super) use lock::LOCK_CLASS;
 
 use std::str::FromStr;
 use std::time::Duration;

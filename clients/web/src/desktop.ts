@@ -1,0 +1,364 @@
+// The desktop page: connects to the server it was served by (the TypeScript SDK over the same
+// origin's /ws), lists the user's threads, shows a thread with its streaming agent text,
+// reasoning, tool calls and results, sends messages and slash commands (completed from
+// `command/list`), asks the user about approvals, and hosts app windows (host.ts).
+
+import { AppServerClient, type Notification } from "../../typescript/src/index.js";
+import { listen, WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
+
+const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
+const THREAD_PAGE = 30;
+const WINDOWS_KEY = "appserver.desktop.windows";
+const THREAD_KEY = "appserver.desktop.thread";
+
+type Json = any;
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+
+let client: AppServerClient;
+let currentThread: string | undefined;
+let threadCursor: string | undefined;
+let commands: Array<{ name: string; description: string; category: string }> = [];
+let catalog: CatalogApp[] = [];
+const hosts: WindowHost[] = [];
+let ignoredMessages = 0;
+
+function el(tag: string, className?: string, text?: string): HTMLElement {
+  const e = document.createElement(tag);
+  if (className) e.className = className;
+  if (text !== undefined) e.textContent = text;
+  return e;
+}
+
+function setStatus(text: string): void {
+  $("status").textContent = text;
+}
+
+// ---- threads ----
+
+async function loadThreads(more = false): Promise<void> {
+  const page: Json = await client.request("thread/list", { identity: IDENTITY, limit: THREAD_PAGE, cursor: more ? threadCursor : undefined } as Json);
+  if (!more) $("threads").replaceChildren();
+  for (const t of page.data) addThreadEntry(t, false);
+  threadCursor = page.nextCursor ?? undefined;
+  $("more-threads").hidden = !threadCursor;
+}
+
+function addThreadEntry(t: Json, first: boolean): void {
+  if (document.querySelector(`#threads li[data-id="${t.id}"]`)) return;
+  const li = el("li", "thread", t.displayName || "New thread");
+  li.dataset.id = t.id;
+  li.title = t.id;
+  li.addEventListener("click", () => void openThread(t.id));
+  if (first) $("threads").prepend(li);
+  else $("threads").append(li);
+  markCurrent();
+}
+
+function markCurrent(): void {
+  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) li.classList.toggle("current", li.dataset.id === currentThread);
+}
+
+async function newThread(): Promise<string> {
+  const { thread } = await client.request("thread/start", { identity: IDENTITY } as Json);
+  addThreadEntry(thread, true);
+  await openThread(thread.id);
+  return thread.id;
+}
+
+async function openThread(id: string): Promise<void> {
+  if (currentThread && currentThread !== id) await client.request("thread/unsubscribe", { threadId: currentThread }).catch(() => {});
+  currentThread = id;
+  sessionStorage.setItem(THREAD_KEY, id);
+  markCurrent();
+  const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
+  $("thread-title").textContent = thread.displayName || thread.id;
+  $("messages").replaceChildren();
+  for (const turn of thread.turns ?? []) for (const item of turn.items ?? []) renderItem(turn.id, item);
+  await client.request("thread/subscribe", { threadId: id, replayRecent: true } as Json);
+}
+
+// ---- items ----
+
+function itemElement(turnId: string, itemId: string): HTMLElement | null {
+  return document.querySelector(`#messages [data-key="${turnId}/${itemId}"]`);
+}
+
+function renderItem(turnId: string, item: Json): HTMLElement | null {
+  const p = item.payload ?? {};
+  let node = itemElement(turnId, item.id);
+  if (!node) {
+    node = el("div", `item ${item.type}`);
+    node.dataset.key = `${turnId}/${item.id}`;
+    $("messages").append(node);
+  }
+  node.dataset.status = item.status;
+  switch (item.type) {
+    case "userMessage":
+      node.textContent = p.text ?? "";
+      break;
+    case "agentMessage":
+      if (item.status === "completed" || p.text) node.textContent = p.text ?? node.textContent;
+      break;
+    case "reasoningContent":
+      if (item.status === "completed" || p.text) node.textContent = p.text ?? node.textContent;
+      break;
+    case "toolCall":
+      node.textContent = `${p.toolName}(${p.arguments === undefined ? "…" : JSON.stringify(p.arguments)})`;
+      break;
+    case "toolResult":
+      node.textContent = `${p.success ? "✔" : "✘"} ${p.result}`;
+      node.classList.toggle("failed", !p.success);
+      break;
+    case "approvalRequest":
+      node.textContent = `Approval asked: ${p.operation}`;
+      break;
+    case "approvalResponse":
+      node.textContent = `Approval: ${p.decision ?? (p.approved ? "accept" : "decline")}`;
+      break;
+    case "error":
+      node.textContent = `Error: ${p.message}`;
+      break;
+    default:
+      node.textContent = `${item.type}`;
+  }
+  node.scrollIntoView({ block: "end" });
+  return node;
+}
+
+function appendDelta(n: Json, type: string): void {
+  let node = itemElement(n.turnId, n.itemId);
+  if (!node) node = renderItem(n.turnId, { id: n.itemId, type, status: "started", payload: {} });
+  if (node) node.textContent = (node.textContent ?? "") + n.delta;
+}
+
+function onNotification(n: Notification): void {
+  const p: Json = n.params;
+  switch (n.method) {
+    case "thread/started":
+      if (p.thread?.userId === IDENTITY.userId) addThreadEntry(p.thread, true);
+      return;
+    case "thread/renamed": {
+      const li = document.querySelector(`#threads li[data-id="${p.threadId}"]`);
+      if (li) li.textContent = p.displayName;
+      if (p.threadId === currentThread) $("thread-title").textContent = p.displayName;
+      return;
+    }
+    case "app/event": {
+      // A streaming command's progress, shown in its window's title bar.
+      const host = hosts.find((h) => h.windowId === p.windowId);
+      host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
+      return;
+    }
+    case "thread/runtimeChanged":
+      if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
+      return;
+  }
+  if (p?.threadId !== currentThread && p?.turn?.threadId !== currentThread) return;
+  switch (n.method) {
+    case "item/started":
+    case "item/completed":
+      renderItem(p.turnId, p.item);
+      break;
+    case "item/approval/resolved":
+      renderItem(p.turnId, p.item);
+      break;
+    case "item/agentMessage/delta":
+      appendDelta(p, "agentMessage");
+      break;
+    case "item/reasoning/delta":
+      appendDelta(p, "reasoningContent");
+      break;
+    case "turn/failed":
+      $("messages").append(el("div", "item error", `Turn failed: ${p.error ?? ""}`));
+      break;
+  }
+}
+
+// ---- composer ----
+
+async function send(text: string): Promise<void> {
+  const threadId = currentThread ?? (await newThread());
+  const name = text.startsWith("/") ? text.slice(1).split(/\s/, 1)[0] : undefined;
+  const command = commands.find((c) => c.name === `/${name}`);
+  if (command && command.category === "builtin") {
+    const result: Json = await client.request("command/execute", { threadId, command: text } as Json);
+    if (result.message) $("messages").append(el("div", "item systemNotice", result.message));
+    if (result.thread) {
+      addThreadEntry(result.thread, true);
+      await openThread(result.thread.id);
+    }
+    return;
+  }
+  await client.request("turn/start", { threadId, input: [{ type: "text", text }] } as Json);
+}
+
+function updateCompletions(): void {
+  const input = $("input") as HTMLTextAreaElement;
+  const list = $("completions");
+  const text = input.value;
+  const word = /^\/\S*$/.test(text) ? text : undefined;
+  const matches = word === undefined ? [] : commands.filter((c) => c.name.startsWith(word));
+  list.replaceChildren(
+    ...matches.map((c) => {
+      const li = el("li", "completion");
+      li.append(el("b", undefined, c.name), el("span", undefined, ` ${c.description}`));
+      li.dataset.name = c.name;
+      li.addEventListener("mousedown", (e) => {
+        e.preventDefault();
+        complete(c.name);
+      });
+      return li;
+    }),
+  );
+  list.hidden = matches.length === 0;
+}
+
+function complete(name: string): void {
+  const input = $("input") as HTMLTextAreaElement;
+  input.value = `${name} `;
+  input.focus();
+  updateCompletions();
+}
+
+function setupComposer(): void {
+  const input = $("input") as HTMLTextAreaElement;
+  input.addEventListener("input", updateCompletions);
+  input.addEventListener("keydown", (e) => {
+    const first = document.querySelector<HTMLElement>("#completions li");
+    if (e.key === "Tab" && first && !$("completions").hidden) {
+      e.preventDefault();
+      complete(first.dataset.name!);
+    } else if (e.key === "Enter" && !e.shiftKey) {
+      e.preventDefault();
+      $("composer").dispatchEvent(new Event("submit", { cancelable: true }));
+    }
+  });
+  $("composer").addEventListener("submit", (e) => {
+    e.preventDefault();
+    const text = input.value.trim();
+    if (!text) return;
+    input.value = "";
+    updateCompletions();
+    send(text).catch((err) => $("messages").append(el("div", "item error", String(err?.message ?? err))));
+  });
+}
+
+// ---- approvals ----
+
+function askApproval(params: Json): Promise<{ decision: string }> {
+  return new Promise((resolve) => {
+    const dialog = $("approval") as HTMLDialogElement;
+    const what =
+      params.approvalType === "app" && params.app
+        ? `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId}) with ${JSON.stringify(params.app.params ?? {})}`
+        : `${params.operation} (in ${params.target})`;
+    $("approval-what").textContent = what;
+    $("approval-reason").textContent = params.reason ?? "";
+    $("approval-scope").textContent = params.scopeKey;
+    const buttons = dialog.querySelectorAll<HTMLButtonElement>("button[data-decision]");
+    const done = (decision: string) => {
+      for (const b of buttons) b.onclick = null;
+      dialog.close();
+      resolve({ decision });
+    };
+    for (const b of buttons) b.onclick = () => done(b.dataset.decision!);
+    dialog.showModal();
+  });
+}
+
+// ---- apps ----
+
+async function loadCatalog(): Promise<void> {
+  const response = await fetch("/api/apps", { credentials: "same-origin" });
+  catalog = (await response.json()).apps;
+  $("apps").replaceChildren(
+    ...catalog.map((app) => {
+      const li = el("li", "app");
+      li.dataset.app = app.id;
+      if (app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon)) {
+        // An image in the app's folder, next to its entry page.
+        const img = document.createElement("img");
+        img.className = "icon";
+        img.alt = "";
+        img.src = app.entry.slice(0, app.entry.indexOf(`/${app.id}/`) + app.id.length + 2) + app.icon;
+        li.append(img, ` ${app.name}`);
+      } else {
+        li.textContent = `${app.icon ?? "▣"} ${app.name}`;
+      }
+      li.title = app.description ?? app.name;
+      li.addEventListener("click", () => openWindow(app));
+      return li;
+    }),
+  );
+}
+
+function saveWindows(): void {
+  sessionStorage.setItem(WINDOWS_KEY, JSON.stringify(hosts.filter((h) => h.element.isConnected).map((h) => h.saved())));
+}
+
+function openWindow(app: CatalogApp, saved?: SavedWindow): WindowHost {
+  const slot = saved?.slot ?? `slot_${Math.random().toString(36).slice(2, 10)}`;
+  const host = new WindowHost(client, app, slot, saved?.windowId, {
+    changed: () => {
+      for (let i = hosts.length - 1; i >= 0; i--) if (!hosts[i]!.element.isConnected) hosts.splice(i, 1);
+      saveWindows();
+    },
+    log: (text) => console.info(text),
+  });
+  hosts.push(host);
+  $("windows").append(host.element);
+  saveWindows();
+  return host;
+}
+
+function restoreWindows(): void {
+  let saved: SavedWindow[] = [];
+  try {
+    saved = JSON.parse(sessionStorage.getItem(WINDOWS_KEY) ?? "[]");
+  } catch {
+    saved = [];
+  }
+  for (const w of saved) {
+    const app = catalog.find((a) => a.id === w.appId);
+    if (app) openWindow(app, w);
+  }
+}
+
+// ---- start ----
+
+async function main(): Promise<void> {
+  const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
+  client = await AppServerClient.connect({
+    url,
+    clientInfo: { name: "appserver-desktop", version: "0.1.0" },
+    capabilities: { approvalSupport: true, extensions: { appProtocol: true } } as Json,
+    reconnect: true,
+  });
+  client.onReconnect(() => setStatus("connected"));
+  setStatus("connected");
+  client.onApproval((params) => askApproval(params) as Json);
+  listen(
+    () => hosts,
+    (why) => {
+      ignoredMessages++;
+      $("ignored").textContent = `ignored ${ignoredMessages} foreign message${ignoredMessages === 1 ? "" : "s"}`;
+      $("ignored").dataset.count = String(ignoredMessages);
+      console.warn(`desktop: ignored ${why}`);
+    },
+  );
+  void (async () => {
+    for await (const n of client.notifications()) onNotification(n);
+  })();
+  setupComposer();
+  $("new-thread").addEventListener("click", () => void newThread());
+  $("more-threads").addEventListener("click", () => void loadThreads(true));
+  commands = ((await client.request("command/list", {} as Json)) as Json).commands;
+  await Promise.all([loadThreads(), loadCatalog()]);
+  const previous = sessionStorage.getItem(THREAD_KEY);
+  if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
+  restoreWindows();
+  document.body.dataset.ready = "true";
+}
+
+main().catch((err) => setStatus(`cannot connect: ${String(err?.message ?? err)}`));

@@ -1,0 +1,341 @@
+// The app host: each app window of the desktop is an iframe whose app speaks either our SDK
+// (`appserver-app.js`: `app/register`, `app/emit`, `app/interaction`, `app/command`) or the MCP
+// Apps dialect (`ui/initialize`, `tools/list`/`tools/call`, `ui/message`, the tool-input and
+// tool-result notifications). Either way the page registers the window on its own WebSocket and
+// answers the server's `ext/app/query` / `ext/app/command` for it by asking the iframe. The
+// window id is kept in sessionStorage, so a reload of the iframe or of the page registers the
+// same window again and the server's replay of its log restores the app.
+
+import { AppError, RpcError, type AppServerClient } from "../../typescript/src/index.js";
+
+export interface CatalogApp {
+  id: string;
+  name: string;
+  icon?: string | null;
+  description?: string | null;
+  entry: string;
+  dialect: "appserver" | "mcp-apps";
+  fileAssociations: unknown[];
+}
+
+/** A window as remembered across page reloads. */
+export interface SavedWindow {
+  slot: string;
+  appId: string;
+  windowId?: string;
+}
+
+const MCP_PROTOCOL_VERSION = "2026-01-26";
+/** How long a command waits for a reloading iframe, and an iframe request for its answer. */
+const FRAME_WAIT_MS = 10_000;
+/** Retries of a registration the server refused because it still sees the previous page. */
+const REGISTER_ATTEMPTS = 40;
+
+type Json = any;
+
+export interface HostEvents {
+  changed(): void;
+  log(text: string): void;
+}
+
+export class WindowHost {
+  readonly element: HTMLElement;
+  readonly frame: HTMLIFrameElement;
+  windowId: string | undefined;
+  /** Whether the iframe's app is registered and takes commands (false while it reloads). */
+  private frameReady = false;
+  private readyWaiters: Array<() => void> = [];
+  private nextId = 1;
+  private readonly pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void; timer: any }>();
+  private mcpTools: string[] = [];
+  private mcpHasTools = false;
+
+  constructor(
+    private readonly client: AppServerClient,
+    readonly app: CatalogApp,
+    readonly slot: string,
+    windowId: string | undefined,
+    private readonly events: HostEvents,
+  ) {
+    this.windowId = windowId;
+    this.element = document.createElement("article");
+    this.element.className = "window";
+    this.element.dataset.app = app.id;
+    const bar = document.createElement("header");
+    const title = document.createElement("span");
+    title.className = "title";
+    title.textContent = `${app.icon && !app.icon.includes(".") ? app.icon + " " : ""}${app.name}`;
+    const id = document.createElement("code");
+    id.className = "window-id";
+    id.textContent = windowId ?? "registering…";
+    const reload = button("⟳", "Reload the app (its state comes back by replay)", () => this.reload());
+    reload.classList.add("reload");
+    const close = button("✕", "Close the window (its log is kept)", () => void this.close());
+    close.classList.add("close");
+    const event = document.createElement("span");
+    event.className = "event";
+    bar.append(title, id, event, reload, close);
+    this.frame = document.createElement("iframe");
+    // Scripts only: no same origin (the app cannot reach the page, its cookie or the server).
+    this.frame.setAttribute("sandbox", "allow-scripts");
+    this.frame.title = app.name;
+    this.frame.src = app.entry;
+    this.element.append(bar, this.frame);
+  }
+
+  private get idLabel(): HTMLElement {
+    return this.element.querySelector(".window-id") as HTMLElement;
+  }
+
+  /** A message from this window's iframe (origin and source already checked). */
+  receive(m: Json): void {
+    if (!m || typeof m !== "object" || m.jsonrpc !== "2.0") return;
+    if (typeof m.method === "string" && m.id !== undefined && m.id !== null) {
+      this.answerFrame(m.id, m.method, m.params ?? {});
+    } else if (typeof m.method === "string") {
+      this.frameNotification(m.method, m.params ?? {});
+    } else if (m.id !== undefined) {
+      const p = this.pending.get(m.id);
+      if (!p) return;
+      this.pending.delete(m.id);
+      clearTimeout(p.timer);
+      if (m.error) p.reject(new AppError(m.error.data?.code ?? "INTERNAL_ERROR", String(m.error.message)));
+      else p.resolve(m.result);
+    }
+  }
+
+  private post(message: Json): void {
+    // The iframe's origin is opaque (sandboxed), so no target origin can name it; the message
+    // goes to this iframe's window only.
+    this.frame.contentWindow?.postMessage(message, "*");
+  }
+
+  private notifyFrame(method: string, params: Json): void {
+    this.post({ jsonrpc: "2.0", method, params });
+  }
+
+  private requestFrame(method: string, params: Json): Promise<Json> {
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        reject(new AppError("TIMEOUT", `the app did not answer ${method} within ${FRAME_WAIT_MS} ms`));
+      }, FRAME_WAIT_MS);
+      this.pending.set(id, { resolve, reject, timer });
+      this.post({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  private answerFrame(id: Json, method: string, params: Json): void {
+    this.frameRequest(method, params).then(
+      (result) => this.post({ jsonrpc: "2.0", id, result }),
+      (err: any) => {
+        const code = err instanceof RpcError ? err.code : -32000;
+        const data = err instanceof RpcError ? err.data : { code: err?.appCode ?? "INTERNAL_ERROR" };
+        this.post({ jsonrpc: "2.0", id, error: { code, message: String(err?.message ?? err), data } });
+      },
+    );
+  }
+
+  /** Requests from the iframe, both dialects. */
+  private async frameRequest(method: string, params: Json): Promise<Json> {
+    switch (method) {
+      case "app/register":
+        return this.register(params.manifest);
+      case "app/command":
+        return this.client.request("app/command", { windowId: this.requireId(), command: params.command, params: params.params });
+      case "ui/initialize":
+        this.mcpHasTools = params?.appCapabilities?.tools !== undefined;
+        return {
+          protocolVersion: MCP_PROTOCOL_VERSION,
+          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
+          hostCapabilities: { serverTools: {}, message: { text: {} }, logging: {} },
+          hostContext: {
+            theme: matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light",
+            displayMode: "inline",
+            availableDisplayModes: ["inline"],
+            platform: "web",
+            locale: navigator.language,
+            timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+            containerDimensions: { width: this.frame.clientWidth, height: this.frame.clientHeight },
+          },
+        };
+      case "tools/call":
+        return this.viewToolCall(params.name, params.arguments ?? {});
+      case "ui/message": {
+        const parts = Array.isArray(params.content) ? params.content : [params.content];
+        const text = parts.filter((p: Json) => p?.type === "text").map((p: Json) => p.text).join("\n");
+        this.client.notify("app/interaction", { windowId: this.requireId(), content: text });
+        return {};
+      }
+      case "ping":
+        return {};
+      default:
+        throw new RpcError(-32601, `the desktop does not support ${method}`);
+    }
+  }
+
+  private frameNotification(method: string, params: Json): void {
+    switch (method) {
+      case "app/emit":
+        if (this.windowId) this.client.notify("app/emit", { windowId: this.windowId, runId: params.runId, type: params.type, payload: params.payload });
+        break;
+      case "app/interaction":
+        if (this.windowId) this.client.notify("app/interaction", { windowId: this.windowId, content: String(params.content) });
+        break;
+      case "app/unloading":
+        this.setFrameReady(false);
+        break;
+      case "ui/notifications/initialized":
+        void this.registerMcpView();
+        break;
+      case "notifications/message":
+        this.events.log(`${this.app.name}: ${JSON.stringify(params.data ?? params)}`);
+        break;
+      default:
+        // ui/notifications/size-changed and others: the window's size is the desktop's.
+        break;
+    }
+  }
+
+  private requireId(): string {
+    if (!this.windowId) throw new AppError("INVALID_REQUEST", "the window is not registered yet");
+    return this.windowId;
+  }
+
+  /** An MCP Apps view: its tools (`tools/list`) become the window's commands. */
+  private async registerMcpView(): Promise<void> {
+    try {
+      const listed = this.mcpHasTools ? await this.requestFrame("tools/list", {}) : { tools: [] };
+      const commands: Record<string, Json> = {};
+      for (const tool of listed.tools ?? []) {
+        commands[tool.name] = { description: tool.description ?? tool.title ?? tool.name, params: tool.inputSchema };
+      }
+      this.mcpTools = Object.keys(commands);
+      const manifest = { appId: this.app.id, name: this.app.name, description: this.app.description ?? undefined, state: {}, commands };
+      await this.register(manifest);
+    } catch (err) {
+      this.events.log(`${this.app.name}: ${String(err)}`);
+    }
+  }
+
+  /** `tools/call` from an MCP view: its own tools run through the server (logged, replayed). */
+  private async viewToolCall(name: string, args: Json): Promise<Json> {
+    let result: Json;
+    if (this.mcpTools.includes(name)) {
+      result = (await this.client.request("app/command", { windowId: this.requireId(), command: name, params: args })).result;
+    } else if (name === "app_list") {
+      result = await this.client.request("app/list", {});
+    } else if (name === "app_query") {
+      result = (await this.client.request("app/query", args)).data;
+    } else if (name === "app_command") {
+      result = (await this.client.request("app/command", args)).result;
+    } else {
+      return { content: [{ type: "text", text: `unknown tool ${name}` }], isError: true };
+    }
+    return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
+  }
+
+  /** Registers (or registers again) the window on the page's connection; the server replays its log. */
+  private async register(manifest: Json): Promise<Json> {
+    this.setFrameReady(false);
+    const names = Object.keys(manifest.commands ?? {});
+    const commands: Record<string, (params: Json, ctx: { replay: boolean }) => Promise<unknown>> = {};
+    for (const name of names) commands[name] = (params, ctx) => this.runCommand(name, params, ctx.replay);
+    const handlers = {
+      query: async (stateKey: string) => (await this.untilReady(() => this.requestFrame("ext/app/query", { windowId: this.windowId, stateKey }))).data,
+      commands,
+      reset: () => this.notifyFrame("app/reset", {}),
+    };
+    for (let attempt = 1; ; attempt++) {
+      try {
+        const registration = await this.client.registerApp(manifest, handlers, { windowId: this.windowId });
+        this.windowId = registration.windowId;
+        this.idLabel.textContent = registration.windowId;
+        this.element.dataset.windowId = registration.windowId;
+        this.setFrameReady(true);
+        this.events.changed();
+        return { windowId: registration.windowId, replayed: registration.replayed, failed: registration.failed };
+      } catch (err) {
+        // The server has not yet seen the previous page's connection close: try again.
+        if (!(err instanceof RpcError && err.appCode === "PERMISSION_DENIED") || attempt >= REGISTER_ATTEMPTS) throw err;
+        await new Promise((resolve) => setTimeout(resolve, 250));
+      }
+    }
+  }
+
+  /** A command from the server: replayed ones go at once (they rebuild the reloading app); others wait for the app. */
+  private async runCommand(name: string, params: Json, replay: boolean): Promise<unknown> {
+    const send = async () => {
+      if (this.app.dialect === "mcp-apps") {
+        this.notifyFrame("ui/notifications/tool-input", { arguments: params });
+        const result = await this.requestFrame("tools/call", { name, arguments: params });
+        this.notifyFrame("ui/notifications/tool-result", result);
+        if (result?.isError) throw new AppError("INVALID_REQUEST", JSON.stringify(result.content ?? result));
+        return result?.structuredContent ?? result;
+      }
+      return (await this.requestFrame("ext/app/command", { windowId: this.windowId, command: name, params, replay })).result;
+    };
+    return replay ? send() : this.untilReady(send);
+  }
+
+  private async untilReady<T>(run: () => Promise<T>): Promise<T> {
+    if (!this.frameReady) {
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new AppError("TIMEOUT", "the app is reloading")), FRAME_WAIT_MS);
+        this.readyWaiters.push(() => {
+          clearTimeout(timer);
+          resolve();
+        });
+      });
+    }
+    return run();
+  }
+
+  private setFrameReady(ready: boolean): void {
+    this.frameReady = ready;
+    this.element.classList.toggle("reloading", !ready);
+    if (ready) for (const waiter of this.readyWaiters.splice(0)) waiter();
+  }
+
+  /** The window's latest app event (`app/event`). */
+  showEvent(text: string): void {
+    (this.element.querySelector(".event") as HTMLElement).textContent = text;
+  }
+
+  reload(): void {
+    this.setFrameReady(false);
+    this.mcpTools = [];
+    this.frame.src = this.app.entry;
+  }
+
+  async close(): Promise<void> {
+    this.element.remove();
+    if (this.windowId) await this.client.unregisterApp(this.windowId).catch(() => {});
+    this.events.changed();
+  }
+
+  saved(): SavedWindow {
+    return { slot: this.slot, appId: this.app.id, windowId: this.windowId };
+  }
+}
+
+function button(text: string, title: string, onClick: () => void): HTMLButtonElement {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.textContent = text;
+  b.title = title;
+  b.addEventListener("click", onClick);
+  return b;
+}
+
+/** Routes window messages to their host: only from one of our iframes, with an expected origin. */
+export function listen(hosts: () => WindowHost[], ignored: (why: string) => void): void {
+  window.addEventListener("message", (event: MessageEvent) => {
+    const host = hosts().find((h) => h.frame.contentWindow !== null && h.frame.contentWindow === event.source);
+    if (!host) return ignored(`a message from an unknown source (origin ${event.origin})`);
+    // A sandboxed iframe's origin is "null"; an app page served without the sandbox has ours.
+    if (event.origin !== "null" && event.origin !== location.origin) return ignored(`a message from origin ${event.origin}`);
+    host.receive(event.data);
+  });
+}

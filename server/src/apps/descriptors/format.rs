@@ -1,0 +1,184 @@
+//! The aai.json descriptor file (the AAI spec's shape): `schema_version`, `app {id, name,
+//! description}`, `execution {type, …}` and `tools [{name, description, parameters, returns}]`,
+//! read into a manifest (tools become commands) and how to run the app.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use appserver_protocol::{AppCommandDescriptor, AppManifest};
+use serde::Deserialize;
+use serde_json::Value;
+
+/// Largest descriptor file read.
+pub const MAX_DESCRIPTOR_BYTES: u64 = 1024 * 1024;
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct Descriptor {
+    #[serde(default)]
+    pub schema_version: Option<String>,
+    pub app: AppInfo,
+    pub execution: Execution,
+    #[serde(default)]
+    pub tools: Vec<Tool>,
+    /// How long a fetched web descriptor may be served from the cache, in seconds.
+    #[serde(default)]
+    pub cache_ttl_secs: Option<u64>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+pub struct AppInfo {
+    pub id: String,
+    pub name: String,
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// How the app runs: a program the server spawns, or a web service.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum Execution {
+    Stdio {
+        command: String,
+        #[serde(default)]
+        args: Vec<String>,
+        /// Working directory, relative to the workspace (default: the workspace).
+        #[serde(default)]
+        cwd: Option<String>,
+        /// Longest one request may take, in milliseconds (default 5000).
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+    },
+    Http {
+        base_url: String,
+        #[serde(default)]
+        auth: Option<HttpAuth>,
+        #[serde(default)]
+        timeout_ms: Option<u64>,
+    },
+}
+
+/// A bearer token from an environment variable or a file; never the token itself.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(tag = "type", rename_all = "lowercase")]
+pub enum HttpAuth {
+    Bearer {
+        #[serde(default)]
+        token_env: Option<String>,
+        #[serde(default)]
+        token_file: Option<String>,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub struct Tool {
+    pub name: String,
+    pub description: String,
+    #[serde(default)]
+    pub parameters: Option<Value>,
+    #[serde(default)]
+    pub returns: Option<Value>,
+    /// Whether the tool changes the app's state: only such tools are replayed.
+    #[serde(default)]
+    pub state_changing: bool,
+    /// HTTP apps: the tool's path under `base_url` (default `/<name>`) and method (default POST).
+    #[serde(default)]
+    pub path: Option<String>,
+    #[serde(default)]
+    pub method: Option<String>,
+}
+
+impl Descriptor {
+    /// Parses a descriptor; the error names the field.
+    pub fn parse(text: &str) -> Result<Descriptor, String> {
+        let mut de = serde_json::Deserializer::from_str(text);
+        let descriptor: Descriptor = serde_path_to_error::deserialize(&mut de).map_err(|e| e.to_string())?;
+        if descriptor.app.id.trim().is_empty() || descriptor.app.id.len() > 200 {
+            return Err("app.id: must be 1 to 200 characters".into());
+        }
+        Ok(descriptor)
+    }
+
+    /// The window id the app is registered under.
+    pub fn window_id(&self) -> String {
+        format!("aai:{}", self.app.id)
+    }
+
+    /// The manifest: the app's id, name and description; its tools as commands (`parameters` is
+    /// the params schema). Only the state-changing tools of a stdio app replay: the others, and
+    /// every tool of an HTTP app (the service keeps its own state), are `replay: false`.
+    pub fn manifest(&self) -> AppManifest {
+        let commands: BTreeMap<String, AppCommandDescriptor> = self
+            .tools
+            .iter()
+            .map(|tool| {
+                let command = AppCommandDescriptor {
+                    description: tool.description.clone(),
+                    params: tool.parameters.clone(),
+                    returns: tool.returns.clone(),
+                    // A web service keeps its own state: its calls are never repeated.
+                    replay: Some(tool.state_changing && matches!(self.execution, Execution::Stdio { .. })),
+                    ..Default::default()
+                };
+                (tool.name.clone(), command)
+            })
+            .collect();
+        AppManifest {
+            app_id: self.app.id.clone(),
+            name: self.app.name.clone(),
+            description: self.app.description.clone(),
+            commands,
+            ..Default::default()
+        }
+    }
+
+    pub fn kind(&self) -> &'static str {
+        match self.execution {
+            Execution::Stdio { .. } => "stdio",
+            Execution::Http { .. } => "http",
+        }
+    }
+}
+
+/// The program of a stdio app: a command with a `/` in it is relative to the descriptor's
+/// directory; a bare name is looked up in `PATH`.
+pub fn program_path(command: &str, descriptor_dir: &Path) -> PathBuf {
+    let path = Path::new(command);
+    if path.is_absolute() || !command.contains('/') { path.to_path_buf() } else { descriptor_dir.join(path) }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn tools_become_commands_and_only_state_changing_ones_replay() {
+        let text = json!({
+            "schema_version": "1.0",
+            "app": { "id": "com.example.counter", "name": "Counter" },
+            "execution": { "type": "stdio", "command": "python3", "args": ["c.py"] },
+            "tools": [
+                { "name": "increment", "description": "Add one", "state_changing": true,
+                  "parameters": { "type": "object" } },
+                { "name": "get", "description": "Read" }
+            ]
+        })
+        .to_string();
+        let d = Descriptor::parse(&text).unwrap();
+        assert_eq!(d.window_id(), "aai:com.example.counter");
+        assert_eq!(d.kind(), "stdio");
+        let m = d.manifest();
+        assert_eq!(m.commands["increment"].replay, Some(true));
+        assert_eq!(m.commands["get"].replay, Some(false));
+        assert_eq!(m.commands["increment"].params, Some(json!({ "type": "object" })));
+    }
+
+    #[test]
+    fn errors_name_the_field() {
+        let err = Descriptor::parse(r#"{"app":{"id":"a","name":"A"},"execution":{"type":"ftp"}}"#).unwrap_err();
+        assert!(err.starts_with("execution"), "{err}");
+        let err = Descriptor::parse(r#"{"app":{"id":"","name":"A"},"execution":{"type":"stdio","command":"x"}}"#)
+            .unwrap_err();
+        assert!(err.starts_with("app.id"), "{err}");
+    }
+}

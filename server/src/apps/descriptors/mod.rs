@@ -1,0 +1,255 @@
+//! Apps described by aai.json descriptors: `<workspace>/.appserver/apps/*/aai.json` and the
+//! user's `~/.aai/*/aai.json` (another directory with `--aai-home`). Scanned at startup and
+//! every half second after: a new or changed descriptor (by modification time and size) is
+//! registered as window `aai:<app.id>` with a host that runs it (`apps::hosts`); a removed one
+//! is unregistered (its log is kept). A descriptor that does not parse is logged and skipped.
+
+pub mod format;
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::{Duration, SystemTime};
+
+use appserver_protocol::AppRegisterParams;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::hosts::http::{Endpoint, HttpHost, HttpSpec};
+use super::hosts::process::{ProcessHost, ReplaySource, StdioSpec};
+use super::service::{self, AppService};
+use crate::ports::{AppHost, HostId};
+use crate::store::Store;
+use format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
+
+/// How often the directories are scanned for changes.
+pub const SCAN_INTERVAL: Duration = Duration::from_millis(500);
+/// Descriptors read per scan, at most.
+const MAX_DESCRIPTORS: usize = 256;
+/// Default request limit of a descriptor app.
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// What identifies a version of a descriptor file.
+type Fingerprint = (Option<SystemTime>, u64);
+
+/// The directories holding one app directory each (with its aai.json).
+pub fn roots(workspace: &Path, aai_home: Option<&Path>) -> Vec<PathBuf> {
+    let mut roots = vec![workspace.join(".appserver").join("apps")];
+    match aai_home {
+        Some(home) => roots.push(home.to_path_buf()),
+        None => {
+            if let Some(home) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {
+                roots.push(PathBuf::from(home).join(".aai"));
+            }
+        }
+    }
+    roots
+}
+
+/// Every `<root>/*/aai.json` with its fingerprint, in a stable order.
+fn scan(roots: &[PathBuf]) -> BTreeMap<PathBuf, Fingerprint> {
+    let mut found = BTreeMap::new();
+    for root in roots {
+        let Ok(entries) = std::fs::read_dir(root) else { continue };
+        for entry in entries.flatten() {
+            let path = entry.path().join("aai.json");
+            if let Ok(meta) = std::fs::metadata(&path) {
+                if meta.is_file() && found.len() < MAX_DESCRIPTORS {
+                    found.insert(path, (meta.modified().ok(), meta.len()));
+                }
+            }
+        }
+    }
+    found
+}
+
+/// A registered descriptor app.
+struct Loaded {
+    fingerprint: Fingerprint,
+    window_id: String,
+    /// Cancelled when the app is replaced or removed: its program is killed.
+    token: CancellationToken,
+}
+
+/// Scans the directories until `token` is cancelled, keeping the registered apps in step with
+/// the descriptors.
+/// The programs of stdio apps are supervised by tasks of `tasks`, so shutdown waits until they
+/// are killed.
+pub async fn watch(apps: Arc<AppService>, roots: Vec<PathBuf>, token: CancellationToken, tasks: TaskTracker) {
+    let mut loaded: HashMap<PathBuf, Loaded> = HashMap::new();
+    loop {
+        let scan_roots = roots.clone();
+        let found = tokio::task::spawn_blocking(move || scan(&scan_roots)).await.unwrap_or_default();
+        sync(&apps, &found, &mut loaded, &token, &tasks).await;
+        tokio::select! {
+            _ = token.cancelled() => break,
+            _ = tokio::time::sleep(SCAN_INTERVAL) => {}
+        }
+    }
+    for (_, app) in loaded {
+        app.token.cancel();
+    }
+}
+
+async fn sync(
+    apps: &AppService,
+    found: &BTreeMap<PathBuf, Fingerprint>,
+    loaded: &mut HashMap<PathBuf, Loaded>,
+    token: &CancellationToken,
+    tasks: &TaskTracker,
+) {
+    let gone: Vec<PathBuf> = loaded.keys().filter(|p| !found.contains_key(*p)).cloned().collect();
+    for path in gone {
+        if let Some(app) = loaded.remove(&path) {
+            app.token.cancel();
+            if app.window_id.is_empty() {
+                // A descriptor that never loaded: nothing was registered.
+                continue;
+            }
+            let requester = HostId::Managed(String::new());
+            match service::unregister(apps, &requester, &app.window_id, false).await {
+                Ok(()) => service::announce_unregistered(apps, &app.window_id, false),
+                Err(err) => tracing::warn!(window = %app.window_id, error = %err, "descriptor app not unregistered"),
+            }
+            tracing::info!(window = %app.window_id, path = %path.display(), "descriptor removed");
+        }
+    }
+    for (path, fingerprint) in found {
+        if loaded.get(path).is_some_and(|l| l.fingerprint == *fingerprint) {
+            continue;
+        }
+        if let Some(previous) = loaded.remove(path) {
+            previous.token.cancel();
+        }
+        match load(apps, path, token.child_token(), tasks).await {
+            Ok((window_id, app_token)) => {
+                tracing::info!(window = %window_id, path = %path.display(), "descriptor app registered");
+                loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id, token: app_token });
+            }
+            Err(err) => {
+                tracing::warn!(path = %path.display(), error = %err, "descriptor skipped");
+                // Not tried again until the file changes.
+                let token = CancellationToken::new();
+                loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id: String::new(), token });
+            }
+        }
+    }
+}
+
+/// Reads a descriptor and registers its app with a new host; returns the window id and the
+/// token that stops the host.
+async fn load(
+    apps: &AppService,
+    path: &Path,
+    token: CancellationToken,
+    tasks: &TaskTracker,
+) -> Result<(String, CancellationToken), String> {
+    let meta = tokio::fs::metadata(path).await.map_err(|e| e.to_string())?;
+    if meta.len() > MAX_DESCRIPTOR_BYTES {
+        return Err(format!("over {MAX_DESCRIPTOR_BYTES} bytes"));
+    }
+    let text = tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?;
+    let descriptor = Descriptor::parse(&text)?;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let host = host_for(&apps.store, &descriptor, dir, &apps.config.workspace, "http", token.clone(), tasks)?;
+    let window_id = descriptor.window_id();
+    let params = AppRegisterParams {
+        window_id: Some(window_id.clone()),
+        manifest: descriptor.manifest(),
+        file_associations: Vec::new(),
+        thread_id: None,
+    };
+    let registration = service::register(apps, host, params).await.map_err(|e| {
+        token.cancel();
+        e.to_string()
+    })?;
+    service::announce_registered(apps, &registration);
+    Ok((window_id, token))
+}
+
+/// Reads the log entries of the descriptor's state-changing tools, in order, for a program
+/// started again after a death.
+fn replay_source(store: Store, descriptor: &Descriptor) -> ReplaySource {
+    let window_id = descriptor.window_id();
+    let replayed: HashSet<String> =
+        descriptor.tools.iter().filter(|t| t.state_changing).map(|t| t.name.clone()).collect();
+    ReplaySource(Arc::new(move || {
+        let (store, window_id, replayed) = (store.clone(), window_id.clone(), replayed.clone());
+        Box::pin(async move {
+            let mut commands = Vec::new();
+            let mut after = 0;
+            loop {
+                let entries = match store.app_log(&window_id, after, 1000).await {
+                    Ok(entries) => entries,
+                    Err(err) => {
+                        tracing::warn!(window = %window_id, error = %err, "log not read for the replay");
+                        break;
+                    }
+                };
+                let Some(last) = entries.last() else { break };
+                after = last.seq;
+                commands.extend(
+                    entries.into_iter().filter(|e| replayed.contains(&e.command)).map(|e| (e.command, e.params)),
+                );
+            }
+            commands
+        })
+    }))
+}
+
+/// The host that runs a descriptor's app; an HTTP one shows as `http_kind` in `app/list`.
+pub(crate) fn host_for(
+    store: &Store,
+    descriptor: &Descriptor,
+    dir: &Path,
+    workspace: &Path,
+    http_kind: &'static str,
+    token: CancellationToken,
+    tasks: &TaskTracker,
+) -> Result<Arc<dyn AppHost>, String> {
+    let millis = |ms: &Option<u64>| ms.map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms.clamp(1, 600_000)));
+    match &descriptor.execution {
+        Execution::Stdio { command, args, cwd, timeout_ms } => {
+            let cwd = match cwd {
+                Some(cwd) if Path::new(cwd).is_absolute() || cwd.split('/').any(|c| c == "..") => {
+                    return Err(format!("execution.cwd: `{cwd}` must be a directory inside the workspace"));
+                }
+                Some(cwd) => workspace.join(cwd),
+                None => workspace.to_path_buf(),
+            };
+            let spec = StdioSpec {
+                app_id: descriptor.app.id.clone(),
+                program: format::program_path(command, dir),
+                args: args.clone(),
+                cwd,
+                timeout: millis(timeout_ms),
+                replay: Some(replay_source(store.clone(), descriptor)),
+            };
+            Ok(ProcessHost::start(spec, token, tasks))
+        }
+        Execution::Http { base_url, auth, timeout_ms } => {
+            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+                return Err(format!("execution.base_url: `{base_url}` is not an http(s) URL"));
+            }
+            let mut endpoints = HashMap::new();
+            for tool in &descriptor.tools {
+                let method = tool.method.as_deref().unwrap_or("POST").to_ascii_uppercase();
+                let method = reqwest::Method::from_bytes(method.as_bytes())
+                    .map_err(|_| format!("tools.{}.method: `{method}` is not an HTTP method", tool.name))?;
+                let path = tool.path.clone().unwrap_or_else(|| format!("/{}", tool.name));
+                let path = if path.starts_with('/') { path } else { format!("/{path}") };
+                endpoints.insert(tool.name.clone(), Endpoint { method, path });
+            }
+            let spec = HttpSpec {
+                app_id: descriptor.app.id.clone(),
+                base_url: base_url.clone(),
+                endpoints,
+                auth: auth.clone(),
+                descriptor_dir: dir.to_path_buf(),
+                timeout: millis(timeout_ms),
+                kind: http_kind,
+            };
+            Ok(Arc::new(HttpHost::new(spec, token)?))
+        }
+    }
+}

@@ -1,0 +1,183 @@
+//! Metrics in the Prometheus text format (`GET /metrics`): the metric names, the process's
+//! recorder, and the small functions and guards the rest of the server records through.
+//!
+//! Recording goes through the `metrics` facade, so a part that records needs no handle; only the
+//! transport that answers `/metrics` asks [`render`]. Label values come from fixed sets (method
+//! names of the method table, a few outcomes), so a client cannot grow the series.
+
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use metrics::{counter, gauge, histogram};
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+
+/// Open connections, by transport (`ws`, `stdio`).
+pub const CONNECTIONS: &str = "appserver_connections";
+/// Requests answered, by method and outcome (`ok`, `error`).
+pub const REQUESTS: &str = "appserver_requests_total";
+/// Requests being handled.
+pub const REQUESTS_IN_FLIGHT: &str = "appserver_requests_in_flight";
+/// Seconds from a request's arrival to its reply.
+pub const REQUEST_SECONDS: &str = "appserver_request_duration_seconds";
+/// Turns running now.
+pub const TURNS_RUNNING: &str = "appserver_turns_running";
+/// Write units waiting for the store's writer.
+pub const STORE_QUEUE: &str = "appserver_store_write_queue";
+/// Seconds one group commit took (BEGIN to COMMIT).
+pub const STORE_COMMIT_SECONDS: &str = "appserver_store_commit_seconds";
+/// Write units per group commit.
+pub const STORE_BATCH_UNITS: &str = "appserver_store_batch_units";
+/// Seconds an app host took to answer `ext/app/query` or `ext/app/command`, by call and outcome.
+pub const APP_CALL_SECONDS: &str = "appserver_app_call_seconds";
+/// Connections closed because their outgoing queue was full (a client that does not read).
+pub const SLOW_CLIENTS_DROPPED: &str = "appserver_slow_clients_dropped_total";
+
+/// Histogram buckets, in seconds: 50 µs to 30 s.
+const BUCKETS: &[f64] =
+    &[0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 30.0];
+
+/// Write units per commit: 1 to the writer's batch limit.
+const UNIT_BUCKETS: &[f64] = &[1.0, 2.0, 4.0, 8.0, 16.0, 32.0, 64.0, 128.0, 256.0, 512.0];
+
+static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
+
+/// Installs the process's recorder; later calls (several servers in one test process) reuse it.
+/// `None` when another recorder was installed first (then `/metrics` answers 503).
+pub fn install() -> Option<PrometheusHandle> {
+    HANDLE
+        .get_or_init(|| {
+            let builder = PrometheusBuilder::new().set_buckets(BUCKETS).and_then(|b| {
+                b.set_buckets_for_metric(
+                    metrics_exporter_prometheus::Matcher::Full(STORE_BATCH_UNITS.to_owned()),
+                    UNIT_BUCKETS,
+                )
+            });
+            match builder.and_then(|b| b.install_recorder()) {
+                Ok(handle) => {
+                    describe();
+                    Some(handle)
+                }
+                Err(err) => {
+                    tracing::warn!(error = %err, "metrics are off: cannot install the recorder");
+                    None
+                }
+            }
+        })
+        .clone()
+}
+
+/// The metrics in the Prometheus text format, or `None` when metrics are off.
+pub fn render() -> Option<String> {
+    let handle = HANDLE.get()?.as_ref()?;
+    handle.run_upkeep();
+    Some(handle.render())
+}
+
+/// Folds the recorded histogram samples into their buckets every few seconds (between scrapes
+/// too, so samples never pile up), until `stop`.
+pub async fn upkeep(stop: tokio_util::sync::CancellationToken) {
+    let Some(Some(handle)) = HANDLE.get() else { return };
+    let mut ticks = tokio::time::interval(Duration::from_secs(5));
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = ticks.tick() => handle.run_upkeep(),
+        }
+    }
+}
+
+fn describe() {
+    use metrics::{Unit, describe_counter, describe_gauge, describe_histogram};
+    describe_gauge!(CONNECTIONS, "Open connections, by transport.");
+    describe_counter!(REQUESTS, "Requests answered, by method and outcome.");
+    describe_gauge!(REQUESTS_IN_FLIGHT, "Requests being handled.");
+    describe_histogram!(REQUEST_SECONDS, Unit::Seconds, "Time from a request's arrival to its reply.");
+    describe_gauge!(TURNS_RUNNING, "Turns running.");
+    describe_gauge!(STORE_QUEUE, "Write units waiting for the store's writer.");
+    describe_histogram!(STORE_COMMIT_SECONDS, Unit::Seconds, "Time one group commit took.");
+    describe_histogram!(STORE_BATCH_UNITS, "Write units per group commit.");
+    describe_histogram!(APP_CALL_SECONDS, Unit::Seconds, "Time an app host took to answer a query or command.");
+    describe_counter!(SLOW_CLIENTS_DROPPED, "Connections closed because their outgoing queue was full.");
+}
+
+/// Counts an open connection until dropped.
+#[derive(Debug)]
+pub struct ConnectionGauge(&'static str);
+
+impl ConnectionGauge {
+    pub fn open(transport: &'static str) -> ConnectionGauge {
+        gauge!(CONNECTIONS, "transport" => transport).increment(1.0);
+        ConnectionGauge(transport)
+    }
+}
+
+impl Drop for ConnectionGauge {
+    fn drop(&mut self) {
+        gauge!(CONNECTIONS, "transport" => self.0).decrement(1.0);
+    }
+}
+
+/// A request being handled: counted in flight until [`RequestTimer::finish`] (or a drop, which
+/// counts nothing else).
+#[derive(Debug)]
+pub struct RequestTimer(Instant);
+
+impl RequestTimer {
+    pub fn start() -> RequestTimer {
+        gauge!(REQUESTS_IN_FLIGHT).increment(1.0);
+        RequestTimer(Instant::now())
+    }
+
+    /// Records the answered request. `method` must come from a fixed set (the method table, or
+    /// `unknown`).
+    pub fn finish(self, method: &str, ok: bool) {
+        let outcome = if ok { "ok" } else { "error" };
+        counter!(REQUESTS, "method" => method.to_owned(), "outcome" => outcome).increment(1);
+        histogram!(REQUEST_SECONDS).record(self.0.elapsed().as_secs_f64());
+    }
+}
+
+impl Drop for RequestTimer {
+    fn drop(&mut self) {
+        gauge!(REQUESTS_IN_FLIGHT).decrement(1.0);
+    }
+}
+
+/// Counts a running turn until dropped.
+#[derive(Debug)]
+pub struct TurnGauge(());
+
+impl TurnGauge {
+    pub fn start() -> TurnGauge {
+        gauge!(TURNS_RUNNING).increment(1.0);
+        TurnGauge(())
+    }
+}
+
+impl Drop for TurnGauge {
+    fn drop(&mut self) {
+        gauge!(TURNS_RUNNING).decrement(1.0);
+    }
+}
+
+/// Write units submitted to (`+n`) or taken by (`-n`) the store's writer.
+pub fn store_queue(change: f64) {
+    gauge!(STORE_QUEUE).increment(change);
+}
+
+/// One group commit of `units` write units that took `took`.
+pub fn store_commit(units: usize, took: Duration) {
+    histogram!(STORE_COMMIT_SECONDS).record(took.as_secs_f64());
+    histogram!(STORE_BATCH_UNITS).record(units as f64);
+}
+
+/// An app host's answer to `call` (`query` or `command`) after `took`.
+pub fn app_call(call: &'static str, ok: bool, took: Duration) {
+    let outcome = if ok { "ok" } else { "error" };
+    histogram!(APP_CALL_SECONDS, "call" => call, "outcome" => outcome).record(took.as_secs_f64());
+}
+
+/// A connection closed because it did not read its messages.
+pub fn slow_client_dropped() {
+    counter!(SLOW_CLIENTS_DROPPED).increment(1);
+}

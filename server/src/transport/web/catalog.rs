@@ -1,0 +1,161 @@
+//! `GET /api/apps`: the apps the desktop can open, one per `<workspace>/.appserver/apps/<id>/`
+//! folder holding an `app.json` (`name`, `icon`, `description`, `entry`, `dialect`,
+//! `fileAssociations`). A folder whose `app.json` is missing or malformed is left out (and
+//! logged), so one broken app does not hide the others.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::Response;
+
+/// What is escaped in a URL path segment.
+const SEGMENT: &percent_encoding::AsciiSet =
+    &percent_encoding::NON_ALPHANUMERIC.remove(b'.').remove(b'-').remove(b'_').remove(b'~');
+/// At most this many apps are listed.
+const MAX_APPS: usize = 256;
+/// Largest `app.json` read.
+const MAX_APP_JSON: u64 = 64 * 1024;
+
+/// `app.json` as written by an app's author.
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AppJson {
+    name: String,
+    #[serde(default)]
+    icon: Option<String>,
+    #[serde(default)]
+    description: Option<String>,
+    /// The page the iframe opens, relative to the app's folder.
+    #[serde(default)]
+    entry: Option<String>,
+    /// `appserver` (our SDK, the default) or `mcp-apps` (the MCP Apps postMessage dialect).
+    #[serde(default)]
+    dialect: Option<String>,
+    #[serde(default)]
+    file_associations: Vec<Value>,
+}
+
+/// One app of the catalog, as the page gets it.
+#[derive(Debug, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct CatalogEntry {
+    pub id: String,
+    pub name: String,
+    pub icon: Option<String>,
+    pub description: Option<String>,
+    /// The iframe's URL: `/apps/<id>/<entry>`.
+    pub entry: String,
+    pub dialect: String,
+    pub file_associations: Vec<Value>,
+}
+
+/// The folder the workspace's apps live in.
+pub fn apps_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("apps")
+}
+
+/// Whether `id` may name an app folder: letters, digits, `-`, `_`, `.`, not starting with `.`.
+pub fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
+}
+
+/// `key`: the server's app key (it has a token): entries are `/apps/~KEY/<id>/…`.
+pub async fn response(workspace: &Path, key: Option<&str>) -> Response {
+    let mut apps = list(workspace).await;
+    if let Some(key) = key {
+        for app in &mut apps {
+            app.entry = app.entry.replacen("/apps/", &format!("/apps/~{key}/"), 1);
+        }
+    }
+    let body = serde_json::json!({ "apps": apps }).to_string().into_bytes();
+    Response::ok("application/json", body)
+}
+
+/// Every app with a readable `app.json`, sorted by id.
+pub async fn list(workspace: &Path) -> Vec<CatalogEntry> {
+    let dir = apps_dir(workspace);
+    let Ok(mut entries) = tokio::fs::read_dir(&dir).await else {
+        return Vec::new();
+    };
+    let mut apps = Vec::new();
+    while let Ok(Some(entry)) = entries.next_entry().await {
+        let id = entry.file_name().to_string_lossy().into_owned();
+        if !valid_id(&id) {
+            continue;
+        }
+        match read_app(&dir, &id).await {
+            Ok(app) => apps.push(app),
+            Err(reason) => tracing::warn!(app = %id, %reason, "app left out of the desktop's catalog"),
+        }
+        if apps.len() >= MAX_APPS {
+            break;
+        }
+    }
+    apps.sort_by(|a, b| a.id.cmp(&b.id));
+    apps
+}
+
+async fn read_app(dir: &Path, id: &str) -> Result<CatalogEntry, String> {
+    let path = super::files::confined(dir, id, &["app.json".to_owned()]).await.ok_or("no app.json in the folder")?;
+    let meta = tokio::fs::metadata(&path).await.map_err(|e| e.to_string())?;
+    if meta.len() > MAX_APP_JSON {
+        return Err(format!("app.json is larger than {MAX_APP_JSON} bytes"));
+    }
+    let text = tokio::fs::read_to_string(&path).await.map_err(|e| e.to_string())?;
+    let app: AppJson = serde_json::from_str(&text).map_err(|e| format!("app.json: {e}"))?;
+    let entry = app.entry.unwrap_or_else(|| "index.html".to_owned());
+    if entry.split('/').any(|s| s.is_empty() || s == "." || s == "..") || entry.contains('\\') {
+        return Err(format!("app.json: entry `{entry}` must be a relative path inside the app's folder"));
+    }
+    let dialect = app.dialect.unwrap_or_else(|| "appserver".to_owned());
+    if dialect != "appserver" && dialect != "mcp-apps" {
+        return Err(format!("app.json: dialect `{dialect}` is neither `appserver` nor `mcp-apps`"));
+    }
+    let encoded: Vec<String> =
+        entry.split('/').map(|s| percent_encoding::utf8_percent_encode(s, SEGMENT).to_string()).collect();
+    Ok(CatalogEntry {
+        id: id.to_owned(),
+        name: app.name,
+        icon: app.icon,
+        description: app.description,
+        entry: format!("/apps/{id}/{}", encoded.join("/")),
+        dialect,
+        file_associations: app.file_associations,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids() {
+        assert!(valid_id("sheet") && valid_id("my-app_2.0"));
+        assert!(!valid_id("") && !valid_id(".hidden") && !valid_id("..") && !valid_id("a/b") && !valid_id("a b"));
+    }
+
+    #[tokio::test]
+    async fn lists_good_apps_and_skips_broken_ones() {
+        let ws = tempfile::tempdir().unwrap();
+        let dir = apps_dir(ws.path());
+        for (id, json) in [
+            ("sheet", r#"{"name":"Sheet","icon":"📊","entry":"index.html"}"#),
+            ("broken", "{not json"),
+            ("escape", r#"{"name":"X","entry":"../x.html"}"#),
+            ("mcp", r#"{"name":"Counter","dialect":"mcp-apps","entry":"view page.html"}"#),
+        ] {
+            std::fs::create_dir_all(dir.join(id)).unwrap();
+            std::fs::write(dir.join(id).join("app.json"), json).unwrap();
+        }
+        let apps = list(ws.path()).await;
+        let ids: Vec<&str> = apps.iter().map(|a| a.id.as_str()).collect();
+        assert_eq!(ids, ["mcp", "sheet"]);
+        assert_eq!(apps[0].entry, "/apps/mcp/view%20page.html");
+        assert_eq!(apps[1].dialect, "appserver");
+    }
+}

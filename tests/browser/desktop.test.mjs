@@ -1,0 +1,310 @@
+// The browser desktop end to end, in headless Chromium against the real server: a streamed
+// reply in a new thread, the paged thread list, the sheet driven by the agent through an
+// approval dialog and restored by replay after an iframe reload and a page reload, agent
+// commands sent while the page or only the iframe reloads, a streaming app, an MCP Apps view
+// whose tool the agent calls, foreign messages ignored, the token link, and a (mocked) model's
+// reasoning and tool call. Screenshots go to docs/images.
+
+import assert from "node:assert/strict";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+
+import { IMAGES, launchBrowser, openApp, openDesktop, reasoningToolCall, say, startMockModel, startServer, textReply } from "./harness.mjs";
+
+const OPTIONS = { timeout: 90_000 };
+let browser;
+
+before(async () => {
+  mkdirSync(IMAGES, { recursive: true });
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+});
+
+test("a new thread streams the agent's reply", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, "hello");
+    await page.locator(".item.userMessage", { hasText: "hello" }).waitFor();
+    const reply = page.locator(".item.agentMessage[data-status=completed]");
+    await reply.waitFor();
+    assert.match(await reply.textContent(), /No language model is configured/);
+    // The thread is named by its first message.
+    await page.locator("#threads li.current", { hasText: "hello" }).waitFor();
+    // Slash commands complete from command/list.
+    await page.fill("#input", "/com");
+    await page.dispatchEvent("#input", "input");
+    await page.locator("#completions li[data-name='/command']").waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-thread.png") });
+    await page.press("#input", "Tab");
+    assert.equal(await page.inputValue("#input"), "/command ");
+    // An app's icon may be an image in its folder.
+    const icon = page.locator("#apps li[data-app=counter] img.icon");
+    assert.ok((await icon.evaluate((img) => img.decode().then(() => img.naturalWidth))) > 0);
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("the thread list is paged", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page } = await openDesktop(browser, server.base);
+    // One page holds 30 threads.
+    for (let i = 1; i <= 32; i++) {
+      await page.click("#new-thread");
+      await page.locator("#threads li").nth(i - 1).waitFor();
+    }
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    assert.equal(await page.locator("#threads li").count(), 30);
+    await page.click("#more-threads");
+    await page.locator("#threads li").nth(31).waitFor();
+    assert.equal(await page.locator("#threads li").count(), 32);
+    assert.equal(await page.isHidden("#more-threads"), true);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("the agent sets a sheet cell after an approval, and reloads restore it", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    assert.match(win, /^win_/);
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} setCells {"cells":{"A1":"42","B2":"hi"}}`);
+    const dialog = page.locator("dialog#approval[open]");
+    await dialog.waitFor();
+    assert.match(await page.textContent("#approval-what"), /setCells on sheet/);
+    await page.screenshot({ path: join(IMAGES, "desktop-approval.png") });
+    await dialog.locator("button[data-decision=accept]").click();
+    await sheet.locator("#A1", { hasText: "42" }).waitFor();
+    await page.locator(".item.toolResult", { hasText: "✔" }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-sheet.png") });
+
+    // Reload the iframe: a fresh document, registered again, the log replayed.
+    await page.click('.window[data-app="sheet"] button.reload');
+    await sheet.locator("#info", { hasText: "replayed 1" }).waitFor();
+    assert.equal(await sheet.locator("#A1").textContent(), "42");
+    assert.equal(await sheet.locator("#B2").textContent(), "hi");
+
+    // Reload the whole page: the window comes back with the same id and its state.
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    await page.locator(`.window[data-app=sheet][data-window-id="${win}"]`).waitFor();
+    await sheet.locator("#A1", { hasText: "42" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("an agent command waits for the page that reloads, then reaches the app", OPTIONS, async () => {
+  const server = await startServer(["--approval-policy", "never"]);
+  try {
+    const { page } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    // A second desktop is the agent's user.
+    const { page: other } = await openDesktop(browser, server.base);
+    await other.click("#new-thread");
+    await other.waitForSelector("#threads li.current");
+    // The host page reloads, and its new script is held: the old page (and its WebSocket) is
+    // gone, the new one has not registered the window yet.
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    let requested;
+    const scriptRequested = new Promise((resolve) => (requested = resolve));
+    await page.route("**/assets/desktop.js", async (route) => {
+      requested();
+      await held;
+      await route.continue();
+    });
+    const reloaded = page.reload();
+    await scriptRequested;
+    await say(other, `/command ${win} setCells {"cells":{"C3":"after reload"}}`);
+    // The agent's call is under way (its toolCall item is shown) while nobody hosts the window.
+    await other.locator(".item.toolCall", { hasText: "setCells" }).waitFor();
+    assert.equal(await other.locator(".item.toolResult").count(), 0, "the call waits");
+    release();
+    await reloaded;
+    await other.locator(".item.toolResult", { hasText: "✔" }).waitFor();
+    await sheet.locator("#C3", { hasText: "after reload" }).waitFor();
+    await other.close();
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a command sent while only the iframe reloads is held by the page until the app is back", OPTIONS, async () => {
+  const server = await startServer(["--approval-policy", "never"]);
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} setCells {"cells":{"A1":"first"}}`);
+    await sheet.locator("#A1", { hasText: "first" }).waitFor();
+    // Reload the iframe with the sheet's script held: the new document cannot register yet.
+    let release;
+    const held = new Promise((resolve) => (release = resolve));
+    let requested;
+    const scriptRequested = new Promise((resolve) => (requested = resolve));
+    await page.route("**/apps/sheet/sheet.js", async (route) => {
+      requested();
+      await held;
+      await route.continue();
+    });
+    await page.click('.window[data-app="sheet"] button.reload');
+    await scriptRequested;
+    await say(page, `/command ${win} setCells {"cells":{"A2":"second"}}`);
+    await page.locator(".item.toolCall", { hasText: "A2" }).waitFor();
+    assert.equal(await page.locator(".item.toolResult").count(), 1, "only the first command has a result");
+    release();
+    // Replayed first (A1), then the held command (A2).
+    await page.locator(".item.toolResult").nth(1).waitFor();
+    assert.match(await page.locator(".item.toolResult").nth(1).textContent(), /✔/);
+    await sheet.locator("#A2", { hasText: "second" }).waitFor();
+    assert.equal(await sheet.locator("#A1").textContent(), "first");
+    await sheet.locator("#info", { hasText: "replayed 1" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a streaming app reports progress as app events", OPTIONS, async () => {
+  const server = await startServer(["--approval-policy", "never"]);
+  try {
+    const { page } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "jobs");
+    const jobs = page.frameLocator('.window[data-app="jobs"] iframe');
+    await jobs.locator("#info", { hasText: win }).waitFor();
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} run {"name":"build","steps":3}`);
+    await jobs.locator("li", { hasText: "done" }).waitFor();
+    await page.locator(".item.toolResult", { hasText: "run_1" }).waitFor();
+    // The app's app/emit events came back to the page as app/event notifications.
+    await page.locator('.window[data-app="jobs"] .event', { hasText: 'job.done {"name":"build"}' }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-jobs.png") });
+  } finally {
+    await server.stop();
+  }
+});
+
+test("the agent calls a tool an MCP Apps view registered", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "counter");
+    const view = page.frameLocator('.window[data-app="counter"] iframe');
+    await view.locator("#last", { hasText: "host: appserver-desktop" }).waitFor();
+    // The view's own button goes through the server (logged) and back as a tools/call.
+    await view.locator("#inc").click();
+    await view.locator("#count", { hasText: "1" }).waitFor();
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} increment {"by":5}`);
+    await page.locator("dialog#approval[open]").waitFor();
+    await page.click("dialog#approval button[data-decision=acceptForSession]");
+    await view.locator("#count", { hasText: "6" }).waitFor();
+    await view.locator("#last", { hasText: "tool result: count is 6" }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-mcp-view.png") });
+    // Reloaded, the view gets its count back from the log.
+    await page.click('.window[data-app="counter"] button.reload');
+    await view.locator("#count", { hasText: "6" }).waitFor();
+    // ui/message becomes the user's input on the window's thread (app/interaction).
+    await view.locator("#tell").click();
+    await page.locator(".item.userMessage", { hasText: "The counter shows 6" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("messages from a foreign origin or an unknown source are ignored", OPTIONS, async () => {
+  const server = await startServer(["--approval-policy", "never"]);
+  try {
+    const { page } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    const attack = { jsonrpc: "2.0", id: 99, method: "app/command", params: { command: "setCells", params: { cells: { B2: "evil" } } } };
+    const count = await page.evaluate((message) => {
+      const frame = document.querySelector(".window[data-app=sheet] iframe");
+      // The sheet's own window, but from another origin.
+      window.dispatchEvent(new MessageEvent("message", { data: message, origin: "http://evil.example", source: frame.contentWindow }));
+      // The right shape from a window that is not one of the apps.
+      window.postMessage(message, "*");
+      return new Promise((resolve) => setTimeout(() => resolve(document.getElementById("ignored").dataset.count), 0));
+    }, attack);
+    assert.equal(count, "2");
+    // A real command after them: the sheet got it, and never the foreign one.
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} setCells {"cells":{"A1":"ok"}}`);
+    await sheet.locator("#A1", { hasText: "ok" }).waitFor();
+    assert.equal(await sheet.locator("#B2").textContent(), "");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("with a token, the link's ?token= lets the page, its WebSocket and the app iframes in", OPTIONS, async () => {
+  const server = await startServer(["--ws-token", "s3cret"]);
+  try {
+    const denied = await fetch(`${server.base}/`);
+    assert.equal(denied.status, 401);
+    const { page, errors } = await openDesktop(browser, server.base, "/?token=s3cret");
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a model's reasoning, its call of a view's tool and its streamed answer are shown", OPTIONS, async () => {
+  const model = await startMockModel();
+  const server = await startServer([...model.args, "--approval-policy", "never"]);
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "counter");
+    const view = page.frameLocator('.window[data-app="counter"] iframe');
+    await view.locator("#last", { hasText: "host:" }).waitFor();
+    const args = JSON.stringify({ windowId: win, command: "increment", params: { by: 3 } });
+    model.script.push(
+      reasoningToolCall("The user wants the counter at three.", "call_1", "app_command", args),
+      textReply("The counter ", "now shows ", "3."),
+    );
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, "Set the counter to three");
+    await page.locator(".item.reasoningContent", { hasText: "counter at three" }).waitFor();
+    await view.locator("#count", { hasText: "3" }).waitFor();
+    await view.locator("#last", { hasText: "tool result: count is 3" }).waitFor();
+    await page.locator(".item.toolResult", { hasText: '{"count":3}' }).waitFor();
+    await page.locator(".item.agentMessage[data-status=completed]", { hasText: "The counter now shows 3." }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-model.png") });
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+    await model.close();
+  }
+});

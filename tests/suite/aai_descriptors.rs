@@ -1,0 +1,218 @@
+//! Apps described by aai.json: a stdio program (tests/fixtures/aai_counter.py) that the server
+//! runs and restarts, driven by clients and, through the approval flow, by the agent; its
+//! state-changing tools replayed into a new program, its stateless ones not; a web service served
+//! on 127.0.0.1 with a bearer token from the environment; descriptors picked up, changed and
+//! removed while the server runs.
+
+use std::path::{Path, PathBuf};
+
+use appserver_client::{Client, Event};
+use appserver_tests::http_stub::HttpStub;
+use appserver_tests::{ServerBuilder, ServerProcess, TIMEOUT, command, events_until_turn_ends, start_thread};
+use serde_json::{Value, json};
+
+use super::apps::data_code;
+
+const COUNTER: &str = "aai:com.example.counter";
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join("aai_counter.py")
+}
+
+fn counter_descriptor(description: &str) -> Value {
+    json!({
+        "schema_version": "1.0",
+        "app": { "id": "com.example.counter", "name": "Counter", "description": description },
+        "execution": { "type": "stdio", "command": "python3", "args": [fixture()], "timeout_ms": 5000 },
+        "tools": [
+            { "name": "increment", "description": "Add `by` to the count", "state_changing": true,
+              "parameters": { "type": "object", "properties": { "by": { "type": "integer" } }, "required": ["by"] } },
+            { "name": "get", "description": "The count and the program's pid" },
+            { "name": "crash", "description": "Exit without answering" },
+            { "name": "fail", "description": "Answer an app error" },
+            { "name": "hang", "description": "Never answer" }
+        ]
+    })
+}
+
+fn write_descriptor(home: &Path, dir: &str, descriptor: &Value) {
+    std::fs::create_dir_all(home.join(dir)).unwrap();
+    std::fs::write(home.join(dir).join("aai.json"), serde_json::to_vec_pretty(descriptor).unwrap()).unwrap();
+}
+
+async fn server_with_home(home: &Path) -> ServerProcess {
+    ServerBuilder::ws().arg("--aai-home").arg(home.display().to_string()).spawn().await.unwrap()
+}
+
+/// Waits until `app/list` has (or, with `present: false`, no longer has) the window; returns
+/// its summary.
+async fn wait_listed(client: &Client, window: &str, present: bool, description: Option<&str>) -> Value {
+    tokio::time::timeout(TIMEOUT * 2, async {
+        loop {
+            let list = client.request("app/list", json!({})).await.unwrap();
+            let found = list["apps"].as_array().unwrap().iter().find(|a| a["windowId"] == window).cloned();
+            match (&found, present) {
+                (Some(app), true) if description.is_none_or(|d| app["description"] == d) => return app.clone(),
+                (None, false) => return Value::Null,
+                _ => tokio::task::yield_now().await,
+            }
+        }
+    })
+    .await
+    .expect("the descriptor change is picked up")
+}
+
+async fn run(client: &Client, window: &str, tool: &str, params: Value) -> Result<Value, appserver_client::ClientError> {
+    client
+        .request("app/command", json!({ "windowId": window, "command": tool, "params": params }))
+        .await
+        .map(|r| r["result"].clone())
+}
+
+#[tokio::test]
+async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
+    let home = tempfile::tempdir().unwrap();
+    write_descriptor(home.path(), "counter", &counter_descriptor("A counter"));
+    let mut server = server_with_home(home.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    let app = wait_listed(&client, COUNTER, true, None).await;
+    assert_eq!(app["kind"], "stdio");
+    assert_eq!(app["live"], true);
+    assert_eq!(app["commandCount"], 5);
+
+    assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap(), json!({ "count": 2 }));
+    let first = run(&client, COUNTER, "get", json!({})).await.unwrap();
+    assert_eq!(first["count"], 2);
+    // Checked by the server against the tool's `parameters` before the program is asked.
+    let err = run(&client, COUNTER, "increment", json!({ "by": "x" })).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "INVALID_PARAMS");
+    // An app error outside the vocabulary becomes INTERNAL_ERROR, keeping its code in the message.
+    let err = run(&client, COUNTER, "fail", json!({})).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "INTERNAL_ERROR");
+    assert!(err.to_string().contains("INVALID_RECIPIENT: nobody is there"), "{err}");
+
+    // A request the program never answers times out; the program goes on serving.
+    let hang = json!({ "windowId": COUNTER, "command": "hang", "params": {}, "timeoutMs": 200 });
+    let err = client.request("app/command", hang).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "TIMEOUT");
+    assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["pid"], first["pid"]);
+
+    let err = run(&client, COUNTER, "crash", json!({})).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "INTERNAL_ERROR", "{err}");
+    // Started again for the next request: a new process, into which the state-changing
+    // commands of the log (the increment, not the gets) are replayed first.
+    let second = run(&client, COUNTER, "get", json!({})).await.unwrap();
+    assert_ne!(second["pid"], first["pid"]);
+    assert_eq!(second["count"], 2);
+    let log = client.request("app/log/read", json!({ "windowId": COUNTER })).await.unwrap();
+    let logged: Vec<&str> = log["entries"].as_array().unwrap().iter().map(|e| e["command"].as_str().unwrap()).collect();
+    assert_eq!(logged, ["increment", "get", "get", "get"], "failed commands are not logged");
+    assert!(server.stderr().contains("aai_counter started"), "the program's stderr goes to the log");
+
+    // Shutdown kills (and reaps) the program before the server exits.
+    let pid = second["pid"].as_u64().unwrap();
+    assert!(server.terminate().await.unwrap().success());
+    if Path::new("/proc/self").exists() {
+        assert!(!Path::new(&format!("/proc/{pid}")).exists(), "the program {pid} outlived the server");
+    }
+}
+
+#[tokio::test]
+async fn the_agent_drives_a_stdio_app_through_an_approval() {
+    let home = tempfile::tempdir().unwrap();
+    write_descriptor(home.path(), "counter", &counter_descriptor("A counter"));
+    let server = server_with_home(home.path()).await;
+    let mut client = server.ws_client_initialized().await.unwrap();
+    wait_listed(&client, COUNTER, true, None).await;
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let args = format!(r#"{COUNTER} increment {{"by":5}}"#);
+    let turn = client
+        .request("turn/start", json!({ "threadId": thread_id, "input": command("command", &args) }))
+        .await
+        .unwrap();
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    let (id, params) = loop {
+        match tokio::time::timeout(TIMEOUT, client.next_event()).await.unwrap().unwrap() {
+            Event::Request { id, method, params, .. } if method == "item/approval/request" => break (id, params),
+            _ => {}
+        }
+    };
+    assert_eq!(params["scopeKey"], "app:com.example.counter:increment");
+    client.respond(&id, json!({ "decision": "accept" }));
+    let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
+    let result = events
+        .iter()
+        .find(|e| e.method() == Some("item/completed") && e.params()["item"]["type"] == "toolResult")
+        .map(|e| e.params()["item"]["payload"].clone())
+        .unwrap();
+    assert_eq!(result["success"], true, "{result}");
+    assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["count"], 5);
+}
+
+#[tokio::test]
+async fn a_changed_descriptor_restarts_the_app_replaying_only_state_changing_tools_and_removal_unregisters() {
+    let home = tempfile::tempdir().unwrap();
+    write_descriptor(home.path(), "counter", &counter_descriptor("A counter"));
+    let server = server_with_home(home.path()).await;
+    let mut client = server.ws_client_initialized().await.unwrap();
+    wait_listed(&client, COUNTER, true, None).await;
+    run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap();
+    run(&client, COUNTER, "increment", json!({ "by": 3 })).await.unwrap();
+    let before = run(&client, COUNTER, "get", json!({})).await.unwrap();
+
+    write_descriptor(home.path(), "counter", &counter_descriptor("A counter, changed"));
+    let replayed = tokio::time::timeout(TIMEOUT * 2, client.wait_for("app/replayed")).await.unwrap().unwrap();
+    assert_eq!(replayed.params()["windowId"], COUNTER);
+    assert_eq!(replayed.params()["replayed"], 2, "the two increments, not the get");
+    wait_listed(&client, COUNTER, true, Some("A counter, changed")).await;
+    let after = run(&client, COUNTER, "get", json!({})).await.unwrap();
+    assert_ne!(after["pid"], before["pid"], "a new program");
+    assert_eq!(after["count"], 5, "its state restored by the replay");
+
+    std::fs::remove_dir_all(home.path().join("counter")).unwrap();
+    wait_listed(&client, COUNTER, false, None).await;
+    let gone = tokio::time::timeout(TIMEOUT, client.wait_for("app/unregistered")).await.unwrap().unwrap();
+    assert_eq!(gone.params()["windowId"], COUNTER);
+}
+
+#[tokio::test]
+async fn an_http_app_is_called_with_its_paths_methods_and_token() {
+    let stub = HttpStub::start(|request| match (request.method.as_str(), request.path.as_str()) {
+        ("POST", "/api/notes") => (201, vec![], json!({ "id": "n1", "saved": request.body }).to_string()),
+        ("GET", path) if path.starts_with("/api/notes?") => (200, vec![], json!([{ "id": "n1" }]).to_string()),
+        _ => (403, vec![], json!({ "error": { "code": "PERMISSION_DENIED", "message": "read only" } }).to_string()),
+    })
+    .await;
+    // In the workspace's .appserver/apps this time.
+    let workspace = tempfile::tempdir().unwrap();
+    let apps_dir = workspace.path().join(".appserver").join("apps");
+    write_descriptor(
+        &apps_dir,
+        "notes",
+        &json!({
+            "schema_version": "1.0",
+            "app": { "id": "notes", "name": "Notes" },
+            "execution": { "type": "http", "base_url": stub.base_url(), "auth": { "type": "bearer", "token_env": "NOTES_TOKEN" } },
+            "tools": [
+                { "name": "add", "description": "Add a note", "path": "/api/notes", "method": "POST", "state_changing": true },
+                { "name": "list", "description": "List notes", "path": "/api/notes", "method": "GET" },
+                { "name": "remove", "description": "Remove a note", "path": "/api/remove" }
+            ]
+        }),
+    );
+    let server = ServerBuilder::ws().workspace(workspace.path()).env("NOTES_TOKEN", "s3cret").spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let app = wait_listed(&client, "aai:notes", true, None).await;
+    assert_eq!(app["kind"], "http");
+    let added = run(&client, "aai:notes", "add", json!({ "text": "hi" })).await.unwrap();
+    assert_eq!(added, json!({ "id": "n1", "saved": "{\"text\":\"hi\"}" }));
+    let listed = run(&client, "aai:notes", "list", json!({ "q": "h" })).await.unwrap();
+    assert_eq!(listed, json!([{ "id": "n1" }]));
+    let err = run(&client, "aai:notes", "remove", json!({})).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "PERMISSION_DENIED");
+    let requests = stub.requests();
+    assert_eq!(requests[1].path, "/api/notes?q=h");
+    assert!(requests.iter().all(|r| r.header("authorization") == Some("Bearer s3cret")));
+    let descriptor = std::fs::read_to_string(apps_dir.join("notes").join("aai.json")).unwrap();
+    assert!(!descriptor.contains("s3cret"));
+}
