@@ -212,6 +212,10 @@ pub struct AppLogEntry {
     /// Why the app rejected this entry at its last replay, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_error: Option<String>,
+    /// Who ran the command, when it was not appserver's own client or agent: an outside agent
+    /// calling through the MCP server, as `{"kind": "mcp", "name": <its clientInfo.name>}`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Value>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -341,6 +345,24 @@ pub struct AppReplayedParams {
     pub replayed: u64,
     pub failed: u64,
     pub errors: Vec<AppReplayError>,
+}
+
+/// Params of `app/externalCall`: an outside agent, connected through the MCP server, called
+/// `app_command` on a window. Sent to every client once the call is decided, so a user sees what
+/// an outside agent did to their app.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppExternalCallParams {
+    pub window_id: String,
+    pub command: String,
+    pub params: Value,
+    /// Who called: `{"kind": "mcp", "name": <the MCP client's clientInfo.name>}`.
+    pub caller: Value,
+    /// `done` (the app ran it; it is in the replay log), `declined` (no approval) or `failed`.
+    pub status: String,
+    /// The app's result (`done`) or why it did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
 }
 
 /// Params of `app/event`.

@@ -8,9 +8,10 @@ use serde_json::value::RawValue;
 
 use crate::app::{
     AppCommandParams, AppCommandResult, AppDiscoverParams, AppDiscoverResult, AppEmitParams, AppEventParams,
-    AppInteractionParams, AppListParams, AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams,
-    AppOpenResult, AppQueryParams, AppQueryResult, AppRegisterParams, AppRegisterResult, AppRegisteredParams,
-    AppReplayedParams, AppUnregisterParams, AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
+    AppExternalCallParams, AppInteractionParams, AppListParams, AppListResult, AppLogReadParams, AppLogReadResult,
+    AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult, AppRegisterParams, AppRegisterResult,
+    AppRegisteredParams, AppReplayedParams, AppUnregisterParams, AppUnregisteredParams, ExtAppCommandParams,
+    ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
 use crate::channel::{ChannelListParams, ChannelListResult};
@@ -229,6 +230,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     AppUnregistered => "app/unregistered" (AppUnregisteredParams);
     AppReplayed => "app/replayed" (AppReplayedParams);
     AppEvent => "app/event" (AppEventParams);
+    /// An outside agent (an MCP client) ran, or was refused, an app command.
+    AppExternalCall => "app/externalCall" (AppExternalCallParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

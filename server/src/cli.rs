@@ -39,6 +39,14 @@ pub enum Sub {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
+    /// Serve MCP on stdio for an agent that spawns appserver (Claude Code, Codex, ...): relay to
+    /// the workspace's running server (found through .appserver/server.lock), or, when none runs,
+    /// start one in this process on ws://127.0.0.1:0 (so apps and approving clients can connect
+    /// to it) and relay to that. Takes the server flags, used only for the embedded server.
+    Mcp {
+        #[command(flatten)]
+        run: Box<RunArgs>,
+    },
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -155,6 +163,9 @@ pub enum Command {
     Locate {
         workspace: PathBuf,
     },
+    /// `appserver mcp [FLAGS]`: MCP on stdio; the configuration of the server to start when
+    /// none runs.
+    Mcp(Box<ServerConfig>),
     /// `appserver completions SHELL`
     Completions(clap_complete::Shell),
 }
@@ -187,12 +198,17 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
     match cli.command {
         Some(Sub::Locate { workspace }) => {
-            return Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) });
+            Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) })
         }
-        Some(Sub::Completions { shell }) => return Ok(Command::Completions(shell)),
-        None => {}
+        Some(Sub::Completions { shell }) => Ok(Command::Completions(shell)),
+        Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
+        None => Ok(Command::Run(Box::new(run_config(cli.run, cwd, env)?))),
     }
-    let a = cli.run;
+}
+
+/// The server configuration of the run flags, the workspace's config file and the environment.
+fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<ServerConfig, ConfigError> {
+    let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
     let mut config =
         ServerConfig::for_workspace(a.workspace.clone().map(absolute).unwrap_or_else(|| cwd.to_path_buf()));
     config.db = match &a.db {
@@ -258,7 +274,7 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
             }
         }
     }
-    Ok(Command::Run(Box::new(config)))
+    Ok(config)
 }
 
 /// The model settings: flags, then the config file's `[model]` (its `api_key_env` read from
@@ -442,6 +458,11 @@ mod tests {
         assert!(
             matches!(resolve(cli, Path::new("/x"), &|_| None), Ok(Command::Locate { workspace }) if workspace == Path::new("/x/w"))
         );
+        let cli = Cli::try_parse_from(["appserver", "mcp", "--workspace", "w", "--approval-policy", "never"]).unwrap();
+        assert!(matches!(
+            resolve(cli, Path::new("/x"), &|_| None),
+            Ok(Command::Mcp(config)) if config.workspace == Path::new("/x/w") && config.approval_policy == ApprovalPolicy::Never
+        ));
         let cli = Cli::try_parse_from(["appserver", "completions", "bash"]).unwrap();
         assert!(matches!(
             resolve(cli, Path::new("/x"), &|_| None),

@@ -14,6 +14,7 @@ pub mod commands;
 pub mod config;
 pub mod debug;
 pub mod lock;
+pub mod mcp;
 pub mod model;
 pub mod policy;
 pub mod ports;

@@ -1,5 +1,5 @@
 //! The `appserver` binary: parse the command line, set up logging on stderr, run the server (or
-//! `locate` / `completions`).
+//! `locate` / `completions`, or MCP on stdio with `mcp`).
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -16,8 +16,9 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let config = match cli::parse(std::env::args_os().skip(1), &cwd) {
-        Ok(Command::Run(config)) => *config,
+    let (config, mcp) = match cli::parse(std::env::args_os().skip(1), &cwd) {
+        Ok(Command::Run(config)) => (*config, false),
+        Ok(Command::Mcp(config)) => (*config, true),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::Completions(shell)) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
@@ -40,7 +41,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = runtime.block_on(appserver::server::run(config));
+    let result = if mcp {
+        runtime.block_on(appserver::server::mcp_stdio(config))
+    } else {
+        runtime.block_on(appserver::server::run(config))
+    };
     // A blocking stdin read may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
     match result {
@@ -74,9 +79,10 @@ fn locate(workspace: &std::path::Path) -> ExitCode {
 }
 
 /// Logs go to stderr (stdout belongs to the protocol on stdio). Level from `APPSERVER_LOG`
-/// (an `EnvFilter` directive such as `debug` or `appserver=trace`), default `info`.
+/// (an `EnvFilter` directive such as `debug` or `appserver=trace`), default `info` (the MCP SDK
+/// at `warn`).
 fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info"));
+    let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
     match format {
         LogFormat::Text => builder.init(),

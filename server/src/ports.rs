@@ -139,6 +139,10 @@ pub trait Broadcast: Send + Sync + fmt::Debug {
 
     /// The client with this id, if it is still connected.
     fn client(&self, id: ConnectionId) -> Option<std::sync::Arc<dyn Client>>;
+
+    /// Every connected client (a snapshot), e.g. to ask the approval-capable ones about a call
+    /// that belongs to no thread.
+    fn all(&self) -> Vec<std::sync::Arc<dyn Client>>;
 }
 
 /// Stand-ins for unit tests of the domain: a client that records what it is sent, and an empty
@@ -203,6 +207,9 @@ pub mod fake {
         }
         fn client(&self, _id: ConnectionId) -> Option<Arc<dyn Client>> {
             None
+        }
+        fn all(&self) -> Vec<Arc<dyn Client>> {
+            Vec::new()
         }
     }
 }

@@ -43,6 +43,14 @@ pub enum ServerError {
     Workspace { path: PathBuf, reason: String },
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error(transparent)]
+    Relay(#[from] crate::mcp::relay::RelayError),
+    #[error(
+        "the running appserver (pid {pid}) has no WebSocket listener to reach its /mcp; restart it with --listen ws://127.0.0.1:0"
+    )]
+    NoHttpListener { pid: u32 },
+    #[error("the embedded server did not publish its address within {0:?}")]
+    EmbeddedNotReady(Duration),
 }
 
 /// How long shutdown waits for running tasks before giving up on them.
@@ -52,6 +60,11 @@ const TURN_GRACE: Duration = Duration::from_secs(3);
 
 /// Runs the server until shutdown.
 pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
+    run_until(config, CancellationToken::new()).await
+}
+
+/// [`run`], also shutting down when `stop` is cancelled (the embedded server of `appserver mcp`).
+pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<(), ServerError> {
     let signal = ShutdownSignal::install();
     if !config.workspace.is_dir() {
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
@@ -88,6 +101,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
+        _ = stop.cancelled() => tracing::info!("shutting down"),
         signal = signal.recv() => tracing::info!(%signal, "shutting down"),
     }
     shut_down(&state).await;
@@ -293,5 +307,95 @@ impl ShutdownSignal {
         }
         let _ = self.interrupt.await;
         "SIGINT"
+    }
+}
+
+/// How long `appserver mcp` waits for the server it starts to publish its address.
+const EMBEDDED_START: Duration = Duration::from_secs(30);
+
+/// `appserver mcp`: MCP on stdio. When the workspace has a running server, stdio is relayed to its
+/// `/mcp` (one server per workspace and database: the lock forbids a second one, and the apps
+/// and approving clients are connected to that one). When none runs, a server is started in this
+/// process on `ws://127.0.0.1:0` (stdio belongs to MCP), published in the lock file like any
+/// other so app hosts and clients can find and join it, and stdio is relayed to it; it stops
+/// when the agent closes stdin.
+pub async fn mcp_stdio(mut config: ServerConfig) -> Result<(), ServerError> {
+    if let Some(info) = crate::lock::locate(&config.workspace)? {
+        return relay_to(&info).await;
+    }
+    config.listen.retain(|l| *l != ListenAddr::Stdio);
+    if config.listen.is_empty() {
+        config.listen.push(ListenAddr::WebSocket(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
+    }
+    let (workspace, token) = (config.workspace.clone(), config.ws_token.clone());
+    let stop = CancellationToken::new();
+    let mut server = Some(tokio::spawn(run_until(config, stop.clone())));
+    let deadline = tokio::time::Instant::now() + EMBEDDED_START;
+    let url = loop {
+        match crate::lock::locate(&workspace)? {
+            Some(info) if info.pid == std::process::id() && info.ws_url.is_some() => {
+                break mcp_url(info.ws_url.as_deref().unwrap_or_default());
+            }
+            // Another `appserver mcp` (or server) took the workspace first: use that one.
+            Some(info) if server.is_none() && info.ws_url.is_some() => return relay_to(&info).await,
+            _ => {}
+        }
+        if tokio::time::Instant::now() > deadline {
+            stop.cancel();
+            return Err(ServerError::EmbeddedNotReady(EMBEDDED_START));
+        }
+        // The lock file is written once the listeners are bound; the server task ends early
+        // only on a start-up error, which is the answer, unless another server holds the lock.
+        let wait = tokio::time::sleep(Duration::from_millis(20));
+        match server.as_mut() {
+            Some(task) => tokio::select! {
+                ended = task => match ended.unwrap_or(Ok(())) {
+                    Err(ServerError::Lock(LockError::Held { .. })) => server = None,
+                    other => return other,
+                },
+                _ = wait => {}
+            },
+            None => wait.await,
+        }
+    };
+    tracing::info!(%url, "no server was running: started one in this process; relaying MCP on stdio to it");
+    let relayed = crate::mcp::relay::relay_stdio(&url, token).await;
+    stop.cancel();
+    let served = match server {
+        Some(task) => task.await.unwrap_or(Ok(())),
+        None => Ok(()),
+    };
+    relayed?;
+    served
+}
+
+/// Relays stdio to the `/mcp` of the running server `info` describes.
+async fn relay_to(info: &LockInfo) -> Result<(), ServerError> {
+    let url = info.ws_url.as_deref().map(mcp_url).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
+    let token = info.token_file.as_deref().and_then(read_token);
+    tracing::info!(%url, pid = info.pid, "relaying MCP on stdio to the running server");
+    Ok(crate::mcp::relay::relay_stdio(&url, token).await?)
+}
+
+/// `ws://ADDR/ws` → `http://ADDR/mcp` (a wildcard address is reached on loopback).
+fn mcp_url(ws_url: &str) -> String {
+    let addr = ws_url.trim_start_matches("ws://").trim_end_matches("/ws");
+    let addr = addr.replacen("0.0.0.0:", "127.0.0.1:", 1).replacen("[::]:", "[::1]:", 1);
+    format!("http://{addr}/mcp")
+}
+
+fn read_token(path: &std::path::Path) -> Option<String> {
+    std::fs::read_to_string(path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_mcp_url_of_a_websocket_listener() {
+        assert_eq!(mcp_url("ws://127.0.0.1:8080/ws"), "http://127.0.0.1:8080/mcp");
+        assert_eq!(mcp_url("ws://0.0.0.0:9000/ws"), "http://127.0.0.1:9000/mcp");
+        assert_eq!(mcp_url("ws://[::]:9000/ws"), "http://[::1]:9000/mcp");
     }
 }

@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["commands", "apps"],
     &["turns"],
     &["agent"],
-    &["rpc"],
+    &["rpc", "mcp"],
     &["transport"],
     &["lock"],
     &["server", "cli", "lib", "main"],

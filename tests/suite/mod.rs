@@ -20,6 +20,7 @@ mod errors;
 mod handshake;
 mod limits;
 mod lock;
+mod mcp;
 mod metrics;
 mod model;
 mod postgres;

@@ -74,6 +74,18 @@ AppEventParams = TypedDict("AppEventParams", {
     "payload": NotRequired[Any],
 })
 
+# Params of `app/externalCall`: an outside agent, connected through the MCP server, called
+# `app_command` on a window. Sent to every client once the call is decided, so a user sees what
+# an outside agent did to their app.
+AppExternalCallParams = TypedDict("AppExternalCallParams", {
+    "windowId": str,
+    "command": str,
+    "params": Any,
+    "caller": Any,  # Who called: `{"kind": "mcp", "name": <the MCP client's clientInfo.name>}`.
+    "status": str,  # `done` (the app ran it; it is in the replay log), `declined` (no approval) or `failed`.
+    "detail": NotRequired[Any],  # The app's result (`done`) or why it did not run.
+})
+
 # Params of the `app/interaction` notification (host → server): what the user did in the app.
 AppInteractionParams = TypedDict("AppInteractionParams", {
     "windowId": str,
@@ -100,6 +112,7 @@ AppLogEntry = TypedDict("AppLogEntry", {
     "params": Any,
     "result": Any,
     "recordedAt": str,
+    "caller": NotRequired[Any],  # Who ran the command, when it was not appserver's own client or agent: an outside agent
     "replayError": NotRequired[Optional[str]],  # Why the app rejected this entry at its last replay, if it did.
 })
 
@@ -1113,11 +1126,12 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/failed", "turn/started"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/failed", "turn/started"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/event": ("AppEventParams", None),
+    "app/externalCall": ("AppExternalCallParams", None),
     "app/registered": ("AppRegisteredParams", None),
     "app/replayed": ("AppReplayedParams", None),
     "app/unregistered": ("AppUnregisteredParams", None),

@@ -15,11 +15,11 @@ mod replay;
 pub mod service;
 pub mod web;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use appserver_protocol::{AppSummary, FileAssociation};
+use appserver_protocol::{AppEventParams, AppSummary, FileAssociation};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -110,7 +110,13 @@ pub struct AppWindow {
     inner: Mutex<WindowInner>,
     /// `true` when calls may go to the app (not re-registering or replaying).
     ready: watch::Sender<bool>,
+    /// The window's latest `app/emit` events (at most [`RECENT_EVENTS`]), so a caller that cannot
+    /// receive notifications (an MCP agent) can read a streaming command's run.
+    recent_events: Mutex<VecDeque<AppEventParams>>,
 }
+
+/// How many of a window's latest events are kept for reading.
+pub const RECENT_EVENTS: usize = 256;
 
 #[derive(Debug)]
 struct WindowInner {
@@ -211,7 +217,30 @@ impl AppWindow {
     }
 
     fn new(window_id: &str, inner: WindowInner, ready: bool) -> AppWindow {
-        AppWindow { window_id: window_id.to_owned(), inner: Mutex::new(inner), ready: watch::Sender::new(ready) }
+        AppWindow {
+            window_id: window_id.to_owned(),
+            inner: Mutex::new(inner),
+            ready: watch::Sender::new(ready),
+            recent_events: Mutex::new(VecDeque::new()),
+        }
+    }
+
+    fn events(&self) -> MutexGuard<'_, VecDeque<AppEventParams>> {
+        self.recent_events.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Keeps an emitted event (the oldest is dropped past [`RECENT_EVENTS`]).
+    pub fn remember_event(&self, event: AppEventParams) {
+        let mut events = self.events();
+        if events.len() == RECENT_EVENTS {
+            events.pop_front();
+        }
+        events.push_back(event);
+    }
+
+    /// The kept events of one run, oldest first.
+    pub fn run_events(&self, run_id: &str) -> Vec<AppEventParams> {
+        self.events().iter().filter(|e| e.run_id == run_id).cloned().collect()
     }
 
     fn replace(&self, inner: WindowInner, ready: bool) {
@@ -256,11 +285,23 @@ impl AppWindow {
 #[derive(Debug, Default)]
 pub struct AppRegistry {
     windows: Mutex<HashMap<String, Arc<AppWindow>>>,
+    /// Counts registrations and removals, so watchers (the MCP server's
+    /// `notifications/resources/list_changed`) learn that the set of apps changed.
+    changes: watch::Sender<u64>,
 }
 
 impl AppRegistry {
     fn map(&self) -> MutexGuard<'_, HashMap<String, Arc<AppWindow>>> {
         self.windows.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A receiver that sees the change counter move whenever a window registers or leaves.
+    pub fn watch_changes(&self) -> watch::Receiver<u64> {
+        self.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.changes.send_modify(|n| *n += 1);
     }
 
     pub fn get(&self, window_id: &str) -> Option<Arc<AppWindow>> {
@@ -310,21 +351,28 @@ impl AppRegistry {
             order: SendOrder::new(next_seq),
             bound_thread: bound_thread.or(previous_binding),
         };
-        match existing {
+        let window = match existing {
             Some(existing) => {
                 existing.replace(inner, ready);
-                Ok(existing)
+                existing
             }
             None => {
                 let window = Arc::new(AppWindow::new(window_id, inner, ready));
                 map.insert(window_id.to_owned(), window.clone());
-                Ok(window)
+                window
             }
-        }
+        };
+        drop(map);
+        self.changed();
+        Ok(window)
     }
 
     pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
-        self.map().remove(window_id)
+        let removed = self.map().remove(window_id);
+        if removed.is_some() {
+            self.changed();
+        }
+        removed
     }
 
     /// Removes a window unless another live host than `requester` hosts it (checked under the
@@ -334,7 +382,12 @@ impl AppRegistry {
         if let Some(existing) = map.get(window_id) {
             existing.check_host(requester, "unregister it")?;
         }
-        Ok(map.remove(window_id))
+        let removed = map.remove(window_id);
+        drop(map);
+        if removed.is_some() {
+            self.changed();
+        }
+        Ok(removed)
     }
 }
 

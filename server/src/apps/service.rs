@@ -203,15 +203,28 @@ pub async fn query(
     Ok(unwrap_member(&raw, "data"))
 }
 
-/// Runs a command: built-ins are answered by the server; others are validated against their
-/// schema, sent to the host, and — if the app succeeds — appended to the replay log before the
-/// result is returned.
+/// Runs a command for appserver's own clients and agent (no `caller` in the log): see
+/// [`command_as`].
 pub async fn command(
     apps: &AppService,
     window_id: &str,
     command: &str,
     params: Option<Value>,
     timeout_ms: Option<u64>,
+) -> Result<Value, AppError> {
+    command_as(apps, window_id, command, params, timeout_ms, None).await
+}
+
+/// Runs a command: built-ins are answered by the server; others are validated against their
+/// schema, sent to the host, and — if the app succeeds — appended to the replay log (with
+/// `caller`, who asked, when it was an outside agent) before the result is returned.
+pub async fn command_as(
+    apps: &AppService,
+    window_id: &str,
+    command: &str,
+    params: Option<Value>,
+    timeout_ms: Option<u64>,
+    caller: Option<Value>,
 ) -> Result<Value, AppError> {
     let window = window(apps, window_id)?;
     let checked = window.manifest();
@@ -236,7 +249,14 @@ pub async fn command(
     checked.check_params(command, &params).map_err(AppError::InvalidParams)?;
     let host = window.host_or_reregistration().await?;
     let timeout = call_timeout(timeout_ms);
-    run_logged(apps, &window, host.as_ref(), command, params, timeout).await
+    run_logged(apps, &window, host.as_ref(), Call { command, params, caller }, timeout).await
+}
+
+/// One command to log and send.
+struct Call<'a> {
+    command: &'a str,
+    params: Value,
+    caller: Option<Value>,
 }
 
 /// The write-ahead command path. One step takes the sequence number and queues the `pending`
@@ -249,10 +269,10 @@ async fn run_logged(
     apps: &AppService,
     window: &AppWindow,
     host: &dyn AppHost,
-    command: &str,
-    params: Value,
+    call: Call<'_>,
     timeout: Duration,
 ) -> Result<Value, AppError> {
+    let Call { command, params, caller } = call;
     let window_id = window.window_id.as_str();
     let (mut slot, intent) = window.reserve_command(|seq| {
         apps.store.submit(AppWrite::Intend {
@@ -261,6 +281,7 @@ async fn run_logged(
             command: command.to_owned(),
             params: params.clone(),
             at: clock::now_rfc3339(),
+            caller: caller.clone(),
         })
     });
     let seq = slot.seq();
@@ -382,12 +403,10 @@ pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(
             checked.declared_events().join(", ")
         )));
     }
-    let notification = ServerNotification::AppEvent(AppEventParams {
-        window_id: p.window_id,
-        run_id: p.run_id,
-        event_type: p.event_type,
-        payload: p.payload,
-    });
+    let event =
+        AppEventParams { window_id: p.window_id, run_id: p.run_id, event_type: p.event_type, payload: p.payload };
+    window.remember_event(event.clone());
+    let notification = ServerNotification::AppEvent(event);
     match window.bound_thread().and_then(|t| apps.threads.loaded(&t)) {
         Some(thread) => thread.publish(&notification),
         None => broadcast(apps.clients.as_ref(), &notification),

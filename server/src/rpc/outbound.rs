@@ -103,4 +103,8 @@ impl Broadcast for Connections {
     fn client(&self, id: ConnectionId) -> Option<Arc<dyn Client>> {
         self.get(id).map(|peer| peer as Arc<dyn Client>)
     }
+
+    fn all(&self) -> Vec<Arc<dyn Client>> {
+        Connections::all(self).into_iter().map(|peer| peer as Arc<dyn Client>).collect()
+    }
 }

@@ -30,6 +30,8 @@ pub enum AppWrite {
         command: String,
         params: Value,
         at: String,
+        /// Who asked (see `AppLogEntry::caller`); `None` for appserver's own clients.
+        caller: Option<Value>,
     },
     /// The app ran the pending entry: it becomes `done`, with the app's result.
     Confirm {
@@ -92,11 +94,17 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
                 conn.execute(sql("DELETE FROM app_log WHERE window_id = ?").bind(window_id)).await?;
             }
         }
-        AppWrite::Intend { window_id, seq, command, params, at } => {
-            let text = "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at, state) \
-                 VALUES (?,?,?,?,'null',?,'pending')";
-            conn.execute(sql(text).bind(window_id).bind(sql_seq(*seq)).bind(command).bind(text_of(params)).bind(at))
-                .await?;
+        AppWrite::Intend { window_id, seq, command, params, at, caller } => {
+            let text = "INSERT INTO app_log (window_id, seq, command, params, result, recorded_at, state, caller) \
+                 VALUES (?,?,?,?,'null',?,'pending',?)";
+            let q = sql(text)
+                .bind(window_id)
+                .bind(sql_seq(*seq))
+                .bind(command)
+                .bind(text_of(params))
+                .bind(at)
+                .bind(caller.as_ref().map(text_of));
+            conn.execute(q).await?;
         }
         AppWrite::Confirm { window_id, seq, result, at } => {
             let text = "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? \
@@ -141,6 +149,10 @@ fn entry(row: &Row) -> Result<AppLogEntry, StoreError> {
         result: serde_json::from_str(&result).map_err(|e| StoreError::Corrupt(e.to_string()))?,
         recorded_at: row.text("recorded_at")?,
         replay_error: row.opt_text("replay_error")?,
+        caller: match row.opt_text("caller")? {
+            Some(text) => Some(serde_json::from_str(&text).map_err(|e| StoreError::Corrupt(e.to_string()))?),
+            None => None,
+        },
     })
 }
 
@@ -167,7 +179,7 @@ impl Store {
     /// Done log entries of a window after `after_seq`, in order, at most `limit` (pending ones,
     /// whose outcome the log does not know, are neither replayed nor read).
     pub async fn app_log(&self, window_id: &str, after_seq: u64, limit: u32) -> Result<Vec<AppLogEntry>, StoreError> {
-        let text = "SELECT seq, command, params, result, recorded_at, replay_error FROM app_log \
+        let text = "SELECT seq, command, params, result, recorded_at, replay_error, caller FROM app_log \
              WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?";
         let rows = self.reader.fetch_all(sql(text).bind(window_id).bind(sql_seq(after_seq)).bind(limit)).await?;
         rows.iter().map(entry).collect()

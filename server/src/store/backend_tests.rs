@@ -162,6 +162,7 @@ async fn records_round_trip_on_every_backend() {
                 command: "c".to_owned(),
                 params: serde_json::json!({"a": 1}),
                 at: "now".to_owned(),
+                caller: Some(serde_json::json!({"kind": "mcp", "name": "agent"})),
             })
             .await
             .unwrap();
@@ -174,7 +175,9 @@ async fn records_round_trip_on_every_backend() {
         };
         store.write(confirm.clone()).await.unwrap();
         assert!(matches!(store.write(confirm).await, Err(StoreError::NotFound(_))), "{location}");
-        assert_eq!(store.app_log("w1", 0, 10).await.unwrap()[0].params, serde_json::json!({"a": 1}));
+        let logged = store.app_log("w1", 0, 10).await.unwrap();
+        assert_eq!(logged[0].params, serde_json::json!({"a": 1}));
+        assert_eq!(logged[0].caller, Some(serde_json::json!({"kind": "mcp", "name": "agent"})), "{location}");
         for url in ["https://a.example", "https://b.example"] {
             let save = AppWrite::SaveAppName { name: "jira".to_owned(), url: url.to_owned(), at: "now".to_owned() };
             store.write(save).await.unwrap();

@@ -18,6 +18,8 @@ pub struct RequestHead {
     pub query: Option<String>,
     headers: Vec<(String, String)>,
     pub leftover: Vec<u8>,
+    /// The head exactly as it arrived (for handing the connection to another HTTP server).
+    pub raw: Vec<u8>,
 }
 
 impl RequestHead {
@@ -37,10 +39,7 @@ impl RequestHead {
 
     /// A query parameter, percent-decoded.
     pub fn query_param(&self, key: &str) -> Option<String> {
-        self.query.as_deref()?.split('&').find_map(|pair| {
-            let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
-            (percent_decode(k) == key).then(|| percent_decode(v))
-        })
+        query_value(self.query.as_deref()?, key)
     }
 }
 
@@ -86,6 +85,7 @@ pub async fn read_head<S: AsyncRead + Unpin>(stream: &mut S) -> Result<RequestHe
                     query,
                     headers,
                     leftover: buf[len..].to_vec(),
+                    raw: buf[..len].to_vec(),
                 });
             }
             Ok(httparse::Status::Partial) if buf.len() <= MAX_HEAD => continue,
@@ -138,11 +138,13 @@ pub fn presented_token(head: &RequestHead) -> Option<String> {
     if let Some(token) = head.query_param("token") {
         return Some(token);
     }
-    let bearer = head.header("authorization").and_then(|auth| {
-        let (scheme, token) = auth.trim().split_once(' ')?;
-        scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
-    });
-    bearer.or_else(|| cookie(head, TOKEN_COOKIE))
+    head.header("authorization").and_then(bearer).or_else(|| cookie(head, TOKEN_COOKIE))
+}
+
+/// The token of an `Authorization: Bearer <token>` header value.
+pub fn bearer(authorization: &str) -> Option<String> {
+    let (scheme, token) = authorization.trim().split_once(' ')?;
+    scheme.eq_ignore_ascii_case("bearer").then(|| token.trim().to_owned())
 }
 
 /// A cookie's value (percent-decoded), from any `Cookie` header of the request.
@@ -161,6 +163,14 @@ pub fn token_ok(head: &RequestHead, expected: Option<&str>) -> bool {
         None => true,
         Some(expected) => presented_token(head).is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes())),
     }
+}
+
+/// A parameter of a query string, percent-decoded.
+pub fn query_value(query: &str, key: &str) -> Option<String> {
+    query.split('&').find_map(|pair| {
+        let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
+        (percent_decode(k) == key).then(|| percent_decode(v))
+    })
 }
 
 /// Whether a browser `Origin` may connect: absent (not a browser), a loopback origin, or one the

@@ -26,6 +26,7 @@ use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
 use super::web;
+use crate::mcp::http::McpService;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
@@ -35,6 +36,7 @@ use appserver_protocol::jsonrpc::RequestId;
 /// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once
 /// (shared by every listener): an upgrade beyond it is answered 503.
 pub async fn serve(state: Arc<ServerState>, listener: TcpListener, slots: Arc<Semaphore>) {
+    let mcp = crate::mcp::http::service(state.apps.clone(), state.turns.clone(), &state.shutdown);
     loop {
         let accepted = tokio::select! {
             _ = state.shutdown.cancelled() => break,
@@ -43,9 +45,9 @@ pub async fn serve(state: Arc<ServerState>, listener: TcpListener, slots: Arc<Se
         match accepted {
             Ok((stream, remote)) => {
                 let _ = stream.set_nodelay(true);
-                let (state2, slots) = (state.clone(), slots.clone());
+                let (state2, slots, mcp) = (state.clone(), slots.clone(), mcp.clone());
                 state.tasks.spawn(async move {
-                    if let Err(err) = handle_connection(state2, stream, slots).await {
+                    if let Err(err) = handle_connection(state2, stream, slots, mcp).await {
                         tracing::debug!(%remote, error = %err, "HTTP exchange failed");
                     }
                 });
@@ -63,6 +65,7 @@ async fn handle_connection(
     state: Arc<ServerState>,
     mut stream: TcpStream,
     slots: Arc<Semaphore>,
+    mcp: McpService,
 ) -> Result<(), http::HeadError> {
     let head = match tokio::time::timeout(http::HEAD_TIMEOUT, http::read_head(&mut stream)).await {
         Ok(head) => head?,
@@ -93,6 +96,7 @@ async fn handle_connection(
             };
             return upgrade(state, stream, head, slot).await;
         }
+        (_, "/mcp") => super::mcp::serve(state.config.clone(), mcp, stream, head).await,
         (_, "/healthz" | "/readyz" | "/metrics" | "/ws") => {
             http::respond(
                 &mut stream,

@@ -86,6 +86,23 @@ export interface AppEventParams {
   payload?: unknown;
 }
 
+/**
+ * Params of `app/externalCall`: an outside agent, connected through the MCP server, called
+ * `app_command` on a window. Sent to every client once the call is decided, so a user sees what
+ * an outside agent did to their app.
+ */
+export interface AppExternalCallParams {
+  windowId: string;
+  command: string;
+  params: unknown;
+  /** Who called: `{"kind": "mcp", "name": <the MCP client's clientInfo.name>}`. */
+  caller: unknown;
+  /** `done` (the app ran it; it is in the replay log), `declined` (no approval) or `failed`. */
+  status: string;
+  /** The app's result (`done`) or why it did not run. */
+  detail?: unknown;
+}
+
 /** Params of the `app/interaction` notification (host → server): what the user did in the app. */
 export interface AppInteractionParams {
   windowId: string;
@@ -112,6 +129,11 @@ export interface AppLogEntry {
   params: unknown;
   result: unknown;
   recordedAt: string;
+  /**
+   * Who ran the command, when it was not appserver's own client or agent: an outside agent
+   * calling through the MCP server, as `{"kind": "mcp", "name": <its clientInfo.name>}`.
+   */
+  caller?: unknown;
   /** Why the app rejected this entry at its last replay, if it did. */
   replayError?: string | null;
 }
@@ -1224,6 +1246,7 @@ export interface ClientNotificationMap {
 /** Notifications the server sends. The value is the params. */
 export interface ServerNotificationMap {
   "app/event": AppEventParams;
+  "app/externalCall": AppExternalCallParams;
   "app/registered": AppRegisteredParams;
   "app/replayed": AppReplayedParams;
   "app/unregistered": AppUnregisteredParams;

@@ -1,0 +1,269 @@
+//! One MCP session: rmcp's `ServerHandler` over the app service. Tools (`tools.rs`), one
+//! resource per app window (`app://<windowId>`, its name and description; reading it gives the
+//! manifest), and `notifications/resources/list_changed` whenever an app registers or leaves.
+
+use std::sync::Arc;
+
+use appserver_protocol::{AppExternalCallParams, ServerNotification};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListResourcesResult,
+    ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
+    Resource, ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter,
+};
+use rmcp::service::{NotificationContext, Peer, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use serde_json::{Value, json};
+use tokio_util::sync::{CancellationToken, DropGuard};
+
+use super::approval::{self, SessionApprovals, Verdict};
+use super::tools;
+use crate::agent::app_tools::AppCommandTool;
+use crate::apps::service::{self, AppService};
+use crate::threads::broadcast;
+use crate::turns::TurnService;
+use crate::turns::tools::Tool as _;
+
+/// The URI scheme of app resources: `app://<windowId>` (the manifest) and
+/// `app://<windowId>/runs/<runId>` (a streaming command's events).
+pub const RESOURCE_SCHEME: &str = "app://";
+const RUNS: &str = "/runs/";
+
+const INSTRUCTIONS: &str = "appserver's registered apps (spreadsheets, editors, canvases, ...). Call app_list (or \
+     list the resources) to see them, read an app's manifest (the resource app://<windowId>, or \
+     app_query(windowId, \"manifest\")) before using it, read state with app_query and change it with app_command. \
+     Every app_command is approved by the user (or the workspace policy) and recorded in the app's replay log.";
+
+/// The MCP server of one session (one client).
+#[derive(Debug, Clone)]
+pub struct McpSession {
+    apps: Arc<AppService>,
+    turns: Arc<TurnService>,
+    approvals: Arc<SessionApprovals>,
+    /// Cancelled when the session (its last handle) is dropped, which ends its watcher task.
+    ended: CancellationToken,
+    _end_on_drop: Arc<DropGuard>,
+}
+
+impl McpSession {
+    pub fn new(apps: Arc<AppService>, turns: Arc<TurnService>) -> Self {
+        let ended = CancellationToken::new();
+        McpSession {
+            apps,
+            turns,
+            approvals: Arc::new(SessionApprovals::default()),
+            _end_on_drop: Arc::new(ended.clone().drop_guard()),
+            ended,
+        }
+    }
+
+    async fn command(&self, args: JsonObject, caller_name: &str) -> Result<CallToolResult, ErrorData> {
+        let (window, command) = match (tools::string_arg(&args, "windowId"), tools::string_arg(&args, "command")) {
+            (Ok(w), Ok(c)) => (w, c),
+            (Err(e), _) | (_, Err(e)) => return Ok(e),
+        };
+        let params = args.get("params").cloned();
+        let arguments = Value::Object(args);
+        let caller = json!({ "kind": "mcp", "name": caller_name });
+        let external = !command.starts_with("__");
+        if let Some(spec) = AppCommandTool.approval(&arguments, &self.turns.tool_env) {
+            let verdict = approval::gate(&self.turns, &self.approvals, &spec, caller_name)
+                .await
+                .map_err(|e| ErrorData::internal_error(format!("approval: {e}"), None))?;
+            if let Verdict::Declined(message) = verdict {
+                self.announce(&window, &command, &params, &caller, "declined", Some(json!(message)));
+                return Ok(tools::failure(message));
+            }
+        }
+        let outcome =
+            service::command_as(&self.apps, &window, &command, params.clone(), None, Some(caller.clone())).await;
+        match outcome {
+            Ok(result) => {
+                if external {
+                    self.announce(&window, &command, &params, &caller, "done", Some(result.clone()));
+                }
+                Ok(tools::with_run_link(tools::success(&result), &window, &result))
+            }
+            Err(err) => {
+                if external {
+                    self.announce(
+                        &window,
+                        &command,
+                        &params,
+                        &caller,
+                        "failed",
+                        Some(json!(format!("{}: {err}", err.code()))),
+                    );
+                }
+                Ok(tools::app_failure(&err))
+            }
+        }
+    }
+
+    /// `app/externalCall` to every client, so a desktop user sees what an outside agent did.
+    fn announce(
+        &self,
+        window: &str,
+        command: &str,
+        params: &Option<Value>,
+        caller: &Value,
+        status: &str,
+        detail: Option<Value>,
+    ) {
+        let notification = ServerNotification::AppExternalCall(AppExternalCallParams {
+            window_id: window.to_owned(),
+            command: command.to_owned(),
+            params: params.clone().unwrap_or_else(|| json!({})),
+            caller: caller.clone(),
+            status: status.to_owned(),
+            detail,
+        });
+        broadcast(self.apps.clients.as_ref(), &notification);
+    }
+
+    fn resources(&self) -> Vec<Resource> {
+        service::list(&self.apps)
+            .into_iter()
+            .map(|app| {
+                let description = match app.description.as_deref() {
+                    Some(d) if !d.is_empty() => d.to_owned(),
+                    _ => format!("The app {} ({})", app.name, app.app_id),
+                };
+                Resource::new(format!("{RESOURCE_SCHEME}{}", app.window_id), app.name)
+                    .with_description(description)
+                    .with_mime_type("application/json")
+            })
+            .collect()
+    }
+
+    /// Sends `notifications/resources/list_changed` to `peer` whenever an app registers or leaves,
+    /// until the session or the server ends.
+    fn watch_apps(&self, peer: Peer<RoleServer>) {
+        let mut changes = self.apps.registry.watch_changes();
+        changes.mark_unchanged();
+        let (shutdown, ended) = (self.turns.shutdown.clone(), self.ended.clone());
+        self.turns.tasks.spawn(async move {
+            loop {
+                tokio::select! {
+                    changed = changes.changed() => if changed.is_err() { return },
+                    _ = shutdown.cancelled() => return,
+                    _ = ended.cancelled() => return,
+                }
+                if peer.notify_resource_list_changed().await.is_err() {
+                    return;
+                }
+            }
+        });
+    }
+}
+
+/// The MCP client's name (`clientInfo.name`), as recorded on what it does: from the request's
+/// `_meta` (protocol 2026-07-28, where requests stand alone), else from the session's `initialize`.
+fn caller_name(context: &RequestContext<RoleServer>) -> String {
+    context
+        .meta
+        .client_info()
+        .map(|info| info.name)
+        .or_else(|| context.peer.peer_info().map(|info| info.client_info.name.clone()))
+        .filter(|n| !n.is_empty())
+        .unwrap_or_else(|| "unknown".into())
+}
+
+impl ServerHandler for McpSession {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(
+            ServerCapabilities::builder().enable_tools().enable_resources().enable_resources_list_changed().build(),
+        )
+        .with_server_info(Implementation::new("appserver", env!("CARGO_PKG_VERSION")))
+        .with_instructions(INSTRUCTIONS)
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        self.watch_apps(context.peer);
+    }
+
+    /// Protocol 2026-07-28 clients (no `initialize`) ask for `resources/list_changed` with
+    /// `subscriptions/listen` instead.
+    fn accepted_subscription_filter(&self, _requested: &SubscriptionFilter) -> Option<SubscriptionFilter> {
+        Some(SubscriptionFilter::builder().resources_list_changed().build())
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let mut changes = self.apps.registry.watch_changes();
+        changes.mark_unchanged();
+        loop {
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return Ok(()) },
+                _ = context.cancelled() => return Ok(()),
+                _ = self.turns.shutdown.cancelled() => return Ok(()),
+            }
+            if context.accepted().resources_list_changed == Some(true)
+                && context.sink().notify_resource_list_changed().await.is_err()
+            {
+                return Ok(());
+            }
+        }
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        Ok(ListToolsResult::with_all_items(tools::definitions()))
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        let result = match request.name.as_ref() {
+            "app_list" => tools::list(&self.apps),
+            "app_query" => tools::query(&self.apps, &args).await,
+            "app_command" => self.command(args, &caller_name(&context)).await?,
+            other => {
+                tools::failure(format!("UNKNOWN_TOOL: no tool `{other}` (tools: app_list, app_query, app_command)"))
+            }
+        };
+        Ok(result.into())
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(self.resources()))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let not_found = || ErrorData::resource_not_found(format!("no app resource {}", request.uri), None);
+        let path = request.uri.strip_prefix(RESOURCE_SCHEME).ok_or_else(not_found)?;
+        let value = match path.split_once(RUNS) {
+            // `app://<windowId>/runs/<runId>`: a streaming command's events so far.
+            Some((window_id, run_id)) => {
+                let window = self.apps.registry.get(window_id).ok_or_else(not_found)?;
+                let events: Vec<Value> = window
+                    .run_events(run_id)
+                    .into_iter()
+                    .map(|e| json!({ "type": e.event_type, "payload": e.payload }))
+                    .collect();
+                json!({ "windowId": window_id, "runId": run_id, "events": events })
+            }
+            None => service::query(&self.apps, path, "manifest", None).await.map_err(|_| not_found())?,
+        };
+        let text = serde_json::to_string_pretty(&value).unwrap_or_default();
+        let contents = ResourceContents::TextResourceContents {
+            uri: request.uri.clone(),
+            mime_type: Some("application/json".into()),
+            text,
+            meta: None,
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+}

@@ -1,0 +1,17 @@
+//! The MCP server: outside agents (Claude Code, Codex, any MCP client) discover the registered
+//! apps as resources and drive them with the tools `app_list`, `app_query` and `app_command`,
+//! with the built-in agent's semantics, schemas and errors. `app_command` goes through the
+//! workspace's approval flow and the replay log, with the caller recorded on the log entry.
+//!
+//! `handler.rs` implements rmcp's `ServerHandler` for one MCP session, `tools.rs` holds the tools,
+//! `approval.rs` the approval gate of calls that belong to no thread, `http.rs` serves the
+//! streamable HTTP endpoint `/mcp` on a connection the WebSocket listener hands over, and
+//! `relay.rs` relays stdio to a server's `/mcp` (`appserver mcp`).
+
+pub mod approval;
+pub mod handler;
+pub mod http;
+pub mod relay;
+pub mod tools;
+
+pub use handler::McpSession;
