@@ -9,8 +9,9 @@ use serde_json::{Value, json};
 
 use super::apps::{host, stop_host};
 
-/// Entries logged: more than twice the replayed commands kept in flight (64).
-const ENTRIES: usize = 150;
+/// Entries logged: more than twice the replayed commands kept in flight (256), so the window of
+/// commands in flight fills and slides.
+const ENTRIES: usize = 600;
 
 async fn set(controller: &Client, window: &str, cell: &str, value: &str) {
     let params = json!({ "windowId": window, "command": "setCells", "params": { "cells": { cell: value } } });

@@ -15,7 +15,7 @@ use crate::store::{AppWrite, Store, WriteTicket};
 /// Log entries read per page during a replay.
 const REPLAY_PAGE: u32 = 1000;
 /// Replayed commands queued to the host before the oldest one's answer is awaited.
-const REPLAY_IN_FLIGHT: usize = 64;
+const REPLAY_IN_FLIGHT: usize = 256;
 
 /// An entry sent (or that could not be sent) whose outcome is not taken yet.
 type Pending<'a> = (AppLogEntry, Result<PendingAnswer<'a>, CallError>);
