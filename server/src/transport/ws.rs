@@ -80,23 +80,14 @@ async fn handle_connection(
             http::respond(&mut stream, code, reason, JSON, &body, &[]).await?
         }
         ("GET", "/ws") => {
-            let Ok(slot) = slots.try_acquire_owned() else {
-                tracing::warn!(max = state.config.max_connections, "WebSocket upgrade refused: too many connections");
-                let body = serde_json::json!({ "error": "too many connections", "maxConnections": state.config.max_connections });
-                http::respond(
-                    &mut stream,
-                    503,
-                    "Service Unavailable",
-                    JSON,
-                    &body.to_string(),
-                    &[("Retry-After", "1")],
-                )
-                .await?;
-                return Ok(());
-            };
+            let Ok(slot) = slots.try_acquire_owned() else { return too_many_connections(&state, &mut stream).await };
             return upgrade(state, stream, head, slot).await;
         }
-        (_, "/mcp") => super::mcp::serve(state.config.clone(), mcp, stream, head).await,
+        (_, "/mcp") => {
+            // An MCP connection holds a slot too: `--max-connections` bounds every long-lived one.
+            let Ok(_slot) = slots.try_acquire_owned() else { return too_many_connections(&state, &mut stream).await };
+            super::mcp::serve(state.config.clone(), mcp, stream, head).await
+        }
         (_, "/healthz" | "/readyz" | "/metrics" | "/ws") => {
             http::respond(
                 &mut stream,
@@ -128,6 +119,16 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
             serde_json::json!({ "status": "storeUnavailable", "reason": err.to_string() }).to_string(),
         ),
     }
+}
+
+/// 503 for a connection past `--max-connections`.
+async fn too_many_connections(state: &ServerState, stream: &mut TcpStream) -> Result<(), http::HeadError> {
+    let max = state.config.max_connections;
+    tracing::warn!(max, "connection refused: too many connections");
+    let body = serde_json::json!({ "error": "too many connections", "maxConnections": max });
+    http::respond(stream, 503, "Service Unavailable", "application/json", &body.to_string(), &[("Retry-After", "1")])
+        .await?;
+    Ok(())
 }
 
 /// `GET /metrics`: the Prometheus text format. Asks for the WebSocket token when one is set
