@@ -308,3 +308,58 @@ test("a model's reasoning, its call of a view's tool and its streamed answer are
     await model.close();
   }
 });
+
+/** One JSON-RPC message over MCP streamable HTTP (plain fetch: the desktop test needs no MCP SDK);
+ * the answer is a JSON body or the `data:` line of an SSE event. */
+async function mcpPost(base, session, message) {
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  if (session.id) headers["mcp-session-id"] = session.id;
+  if (session.version) headers["mcp-protocol-version"] = session.version;
+  const response = await fetch(`${base}/mcp`, { method: "POST", headers, body: JSON.stringify(message) });
+  session.id ??= response.headers.get("mcp-session-id");
+  const text = await response.text();
+  if (!("id" in message)) return null;
+  const data = text.startsWith("{") ? text : text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).find((l) => l.trim().startsWith("{"));
+  assert.ok(data, `no JSON-RPC answer from /mcp (${response.status}): ${text}`);
+  return JSON.parse(data);
+}
+
+test("an outside agent's app command is approved in the desktop and shown as its activity", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+
+    const session = {};
+    const init = await mcpPost(server.base, session, {
+      jsonrpc: "2.0",
+      id: 1,
+      method: "initialize",
+      params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "outside-agent", version: "1.0" } },
+    });
+    session.version = init.result.protocolVersion;
+    await mcpPost(server.base, session, { jsonrpc: "2.0", method: "notifications/initialized" });
+    const call = mcpPost(server.base, session, {
+      jsonrpc: "2.0",
+      id: 2,
+      method: "tools/call",
+      params: { name: "app_command", arguments: { windowId: win, command: "setCells", params: { cells: { C3: "from outside" } } } },
+    });
+
+    // The desktop is an approval-capable client: the outside agent's call asks it.
+    const dialog = page.locator("dialog#approval[open]");
+    await dialog.waitFor();
+    assert.match(await page.textContent("#approval-what"), /setCells on sheet/);
+    await dialog.locator("button[data-decision=accept]").click();
+    const answer = await call;
+    assert.equal(answer.result.isError ?? false, false, JSON.stringify(answer));
+    await sheet.locator("#C3", { hasText: "from outside" }).waitFor();
+    await page.locator("#activity li", { hasText: `outside-agent: setCells on ${win} done` }).waitFor();
+    await page.locator('.window[data-app="sheet"] .event', { hasText: "outside-agent" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});

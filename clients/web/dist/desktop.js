@@ -892,6 +892,7 @@
     if (!node) node = renderItem(n.turnId, { id: n.itemId, type, status: "started", payload: {} });
     if (node) node.textContent = (node.textContent ?? "") + n.delta;
   }
+  var ACTIVITY_LIMIT = 20;
   function onNotification(n) {
     const p = n.params;
     switch (n.method) {
@@ -907,6 +908,15 @@
       case "app/event": {
         const host = hosts.find((h) => h.windowId === p.windowId);
         host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
+        return;
+      }
+      case "app/externalCall": {
+        const who = p.caller?.name ?? p.caller?.kind ?? "an outside agent";
+        const line = `${who}: ${p.command} on ${p.windowId} ${p.status}`;
+        const list = $("activity");
+        list.prepend(el("li", `external ${p.status}`, line));
+        while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
+        hosts.find((h) => h.windowId === p.windowId)?.showEvent(line);
         return;
       }
       case "thread/runtimeChanged":

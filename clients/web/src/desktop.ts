@@ -132,6 +132,9 @@ function appendDelta(n: Json, type: string): void {
   if (node) node.textContent = (node.textContent ?? "") + n.delta;
 }
 
+/** Most outside-agent calls listed in the sidebar. */
+const ACTIVITY_LIMIT = 20;
+
 function onNotification(n: Notification): void {
   const p: Json = n.params;
   switch (n.method) {
@@ -148,6 +151,17 @@ function onNotification(n: Notification): void {
       // A streaming command's progress, shown in its window's title bar.
       const host = hosts.find((h) => h.windowId === p.windowId);
       host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
+      return;
+    }
+    case "app/externalCall": {
+      // An outside agent (MCP) called an app: listed under "Outside agents", and shown in the
+      // app's window when it is open.
+      const who = p.caller?.name ?? p.caller?.kind ?? "an outside agent";
+      const line = `${who}: ${p.command} on ${p.windowId} ${p.status}`;
+      const list = $("activity");
+      list.prepend(el("li", `external ${p.status}`, line));
+      while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
+      hosts.find((h) => h.windowId === p.windowId)?.showEvent(line);
       return;
     }
     case "thread/runtimeChanged":
