@@ -6,15 +6,23 @@
 pub mod http;
 pub mod process;
 
+use appserver_protocol::ExtAppQueryParams;
 use appserver_protocol::jsonrpc::ErrorObject;
 use serde_json::json;
 
-use crate::ports::CallError;
+use crate::ports::{CallError, PendingAnswer};
 
 /// The app error codes an app may answer with; any other code becomes `INTERNAL_ERROR` (its
 /// original code kept in the message).
 const KNOWN_CODES: &[&str] =
     &["INVALID_REQUEST", "UNKNOWN_TOOL", "INVALID_PARAMS", "PERMISSION_DENIED", "INTERNAL_ERROR"];
+
+/// A descriptor app's answer to `ext/app/query`: it has tools, no state keys (the built-ins,
+/// `manifest` among them, are answered before a host is asked).
+pub(crate) fn no_state_key<'a>(params: &ExtAppQueryParams) -> PendingAnswer<'a> {
+    let message = format!("a descriptor app has no state key `{}`", params.state_key);
+    Box::pin(std::future::ready(Err(app_rejection("INVALID_PARAMS", &message))))
+}
 
 /// An app's error as a rejection carrying `data.code` from the app error vocabulary.
 pub(crate) fn app_rejection(code: &str, message: &str) -> CallError {

@@ -115,8 +115,7 @@ impl AppHost for ProcessHost {
     }
 
     fn query<'a>(&'a self, params: &'a ExtAppQueryParams, _timeout: Duration) -> PendingAnswer<'a> {
-        let message = format!("a descriptor app has no state key `{}`", params.state_key);
-        Box::pin(std::future::ready(Err(app_rejection("INVALID_PARAMS", &message))))
+        super::no_state_key(params)
     }
 
     fn send_command<'a>(
