@@ -347,6 +347,21 @@ pub fn write_notification<T: Serialize>(method: &str, params: &T) -> Result<Stri
     to_json(&OutNotification { jsonrpc: JSONRPC_VERSION, method, params })
 }
 
+/// A notification's text (as [`write_notification`] writes it) with `"seq":seq` added as the
+/// last member of its params object. `None` when the text does not end in a params object.
+pub fn with_seq(frame: &str, seq: u64) -> Option<String> {
+    let body = frame.strip_suffix("}}")?;
+    let mut out = String::with_capacity(frame.len() + 28);
+    out.push_str(body);
+    if !body.ends_with('{') {
+        out.push(',');
+    }
+    out.push_str("\"seq\":");
+    out.push_str(&seq.to_string());
+    out.push_str("}}");
+    Some(out)
+}
+
 /// Decodes a method's params. Absent params decode as `{}`, so methods whose fields are all
 /// optional accept omitted params. The error names the offending field (`identity.userId: ...`).
 pub fn decode_params<T: serde::de::DeserializeOwned>(params: Option<&RawValue>) -> Result<T, String> {
@@ -378,6 +393,21 @@ fn strip_position(message: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn seq_is_the_last_member_of_the_params() {
+        #[derive(Serialize)]
+        struct P {
+            a: u8,
+        }
+        #[derive(Serialize)]
+        struct E {}
+        let text = with_seq(&write_notification("x/y", &P { a: 1 }).unwrap(), 7).unwrap();
+        assert_eq!(text, r#"{"jsonrpc":"2.0","method":"x/y","params":{"a":1,"seq":7}}"#);
+        let text = with_seq(&write_notification("x/y", &E {}).unwrap(), 8).unwrap();
+        assert_eq!(text, r#"{"jsonrpc":"2.0","method":"x/y","params":{"seq":8}}"#);
+        assert_eq!(with_seq(r#"{"jsonrpc":"2.0","method":"x"}"#, 1), None);
+    }
 
     fn single(text: &str) -> Result<Message, InvalidMessage> {
         match parse_frame(text) {

@@ -26,7 +26,7 @@ use crate::thread::{
     EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
     ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,
     ThreadResult, ThreadResumedParams, ThreadRollbackParams, ThreadRuntimeChangedParams, ThreadStartParams,
-    ThreadStatusChangedParams, ThreadSubscribeParams,
+    ThreadStatusChangedParams, ThreadSubscribeParams, ThreadResumeParams,
 };
 use crate::turn::{
     DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,
@@ -146,7 +146,7 @@ request_table! { ClientRequest, client_request_schemas;
     /// Create a thread.
     ThreadStart => "thread/start" (ThreadStartParams) -> ThreadResult;
     /// Make a paused (or any loaded) thread active again.
-    ThreadResume => "thread/resume" (ThreadIdParams) -> ThreadResult;
+    ThreadResume => "thread/resume" (ThreadResumeParams) -> ThreadResult;
     /// Threads of an identity, most recently active first, a page at a time.
     ThreadList => "thread/list" (ThreadListParams) -> ThreadListResult;
     /// Read a thread without resuming it, optionally with (a page of) its turns.

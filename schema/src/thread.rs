@@ -265,6 +265,11 @@ pub struct ThreadReadParams {
 #[serde(rename_all = "camelCase")]
 pub struct ThreadReadResult {
     pub thread: Thread,
+    /// appserver extension: the thread's last event `seq` when the read began; the result
+    /// reflects at least every event up to it, so `thread/subscribe` with this `afterSeq` misses
+    /// nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
     /// Present when older turns were left out of this page.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_turns_cursor: Option<String>,
@@ -283,6 +288,20 @@ pub struct ThreadSubscribeParams {
     pub thread_id: String,
     #[serde(default)]
     pub replay_recent: bool,
+    /// appserver extension: deliver every event of the thread numbered after this `seq` (from the
+    /// event log), then the live ones, with no gap and no duplicate.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadResumeParams {
+    pub thread_id: String,
+    /// appserver extension: also subscribe this connection to the thread, delivering every event
+    /// numbered after this `seq`, then the live ones (as `thread/subscribe` with `afterSeq`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after_seq: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

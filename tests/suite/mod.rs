@@ -17,6 +17,7 @@ mod commands;
 mod dotcraft_clients;
 mod durability;
 mod errors;
+mod event_seq;
 mod handshake;
 mod limits;
 mod lock;

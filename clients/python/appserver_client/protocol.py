@@ -857,6 +857,7 @@ ThreadReadParams = TypedDict("ThreadReadParams", {
 ThreadReadResult = TypedDict("ThreadReadResult", {
     "thread": "Thread",
     "nextTurnsCursor": NotRequired[Optional[str]],  # Present when older turns were left out of this page.
+    "seq": NotRequired[Optional[int]],  # appserver extension: the thread's last event `seq` when the read began; the result
 })
 
 ThreadRenameParams = TypedDict("ThreadRenameParams", {
@@ -873,6 +874,11 @@ ThreadRenamedParams = TypedDict("ThreadRenamedParams", {
 # of `thread/started`.
 ThreadResult = TypedDict("ThreadResult", {
     "thread": "Thread",
+})
+
+ThreadResumeParams = TypedDict("ThreadResumeParams", {
+    "threadId": str,
+    "afterSeq": NotRequired[Optional[int]],  # appserver extension: also subscribe this connection to the thread, delivering every event
 })
 
 ThreadResumedParams = TypedDict("ThreadResumedParams", {
@@ -915,6 +921,7 @@ ThreadStatusChangedParams = TypedDict("ThreadStatusChangedParams", {
 
 ThreadSubscribeParams = TypedDict("ThreadSubscribeParams", {
     "threadId": str,
+    "afterSeq": NotRequired[Optional[int]],  # appserver extension: deliver every event of the thread numbered after this `seq` (from the
     "replayRecent": NotRequired[bool],
 })
 
@@ -1104,7 +1111,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "thread/pause": ("ThreadIdParams", "EmptyResult"),
     "thread/read": ("ThreadReadParams", "ThreadReadResult"),
     "thread/rename": ("ThreadRenameParams", "EmptyResult"),
-    "thread/resume": ("ThreadIdParams", "ThreadResult"),
+    "thread/resume": ("ThreadResumeParams", "ThreadResult"),
     "thread/rollback": ("ThreadRollbackParams", "ThreadResult"),
     "thread/start": ("ThreadStartParams", "ThreadResult"),
     "thread/subscribe": ("ThreadSubscribeParams", "EmptyResult"),
@@ -1238,7 +1245,7 @@ class ClientRequests:
     async def thread_rename(self, params: "ThreadRenameParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("thread/rename", params, timeout)
 
-    async def thread_resume(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "ThreadResult":
+    async def thread_resume(self, params: "ThreadResumeParams", timeout: Optional[float] = None) -> "ThreadResult":
         return await self.request("thread/resume", params, timeout)
 
     async def thread_rollback(self, params: "ThreadRollbackParams", timeout: Optional[float] = None) -> "ThreadResult":

@@ -99,6 +99,8 @@ pub async fn call(
         tool: spec.name.clone(),
         arguments,
     };
+    // The request follows its item: everything published before it goes out first.
+    ctx.handle.hub.flush().await;
     match owner.call_tool(&params, CALL_TIMEOUT).await {
         Ok(raw) => match serde_json::from_str::<DynamicToolCallResult>(raw.get()) {
             Ok(result) => {

@@ -11,6 +11,7 @@ mod apps;
 #[cfg(test)]
 mod backend_tests;
 mod db;
+mod events;
 mod location;
 mod postgres;
 mod sqlite;
@@ -18,6 +19,7 @@ mod threads;
 mod writer;
 
 pub use apps::{AppWrite, WindowRecord};
+pub use events::{EventWrite, StoredEvent};
 pub use location::StoreLocation;
 pub use threads::{ItemBody, ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 
@@ -97,6 +99,7 @@ impl From<sqlx::Error> for StoreError {
 pub enum WriteOp {
     Thread(ThreadWrite),
     App(AppWrite),
+    Event(EventWrite),
     /// Several writes that must commit together.
     All(Vec<WriteOp>),
 }
@@ -125,6 +128,12 @@ impl From<AppWrite> for WriteOp {
     }
 }
 
+impl From<EventWrite> for WriteOp {
+    fn from(op: EventWrite) -> Self {
+        WriteOp::Event(op)
+    }
+}
+
 impl From<ThreadWrite> for WriteOp {
     fn from(op: ThreadWrite) -> Self {
         WriteOp::Thread(op)
@@ -139,6 +148,7 @@ fn apply<'a>(
         match op {
             WriteOp::Thread(op) => threads::apply(conn, op).await,
             WriteOp::App(op) => apps::apply(conn, op).await,
+            WriteOp::Event(op) => events::apply(conn, op).await,
             WriteOp::All(ops) => {
                 for op in ops {
                     apply(conn, op).await?;

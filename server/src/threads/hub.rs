@@ -1,22 +1,27 @@
-//! `EventHub`: delivery of one thread's turn and item notifications (section 6.10).
+//! `EventHub`: delivery of one thread's turn and item notifications (section 6.10), each numbered
+//! with the thread's next `seq` and logged before it goes out.
 //!
 //! Recipients are the connections subscribed to the thread plus, for the running turn, the
 //! connection that started it without a subscription (the "inline" path). A connection that is
-//! both gets each notification once. Publishing never awaits: frames go to each peer's bounded
-//! queue, and a peer whose queue is full is disconnected.
+//! both gets each notification once. Publishing never awaits: it numbers the notification,
+//! submits it to the event log and queues it; a drain task sends each one after its log write
+//! has committed, in order (so a client never sees an event that a crash could lose, and what it
+//! saw can be caught up by `seq`). Turn starts and ends go through the same queue, so the inline
+//! path opens and closes exactly between the right events. Frames go to each peer's bounded queue,
+//! and a peer whose queue is full is disconnected.
 //!
 //! A new subscription starts "holding": until its `thread/subscribe` response has been queued,
-//! frames for it (the replayed recent ones first) are kept, then released in order, so the
-//! response comes first and nothing is lost or duplicated in between.
-//!
-//! A new thread starts unannounced ([`AnnounceGate`]): until its `thread/started` has been
-//! broadcast, every notification about it — thread-scoped or workspace-wide — is held, then sent
-//! in order right after `thread/started`. No client sees a thread's notifications before the
-//! thread itself.
+//! frames for it (the replayed recent ones, or the logged ones after its `afterSeq`, first) are
+//! kept, then released in order, so the response comes first and nothing is lost or duplicated in
+//! between. A new thread starts unannounced ([`AnnounceGate`]).
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
+use tokio::sync::watch;
+
+use super::announce::{AnnounceGate, Held};
+use super::event_log::{Commit, EventLog, Unlogged};
 use crate::ports::{Broadcast, Client, ConnectionId, OutFrame};
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
@@ -24,117 +29,149 @@ const RECENT_LIMIT: usize = 512;
 /// ...and at most this many bytes (the oldest go first), so a thread costs bounded memory.
 const RECENT_MAX_BYTES: usize = 1024 * 1024;
 
-/// Most notifications held for a thread that is not announced yet (it is announced as soon as its
-/// creator's response is out, so this is rarely near). Past it, notifications go out at once:
-/// better one out of order than lost, or memory without bound.
-const HELD_LIMIT: usize = 1024;
+/// A delivered notification: its `seq`, method and frame.
+type Event = (u64, &'static str, OutFrame);
 
 #[derive(Debug)]
 pub struct EventHub {
-    inner: Mutex<HubInner>,
-    gate: Arc<AnnounceGate>,
+    shared: Arc<Shared>,
 }
 
 impl Default for EventHub {
     fn default() -> Self {
-        EventHub::new(Arc::new(AnnounceGate::default()))
+        EventHub::new("thread", Arc::new(AnnounceGate::default()), Arc::new(Unlogged), 0)
     }
 }
 
-/// Whether a thread's `thread/started` has gone out, and what waits for it.
-#[derive(Debug, Default)]
-pub struct AnnounceGate {
-    /// `Some` until announced.
-    held: Mutex<Option<Vec<Held>>>,
-}
-
-/// A notification about an unannounced thread.
 #[derive(Debug)]
-enum Held {
-    /// For the thread's recipients (turn and item notifications).
-    Thread(&'static str, OutFrame),
-    /// For every connection (`thread/runtimeChanged`, `thread/renamed`, ...).
-    Workspace(String, OutFrame),
+struct Shared {
+    thread_id: String,
+    inner: Mutex<HubInner>,
+    gate: Arc<AnnounceGate>,
+    log: Arc<dyn EventLog>,
+    pipeline: Mutex<Pipeline>,
+    /// How many steps the drain has handed on (events delivered, held by the gate or dropped;
+    /// turn boundaries applied).
+    handed: watch::Sender<u64>,
 }
 
-impl AnnounceGate {
-    fn lock(&self) -> MutexGuard<'_, Option<Vec<Held>>> {
-        self.held.lock().unwrap_or_else(|p| p.into_inner())
-    }
+/// Events numbered and logged but not yet handed on, and the turn boundaries between them.
+#[derive(Default)]
+struct Pipeline {
+    /// The last `seq` given out.
+    last_seq: u64,
+    queue: VecDeque<Step>,
+    /// How many steps were ever queued.
+    pushed: u64,
+    /// Whether a drain task is running.
+    draining: bool,
+    /// The `seq` of the current turn's first event (since this process loaded the thread).
+    turn_start: Option<u64>,
+}
 
-    /// Whether notifications are being held (the thread is not announced yet).
-    pub fn is_holding(&self) -> bool {
-        self.lock().is_some()
+impl std::fmt::Debug for Pipeline {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pipeline").field("last_seq", &self.last_seq).field("queued", &self.queue.len()).finish()
     }
+}
 
-    /// Holds notifications from now until [`EventHub::announce`].
-    pub fn hold(&self) {
-        *self.lock() = Some(Vec::new());
-    }
-
-    /// Holds `notification` if the thread is unannounced (and there is room); gives it back
-    /// otherwise.
-    fn try_hold(&self, notification: Held) -> Option<Held> {
-        match self.lock().as_mut() {
-            Some(held) if held.len() < HELD_LIMIT => {
-                held.push(notification);
-                None
-            }
-            _ => Some(notification),
-        }
-    }
-
-    /// Broadcasts a workspace-wide notification about this thread, or holds it while the thread
-    /// is unannounced.
-    pub fn broadcast(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
-        if let Some(Held::Workspace(method, frame)) = self.try_hold(Held::Workspace(method.to_owned(), frame)) {
-            connections.broadcast(&method, &frame);
-        }
-    }
+enum Step {
+    Event { seq: u64, method: &'static str, frame: OutFrame, commit: Commit },
+    BeginTurn(Option<Arc<dyn Client>>),
+    EndTurn,
 }
 
 #[derive(Debug, Default)]
 struct HubInner {
     subscribers: HashMap<ConnectionId, Subscriber>,
     turn_listeners: HashMap<ConnectionId, Arc<dyn Client>>,
-    recent: VecDeque<(&'static str, OutFrame)>,
+    recent: VecDeque<Event>,
     recent_bytes: usize,
     /// Between `begin_turn` and `end_turn`: `recent` is a turn still running.
     turn_running: bool,
+    /// The `seq` of the last event delivered (every event up to it has gone to every recipient).
+    delivered: u64,
 }
 
 #[derive(Debug)]
 struct Subscriber {
     peer: Arc<dyn Client>,
     /// `Some` until the subscribe response is out: frames wait here.
-    holding: Option<Vec<(&'static str, OutFrame)>>,
+    holding: Option<Vec<Event>>,
+    /// Events up to this `seq` are not sent (the client has them: its `afterSeq`).
+    skip_through: u64,
+}
+
+/// What [`EventHub::subscribe`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Subscribed {
+    /// The connection was subscribed already: nothing changed.
+    Already,
+    /// Subscribed and holding. With `Some((after, through))`, the caller reads the logged events
+    /// numbered after `after` up to `through` and passes them to [`EventHub::release`].
+    New { catch_up: Option<(u64, u64)> },
+}
+
+/// `afterSeq` names an event the thread has not had.
+#[derive(Debug, thiserror::Error)]
+#[error("afterSeq {after} is past the thread's last event ({last})")]
+pub struct AfterSeqAhead {
+    pub after: u64,
+    pub last: u64,
 }
 
 impl EventHub {
-    pub fn new(gate: Arc<AnnounceGate>) -> Self {
-        EventHub { inner: Mutex::default(), gate }
+    /// The hub of thread `thread_id`, whose last logged event is `last_seq`.
+    pub fn new(thread_id: &str, gate: Arc<AnnounceGate>, log: Arc<dyn EventLog>, last_seq: u64) -> Self {
+        EventHub {
+            shared: Arc::new(Shared {
+                thread_id: thread_id.to_owned(),
+                inner: Mutex::new(HubInner { delivered: last_seq, ..HubInner::default() }),
+                gate,
+                log,
+                pipeline: Mutex::new(Pipeline { last_seq, ..Pipeline::default() }),
+                handed: watch::Sender::new(0),
+            }),
+        }
     }
 
-    fn lock(&self) -> MutexGuard<'_, HubInner> {
-        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    /// Numbers a thread-scoped notification (`text`, as `ServerNotification::to_frame` wrote
+    /// it), logs it and queues it for delivery to every recipient, at most once each, after the
+    /// log write commits (held further while the thread is unannounced).
+    pub fn publish(&self, method: &'static str, text: String) {
+        let mut pipeline = self.shared.pipeline();
+        pipeline.last_seq += 1;
+        let seq = pipeline.last_seq;
+        let text = match appserver_protocol::jsonrpc::with_seq(&text, seq) {
+            Some(numbered) => numbered,
+            None => {
+                tracing::error!(method, "a notification without a params object cannot carry its seq");
+                text
+            }
+        };
+        let frame = OutFrame::from(text);
+        let commit = self.shared.log.append(&self.shared.thread_id, seq, method, frame.bytes().clone());
+        self.push(pipeline, Step::Event { seq, method, frame, commit });
     }
 
-    /// Delivers a thread-scoped notification to every recipient, at most once each (held while
-    /// the thread is unannounced).
-    pub fn publish(&self, method: &'static str, frame: OutFrame) {
-        if let Some(Held::Thread(method, frame)) = self.gate.try_hold(Held::Thread(method, frame)) {
-            self.deliver(method, frame);
+    fn push(&self, mut pipeline: MutexGuard<'_, Pipeline>, step: Step) {
+        pipeline.queue.push_back(step);
+        pipeline.pushed += 1;
+        if !pipeline.draining {
+            pipeline.draining = true;
+            drop(pipeline);
+            tokio::spawn(drain(self.shared.clone()));
         }
     }
 
     /// Broadcasts `thread/started` (`frame`), then everything held for the thread, in order;
     /// from then on nothing is held.
     pub fn announce(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
-        let mut held = self.gate.lock();
+        let mut held = self.shared.gate.lock();
         connections.broadcast(method, &frame);
         for notification in held.take().unwrap_or_default() {
             match notification {
-                Held::Thread(method, frame) => self.deliver(method, frame),
+                Held::Thread(seq, method, frame) => self.shared.deliver(seq, method, frame),
                 Held::Workspace(method, frame) => {
                     connections.broadcast(&method, &frame);
                 }
@@ -144,98 +181,102 @@ impl EventHub {
 
     /// The thread's announcement state (shared with its `ThreadState`).
     pub fn gate(&self) -> &Arc<AnnounceGate> {
-        &self.gate
+        &self.shared.gate
     }
 
-    fn deliver(&self, method: &'static str, frame: OutFrame) {
-        let mut inner = self.lock();
-        inner.recent_bytes += frame.bytes().len();
-        inner.recent.push_back((method, frame.clone()));
-        while inner.recent.len() > RECENT_LIMIT || inner.recent_bytes > RECENT_MAX_BYTES {
-            match inner.recent.pop_front() {
-                Some((_, old)) => inner.recent_bytes -= old.bytes().len(),
-                None => break,
-            }
-        }
-        inner.subscribers.retain(|_, s| !s.peer.is_closed());
-        inner.turn_listeners.retain(|_, p| !p.is_closed());
-        let inner = &mut *inner;
-        for subscriber in inner.subscribers.values_mut() {
-            match &mut subscriber.holding {
-                Some(held) => held.push((method, frame.clone())),
-                None => {
-                    subscriber.peer.notify(method, &frame);
-                }
-            }
-        }
-        for (id, peer) in &inner.turn_listeners {
-            if !inner.subscribers.contains_key(id) {
-                peer.notify(method, &frame);
-            }
-        }
+    /// The `seq` of the last event delivered: everything it announced is in the store.
+    pub fn delivered_seq(&self) -> u64 {
+        self.shared.inner().delivered
     }
 
-    /// Subscribes a connection (idempotent). Its frames are held until [`EventHub::release`];
-    /// with `replay`, the frames of the running turn so far come first. A turn that has ended is
-    /// not replayed: its `turn/started` would look live (`status: "running"`); `thread/read`
-    /// has it as it ended.
-    pub fn subscribe(&self, peer: &Arc<dyn Client>, replay: bool) -> bool {
-        let mut inner = self.lock();
+    /// Waits until every event published (and turn boundary queued) so far has been handed on,
+    /// so a request that follows an event, such as an approval after its item, reaches clients
+    /// after it.
+    pub async fn flush(&self) {
+        let target = self.shared.pipeline().pushed;
+        let mut handed = self.shared.handed.subscribe();
+        let _ = handed.wait_for(|count| *count >= target).await;
+    }
+
+    /// Subscribes a connection. Its frames are held until [`EventHub::release`]. With `after`,
+    /// it gets every event numbered after it (the caller reads the logged ones named in
+    /// [`Subscribed::New`]); else, with `replay`, the frames of the running turn so far come
+    /// first. A turn that has ended is not replayed: its `turn/started` would look live
+    /// (`status: "running"`); `thread/read` has it as it ended.
+    pub fn subscribe(
+        &self,
+        peer: &Arc<dyn Client>,
+        replay: bool,
+        after: Option<u64>,
+    ) -> Result<Subscribed, AfterSeqAhead> {
+        let last = self.shared.pipeline().last_seq;
+        if let Some(after) = after.filter(|after| *after > last) {
+            return Err(AfterSeqAhead { after, last });
+        }
+        let mut inner = self.shared.inner();
         if inner.subscribers.contains_key(&peer.id()) {
-            return false;
+            return Ok(Subscribed::Already);
         }
-        let held = if replay && inner.turn_running { inner.recent.iter().cloned().collect() } else { Vec::new() };
-        inner.subscribers.insert(peer.id(), Subscriber { peer: peer.clone(), holding: Some(held) });
-        true
+        let delivered = inner.delivered;
+        let (held, skip_through, catch_up) = match after {
+            Some(after) if after < delivered => (Vec::new(), delivered, Some((after, delivered))),
+            Some(after) => (Vec::new(), after, None),
+            None if replay && inner.turn_running => (inner.recent.iter().cloned().collect(), 0, None),
+            None => (Vec::new(), 0, None),
+        };
+        inner.subscribers.insert(peer.id(), Subscriber { peer: peer.clone(), holding: Some(held), skip_through });
+        Ok(Subscribed::New { catch_up })
     }
 
-    /// Sends what was held for a new subscriber, in order, and makes it live.
-    pub fn release(&self, id: ConnectionId) {
-        let mut inner = self.lock();
+    /// Sends a new subscriber the logged events it catches up on (`caught_up`, as `(method,
+    /// frame)`), then what was held for it, in order, and makes it live.
+    pub fn release(&self, id: ConnectionId, caught_up: Vec<(String, OutFrame)>) {
+        let mut inner = self.shared.inner();
         if let Some(subscriber) = inner.subscribers.get_mut(&id) {
+            for (method, frame) in &caught_up {
+                subscriber.peer.notify(method, frame);
+            }
             if let Some(held) = subscriber.holding.take() {
-                for (method, frame) in held {
-                    subscriber.peer.notify(method, &frame);
+                for (seq, method, frame) in held {
+                    if seq > subscriber.skip_through {
+                        subscriber.peer.notify(method, &frame);
+                    }
                 }
             }
         }
     }
 
     pub fn unsubscribe(&self, id: ConnectionId) -> bool {
-        self.lock().subscribers.remove(&id).is_some()
+        self.shared.inner().subscribers.remove(&id).is_some()
     }
 
     pub fn is_subscribed(&self, id: ConnectionId) -> bool {
-        self.lock().subscribers.get(&id).is_some_and(|s| !s.peer.is_closed())
+        self.shared.inner().subscribers.get(&id).is_some_and(|s| !s.peer.is_closed())
     }
 
-    /// Starts a turn's delivery: the recent buffer restarts, and the starting connection gets the
-    /// turn's notifications inline unless it is subscribed (then the subscription is the path).
+    /// Starts a turn's delivery, after the events published so far: the recent buffer restarts,
+    /// and the starting connection gets the turn's notifications inline unless it is subscribed
+    /// (then the subscription is the path). Events of turns before the previous one are pruned
+    /// from the log.
     pub fn begin_turn(&self, starter: Option<&Arc<dyn Client>>) {
-        let mut inner = self.lock();
-        inner.recent.clear();
-        inner.recent_bytes = 0;
-        inner.turn_running = true;
-        inner.turn_listeners.clear();
-        if let Some(peer) = starter {
-            if !inner.subscribers.contains_key(&peer.id()) {
-                inner.turn_listeners.insert(peer.id(), peer.clone());
-            }
+        let mut pipeline = self.shared.pipeline();
+        let start = pipeline.last_seq + 1;
+        if let Some(previous) = pipeline.turn_start.replace(start) {
+            self.shared.log.prune(&self.shared.thread_id, previous);
         }
+        self.push(pipeline, Step::BeginTurn(starter.cloned()));
     }
 
-    /// Ends the inline path and the replay of the turn that just finished.
+    /// Ends the inline path and the replay of the turn, after the events published so far.
     pub fn end_turn(&self) {
-        let mut inner = self.lock();
-        inner.turn_listeners.clear();
-        inner.recent.clear();
-        inner.turn_running = false;
+        let pipeline = self.shared.pipeline();
+        self.push(pipeline, Step::EndTurn);
     }
 
     /// Everyone who receives this thread's notifications now: live subscribers and the running
     /// turn's starter, once each.
     pub fn recipients(&self) -> Vec<Arc<dyn Client>> {
-        let inner = self.lock();
+        let inner = self.shared.inner();
         let mut out: Vec<Arc<dyn Client>> =
             inner.subscribers.values().filter(|s| !s.peer.is_closed()).map(|s| s.peer.clone()).collect();
         for (id, peer) in &inner.turn_listeners {
@@ -248,12 +289,115 @@ impl EventHub {
 
     /// Whether any live connection receives this thread's notifications.
     pub fn has_recipients(&self) -> bool {
-        let inner = self.lock();
+        let inner = self.shared.inner();
         inner.subscribers.values().any(|s| !s.peer.is_closed()) || inner.turn_listeners.values().any(|p| !p.is_closed())
     }
 
+    /// Whether events wait to be handed on.
+    pub fn is_draining(&self) -> bool {
+        self.shared.pipeline().draining
+    }
+
     pub fn subscriber_count(&self) -> usize {
-        self.lock().subscribers.len()
+        self.shared.inner().subscribers.len()
+    }
+}
+
+/// Hands on queued steps in order, each event once its log write has committed, until the queue
+/// is empty.
+async fn drain(shared: Arc<Shared>) {
+    loop {
+        let step = {
+            let mut pipeline = shared.pipeline();
+            match pipeline.queue.pop_front() {
+                Some(step) => step,
+                None => {
+                    pipeline.draining = false;
+                    return;
+                }
+            }
+        };
+        match step {
+            Step::Event { seq, method, frame, commit } => {
+                match commit.await {
+                    Ok(()) => shared.pass(seq, method, frame),
+                    // Announced only what has committed: this event is not (the store failing
+                    // fails the turn too; its end is announced if that commits).
+                    Err(err) => tracing::error!(thread = %shared.thread_id, seq, method, error = %err, "event not logged, not sent"),
+                }
+            }
+            Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),
+            Step::EndTurn => shared.end_turn(),
+        }
+        shared.handed.send_modify(|count| *count += 1);
+    }
+}
+
+impl Shared {
+    fn inner(&self) -> MutexGuard<'_, HubInner> {
+        self.inner.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn pipeline(&self) -> MutexGuard<'_, Pipeline> {
+        self.pipeline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Delivers a committed event, or holds it while the thread is unannounced.
+    fn pass(&self, seq: u64, method: &'static str, frame: OutFrame) {
+        if let Some(Held::Thread(seq, method, frame)) = self.gate.try_hold(Held::Thread(seq, method, frame)) {
+            self.deliver(seq, method, frame);
+        }
+    }
+
+    fn deliver(&self, seq: u64, method: &'static str, frame: OutFrame) {
+        let mut inner = self.inner();
+        inner.delivered = inner.delivered.max(seq);
+        inner.recent_bytes += frame.bytes().len();
+        inner.recent.push_back((seq, method, frame.clone()));
+        while inner.recent.len() > RECENT_LIMIT || inner.recent_bytes > RECENT_MAX_BYTES {
+            match inner.recent.pop_front() {
+                Some((_, _, old)) => inner.recent_bytes -= old.bytes().len(),
+                None => break,
+            }
+        }
+        inner.subscribers.retain(|_, s| !s.peer.is_closed());
+        inner.turn_listeners.retain(|_, p| !p.is_closed());
+        let inner = &mut *inner;
+        for subscriber in inner.subscribers.values_mut() {
+            match &mut subscriber.holding {
+                Some(held) => held.push((seq, method, frame.clone())),
+                None if seq > subscriber.skip_through => {
+                    subscriber.peer.notify(method, &frame);
+                }
+                None => {}
+            }
+        }
+        for (id, peer) in &inner.turn_listeners {
+            if !inner.subscribers.contains_key(id) {
+                peer.notify(method, &frame);
+            }
+        }
+    }
+
+    fn begin_turn(&self, starter: Option<&Arc<dyn Client>>) {
+        let mut inner = self.inner();
+        inner.recent.clear();
+        inner.recent_bytes = 0;
+        inner.turn_running = true;
+        inner.turn_listeners.clear();
+        if let Some(peer) = starter {
+            if !inner.subscribers.contains_key(&peer.id()) {
+                inner.turn_listeners.insert(peer.id(), peer.clone());
+            }
+        }
+    }
+
+    fn end_turn(&self) {
+        let mut inner = self.inner();
+        inner.turn_listeners.clear();
+        inner.recent.clear();
+        inner.recent_bytes = 0;
+        inner.turn_running = false;
     }
 }
 
@@ -268,93 +412,137 @@ mod tests {
         (client.clone(), client)
     }
 
-    fn frame(text: &str) -> OutFrame {
-        OutFrame::from(text.to_owned())
+    fn text(n: u32) -> String {
+        format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"n":{n}}}}}"#)
     }
 
-    fn drain(client: &mut Arc<RecordingClient>) -> Vec<String> {
-        client.take()
+    /// The `n` of each frame received since the last call, with its `seq`.
+    fn drain(client: &Arc<RecordingClient>) -> Vec<(u64, u64)> {
+        client
+            .take()
+            .iter()
+            .map(|f| {
+                let v: serde_json::Value = serde_json::from_str(f).unwrap();
+                (v["params"]["n"].as_u64().unwrap(), v["params"]["seq"].as_u64().unwrap())
+            })
+            .collect()
     }
 
-    #[test]
-    fn a_subscribed_starter_gets_each_frame_once() {
+    fn ns(frames: Vec<(u64, u64)>) -> Vec<u64> {
+        frames.into_iter().map(|(n, _)| n).collect()
+    }
+
+    #[tokio::test]
+    async fn a_subscribed_starter_gets_each_frame_once_numbered() {
         let hub = EventHub::default();
-        let (a, mut rx) = ready_peer(1);
-        hub.subscribe(&a, false);
-        hub.release(a.id());
+        let (a, rx) = ready_peer(1);
+        hub.subscribe(&a, false, None).unwrap();
+        hub.release(a.id(), Vec::new());
         hub.begin_turn(Some(&a));
-        hub.publish("turn/started", frame("1"));
-        assert_eq!(drain(&mut rx), vec!["1"]);
+        hub.publish("turn/started", text(1));
+        hub.publish("item/started", text(2));
+        hub.flush().await;
+        assert_eq!(drain(&rx), vec![(1, 1), (2, 2)]);
     }
 
-    #[test]
-    fn held_frames_follow_the_replay_in_order() {
+    #[tokio::test]
+    async fn held_frames_follow_the_replay_in_order() {
         let hub = EventHub::default();
-        let (a, mut rx) = ready_peer(1);
+        let (a, rx) = ready_peer(1);
         hub.begin_turn(None);
-        hub.publish("turn/started", frame("1"));
-        hub.publish("item/started", frame("2"));
-        hub.subscribe(&a, true);
-        hub.publish("item/completed", frame("3"));
-        assert!(drain(&mut rx).is_empty(), "nothing before the subscribe response");
-        hub.release(a.id());
-        hub.publish("turn/completed", frame("4"));
-        assert_eq!(drain(&mut rx), vec!["1", "2", "3", "4"]);
-        assert!(!hub.subscribe(&a, true), "subscribing twice does not replay twice");
+        hub.publish("turn/started", text(1));
+        hub.publish("item/started", text(2));
+        hub.flush().await;
+        hub.subscribe(&a, true, None).unwrap();
+        hub.publish("item/completed", text(3));
+        hub.flush().await;
+        assert!(rx.take().is_empty(), "nothing before the subscribe response");
+        hub.release(a.id(), Vec::new());
+        hub.publish("turn/completed", text(4));
+        hub.flush().await;
+        assert_eq!(ns(drain(&rx)), vec![1, 2, 3, 4]);
+        assert_eq!(hub.subscribe(&a, true, None).unwrap(), Subscribed::Already, "no second replay");
+    }
+
+    #[tokio::test]
+    async fn after_seq_names_what_to_catch_up_and_skips_what_the_client_has() {
+        let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(Unlogged), 10);
+        hub.publish("m", text(11));
+        hub.publish("m", text(12));
+        hub.flush().await;
+        let (a, rx) = ready_peer(1);
+        assert_eq!(hub.subscribe(&a, true, Some(9)).unwrap(), Subscribed::New { catch_up: Some((9, 12)) });
+        hub.publish("m", text(13));
+        hub.flush().await;
+        hub.release(a.id(), Vec::new());
+        assert_eq!(drain(&rx), vec![(13, 13)], "held events after the catch-up range");
+        let (b, rx) = ready_peer(2);
+        assert_eq!(hub.subscribe(&b, false, Some(13)).unwrap(), Subscribed::New { catch_up: None });
+        hub.release(b.id(), Vec::new());
+        hub.publish("m", text(14));
+        hub.flush().await;
+        assert_eq!(drain(&rx), vec![(14, 14)]);
+        let (c, _) = ready_peer(3);
+        assert!(hub.subscribe(&c, false, Some(15)).is_err(), "afterSeq past the last event");
     }
 
     #[test]
     fn the_replay_buffer_is_bounded_in_bytes() {
         let hub = EventHub::default();
-        hub.begin_turn(None);
+        hub.shared.begin_turn(None);
         let big = "x".repeat(RECENT_MAX_BYTES / 4 + 1);
-        for _ in 0..10 {
-            hub.publish("item/agentMessage/delta", frame(&big));
+        for seq in 1..=10 {
+            hub.shared.deliver(seq, "item/agentMessage/delta", OutFrame::from(big.clone()));
         }
-        hub.publish("turn/completed", frame("last"));
-        let inner = hub.lock();
+        hub.shared.deliver(11, "turn/completed", OutFrame::from("last".to_owned()));
+        let inner = hub.shared.inner();
         assert!(inner.recent_bytes <= RECENT_MAX_BYTES);
-        assert_eq!(inner.recent_bytes, inner.recent.iter().map(|(_, f)| f.bytes().len()).sum::<usize>());
-        assert_eq!(inner.recent.back().map(|(m, _)| *m), Some("turn/completed"), "the newest are kept");
+        assert_eq!(inner.recent_bytes, inner.recent.iter().map(|(_, _, f)| f.bytes().len()).sum::<usize>());
+        assert_eq!(inner.recent.back().map(|(_, m, _)| *m), Some("turn/completed"), "the newest are kept");
         assert_eq!(inner.recent.len(), 4);
     }
 
-    #[test]
-    fn nothing_goes_out_before_the_announcement() {
+    #[tokio::test]
+    async fn nothing_goes_out_before_the_announcement() {
         let connections = NoClients;
         let hub = EventHub::default();
         hub.gate().hold();
-        let (a, mut rx) = ready_peer(1);
-        hub.subscribe(&a, false);
-        hub.release(a.id());
+        let (a, rx) = ready_peer(1);
+        hub.subscribe(&a, false, None).unwrap();
+        hub.release(a.id(), Vec::new());
         hub.begin_turn(None);
-        hub.publish("turn/started", frame("1"));
-        assert!(drain(&mut rx).is_empty());
-        hub.announce(&connections, "thread/started", frame("0"));
-        hub.publish("turn/completed", frame("2"));
-        assert_eq!(drain(&mut rx), vec!["1", "2"]);
+        hub.publish("turn/started", text(1));
+        hub.flush().await;
+        assert!(rx.take().is_empty());
+        hub.announce(&connections, "thread/started", OutFrame::from(text(0)));
+        hub.publish("turn/completed", text(2));
+        hub.flush().await;
+        assert_eq!(ns(drain(&rx)), vec![1, 2]);
     }
 
-    #[test]
-    fn an_ended_turn_is_not_replayed() {
+    #[tokio::test]
+    async fn an_ended_turn_is_not_replayed() {
         let hub = EventHub::default();
-        let (a, mut rx) = ready_peer(1);
+        let (a, rx) = ready_peer(1);
         hub.begin_turn(None);
-        hub.publish("turn/started", frame("1"));
+        hub.publish("turn/started", text(1));
         hub.end_turn();
-        hub.subscribe(&a, true);
-        hub.release(a.id());
-        assert!(drain(&mut rx).is_empty());
+        hub.flush().await;
+        hub.subscribe(&a, true, None).unwrap();
+        hub.release(a.id(), Vec::new());
+        assert!(rx.take().is_empty());
     }
 
-    #[test]
-    fn an_unsubscribed_starter_gets_the_turn_inline_only() {
+    #[tokio::test]
+    async fn the_inline_path_closes_after_the_turns_last_event() {
         let hub = EventHub::default();
-        let (a, mut rx) = ready_peer(1);
+        let (a, rx) = ready_peer(1);
         hub.begin_turn(Some(&a));
-        hub.publish("turn/started", frame("1"));
+        hub.publish("turn/started", text(1));
+        hub.publish("turn/completed", text(2));
         hub.end_turn();
-        hub.publish("thread/x", frame("2"));
-        assert_eq!(drain(&mut rx), vec!["1"]);
+        hub.publish("thread/x", text(3));
+        hub.flush().await;
+        assert_eq!(ns(drain(&rx)), vec![1, 2], "the starter gets its whole turn, inline only");
     }
 }

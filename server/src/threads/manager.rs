@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use appserver_protocol::ThreadRuntime;
 
-use super::{SessionError, ThreadHandle};
+use super::event_log::EventLog;
+use super::{Loaded, SessionError, ThreadHandle};
 use crate::store::{Store, ThreadRecord};
 
 /// The loaded threads.
@@ -34,6 +35,11 @@ impl ThreadManager {
             max_loaded: max_loaded.max(1),
             clock: AtomicU64::new(0),
         }
+    }
+
+    /// Where loaded threads log their events.
+    fn log(&self) -> Arc<dyn EventLog> {
+        Arc::new(self.store.clone())
     }
 
     fn loaded_map(&self) -> MutexGuard<'_, HashMap<String, Arc<ThreadHandle>>> {
@@ -61,7 +67,8 @@ impl ThreadManager {
         let record = self.store.thread(id).await?.ok_or_else(|| SessionError::ThreadNotFound(id.to_owned()))?;
         let queue = self.store.queued_inputs(id).await?;
         let plan = self.store.plan(id).await?;
-        let handle = Arc::new(ThreadHandle::new(record, queue, plan));
+        let last_seq = self.store.last_event_seq(id).await?;
+        let handle = Arc::new(ThreadHandle::new(Loaded { record, queue, plan, last_seq }, self.log()));
         self.touch(&handle);
         // Another task may have loaded it meanwhile: keep the first.
         let mut map = self.loaded_map();
@@ -85,7 +92,8 @@ impl ThreadManager {
         if map.contains_key(&record.id) {
             return None;
         }
-        let handle = Arc::new(ThreadHandle::new(record, Vec::new(), None));
+        let loaded = Loaded { record, queue: Vec::new(), plan: None, last_seq: 0 };
+        let handle = Arc::new(ThreadHandle::new(loaded, self.log()));
         handle.hub.gate().hold();
         self.touch(&handle);
         map.insert(handle.id.clone(), handle.clone());
@@ -144,4 +152,5 @@ fn evictable(handle: &ThreadHandle) -> bool {
         && state.dynamic_tools.is_empty()
         && !handle.hub.has_recipients()
         && !handle.hub.gate().is_holding()
+        && !handle.hub.is_draining()
 }

@@ -5,6 +5,8 @@
 //! changed only under its mutex, which is never held across an await; the in-memory record is the
 //! source of truth for a loaded thread and is written through to the store.
 
+mod announce;
+pub mod event_log;
 mod hub;
 pub mod manager;
 pub mod pending_approval;
@@ -18,7 +20,8 @@ use appserver_protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
-pub use hub::{AnnounceGate, EventHub};
+pub use announce::AnnounceGate;
+pub use hub::{AfterSeqAhead, EventHub, Subscribed};
 pub use manager::ThreadManager;
 
 use crate::ports::{Broadcast, ConnectionId, OutFrame};
@@ -93,6 +96,15 @@ impl ThreadState {
     }
 }
 
+/// What a thread is loaded from: its record, queue and plan, and its last logged event's `seq`.
+#[derive(Debug)]
+pub struct Loaded {
+    pub record: ThreadRecord,
+    pub queue: Vec<QueuedTurnInput>,
+    pub plan: Option<appserver_protocol::Plan>,
+    pub last_seq: u64,
+}
+
 /// A loaded thread.
 #[derive(Debug)]
 pub struct ThreadHandle {
@@ -108,12 +120,14 @@ pub struct ThreadHandle {
 }
 
 impl ThreadHandle {
-    fn new(record: ThreadRecord, mut queue: Vec<QueuedTurnInput>, plan: Option<appserver_protocol::Plan>) -> Self {
+    fn new(loaded: Loaded, log: Arc<dyn event_log::EventLog>) -> Self {
+        let Loaded { record, mut queue, plan, last_seq } = loaded;
         // Guidance promised to a turn that is no longer running goes back to the queue.
         for queued in &mut queue {
             queued.status = appserver_protocol::QueuedInputStatus::Queued;
         }
         let announce = Arc::new(AnnounceGate::default());
+        let record_id = record.id.clone();
         ThreadHandle {
             id: record.id.clone(),
             state: Mutex::new(ThreadState {
@@ -130,7 +144,7 @@ impl ThreadHandle {
                 session_approvals: Default::default(),
                 announce: announce.clone(),
             }),
-            hub: EventHub::new(announce),
+            hub: EventHub::new(&record_id, announce, log, last_seq),
             last_used: Default::default(),
             queue_order: tokio::sync::Mutex::new(()),
         }
@@ -150,7 +164,7 @@ impl ThreadHandle {
     /// Publishes a thread-scoped (turn/item) notification to this thread's recipients.
     pub fn publish(&self, notification: &ServerNotification) {
         match notification.to_frame() {
-            Ok(text) => self.hub.publish(notification.method(), OutFrame::from(text)),
+            Ok(text) => self.hub.publish(notification.method(), text),
             Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
         }
     }

@@ -275,6 +275,8 @@ impl TurnContext {
         let output = match (tool, gate) {
             (Some(_), crate::turns::approvals::Gate::Declined(message)) => ToolOutput::error(message),
             (Some(tool), crate::turns::approvals::Gate::Proceed) => {
+                // What the tool does (an app command, a request to a client) follows its item.
+                self.handle.hub.flush().await;
                 let call = ToolCall {
                     env: &self.turns.tool_env,
                     thread_id: &self.thread_id,

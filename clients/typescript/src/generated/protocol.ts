@@ -969,6 +969,12 @@ export interface ThreadReadResult {
   thread: Thread;
   /** Present when older turns were left out of this page. */
   nextTurnsCursor?: string | null;
+  /**
+   * appserver extension: the thread's last event `seq` when the read began; the result
+   * reflects at least every event up to it, so `thread/subscribe` with this `afterSeq` misses
+   * nothing.
+   */
+  seq?: number | null;
 }
 
 export interface ThreadRenameParams {
@@ -987,6 +993,15 @@ export interface ThreadRenamedParams {
  */
 export interface ThreadResult {
   thread: Thread;
+}
+
+export interface ThreadResumeParams {
+  threadId: string;
+  /**
+   * appserver extension: also subscribe this connection to the thread, delivering every event
+   * numbered after this `seq`, then the live ones (as `thread/subscribe` with `afterSeq`).
+   */
+  afterSeq?: number | null;
 }
 
 export interface ThreadResumedParams {
@@ -1029,6 +1044,11 @@ export interface ThreadStatusChangedParams {
 
 export interface ThreadSubscribeParams {
   threadId: string;
+  /**
+   * appserver extension: deliver every event of the thread numbered after this `seq` (from the
+   * event log), then the live ones, with no gap and no duplicate.
+   */
+  afterSeq?: number | null;
   replayRecent?: boolean;
 }
 
@@ -1223,7 +1243,7 @@ export interface ClientRequestMap {
   "thread/pause": { params: ThreadIdParams; result: EmptyResult };
   "thread/read": { params: ThreadReadParams; result: ThreadReadResult };
   "thread/rename": { params: ThreadRenameParams; result: EmptyResult };
-  "thread/resume": { params: ThreadIdParams; result: ThreadResult };
+  "thread/resume": { params: ThreadResumeParams; result: ThreadResult };
   "thread/rollback": { params: ThreadRollbackParams; result: ThreadResult };
   "thread/start": { params: ThreadStartParams; result: ThreadResult };
   "thread/subscribe": { params: ThreadSubscribeParams; result: EmptyResult };

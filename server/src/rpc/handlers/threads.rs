@@ -6,8 +6,9 @@ use appserver_protocol::{
     EmptyResult, ServerNotification, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult,
     ThreadModeSetParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams, ThreadResult,
     ThreadResumedParams, ThreadRollbackParams, ThreadStartParams, ThreadStatus, ThreadStatusChangedParams,
-    ThreadSubscribeParams,
+    ThreadResumeParams, ThreadSubscribeParams,
 };
+use std::sync::Arc;
 
 use crate::clock::UtcTime;
 use appserver_protocol::jsonrpc::RequestId;
@@ -15,7 +16,7 @@ use appserver_protocol::jsonrpc::RequestId;
 use crate::rpc::dispatch::reply_text;
 use crate::rpc::{OutFrame, RequestCtx};
 use crate::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
-use crate::threads::{SessionError, ThreadState, new_thread_id, wire};
+use crate::threads::{SessionError, Subscribed, ThreadHandle, ThreadState, event_log, new_thread_id, wire};
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -170,7 +171,7 @@ pub fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
     }
 }
 
-pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result<ThreadResult, SessionError> {
+pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadResumeParams) -> Result<ThreadResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let (ticket, previous) = {
         let mut state = handle.state();
@@ -187,6 +188,7 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
     let thread = wire::thread(&handle.state(), turns);
     let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
+    let subscribe_to = p.after_seq.is_some().then(|| handle.clone());
     let resumed = ServerNotification::ThreadResumed(ThreadResumedParams {
         thread: thread.clone(),
         resumed_by: ctx.client_name(),
@@ -203,6 +205,9 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadIdParams) -> Result
             &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),
         );
     });
+    if let Some(handle) = subscribe_to {
+        subscribe_connection(ctx, handle, false, p.after_seq).await?;
+    }
     Ok(ThreadResult { thread })
 }
 
@@ -259,6 +264,8 @@ pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result
 /// is the one copy of the thread held (see docs/performance.md).
 pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadParams) -> Result<String, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
+    // Taken before the store is read: the reply reflects at least every event up to it.
+    let seq = handle.hub.delivered_seq();
     let before =
         match &p.turns_cursor {
             Some(cursor) => Some(parse_seq(cursor, "turn_").ok_or_else(|| {
@@ -275,7 +282,7 @@ pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadPa
         let state = handle.state();
         state.require_exists()?;
         let next_turns_cursor = turns.as_ref().filter(|t| t.more).and_then(|t| t.first_turn_id()).map(str::to_owned);
-        reply_text(id, &ThreadReadResult { thread: wire::thread(&state, Vec::new()), next_turns_cursor })
+        reply_text(id, &ThreadReadResult { thread: wire::thread(&state, Vec::new()), next_turns_cursor, seq: Some(seq) })
     };
     let Some(turns) = turns else { return Ok(head) };
     const MARKER: &str = "\"turns\":[]";
@@ -321,19 +328,45 @@ pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -
 
 pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams) -> Result<EmptyResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    if handle.hub.subscribe(&ctx.client(), p.replay_recent) {
-        let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
-        ctx.after_reply(move || {
-            handle.hub.release(peer.id);
-            // A decision still pending is asked of the new subscriber too.
-            crate::turns::approvals::offer_pending(
-                &server.turns,
-                &handle,
-                &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),
-            );
-        });
-    }
+    subscribe_connection(ctx, handle, p.replay_recent, p.after_seq).await?;
     Ok(EmptyResult {})
+}
+
+/// Subscribes the requesting connection to a thread, live once the response is out: with
+/// `after_seq`, the logged events after it come first (read now), else with `replay` the running
+/// turn's recent ones.
+async fn subscribe_connection(
+    ctx: &RequestCtx,
+    handle: Arc<ThreadHandle>,
+    replay: bool,
+    after_seq: Option<u64>,
+) -> Result<(), SessionError> {
+    let subscribed = handle
+        .hub
+        .subscribe(&ctx.client(), replay, after_seq)
+        .map_err(|ahead| SessionError::InvalidParams(ahead.to_string()))?;
+    let Subscribed::New { catch_up } = subscribed else { return Ok(()) };
+    let caught_up = match catch_up {
+        Some((after, through)) => match event_log::catch_up(&ctx.state.store, &handle.id, after, through).await {
+            Ok(events) => events,
+            Err(err) => {
+                handle.hub.unsubscribe(ctx.peer.id);
+                return Err(err);
+            }
+        },
+        None => Vec::new(),
+    };
+    let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
+    ctx.after_reply(move || {
+        handle.hub.release(peer.id, caught_up);
+        // A decision still pending is asked of the new subscriber too.
+        crate::turns::approvals::offer_pending(
+            &server.turns,
+            &handle,
+            &(peer.clone() as std::sync::Arc<dyn crate::ports::Client>),
+        );
+    });
+    Ok(())
 }
 
 pub async fn handle_thread_unsubscribe(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {

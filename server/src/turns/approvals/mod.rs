@@ -163,6 +163,8 @@ async fn ask_clients(
     params: ApprovalRequestParams,
     app: Option<AppCommandApproval>,
 ) -> Result<Outcome, TurnError> {
+    // The request follows its item: everything published before it goes out first.
+    handle.hub.flush().await;
     let recipients: Vec<Arc<dyn Client>> =
         handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect();
     let policy_fallback = {

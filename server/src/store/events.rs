@@ -1,0 +1,74 @@
+//! The thread event log: each thread's notifications, numbered per thread (`seq`), kept so a
+//! client (or another instance) can catch up after the last event it saw. Older turns' events are
+//! pruned; turns and items stay the thread's record.
+
+use super::db::{Conn, sql};
+use super::{Store, StoreError};
+
+/// A change to the event log.
+#[derive(Debug, Clone)]
+pub enum EventWrite {
+    /// One notification as it goes out; `seq` is the thread's next.
+    Append { thread_id: String, seq: u64, method: &'static str, body: bytes::Bytes },
+    /// Forget the thread's events numbered below `below_seq`.
+    Prune { thread_id: String, below_seq: u64 },
+}
+
+/// A logged notification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoredEvent {
+    pub seq: u64,
+    pub method: String,
+    /// The whole JSON-RPC notification text.
+    pub body: String,
+}
+
+fn to_i64(seq: u64) -> i64 {
+    i64::try_from(seq).unwrap_or(i64::MAX)
+}
+
+fn to_u64(seq: i64) -> u64 {
+    u64::try_from(seq).unwrap_or(0)
+}
+
+pub(super) async fn apply(conn: &mut Conn<'_>, op: &EventWrite) -> Result<(), StoreError> {
+    match op {
+        EventWrite::Append { thread_id, seq, method, body } => {
+            let body = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
+            let text = "INSERT INTO thread_events (thread_id, seq, method, body) VALUES (?,?,?,?)";
+            conn.execute(sql(text).bind(thread_id).bind(to_i64(*seq)).bind(*method).bind(body)).await?;
+        }
+        EventWrite::Prune { thread_id, below_seq } => {
+            let text = "DELETE FROM thread_events WHERE thread_id = ? AND seq < ?";
+            conn.execute(sql(text).bind(thread_id).bind(to_i64(*below_seq))).await?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// The thread's events numbered after `after` and up to `through`, oldest first, at most
+    /// `limit` of them.
+    pub async fn events_between(
+        &self,
+        thread_id: &str,
+        after: u64,
+        through: u64,
+        limit: u32,
+    ) -> Result<Vec<StoredEvent>, StoreError> {
+        let text = "SELECT seq, method, body FROM thread_events WHERE thread_id = ? AND seq > ? AND seq <= ? \
+             ORDER BY seq LIMIT ?";
+        let q = sql(text).bind(thread_id).bind(to_i64(after)).bind(to_i64(through)).bind(limit);
+        let rows = self.reader.fetch_all(q).await?;
+        rows.iter()
+            .map(|row| Ok(StoredEvent { seq: to_u64(row.int("seq")?), method: row.text("method")?, body: row.text("body")? }))
+            .collect()
+    }
+
+    /// The number of the thread's last logged event (0 when it has none).
+    pub async fn last_event_seq(&self, thread_id: &str) -> Result<u64, StoreError> {
+        let text = "SELECT COALESCE(MAX(seq), 0) AS last FROM thread_events WHERE thread_id = ?";
+        let row = self.reader.fetch_optional(sql(text).bind(thread_id)).await?;
+        Ok(row.map(|row| row.int("last")).transpose()?.map_or(0, to_u64))
+    }
+}

@@ -1,0 +1,93 @@
+//! `EventLog`: where a thread's hub writes each event before it goes out (the store's
+//! `thread_events`), so what a client saw can be caught up by `seq` after a reconnect.
+
+use std::fmt::Debug;
+use std::future::Future;
+use std::pin::Pin;
+
+use bytes::Bytes;
+
+use crate::store::{EventWrite, Store, StoreError};
+
+/// Resolves when an appended event has committed (or failed to).
+pub type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
+
+/// The log a hub appends to.
+pub trait EventLog: Send + Sync + Debug {
+    /// Appends one event; events are committed in the order they are appended.
+    fn append(&self, thread_id: &str, seq: u64, method: &'static str, body: Bytes) -> Commit;
+    /// Forgets the thread's events numbered below `below_seq` (in the background).
+    fn prune(&self, thread_id: &str, below_seq: u64);
+}
+
+impl EventLog for Store {
+    fn append(&self, thread_id: &str, seq: u64, method: &'static str, body: Bytes) -> Commit {
+        let ticket = self.submit(EventWrite::Append { thread_id: thread_id.to_owned(), seq, method, body });
+        Box::pin(ticket.wait())
+    }
+
+    fn prune(&self, thread_id: &str, below_seq: u64) {
+        let ticket = self.submit(EventWrite::Prune { thread_id: thread_id.to_owned(), below_seq });
+        let thread_id = thread_id.to_owned();
+        tokio::spawn(async move {
+            if let Err(err) = ticket.wait().await {
+                tracing::warn!(thread = %thread_id, error = %err, "cannot prune old events");
+            }
+        });
+    }
+}
+
+/// No log: every event commits at once (unit tests of the hub).
+#[derive(Debug, Default)]
+pub struct Unlogged;
+
+impl EventLog for Unlogged {
+    fn append(&self, _: &str, _: u64, _: &'static str, _: Bytes) -> Commit {
+        Box::pin(std::future::ready(Ok(())))
+    }
+
+    fn prune(&self, _: &str, _: u64) {}
+}
+
+/// Most events one subscription catches up on; further behind, the client reads the thread.
+pub const MAX_CATCH_UP: u64 = 20_000;
+/// Logged events read per query while catching up.
+const CATCH_UP_PAGE: u32 = 1000;
+
+/// The logged events of `thread_id` numbered after `after` up to `through`, as `(method,
+/// frame)`, every one of them: an error when some are no longer kept (pruned with older turns) or
+/// when there are more than [`MAX_CATCH_UP`].
+pub async fn catch_up(
+    store: &Store,
+    thread_id: &str,
+    after: u64,
+    through: u64,
+) -> Result<Vec<(String, crate::ports::OutFrame)>, super::SessionError> {
+    let behind = through.saturating_sub(after);
+    if behind > MAX_CATCH_UP {
+        return Err(super::SessionError::InvalidParams(format!(
+            "afterSeq {after} is {behind} events behind (more than {MAX_CATCH_UP}): read the thread \
+             (thread/read returns its seq) and subscribe after that"
+        )));
+    }
+    let mut out = Vec::with_capacity(usize::try_from(behind).unwrap_or(0));
+    let mut next = after;
+    while next < through {
+        let page = store.events_between(thread_id, next, through, CATCH_UP_PAGE).await?;
+        if page.first().is_none_or(|event| event.seq != next + 1) {
+            return Err(super::SessionError::InvalidParams(format!(
+                "afterSeq {after}: the thread's events after {next} are no longer kept (events of \
+                 older turns are pruned): read the thread (thread/read returns its seq) and \
+                 subscribe after that"
+            )));
+        }
+        for event in page {
+            if event.seq != next + 1 {
+                return Err(StoreError::Corrupt(format!("thread {thread_id}: event {} is missing", next + 1)).into());
+            }
+            next = event.seq;
+            out.push((event.method, crate::ports::OutFrame::from(event.body)));
+        }
+    }
+    Ok(out)
+}
