@@ -25,8 +25,8 @@ use crate::model::{ModelListParams, ModelListResult};
 use crate::thread::{
     EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
     ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,
-    ThreadResult, ThreadResumedParams, ThreadRollbackParams, ThreadRuntimeChangedParams, ThreadStartParams,
-    ThreadStatusChangedParams, ThreadSubscribeParams, ThreadResumeParams,
+    ThreadResult, ThreadResumeParams, ThreadResumedParams, ThreadRollbackParams, ThreadRuntimeChangedParams,
+    ThreadStartParams, ThreadStatusChangedParams, ThreadSubscribeParams,
 };
 use crate::turn::{
     DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,

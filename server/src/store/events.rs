@@ -61,7 +61,9 @@ impl Store {
         let q = sql(text).bind(thread_id).bind(to_i64(after)).bind(to_i64(through)).bind(limit);
         let rows = self.reader.fetch_all(q).await?;
         rows.iter()
-            .map(|row| Ok(StoredEvent { seq: to_u64(row.int("seq")?), method: row.text("method")?, body: row.text("body")? }))
+            .map(|row| {
+                Ok(StoredEvent { seq: to_u64(row.int("seq")?), method: row.text("method")?, body: row.text("body")? })
+            })
             .collect()
     }
 

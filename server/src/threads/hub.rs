@@ -323,7 +323,9 @@ async fn drain(shared: Arc<Shared>) {
                     Ok(()) => shared.pass(seq, method, frame),
                     // Announced only what has committed: this event is not (the store failing
                     // fails the turn too; its end is announced if that commits).
-                    Err(err) => tracing::error!(thread = %shared.thread_id, seq, method, error = %err, "event not logged, not sent"),
+                    Err(err) => {
+                        tracing::error!(thread = %shared.thread_id, seq, method, error = %err, "event not logged, not sent")
+                    }
                 }
             }
             Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),

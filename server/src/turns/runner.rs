@@ -270,6 +270,20 @@ async fn run(
     finalize(&turns, &handle, turn, ctx, outcome).await;
 }
 
+/// Writes how the turn ended into its record.
+fn record_end(turn: &mut TurnRecord, now: &str, usage: appserver_protocol::TokenUsage, outcome: &Outcome) {
+    turn.completed_at = Some(now.to_owned());
+    turn.token_usage = Some(usage);
+    turn.status = match outcome {
+        Outcome::Completed => TurnStatus::Completed,
+        Outcome::Failed(_) => TurnStatus::Failed,
+        Outcome::Cancelled(_) => TurnStatus::Cancelled,
+    };
+    if let Outcome::Failed(message) = outcome {
+        turn.error = Some(message.clone());
+    }
+}
+
 async fn finalize(
     turns: &Arc<TurnService>,
     handle: &Arc<ThreadHandle>,
@@ -278,16 +292,7 @@ async fn finalize(
     outcome: Outcome,
 ) {
     let now = clock::now_rfc3339();
-    turn.completed_at = Some(now.clone());
-    turn.token_usage = Some(ctx.usage);
-    turn.status = match &outcome {
-        Outcome::Completed => TurnStatus::Completed,
-        Outcome::Failed(_) => TurnStatus::Failed,
-        Outcome::Cancelled(_) => TurnStatus::Cancelled,
-    };
-    if let Outcome::Failed(message) = &outcome {
-        turn.error = Some(message.clone());
-    }
+    record_end(&mut turn, &now, ctx.usage, &outcome);
     let mut outcome = outcome;
     let saved = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
     // A deleted thread's turn went with it, and nothing is announced for it.

@@ -5,8 +5,8 @@ use std::collections::{BTreeMap, HashSet};
 use appserver_protocol::{
     EmptyResult, ServerNotification, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult,
     ThreadModeSetParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams, ThreadResult,
-    ThreadResumedParams, ThreadRollbackParams, ThreadStartParams, ThreadStatus, ThreadStatusChangedParams,
-    ThreadResumeParams, ThreadSubscribeParams,
+    ThreadResumeParams, ThreadResumedParams, ThreadRollbackParams, ThreadStartParams, ThreadStatus,
+    ThreadStatusChangedParams, ThreadSubscribeParams,
 };
 use std::sync::Arc;
 
@@ -282,7 +282,10 @@ pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadPa
         let state = handle.state();
         state.require_exists()?;
         let next_turns_cursor = turns.as_ref().filter(|t| t.more).and_then(|t| t.first_turn_id()).map(str::to_owned);
-        reply_text(id, &ThreadReadResult { thread: wire::thread(&state, Vec::new()), next_turns_cursor, seq: Some(seq) })
+        reply_text(
+            id,
+            &ThreadReadResult { thread: wire::thread(&state, Vec::new()), next_turns_cursor, seq: Some(seq) },
+        )
     };
     let Some(turns) = turns else { return Ok(head) };
     const MARKER: &str = "\"turns\":[]";
