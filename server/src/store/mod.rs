@@ -12,6 +12,7 @@ mod apps;
 mod backend_tests;
 mod db;
 mod events;
+mod leases;
 mod location;
 mod postgres;
 mod sqlite;
@@ -20,6 +21,7 @@ mod writer;
 
 pub use apps::{AppWrite, WindowRecord};
 pub use events::{EventWrite, StoredEvent};
+pub use leases::LeaseClaim;
 pub use location::StoreLocation;
 pub use threads::{ItemBody, ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 
@@ -97,6 +99,8 @@ impl From<sqlx::Error> for StoreError {
 /// One write. Each is applied inside the writer's current transaction.
 #[derive(Debug, Clone)]
 pub enum WriteOp {
+    /// A lease operation (`leases.rs`), with the slot its result is left in.
+    Lease(leases::LeaseWrite),
     Thread(ThreadWrite),
     App(AppWrite),
     Event(EventWrite),
@@ -146,6 +150,7 @@ fn apply<'a>(
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreError>> + Send + 'a>> {
     Box::pin(async move {
         match op {
+            WriteOp::Lease(op) => leases::apply(conn, op).await,
             WriteOp::Thread(op) => threads::apply(conn, op).await,
             WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::Event(op) => events::apply(conn, op).await,
@@ -327,7 +332,7 @@ async fn fail_unfinished_turns(pool: &Pool, message: &str) -> Result<Vec<(String
     let mut pooled = pool.acquire().await?;
     let mut conn = pooled.conn();
     conn.execute(sql(pool.backend().begin())).await?;
-    match threads::fail_unfinished_turns(&mut conn, &crate::clock::now_rfc3339(), message).await {
+    match threads::fail_unfinished_turns(&mut conn, None, &crate::clock::now_rfc3339(), message).await {
         Ok(failed) => {
             conn.execute(sql("COMMIT")).await?;
             Ok(failed)

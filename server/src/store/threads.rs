@@ -520,16 +520,20 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
     Ok(())
 }
 
-/// Start-up recovery: turns a crash left `running` or `waitingApproval` become `failed`, with an
-/// error item saying why. Returns (thread id, turn id) of each.
+/// Recovery: turns a crash left `running` or `waitingApproval` become `failed`, with an error
+/// item saying why; all of them at start-up (`thread` `None`), one thread's when an expired lease
+/// is taken over (`leases.rs`). Returns (thread id, turn id) of each.
 pub(super) async fn fail_unfinished_turns(
     conn: &mut Conn<'_>,
+    thread: Option<&str>,
     now: &str,
     message: &str,
 ) -> Result<Vec<(String, String)>, StoreError> {
-    let rows = conn
-        .fetch_all(sql("SELECT thread_id, seq, id FROM turns WHERE status IN ('running', 'waitingApproval')"))
-        .await?;
+    let unfinished = "SELECT thread_id, seq, id FROM turns WHERE status IN ('running', 'waitingApproval')";
+    let rows = match thread {
+        None => conn.fetch_all(sql(unfinished)).await?,
+        Some(id) => conn.fetch_all(sql(format!("{unfinished} AND thread_id = ? ORDER BY seq")).bind(id)).await?,
+    };
     let mut failed = Vec::new();
     for row in rows {
         let thread_id = row.text("thread_id")?;

@@ -1,0 +1,253 @@
+//! Per-thread ownership leases (`thread_leases`), for several instances on one database: the
+//! instance that holds a thread's live lease runs its turn, approvals and model stream; an expired
+//! lease may be taken by another instance, which fails the turns the old owner left unfinished.
+//!
+//! Times are Unix milliseconds from the caller's clock (`now_ms`); a lease is live while
+//! `now_ms < expires_at_ms`. Instances' clocks must agree within a fraction of the TTL.
+//!
+//! Why the writer: every lease change is a [`WriteOp::Lease`] unit on the store's single writer,
+//! not a transaction of its own on the pool. On SQLite a second write transaction would compete
+//! with the writer's connection for the database's one write lock (`SQLITE_BUSY` after the busy
+//! timeout, and a stall of every other write meanwhile); through the writer a lease change is
+//! ordered with the thread's other writes, is atomic in its own SAVEPOINT, and is answered only
+//! once its group commit has committed. The writer answers units with `()`, so a lease unit
+//! carries a slot for its result, filled by [`apply`] and read once the unit has committed.
+
+use std::sync::{Arc, Mutex, PoisonError};
+
+use super::db::{Conn, sql};
+use super::{Store, StoreError, WriteOp, threads};
+use crate::clock::UtcTime;
+
+/// What [`Store::try_acquire_lease`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum LeaseClaim {
+    /// The caller holds the lease now (new, taken after it expired, or its own renewed).
+    Acquired { expires_at_ms: i64 },
+    /// Another instance holds a live lease.
+    HeldBy { owner: String, expires_at_ms: i64 },
+}
+
+/// The lease change a unit makes.
+#[derive(Debug, Clone)]
+enum LeaseOp {
+    Acquire {
+        thread_id: String,
+        owner: String,
+        now_ms: i64,
+        ttl_ms: i64,
+    },
+    Renew {
+        owner: String,
+        now_ms: i64,
+        ttl_ms: i64,
+    },
+    /// One thread's lease (`Some`) or all of the owner's.
+    Release {
+        thread_id: Option<String>,
+        owner: String,
+    },
+    TakeOver {
+        thread_id: String,
+        new_owner: String,
+        now_ms: i64,
+        ttl_ms: i64,
+        message: String,
+    },
+}
+
+/// What a lease unit found; read by the caller once the unit has committed.
+#[derive(Debug)]
+enum LeaseOutcome {
+    Claim(LeaseClaim),
+    Count(u64),
+    TakenOver(Option<Vec<String>>),
+}
+
+/// A lease change as a write unit, with the slot its outcome is left in. (The slot may be filled
+/// by a unit that is then rolled back; it is read only when the unit's write succeeded.)
+#[derive(Debug, Clone)]
+pub struct LeaseWrite {
+    op: LeaseOp,
+    outcome: Arc<Mutex<Option<LeaseOutcome>>>,
+}
+
+/// Takes the lease of `?1` for `?2` until `?3`, where the condition allows it.
+const UPSERT: &str = "INSERT INTO thread_leases (thread_id, owner, expires_at_ms) VALUES (?1, ?2, ?3) \
+     ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires_at_ms = excluded.expires_at_ms";
+
+/// Runs one lease unit inside the writer's transaction and leaves its outcome in the slot.
+pub(super) async fn apply(conn: &mut Conn<'_>, write: &LeaseWrite) -> Result<(), StoreError> {
+    let outcome = match &write.op {
+        LeaseOp::Acquire { thread_id, owner, now_ms, ttl_ms } => {
+            LeaseOutcome::Claim(acquire(conn, thread_id, owner, *now_ms, *ttl_ms).await?)
+        }
+        LeaseOp::Renew { owner, now_ms, ttl_ms } => {
+            let text = "UPDATE thread_leases SET expires_at_ms = ? WHERE owner = ?";
+            LeaseOutcome::Count(conn.execute(sql(text).bind(now_ms.saturating_add(*ttl_ms)).bind(owner)).await?)
+        }
+        LeaseOp::Release { thread_id: Some(thread_id), owner } => {
+            let text = "DELETE FROM thread_leases WHERE thread_id = ? AND owner = ?";
+            LeaseOutcome::Count(conn.execute(sql(text).bind(thread_id).bind(owner)).await?)
+        }
+        LeaseOp::Release { thread_id: None, owner } => {
+            LeaseOutcome::Count(conn.execute(sql("DELETE FROM thread_leases WHERE owner = ?").bind(owner)).await?)
+        }
+        LeaseOp::TakeOver { thread_id, new_owner, now_ms, ttl_ms, message } => {
+            LeaseOutcome::TakenOver(take_over(conn, thread_id, new_owner, *now_ms, *ttl_ms, message).await?)
+        }
+    };
+    *write.outcome.lock().unwrap_or_else(PoisonError::into_inner) = Some(outcome);
+    Ok(())
+}
+
+/// The upsert takes a free, expired or own lease (row-locked on PostgreSQL, under the write lock
+/// on SQLite until the commit), then the row is read back in the same transaction.
+async fn acquire(
+    conn: &mut Conn<'_>,
+    thread_id: &str,
+    owner: &str,
+    now_ms: i64,
+    ttl_ms: i64,
+) -> Result<LeaseClaim, StoreError> {
+    let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4 OR thread_leases.owner = excluded.owner");
+    let expires = now_ms.saturating_add(ttl_ms);
+    conn.execute(sql(text).bind(thread_id).bind(owner).bind(expires).bind(now_ms)).await?;
+    let text = "SELECT owner, expires_at_ms FROM thread_leases WHERE thread_id = ?";
+    let row = conn.fetch_one(sql(text).bind(thread_id)).await?;
+    let (holder, expires_at_ms) = (row.text("owner")?, row.int("expires_at_ms")?);
+    Ok(if holder == owner {
+        LeaseClaim::Acquired { expires_at_ms }
+    } else {
+        LeaseClaim::HeldBy { owner: holder, expires_at_ms }
+    })
+}
+
+/// Takes an expired or absent lease and fails the thread's unfinished turns, in the unit's one
+/// transaction; `None` (nothing changed) while any lease on the thread is live.
+async fn take_over(
+    conn: &mut Conn<'_>,
+    thread_id: &str,
+    new_owner: &str,
+    now_ms: i64,
+    ttl_ms: i64,
+    message: &str,
+) -> Result<Option<Vec<String>>, StoreError> {
+    let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4");
+    let expires = now_ms.saturating_add(ttl_ms);
+    if conn.execute(sql(text).bind(thread_id).bind(new_owner).bind(expires).bind(now_ms)).await? == 0 {
+        return Ok(None);
+    }
+    let now = UtcTime { unix_millis: now_ms }.rfc3339();
+    let failed = threads::fail_unfinished_turns(conn, Some(thread_id), &now, message).await?;
+    Ok(Some(failed.into_iter().map(|(_, turn)| turn).collect()))
+}
+
+impl Store {
+    /// Commits one lease unit and returns what it found.
+    async fn lease_write(&self, op: LeaseOp) -> Result<LeaseOutcome, StoreError> {
+        let outcome = Arc::new(Mutex::new(None));
+        self.write(WriteOp::Lease(LeaseWrite { op, outcome: outcome.clone() })).await?;
+        let taken = outcome.lock().unwrap_or_else(PoisonError::into_inner).take();
+        taken.ok_or_else(|| StoreError::Write("a lease write committed without an outcome".to_owned()))
+    }
+
+    /// Takes the thread's lease for `owner` until `now_ms + ttl_ms` when it is free, expired or
+    /// already `owner`'s (then it is renewed); otherwise says who holds it. Atomic: of several
+    /// instances claiming one free lease, exactly one gets `Acquired`. Taking an expired lease
+    /// this way does not fail the old owner's unfinished turns: see
+    /// [`Store::take_over_expired`].
+    pub async fn try_acquire_lease(
+        &self,
+        thread_id: &str,
+        owner: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<LeaseClaim, StoreError> {
+        let (thread_id, owner) = (thread_id.to_owned(), owner.to_owned());
+        match self.lease_write(LeaseOp::Acquire { thread_id, owner, now_ms, ttl_ms }).await? {
+            LeaseOutcome::Claim(claim) => Ok(claim),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Extends every lease `owner` still holds (expired ones not yet taken included) to
+    /// `now_ms + ttl_ms`, in one statement; returns how many. A lease another instance took is
+    /// not among them, so an owner that counts fewer than it thinks it holds has lost some.
+    pub async fn renew_leases(&self, owner: &str, now_ms: i64, ttl_ms: i64) -> Result<u64, StoreError> {
+        self.lease_count(LeaseOp::Renew { owner: owner.to_owned(), now_ms, ttl_ms }).await
+    }
+
+    /// Gives up the thread's lease if `owner` holds it; whether there was one to give up.
+    pub async fn release_lease(&self, thread_id: &str, owner: &str) -> Result<bool, StoreError> {
+        let op = LeaseOp::Release { thread_id: Some(thread_id.to_owned()), owner: owner.to_owned() };
+        Ok(self.lease_count(op).await? > 0)
+    }
+
+    /// Gives up every lease `owner` holds (at shutdown); how many.
+    pub async fn release_all_leases(&self, owner: &str) -> Result<u64, StoreError> {
+        self.lease_count(LeaseOp::Release { thread_id: None, owner: owner.to_owned() }).await
+    }
+
+    async fn lease_count(&self, op: LeaseOp) -> Result<u64, StoreError> {
+        match self.lease_write(op).await? {
+            LeaseOutcome::Count(count) => Ok(count),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// In one transaction: when the thread's lease is expired (or there is none), takes it for
+    /// `new_owner` until `now_ms + ttl_ms` and marks the thread's `running` and `waitingApproval`
+    /// turns failed with `error_message`, an error item and `now_ms` as their completion time (as
+    /// start-up recovery does for every thread). Returns the ids of the turns it failed, or
+    /// `None` when a live lease is held — by anyone, `new_owner` included, whose running turns
+    /// are its own and are left alone.
+    pub async fn take_over_expired(
+        &self,
+        thread_id: &str,
+        new_owner: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+        error_message: &str,
+    ) -> Result<Option<Vec<String>>, StoreError> {
+        let op = LeaseOp::TakeOver {
+            thread_id: thread_id.to_owned(),
+            new_owner: new_owner.to_owned(),
+            now_ms,
+            ttl_ms,
+            message: error_message.to_owned(),
+        };
+        match self.lease_write(op).await? {
+            LeaseOutcome::TakenOver(failed) => Ok(failed),
+            other => Err(unexpected(&other)),
+        }
+    }
+
+    /// Who holds the thread's live lease, and until when; `None` when there is none or it has
+    /// expired by `now_ms`. (A read: it may be stale by the time the caller acts on it.)
+    pub async fn lease_holder(&self, thread_id: &str, now_ms: i64) -> Result<Option<(String, i64)>, StoreError> {
+        let text = "SELECT owner, expires_at_ms FROM thread_leases WHERE thread_id = ? AND expires_at_ms > ?";
+        let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(now_ms)).await?;
+        Ok(row.map(|row| Ok::<_, sqlx::Error>((row.text("owner")?, row.int("expires_at_ms")?))).transpose()?)
+    }
+
+    /// Up to `limit` leases expired by `now_ms`, longest expired first: (thread id, owner). What
+    /// a sweeper passes to [`Store::take_over_expired`].
+    pub async fn expired_leases(&self, now_ms: i64, limit: u32) -> Result<Vec<(String, String)>, StoreError> {
+        let text = "SELECT thread_id, owner FROM thread_leases WHERE expires_at_ms <= ? \
+             ORDER BY expires_at_ms, thread_id LIMIT ?";
+        let rows = self.reader.fetch_all(sql(text).bind(now_ms).bind(limit)).await?;
+        let leases: Result<Vec<_>, sqlx::Error> =
+            rows.iter().map(|row| Ok((row.text("thread_id")?, row.text("owner")?))).collect();
+        Ok(leases?)
+    }
+}
+
+/// A lease unit answered with another kind of outcome than its operation gives (a bug).
+fn unexpected(outcome: &LeaseOutcome) -> StoreError {
+    StoreError::Write(format!("a lease write gave an unexpected outcome: {outcome:?}"))
+}
+
+#[cfg(test)]
+#[path = "lease_tests.rs"]
+mod tests;
