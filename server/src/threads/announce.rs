@@ -21,7 +21,7 @@ pub struct AnnounceGate {
 #[derive(Debug)]
 pub(super) enum Held {
     /// For the thread's recipients (turn and item notifications), with its `seq`.
-    Thread(u64, &'static str, OutFrame),
+    Thread(u64, super::hub::Method, OutFrame),
     /// For every connection (`thread/runtimeChanged`, `thread/renamed`, ...).
     Workspace(String, OutFrame),
 }

@@ -54,15 +54,22 @@ pub const MAX_CATCH_UP: u64 = 20_000;
 /// Logged events read per query while catching up.
 const CATCH_UP_PAGE: u32 = 1000;
 
-/// The logged events of `thread_id` numbered after `after` up to `through`, as `(method,
-/// frame)`, every one of them: an error when some are no longer kept (pruned with older turns) or
+/// A logged event read back for a client.
+#[derive(Debug, Clone)]
+pub struct LoggedEvent {
+    pub seq: u64,
+    pub method: String,
+    pub frame: crate::ports::OutFrame,
+}
+
+/// The logged events of `thread_id` numbered after `after` up to `through`, every one of them: an error when some are no longer kept (pruned with older turns) or
 /// when there are more than [`MAX_CATCH_UP`].
 pub async fn catch_up(
     store: &Store,
     thread_id: &str,
     after: u64,
     through: u64,
-) -> Result<Vec<(String, crate::ports::OutFrame)>, super::SessionError> {
+) -> Result<Vec<LoggedEvent>, super::SessionError> {
     let behind = through.saturating_sub(after);
     if behind > MAX_CATCH_UP {
         return Err(super::SessionError::InvalidParams(format!(
@@ -86,7 +93,11 @@ pub async fn catch_up(
                 return Err(StoreError::Corrupt(format!("thread {thread_id}: event {} is missing", next + 1)).into());
             }
             next = event.seq;
-            out.push((event.method, crate::ports::OutFrame::from(event.body)));
+            out.push(LoggedEvent {
+                seq: event.seq,
+                method: event.method,
+                frame: crate::ports::OutFrame::from(event.body),
+            });
         }
     }
     Ok(out)

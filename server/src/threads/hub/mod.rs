@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
 use super::announce::{AnnounceGate, Held};
-use super::event_log::{Commit, EventLog, Unlogged};
+use super::event_log::{Commit, EventLog, LoggedEvent, Unlogged};
 use crate::ports::{Broadcast, Client, ConnectionId, OutFrame};
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
@@ -29,8 +29,12 @@ const RECENT_LIMIT: usize = 512;
 /// ...and at most this many bytes (the oldest go first), so a thread costs bounded memory.
 const RECENT_MAX_BYTES: usize = 1024 * 1024;
 
+/// A notification's method: static for this instance's own, owned for one read back from the
+/// log or received from another instance.
+pub type Method = std::borrow::Cow<'static, str>;
+
 /// A delivered notification: its `seq`, method and frame.
-type Event = (u64, &'static str, OutFrame);
+type Event = (u64, Method, OutFrame);
 
 #[derive(Debug)]
 pub struct EventHub {
@@ -50,6 +54,8 @@ struct Shared {
     gate: Arc<AnnounceGate>,
     log: Arc<dyn EventLog>,
     pipeline: Mutex<Pipeline>,
+    /// Orders the delivery of events published by other instances (cluster mode).
+    remote: tokio::sync::Mutex<()>,
     /// How many steps the drain has handed on (events delivered, held by the gate or dropped;
     /// turn boundaries applied).
     handed: watch::Sender<u64>,
@@ -76,7 +82,7 @@ impl std::fmt::Debug for Pipeline {
 }
 
 enum Step {
-    Event { seq: u64, method: &'static str, frame: OutFrame, commit: Commit },
+    Event { seq: u64, method: Method, frame: OutFrame, commit: Commit },
     BeginTurn(Option<Arc<dyn Client>>),
     EndTurn,
 }
@@ -131,6 +137,7 @@ impl EventHub {
                 log,
                 pipeline: Mutex::new(Pipeline { last_seq, ..Pipeline::default() }),
                 handed: watch::Sender::new(0),
+                remote: tokio::sync::Mutex::new(()),
             }),
         }
     }
@@ -151,7 +158,7 @@ impl EventHub {
         };
         let frame = OutFrame::from(text);
         let commit = self.shared.log.append(&self.shared.thread_id, seq, method, frame.bytes().clone());
-        self.push(pipeline, Step::Event { seq, method, frame, commit });
+        self.push(pipeline, Step::Event { seq, method: Method::Borrowed(method), frame, commit });
     }
 
     fn push(&self, mut pipeline: MutexGuard<'_, Pipeline>, step: Step) {
@@ -228,18 +235,17 @@ impl EventHub {
         Ok(Subscribed::New { catch_up })
     }
 
-    /// Sends a new subscriber the logged events it catches up on (`caught_up`, as `(method,
-    /// frame)`), then what was held for it, in order, and makes it live.
-    pub fn release(&self, id: ConnectionId, caught_up: Vec<(String, OutFrame)>) {
+    /// Sends a new subscriber the logged events it catches up on (`caught_up`), then what was held for it, in order, and makes it live.
+    pub fn release(&self, id: ConnectionId, caught_up: Vec<LoggedEvent>) {
         let mut inner = self.shared.inner();
         if let Some(subscriber) = inner.subscribers.get_mut(&id) {
-            for (method, frame) in &caught_up {
-                subscriber.peer.notify(method, frame);
+            for event in &caught_up {
+                subscriber.peer.notify(&event.method, &event.frame);
             }
             if let Some(held) = subscriber.holding.take() {
                 for (seq, method, frame) in held {
                     if seq > subscriber.skip_through {
-                        subscriber.peer.notify(method, &frame);
+                        subscriber.peer.notify(&method, &frame);
                     }
                 }
             }
@@ -324,7 +330,7 @@ async fn drain(shared: Arc<Shared>) {
                     // Announced only what has committed: this event is not (the store failing
                     // fails the turn too; its end is announced if that commits).
                     Err(err) => {
-                        tracing::error!(thread = %shared.thread_id, seq, method, error = %err, "event not logged, not sent")
+                        tracing::error!(thread = %shared.thread_id, seq, %method, error = %err, "event not logged, not sent")
                     }
                 }
             }
@@ -345,17 +351,17 @@ impl Shared {
     }
 
     /// Delivers a committed event, or holds it while the thread is unannounced.
-    fn pass(&self, seq: u64, method: &'static str, frame: OutFrame) {
+    fn pass(&self, seq: u64, method: Method, frame: OutFrame) {
         if let Some(Held::Thread(seq, method, frame)) = self.gate.try_hold(Held::Thread(seq, method, frame)) {
             self.deliver(seq, method, frame);
         }
     }
 
-    fn deliver(&self, seq: u64, method: &'static str, frame: OutFrame) {
+    fn deliver(&self, seq: u64, method: Method, frame: OutFrame) {
         let mut inner = self.inner();
         inner.delivered = inner.delivered.max(seq);
         inner.recent_bytes += frame.bytes().len();
-        inner.recent.push_back((seq, method, frame.clone()));
+        inner.recent.push_back((seq, method.clone(), frame.clone()));
         while inner.recent.len() > RECENT_LIMIT || inner.recent_bytes > RECENT_MAX_BYTES {
             match inner.recent.pop_front() {
                 Some((_, _, old)) => inner.recent_bytes -= old.bytes().len(),
@@ -367,16 +373,16 @@ impl Shared {
         let inner = &mut *inner;
         for subscriber in inner.subscribers.values_mut() {
             match &mut subscriber.holding {
-                Some(held) => held.push((seq, method, frame.clone())),
+                Some(held) => held.push((seq, method.clone(), frame.clone())),
                 None if seq > subscriber.skip_through => {
-                    subscriber.peer.notify(method, &frame);
+                    subscriber.peer.notify(&method, &frame);
                 }
                 None => {}
             }
         }
         for (id, peer) in &inner.turn_listeners {
             if !inner.subscribers.contains_key(id) {
-                peer.notify(method, &frame);
+                peer.notify(&method, &frame);
             }
         }
     }
@@ -403,148 +409,6 @@ impl Shared {
     }
 }
 
+mod mirror;
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ports::fake::{NoClients, RecordingClient};
-
-    /// A client as the hub holds it, and the same client for reading what it received.
-    fn ready_peer(id: u64) -> (Arc<dyn Client>, Arc<RecordingClient>) {
-        let client = RecordingClient::new(id);
-        (client.clone(), client)
-    }
-
-    fn text(n: u32) -> String {
-        format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"n":{n}}}}}"#)
-    }
-
-    /// The `n` of each frame received since the last call, with its `seq`.
-    fn drain(client: &Arc<RecordingClient>) -> Vec<(u64, u64)> {
-        client
-            .take()
-            .iter()
-            .map(|f| {
-                let v: serde_json::Value = serde_json::from_str(f).unwrap();
-                (v["params"]["n"].as_u64().unwrap(), v["params"]["seq"].as_u64().unwrap())
-            })
-            .collect()
-    }
-
-    fn ns(frames: Vec<(u64, u64)>) -> Vec<u64> {
-        frames.into_iter().map(|(n, _)| n).collect()
-    }
-
-    #[tokio::test]
-    async fn a_subscribed_starter_gets_each_frame_once_numbered() {
-        let hub = EventHub::default();
-        let (a, rx) = ready_peer(1);
-        hub.subscribe(&a, false, None).unwrap();
-        hub.release(a.id(), Vec::new());
-        hub.begin_turn(Some(&a));
-        hub.publish("turn/started", text(1));
-        hub.publish("item/started", text(2));
-        hub.flush().await;
-        assert_eq!(drain(&rx), vec![(1, 1), (2, 2)]);
-    }
-
-    #[tokio::test]
-    async fn held_frames_follow_the_replay_in_order() {
-        let hub = EventHub::default();
-        let (a, rx) = ready_peer(1);
-        hub.begin_turn(None);
-        hub.publish("turn/started", text(1));
-        hub.publish("item/started", text(2));
-        hub.flush().await;
-        hub.subscribe(&a, true, None).unwrap();
-        hub.publish("item/completed", text(3));
-        hub.flush().await;
-        assert!(rx.take().is_empty(), "nothing before the subscribe response");
-        hub.release(a.id(), Vec::new());
-        hub.publish("turn/completed", text(4));
-        hub.flush().await;
-        assert_eq!(ns(drain(&rx)), vec![1, 2, 3, 4]);
-        assert_eq!(hub.subscribe(&a, true, None).unwrap(), Subscribed::Already, "no second replay");
-    }
-
-    #[tokio::test]
-    async fn after_seq_names_what_to_catch_up_and_skips_what_the_client_has() {
-        let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(Unlogged), 10);
-        hub.publish("m", text(11));
-        hub.publish("m", text(12));
-        hub.flush().await;
-        let (a, rx) = ready_peer(1);
-        assert_eq!(hub.subscribe(&a, true, Some(9)).unwrap(), Subscribed::New { catch_up: Some((9, 12)) });
-        hub.publish("m", text(13));
-        hub.flush().await;
-        hub.release(a.id(), Vec::new());
-        assert_eq!(drain(&rx), vec![(13, 13)], "held events after the catch-up range");
-        let (b, rx) = ready_peer(2);
-        assert_eq!(hub.subscribe(&b, false, Some(13)).unwrap(), Subscribed::New { catch_up: None });
-        hub.release(b.id(), Vec::new());
-        hub.publish("m", text(14));
-        hub.flush().await;
-        assert_eq!(drain(&rx), vec![(14, 14)]);
-        let (c, _) = ready_peer(3);
-        assert!(hub.subscribe(&c, false, Some(15)).is_err(), "afterSeq past the last event");
-    }
-
-    #[test]
-    fn the_replay_buffer_is_bounded_in_bytes() {
-        let hub = EventHub::default();
-        hub.shared.begin_turn(None);
-        let big = "x".repeat(RECENT_MAX_BYTES / 4 + 1);
-        for seq in 1..=10 {
-            hub.shared.deliver(seq, "item/agentMessage/delta", OutFrame::from(big.clone()));
-        }
-        hub.shared.deliver(11, "turn/completed", OutFrame::from("last".to_owned()));
-        let inner = hub.shared.inner();
-        assert!(inner.recent_bytes <= RECENT_MAX_BYTES);
-        assert_eq!(inner.recent_bytes, inner.recent.iter().map(|(_, _, f)| f.bytes().len()).sum::<usize>());
-        assert_eq!(inner.recent.back().map(|(_, m, _)| *m), Some("turn/completed"), "the newest are kept");
-        assert_eq!(inner.recent.len(), 4);
-    }
-
-    #[tokio::test]
-    async fn nothing_goes_out_before_the_announcement() {
-        let connections = NoClients;
-        let hub = EventHub::default();
-        hub.gate().hold();
-        let (a, rx) = ready_peer(1);
-        hub.subscribe(&a, false, None).unwrap();
-        hub.release(a.id(), Vec::new());
-        hub.begin_turn(None);
-        hub.publish("turn/started", text(1));
-        hub.flush().await;
-        assert!(rx.take().is_empty());
-        hub.announce(&connections, "thread/started", OutFrame::from(text(0)));
-        hub.publish("turn/completed", text(2));
-        hub.flush().await;
-        assert_eq!(ns(drain(&rx)), vec![1, 2]);
-    }
-
-    #[tokio::test]
-    async fn an_ended_turn_is_not_replayed() {
-        let hub = EventHub::default();
-        let (a, rx) = ready_peer(1);
-        hub.begin_turn(None);
-        hub.publish("turn/started", text(1));
-        hub.end_turn();
-        hub.flush().await;
-        hub.subscribe(&a, true, None).unwrap();
-        hub.release(a.id(), Vec::new());
-        assert!(rx.take().is_empty());
-    }
-
-    #[tokio::test]
-    async fn the_inline_path_closes_after_the_turns_last_event() {
-        let hub = EventHub::default();
-        let (a, rx) = ready_peer(1);
-        hub.begin_turn(Some(&a));
-        hub.publish("turn/started", text(1));
-        hub.publish("turn/completed", text(2));
-        hub.end_turn();
-        hub.publish("thread/x", text(3));
-        hub.flush().await;
-        assert_eq!(ns(drain(&rx)), vec![1, 2], "the starter gets its whole turn, inline only");
-    }
-}
+mod tests;

@@ -1,0 +1,222 @@
+//! Unit tests of the hub: numbering, order, holding, replay, the inline path, catching up.
+
+use super::*;
+use crate::ports::fake::{NoClients, RecordingClient};
+use crate::threads::event_log::LoggedEvent;
+
+/// A client as the hub holds it, and the same client for reading what it received.
+fn ready_peer(id: u64) -> (Arc<dyn Client>, Arc<RecordingClient>) {
+    let client = RecordingClient::new(id);
+    (client.clone(), client)
+}
+
+fn text(n: u32) -> String {
+    format!(r#"{{"jsonrpc":"2.0","method":"m","params":{{"n":{n}}}}}"#)
+}
+
+/// The `n` of each frame received since the last call, with its `seq`.
+fn drain(client: &Arc<RecordingClient>) -> Vec<(u64, u64)> {
+    client
+        .take()
+        .iter()
+        .map(|f| {
+            let v: serde_json::Value = serde_json::from_str(f).unwrap();
+            (v["params"]["n"].as_u64().unwrap(), v["params"]["seq"].as_u64().unwrap())
+        })
+        .collect()
+}
+
+fn ns(frames: Vec<(u64, u64)>) -> Vec<u64> {
+    frames.into_iter().map(|(n, _)| n).collect()
+}
+
+#[tokio::test]
+async fn a_subscribed_starter_gets_each_frame_once_numbered() {
+    let hub = EventHub::default();
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    hub.begin_turn(Some(&a));
+    hub.publish("turn/started", text(1));
+    hub.publish("item/started", text(2));
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(1, 1), (2, 2)]);
+}
+
+#[tokio::test]
+async fn held_frames_follow_the_replay_in_order() {
+    let hub = EventHub::default();
+    let (a, rx) = ready_peer(1);
+    hub.begin_turn(None);
+    hub.publish("turn/started", text(1));
+    hub.publish("item/started", text(2));
+    hub.flush().await;
+    hub.subscribe(&a, true, None).unwrap();
+    hub.publish("item/completed", text(3));
+    hub.flush().await;
+    assert!(rx.take().is_empty(), "nothing before the subscribe response");
+    hub.release(a.id(), Vec::new());
+    hub.publish("turn/completed", text(4));
+    hub.flush().await;
+    assert_eq!(ns(drain(&rx)), vec![1, 2, 3, 4]);
+    assert_eq!(hub.subscribe(&a, true, None).unwrap(), Subscribed::Already, "no second replay");
+}
+
+#[tokio::test]
+async fn after_seq_names_what_to_catch_up_and_skips_what_the_client_has() {
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(Unlogged), 10);
+    hub.publish("m", text(11));
+    hub.publish("m", text(12));
+    hub.flush().await;
+    let (a, rx) = ready_peer(1);
+    assert_eq!(hub.subscribe(&a, true, Some(9)).unwrap(), Subscribed::New { catch_up: Some((9, 12)) });
+    hub.publish("m", text(13));
+    hub.flush().await;
+    hub.release(a.id(), Vec::new());
+    assert_eq!(drain(&rx), vec![(13, 13)], "held events after the catch-up range");
+    let (b, rx) = ready_peer(2);
+    assert_eq!(hub.subscribe(&b, false, Some(13)).unwrap(), Subscribed::New { catch_up: None });
+    hub.release(b.id(), Vec::new());
+    hub.publish("m", text(14));
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(14, 14)]);
+    let (c, _) = ready_peer(3);
+    assert!(hub.subscribe(&c, false, Some(15)).is_err(), "afterSeq past the last event");
+}
+
+#[test]
+fn the_replay_buffer_is_bounded_in_bytes() {
+    let hub = EventHub::default();
+    hub.shared.begin_turn(None);
+    let big = "x".repeat(RECENT_MAX_BYTES / 4 + 1);
+    for seq in 1..=10 {
+        hub.shared.deliver(seq, "item/agentMessage/delta".into(), OutFrame::from(big.clone()));
+    }
+    hub.shared.deliver(11, "turn/completed".into(), OutFrame::from("last".to_owned()));
+    let inner = hub.shared.inner();
+    assert!(inner.recent_bytes <= RECENT_MAX_BYTES);
+    assert_eq!(inner.recent_bytes, inner.recent.iter().map(|(_, _, f)| f.bytes().len()).sum::<usize>());
+    assert_eq!(inner.recent.back().map(|(_, m, _)| m.as_ref()), Some("turn/completed"), "the newest are kept");
+    assert_eq!(inner.recent.len(), 4);
+}
+
+#[tokio::test]
+async fn nothing_goes_out_before_the_announcement() {
+    let connections = NoClients;
+    let hub = EventHub::default();
+    hub.gate().hold();
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    hub.begin_turn(None);
+    hub.publish("turn/started", text(1));
+    hub.flush().await;
+    assert!(rx.take().is_empty());
+    hub.announce(&connections, "thread/started", OutFrame::from(text(0)));
+    hub.publish("turn/completed", text(2));
+    hub.flush().await;
+    assert_eq!(ns(drain(&rx)), vec![1, 2]);
+}
+
+#[tokio::test]
+async fn an_ended_turn_is_not_replayed() {
+    let hub = EventHub::default();
+    let (a, rx) = ready_peer(1);
+    hub.begin_turn(None);
+    hub.publish("turn/started", text(1));
+    hub.end_turn();
+    hub.flush().await;
+    hub.subscribe(&a, true, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    assert!(rx.take().is_empty());
+}
+
+#[tokio::test]
+async fn the_inline_path_closes_after_the_turns_last_event() {
+    let hub = EventHub::default();
+    let (a, rx) = ready_peer(1);
+    hub.begin_turn(Some(&a));
+    hub.publish("turn/started", text(1));
+    hub.publish("turn/completed", text(2));
+    hub.end_turn();
+    hub.publish("thread/x", text(3));
+    hub.flush().await;
+    assert_eq!(ns(drain(&rx)), vec![1, 2], "the starter gets its whole turn, inline only");
+}
+
+/// A SQLite store with thread `t` and its events 1..=`events` logged.
+async fn store_with_events(dir: &std::path::Path, events: u64) -> crate::store::Store {
+    use crate::store::{EventWrite, Store, ThreadRecord, ThreadWrite};
+    let store = Store::open(&dir.join("state.db"), crate::store::Durability::Normal).await.unwrap();
+    let record = ThreadRecord {
+        id: "t".to_owned(),
+        workspace_path: "/w".to_owned(),
+        user_id: None,
+        origin_channel: "cli".to_owned(),
+        channel_context: None,
+        display_name: None,
+        status: appserver_protocol::ThreadStatus::Active,
+        history_mode: appserver_protocol::HistoryMode::Server,
+        created_at: "2026-01-01T00:00:00.000Z".to_owned(),
+        last_active_at: "2026-01-01T00:00:00.000Z".to_owned(),
+        metadata: Default::default(),
+        configuration: None,
+        next_turn_seq: 1,
+    };
+    store.write(ThreadWrite::CreateThread(Box::new(record))).await.unwrap();
+    for seq in 1..=events {
+        let body = appserver_protocol::jsonrpc::with_seq(&text(seq as u32), seq).unwrap();
+        store.write(EventWrite::Append { thread_id: "t".into(), seq, method: "m", body: body.into() }).await.unwrap();
+    }
+    store
+}
+
+fn remote(seq: u64) -> LoggedEvent {
+    let body = appserver_protocol::jsonrpc::with_seq(&text(seq as u32), seq).unwrap();
+    LoggedEvent { seq, method: "m".into(), frame: OutFrame::from(body) }
+}
+
+#[tokio::test]
+async fn a_mirror_fills_a_gap_from_the_log_and_skips_what_it_has() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_events(dir.path(), 6).await;
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(Unlogged), 1);
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    hub.deliver_remote(&store, remote(2)).await.unwrap();
+    hub.deliver_remote(&store, remote(5)).await.unwrap();
+    hub.deliver_remote(&store, remote(3)).await.unwrap();
+    hub.deliver_remote(&store, remote(6)).await.unwrap();
+    assert_eq!(ns(drain(&rx)), vec![2, 3, 4, 5, 6], "in order, the gap read from the log, nothing twice");
+    store.close().await;
+}
+
+#[tokio::test]
+async fn adopting_a_thread_delivers_the_log_first_then_numbers_after_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_events(dir.path(), 4).await;
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(Unlogged), 2);
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    hub.adopt(&store).await.unwrap();
+    hub.publish("m", text(5));
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(3, 3), (4, 4), (5, 5)]);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn fast_forward_moves_an_idle_mirror_on_and_a_listened_one_only_its_numbering() {
+    let idle = EventHub::default();
+    idle.fast_forward(7);
+    assert_eq!(idle.delivered_seq(), 7);
+    let listened = EventHub::default();
+    let (a, _) = ready_peer(1);
+    listened.subscribe(&a, false, None).unwrap();
+    listened.fast_forward(7);
+    assert_eq!(listened.delivered_seq(), 0, "its subscribers get 1..=7 delivered, not skipped");
+    let (b, _) = ready_peer(2);
+    assert_eq!(listened.subscribe(&b, false, Some(7)).unwrap(), Subscribed::New { catch_up: None });
+}
