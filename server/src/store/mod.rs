@@ -52,6 +52,18 @@ impl Durability {
     }
 }
 
+/// Whether the database is this server's alone (the default) or shared by the instances of a
+/// cluster (`--cluster`, PostgreSQL only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sharing {
+    /// One server per database: SQLite's `<db>.lock` file, PostgreSQL's advisory lock; turns a
+    /// crash left running are failed at open.
+    #[default]
+    Exclusive,
+    /// Several instances on one PostgreSQL database: no lock, no start-up recovery of turns.
+    Shared,
+}
+
 /// A database driver failure, kept opaque so the store's callers never depend on the driver.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
@@ -156,6 +168,8 @@ enum Backing {
     File(sqlite::DbFile),
     /// PostgreSQL: the session that holds the database's advisory lock.
     Lock(Arc<postgres::DbLock>),
+    /// PostgreSQL shared by several instances (cluster mode): no lock.
+    Shared,
 }
 
 impl Backing {
@@ -165,6 +179,7 @@ impl Backing {
         match self {
             Backing::File(file) => file.check(),
             Backing::Lock(lock) => lock.check(),
+            Backing::Shared => Ok(()),
         }
     }
 }
@@ -195,12 +210,31 @@ impl Store {
     /// Opens the database (a SQLite file, created if needed, or a PostgreSQL database) and
     /// applies its embedded migrations.
     pub async fn open(location: impl Into<StoreLocation>, durability: Durability) -> Result<Store, StoreError> {
+        Store::open_with(location, durability, Sharing::Exclusive).await
+    }
+
+    /// [`Store::open`], on a database this server owns alone or (PostgreSQL only) shares with
+    /// other instances: a shared database takes no lock and fails no running turn at open (the
+    /// other instances' turns run there).
+    pub async fn open_with(
+        location: impl Into<StoreLocation>,
+        durability: Durability,
+        sharing: Sharing,
+    ) -> Result<Store, StoreError> {
         let location = location.into();
+        let shared = sharing == Sharing::Shared;
         let opened = match &location {
+            StoreLocation::Sqlite(_) if shared => {
+                return Err(StoreError::Open {
+                    db: location.to_string(),
+                    reason: "a SQLite database cannot be shared by several servers".to_owned(),
+                });
+            }
             StoreLocation::Sqlite(path) => sqlite::open(path, durability).await?,
-            StoreLocation::Postgres(url) => postgres::open(url, &location.to_string(), durability).await?,
+            StoreLocation::Postgres(url) => postgres::open(url, &location.to_string(), durability, shared).await?,
         };
-        let recovered = fail_unfinished_turns(&opened.writer, RESTART_MESSAGE).await?;
+        let recovered =
+            if shared { Vec::new() } else { fail_unfinished_turns(&opened.writer, RESTART_MESSAGE).await? };
         for (thread, turn) in &recovered {
             tracing::warn!(%thread, %turn, "turn was running when the server stopped; marked failed");
         }
@@ -292,6 +326,7 @@ impl Store {
         match &*self.backing {
             Backing::File(_) => sqlite::checkpoint(&self.writer).await,
             Backing::Lock(lock) => lock.release().await,
+            Backing::Shared => {}
         }
         self.reader.close().await;
         self.writer.close().await;

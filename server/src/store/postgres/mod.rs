@@ -26,15 +26,15 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest one statement may run; a stalled database fails the request instead of holding it.
 const STATEMENT_TIMEOUT: &str = "30s";
 
-/// Connects to `url` (shown as `db`, without its password), takes the database's lock and applies
-/// the migrations.
-pub(super) async fn open(url: &str, db: &str, durability: Durability) -> Result<Opened, StoreError> {
+/// Connects to `url` (shown as `db`, without its password), takes the database's lock (unless it
+/// is `shared` by a cluster's instances) and applies the migrations.
+pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bool) -> Result<Opened, StoreError> {
     let open_err = |err: sqlx::Error| StoreError::Open { db: db.to_owned(), reason: describe(&err) };
     let options = PgConnectOptions::from_str(url)
         .map_err(open_err)?
         .application_name(&format!("appserver pid {}", std::process::id()))
         .options([("statement_timeout", STATEMENT_TIMEOUT)]);
-    let lock = DbLock::acquire(&options, db).await?;
+    let backing = if shared { Backing::Shared } else { Backing::Lock(DbLock::acquire(&options, db).await?) };
     let writer_options = match durability {
         Durability::Normal => options.clone(),
         Durability::Full => options.clone().options([("synchronous_commit", "on")]),
@@ -59,5 +59,5 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability) -> Result<
         .connect_with(options.options([("default_transaction_read_only", "on")]))
         .await
         .map_err(open_err)?;
-    Ok(Opened { writer: Pool::Postgres(writer), reader: Pool::Postgres(reader), backing: Backing::Lock(lock) })
+    Ok(Opened { writer: Pool::Postgres(writer), reader: Pool::Postgres(reader), backing })
 }
