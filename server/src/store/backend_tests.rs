@@ -249,9 +249,14 @@ async fn a_shared_postgres_database_serves_several_stores_and_recovers_nothing()
     assert!(first.check_writable().is_ok() && second.check_writable().is_ok());
     second.write(ThreadWrite::CreateThread(Box::new(thread_record("t2")))).await.unwrap();
     assert!(first.thread("t2").await.unwrap().is_some(), "one database behind both");
-    first.close().await;
     second.close().await;
+    // A shared database is watched by a ping: gone, it fails the check (`/readyz`).
+    until_check_is(&first, true).await;
     db.drop().await;
+    until_check_is(&first, false).await;
+    let err = first.check_writable().unwrap_err();
+    assert!(err.to_string().contains("does not answer"), "{err}");
+    first.close().await;
 }
 
 /// (table, column) pairs a migration set creates, read from its SQL text: `CREATE TABLE` bodies

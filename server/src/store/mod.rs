@@ -168,8 +168,8 @@ enum Backing {
     File(sqlite::DbFile),
     /// PostgreSQL: the session that holds the database's advisory lock.
     Lock(Arc<postgres::DbLock>),
-    /// PostgreSQL shared by several instances (cluster mode): no lock.
-    Shared,
+    /// PostgreSQL shared by several instances (cluster mode): no lock; a keeper pings it.
+    Shared(Arc<postgres::DbHealth>),
 }
 
 impl Backing {
@@ -179,7 +179,17 @@ impl Backing {
         match self {
             Backing::File(file) => file.check(),
             Backing::Lock(lock) => lock.check(),
-            Backing::Shared => Ok(()),
+            // Nothing to stop writes for: a database that does not answer fails them anyway.
+            Backing::Shared(_) => Ok(()),
+        }
+    }
+
+    /// `Ok` while the server is ready for writes (`/readyz`): [`Backing::check`], and a shared
+    /// database answered its last ping.
+    fn ready(&self) -> Result<(), StoreError> {
+        match self {
+            Backing::Shared(health) => health.check(),
+            other => other.check(),
         }
     }
 }
@@ -292,9 +302,10 @@ impl Store {
     }
 
     /// `Ok` while writes may commit (for `/readyz`): the SQLite file the store opened is still in
-    /// place; on PostgreSQL, this server still holds the database's lock (its session is alive).
+    /// place; on PostgreSQL, this server still holds the database's lock (its session is alive),
+    /// or, on a database shared by a cluster, the database answered its last ping (every second).
     pub fn check_writable(&self) -> Result<(), StoreError> {
-        self.backing.check()
+        self.backing.ready()
     }
 
     /// Test support (`debug/store/failWrites`): the next `count` write units (with
@@ -326,7 +337,7 @@ impl Store {
         match &*self.backing {
             Backing::File(_) => sqlite::checkpoint(&self.writer).await,
             Backing::Lock(lock) => lock.release().await,
-            Backing::Shared => {}
+            Backing::Shared(health) => health.release(),
         }
         self.reader.close().await;
         self.writer.close().await;

@@ -4,10 +4,12 @@
 //! left running, which is only right when nobody else runs turns there). The database must exist;
 //! the schema (`migrations/postgres/`) is created in it.
 
+mod health;
 mod lock;
 #[cfg(test)]
 pub(super) mod testdb;
 
+pub(super) use health::DbHealth;
 pub(super) use lock::DbLock;
 #[cfg(test)]
 pub(super) use lock::LOCK_CLASS;
@@ -34,7 +36,11 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bo
         .map_err(open_err)?
         .application_name(&format!("appserver pid {}", std::process::id()))
         .options([("statement_timeout", STATEMENT_TIMEOUT)]);
-    let backing = if shared { Backing::Shared } else { Backing::Lock(DbLock::acquire(&options, db).await?) };
+    let backing = if shared {
+        Backing::Shared(DbHealth::watch(&options, db))
+    } else {
+        Backing::Lock(DbLock::acquire(&options, db).await?)
+    };
     let writer_options = match durability {
         Durability::Normal => options.clone(),
         Durability::Full => options.clone().options([("synchronous_commit", "on")]),
