@@ -40,21 +40,25 @@ pub struct ClusterEvent {
     pub frame: String,
 }
 
+/// The envelope of an event, stamped with `published` (µs since the Unix epoch).
+fn encode(origin: &str, seq: u64, method: &str, frame: &[u8], published: u64) -> Result<Bytes, ClusterError> {
+    let bad = |s: &str| s.is_empty() || s.bytes().any(|b| b.is_ascii_whitespace());
+    if bad(origin) || bad(method) {
+        return Err(ClusterError::InvalidEvent(format!(
+            "origin `{origin}` and method `{method}` must be non-empty and hold no whitespace"
+        )));
+    }
+    let header = format!("{VERSION} {origin} {seq} {published} {method}\n");
+    let mut out = BytesMut::with_capacity(header.len() + frame.len());
+    out.put_slice(header.as_bytes());
+    out.put_slice(frame);
+    Ok(out.freeze())
+}
+
 impl ClusterEvent {
     /// The envelope, stamped with `published` (µs since the Unix epoch).
     pub(super) fn encode(&self, published: u64) -> Result<Bytes, ClusterError> {
-        let bad = |s: &str| s.is_empty() || s.bytes().any(|b| b.is_ascii_whitespace());
-        if bad(&self.origin) || bad(&self.method) {
-            return Err(ClusterError::InvalidEvent(format!(
-                "origin `{}` and method `{}` must be non-empty and hold no whitespace",
-                self.origin, self.method
-            )));
-        }
-        let header = format!("{VERSION} {} {} {published} {}\n", self.origin, self.seq, self.method);
-        let mut out = BytesMut::with_capacity(header.len() + self.frame.len());
-        out.put_slice(header.as_bytes());
-        out.put_slice(self.frame.as_bytes());
-        Ok(out.freeze())
+        encode(&self.origin, self.seq, &self.method, self.frame.as_bytes(), published)
     }
 
     /// The event and its publish time (µs since the Unix epoch) from an envelope.
@@ -86,8 +90,24 @@ impl Cluster {
     /// Publishes one event of `thread_id` to every instance subscribed to it (this one too).
     /// Returns once the message is queued to the connection, not when anyone received it.
     pub async fn publish_event(&self, thread_id: &str, event: &ClusterEvent) -> Result<(), ClusterError> {
+        self.publish_payload(thread_id, event.encode(now_micros())?).await
+    }
+
+    /// [`Cluster::publish_event`] of a frame as the bytes it was sent in (no copy into a
+    /// `String`), with this instance as its origin.
+    pub async fn publish_frame(
+        &self,
+        thread_id: &str,
+        seq: u64,
+        method: &str,
+        frame: &[u8],
+    ) -> Result<(), ClusterError> {
+        let payload = encode(self.instance_id(), seq, method, frame, now_micros())?;
+        self.publish_payload(thread_id, payload).await
+    }
+
+    async fn publish_payload(&self, thread_id: &str, payload: Bytes) -> Result<(), ClusterError> {
         let subject = subject::events_subject(self.namespace(), thread_id);
-        let payload = event.encode(now_micros())?;
         let nats_err = |reason: String| ClusterError::Nats { op: "publish", subject: subject.clone(), reason };
         match tokio::time::timeout(PUBLISH_TIMEOUT, self.client().publish(subject.clone(), payload)).await {
             Err(_) => Err(ClusterError::Timeout { subject: subject.clone(), timeout: PUBLISH_TIMEOUT }),

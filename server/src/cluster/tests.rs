@@ -85,13 +85,14 @@ async fn a_thousand_events_arrive_in_publish_order() {
     for seq in 0..1000 {
         publisher.publish_event(thread, &event(publisher.instance_id(), seq)).await.unwrap();
     }
-    publisher.publish_event("thr_other", &event(publisher.instance_id(), 7)).await.unwrap();
+    let seven = event(publisher.instance_id(), 7);
+    publisher.publish_frame("thr_other", 7, &seven.method, seven.frame.as_bytes()).await.unwrap();
     for seq in 0..1000 {
         let got = next(&mut sub).await;
         assert_eq!(got, event(publisher.instance_id(), seq));
     }
     assert_eq!(sub.dropped(), 0);
-    assert_eq!(next(&mut other).await.seq, 7, "another thread's events stay on its subject");
+    assert_eq!(next(&mut other).await, seven, "another thread's events stay on its subject");
     publisher.shutdown(TIMEOUT).await;
     receiver.shutdown(TIMEOUT).await;
     assert!(!receiver.is_connected());
