@@ -195,6 +195,7 @@ fn on_event(event: Event) {
             tracing::debug!(sid, "NATS dropped a message for a slow subscriber");
         }
         Event::Closed => crate::telemetry::cluster_connected(false),
+        Event::Draining => tracing::debug!("NATS draining"),
         other => tracing::warn!(event = %other, "NATS"),
     }
 }
