@@ -8,8 +8,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
-    ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, FileModel, ListenAddr, LogFormat, ModelSettings,
-    ServerConfig, config_file_path, default_db_path, parse_listen, read_config_file,
+    ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MODEL_IDLE_MS, FileCluster,
+    FileModel, ListenAddr, LogFormat, ModelSettings, ServerConfig, config_file_path, default_db_path, parse_listen,
+    read_config_file,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
@@ -17,8 +18,8 @@ use crate::store::{Durability, StoreLocation};
 const AFTER_HELP: &str = "\
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
 api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions), an [approvals]
-section (policy, timeout_ms) and a [store] section (durability). Precedence: flags, then
-environment, then the file.";
+section (policy, timeout_ms), a [store] section (durability) and a [cluster] section (url,
+namespace). Precedence: flags, then environment, then the file.";
 
 /// appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps).
 #[derive(Debug, Parser)]
@@ -74,6 +75,15 @@ pub struct RunArgs {
     /// PostgreSQL (default: <workspace>/.appserver/state.db).
     #[arg(long, value_name = "PATH|URL")]
     db: Option<String>,
+    /// Cluster mode: one of several instances sharing the --db PostgreSQL database, reaching
+    /// each other through the NATS server at this URL (nats://HOST:PORT, several separated by
+    /// commas) [default: the config file's [cluster] url; without one the server runs alone].
+    #[arg(long, value_name = "URL", env = "APPSERVER_CLUSTER")]
+    cluster: Option<String>,
+    /// The first token(s) of cluster mode's NATS subjects, so several clusters can share one
+    /// NATS server [default: appserver, or the config file's [cluster] namespace].
+    #[arg(long, value_name = "NAME", env = "APPSERVER_CLUSTER_NAMESPACE")]
+    cluster_namespace: Option<String>,
     /// normal: an acknowledged write survives a crash of the process; full: also a power loss
     /// (SQLite synchronous=FULL) [default: normal, or the config file's [store] durability].
     #[arg(long, value_name = "MODE", value_parser = durability_value)]
@@ -265,6 +275,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
         config.approval_timeout = timeout;
     }
     config.model = model_settings(&a, file_model, env);
+    config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
     (config.ws_token, config.ws_token_file) = ws_token(a.ws_token, a.ws_token_file, absolute)?;
     for addr in &config.listen {
@@ -302,6 +313,30 @@ fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Opti
         ),
         instructions: file_model.instructions,
     })
+}
+
+/// Cluster mode's settings: the flags, then the config file's `[cluster]`; `None` without a URL.
+/// Cluster mode needs a PostgreSQL database (the instances share it).
+fn cluster_settings(
+    a: &RunArgs,
+    file: FileCluster,
+    db: &StoreLocation,
+) -> Result<Option<ClusterSettings>, ConfigError> {
+    let invalid = |flag: &str, value: &str, err: crate::cluster::ClusterError| ConfigError::InvalidValue {
+        flag: flag.to_owned(),
+        value: crate::cluster::redact(value),
+        reason: err.to_string(),
+    };
+    let Some(url) = a.cluster.clone().or(file.url).map(|u| u.trim().to_owned()).filter(|u| !u.is_empty()) else {
+        return Ok(None);
+    };
+    crate::cluster::check_url(&url).map_err(|err| invalid("--cluster", &url, err))?;
+    let namespace = a.cluster_namespace.clone().or(file.namespace).unwrap_or_else(|| DEFAULT_CLUSTER_NAMESPACE.into());
+    crate::cluster::check_namespace(&namespace).map_err(|err| invalid("--cluster-namespace", &namespace, err))?;
+    if let StoreLocation::Sqlite(_) = db {
+        return Err(ConfigError::ClusterNeedsPostgres { db: db.to_string() });
+    }
+    Ok(Some(ClusterSettings { url, namespace }))
 }
 
 /// The WebSocket token (`--ws-token`, or read from `--ws-token-file`, which is remembered
@@ -450,6 +485,34 @@ mod tests {
         assert!(run(&["--durability", "fsync"]).unwrap_err().contains("normal or full"));
         std::fs::write(config_file_path(dir.path()), "[store]\ndurability = \"always\"\n").unwrap();
         assert!(run(&[]).unwrap_err().contains("store.durability"));
+    }
+
+    #[test]
+    fn cluster_mode_follows_the_flags_then_the_file_and_needs_postgres() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| run_in(dir.path(), args, &|_| None);
+        let pg = ["--db", "postgres://u@127.0.0.1/app"];
+        assert_eq!(run(&pg).unwrap().cluster, None);
+        let c = run(&[&pg[..], &["--cluster", "nats://127.0.0.1:4222"]].concat()).unwrap();
+        let settings = c.cluster.unwrap();
+        assert_eq!(settings.url, "nats://127.0.0.1:4222");
+        assert_eq!(settings.namespace, "appserver");
+        let err = run(&["--cluster", "nats://127.0.0.1:4222"]).unwrap_err();
+        assert!(err.contains("--cluster needs a PostgreSQL database") && err.contains("SQLite"), "{err}");
+        let err = run(&[&pg[..], &["--cluster", "http://u:pw@h:1"]].concat()).unwrap_err();
+        assert!(err.contains("--cluster") && !err.contains("pw"), "{err}");
+        let err = run(&[&pg[..], &["--cluster", "nats://h:1", "--cluster-namespace", "a b"]].concat()).unwrap_err();
+        assert!(err.contains("--cluster-namespace"), "{err}");
+
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        std::fs::write(config_file_path(dir.path()), "[cluster]\nurl = \"nats://file:4222\"\nnamespace = \"prod\"\n")
+            .unwrap();
+        let settings = run(&pg).unwrap().cluster.unwrap();
+        assert_eq!((settings.url.as_str(), settings.namespace.as_str()), ("nats://file:4222", "prod"));
+        let c = run(&[&pg[..], &["--cluster", "nats://flag:1", "--cluster-namespace", "dev"]].concat()).unwrap();
+        let settings = c.cluster.unwrap();
+        assert_eq!((settings.url.as_str(), settings.namespace.as_str()), ("nats://flag:1", "dev"));
+        assert!(run(&[]).unwrap_err().contains("--cluster needs a PostgreSQL database"));
     }
 
     #[test]

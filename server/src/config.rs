@@ -71,7 +71,22 @@ pub struct ServerConfig {
     /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
     /// listeners (on unless `--no-web`).
     pub web: bool,
+    /// Cluster mode: several instances on one PostgreSQL database, reaching each other over NATS
+    /// (`--cluster`, `[cluster]`); `None` runs alone.
+    pub cluster: Option<ClusterSettings>,
 }
+
+/// Cluster mode's NATS connection.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClusterSettings {
+    /// `nats://host:port` (several separated by commas).
+    pub url: String,
+    /// The first token(s) of every subject, so several clusters can share a NATS server.
+    pub namespace: String,
+}
+
+/// Default of `--cluster-namespace`.
+pub const DEFAULT_CLUSTER_NAMESPACE: &str = "appserver";
 
 /// An OpenAI-compatible model endpoint.
 #[derive(Debug, Clone, PartialEq)]
@@ -102,6 +117,15 @@ pub(crate) struct FileConfig {
     pub(crate) approvals: Option<FileApprovals>,
     #[serde(default)]
     pub(crate) store: Option<FileStore>,
+    #[serde(default)]
+    pub(crate) cluster: Option<FileCluster>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileCluster {
+    pub(crate) url: Option<String>,
+    pub(crate) namespace: Option<String>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -173,6 +197,7 @@ impl ServerConfig {
             aai_home: None,
             allow_private_discovery: false,
             web: true,
+            cluster: None,
         }
     }
 
@@ -207,6 +232,10 @@ pub enum ConfigError {
     PublicWithoutToken(SocketAddr),
     #[error("invalid configuration file {path}: {reason}")]
     ConfigFile { path: String, reason: String },
+    #[error(
+        "--cluster needs a PostgreSQL database (--db postgres://…) that every instance shares; {db} is a SQLite file, which only one process may use"
+    )]
+    ClusterNeedsPostgres { db: String },
 }
 
 pub(crate) fn read_config_file(workspace: &Path) -> Result<FileConfig, ConfigError> {

@@ -10,6 +10,7 @@ pub mod apps;
 pub mod channels;
 pub mod cli;
 pub mod clock;
+pub mod cluster;
 pub mod commands;
 pub mod config;
 pub mod debug;

@@ -19,12 +19,13 @@ use crate::agent::BuiltinAgent;
 use crate::agent::debug_tools::DebugBlockTool;
 use crate::apps::AppRegistry;
 use crate::apps::service::AppService;
+use crate::cluster::{Cluster, ClusterError};
 use crate::config::{ListenAddr, ServerConfig};
 use crate::debug::DebugHooks;
 use crate::lock::{LockError, LockInfo, ServerLock};
 use crate::ports::Broadcast;
 use crate::rpc::{Connections, ServerState};
-use crate::store::{Store, StoreError};
+use crate::store::{Sharing, Store, StoreError};
 use crate::threads::ThreadManager;
 use crate::transport;
 use crate::turns::TurnService;
@@ -43,6 +44,8 @@ pub enum ServerError {
     Workspace { path: PathBuf, reason: String },
     #[error(transparent)]
     Lock(#[from] LockError),
+    #[error("cluster mode: {0}")]
+    Cluster(#[from] ClusterError),
     #[error(transparent)]
     Relay(#[from] crate::mcp::relay::RelayError),
     #[error(
@@ -57,6 +60,10 @@ pub enum ServerError {
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long shutdown waits for cancelled turns to record their end and notify.
 const TURN_GRACE: Duration = Duration::from_secs(3);
+/// How long start-up waits for the cluster's NATS server (like PostgreSQL's 10 s).
+const CLUSTER_CONNECT: Duration = Duration::from_secs(10);
+/// How long shutdown waits for NATS to take what is queued.
+const CLUSTER_DRAIN: Duration = Duration::from_secs(2);
 
 /// Runs the server until shutdown.
 pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
@@ -71,7 +78,17 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     }
     let mut lock = ServerLock::acquire(&config.workspace, config.db.sqlite_path())?;
     crate::telemetry::install();
-    let store = Store::open(&config.db, config.durability).await?;
+    let cluster = join_cluster(&config).await?;
+    let sharing = if cluster.is_some() { Sharing::Shared } else { Sharing::Exclusive };
+    let store = match Store::open_with(&config.db, config.durability, sharing).await {
+        Ok(store) => store,
+        Err(err) => {
+            if let Some(cluster) = &cluster {
+                cluster.shutdown(CLUSTER_DRAIN).await;
+            }
+            return Err(err.into());
+        }
+    };
     tracing::info!(db = %store.location(), workspace = %config.workspace.display(), "store opened");
 
     let (listeners, urls) = bind_listeners(&config).await?;
@@ -84,7 +101,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
 
     let (tools, model, agent) = agent_and_tools(&config)?;
     let registry = restore_windows(&store).await?;
-    let state = assemble(config, store, registry, tools, agent, model);
+    let state = assemble(config, store, registry, tools, agent, model, cluster);
 
     let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
     for listener in listeners {
@@ -107,6 +124,20 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     shut_down(&state).await;
     lock.release();
     Ok(())
+}
+
+/// Cluster mode (`--cluster`): connects to NATS with a new instance id, or fails start-up.
+async fn join_cluster(config: &ServerConfig) -> Result<Option<Cluster>, ServerError> {
+    let Some(settings) = &config.cluster else { return Ok(None) };
+    let instance = crate::cluster::new_instance_id();
+    let cluster = Cluster::connect(&settings.url, &settings.namespace, instance, CLUSTER_CONNECT).await?;
+    tracing::info!(
+        instance = %cluster.instance_id(),
+        nats = %cluster.url(),
+        namespace = %cluster.namespace(),
+        "cluster mode: connected to NATS; the database is shared (no lock, no start-up recovery of turns)"
+    );
+    Ok(Some(cluster))
 }
 
 /// Binds every WebSocket listener; returns them with the URLs clients reach (one per `--listen`).
@@ -170,6 +201,7 @@ fn assemble(
     tools: ToolRegistry,
     agent: Arc<dyn Agent>,
     model: Option<Arc<crate::model::ModelProvider>>,
+    cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
     let threads = Arc::new(ThreadManager::new(store.clone(), config.max_loaded_threads));
@@ -216,6 +248,7 @@ fn assemble(
         close_connections: CancellationToken::new(),
         turn_tasks,
         tasks,
+        cluster,
     })
 }
 
@@ -275,6 +308,9 @@ async fn shut_down(state: &ServerState) {
     state.tasks.close();
     if tokio::time::timeout(SHUTDOWN_GRACE, state.tasks.wait()).await.is_err() {
         tracing::warn!(remaining = state.tasks.len(), "tasks still running after the shutdown grace period");
+    }
+    if let Some(cluster) = &state.cluster {
+        cluster.shutdown(CLUSTER_DRAIN).await;
     }
     state.store.close().await;
 }

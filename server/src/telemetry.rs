@@ -31,6 +31,12 @@ pub const STORE_BATCH_UNITS: &str = "appserver_store_batch_units";
 pub const APP_CALL_SECONDS: &str = "appserver_app_call_seconds";
 /// Connections closed because their outgoing queue was full (a client that does not read).
 pub const SLOW_CLIENTS_DROPPED: &str = "appserver_slow_clients_dropped_total";
+/// Cluster mode: 1 while the connection to NATS is up, 0 while it is not.
+pub const CLUSTER_CONNECTED: &str = "appserver_cluster_connected";
+/// Cluster mode: seconds from a thread event's publish on one instance to its reader on another.
+pub const CLUSTER_LAG_SECONDS: &str = "appserver_cluster_lag_seconds";
+/// Cluster mode: thread events dropped because a subscription's reader was behind.
+pub const CLUSTER_EVENTS_DROPPED: &str = "appserver_cluster_events_dropped_total";
 
 /// Histogram buckets, in seconds: 50 µs to 30 s.
 const BUCKETS: &[f64] =
@@ -98,6 +104,13 @@ fn describe() {
     describe_histogram!(STORE_BATCH_UNITS, "Write units per group commit.");
     describe_histogram!(APP_CALL_SECONDS, Unit::Seconds, "Time an app host took to answer a query or command.");
     describe_counter!(SLOW_CLIENTS_DROPPED, "Connections closed because their outgoing queue was full.");
+    describe_gauge!(CLUSTER_CONNECTED, "1 while the connection to NATS is up (cluster mode).");
+    describe_histogram!(
+        CLUSTER_LAG_SECONDS,
+        Unit::Seconds,
+        "Time from a thread event's publish to its reader (cluster mode)."
+    );
+    describe_counter!(CLUSTER_EVENTS_DROPPED, "Thread events dropped for a subscriber that was behind (cluster mode).");
 }
 
 /// Counts an open connection until dropped.
@@ -180,4 +193,19 @@ pub fn app_call(call: &'static str, ok: bool, took: Duration) {
 /// A connection closed because it did not read its messages.
 pub fn slow_client_dropped() {
     counter!(SLOW_CLIENTS_DROPPED).increment(1);
+}
+
+/// Cluster mode: the connection to NATS went up or down.
+pub fn cluster_connected(up: bool) {
+    gauge!(CLUSTER_CONNECTED).set(if up { 1.0 } else { 0.0 });
+}
+
+/// Cluster mode: a thread event reached its reader `lag` after it was published.
+pub fn cluster_lag(lag: Duration) {
+    histogram!(CLUSTER_LAG_SECONDS).record(lag.as_secs_f64());
+}
+
+/// Cluster mode: `count` thread events dropped for a reader that was behind.
+pub fn cluster_events_dropped(count: u64) {
+    counter!(CLUSTER_EVENTS_DROPPED).increment(count);
 }

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
 const LAYERS: &[&[&str]] = &[
     &["clock", "ports", "policy", "telemetry"],
-    &["store", "debug", "channels"],
+    &["store", "debug", "channels", "cluster"],
     &["config"],
     &["model", "threads"],
     &["commands", "apps"],
@@ -34,6 +34,7 @@ const DOMAIN: &[&str] = &[
     "config",
     "clock",
     "telemetry",
+    "cluster",
 ];
 
 const MAX_FILE_LINES: usize = 600;

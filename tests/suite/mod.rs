@@ -12,6 +12,7 @@ mod approvals;
 mod apps;
 mod architecture;
 mod batches;
+mod cluster;
 mod command_confinement;
 mod commands;
 mod dotcraft_clients;

@@ -9,6 +9,7 @@ use tokio_util::task::TaskTracker;
 
 use super::{Connections, PeerLimits};
 use crate::apps::service::AppService;
+use crate::cluster::Cluster;
 use crate::config::ServerConfig;
 use crate::debug::DebugHooks;
 use crate::store::Store;
@@ -37,9 +38,16 @@ pub struct ServerState {
     pub turn_tasks: TaskTracker,
     /// Every other task the server spawns, so shutdown can wait for them.
     pub tasks: TaskTracker,
+    /// Cluster mode's NATS connection (`--cluster`); `None` when the server runs alone.
+    pub cluster: Option<Cluster>,
 }
 
 impl ServerState {
+    /// Cluster mode's NATS connection, when the server runs as one of several instances.
+    pub fn cluster(&self) -> Option<&Cluster> {
+        self.cluster.as_ref()
+    }
+
     pub fn peer_limits(&self) -> PeerLimits {
         PeerLimits {
             max_in_flight: self.config.max_in_flight,

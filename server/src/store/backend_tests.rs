@@ -229,6 +229,36 @@ async fn a_postgres_database_serves_one_store_at_a_time() {
     db.drop().await;
 }
 
+/// Cluster mode: instances share a PostgreSQL database, so a shared store takes no lock (several
+/// open side by side, and an exclusive one is not refused by them) and fails no running turn at
+/// open (another instance may be running it). SQLite cannot be shared.
+#[tokio::test]
+async fn a_shared_postgres_database_serves_several_stores_and_recovers_nothing() {
+    let test = "a_shared_postgres_database_serves_several_stores_and_recovers_nothing";
+    let dir = tempfile::tempdir().unwrap();
+    let err = Store::open_with(&dir.path().join("state.db"), Durability::Normal, Sharing::Shared).await.unwrap_err();
+    assert!(err.to_string().contains("cannot be shared"), "{err}");
+    let Some(db) = TestDb::create(test).await else { return };
+    let location = StoreLocation::Postgres(db.url.clone());
+    let first = Store::open_with(&location, Durability::Normal, Sharing::Shared).await.unwrap();
+    first.write(ThreadWrite::CreateThread(Box::new(thread_record("t1")))).await.unwrap();
+    first.write(ThreadWrite::CreateTurn(Box::new(turn_record("t1", 1, TurnStatus::Running)))).await.unwrap();
+    let second = Store::open_with(&location, Durability::Normal, Sharing::Shared).await.unwrap();
+    assert!(second.recovered_turns().is_empty());
+    assert_eq!(second.turn("t1", 1).await.unwrap().unwrap().status, TurnStatus::Running);
+    assert!(first.check_writable().is_ok() && second.check_writable().is_ok());
+    second.write(ThreadWrite::CreateThread(Box::new(thread_record("t2")))).await.unwrap();
+    assert!(first.thread("t2").await.unwrap().is_some(), "one database behind both");
+    second.close().await;
+    // A shared database is watched by a ping: gone, it fails the check (`/readyz`).
+    until_check_is(&first, true).await;
+    db.drop().await;
+    until_check_is(&first, false).await;
+    let err = first.check_writable().unwrap_err();
+    assert!(err.to_string().contains("does not answer"), "{err}");
+    first.close().await;
+}
+
 /// (table, column) pairs a migration set creates, read from its SQL text: `CREATE TABLE` bodies
 /// and `ALTER TABLE … ADD COLUMN`.
 fn columns_in_migrations(dir: &Path) -> Vec<(String, String)> {

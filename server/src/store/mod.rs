@@ -56,6 +56,18 @@ impl Durability {
     }
 }
 
+/// Whether the database is this server's alone (the default) or shared by the instances of a
+/// cluster (`--cluster`, PostgreSQL only).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Sharing {
+    /// One server per database: SQLite's `<db>.lock` file, PostgreSQL's advisory lock; turns a
+    /// crash left running are failed at open.
+    #[default]
+    Exclusive,
+    /// Several instances on one PostgreSQL database: no lock, no start-up recovery of turns.
+    Shared,
+}
+
 /// A database driver failure, kept opaque so the store's callers never depend on the driver.
 #[derive(Debug, thiserror::Error)]
 #[error(transparent)]
@@ -171,6 +183,8 @@ enum Backing {
     File(sqlite::DbFile),
     /// PostgreSQL: the session that holds the database's advisory lock.
     Lock(Arc<postgres::DbLock>),
+    /// PostgreSQL shared by several instances (cluster mode): no lock; a keeper pings it.
+    Shared(Arc<postgres::DbHealth>),
 }
 
 impl Backing {
@@ -180,6 +194,17 @@ impl Backing {
         match self {
             Backing::File(file) => file.check(),
             Backing::Lock(lock) => lock.check(),
+            // Nothing to stop writes for: a database that does not answer fails them anyway.
+            Backing::Shared(_) => Ok(()),
+        }
+    }
+
+    /// `Ok` while the server is ready for writes (`/readyz`): [`Backing::check`], and a shared
+    /// database answered its last ping.
+    fn ready(&self) -> Result<(), StoreError> {
+        match self {
+            Backing::Shared(health) => health.check(),
+            other => other.check(),
         }
     }
 }
@@ -210,12 +235,31 @@ impl Store {
     /// Opens the database (a SQLite file, created if needed, or a PostgreSQL database) and
     /// applies its embedded migrations.
     pub async fn open(location: impl Into<StoreLocation>, durability: Durability) -> Result<Store, StoreError> {
+        Store::open_with(location, durability, Sharing::Exclusive).await
+    }
+
+    /// [`Store::open`], on a database this server owns alone or (PostgreSQL only) shares with
+    /// other instances: a shared database takes no lock and fails no running turn at open (the
+    /// other instances' turns run there).
+    pub async fn open_with(
+        location: impl Into<StoreLocation>,
+        durability: Durability,
+        sharing: Sharing,
+    ) -> Result<Store, StoreError> {
         let location = location.into();
+        let shared = sharing == Sharing::Shared;
         let opened = match &location {
+            StoreLocation::Sqlite(_) if shared => {
+                return Err(StoreError::Open {
+                    db: location.to_string(),
+                    reason: "a SQLite database cannot be shared by several servers".to_owned(),
+                });
+            }
             StoreLocation::Sqlite(path) => sqlite::open(path, durability).await?,
-            StoreLocation::Postgres(url) => postgres::open(url, &location.to_string(), durability).await?,
+            StoreLocation::Postgres(url) => postgres::open(url, &location.to_string(), durability, shared).await?,
         };
-        let recovered = fail_unfinished_turns(&opened.writer, RESTART_MESSAGE).await?;
+        let recovered =
+            if shared { Vec::new() } else { fail_unfinished_turns(&opened.writer, RESTART_MESSAGE).await? };
         for (thread, turn) in &recovered {
             tracing::warn!(%thread, %turn, "turn was running when the server stopped; marked failed");
         }
@@ -273,9 +317,10 @@ impl Store {
     }
 
     /// `Ok` while writes may commit (for `/readyz`): the SQLite file the store opened is still in
-    /// place; on PostgreSQL, this server still holds the database's lock (its session is alive).
+    /// place; on PostgreSQL, this server still holds the database's lock (its session is alive),
+    /// or, on a database shared by a cluster, the database answered its last ping (every second).
     pub fn check_writable(&self) -> Result<(), StoreError> {
-        self.backing.check()
+        self.backing.ready()
     }
 
     /// Test support (`debug/store/failWrites`): the next `count` write units (with
@@ -307,6 +352,7 @@ impl Store {
         match &*self.backing {
             Backing::File(_) => sqlite::checkpoint(&self.writer).await,
             Backing::Lock(lock) => lock.release().await,
+            Backing::Shared(health) => health.release(),
         }
         self.reader.close().await;
         self.writer.close().await;

@@ -105,20 +105,22 @@ async fn handle_connection(
     Ok(())
 }
 
-/// `/readyz`: 200 while the server takes work; 503 when it is shutting down or its database
-/// file is gone.
+/// `/readyz`: 200 while the server takes work; 503 when it is shutting down, its database
+/// cannot take writes (file gone, lock lost) or, in cluster mode, NATS is disconnected.
 fn readiness(state: &ServerState) -> (u16, &'static str, String) {
+    let unavailable = |status: &str, reason: String| {
+        (503, "Service Unavailable", serde_json::json!({ "status": status, "reason": reason }).to_string())
+    };
     if state.shutdown.is_cancelled() {
         return (503, "Service Unavailable", r#"{"status":"shuttingDown"}"#.to_owned());
     }
-    match state.store.check_writable() {
-        Ok(()) => (200, "OK", r#"{"status":"ready"}"#.to_owned()),
-        Err(err) => (
-            503,
-            "Service Unavailable",
-            serde_json::json!({ "status": "storeUnavailable", "reason": err.to_string() }).to_string(),
-        ),
+    if let Err(err) = state.store.check_writable() {
+        return unavailable("storeUnavailable", err.to_string());
     }
+    if let Some(cluster) = state.cluster().filter(|c| !c.is_connected()) {
+        return unavailable("clusterUnavailable", format!("NATS at {} is disconnected", cluster.url()));
+    }
+    (200, "OK", r#"{"status":"ready"}"#.to_owned())
 }
 
 /// 503 for a connection past `--max-connections`.

@@ -4,10 +4,12 @@
 //! left running, which is only right when nobody else runs turns there). The database must exist;
 //! the schema (`migrations/postgres/`) is created in it.
 
+mod health;
 mod lock;
 #[cfg(test)]
 pub(super) mod testdb;
 
+pub(super) use health::DbHealth;
 pub(super) use lock::DbLock;
 #[cfg(test)]
 pub(super) use lock::LOCK_CLASS;
@@ -26,15 +28,19 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest one statement may run; a stalled database fails the request instead of holding it.
 const STATEMENT_TIMEOUT: &str = "30s";
 
-/// Connects to `url` (shown as `db`, without its password), takes the database's lock and applies
-/// the migrations.
-pub(super) async fn open(url: &str, db: &str, durability: Durability) -> Result<Opened, StoreError> {
+/// Connects to `url` (shown as `db`, without its password), takes the database's lock (unless it
+/// is `shared` by a cluster's instances) and applies the migrations.
+pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bool) -> Result<Opened, StoreError> {
     let open_err = |err: sqlx::Error| StoreError::Open { db: db.to_owned(), reason: describe(&err) };
     let options = PgConnectOptions::from_str(url)
         .map_err(open_err)?
         .application_name(&format!("appserver pid {}", std::process::id()))
         .options([("statement_timeout", STATEMENT_TIMEOUT)]);
-    let lock = DbLock::acquire(&options, db).await?;
+    let backing = if shared {
+        Backing::Shared(DbHealth::watch(&options, db))
+    } else {
+        Backing::Lock(DbLock::acquire(&options, db).await?)
+    };
     let writer_options = match durability {
         Durability::Normal => options.clone(),
         Durability::Full => options.clone().options([("synchronous_commit", "on")]),
@@ -59,5 +65,5 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability) -> Result<
         .connect_with(options.options([("default_transaction_read_only", "on")]))
         .await
         .map_err(open_err)?;
-    Ok(Opened { writer: Pool::Postgres(writer), reader: Pool::Postgres(reader), backing: Backing::Lock(lock) })
+    Ok(Opened { writer: Pool::Postgres(writer), reader: Pool::Postgres(reader), backing })
 }
