@@ -84,6 +84,11 @@ pub struct RunArgs {
     /// NATS server [default: appserver, or the config file's [cluster] namespace].
     #[arg(long, value_name = "NAME", env = "APPSERVER_CLUSTER_NAMESPACE")]
     cluster_namespace: Option<String>,
+    /// Seconds a thread's lease lasts unless renewed: how soon another instance fails and takes
+    /// over the turns of an instance that died [default: 10, or the config file's [cluster]
+    /// lease_ttl_seconds].
+    #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
+    cluster_lease_ttl: Option<u64>,
     /// normal: an acknowledged write survives a crash of the process; full: also a power loss
     /// (SQLite synchronous=FULL) [default: normal, or the config file's [store] durability].
     #[arg(long, value_name = "MODE", value_parser = durability_value)]
@@ -336,7 +341,8 @@ fn cluster_settings(
     if let StoreLocation::Sqlite(_) = db {
         return Err(ConfigError::ClusterNeedsPostgres { db: db.to_string() });
     }
-    Ok(Some(ClusterSettings { url, namespace }))
+    let ttl = a.cluster_lease_ttl.or(file.lease_ttl_seconds).unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS).max(1);
+    Ok(Some(ClusterSettings { url, namespace, lease_ttl: std::time::Duration::from_secs(ttl) }))
 }
 
 /// The WebSocket token (`--ws-token`, or read from `--ws-token-file`, which is remembered

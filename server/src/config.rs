@@ -83,7 +83,13 @@ pub struct ClusterSettings {
     pub url: String,
     /// The first token(s) of every subject, so several clusters can share a NATS server.
     pub namespace: String,
+    /// How long a thread's lease lasts unless renewed (renewed every third of it): how soon
+    /// another instance takes over the turns of an instance that died.
+    pub lease_ttl: std::time::Duration,
 }
+
+/// Default of `--cluster-lease-ttl`, in seconds.
+pub const DEFAULT_LEASE_TTL_SECS: u64 = 10;
 
 /// Default of `--cluster-namespace`.
 pub const DEFAULT_CLUSTER_NAMESPACE: &str = "appserver";
@@ -126,6 +132,7 @@ pub(crate) struct FileConfig {
 pub(crate) struct FileCluster {
     pub(crate) url: Option<String>,
     pub(crate) namespace: Option<String>,
+    pub(crate) lease_ttl_seconds: Option<u64>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]

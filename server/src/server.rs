@@ -27,9 +27,11 @@ use crate::ports::Broadcast;
 use crate::rpc::{Connections, ServerState};
 use crate::store::{Sharing, Store, StoreError};
 use crate::threads::ThreadManager;
+use crate::threads::feeds::Feeds;
 use crate::transport;
 use crate::turns::TurnService;
 use crate::turns::agent::Agent;
+use crate::turns::ownership::Ownership;
 use crate::turns::tools::{ToolEnv, ToolRegistry};
 
 #[derive(Debug, thiserror::Error)]
@@ -111,6 +113,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
     state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    start_cluster_tasks(&state);
     let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
     let watch =
         crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
@@ -204,7 +207,15 @@ fn assemble(
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
-    let threads = Arc::new(ThreadManager::new(store.clone(), config.max_loaded_threads));
+    let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());
+    let mut threads = ThreadManager::new(store.clone(), config.max_loaded_threads);
+    if let Some(cluster) = &cluster {
+        threads = threads.shared(Feeds::new(cluster.clone(), store.clone(), shutdown.clone(), tasks.clone()));
+    }
+    let threads = Arc::new(threads);
+    let ownership = cluster.as_ref().zip(config.cluster.as_ref()).map(|(cluster, settings)| {
+        Arc::new(Ownership::new(store.clone(), cluster.instance_id().to_owned(), settings.lease_ttl))
+    });
     let connections = Arc::new(Connections::default());
     let clients: Arc<dyn Broadcast> = connections.clone();
     let apps = Arc::new(AppService {
@@ -216,7 +227,6 @@ fn assemble(
         web: Default::default(),
     });
     let debug = Arc::new(DebugHooks::default());
-    let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());
     let turns = Arc::new(TurnService {
         config: config.clone(),
         store: store.clone(),
@@ -234,6 +244,7 @@ fn assemble(
         shutdown: shutdown.clone(),
         turn_tasks: turn_tasks.clone(),
         tasks: tasks.clone(),
+        ownership,
     });
     Arc::new(ServerState {
         config,
@@ -250,6 +261,16 @@ fn assemble(
         tasks,
         cluster,
     })
+}
+
+/// Cluster mode: renewing and taking over thread leases (until the turns have ended at
+/// shutdown), and serving requests other instances forward here.
+fn start_cluster_tasks(state: &Arc<ServerState>) {
+    if let (Some(cluster), Some(ownership)) = (state.cluster.clone(), state.turns.ownership.clone()) {
+        let keep = crate::turns::ownership::keep(state.turns.clone(), ownership, state.close_connections.clone());
+        state.tasks.spawn(keep);
+        state.tasks.spawn(crate::rpc::forward::serve(state.clone(), cluster, state.shutdown.clone()));
+    }
 }
 
 /// The app windows the store knows, none of them hosted yet.

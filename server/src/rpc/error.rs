@@ -107,6 +107,14 @@ impl From<SessionError> for RpcError {
                 tracing::error!(error = %store, "store failure");
                 return RpcError::internal(store);
             }
+            SessionError::Unavailable(detail) => return RpcError::internal(detail),
+            SessionError::Forwarded(error) => {
+                let forwarded = RpcError::new(error.code, error.message.clone());
+                return match &error.data {
+                    Some(data) => forwarded.with_data(data.clone()),
+                    None => forwarded,
+                };
+            }
         };
         RpcError::new(code, err.to_string())
     }

@@ -7,6 +7,7 @@ mod context;
 mod debug;
 pub mod dispatch;
 mod error;
+pub mod forward;
 pub(crate) mod handlers;
 mod outbound;
 pub mod peer;

@@ -37,6 +37,33 @@ impl EventLog for Store {
     }
 }
 
+/// Cluster mode: the store's log, and each event, once committed, rung on the other instances'
+/// doorbell (NATS) in the order it was numbered. A lost message is caught up from the store.
+#[derive(Debug, Clone)]
+pub struct ClusterLog {
+    pub store: Store,
+    pub cluster: crate::cluster::Cluster,
+}
+
+impl EventLog for ClusterLog {
+    fn append(&self, thread_id: &str, seq: u64, method: &'static str, body: Bytes) -> Commit {
+        let ticket =
+            self.store.submit(EventWrite::Append { thread_id: thread_id.to_owned(), seq, method, body: body.clone() });
+        let (cluster, thread_id) = (self.cluster.clone(), thread_id.to_owned());
+        Box::pin(async move {
+            ticket.wait().await?;
+            if let Err(err) = cluster.publish_frame(&thread_id, seq, method, &body).await {
+                tracing::warn!(thread = %thread_id, seq, error = %err, "event not published to the cluster (other instances catch up from the store)");
+            }
+            Ok(())
+        })
+    }
+
+    fn prune(&self, thread_id: &str, below_seq: u64) {
+        EventLog::prune(&self.store, thread_id, below_seq);
+    }
+}
+
 /// No log: every event commits at once (unit tests of the hub).
 #[derive(Debug, Default)]
 pub struct Unlogged;

@@ -12,7 +12,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use appserver_protocol::ThreadRuntime;
 
-use super::event_log::EventLog;
+use super::event_log::{ClusterLog, EventLog};
+use super::feeds::Feeds;
 use super::{Loaded, SessionError, ThreadHandle};
 use crate::store::{Store, ThreadRecord};
 
@@ -25,6 +26,11 @@ pub struct ThreadManager {
     max_loaded: usize,
     /// Ticks on every hand-out; a handle's `last_used` is the tick it was last handed out at.
     clock: AtomicU64,
+    /// Cluster mode: other instances change threads too, so a loaded thread that runs no turn
+    /// here is read again from the store whenever it is handed out; and its events published
+    /// elsewhere reach its subscribers here through a feed.
+    shared: bool,
+    feeds: Option<Feeds>,
 }
 
 impl ThreadManager {
@@ -34,12 +40,33 @@ impl ThreadManager {
             loaded: Mutex::new(HashMap::new()),
             max_loaded: max_loaded.max(1),
             clock: AtomicU64::new(0),
+            shared: false,
+            feeds: None,
+        }
+    }
+
+    /// For cluster mode: threads are shared with other instances (see `shared`).
+    pub fn shared(mut self, feeds: Feeds) -> Self {
+        self.shared = true;
+        self.feeds = Some(feeds);
+        self
+    }
+
+    /// Cluster mode: makes the thread's events published by other instances reach its hub here
+    /// (before a connection subscribes). Nothing to do when running alone.
+    pub async fn follow(&self, handle: &Arc<ThreadHandle>) -> Result<(), SessionError> {
+        match &self.feeds {
+            Some(feeds) => feeds.follow(handle).await,
+            None => Ok(()),
         }
     }
 
     /// Where loaded threads log their events.
     fn log(&self) -> Arc<dyn EventLog> {
-        Arc::new(self.store.clone())
+        match &self.feeds {
+            Some(feeds) => Arc::new(ClusterLog { store: self.store.clone(), cluster: feeds.cluster().clone() }),
+            None => Arc::new(self.store.clone()),
+        }
     }
 
     fn loaded_map(&self) -> MutexGuard<'_, HashMap<String, Arc<ThreadHandle>>> {
@@ -53,6 +80,9 @@ impl ThreadManager {
     /// The thread, loading it from the store if needed. -32010 if it does not exist.
     pub async fn get(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
         if let Some(handle) = self.loaded(id) {
+            if self.shared && handle.state().running.is_none() {
+                Box::pin(self.refresh(&handle)).await?;
+            }
             if handle.state().deleted {
                 return Err(SessionError::ThreadNotFound(id.to_owned()));
             }
@@ -75,6 +105,27 @@ impl ThreadManager {
         let handle = map.entry(id.to_owned()).or_insert(handle).clone();
         self.evict_over_cap(&mut map);
         Ok(handle)
+    }
+
+    /// Reads a loaded thread's record, queue and plan again from the store (another instance
+    /// may have changed them), unless a turn of it runs here (then this instance's are current).
+    pub async fn refresh(&self, handle: &ThreadHandle) -> Result<(), SessionError> {
+        let record = self.store.thread(&handle.id).await?;
+        let queue = self.store.queued_inputs(&handle.id).await?;
+        let plan = self.store.plan(&handle.id).await?;
+        let mut state = handle.state();
+        if state.running.is_some() || state.deleted {
+            return Ok(());
+        }
+        match record {
+            Some(record) => {
+                state.record = record;
+                state.queue = queue;
+                state.plan = plan;
+            }
+            None => state.deleted = true,
+        }
+        Ok(())
     }
 
     /// A loaded thread, without touching the store.

@@ -7,6 +7,7 @@
 
 mod announce;
 pub mod event_log;
+pub mod feeds;
 mod hub;
 pub mod manager;
 pub mod pending_approval;
@@ -46,6 +47,12 @@ pub enum SessionError {
     QueueFull { thread: String, max: usize },
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Cluster mode: another instance was needed and could not be reached.
+    #[error("{0}")]
+    Unavailable(String),
+    /// Cluster mode: the instance that runs the thread's turn answered with this error.
+    #[error("{}", .0.message)]
+    Forwarded(appserver_protocol::jsonrpc::ErrorObject),
 }
 
 /// The turn a thread is running.

@@ -6,6 +6,7 @@ pub mod agent;
 pub mod approvals;
 pub mod context;
 pub mod input;
+pub mod ownership;
 pub mod runner;
 pub mod tools;
 
@@ -39,4 +40,6 @@ pub struct TurnService {
     pub turn_tasks: TaskTracker,
     /// Other tasks (approval requests), so shutdown can wait for them.
     pub tasks: TaskTracker,
+    /// Cluster mode: the leases of the threads whose turns run here.
+    pub ownership: Option<Arc<ownership::Ownership>>,
 }

@@ -264,8 +264,12 @@ pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result
 /// is the one copy of the thread held (see docs/performance.md).
 pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadParams) -> Result<String, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    // Taken before the store is read: the reply reflects at least every event up to it.
-    let seq = handle.hub.delivered_seq();
+    // Taken before the store is read: the reply reflects at least every event up to it. In
+    // cluster mode another instance may number the thread's events: the log is the record.
+    let seq = match ctx.state.cluster() {
+        Some(_) => ctx.state.store.last_event_seq(&p.thread_id).await?,
+        None => handle.hub.delivered_seq(),
+    };
     let before =
         match &p.turns_cursor {
             Some(cursor) => Some(parse_seq(cursor, "turn_").ok_or_else(|| {
@@ -338,12 +342,13 @@ pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams)
 /// Subscribes the requesting connection to a thread, live once the response is out: with
 /// `after_seq`, the logged events after it come first (read now), else with `replay` the running
 /// turn's recent ones.
-async fn subscribe_connection(
+pub(crate) async fn subscribe_connection(
     ctx: &RequestCtx,
     handle: Arc<ThreadHandle>,
     replay: bool,
     after_seq: Option<u64>,
 ) -> Result<(), SessionError> {
+    ctx.state.threads.follow(&handle).await?;
     let subscribed = handle
         .hub
         .subscribe(&ctx.client(), replay, after_seq)

@@ -7,6 +7,7 @@ use appserver_protocol::{
 };
 
 use crate::rpc::RequestCtx;
+use crate::rpc::forward::{self, Need};
 use crate::store::parse_seq;
 use crate::threads::SessionError;
 use crate::turns::input::{self, PreparedInput};
@@ -14,6 +15,16 @@ use crate::turns::runner::{self, Origin};
 
 pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
     input::validate(&p.input)?;
+    let thread_id = p.thread_id.clone();
+    if let Some(answer) = forward::route(ctx, &thread_id, "turn/start", &p, Need::Claim).await? {
+        return Ok(answer);
+    }
+    let started = start_here(ctx, p).await;
+    forward::release_if_idle(ctx, &thread_id);
+    started
+}
+
+async fn start_here(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let history_mode = handle.state().record.history_mode;
     match (history_mode, &p.messages) {
@@ -57,6 +68,9 @@ async fn prepare(
 }
 
 pub async fn handle_turn_interrupt(ctx: &RequestCtx, p: TurnInterruptParams) -> Result<EmptyResult, SessionError> {
+    if let Some(answer) = forward::route(ctx, &p.thread_id, "turn/interrupt", &p, Need::Holder).await? {
+        return Ok(answer);
+    }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     {
         let state = handle.state();
@@ -80,6 +94,16 @@ pub async fn handle_turn_interrupt(ctx: &RequestCtx, p: TurnInterruptParams) -> 
 
 pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqueueResult, SessionError> {
     input::validate(&p.input)?;
+    let thread_id = p.thread_id.clone();
+    if let Some(answer) = forward::route(ctx, &thread_id, "turn/enqueue", &p, Need::Claim).await? {
+        return Ok(answer);
+    }
+    let enqueued = enqueue_here(ctx, p).await;
+    forward::release_if_idle(ctx, &thread_id);
+    enqueued
+}
+
+async fn enqueue_here(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqueueResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let prepared = prepare(ctx, &p.input, p.sender).await;
     let enqueued = runner::enqueue_durably(&ctx.state.turns, &handle, prepared, Some(ctx.peer.id)).await?;
@@ -94,6 +118,9 @@ pub async fn handle_turn_queue_remove(
     ctx: &RequestCtx,
     p: TurnQueueRemoveParams,
 ) -> Result<QueuedInputsResult, SessionError> {
+    if let Some(answer) = forward::route(ctx, &p.thread_id, "turn/queue/remove", &p, Need::Holder).await? {
+        return Ok(answer);
+    }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let _queue_order = handle.queue_order.lock().await;
     let (index, removed, by, write) = {
@@ -121,6 +148,9 @@ pub async fn handle_turn_queue_remove(
 }
 
 pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<TurnSteerResult, SessionError> {
+    if let Some(answer) = forward::route(ctx, &p.thread_id, "turn/steer", &p, Need::Holder).await? {
+        return Ok(answer);
+    }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let _queue_order = handle.queue_order.lock().await;
     let write = {

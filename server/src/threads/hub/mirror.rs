@@ -33,6 +33,21 @@ impl EventHub {
         Ok(())
     }
 
+    /// Delivers the logged events after the last delivered, up to `last` (their messages were
+    /// lost, or came from this instance's own numbering elsewhere).
+    pub async fn catch_up_to(&self, store: &Store, last: u64) -> Result<(), SessionError> {
+        let _order = self.shared.remote.lock().await;
+        let delivered = self.delivered_seq();
+        if last <= delivered {
+            return Ok(());
+        }
+        let first = delivered.max(last.saturating_sub(MAX_CATCH_UP));
+        for missing in catch_up(store, &self.shared.thread_id, first, last).await? {
+            self.shared.deliver_in_order(missing.seq, Method::Owned(missing.method), Some(missing.frame));
+        }
+        Ok(())
+    }
+
     /// Takes note that the log holds events up to `last` (read from the store before a
     /// subscription on an instance that may not have seen them): they can be asked for as
     /// `afterSeq`, and with nobody listening here they count as delivered.

@@ -359,7 +359,11 @@ impl Shared {
 
     fn deliver(&self, seq: u64, method: Method, frame: OutFrame) {
         let mut inner = self.inner();
-        inner.delivered = inner.delivered.max(seq);
+        if seq <= inner.delivered {
+            // Delivered already (caught up from the log by a cluster feed): once is enough.
+            return;
+        }
+        inner.delivered = seq;
         inner.recent_bytes += frame.bytes().len();
         inner.recent.push_back((seq, method.clone(), frame.clone()));
         while inner.recent.len() > RECENT_LIMIT || inner.recent_bytes > RECENT_MAX_BYTES {

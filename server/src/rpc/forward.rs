@@ -1,0 +1,207 @@
+//! Cluster mode: a request about a thread whose turn another instance runs is forwarded to that
+//! instance (NATS request/reply on `instance.<id>.rpc`) and its answer returned as if answered
+//! here; and this instance serves the requests forwarded to it, each on a connection of its own
+//! that lives for that one request (initialized as the asking client was, without approval
+//! support: approvals reach clients through their own instances).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::{ClientCapabilities, ClientInfo, InitializeParams};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{CloseReason, RequestCtx, ServerState, TransportKind};
+use crate::cluster::{Cluster, instance_subject};
+use crate::threads::SessionError;
+
+/// How long a forwarded request may take (a `turn/start` answers once its turn is stored).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A request as it travels to the owning instance.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Forwarded {
+    /// The asking connection's `initialize` params (its name, channel, opt-outs).
+    initialize: InitializeParams,
+    method: String,
+    params: Value,
+}
+
+/// The owning instance's answer: the JSON-RPC `result` or `error`.
+#[derive(Debug, Serialize, Deserialize)]
+struct ForwardedAnswer {
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+fn service(instance: &str) -> String {
+    format!("{}.rpc", instance_subject(instance))
+}
+
+/// Sends `method` with `params` to `owner` and returns its result, or its error as this
+/// request's error.
+pub async fn forward<P: Serialize, R: DeserializeOwned>(
+    ctx: &RequestCtx,
+    cluster: &Cluster,
+    owner: &str,
+    method: &str,
+    params: &P,
+) -> Result<R, SessionError> {
+    let initialize = match ctx.peer.session.client() {
+        Some(client) => InitializeParams {
+            client_info: client.client_info.clone(),
+            capabilities: ClientCapabilities { approval_support: Some(false), ..client.capabilities.clone() },
+        },
+        None => InitializeParams { client_info: ClientInfo::default(), capabilities: ClientCapabilities::default() },
+    };
+    let params = serde_json::to_value(params).map_err(|e| SessionError::InvalidParams(e.to_string()))?;
+    let request = Forwarded { initialize, method: method.to_owned(), params };
+    let payload = serde_json::to_vec(&request).map_err(|e| SessionError::InvalidParams(e.to_string()))?;
+    let unavailable = |err: &dyn std::fmt::Display| {
+        SessionError::Unavailable(format!("instance {owner} runs this thread's turn and did not answer: {err}"))
+    };
+    tracing::debug!(%owner, method, "forwarding to the thread's owner");
+    let answer =
+        cluster.ask(&service(owner), Bytes::from(payload), FORWARD_TIMEOUT).await.map_err(|e| unavailable(&e))?;
+    let answer: ForwardedAnswer = serde_json::from_slice(&answer).map_err(|e| unavailable(&e))?;
+    match (answer.result, answer.error) {
+        (_, Some(error)) => Err(SessionError::Forwarded(error)),
+        (Some(result), None) => serde_json::from_value(result).map_err(|e| unavailable(&e)),
+        (None, None) => Err(unavailable(&"an empty answer")),
+    }
+}
+
+/// Serves the requests other instances forward to this one, until shutdown.
+pub async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: CancellationToken) {
+    let mut requests = match cluster.serve(&service(cluster.instance_id())).await {
+        Ok(requests) => requests,
+        Err(err) => {
+            tracing::error!(error = %err, "cannot serve requests forwarded by other instances");
+            return;
+        }
+    };
+    loop {
+        let (payload, responder) = tokio::select! {
+            _ = shutdown.cancelled() => break,
+            next = requests.next() => match next {
+                Some(request) => request,
+                None => break,
+            },
+        };
+        let state = state.clone();
+        state.tasks.clone().spawn(async move {
+            let answer = match serde_json::from_slice::<Forwarded>(&payload) {
+                Ok(request) => run(&state, request).await,
+                Err(err) => answer_error(-32600, format!("not a forwarded request: {err}")),
+            };
+            if let Err(err) = responder.reply(Bytes::from(answer)).await {
+                tracing::warn!(error = %err, "cannot answer a forwarded request");
+            }
+        });
+    }
+}
+
+fn answer_error(code: i64, message: String) -> Vec<u8> {
+    serde_json::to_vec(&json!({ "error": { "code": code, "message": message } })).unwrap_or_default()
+}
+
+/// Runs one forwarded request on a connection of its own and returns the answer.
+async fn run(state: &Arc<ServerState>, request: Forwarded) -> Vec<u8> {
+    let (peer, mut outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.shutdown);
+    let frames = [
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": request.initialize }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": request.method, "params": request.params }),
+    ];
+    let mut answer = None;
+    for frame in frames {
+        if let Some(reply) = super::dispatch::handle_frame(state, &peer, &frame.to_string()).await {
+            reply.queue(&peer).await;
+        }
+    }
+    let deadline = tokio::time::sleep(FORWARD_TIMEOUT);
+    tokio::pin!(deadline);
+    while answer.is_none() {
+        tokio::select! {
+            _ = &mut deadline => break,
+            frame = outgoing.recv() => match frame {
+                Some(frame) => answer = response_to_request(frame.bytes()),
+                None => break,
+            },
+        }
+    }
+    peer.close(CloseReason::Disconnected);
+    state.connections.remove(peer.id);
+    answer.unwrap_or_else(|| answer_error(-32603, "the forwarded request got no answer in time".into()))
+}
+
+/// The `{result}` or `{error}` of the response to request 2, if `frame` is that response.
+fn response_to_request(frame: &[u8]) -> Option<Vec<u8>> {
+    let value: Value = serde_json::from_slice(frame).ok()?;
+    if value.get("id") != Some(&json!(2)) || value.get("method").is_some() {
+        return None;
+    }
+    let answer = ForwardedAnswer {
+        result: value.get("result").cloned(),
+        error: value.get("error").and_then(|e| serde_json::from_value(e.clone()).ok()),
+    };
+    serde_json::to_vec(&answer).ok()
+}
+
+/// What a turn request needs of the thread's lease (cluster mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Need {
+    /// It may start a turn: take the lease unless another instance holds it.
+    Claim,
+    /// It acts on a running turn: forward it to the lease's holder if there is one elsewhere.
+    Holder,
+}
+
+/// Cluster mode: `None` when the request is to run here (with [`Need::Claim`], the lease is now
+/// this instance's, the thread read again and its events caught up); `Some(answer)` when the
+/// instance running the thread's turn answered it. The asking connection is subscribed to the
+/// thread here, so the forwarded turn's events reach it. Running alone: always `None`.
+pub async fn route<P: Serialize, R: DeserializeOwned>(
+    ctx: &RequestCtx,
+    thread_id: &str,
+    method: &str,
+    params: &P,
+    need: Need,
+) -> Result<Option<R>, SessionError> {
+    let (Some(ownership), Some(cluster)) = (ctx.state.turns.ownership.as_ref(), ctx.state.cluster()) else {
+        return Ok(None);
+    };
+    let owner = match need {
+        Need::Claim => match ownership.claim(thread_id).await? {
+            crate::turns::ownership::Claim::Mine => {
+                let handle = ctx.state.threads.get(thread_id).await?;
+                handle.hub.adopt(&ctx.state.store).await?;
+                return Ok(None);
+            }
+            crate::turns::ownership::Claim::Elsewhere(owner) => owner,
+        },
+        Need::Holder => match ownership.holder_elsewhere(thread_id).await? {
+            Some(owner) => owner,
+            None => return Ok(None),
+        },
+    };
+    let handle = ctx.state.threads.get(thread_id).await?;
+    super::handlers::threads::subscribe_connection(ctx, handle, false, None).await?;
+    forward(ctx, cluster, &owner, method, params).await.map(Some)
+}
+
+/// Cluster mode: gives the thread's lease up unless a turn of it runs here (a request that took
+/// the lease started none).
+pub fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {
+    let Some(ownership) = &ctx.state.turns.ownership else { return };
+    let running = ctx.state.threads.loaded(thread_id).is_some_and(|h| h.state().running.is_some());
+    if !running {
+        ownership.release(thread_id);
+    }
+}

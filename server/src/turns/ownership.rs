@@ -1,0 +1,144 @@
+//! Thread ownership in cluster mode: the instance that runs a thread's turn holds the thread's
+//! lease in the database (`thread_leases`) while the turn runs, renewing it; a request that needs
+//! the running turn goes to the holder. When an instance dies its leases expire, and another
+//! instance takes each over: it fails the turns left running (as a restart does), announces
+//! `turn/failed` to every subscriber, and lets the thread take new turns.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::{ServerNotification, TurnFailedParams, TurnStatus};
+use tokio_util::sync::CancellationToken;
+
+use super::TurnService;
+use crate::clock::UtcTime;
+use crate::store::{LeaseClaim, Store, StoreError};
+use crate::threads::wire;
+
+/// Who may run a thread's turn now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Claim {
+    /// This instance holds the lease.
+    Mine,
+    /// Another instance (its id) holds a live lease.
+    Elsewhere(String),
+}
+
+/// This instance's leases.
+#[derive(Debug)]
+pub struct Ownership {
+    store: Store,
+    instance: String,
+    ttl: Duration,
+}
+
+/// The message of a turn failed because its instance stopped renewing its lease.
+const TAKEN_OVER: &str =
+    "The instance running this turn stopped (its lease expired); the turn was failed by another instance.";
+
+fn now_ms() -> i64 {
+    UtcTime::now().unix_millis
+}
+
+fn millis(d: Duration) -> i64 {
+    i64::try_from(d.as_millis()).unwrap_or(i64::MAX)
+}
+
+impl Ownership {
+    pub fn new(store: Store, instance: String, ttl: Duration) -> Self {
+        Ownership { store, instance, ttl }
+    }
+
+    pub fn instance(&self) -> &str {
+        &self.instance
+    }
+
+    /// Takes (or renews) the thread's lease for this instance, unless another holds it.
+    pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
+        match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
+            LeaseClaim::Acquired { .. } => Ok(Claim::Mine),
+            LeaseClaim::HeldBy { owner, .. } if owner == self.instance => Ok(Claim::Mine),
+            LeaseClaim::HeldBy { owner, .. } => Ok(Claim::Elsewhere(owner)),
+        }
+    }
+
+    /// The instance holding the thread's live lease, when it is another one.
+    pub async fn holder_elsewhere(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+        let holder = self.store.lease_holder(thread_id, now_ms()).await?;
+        Ok(holder.map(|(owner, _)| owner).filter(|owner| *owner != self.instance))
+    }
+
+    /// Gives the thread's lease up (its turn is over and none follows), in the background.
+    pub fn release(&self, thread_id: &str) {
+        let (store, thread_id, owner) = (self.store.clone(), thread_id.to_owned(), self.instance.clone());
+        tokio::spawn(async move {
+            if let Err(err) = store.release_lease(&thread_id, &owner).await {
+                tracing::warn!(thread = %thread_id, error = %err, "cannot release the thread's lease (it expires)");
+            }
+        });
+    }
+}
+
+/// Renews this instance's leases every third of their time to live and takes over expired ones,
+/// until shutdown; then releases them all.
+pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: CancellationToken) {
+    let mut tick = tokio::time::interval(ownership.ttl / 3);
+    tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => break,
+            _ = tick.tick() => {}
+        }
+        if let Err(err) = ownership.store.renew_leases(&ownership.instance, now_ms(), millis(ownership.ttl)).await {
+            tracing::warn!(error = %err, "cannot renew this instance's thread leases");
+        }
+        if let Err(err) = take_over_expired(&turns, &ownership).await {
+            tracing::warn!(error = %err, "cannot take over expired thread leases");
+        }
+    }
+    if let Err(err) = ownership.store.release_all_leases(&ownership.instance).await {
+        tracing::warn!(error = %err, "cannot release this instance's thread leases at shutdown");
+    }
+}
+
+/// Most expired leases taken over per round.
+const TAKE_OVER_BATCH: u32 = 32;
+
+/// Takes over the expired leases: fails their unfinished turns, announces it, releases the lease.
+async fn take_over_expired(turns: &Arc<TurnService>, ownership: &Ownership) -> Result<(), StoreError> {
+    for (thread_id, dead) in ownership.store.expired_leases(now_ms(), TAKE_OVER_BATCH).await? {
+        let taken = ownership
+            .store
+            .take_over_expired(&thread_id, &ownership.instance, now_ms(), millis(ownership.ttl), TAKEN_OVER)
+            .await?;
+        let Some(failed) = taken else { continue };
+        tracing::warn!(thread = %thread_id, from = %dead, turns = failed.len(), "took over an expired thread lease");
+        if let Err(err) = announce_failed(turns, &thread_id, &failed).await {
+            tracing::warn!(thread = %thread_id, error = %err, "cannot announce the turns failed on take-over");
+        }
+        ownership.release(&thread_id);
+    }
+    Ok(())
+}
+
+/// `turn/failed` for each turn failed on take-over, numbered after the thread's logged events.
+async fn announce_failed(turns: &Arc<TurnService>, thread_id: &str, failed: &[String]) -> Result<(), StoreError> {
+    if failed.is_empty() {
+        return Ok(());
+    }
+    let handle = match turns.threads.get(thread_id).await {
+        Ok(handle) => handle,
+        Err(crate::threads::SessionError::Store(err)) => return Err(err),
+        Err(_) => return Ok(()),
+    };
+    if let Err(err) = handle.hub.adopt(&turns.store).await {
+        tracing::warn!(thread = %thread_id, error = %err, "cannot catch up before announcing");
+    }
+    let (all, _) = wire::load_turns(&turns.store, thread_id, None, None).await?;
+    for turn in all.into_iter().filter(|t| failed.contains(&t.id) && t.status == TurnStatus::Failed) {
+        let error = turn.error.clone().unwrap_or_else(|| TAKEN_OVER.to_owned());
+        handle.publish(&ServerNotification::TurnFailed(TurnFailedParams { turn, error }));
+    }
+    handle.hub.flush().await;
+    Ok(())
+}

@@ -1,0 +1,156 @@
+//! Threads across instances (cluster mode, real PostgreSQL and NATS): a client on one instance
+//! sees, in order and numbered, every event of a turn another instance runs; turn requests reach
+//! the instance that holds the thread's lease; a killed owner's turn is failed by another
+//! instance within the lease time, which then takes the next turn. Skipped (with a note) without
+//! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS`.
+
+use appserver_client::{Client, Event};
+use appserver_tests::postgres::{Database, database_for, test_server};
+use appserver_tests::{ServerBuilder, ServerProcess, command, events_until_turn_ends, start_thread, text};
+use serde_json::{Value, json};
+
+/// A database and a NATS namespace of the test's own, and how to start instances on them.
+struct Cluster {
+    db: Database,
+    nats: String,
+    namespace: String,
+    workspaces: Vec<tempfile::TempDir>,
+}
+
+impl Cluster {
+    async fn new(test: &str) -> Option<Cluster> {
+        let base = test_server(test)?;
+        let Some(nats) = std::env::var("APPSERVER_TEST_NATS").ok().filter(|u| !u.is_empty()) else {
+            eprintln!("{test}: skipped, APPSERVER_TEST_NATS is not set");
+            return None;
+        };
+        let first = tempfile::tempdir().unwrap();
+        let db = database_for(&base, first.path()).await.unwrap();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
+        let namespace = format!("suite{}x{nanos}", std::process::id());
+        Some(Cluster { db, nats, namespace, workspaces: vec![first] })
+    }
+
+    /// Another instance (its own workspace), with debug methods and a short lease.
+    async fn instance(&mut self) -> ServerProcess {
+        self.workspaces.push(tempfile::tempdir().unwrap());
+        let dir = self.workspaces.last().unwrap().path().to_path_buf();
+        ServerBuilder::ws()
+            .workspace(&dir)
+            .args(["--db", &self.db.url, "--cluster", &self.nats, "--cluster-namespace", &self.namespace])
+            .args(["--cluster-lease-ttl", "2", "--enable-debug-methods"])
+            .spawn()
+            .await
+            .unwrap()
+    }
+}
+
+fn numbered(events: &[Event]) -> Vec<(u64, String, Value)> {
+    events
+        .iter()
+        .filter_map(|e| Some((e.params().get("seq")?.as_u64()?, e.method()?.to_owned(), e.params().clone())))
+        .collect()
+}
+
+/// Events of `client` until `turn_id` ends, numbered ones only.
+async fn turn_events(client: &mut Client, turn_id: &str) -> Vec<(u64, String, Value)> {
+    numbered(&events_until_turn_ends(client, turn_id).await.unwrap())
+}
+
+/// Waits for the next numbered event of `client` with `method`; returns its params.
+async fn next_numbered(client: &mut Client, method: &str) -> Value {
+    loop {
+        let event = client.next_event().await.unwrap();
+        if event.method() == Some(method) && event.params().get("seq").is_some() {
+            return event.params().clone();
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_subscriber_on_one_instance_sees_every_event_of_a_turn_run_on_another_in_order() {
+    let test = "a_subscriber_on_one_instance_sees_every_event_of_a_turn_run_on_another_in_order";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b) = (cluster.instance().await, cluster.instance().await);
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let id = start_thread(&on_a, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    on_a.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+
+    for (n, turn) in ["turn_001", "turn_002"].into_iter().enumerate() {
+        let input = text(&format!("round {n} ").repeat(100));
+        on_b.request("turn/start", json!({ "threadId": id, "input": input })).await.unwrap();
+        let ran = turn_events(&mut on_b, turn).await;
+        eprintln!("ran {} on b", ran.len());
+        let seen = match events_until_turn_ends(&mut on_a, turn).await {
+            Ok(events) => numbered(&events),
+            Err(err) => panic!("{err}\nA: {}\nB: {}", a.stderr(), b.stderr()),
+        };
+        assert!(ran.len() > 10, "the turn streamed: {}", ran.len());
+        assert_eq!(seen, ran, "turn {turn}: the same events, numbered, in order");
+    }
+    drop((a, b));
+    cluster.db.drop_now();
+}
+
+#[tokio::test]
+async fn turn_requests_reach_the_instance_that_runs_the_turn() {
+    let test = "turn_requests_reach_the_instance_that_runs_the_turn";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b) = (cluster.instance().await, cluster.instance().await);
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let id = start_thread(&on_a, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    on_b.request("turn/start", json!({ "threadId": id, "input": command("debug-block", "") })).await.unwrap();
+    next_numbered(&mut on_b, "turn/started").await;
+
+    // B holds the thread: A's turn/start goes there and gets B's answer.
+    let busy = on_a.request("turn/start", json!({ "threadId": id, "input": text("too soon") })).await.unwrap_err();
+    assert_eq!(busy.code(), Some(-32012), "{busy}");
+    // A's interrupt reaches the running turn on B; A's client (subscribed by its forwarded
+    // request) sees the turn end.
+    on_a.request("turn/interrupt", json!({ "threadId": id, "turnId": "turn_001" })).await.unwrap();
+    let ended = next_numbered(&mut on_a, "turn/cancelled").await;
+    assert_eq!(ended["turn"]["id"], "turn_001");
+    next_numbered(&mut on_b, "turn/cancelled").await;
+
+    // The lease is free again: A runs the next turn itself, and B's client sees it.
+    on_b.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+    on_a.request("turn/start", json!({ "threadId": id, "input": text("now") })).await.unwrap();
+    let ran = turn_events(&mut on_a, "turn_002").await;
+    let seen = turn_events(&mut on_b, "turn_002").await;
+    assert_eq!(seen, ran);
+    drop((a, b));
+    cluster.db.drop_now();
+}
+
+#[tokio::test]
+async fn a_killed_owners_turn_is_failed_by_another_instance_which_takes_the_next_turn() {
+    let test = "a_killed_owners_turn_is_failed_by_another_instance_which_takes_the_next_turn";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, mut b) = (cluster.instance().await, cluster.instance().await);
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let id = start_thread(&on_a, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    on_a.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+    on_b.request("turn/start", json!({ "threadId": id, "input": command("debug-block", "") })).await.unwrap();
+    let started = next_numbered(&mut on_a, "turn/started").await;
+    assert_eq!(started["turn"]["id"], "turn_001");
+
+    b.kill().await.unwrap();
+    let started_at = std::time::Instant::now();
+    let failed = next_numbered(&mut on_a, "turn/failed").await;
+    assert_eq!(failed["turn"]["id"], "turn_001");
+    assert!(failed["error"].as_str().unwrap().contains("lease expired"), "{failed}");
+    // Within the lease (2 s) and a renewal round, not the suite's timeout.
+    assert!(started_at.elapsed() < std::time::Duration::from_secs(8), "{:?}", started_at.elapsed());
+
+    let read = on_a.request("thread/read", json!({ "threadId": id, "includeTurns": true })).await.unwrap();
+    assert_eq!(read["thread"]["turns"][0]["status"], "failed");
+    on_a.request("turn/start", json!({ "threadId": id, "input": text("again") })).await.unwrap();
+    let next = turn_events(&mut on_a, "turn_002").await;
+    assert_eq!(next.last().unwrap().1, "turn/completed");
+    assert_eq!(next[0].0, failed["seq"].as_u64().unwrap() + 1, "numbering goes on from the failure");
+    drop((a, b));
+    cluster.db.drop_now();
+}
