@@ -245,6 +245,7 @@ fn assemble(
         turn_tasks: turn_tasks.clone(),
         tasks: tasks.clone(),
         ownership,
+        cluster: cluster.clone(),
     });
     Arc::new(ServerState {
         config,
@@ -269,6 +270,9 @@ fn start_cluster_tasks(state: &Arc<ServerState>) {
     if let (Some(cluster), Some(ownership)) = (state.cluster.clone(), state.turns.ownership.clone()) {
         let keep = crate::turns::ownership::keep(state.turns.clone(), ownership, state.close_connections.clone());
         state.tasks.spawn(keep);
+        let approvals =
+            crate::turns::approvals::remote::serve(state.turns.clone(), cluster.clone(), state.shutdown.clone());
+        state.tasks.spawn(approvals);
         state.tasks.spawn(crate::rpc::forward::serve(state.clone(), cluster, state.shutdown.clone()));
     }
 }

@@ -154,3 +154,41 @@ async fn a_killed_owners_turn_is_failed_by_another_instance_which_takes_the_next
     drop((a, b));
     cluster.db.drop_now();
 }
+
+#[tokio::test]
+async fn an_approval_asked_by_one_instance_is_answered_by_a_client_on_another() {
+    let test = "an_approval_asked_by_one_instance_is_answered_by_a_client_on_another";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b) = (cluster.instance().await, cluster.instance().await);
+    let mut approver = a.ws_client_initialized().await.unwrap();
+    // The turn's starter on B cannot answer approvals: only the client on A can.
+    let mut starter = b.ws_client().await.unwrap();
+    starter.initialize("headless", json!({ "approvalSupport": false })).await.unwrap();
+    let id = start_thread(&approver, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    approver.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+
+    let input = command("debug-gated", "remote-target");
+    starter.request("turn/start", json!({ "threadId": id, "input": input })).await.unwrap();
+    let (request_id, params) = loop {
+        match approver.next_event().await.unwrap() {
+            Event::Request { id, method, params, .. } if method == "item/approval/request" => break (id, params),
+            Event::Closed { .. } => panic!("closed while waiting for the approval request"),
+            _ => {}
+        }
+    };
+    assert_eq!(params["threadId"], id.as_str());
+    assert_eq!(params["target"], "remote-target");
+    approver.respond(&request_id, json!({ "decision": "accept" }));
+
+    let events = turn_events(&mut starter, "turn_001").await;
+    let response = events
+        .iter()
+        .find(|(_, m, p)| m == "item/completed" && p["item"]["type"] == "approvalResponse")
+        .expect("the decision is recorded in the turn");
+    assert_eq!(response.2["item"]["payload"]["decision"], "accept");
+    let result = events.iter().find(|(_, m, p)| m == "item/completed" && p["item"]["type"] == "toolResult").unwrap();
+    assert_eq!(result.2["item"]["payload"]["success"], true, "{result:?}");
+    assert_eq!(events.last().unwrap().1, "turn/completed");
+    drop((a, b));
+    cluster.db.drop_now();
+}

@@ -20,6 +20,11 @@ impl DecisionSlot {
         DecisionSlot(Mutex::new(Some(sender)))
     }
 
+    /// No decision will come: whoever waits for one gets none (and applies its fallback).
+    pub fn close(&self) {
+        drop(self.0.lock().unwrap_or_else(|p| p.into_inner()).take());
+    }
+
     pub fn offer(&self, decision: ApprovalDecision, by: ConnectionId) -> bool {
         let sender = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
         sender.is_some_and(|tx| tx.send((decision, by)).is_ok())

@@ -42,4 +42,6 @@ pub struct TurnService {
     pub tasks: TaskTracker,
     /// Cluster mode: the leases of the threads whose turns run here.
     pub ownership: Option<Arc<ownership::Ownership>>,
+    /// Cluster mode: the other instances (for approvals whose clients are connected there).
+    pub cluster: Option<crate::cluster::Cluster>,
 }

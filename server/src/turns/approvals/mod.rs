@@ -10,6 +10,7 @@
 //! subscribes or resumes gets the request too, a timeout applies the policy's fallback, and an
 //! interrupted turn resolves it as `cancel`.
 
+pub mod remote;
 pub mod wire;
 
 use std::sync::Arc;
@@ -172,7 +173,8 @@ async fn ask_clients(
         let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
         ApprovalPolicy::effective(configured, turns.config.approval_policy).fallback()
     };
-    if recipients.is_empty() {
+    let cluster = turns.cluster.as_ref();
+    if recipients.is_empty() && cluster.is_none() {
         return Ok(Outcome::Fallback(policy_fallback));
     }
 
@@ -199,6 +201,10 @@ async fn ask_clients(
             status: TurnStatus::WaitingApproval,
         })
         .await?;
+    if let Some(cluster) = cluster {
+        let request = (&params, app.as_ref());
+        remote::ask_elsewhere(turns, cluster, &ctx.thread_id, request, (slot.clone(), done.clone()), recipients.len());
+    }
     for client in recipients {
         let request = wire::request_for(client.as_ref(), &params, app.as_ref());
         spawn_ask(turns, client, request, slot.clone(), done.clone());
