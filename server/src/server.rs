@@ -225,6 +225,7 @@ fn assemble(
         clients: clients.clone(),
         config: config.clone(),
         web: Default::default(),
+        cluster: cluster.clone(),
     });
     let debug = Arc::new(DebugHooks::default());
     let turns = Arc::new(TurnService {

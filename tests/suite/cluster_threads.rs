@@ -130,7 +130,7 @@ async fn a_killed_owners_turn_is_failed_by_another_instance_which_takes_the_next
     let Some(mut cluster) = Cluster::new(test).await else { return };
     let (a, mut b) = (cluster.instance().await, cluster.instance().await);
     let mut on_a = a.ws_client_initialized().await.unwrap();
-    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let on_b = b.ws_client_initialized().await.unwrap();
     let id = start_thread(&on_a, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     on_a.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
     on_b.request("turn/start", json!({ "threadId": id, "input": command("debug-block", "") })).await.unwrap();
@@ -190,5 +190,61 @@ async fn an_approval_asked_by_one_instance_is_answered_by_a_client_on_another() 
     assert_eq!(result.2["item"]["payload"]["success"], true, "{result:?}");
     assert_eq!(events.last().unwrap().1, "turn/completed");
     drop((a, b));
+    cluster.db.drop_now();
+}
+
+/// Polls `app/list` on `client` until window `w` has `live == want` (each answer is a round
+/// trip through the instances; bounded by the suite's timeout).
+async fn until_live(client: &Client, w: &str, want: bool) {
+    let seen = tokio::time::timeout(appserver_tests::TIMEOUT, async {
+        loop {
+            let list = client.request("app/list", json!({})).await.unwrap();
+            let apps = list["apps"].as_array().cloned().unwrap_or_default();
+            if apps.iter().any(|a| a["windowId"] == w && a["live"] == want) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    seen.await.unwrap_or_else(|_| panic!("window {w} never became live={want}"));
+}
+
+#[tokio::test]
+async fn an_app_hosted_on_one_instance_is_driven_by_a_turn_on_another_and_replayed_on_a_third() {
+    use appserver_client::sheet::{SheetHost, SheetOptions};
+    let test = "an_app_hosted_on_one_instance_is_driven_by_a_turn_on_another_and_replayed_on_a_third";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b, c) = (cluster.instance().await, cluster.instance().await, cluster.instance().await);
+    let sheet = SheetHost::start(a.ws_client_initialized().await.unwrap(), SheetOptions::default()).await.unwrap();
+    let w = sheet.window_id.clone();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    until_live(&on_b, &w, true).await;
+
+    let id = start_thread(&on_b, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let args = format!(r#"{w} setCells {{"cells":{{"A1":"from B"}}}}"#);
+    on_b.request("turn/start", json!({ "threadId": id, "input": command("command", &args) })).await.unwrap();
+    let request = loop {
+        match on_b.next_event().await.unwrap() {
+            Event::Request { id, method, .. } if method == "item/approval/request" => break id,
+            Event::Closed { .. } => panic!("closed"),
+            _ => {}
+        }
+    };
+    on_b.respond(&request, json!({ "decision": "accept" }));
+    let events = turn_events(&mut on_b, "turn_001").await;
+    let result = events.iter().find(|(_, m, p)| m == "item/completed" && p["item"]["type"] == "toolResult").unwrap();
+    assert_eq!(result.2["item"]["payload"]["success"], true, "{result:?}");
+    assert_eq!(sheet.cells().get("A1").map(String::as_str), Some("from B"), "the host on A ran it");
+    let query = on_b.request("app/query", json!({ "windowId": w, "stateKey": "cells" })).await.unwrap();
+    assert_eq!(query["data"]["A1"], "from B");
+
+    // The host leaves A and comes back on C: the log written by B's turn is replayed there.
+    sheet.stop();
+    until_live(&on_b, &w, false).await;
+    let options = SheetOptions { window_id: Some(w.clone()), ..SheetOptions::default() };
+    let again = SheetHost::start(c.ws_client_initialized().await.unwrap(), options).await.unwrap();
+    assert_eq!(again.replayed, 1);
+    assert_eq!(again.cells().get("A1").map(String::as_str), Some("from B"));
+    drop((a, b, c));
     cluster.db.drop_now();
 }

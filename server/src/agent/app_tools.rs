@@ -41,7 +41,7 @@ impl Tool for AppListTool {
     }
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { ToolOutput::json(&json!({ "apps": service::list(&call.env.apps) })) })
+        Box::pin(async move { ToolOutput::json(&json!({ "apps": service::list(&call.env.apps).await })) })
     }
 }
 

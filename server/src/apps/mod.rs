@@ -11,6 +11,7 @@ pub mod descriptors;
 pub mod hosts;
 pub mod manifest;
 pub mod order;
+pub mod remote;
 mod replay;
 pub mod service;
 pub mod web;

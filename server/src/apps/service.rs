@@ -36,6 +36,8 @@ pub struct AppService {
     pub config: Arc<ServerConfig>,
     /// Web descriptors fetched by `app/discover`, and the clock that ages them.
     pub web: super::web::WebDiscovery,
+    /// Cluster mode: windows hosted on other instances are reached through it.
+    pub cluster: Option<crate::cluster::Cluster>,
 }
 
 /// Longest `timeoutMs` a caller may ask for.
@@ -125,6 +127,9 @@ pub async fn register(
     )?;
     let outcome = replay::replay(&apps.store, &window, host.as_ref()).await;
     window.set_ready(true);
+    if let Some(cluster) = &apps.cluster {
+        super::remote::serve_window(cluster.clone(), window.clone(), host.clone());
+    }
     let (replayed, failed, errors) = outcome?;
     tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
     Ok(Registration { window_id, app_id, name, replayed, failed, errors })
@@ -166,12 +171,46 @@ pub async fn unregister(apps: &AppService, requester: &HostId, window_id: &str, 
     Ok(())
 }
 
-pub fn list(apps: &AppService) -> Vec<AppSummary> {
-    apps.registry.all().iter().map(|w| w.summary()).collect()
+/// Every window: in cluster mode also those registered on other instances, live when their
+/// instance says so.
+pub async fn list(apps: &AppService) -> Vec<AppSummary> {
+    let Some(cluster) = &apps.cluster else {
+        return apps.registry.all().iter().map(|w| w.summary()).collect();
+    };
+    if let Err(err) = super::remote::learn_windows(apps).await {
+        tracing::warn!(error = %err, "cannot read the windows of other instances");
+    }
+    let summaries = apps.registry.all().iter().map(|w| w.summary()).collect::<Vec<_>>();
+    let checks = summaries.into_iter().map(|mut summary| async move {
+        if !summary.live {
+            summary.live = super::remote::host_elsewhere(cluster, &summary.window_id).await.is_some();
+        }
+        summary
+    });
+    futures_util::future::join_all(checks).await
 }
 
 fn window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
     apps.registry.get(window_id).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
+}
+
+/// [`window`], in cluster mode also one registered on another instance.
+async fn find_window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
+    if apps.cluster.is_some() && apps.registry.get(window_id).is_none() {
+        super::remote::learn_windows(apps).await?;
+    }
+    window(apps, window_id)
+}
+
+/// The host to call: the live one here, else (cluster mode) the one on another instance, else
+/// one that registers the window again within a moment.
+async fn host_for(apps: &AppService, window: &AppWindow) -> Result<Arc<dyn AppHost>, AppError> {
+    if let (Some(cluster), None) = (&apps.cluster, window.live_owner()) {
+        if let Some(host) = super::remote::host_elsewhere(cluster, &window.window_id).await {
+            return Ok(host);
+        }
+    }
+    window.host_or_reregistration().await
 }
 
 /// Reads a state key (or `manifest`, answered by the server).
@@ -181,7 +220,7 @@ pub async fn query(
     state_key: &str,
     timeout_ms: Option<u64>,
 ) -> Result<Value, AppError> {
-    let window = window(apps, window_id)?;
+    let window = find_window(apps, window_id).await?;
     let checked = window.manifest();
     if state_key == "manifest" {
         return Ok(serde_json::to_value(&checked.manifest).unwrap_or(Value::Null));
@@ -193,7 +232,7 @@ pub async fn query(
             available: checked.manifest.state.keys().cloned().collect::<Vec<_>>().join(", "),
         });
     }
-    let host = window.host_or_reregistration().await?;
+    let host = host_for(apps, &window).await?;
     let timeout = call_timeout(timeout_ms);
     let params = ExtAppQueryParams { window_id: window_id.to_owned(), state_key: state_key.to_owned() };
     let raw = host
@@ -226,7 +265,7 @@ pub async fn command_as(
     timeout_ms: Option<u64>,
     caller: Option<Value>,
 ) -> Result<Value, AppError> {
-    let window = window(apps, window_id)?;
+    let window = find_window(apps, window_id).await?;
     let checked = window.manifest();
     let params = params.unwrap_or_else(|| json!({}));
     match command {
@@ -247,7 +286,7 @@ pub async fn command_as(
         });
     }
     checked.check_params(command, &params).map_err(AppError::InvalidParams)?;
-    let host = window.host_or_reregistration().await?;
+    let host = host_for(apps, &window).await?;
     let timeout = call_timeout(timeout_ms);
     run_logged(apps, &window, host.as_ref(), Call { command, params, caller }, timeout).await
 }

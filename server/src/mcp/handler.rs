@@ -120,8 +120,9 @@ impl McpSession {
         broadcast(self.apps.clients.as_ref(), &notification);
     }
 
-    fn resources(&self) -> Vec<Resource> {
+    async fn resources(&self) -> Vec<Resource> {
         service::list(&self.apps)
+            .await
             .into_iter()
             .map(|app| {
                 let description = match app.description.as_deref() {
@@ -219,7 +220,7 @@ impl ServerHandler for McpSession {
     ) -> Result<CallToolResponse, ErrorData> {
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
-            "app_list" => tools::list(&self.apps),
+            "app_list" => tools::list(&self.apps).await,
             "app_query" => tools::query(&self.apps, &args).await,
             "app_command" => self.command(args, &caller_name(&context)).await?,
             other => {
@@ -234,7 +235,7 @@ impl ServerHandler for McpSession {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(self.resources()))
+        Ok(ListResourcesResult::with_all_items(self.resources().await))
     }
 
     async fn read_resource(

@@ -80,8 +80,8 @@ pub fn string_arg(args: &JsonObject, name: &str) -> Result<String, CallToolResul
         .ok_or_else(|| failure(format!("INVALID_PARAMS: `{name}` (a string) is required")))
 }
 
-pub fn list(apps: &service::AppService) -> CallToolResult {
-    success(&json!({ "apps": service::list(apps) }))
+pub async fn list(apps: &service::AppService) -> CallToolResult {
+    success(&json!({ "apps": service::list(apps).await }))
 }
 
 pub async fn query(apps: &service::AppService, args: &JsonObject) -> CallToolResult {

@@ -53,7 +53,7 @@ pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> 
 }
 
 pub async fn handle_app_list(ctx: &RequestCtx, _p: AppListParams) -> Result<AppListResult, AppError> {
-    Ok(AppListResult { apps: service::list(&ctx.state.apps) })
+    Ok(AppListResult { apps: service::list(&ctx.state.apps).await })
 }
 
 pub async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {

@@ -1,0 +1,212 @@
+//! Cluster mode: app windows hosted on other instances. The instance where a window's host is
+//! connected serves the window's subject (`rpc.app.<window token>`) while that host is live;
+//! another instance reaches the host through it ([`RemoteHost`], NATS request/reply), and nobody
+//! serving the subject means the window is live nowhere. Windows registered on other instances
+//! are known from the store; their commands are logged in the shared store as any other, so a
+//! host that reconnects to any instance is replayed the same log.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::{ExtAppCommandParams, ExtAppQueryParams};
+use bytes::Bytes;
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use super::AppWindow;
+use super::service::AppService;
+use crate::cluster::{Cluster, ClusterError, subject_token};
+use crate::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
+
+/// How often a window's server checks that its host is still the live one here.
+const HOST_CHECK: Duration = Duration::from_secs(2);
+/// How long `app/list` waits for a window's instance to say it is live.
+const LIVE_CHECK: Duration = Duration::from_secs(1);
+
+fn service(window_id: &str) -> String {
+    format!("app.{}", subject_token(window_id))
+}
+
+/// A call on a window, as it travels to the instance of its host.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum RemoteCall {
+    Ping,
+    Query { params: ExtAppQueryParams, timeout_ms: u64 },
+    Command { params: ExtAppCommandParams, timeout_ms: u64 },
+}
+
+/// The host's answer, or why there is none.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+enum RemoteAnswer {
+    Result(Box<RawValue>),
+    Rejected(ErrorObject),
+    Closed,
+    Timeout,
+    Failed(String),
+}
+
+fn to_remote(answer: Answer) -> RemoteAnswer {
+    match answer {
+        Ok(raw) => RemoteAnswer::Result(raw),
+        Err(CallError::Rejected(error)) => RemoteAnswer::Rejected(error),
+        Err(CallError::Closed) => RemoteAnswer::Closed,
+        Err(CallError::Timeout(_)) => RemoteAnswer::Timeout,
+        Err(CallError::Serialize(text)) => RemoteAnswer::Failed(text),
+    }
+}
+
+fn from_remote(answer: RemoteAnswer, timeout: Duration) -> Answer {
+    match answer {
+        RemoteAnswer::Result(raw) => Ok(raw),
+        RemoteAnswer::Rejected(error) => Err(CallError::Rejected(error)),
+        RemoteAnswer::Closed => Err(CallError::Closed),
+        RemoteAnswer::Timeout => Err(CallError::Timeout(timeout)),
+        RemoteAnswer::Failed(text) => Err(CallError::Serialize(text)),
+    }
+}
+
+fn millis(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// A window's host connected to another instance.
+#[derive(Debug)]
+pub struct RemoteHost {
+    cluster: Cluster,
+    window_id: String,
+}
+
+impl RemoteHost {
+    async fn call(&self, call: &RemoteCall, timeout: Duration) -> Answer {
+        let payload = serde_json::to_vec(call).map_err(|e| CallError::Serialize(e.to_string()))?;
+        match self.cluster.ask(&service(&self.window_id), Bytes::from(payload), timeout).await {
+            Ok(bytes) => match serde_json::from_slice::<RemoteAnswer>(&bytes) {
+                Ok(answer) => from_remote(answer, timeout),
+                Err(err) => Err(CallError::Serialize(format!("another instance's answer: {err}"))),
+            },
+            Err(ClusterError::Timeout { .. }) => Err(CallError::Timeout(timeout)),
+            Err(_) => Err(CallError::Closed),
+        }
+    }
+}
+
+impl AppHost for RemoteHost {
+    fn host_id(&self) -> HostId {
+        HostId::Managed(format!("remote:{}", self.window_id))
+    }
+
+    fn is_gone(&self) -> bool {
+        false
+    }
+
+    fn query<'a>(&'a self, params: &'a ExtAppQueryParams, timeout: Duration) -> PendingAnswer<'a> {
+        let call = RemoteCall::Query { params: params.clone(), timeout_ms: millis(timeout) };
+        Box::pin(async move { self.call(&call, timeout + Duration::from_secs(1)).await })
+    }
+
+    fn send_command<'a>(
+        &'a self,
+        params: ExtAppCommandParams,
+        timeout: Duration,
+    ) -> BoxFuture<'a, Result<PendingAnswer<'a>, CallError>> {
+        let call = RemoteCall::Command { params, timeout_ms: millis(timeout) };
+        // NATS keeps one publisher's messages in order, and the host's instance sends them on
+        // in the order received: commands keep their order.
+        let answer: PendingAnswer<'a> =
+            Box::pin(async move { self.call(&call, timeout + Duration::from_secs(1)).await });
+        Box::pin(std::future::ready(Ok(answer)))
+    }
+}
+
+/// The host to call for a window without a live host here: its host on another instance, when
+/// one serves it.
+pub async fn host_elsewhere(cluster: &Cluster, window_id: &str) -> Option<Arc<dyn AppHost>> {
+    let host = RemoteHost { cluster: cluster.clone(), window_id: window_id.to_owned() };
+    match host.call(&RemoteCall::Ping, LIVE_CHECK).await {
+        Ok(_) => Some(Arc::new(host)),
+        Err(_) => None,
+    }
+}
+
+/// Serves calls on `window` from other instances while `host` is its live host here.
+pub fn serve_window(cluster: Cluster, window: Arc<AppWindow>, host: Arc<dyn AppHost>) {
+    tokio::spawn(async move {
+        let window_id = window.window_id.clone();
+        let mut requests = match cluster.serve(&service(&window_id)).await {
+            Ok(requests) => requests,
+            Err(err) => {
+                tracing::warn!(window = %window_id, error = %err, "cannot serve the window to other instances");
+                return;
+            }
+        };
+        let still_hosted = || window.live_owner().is_some_and(|live| live.host_id() == host.host_id());
+        let mut check = tokio::time::interval(HOST_CHECK);
+        loop {
+            let (payload, responder) = tokio::select! {
+                _ = check.tick() => if still_hosted() { continue } else { break },
+                next = requests.next() => match next {
+                    Some(request) => request,
+                    None => break,
+                },
+            };
+            if !still_hosted() {
+                break;
+            }
+            let answer: BoxFuture<'static, RemoteAnswer> = match serde_json::from_slice::<RemoteCall>(&payload) {
+                Ok(RemoteCall::Ping) => Box::pin(std::future::ready(RemoteAnswer::Result(RawValue::NULL.to_owned()))),
+                Ok(RemoteCall::Query { params, timeout_ms }) => {
+                    let host = host.clone();
+                    Box::pin(async move { to_remote(host.query(&params, Duration::from_millis(timeout_ms)).await) })
+                }
+                Ok(RemoteCall::Command { params, timeout_ms }) => {
+                    let timeout = Duration::from_millis(timeout_ms);
+                    // Sent on here, in order; its answer is awaited apart.
+                    match host.send_command(params, timeout).await {
+                        Ok(pending) => {
+                            let answer = pending.await;
+                            Box::pin(std::future::ready(to_remote(answer)))
+                        }
+                        Err(err) => Box::pin(std::future::ready(to_remote(Err(err)))),
+                    }
+                }
+                Err(err) => Box::pin(std::future::ready(RemoteAnswer::Failed(format!("not a window call: {err}")))),
+            };
+            tokio::spawn(async move {
+                let answer = serde_json::to_vec(&answer.await).unwrap_or_default();
+                if let Err(err) = responder.reply(Bytes::from(answer)).await {
+                    tracing::debug!(error = %err, "cannot answer a window call of another instance");
+                }
+            });
+        }
+        tracing::debug!(window = %window_id, "no longer serving the window to other instances");
+    });
+}
+
+/// Cluster mode: windows registered on other instances, known from the store, are added to the
+/// registry (without a host here), so they can be listed and called.
+pub async fn learn_windows(apps: &AppService) -> Result<(), crate::store::StoreError> {
+    for record in apps.store.app_windows().await? {
+        if apps.registry.get(&record.window_id).is_some() {
+            continue;
+        }
+        let Ok(checked) = super::manifest::check(record.manifest, &record.file_associations) else { continue };
+        let (last_seq, _) = apps.store.app_log_position(&record.window_id).await?;
+        let next = last_seq + 1;
+        let learned = apps.registry.upsert(
+            &record.window_id,
+            checked,
+            record.file_associations,
+            None,
+            record.registered_at,
+            next,
+            None,
+        );
+        if let Err(err) = learned {
+            tracing::debug!(window = %record.window_id, error = %err, "window not learned");
+        }
+    }
+    Ok(())
+}
