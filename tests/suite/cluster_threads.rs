@@ -33,9 +33,14 @@ impl Cluster {
 
     /// Another instance (its own workspace), with debug methods and a short lease.
     async fn instance(&mut self) -> ServerProcess {
+        self.instance_with(ServerBuilder::ws()).await
+    }
+
+    /// [`Cluster::instance`] from `builder` (e.g. with a model).
+    async fn instance_with(&mut self, builder: ServerBuilder) -> ServerProcess {
         self.workspaces.push(tempfile::tempdir().unwrap());
         let dir = self.workspaces.last().unwrap().path().to_path_buf();
-        ServerBuilder::ws()
+        builder
             .workspace(&dir)
             .args(["--db", &self.db.url, "--cluster", &self.nats, "--cluster-namespace", &self.namespace])
             .args(["--cluster-lease-ttl", "2", "--enable-debug-methods"])
@@ -246,5 +251,75 @@ async fn an_app_hosted_on_one_instance_is_driven_by_a_turn_on_another_and_replay
     assert_eq!(again.replayed, 1);
     assert_eq!(again.cells().get("A1").map(String::as_str), Some("from B"));
     drop((a, b, c));
+    cluster.db.drop_now();
+}
+
+/// `afterSeq` on one instance while another streams the turn: the part read from the log and the
+/// part fed from NATS meet with no gap and no duplicate, whatever the timing.
+#[tokio::test]
+async fn after_seq_on_one_instance_mid_stream_on_another_neither_gaps_nor_repeats() {
+    let test = "after_seq_on_one_instance_mid_stream_on_another_neither_gaps_nor_repeats";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b) = (cluster.instance().await, cluster.instance().await);
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let id = start_thread(&on_b, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    for round in 0..4u64 {
+        let input = text(&"streamed words ".repeat(200));
+        let start = on_b.request("turn/start", json!({ "threadId": id, "input": input })).await.unwrap();
+        let turn_id = start["turn"]["id"].as_str().unwrap().to_owned();
+        let mut head = Vec::new();
+        while head.len() < 2 + round as usize * 5 {
+            let event = on_b.next_event().await.unwrap();
+            if let Some(seq) = event.params().get("seq").and_then(Value::as_u64) {
+                head.push(seq);
+            }
+        }
+        let after = *head.last().unwrap();
+        let mut on_a = a.ws_client_initialized().await.unwrap();
+        on_a.request("thread/subscribe", json!({ "threadId": id, "afterSeq": after })).await.unwrap();
+        let rest = turn_events(&mut on_b, &turn_id).await;
+        let got = turn_events(&mut on_a, &turn_id).await;
+        assert_eq!(got, rest, "round {round}: exactly the events after {after}");
+    }
+    drop((a, b));
+    cluster.db.drop_now();
+}
+
+/// A thread whose dynamic tools a client on A serves runs its turns on A: a turn started from B
+/// is forwarded there, and the tool call reaches the client.
+#[tokio::test]
+async fn a_turn_of_a_thread_with_dynamic_tools_runs_where_its_tools_are_served() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
+    let test = "a_turn_of_a_thread_with_dynamic_tools_runs_where_its_tools_are_served";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let mock = MockModel::start(vec![
+        Reply::Sse(tool_calls_reply(&[("call_d", "review__lookup", vec![r#"{"q":"x"}"#])])),
+        Reply::Sse(text_reply(&["Found it."], (10, 2))),
+    ])
+    .await;
+    let a = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let b = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut tools_client = a.ws_client_initialized().await.unwrap();
+    let tools = json!([{ "namespace": "review", "name": "lookup", "description": "Look something up",
+        "inputSchema": { "type": "object", "properties": { "q": { "type": "string" } } } }]);
+    let thread = start_thread(&tools_client, json!({ "dynamicTools": tools })).await.unwrap();
+    let id = thread["id"].as_str().unwrap().to_owned();
+
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    on_b.request("turn/start", json!({ "threadId": id, "input": text("look up x") })).await.unwrap();
+    let (call, params) = loop {
+        match tools_client.next_event().await.unwrap() {
+            Event::Request { id, method, params, .. } if method == "item/tool/call" => break (id, params),
+            Event::Closed { .. } => panic!("closed"),
+            _ => {}
+        }
+    };
+    assert_eq!(params["tool"], "lookup");
+    tools_client.respond(&call, json!({ "success": true, "contentItems": [{ "type": "text", "text": "x is 7" }] }));
+    let events = turn_events(&mut on_b, "turn_001").await;
+    let item = events.iter().find(|(_, m, p)| m == "item/completed" && p["item"]["type"] == "dynamicToolCall").unwrap();
+    assert_eq!(item.2["item"]["payload"]["success"], true, "{item:?}");
+    assert_eq!(events.last().unwrap().1, "turn/completed");
+    drop((a, b));
     cluster.db.drop_now();
 }

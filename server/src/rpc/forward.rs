@@ -196,12 +196,10 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
     forward(ctx, cluster, &owner, method, params).await.map(Some)
 }
 
-/// Cluster mode: gives the thread's lease up unless a turn of it runs here (a request that took
-/// the lease started none).
+/// Cluster mode: gives the thread's lease up unless this instance still needs it (a request
+/// that took the lease started no turn).
 pub fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {
-    let Some(ownership) = &ctx.state.turns.ownership else { return };
-    let running = ctx.state.threads.loaded(thread_id).is_some_and(|h| h.state().running.is_some());
-    if !running {
-        ownership.release(thread_id);
+    if let Some(ownership) = &ctx.state.turns.ownership {
+        ownership.release_unless_needed(&ctx.state.turns, thread_id);
     }
 }

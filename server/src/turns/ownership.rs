@@ -4,7 +4,8 @@
 //! instance takes each over: it fails the turns left running (as a restart does), announces
 //! `turn/failed` to every subscriber, and lets the thread take new turns.
 
-use std::sync::Arc;
+use std::collections::HashSet;
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use appserver_protocol::{ServerNotification, TurnFailedParams, TurnStatus};
@@ -30,6 +31,8 @@ pub struct Ownership {
     store: Store,
     instance: String,
     ttl: Duration,
+    /// The threads whose lease this instance took (and has not given up).
+    held: Mutex<HashSet<String>>,
 }
 
 /// The message of a turn failed because its instance stopped renewing its lease.
@@ -46,7 +49,11 @@ fn millis(d: Duration) -> i64 {
 
 impl Ownership {
     pub fn new(store: Store, instance: String, ttl: Duration) -> Self {
-        Ownership { store, instance, ttl }
+        Ownership { store, instance, ttl, held: Mutex::default() }
+    }
+
+    fn held(&self) -> MutexGuard<'_, HashSet<String>> {
+        self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     pub fn instance(&self) -> &str {
@@ -55,10 +62,23 @@ impl Ownership {
 
     /// Takes (or renews) the thread's lease for this instance, unless another holds it.
     pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
-        match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
-            LeaseClaim::Acquired { .. } => Ok(Claim::Mine),
-            LeaseClaim::HeldBy { owner, .. } if owner == self.instance => Ok(Claim::Mine),
-            LeaseClaim::HeldBy { owner, .. } => Ok(Claim::Elsewhere(owner)),
+        let claim = match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
+            LeaseClaim::Acquired { .. } => Claim::Mine,
+            LeaseClaim::HeldBy { owner, .. } if owner == self.instance => Claim::Mine,
+            LeaseClaim::HeldBy { owner, .. } => Claim::Elsewhere(owner),
+        };
+        if claim == Claim::Mine {
+            self.held().insert(thread_id.to_owned());
+        }
+        Ok(claim)
+    }
+
+    /// Gives the thread's lease up unless this instance still needs it: a turn of it runs here,
+    /// or the client serving its dynamic tools is connected here (its tool calls can only be
+    /// made here, so its turns run here).
+    pub fn release_unless_needed(&self, turns: &TurnService, thread_id: &str) {
+        if !needed_here(turns, thread_id) {
+            self.release(thread_id);
         }
     }
 
@@ -68,8 +88,9 @@ impl Ownership {
         Ok(holder.map(|(owner, _)| owner).filter(|owner| *owner != self.instance))
     }
 
-    /// Gives the thread's lease up (its turn is over and none follows), in the background.
+    /// Gives the thread's lease up, in the background.
     pub fn release(&self, thread_id: &str) {
+        self.held().remove(thread_id);
         let (store, thread_id, owner) = (self.store.clone(), thread_id.to_owned(), self.instance.clone());
         tokio::spawn(async move {
             if let Err(err) = store.release_lease(&thread_id, &owner).await {
@@ -92,6 +113,10 @@ pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: 
         if let Err(err) = ownership.store.renew_leases(&ownership.instance, now_ms(), millis(ownership.ttl)).await {
             tracing::warn!(error = %err, "cannot renew this instance's thread leases");
         }
+        let held: Vec<String> = ownership.held().iter().cloned().collect();
+        for thread_id in held {
+            ownership.release_unless_needed(&turns, &thread_id);
+        }
         if let Err(err) = take_over_expired(&turns, &ownership).await {
             tracing::warn!(error = %err, "cannot take over expired thread leases");
         }
@@ -99,6 +124,15 @@ pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: 
     if let Err(err) = ownership.store.release_all_leases(&ownership.instance).await {
         tracing::warn!(error = %err, "cannot release this instance's thread leases at shutdown");
     }
+}
+
+/// Whether a turn of the thread runs here, or the client serving its dynamic tools is
+/// connected here.
+fn needed_here(turns: &TurnService, thread_id: &str) -> bool {
+    let Some(handle) = turns.threads.loaded(thread_id) else { return false };
+    let state = handle.state();
+    let tools_here = state.dynamic_tools_owner.and_then(|id| turns.clients.client(id)).is_some_and(|c| !c.is_closed());
+    state.running.is_some() || tools_here
 }
 
 /// Most expired leases taken over per round.

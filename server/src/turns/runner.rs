@@ -346,7 +346,7 @@ async fn finalize(
     // The turn is over when its last event is out (shutdown waits for turn tasks, then closes).
     handle.hub.flush().await;
     if let (Some(ownership), None) = (&turns.ownership, &next) {
-        ownership.release(&handle.id);
+        ownership.release_unless_needed(turns, &handle.id);
     }
     if let Some(restored) = restored {
         if let Err(err) = restored.announce(turns).await {

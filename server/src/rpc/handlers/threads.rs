@@ -137,6 +137,10 @@ pub async fn create_thread(
         record.id = new_thread_id(UtcTime::now());
         attempt += 1;
     };
+    if let (Some(ownership), false) = (&ctx.state.turns.ownership, dynamic_tools.is_empty()) {
+        // Its tools are served by this connection: its turns run here (ownership.rs).
+        ownership.claim(&record.id).await?;
+    }
     let thread = {
         let mut state = handle.state();
         if !dynamic_tools.is_empty() {
