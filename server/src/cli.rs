@@ -19,7 +19,7 @@ const AFTER_HELP: &str = "\
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
 api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions), an [approvals]
 section (policy, timeout_ms), a [store] section (durability) and a [cluster] section (url,
-namespace). Precedence: flags, then environment, then the file.";
+namespace, lease_ttl_seconds). Precedence: flags, then environment, then the file.";
 
 /// appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps).
 #[derive(Debug, Parser)]
@@ -503,6 +503,10 @@ mod tests {
         let settings = c.cluster.unwrap();
         assert_eq!(settings.url, "nats://127.0.0.1:4222");
         assert_eq!(settings.namespace, "appserver");
+        assert_eq!(settings.lease_ttl, std::time::Duration::from_secs(10));
+        let ttl = run(&[&pg[..], &["--cluster", "nats://h:1", "--cluster-lease-ttl", "3"]].concat()).unwrap();
+        assert_eq!(ttl.cluster.unwrap().lease_ttl, std::time::Duration::from_secs(3));
+        assert!(run(&[&pg[..], &["--cluster", "nats://h:1", "--cluster-lease-ttl", "0"]].concat()).is_err());
         let err = run(&["--cluster", "nats://127.0.0.1:4222"]).unwrap_err();
         assert!(err.contains("--cluster needs a PostgreSQL database") && err.contains("SQLite"), "{err}");
         let err = run(&[&pg[..], &["--cluster", "http://u:pw@h:1"]].concat()).unwrap_err();
@@ -511,10 +515,11 @@ mod tests {
         assert!(err.contains("--cluster-namespace"), "{err}");
 
         std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
-        std::fs::write(config_file_path(dir.path()), "[cluster]\nurl = \"nats://file:4222\"\nnamespace = \"prod\"\n")
-            .unwrap();
+        let file = "[cluster]\nurl = \"nats://file:4222\"\nnamespace = \"prod\"\nlease_ttl_seconds = 30\n";
+        std::fs::write(config_file_path(dir.path()), file).unwrap();
         let settings = run(&pg).unwrap().cluster.unwrap();
         assert_eq!((settings.url.as_str(), settings.namespace.as_str()), ("nats://file:4222", "prod"));
+        assert_eq!(settings.lease_ttl, std::time::Duration::from_secs(30));
         let c = run(&[&pg[..], &["--cluster", "nats://flag:1", "--cluster-namespace", "dev"]].concat()).unwrap();
         let settings = c.cluster.unwrap();
         assert_eq!((settings.url.as_str(), settings.namespace.as_str()), ("nats://flag:1", "dev"));
