@@ -61,6 +61,14 @@ pub struct Requests {
 impl Requests {
     /// The next request and the way to answer it; `None` once the connection is closed.
     /// Messages without a reply subject (not requests) are skipped.
+    /// [`Requests::next`], or `None` once `stop` is cancelled.
+    pub async fn next_until(&mut self, stop: &tokio_util::sync::CancellationToken) -> Option<(Bytes, Responder)> {
+        tokio::select! {
+            _ = stop.cancelled() => None,
+            next = self.next() => next,
+        }
+    }
+
     pub async fn next(&mut self) -> Option<(Bytes, Responder)> {
         loop {
             let message = self.subscriber.next().await?;

@@ -80,21 +80,12 @@ pub async fn forward<P: Serialize, R: DeserializeOwned>(
 
 /// Serves the requests other instances forward to this one, until shutdown.
 pub async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: CancellationToken) {
-    let mut requests = match cluster.serve(&service(cluster.instance_id())).await {
-        Ok(requests) => requests,
-        Err(err) => {
-            tracing::error!(error = %err, "cannot serve requests forwarded by other instances");
-            return;
-        }
+    let served = cluster.serve(&service(cluster.instance_id())).await;
+    let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve forwarded requests"))
+    else {
+        return;
     };
-    loop {
-        let (payload, responder) = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            next = requests.next() => match next {
-                Some(request) => request,
-                None => break,
-            },
-        };
+    while let Some((payload, responder)) = requests.next_until(&shutdown).await {
         let state = state.clone();
         state.tasks.clone().spawn(async move {
             let answer = match serde_json::from_slice::<Forwarded>(&payload) {

@@ -12,20 +12,20 @@ use super::postgres::testdb::TestDb;
 use super::*;
 
 /// A database of each available backend, for one test.
-struct Databases {
+pub(super) struct Databases {
     _dir: tempfile::TempDir,
     sqlite: PathBuf,
     postgres: Option<TestDb>,
 }
 
 impl Databases {
-    async fn new(test: &str) -> Databases {
+    pub(super) async fn new(test: &str) -> Databases {
         let dir = tempfile::tempdir().unwrap();
         let sqlite = dir.path().join("state.db");
         Databases { _dir: dir, sqlite, postgres: TestDb::create(test).await }
     }
 
-    fn locations(&self) -> Vec<StoreLocation> {
+    pub(super) fn locations(&self) -> Vec<StoreLocation> {
         let mut all = vec![StoreLocation::Sqlite(self.sqlite.clone())];
         if let Some(db) = &self.postgres {
             all.push(StoreLocation::Postgres(db.url.clone()));
@@ -33,14 +33,14 @@ impl Databases {
         all
     }
 
-    async fn drop(self) {
+    pub(super) async fn drop(self) {
         if let Some(db) = self.postgres {
             db.drop().await;
         }
     }
 }
 
-fn thread_record(id: &str) -> ThreadRecord {
+pub(super) fn thread_record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),
         workspace_path: "/w".to_owned(),
@@ -58,7 +58,7 @@ fn thread_record(id: &str) -> ThreadRecord {
     }
 }
 
-fn turn_record(thread: &str, seq: u32, status: TurnStatus) -> TurnRecord {
+pub(super) fn turn_record(thread: &str, seq: u32, status: TurnStatus) -> TurnRecord {
     TurnRecord {
         thread_id: thread.to_owned(),
         seq,

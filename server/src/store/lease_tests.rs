@@ -3,14 +3,13 @@
 //! expire, release, take-over with its failed turns, and claims racing for one free lease.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
-use appserver_protocol::{HistoryMode, ThreadStatus, TurnStatus};
+use appserver_protocol::TurnStatus;
 
+use super::super::backend_tests::{Databases, thread_record, turn_record};
 use super::super::db::{Pool, sql};
-use super::super::postgres::testdb::TestDb;
-use super::super::{Durability, StoreLocation, ThreadRecord, ThreadWrite, TurnRecord, turn_id};
+use super::super::{Durability, StoreLocation, ThreadWrite, turn_id};
 use super::*;
 
 /// Every await of a test is bounded.
@@ -18,68 +17,8 @@ async fn within<T>(what: impl Future<Output = T>) -> T {
     tokio::time::timeout(Duration::from_secs(20), what).await.expect("a store call stalled")
 }
 
-/// A database of each available backend, for one test.
-struct Databases {
-    _dir: tempfile::TempDir,
-    sqlite: PathBuf,
-    postgres: Option<TestDb>,
-}
-
-impl Databases {
-    async fn new(test: &str) -> Databases {
-        let dir = tempfile::tempdir().unwrap();
-        let sqlite = dir.path().join("state.db");
-        Databases { _dir: dir, sqlite, postgres: within(TestDb::create(test)).await }
-    }
-
-    fn locations(&self) -> Vec<StoreLocation> {
-        let mut all = vec![StoreLocation::Sqlite(self.sqlite.clone())];
-        all.extend(self.postgres.as_ref().map(|db| StoreLocation::Postgres(db.url.clone())));
-        all
-    }
-
-    async fn drop(self) {
-        if let Some(db) = self.postgres {
-            within(db.drop()).await;
-        }
-    }
-}
-
 async fn open(location: &StoreLocation) -> Store {
     within(Store::open(location, Durability::Normal)).await.unwrap()
-}
-
-fn thread_record(id: &str) -> ThreadRecord {
-    ThreadRecord {
-        id: id.to_owned(),
-        workspace_path: "/w".to_owned(),
-        user_id: None,
-        origin_channel: "test".to_owned(),
-        channel_context: None,
-        display_name: None,
-        status: ThreadStatus::Active,
-        history_mode: HistoryMode::Server,
-        created_at: "2026-01-01T00:00:00.000Z".to_owned(),
-        last_active_at: "2026-01-01T00:00:00.000Z".to_owned(),
-        metadata: Default::default(),
-        configuration: None,
-        next_turn_seq: 1,
-    }
-}
-
-fn turn_record(thread: &str, seq: u32, status: TurnStatus) -> TurnRecord {
-    TurnRecord {
-        thread_id: thread.to_owned(),
-        seq,
-        id: turn_id(seq),
-        status,
-        started_at: "2026-01-01T00:00:01.000Z".to_owned(),
-        completed_at: None,
-        error: None,
-        token_usage: None,
-        origin_channel: Some("test".to_owned()),
-        initiator: None,
-    }
 }
 
 fn acquired(expires_at_ms: i64) -> LeaseClaim {

@@ -75,21 +75,12 @@ pub fn ask_elsewhere(
 /// Answers other instances' approval requests for threads with approval-capable recipients
 /// here, until shutdown.
 pub async fn serve(turns: Arc<TurnService>, cluster: Cluster, shutdown: CancellationToken) {
-    let mut requests = match cluster.serve(SERVICE).await {
-        Ok(requests) => requests,
-        Err(err) => {
-            tracing::error!(error = %err, "cannot serve approval requests of other instances");
-            return;
-        }
+    let served = cluster.serve(SERVICE).await;
+    let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve remote approvals"))
+    else {
+        return;
     };
-    loop {
-        let (payload, responder) = tokio::select! {
-            _ = shutdown.cancelled() => break,
-            next = requests.next() => match next {
-                Some(request) => request,
-                None => break,
-            },
-        };
+    while let Some((payload, responder)) = requests.next_until(&shutdown).await {
         let Ok(request) = serde_json::from_slice::<RemoteApproval>(&payload) else { continue };
         if request.origin == cluster.instance_id() {
             continue;
