@@ -147,8 +147,9 @@ async fn a_killed_owners_turn_is_failed_by_another_instance_which_takes_the_next
     let failed = next_numbered(&mut on_a, "turn/failed").await;
     assert_eq!(failed["turn"]["id"], "turn_001");
     assert!(failed["error"].as_str().unwrap().contains("lease expired"), "{failed}");
-    // Within the lease (2 s) and a renewal round, not the suite's timeout.
-    assert!(started_at.elapsed() < std::time::Duration::from_secs(8), "{:?}", started_at.elapsed());
+    // Driven by the 2 s lease (expected after about 2.7 s), not by some later event: a generous
+    // bound, not a measurement.
+    assert!(started_at.elapsed() < std::time::Duration::from_secs(15), "{:?}", started_at.elapsed());
 
     let read = on_a.request("thread/read", json!({ "threadId": id, "includeTurns": true })).await.unwrap();
     assert_eq!(read["thread"]["turns"][0]["status"], "failed");
