@@ -1,6 +1,7 @@
 // The JSON-RPC client: the `initialize` handshake, typed requests with timeouts, notification
 // streams per thread and per turn, handlers for server requests (approvals, dynamic tools,
-// `ext/app/*`), app hosting, and reconnecting with backoff.
+// `ext/app/*`), app hosting, and reconnecting with backoff, thread subscriptions resumed after the
+// last event number (`seq`) delivered.
 
 import { answerCommand, answerQuery, appErrorObject, type AppHandlers, type AppRegistration, type RegisterOptions } from "./app.js";
 import { ConnectionClosedError, RpcError, TimeoutError } from "./errors.js";
@@ -67,6 +68,8 @@ interface Pending {
 
 /** Methods a server request without a handler is refused with. */
 const METHOD_NOT_FOUND = -32601;
+/** The code `thread/subscribe` refuses an `afterSeq` it cannot serve with (too old, not kept). */
+const INVALID_PARAMS = -32602;
 
 /** The terminal notifications of a turn. */
 export const TURN_END_METHODS: readonly string[] = ["turn/completed", "turn/failed", "turn/cancelled"];
@@ -77,10 +80,31 @@ export function threadIdOf(n: { params: unknown }): string | undefined {
   return p?.threadId ?? p?.turn?.threadId ?? p?.thread?.id;
 }
 
+/**
+ * The thread and event number (`params.seq`) of a numbered thread event, if `n` is one: a
+ * notification with a numeric `seq` about a thread (`threadId`, or `turn.threadId` for
+ * `turn/started` and the turn's end).
+ */
+export function seqOf(n: { params: unknown }): { threadId: string; seq: number } | undefined {
+  const seq = (n.params as any)?.seq;
+  const threadId = threadIdOf(n);
+  if (typeof threadId !== "string" || typeof seq !== "number") return undefined;
+  return { threadId, seq };
+}
+
 /** The turn a notification is about, if any. */
 export function turnIdOf(n: { params: unknown }): string | undefined {
   const p = n.params as any;
   return p?.turnId ?? p?.turn?.id;
+}
+
+/** Runs an application callback; its failure must not break the client's own work. */
+function callSafely(f: () => void): void {
+  try {
+    f();
+  } catch {
+    // The application's error is its own.
+  }
 }
 
 function withToken(url: string, token: string): string {
@@ -100,6 +124,11 @@ export class AppServerClient {
   private readonly registering = new Set<AppRegistration>();
   private readonly subscriptions = new Map<string, unknown>();
   private readonly reconnectListeners = new Set<() => void>();
+  private readonly resyncListeners = new Set<(threadId: string) => void>();
+  /** Per thread, the highest `seq` delivered to the application. */
+  private readonly lastSeqs = new Map<string, number>();
+  /** Threads whose gap a reconnect could not fill, reported once the reconnect succeeds. */
+  private readonly resyncPending = new Set<string>();
   private closedByUser = false;
   private reconnecting: Promise<void> | undefined;
   /** The server's `initialize` answer (of the latest connection). */
@@ -147,7 +176,10 @@ export class AppServerClient {
     options: { timeoutMs?: number } = {},
   ): Promise<ClientRequestMap[M]["result"]> {
     if (method === "thread/subscribe") this.subscriptions.set((params as any).threadId, params);
-    if (method === "thread/unsubscribe") this.subscriptions.delete((params as any).threadId);
+    if (method === "thread/unsubscribe") {
+      this.subscriptions.delete((params as any).threadId);
+      this.lastSeqs.delete((params as any).threadId);
+    }
     return this.call(method, params, options.timeoutMs ?? this.requestTimeoutMs);
   }
 
@@ -261,6 +293,22 @@ export class AppServerClient {
   }
 
   /**
+   * Runs after a reconnect for each subscribed thread whose missed events could not be caught up:
+   * the server refused `thread/subscribe` with `afterSeq` (-32602: the events are too old or no
+   * longer kept), so the client subscribed again without it and events may have been missed.
+   * Read the thread (`thread/read`) to refresh its state. Returns a function that removes it.
+   */
+  onResyncNeeded(listener: (threadId: string) => void): () => void {
+    this.resyncListeners.add(listener);
+    return () => this.resyncListeners.delete(listener);
+  }
+
+  /** The highest `seq` of `threadId` this client delivered (undefined before its first numbered event). */
+  lastSeq(threadId: string): number | undefined {
+    return this.lastSeqs.get(threadId);
+  }
+
+  /**
    * Hosts an app: registers its window and answers `ext/app/query` / `ext/app/command` for it.
    * After a reconnect the window is registered again (`handlers.reset` first), and the server's
    * replay of its log restores the state.
@@ -332,6 +380,7 @@ export class AppServerClient {
       void this.answer(m.id, m.method, m.params);
     } else if (typeof m.method === "string") {
       const n = { method: m.method, params: m.params } as Notification;
+      if (!this.accept(n)) return;
       for (const { filter, stream } of [...this.streams]) if (filter(n)) stream.push(n);
     } else if (m.id !== undefined) {
       const pending = this.pending.get(String(m.id));
@@ -340,6 +389,39 @@ export class AppServerClient {
       clearTimeout(pending.timer);
       if (m.error) pending.reject(new RpcError(m.error.code, m.error.message, m.error.data));
       else pending.resolve(m.result);
+    }
+  }
+
+  /** Records a numbered event's `seq`; false for one already delivered (seq <= the last seen). */
+  private accept(n: Notification): boolean {
+    const numbered = seqOf(n);
+    if (!numbered) return true;
+    const last = this.lastSeqs.get(numbered.threadId);
+    if (last !== undefined && numbered.seq <= last) return false;
+    this.lastSeqs.set(numbered.threadId, numbered.seq);
+    return true;
+  }
+
+  /**
+   * Subscribes again after a reconnect, after the last event delivered when there is one. If the
+   * server cannot serve that (-32602), subscribes without `afterSeq`, forgets the thread's last
+   * `seq` (the server's numbering may have restarted) and marks the thread for `onResyncNeeded`.
+   */
+  private async resubscribe(threadId: string, params: unknown): Promise<void> {
+    const last = this.lastSeqs.get(threadId);
+    const withSeq: any = last === undefined ? params : { ...(params as object), afterSeq: last };
+    if (withSeq?.afterSeq === undefined || withSeq?.afterSeq === null) {
+      await this.call("thread/subscribe", params, this.requestTimeoutMs);
+      return;
+    }
+    try {
+      await this.call("thread/subscribe", withSeq, this.requestTimeoutMs);
+    } catch (err) {
+      if (!(err instanceof RpcError) || err.code !== INVALID_PARAMS) throw err;
+      const { afterSeq: _dropped, ...plain } = withSeq;
+      this.lastSeqs.delete(threadId);
+      this.resyncPending.add(threadId);
+      await this.call("thread/subscribe", plain, this.requestTimeoutMs);
     }
   }
 
@@ -396,8 +478,11 @@ export class AppServerClient {
       await new Promise((resolve) => setTimeout(resolve, delay));
       try {
         await this.open();
-        for (const params of this.subscriptions.values()) await this.call("thread/subscribe", params, this.requestTimeoutMs);
+        for (const [threadId, params] of this.subscriptions) await this.resubscribe(threadId, params);
         for (const app of new Set(this.apps.values())) await this.register(app);
+        const resync = [...this.resyncPending];
+        this.resyncPending.clear();
+        for (const threadId of resync) for (const listener of this.resyncListeners) callSafely(() => listener(threadId));
         for (const listener of this.reconnectListeners) listener();
         return;
       } catch {

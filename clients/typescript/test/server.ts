@@ -1,9 +1,11 @@
 // Test support: starts the real `appserver` binary on 127.0.0.1 port 0 in a fresh workspace and
-// reads its "listening on" line; a mock OpenAI-compatible model that serves scripted replies.
+// reads its "listening on" line; a mock OpenAI-compatible model that serves scripted replies; a
+// TCP proxy whose connections the test can cut, to force a client to reconnect.
 
 import { spawn, type ChildProcess } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { createServer, type Server } from "node:http";
+import { connect as tcpConnect, createServer as createTcpServer, type Socket } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -113,4 +115,58 @@ export function textReply(text: string): unknown[] {
     { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
     { choices: [], usage: { prompt_tokens: 10, completion_tokens: 2 } },
   ];
+}
+
+export interface Proxy {
+  /** The server's WebSocket URL through the proxy. */
+  url: string;
+  /** Cuts every connection and refuses new ones (they are closed at once) until `resume()`. */
+  cut(): void;
+  resume(): void;
+  close(): Promise<void>;
+}
+
+/** A TCP proxy on 127.0.0.1 port 0 in front of `url`'s host and port. */
+export async function startProxy(url: string): Promise<Proxy> {
+  const target = new URL(url);
+  const sockets = new Set<Socket>();
+  let refusing = false;
+  const server = createTcpServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
+    const upstream = tcpConnect(Number(target.port), target.hostname);
+    for (const [a, b] of [
+      [client, upstream],
+      [upstream, client],
+    ] as const) {
+      sockets.add(a);
+      a.on("error", () => b.destroy());
+      a.on("close", () => {
+        sockets.delete(a);
+        b.destroy();
+      });
+      a.pipe(b);
+    }
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const address = server.address();
+  const port = typeof address === "object" && address ? address.port : 0;
+  const proxied = new URL(url);
+  proxied.port = String(port);
+  return {
+    url: proxied.toString(),
+    cut() {
+      refusing = true;
+      for (const socket of [...sockets]) socket.destroy();
+    },
+    resume() {
+      refusing = false;
+    },
+    async close() {
+      for (const socket of [...sockets]) socket.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
 }
