@@ -1,12 +1,14 @@
 """The JSON-RPC client: the `initialize` handshake, requests with timeouts, notification streams
 per thread and per turn, handlers for server requests (approvals, dynamic tools, `ext/app/*`),
-app hosting, and reconnecting with backoff."""
+app hosting, and reconnecting with backoff, thread subscriptions resumed after the last event
+number (`seq`) delivered."""
 
 import asyncio
 import inspect
 import itertools
 import json
 import random
+import typing
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable, Dict, List, Optional, Sequence, Set, Tuple
 
@@ -19,6 +21,8 @@ from .transport import StdioTransport, Transport, WebSocketTransport
 #: The terminal notifications of a turn.
 TURN_END_METHODS = ("turn/completed", "turn/failed", "turn/cancelled")
 METHOD_NOT_FOUND = -32601
+#: The code `thread/subscribe` refuses an `afterSeq` it cannot serve with (too old, not kept).
+INVALID_PARAMS = -32602
 
 
 @dataclass(frozen=True)
@@ -37,6 +41,16 @@ class Notification:
     def turn_id(self) -> Optional[str]:
         p = self.params if isinstance(self.params, dict) else {}
         return p.get("turnId") or (p.get("turn") or {}).get("id")
+
+    @property
+    def seq(self) -> Optional[int]:
+        """The thread's event number (`params.seq`) of a numbered thread event: one with a
+        numeric `seq` about a thread (`threadId`, or `turn.threadId` for `turn/*`); else None."""
+        p = self.params if isinstance(self.params, dict) else {}
+        seq = p.get("seq")
+        if not isinstance(self.thread_id, str) or not isinstance(seq, int) or isinstance(seq, bool):
+            return None
+        return seq
 
 
 @dataclass
@@ -86,6 +100,11 @@ class AppServerClient(ClientRequests):
         self._registering_apps: Dict[int, AppRegistration] = {}
         self._subscriptions: Dict[str, dict] = {}
         self._reconnect_listeners: List[Callable[[], Any]] = []
+        self._resync_listeners: List[Callable[[str], Any]] = []
+        #: Per thread, the highest `seq` delivered to the application.
+        self._last_seqs: Dict[str, int] = {}
+        #: Threads whose gap a reconnect could not fill, reported once the reconnect succeeds.
+        self._resync_pending: List[str] = []
         self._closed_by_user = False
         self._reconnecting: Optional[asyncio.Task] = None
         self._tasks: Set[asyncio.Task] = set()
@@ -153,6 +172,7 @@ class AppServerClient(ClientRequests):
             self._subscriptions[params["threadId"]] = params
         elif method == "thread/unsubscribe":
             self._subscriptions.pop(params["threadId"], None)
+            self._last_seqs.pop(params["threadId"], None)
         return await self._call(method, params, timeout or self.request_timeout)
 
     async def _call(self, method: str, params: Any, timeout: float) -> Any:
@@ -233,6 +253,17 @@ class AppServerClient(ClientRequests):
     def on_reconnect(self, listener: Callable[[], Any]) -> None:
         """Runs after every successful reconnect (apps re-registered, subscriptions renewed)."""
         self._reconnect_listeners.append(listener)
+
+    def on_resync_needed(self, listener: Callable[[str], Any]) -> None:
+        """Runs (sync or async) after a reconnect with each subscribed thread whose missed events
+        could not be caught up: the server refused `thread/subscribe` with `afterSeq` (-32602:
+        the events are too old or no longer kept), so the client subscribed again without it and
+        events may have been missed. Read the thread (`thread/read`) to refresh its state."""
+        self._resync_listeners.append(listener)
+
+    def last_seq(self, thread_id: str) -> Optional[int]:
+        """The highest `seq` of `thread_id` this client delivered (None before its first numbered event)."""
+        return self._last_seqs.get(thread_id)
 
     # Apps
 
@@ -315,6 +346,8 @@ class AppServerClient(ClientRequests):
             self._spawn_task(self._answer(m["id"], method, m.get("params")))
         elif isinstance(method, str):
             n = Notification(method, m.get("params"))
+            if not self._accept(n):
+                return
             for accept, stream in list(self._streams):
                 if accept(n):
                     stream.push(n)
@@ -327,6 +360,18 @@ class AppServerClient(ClientRequests):
                 future.set_exception(RpcError(error.get("code", 0), error.get("message", ""), error.get("data")))
             else:
                 future.set_result(m.get("result"))
+
+    def _accept(self, n: Notification) -> bool:
+        """Records a numbered event's `seq`; False for one already delivered (seq <= the last seen)."""
+        seq = n.seq
+        if seq is None:
+            return True
+        thread_id = typing.cast(str, n.thread_id)
+        last = self._last_seqs.get(thread_id)
+        if last is not None and seq <= last:
+            return False
+        self._last_seqs[thread_id] = seq
+        return True
 
     def _spawn_task(self, coro: Awaitable[Any]) -> None:
         task = asyncio.get_running_loop().create_task(coro)  # type: ignore[arg-type]
@@ -388,6 +433,27 @@ class AppServerClient(ClientRequests):
             return
         self._reconnecting = asyncio.get_running_loop().create_task(self._reconnect_loop(self._reconnect))
 
+    async def _resubscribe(self, thread_id: str, params: dict) -> None:
+        """Subscribes again after a reconnect, after the last event delivered when there is one.
+        If the server cannot serve that (-32602), subscribes without `afterSeq`, forgets the
+        thread's last `seq` (the server's numbering may have restarted) and marks the thread for
+        `on_resync_needed`."""
+        last = self._last_seqs.get(thread_id)
+        with_seq = params if last is None else {**params, "afterSeq": last}
+        if with_seq.get("afterSeq") is None:
+            await self._call("thread/subscribe", params, self.request_timeout)
+            return
+        try:
+            await self._call("thread/subscribe", with_seq, self.request_timeout)
+        except RpcError as err:
+            if err.code != INVALID_PARAMS:
+                raise
+            self._last_seqs.pop(thread_id, None)
+            if thread_id not in self._resync_pending:
+                self._resync_pending.append(thread_id)
+            plain = {k: v for k, v in with_seq.items() if k != "afterSeq"}
+            await self._call("thread/subscribe", plain, self.request_timeout)
+
     async def _reconnect_loop(self, options: Reconnect) -> None:
         try:
             for attempt in range(options.max_attempts):
@@ -397,8 +463,8 @@ class AppServerClient(ClientRequests):
                 await asyncio.sleep(delay)
                 try:
                     await self._open()
-                    for params in list(self._subscriptions.values()):
-                        await self._call("thread/subscribe", params, self.request_timeout)
+                    for thread_id, params in list(self._subscriptions.items()):
+                        await self._resubscribe(thread_id, params)
                     for app in {id(a): a for a in self._apps.values()}.values():
                         await self._register(app)
                 except Exception:  # noqa: BLE001
@@ -406,6 +472,10 @@ class AppServerClient(ClientRequests):
                     if self._transport:
                         self._transport.close()
                     continue
+                resync, self._resync_pending = self._resync_pending, []
+                for thread_id in resync:
+                    for resync_listener in list(self._resync_listeners):
+                        await _call_safely(resync_listener, thread_id)
                 for listener in list(self._reconnect_listeners):
                     result = listener()
                     if inspect.isawaitable(result):
@@ -419,3 +489,13 @@ class AppServerClient(ClientRequests):
 
 class _MethodNotFound(Exception):
     pass
+
+
+async def _call_safely(listener: Callable[[str], Any], arg: str) -> None:
+    """Runs an application callback (sync or async); its failure must not break the client's own work."""
+    try:
+        result = listener(arg)
+        if inspect.isawaitable(result):
+            await result
+    except Exception:  # noqa: BLE001 - the application's error is its own
+        pass

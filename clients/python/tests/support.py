@@ -1,5 +1,6 @@
 """Test support: starts the real `appserver` binary on 127.0.0.1 port 0 in a fresh workspace
-and reads its "listening on" line; a mock OpenAI-compatible model serving scripted replies."""
+and reads its "listening on" line; a mock OpenAI-compatible model serving scripted replies; a TCP
+proxy whose connections the test can cut, to force a client to reconnect."""
 
 import asyncio
 import contextlib
@@ -9,7 +10,8 @@ import re
 import shutil
 import tempfile
 from pathlib import Path
-from typing import AsyncIterator, List, Optional
+from typing import AsyncIterator, List, Optional, Set
+from urllib.parse import urlsplit, urlunsplit
 
 #: The bound on every wait in the tests, in seconds.
 TIMEOUT = 20.0
@@ -149,3 +151,64 @@ def text_reply(text: str) -> list:
         {"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]},
         {"choices": [], "usage": {"prompt_tokens": 10, "completion_tokens": 2}},
     ]
+
+
+class Proxy:
+    """A TCP proxy on 127.0.0.1 port 0 in front of a server's WebSocket URL. `cut()` closes every
+    connection and refuses new ones (closed at once) until `resume()`."""
+
+    def __init__(self, url: str) -> None:
+        self._target = urlsplit(url)
+        self._writers: Set[asyncio.StreamWriter] = set()
+        self._refusing = False
+        self.server: Optional[asyncio.AbstractServer] = None
+        self.url = ""
+
+    async def start(self) -> "Proxy":
+        self.server = await asyncio.start_server(self._serve, "127.0.0.1", 0)
+        port = self.server.sockets[0].getsockname()[1]
+        self.url = urlunsplit(self._target._replace(netloc=f"127.0.0.1:{port}"))
+        return self
+
+    def cut(self) -> None:
+        self._refusing = True
+        for writer in list(self._writers):
+            writer.transport.abort()
+        self._writers.clear()
+
+    def resume(self) -> None:
+        self._refusing = False
+
+    def close(self) -> None:
+        self.cut()
+        if self.server:
+            self.server.close()
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        if self._refusing:
+            writer.transport.abort()
+            return
+        try:
+            up_reader, up_writer = await asyncio.wait_for(
+                asyncio.open_connection(self._target.hostname, self._target.port), TIMEOUT
+            )
+        except (OSError, asyncio.TimeoutError):
+            writer.transport.abort()
+            return
+        self._writers.update((writer, up_writer))
+        await asyncio.gather(_pipe(reader, up_writer), _pipe(up_reader, writer))
+
+
+async def _pipe(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    """Copies until either side closes, then closes both."""
+    try:
+        while True:
+            data = await reader.read(65536)
+            if not data:
+                break
+            writer.write(data)
+            await writer.drain()
+    except (OSError, asyncio.IncompleteReadError):
+        pass
+    finally:
+        writer.transport.abort()
