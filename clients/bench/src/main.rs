@@ -7,6 +7,8 @@
 //! cargo build --release --workspace && cargo run --release -p appserver-bench        # full run
 //! cargo run --release -p appserver-bench -- --scale                                  # + the scale curves
 //! cargo run --release -p appserver-bench -- --quick                                  # smoke run, < 1 min
+//! APPSERVER_BENCH_POSTGRES=postgres://… APPSERVER_BENCH_NATS=nats://… \
+//!     cargo run --release -p appserver-bench -- --only cluster                        # two instances
 //! ```
 //! The `serve-*` and `echo-stdio` modes are the comparison servers, started as subprocesses.
 
@@ -19,7 +21,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use scenarios::{fan_out, memory, persistence, round_trips, stdio, thread_store};
+use scenarios::{cluster, fan_out, memory, persistence, round_trips, stdio, thread_store};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,17 +47,22 @@ fn main() -> ExitCode {
             Some("-h" | "--help") => {
                 println!("usage: appserver-bench [--quick] [--scale] [--only GROUP[,GROUP...]]");
                 println!("groups: {}; with --scale also {}", GROUPS.join(", "), SCALE_GROUPS.join(", "));
+                println!(
+                    "with --scale or --only also {} (needs APPSERVER_BENCH_POSTGRES=postgres://… and APPSERVER_BENCH_NATS=nats://…; without them its row says skipped)",
+                    SERVICE_GROUPS.join(", ")
+                );
                 Ok(())
             }
             _ => {
                 let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
                 let only: Vec<&str> = only.map(|o| o.split(',').collect()).unwrap_or_default();
-                let known = |g: &&str| GROUPS.contains(g) || SCALE_GROUPS.contains(g);
+                let known = |g: &&str| GROUPS.contains(g) || SCALE_GROUPS.contains(g) || SERVICE_GROUPS.contains(g);
                 match only.iter().find(|g| !known(g)) {
                     Some(unknown) => Err(anyhow::anyhow!(
-                        "unknown group `{unknown}`; groups: {}, {}",
+                        "unknown group `{unknown}`; groups: {}, {}, {}",
                         GROUPS.join(", "),
-                        SCALE_GROUPS.join(", ")
+                        SCALE_GROUPS.join(", "),
+                        SERVICE_GROUPS.join(", ")
                     )),
                     None => {
                         let flag = |f: &str| args.iter().any(|a| a == f);
@@ -78,6 +85,9 @@ fn main() -> ExitCode {
 const GROUPS: &[&str] = &["round-trips", "stdio", "fan-out", "persistence", "thread-store", "memory"];
 /// The curves `--scale` adds (or `--only` names).
 const SCALE_GROUPS: &[&str] = &["scale-list", "scale-read", "scale-replay", "scale-fan-out", "scale-memory"];
+/// Groups that need outside services (PostgreSQL and NATS, named by environment variables): run
+/// with `--scale` or when `--only` names them, a row saying "skipped" without the services.
+const SERVICE_GROUPS: &[&str] = &["cluster"];
 
 async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
     let sizes = if quick { scenarios::QUICK } else { scenarios::FULL };
@@ -91,6 +101,7 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
     let mut groups: Vec<&str> = GROUPS.to_vec();
     if scale || !only.is_empty() {
         groups.extend(SCALE_GROUPS);
+        groups.extend(SERVICE_GROUPS);
     }
     // Rows are printed as each group finishes, so a run that fails later keeps what it measured.
     println!("| measurement | appserver | compared with | note | target |");
@@ -126,6 +137,7 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
                 }
                 rows
             }
+            "cluster" => cluster::cluster(sizes.cluster_deltas, sizes.rounds).await?,
             other => anyhow::bail!("unknown group `{other}`"),
         };
         for r in &rows {

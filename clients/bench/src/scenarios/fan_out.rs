@@ -42,12 +42,20 @@ fn chunks(deltas: usize) -> Vec<Value> {
     chunks
 }
 
+/// A mock OpenAI-compatible model (127.0.0.1) scripted with `turns` replies streaming `deltas`
+/// deltas each, and the server arguments that answer turns with it (the fan-out and cluster rows).
+pub async fn streaming_model(deltas: usize, turns: usize) -> (MockModel, Vec<String>) {
+    let mock = MockModel::start(vec![Reply::Sse(chunks(deltas)); turns]).await;
+    let args = vec!["--model".to_owned(), "bench-model".to_owned(), "--base-url".to_owned(), mock.base_url()];
+    (mock, args)
+}
+
 /// `turns` rounds of one appserver turn and one floor turn, each of `deltas` deltas to
 /// `subscribers` connections.
 pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<Row> {
-    let mock = MockModel::start(vec![Reply::Sse(chunks(deltas)); turns]).await;
-    let floor_mock = MockModel::start(vec![Reply::Sse(chunks(deltas)); turns]).await;
-    let server = bench_server(&["--model", "bench-model", "--base-url", &mock.base_url()]).await?;
+    let (_mock, model_args) = streaming_model(deltas, turns).await;
+    let (floor_mock, _) = streaming_model(deltas, turns).await;
+    let server = bench_server(&model_args.iter().map(String::as_str).collect::<Vec<_>>()).await?;
     let pid = server.pid().context("pid")?;
     let starter = client(&server).await?;
     let thread_id = start_thread(&starter).await?;

@@ -2,6 +2,7 @@
 //! (and the comparison servers), returns table rows, and says for each row whether it meets its
 //! target (a same-run ratio) or misses it.
 
+pub mod cluster;
 pub mod fan_out;
 pub mod memory;
 pub mod persistence;
@@ -37,8 +38,11 @@ pub struct Sizes {
     /// Items in the thread read whole by the `thread/read` row.
     pub read_items: usize,
     pub idle: usize,
-    /// Rounds the persistence rows interleave appserver and its floors in.
+    /// Rounds the persistence rows interleave appserver and its floors in (the cluster row: of
+    /// each kind, at least 5).
     pub rounds: usize,
+    /// Deltas of each turn of the cluster row.
+    pub cluster_deltas: usize,
 }
 
 pub const FULL: Sizes = Sizes {
@@ -56,6 +60,7 @@ pub const FULL: Sizes = Sizes {
     read_items: 2000,
     idle: 1000,
     rounds: 5,
+    cluster_deltas: 2000,
 };
 
 pub const QUICK: Sizes = Sizes {
@@ -73,6 +78,7 @@ pub const QUICK: Sizes = Sizes {
     read_items: 100,
     idle: 100,
     rounds: 2,
+    cluster_deltas: 300,
 };
 
 /// One line of the table.
