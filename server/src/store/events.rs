@@ -8,8 +8,8 @@ use super::{Store, StoreError};
 /// A change to the event log.
 #[derive(Debug, Clone)]
 pub enum EventWrite {
-    /// One notification as it goes out; `seq` is the thread's next.
-    Append { thread_id: String, seq: u64, method: &'static str, body: bytes::Bytes },
+    /// Notifications as they go out, in order: (seq, method, the notification's text).
+    Append { thread_id: String, events: Vec<(u64, &'static str, bytes::Bytes)> },
     /// Forget the thread's events numbered below `below_seq`.
     Prune { thread_id: String, below_seq: u64 },
 }
@@ -33,10 +33,12 @@ fn to_u64(seq: i64) -> u64 {
 
 pub(super) async fn apply(conn: &mut Conn<'_>, op: &EventWrite) -> Result<(), StoreError> {
     match op {
-        EventWrite::Append { thread_id, seq, method, body } => {
-            let body = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
-            let text = "INSERT INTO thread_events (thread_id, seq, method, body) VALUES (?,?,?,?)";
-            conn.execute(sql(text).bind(thread_id).bind(to_i64(*seq)).bind(*method).bind(body)).await?;
+        EventWrite::Append { thread_id, events } => {
+            for (seq, method, body) in events {
+                let body = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
+                let text = "INSERT INTO thread_events (thread_id, seq, method, body) VALUES (?,?,?,?)";
+                conn.execute(sql(text).bind(thread_id).bind(to_i64(*seq)).bind(*method).bind(body)).await?;
+            }
         }
         EventWrite::Prune { thread_id, below_seq } => {
             let text = "DELETE FROM thread_events WHERE thread_id = ? AND seq < ?";

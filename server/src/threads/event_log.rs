@@ -12,17 +12,31 @@ use crate::store::{EventWrite, Store, StoreError};
 /// Resolves when an appended event has committed (or failed to).
 pub type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
 
+/// One event to log: its number, method and notification text.
+#[derive(Debug, Clone)]
+pub struct LogEntry {
+    pub seq: u64,
+    pub method: &'static str,
+    pub body: Bytes,
+}
+
 /// The log a hub appends to.
 pub trait EventLog: Send + Sync + Debug {
-    /// Appends one event; events are committed in the order they are appended.
-    fn append(&self, thread_id: &str, seq: u64, method: &'static str, body: Bytes) -> Commit;
+    /// Appends a thread's events, in order, as one write; resolves once it has committed.
+    fn append(&self, thread_id: &str, entries: Vec<LogEntry>) -> Commit;
     /// Forgets the thread's events numbered below `below_seq` (in the background).
     fn prune(&self, thread_id: &str, below_seq: u64);
 }
 
+/// The store write that logs `entries`.
+fn append(thread_id: &str, entries: &[LogEntry]) -> EventWrite {
+    let events = entries.iter().map(|e| (e.seq, e.method, e.body.clone())).collect();
+    EventWrite::Append { thread_id: thread_id.to_owned(), events }
+}
+
 impl EventLog for Store {
-    fn append(&self, thread_id: &str, seq: u64, method: &'static str, body: Bytes) -> Commit {
-        let ticket = self.submit(EventWrite::Append { thread_id: thread_id.to_owned(), seq, method, body });
+    fn append(&self, thread_id: &str, entries: Vec<LogEntry>) -> Commit {
+        let ticket = self.submit(append(thread_id, &entries));
         Box::pin(ticket.wait())
     }
 
@@ -46,14 +60,15 @@ pub struct ClusterLog {
 }
 
 impl EventLog for ClusterLog {
-    fn append(&self, thread_id: &str, seq: u64, method: &'static str, body: Bytes) -> Commit {
-        let ticket =
-            self.store.submit(EventWrite::Append { thread_id: thread_id.to_owned(), seq, method, body: body.clone() });
+    fn append(&self, thread_id: &str, entries: Vec<LogEntry>) -> Commit {
+        let ticket = self.store.submit(append(thread_id, &entries));
         let (cluster, thread_id) = (self.cluster.clone(), thread_id.to_owned());
         Box::pin(async move {
             ticket.wait().await?;
-            if let Err(err) = cluster.publish_frame(&thread_id, seq, method, &body).await {
-                tracing::warn!(thread = %thread_id, seq, error = %err, "event not published to the cluster (other instances catch up from the store)");
+            for LogEntry { seq, method, body } in entries {
+                if let Err(err) = cluster.publish_frame(&thread_id, seq, method, &body).await {
+                    tracing::warn!(thread = %thread_id, seq, error = %err, "event not published to the cluster (other instances catch up from the store)");
+                }
             }
             Ok(())
         })
@@ -69,7 +84,7 @@ impl EventLog for ClusterLog {
 pub struct Unlogged;
 
 impl EventLog for Unlogged {
-    fn append(&self, _: &str, _: u64, _: &'static str, _: Bytes) -> Commit {
+    fn append(&self, _: &str, _: Vec<LogEntry>) -> Commit {
         Box::pin(std::future::ready(Ok(())))
     }
 

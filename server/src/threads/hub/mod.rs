@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::watch;
 
 use super::announce::{AnnounceGate, Held};
-use super::event_log::{Commit, EventLog, LoggedEvent, Unlogged};
+use super::event_log::{EventLog, LogEntry, LoggedEvent, Unlogged};
 use crate::ports::{Broadcast, Client, ConnectionId, OutFrame};
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
@@ -32,6 +32,10 @@ const RECENT_MAX_BYTES: usize = 1024 * 1024;
 /// A notification's method: static for this instance's own, owned for one read back from the
 /// log or received from another instance.
 pub type Method = std::borrow::Cow<'static, str>;
+
+/// Most steps one drain round logs and hands on: a bigger batch commits no faster per event but
+/// arrives as one burst at every subscriber's bounded queue.
+const MAX_BATCH: usize = 64;
 
 /// A delivered notification: its `seq`, method and frame.
 type Event = (u64, Method, OutFrame);
@@ -82,7 +86,7 @@ impl std::fmt::Debug for Pipeline {
 }
 
 enum Step {
-    Event { seq: u64, method: Method, frame: OutFrame, commit: Commit },
+    Event { seq: u64, method: &'static str, frame: OutFrame },
     BeginTurn(Option<Arc<dyn Client>>),
     EndTurn,
 }
@@ -157,8 +161,7 @@ impl EventHub {
             }
         };
         let frame = OutFrame::from(text);
-        let commit = self.shared.log.append(&self.shared.thread_id, seq, method, frame.bytes().clone());
-        self.push(pipeline, Step::Event { seq, method: Method::Borrowed(method), frame, commit });
+        self.push(pipeline, Step::Event { seq, method, frame });
     }
 
     fn push(&self, mut pipeline: MutexGuard<'_, Pipeline>, step: Step) {
@@ -309,35 +312,48 @@ impl EventHub {
     }
 }
 
-/// Hands on queued steps in order, each event once its log write has committed, until the queue
-/// is empty.
+/// Hands on queued steps in order until the queue is empty. Each round takes every step queued so
+/// far, logs their events as one write (so a thread's events commit in batches, as many as came
+/// while the previous batch committed), and once it has committed hands them on in order.
 async fn drain(shared: Arc<Shared>) {
     loop {
-        let step = {
+        let steps: Vec<Step> = {
             let mut pipeline = shared.pipeline();
-            match pipeline.queue.pop_front() {
-                Some(step) => step,
-                None => {
-                    pipeline.draining = false;
-                    return;
-                }
+            if pipeline.queue.is_empty() {
+                pipeline.draining = false;
+                return;
             }
+            let n = pipeline.queue.len().min(MAX_BATCH);
+            pipeline.queue.drain(..n).collect()
         };
-        match step {
-            Step::Event { seq, method, frame, commit } => {
-                match commit.await {
-                    Ok(()) => shared.pass(seq, method, frame),
-                    // Announced only what has committed: this event is not (the store failing
-                    // fails the turn too; its end is announced if that commits).
-                    Err(err) => {
-                        tracing::error!(thread = %shared.thread_id, seq, %method, error = %err, "event not logged, not sent")
-                    }
-                }
-            }
-            Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),
-            Step::EndTurn => shared.end_turn(),
+        let entries: Vec<LogEntry> = steps
+            .iter()
+            .filter_map(|step| match step {
+                Step::Event { seq, method, frame } => Some(LogEntry { seq: *seq, method, body: frame.bytes().clone() }),
+                _ => None,
+            })
+            .collect();
+        let logged = match entries.is_empty() {
+            true => Ok(()),
+            false => shared.log.append(&shared.thread_id, entries).await,
+        };
+        if let Err(err) = &logged {
+            // Announced only what has committed: these events are not (the store failing fails
+            // the turn too; its end is announced if that commits).
+            tracing::error!(thread = %shared.thread_id, error = %err, "events not logged, not sent");
         }
-        shared.handed.send_modify(|count| *count += 1);
+        let count = steps.len() as u64;
+        for step in steps {
+            match step {
+                Step::Event { seq, method, frame } if logged.is_ok() => {
+                    shared.pass(seq, Method::Borrowed(method), frame)
+                }
+                Step::Event { .. } => {}
+                Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),
+                Step::EndTurn => shared.end_turn(),
+            }
+        }
+        shared.handed.send_modify(|handed| *handed += count);
     }
 }
 

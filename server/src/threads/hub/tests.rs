@@ -166,7 +166,7 @@ async fn store_with_events(dir: &std::path::Path, events: u64) -> crate::store::
     store.write(ThreadWrite::CreateThread(Box::new(record))).await.unwrap();
     for seq in 1..=events {
         let body = appserver_protocol::jsonrpc::with_seq(&text(seq as u32), seq).unwrap();
-        store.write(EventWrite::Append { thread_id: "t".into(), seq, method: "m", body: body.into() }).await.unwrap();
+        store.write(EventWrite::Append { thread_id: "t".into(), events: vec![(seq, "m", body.into())] }).await.unwrap();
     }
     store
 }
