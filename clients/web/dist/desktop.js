@@ -210,14 +210,27 @@
 
   // ../typescript/src/client.ts
   var METHOD_NOT_FOUND = -32601;
+  var INVALID_PARAMS = -32602;
   var TURN_END_METHODS = ["turn/completed", "turn/failed", "turn/cancelled"];
   function threadIdOf(n) {
     const p = n.params;
     return p?.threadId ?? p?.turn?.threadId ?? p?.thread?.id;
   }
+  function seqOf(n) {
+    const seq = n.params?.seq;
+    const threadId = threadIdOf(n);
+    if (typeof threadId !== "string" || typeof seq !== "number") return void 0;
+    return { threadId, seq };
+  }
   function turnIdOf(n) {
     const p = n.params;
     return p?.turnId ?? p?.turn?.id;
+  }
+  function callSafely(f) {
+    try {
+      f();
+    } catch {
+    }
   }
   function withToken(url, token) {
     const u = new URL(url);
@@ -237,6 +250,11 @@
       __publicField(this, "registering", /* @__PURE__ */ new Set());
       __publicField(this, "subscriptions", /* @__PURE__ */ new Map());
       __publicField(this, "reconnectListeners", /* @__PURE__ */ new Set());
+      __publicField(this, "resyncListeners", /* @__PURE__ */ new Set());
+      /** Per thread, the highest `seq` delivered to the application. */
+      __publicField(this, "lastSeqs", /* @__PURE__ */ new Map());
+      /** Threads whose gap a reconnect could not fill, reported once the reconnect succeeds. */
+      __publicField(this, "resyncPending", /* @__PURE__ */ new Set());
       __publicField(this, "closedByUser", false);
       __publicField(this, "reconnecting");
       /** The server's `initialize` answer (of the latest connection). */
@@ -272,7 +290,10 @@
     /** Sends a request and resolves with its result; a JSON-RPC error rejects with `RpcError`. */
     request(method, params, options = {}) {
       if (method === "thread/subscribe") this.subscriptions.set(params.threadId, params);
-      if (method === "thread/unsubscribe") this.subscriptions.delete(params.threadId);
+      if (method === "thread/unsubscribe") {
+        this.subscriptions.delete(params.threadId);
+        this.lastSeqs.delete(params.threadId);
+      }
       return this.call(method, params, options.timeoutMs ?? this.requestTimeoutMs);
     }
     call(method, params, timeoutMs) {
@@ -373,6 +394,20 @@
       return () => this.reconnectListeners.delete(listener);
     }
     /**
+     * Runs after a reconnect for each subscribed thread whose missed events could not be caught up:
+     * the server refused `thread/subscribe` with `afterSeq` (-32602: the events are too old or no
+     * longer kept), so the client subscribed again without it and events may have been missed.
+     * Read the thread (`thread/read`) to refresh its state. Returns a function that removes it.
+     */
+    onResyncNeeded(listener) {
+      this.resyncListeners.add(listener);
+      return () => this.resyncListeners.delete(listener);
+    }
+    /** The highest `seq` of `threadId` this client delivered (undefined before its first numbered event). */
+    lastSeq(threadId) {
+      return this.lastSeqs.get(threadId);
+    }
+    /**
      * Hosts an app: registers its window and answers `ext/app/query` / `ext/app/command` for it.
      * After a reconnect the window is registered again (`handlers.reset` first), and the server's
      * replay of its log restores the state.
@@ -437,6 +472,7 @@
         void this.answer(m.id, m.method, m.params);
       } else if (typeof m.method === "string") {
         const n = { method: m.method, params: m.params };
+        if (!this.accept(n)) return;
         for (const { filter, stream } of [...this.streams]) if (filter(n)) stream.push(n);
       } else if (m.id !== void 0) {
         const pending = this.pending.get(String(m.id));
@@ -445,6 +481,37 @@
         clearTimeout(pending.timer);
         if (m.error) pending.reject(new RpcError(m.error.code, m.error.message, m.error.data));
         else pending.resolve(m.result);
+      }
+    }
+    /** Records a numbered event's `seq`; false for one already delivered (seq <= the last seen). */
+    accept(n) {
+      const numbered = seqOf(n);
+      if (!numbered) return true;
+      const last = this.lastSeqs.get(numbered.threadId);
+      if (last !== void 0 && numbered.seq <= last) return false;
+      this.lastSeqs.set(numbered.threadId, numbered.seq);
+      return true;
+    }
+    /**
+     * Subscribes again after a reconnect, after the last event delivered when there is one. If the
+     * server cannot serve that (-32602), subscribes without `afterSeq`, forgets the thread's last
+     * `seq` (the server's numbering may have restarted) and marks the thread for `onResyncNeeded`.
+     */
+    async resubscribe(threadId, params) {
+      const last = this.lastSeqs.get(threadId);
+      const withSeq = last === void 0 ? params : { ...params, afterSeq: last };
+      if (withSeq?.afterSeq === void 0 || withSeq?.afterSeq === null) {
+        await this.call("thread/subscribe", params, this.requestTimeoutMs);
+        return;
+      }
+      try {
+        await this.call("thread/subscribe", withSeq, this.requestTimeoutMs);
+      } catch (err) {
+        if (!(err instanceof RpcError) || err.code !== INVALID_PARAMS) throw err;
+        const { afterSeq: _dropped, ...plain } = withSeq;
+        this.lastSeqs.delete(threadId);
+        this.resyncPending.add(threadId);
+        await this.call("thread/subscribe", plain, this.requestTimeoutMs);
       }
     }
     async answer(id, method, params) {
@@ -495,8 +562,11 @@
         await new Promise((resolve) => setTimeout(resolve, delay));
         try {
           await this.open();
-          for (const params of this.subscriptions.values()) await this.call("thread/subscribe", params, this.requestTimeoutMs);
+          for (const [threadId, params] of this.subscriptions) await this.resubscribe(threadId, params);
           for (const app of new Set(this.apps.values())) await this.register(app);
+          const resync = [...this.resyncPending];
+          this.resyncPending.clear();
+          for (const threadId of resync) for (const listener of this.resyncListeners) callSafely(() => listener(threadId));
           for (const listener of this.reconnectListeners) listener();
           return;
         } catch {
