@@ -281,27 +281,7 @@ fn start_cluster_tasks(state: &Arc<ServerState>) {
 /// The app windows the store knows, none of them hosted yet.
 async fn restore_windows(store: &Store) -> Result<AppRegistry, ServerError> {
     let registry = AppRegistry::default();
-    for window in store.app_windows().await? {
-        match crate::apps::manifest::check(window.manifest, &window.file_associations) {
-            Ok(checked) => {
-                let (last_seq, _) = store.app_log_position(&window.window_id).await?;
-                // A window without a host is nobody's: restoring it cannot be refused.
-                let restored = registry.upsert(
-                    &window.window_id,
-                    checked,
-                    window.file_associations,
-                    None,
-                    window.registered_at,
-                    last_seq + 1,
-                    None,
-                );
-                if let Err(err) = restored {
-                    tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped");
-                }
-            }
-            Err(err) => tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped"),
-        }
-    }
+    registry.add_stored(store).await?;
     Ok(registry)
 }
 

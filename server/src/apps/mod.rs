@@ -368,6 +368,40 @@ impl AppRegistry {
         Ok(window)
     }
 
+    /// Adds the windows the store knows and the registry does not (at start-up: all of them; in
+    /// cluster mode: those registered on other instances), none of them hosted here. A window
+    /// whose stored manifest no longer passes is skipped with a warning.
+    pub async fn add_stored(&self, store: &crate::store::Store) -> Result<(), crate::store::StoreError> {
+        for window in store.app_windows().await? {
+            if self.get(&window.window_id).is_some() {
+                continue;
+            }
+            let checked = match manifest::check(window.manifest, &window.file_associations) {
+                Ok(checked) => checked,
+                Err(err) => {
+                    tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped");
+                    continue;
+                }
+            };
+            let (last_seq, _) = store.app_log_position(&window.window_id).await?;
+            let next = last_seq + 1;
+            // A window without a host is nobody's: adding it cannot be refused.
+            let added = self.upsert(
+                &window.window_id,
+                checked,
+                window.file_associations,
+                None,
+                window.registered_at,
+                next,
+                None,
+            );
+            if let Err(err) = added {
+                tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped");
+            }
+        }
+        Ok(())
+    }
+
     pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
         let removed = self.map().remove(window_id);
         if removed.is_some() {

@@ -2,8 +2,8 @@
 //! connected serves the window's subject (`rpc.app.<window token>`) while that host is live;
 //! another instance reaches the host through it ([`RemoteHost`], NATS request/reply), and nobody
 //! serving the subject means the window is live nowhere. Windows registered on other instances
-//! are known from the store; their commands are logged in the shared store as any other, so a
-//! host that reconnects to any instance is replayed the same log.
+//! are known from the store (`AppRegistry::add_stored`); their commands are logged in the shared
+//! store as any other, so a host that reconnects to any instance is replayed the same log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +15,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use super::AppWindow;
-use super::service::AppService;
 use crate::cluster::{Cluster, ClusterError, subject_token};
 use crate::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
 
@@ -183,30 +182,4 @@ pub fn serve_window(cluster: Cluster, window: Arc<AppWindow>, host: Arc<dyn AppH
         }
         tracing::debug!(window = %window_id, "no longer serving the window to other instances");
     });
-}
-
-/// Cluster mode: windows registered on other instances, known from the store, are added to the
-/// registry (without a host here), so they can be listed and called.
-pub async fn learn_windows(apps: &AppService) -> Result<(), crate::store::StoreError> {
-    for record in apps.store.app_windows().await? {
-        if apps.registry.get(&record.window_id).is_some() {
-            continue;
-        }
-        let Ok(checked) = super::manifest::check(record.manifest, &record.file_associations) else { continue };
-        let (last_seq, _) = apps.store.app_log_position(&record.window_id).await?;
-        let next = last_seq + 1;
-        let learned = apps.registry.upsert(
-            &record.window_id,
-            checked,
-            record.file_associations,
-            None,
-            record.registered_at,
-            next,
-            None,
-        );
-        if let Err(err) = learned {
-            tracing::debug!(window = %record.window_id, error = %err, "window not learned");
-        }
-    }
-    Ok(())
 }

@@ -177,7 +177,7 @@ pub async fn list(apps: &AppService) -> Vec<AppSummary> {
     let Some(cluster) = &apps.cluster else {
         return apps.registry.all().iter().map(|w| w.summary()).collect();
     };
-    if let Err(err) = super::remote::learn_windows(apps).await {
+    if let Err(err) = apps.registry.add_stored(&apps.store).await {
         tracing::warn!(error = %err, "cannot read the windows of other instances");
     }
     let summaries = apps.registry.all().iter().map(|w| w.summary()).collect::<Vec<_>>();
@@ -197,7 +197,7 @@ fn window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError
 /// [`window`], in cluster mode also one registered on another instance.
 async fn find_window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
     if apps.cluster.is_some() && apps.registry.get(window_id).is_none() {
-        super::remote::learn_windows(apps).await?;
+        apps.registry.add_stored(&apps.store).await?;
     }
     window(apps, window_id)
 }
