@@ -74,7 +74,7 @@ impl Database {
 }
 
 /// `url` with its database (the path) replaced by `name`, query kept.
-fn with_database(url: &str, name: &str) -> String {
+pub fn with_database(url: &str, name: &str) -> String {
     let (head, query) = url.split_once('?').map_or((url, None), |(h, q)| (h, Some(q)));
     let scheme_end = head.find("://").map_or(0, |i| i + 3);
     let authority_end = head[scheme_end..].find('/').map_or(head.len(), |i| scheme_end + i);
@@ -103,4 +103,16 @@ pub fn test_server(test: &str) -> Option<String> {
         eprintln!("{test}: skipped, APPSERVER_TEST_POSTGRES is not set");
     }
     url
+}
+
+#[cfg(test)]
+mod tests {
+    use super::with_database;
+
+    #[test]
+    fn the_database_in_the_url_is_replaced() {
+        assert_eq!(with_database("postgres://u@h:5432/test", "x"), "postgres://u@h:5432/x");
+        assert_eq!(with_database("postgres://u@h/test?sslmode=disable", "x"), "postgres://u@h/x?sslmode=disable");
+        assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
+    }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use appserver_tests::ServerProcess;
+use appserver_tests::postgres::with_database;
 use futures_util::SinkExt;
 use serde_json::{Value, json};
 use sqlx::{Connection, Executor, PgConnection};
@@ -103,19 +104,6 @@ async fn execute(conn: &mut PgConnection, sql: &str) -> Result<()> {
         .with_context(|| format!("`{sql}`: no answer within {DB_TIMEOUT:?}"))?
         .with_context(|| format!("`{sql}`"))?;
     Ok(())
-}
-
-/// `url` with its database (the path) replaced by `name`, the query kept.
-fn with_database(url: &str, name: &str) -> String {
-    let (head, query) = url.split_once('?').map_or((url, None), |(h, q)| (h, Some(q)));
-    let scheme_end = head.find("://").map_or(0, |i| i + 3);
-    let authority_end = head[scheme_end..].find('/').map_or(head.len(), |i| scheme_end + i);
-    let mut out = format!("{}/{name}", &head[..authority_end]);
-    if let Some(query) = query {
-        out.push('?');
-        out.push_str(query);
-    }
-    out
 }
 
 /// Where a round's subscriber is.
@@ -382,13 +370,6 @@ fn cluster_row(single: &[RoundFigures], cross: &[RoundFigures], deltas: usize) -
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn the_database_in_the_url_is_replaced() {
-        assert_eq!(with_database("postgres://u@h:5432/test", "x"), "postgres://u@h:5432/x");
-        assert_eq!(with_database("postgres://u@h/test?sslmode=disable", "x"), "postgres://u@h/x?sslmode=disable");
-        assert_eq!(with_database("postgres://u@h", "x"), "postgres://u@h/x");
-    }
 
     #[test]
     fn latencies_are_signed_and_missed_events_counted() {
