@@ -2,7 +2,7 @@
 //! client (or another instance) can catch up after the last event it saw. Older turns' events are
 //! pruned; turns and items stay the thread's record.
 
-use super::db::{Conn, sql};
+use super::db::{Conn, Sql, sql};
 use super::{Store, StoreError};
 
 /// A change to the event log.
@@ -31,13 +31,29 @@ fn to_u64(seq: i64) -> u64 {
     u64::try_from(seq).unwrap_or(0)
 }
 
+/// Rows one `INSERT` writes: a drain round's events (at most 64) go in one statement, since every
+/// statement is a round trip to the database's worker thread (SQLite) or server (PostgreSQL).
+const ROWS_PER_INSERT: usize = 64;
+
+/// One multi-row `INSERT` of `rows` (4 parameters a row: far below either backend's limit).
+fn insert_rows<'a>(thread_id: &'a str, rows: &'a [(u64, &'static str, bytes::Bytes)]) -> Result<Sql<'a>, StoreError> {
+    let mut text = String::from("INSERT INTO thread_events (thread_id, seq, method, body) VALUES ");
+    for i in 0..rows.len() {
+        text.push_str(if i == 0 { "(?,?,?,?)" } else { ",(?,?,?,?)" });
+    }
+    let mut statement = sql(text);
+    for (seq, method, body) in rows {
+        let body = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
+        statement = statement.bind(thread_id).bind(to_i64(*seq)).bind(*method).bind(body);
+    }
+    Ok(statement)
+}
+
 pub(super) async fn apply(conn: &mut Conn<'_>, op: &EventWrite) -> Result<(), StoreError> {
     match op {
         EventWrite::Append { thread_id, events } => {
-            for (seq, method, body) in events {
-                let body = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
-                let text = "INSERT INTO thread_events (thread_id, seq, method, body) VALUES (?,?,?,?)";
-                conn.execute(sql(text).bind(thread_id).bind(to_i64(*seq)).bind(*method).bind(body)).await?;
+            for rows in events.chunks(ROWS_PER_INSERT) {
+                conn.execute(insert_rows(thread_id, rows)?).await?;
             }
         }
         EventWrite::Prune { thread_id, below_seq } => {

@@ -7,7 +7,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 
-use crate::store::{EventWrite, Store, StoreError};
+use crate::store::{EventWrite, Store, StoreError, WriteOp};
 
 /// Resolves when an appended event has committed (or failed to).
 pub type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
@@ -22,21 +22,27 @@ pub struct LogEntry {
 
 /// The log a hub appends to.
 pub trait EventLog: Send + Sync + Debug {
-    /// Appends a thread's events, in order, as one write; resolves once it has committed.
-    fn append(&self, thread_id: &str, entries: Vec<LogEntry>) -> Commit;
+    /// Appends a thread's events, in order, as one write unit (after `with`, a write they
+    /// announce, in the same unit); resolves once it has committed. The unit is submitted at
+    /// once: units appended one after another commit in that order.
+    fn append(&self, thread_id: &str, entries: Vec<LogEntry>, with: Option<WriteOp>) -> Commit;
     /// Forgets the thread's events numbered below `below_seq` (in the background).
     fn prune(&self, thread_id: &str, below_seq: u64);
 }
 
-/// The store write that logs `entries`.
-fn append(thread_id: &str, entries: &[LogEntry]) -> EventWrite {
+/// The store write unit that logs `entries`, after `with` when given.
+fn append(thread_id: &str, entries: &[LogEntry], with: Option<WriteOp>) -> WriteOp {
     let events = entries.iter().map(|e| (e.seq, e.method, e.body.clone())).collect();
-    EventWrite::Append { thread_id: thread_id.to_owned(), events }
+    let logged = WriteOp::from(EventWrite::Append { thread_id: thread_id.to_owned(), events });
+    match with {
+        Some(with) => WriteOp::All(vec![with, logged]),
+        None => logged,
+    }
 }
 
 impl EventLog for Store {
-    fn append(&self, thread_id: &str, entries: Vec<LogEntry>) -> Commit {
-        let ticket = self.submit(append(thread_id, &entries));
+    fn append(&self, thread_id: &str, entries: Vec<LogEntry>, with: Option<WriteOp>) -> Commit {
+        let ticket = self.submit(append(thread_id, &entries, with));
         Box::pin(ticket.wait())
     }
 
@@ -60,8 +66,8 @@ pub struct ClusterLog {
 }
 
 impl EventLog for ClusterLog {
-    fn append(&self, thread_id: &str, entries: Vec<LogEntry>) -> Commit {
-        let ticket = self.store.submit(append(thread_id, &entries));
+    fn append(&self, thread_id: &str, entries: Vec<LogEntry>, with: Option<WriteOp>) -> Commit {
+        let ticket = self.store.submit(append(thread_id, &entries, with));
         let (cluster, thread_id) = (self.cluster.clone(), thread_id.to_owned());
         Box::pin(async move {
             ticket.wait().await?;
@@ -79,12 +85,12 @@ impl EventLog for ClusterLog {
     }
 }
 
-/// No log: every event commits at once (unit tests of the hub).
+/// No log: every event (and its write) commits at once (unit tests of the hub).
 #[derive(Debug, Default)]
 pub struct Unlogged;
 
 impl EventLog for Unlogged {
-    fn append(&self, _: &str, _: Vec<LogEntry>) -> Commit {
+    fn append(&self, _: &str, _: Vec<LogEntry>, _: Option<WriteOp>) -> Commit {
         Box::pin(std::future::ready(Ok(())))
     }
 

@@ -22,11 +22,11 @@ use appserver_protocol::{
 use tokio_util::sync::CancellationToken;
 
 pub use announce::AnnounceGate;
-pub use hub::{AfterSeqAhead, EventHub, Subscribed};
+pub use hub::{AfterSeqAhead, EventHub, Publication, Subscribed};
 pub use manager::ThreadManager;
 
 use crate::ports::{Broadcast, ConnectionId, OutFrame};
-use crate::store::{StoreError, ThreadRecord};
+use crate::store::{StoreError, ThreadRecord, WriteOp};
 
 /// Failures of thread and turn operations; `rpc/error.rs` maps them to protocol error codes.
 #[derive(Debug, thiserror::Error)]
@@ -174,6 +174,21 @@ impl ThreadHandle {
             Ok(text) => self.hub.publish(notification.method(), text),
             Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
         }
+    }
+
+    /// Publishes a notification that announces `write`: both commit as one unit, and the
+    /// notification goes out only if they did ([`EventHub::publish_with`]; `hold` keeps it until
+    /// [`Publication::release`]). A notification that cannot be serialized is not written either.
+    pub fn publish_with(
+        &self,
+        notification: &ServerNotification,
+        write: WriteOp,
+        hold: bool,
+    ) -> Result<Publication, StoreError> {
+        let method = notification.method();
+        let text =
+            notification.to_frame().map_err(|err| StoreError::Write(format!("cannot serialize {method}: {err}")))?;
+        Ok(self.hub.publish_with(method, text, write, hold))
     }
 }
 

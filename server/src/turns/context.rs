@@ -15,7 +15,7 @@ use tokio_util::sync::CancellationToken;
 use super::TurnService;
 use crate::clock;
 use crate::store::{StoreError, ThreadWrite, item_id};
-use crate::threads::ThreadHandle;
+use crate::threads::{Publication, ThreadHandle};
 use crate::turns::tools::{ToolCall, ToolOutput, ToolRegistry};
 
 use super::input::PreparedInput;
@@ -40,9 +40,10 @@ struct OpenItem {
     /// Accumulated text of a streaming message or reasoning item, or of tool-call arguments.
     text: String,
     sent_tool_header: bool,
-    /// Its completion was submitted by a task that was then cancelled mid-write, so the row may
-    /// exist: completing it again rewrites the same item instead of inserting it.
-    write_submitted: bool,
+    /// Its completion, once published (the item's write and its `item/completed` in one unit),
+    /// until that has committed. Kept here so that a completion whose task was cancelled while
+    /// it committed is awaited again by the next [`TurnContext::complete`], not written twice.
+    completion: Option<(Publication, Item)>,
 }
 
 /// The agent's handle on the turn it is running.
@@ -119,7 +120,7 @@ impl TurnContext {
             turn_id: self.turn_id.clone(),
             item: item.clone(),
         }));
-        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false, write_submitted: false });
+        self.open.push(OpenItem { item, text: String::new(), sent_tool_header: false, completion: None });
         id
     }
 
@@ -173,46 +174,31 @@ impl TurnContext {
         }));
     }
 
-    /// Completes an open item with its final payload (or, for text items, the accumulated text),
-    /// persists it, then sends `item/completed`.
+    /// Completes an open item with its final payload (or, for text items, the accumulated text):
+    /// its write and its `item/completed` commit as one unit, and the event goes out after.
     pub async fn complete(&mut self, item_id: &str, payload: Option<ItemPayload>) -> Result<Item, TurnError> {
         let Some(index) = self.open.iter().position(|o| o.item.id == item_id) else {
             return Err(TurnError::Agent(format!("item {item_id} is not open")));
         };
-        let open = &self.open[index];
-        let mut item = open.item.clone();
-        item.payload = match payload {
-            Some(payload) => payload,
-            None => match &item.payload {
-                ItemPayload::AgentMessage(_) => ItemPayload::AgentMessage(TextPayload { text: open.text.clone() }),
-                ItemPayload::ReasoningContent(_) => {
-                    ItemPayload::ReasoningContent(TextPayload { text: open.text.clone() })
-                }
-                // Arguments given up front (nothing streamed) are already final; streamed ones
-                // are the concatenated deltas.
-                ItemPayload::ToolCall(call) if open.text.is_empty() => ItemPayload::ToolCall(call.clone()),
-                ItemPayload::ToolCall(call) => {
-                    let arguments = serde_json::from_str(&open.text).unwrap_or(Value::String(open.text.clone()));
-                    ItemPayload::ToolCall(ToolCallPayload { arguments, ..call.clone() })
-                }
-                other => other.clone(),
-            },
+        if self.open[index].completion.is_none() {
+            let item = completed_item(&self.open[index], payload);
+            let notification = ServerNotification::ItemCompleted(ItemEventParams {
+                thread_id: self.thread_id.clone(),
+                turn_id: self.turn_id.clone(),
+                item: item.clone(),
+            });
+            let write = ThreadWrite::item(&self.thread_id, self.turn_seq, &item).into();
+            let publication = self.handle.publish_with(&notification, write, false)?;
+            self.open[index].completion = Some((publication, item));
+        }
+        let committed = match &mut self.open[index].completion {
+            Some((publication, _)) => publication.committed().await,
+            None => Err(StoreError::Closed),
         };
-        item.status = ItemStatus::Completed;
-        item.completed_at = Some(clock::now_rfc3339());
-        let write = if open.write_submitted {
-            ThreadWrite::item_again(&self.thread_id, self.turn_seq, &item)
-        } else {
-            ThreadWrite::item(&self.thread_id, self.turn_seq, &item)
-        };
-        self.open[index].write_submitted = true;
-        self.turns.store.write(write).await?;
+        let completion = self.open[index].completion.take();
+        committed?;
         self.open.remove(index);
-        self.publish(ServerNotification::ItemCompleted(ItemEventParams {
-            thread_id: self.thread_id.clone(),
-            turn_id: self.turn_id.clone(),
-            item: item.clone(),
-        }));
+        let item = completion.map(|(_, item)| item).ok_or(StoreError::Closed)?;
         self.items.push(item.clone());
         Ok(item)
     }
@@ -362,6 +348,30 @@ impl TurnContext {
         }
         Ok(())
     }
+}
+
+/// `open` as it completes: with `payload`, or (for text items) the accumulated text, or (for
+/// streamed tool-call arguments) the parsed arguments.
+fn completed_item(open: &OpenItem, payload: Option<ItemPayload>) -> Item {
+    let mut item = open.item.clone();
+    item.payload = match payload {
+        Some(payload) => payload,
+        None => match &item.payload {
+            ItemPayload::AgentMessage(_) => ItemPayload::AgentMessage(TextPayload { text: open.text.clone() }),
+            ItemPayload::ReasoningContent(_) => ItemPayload::ReasoningContent(TextPayload { text: open.text.clone() }),
+            // Arguments given up front (nothing streamed) are already final; streamed ones
+            // are the concatenated deltas.
+            ItemPayload::ToolCall(call) if open.text.is_empty() => ItemPayload::ToolCall(call.clone()),
+            ItemPayload::ToolCall(call) => {
+                let arguments = serde_json::from_str(&open.text).unwrap_or(Value::String(open.text.clone()));
+                ItemPayload::ToolCall(ToolCallPayload { arguments, ..call.clone() })
+            }
+            other => other.clone(),
+        },
+    };
+    item.status = ItemStatus::Completed;
+    item.completed_at = Some(clock::now_rfc3339());
+    item
 }
 
 /// Splits text into pieces of about `size` bytes at whitespace (or char) boundaries.

@@ -5,6 +5,7 @@
 pub mod agent;
 pub mod approvals;
 pub mod context;
+mod ending;
 pub mod input;
 pub mod ownership;
 pub mod runner;

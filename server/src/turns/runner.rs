@@ -1,5 +1,5 @@
-//! The turn runner: reserves a turn on a thread, persists its start, drives the agent, and
-//! finalizes it as completed, failed or cancelled — then starts the next queued input.
+//! The turn runner: reserves a turn on a thread, persists its start and drives the agent; the
+//! turn's end (completed, failed or cancelled, then the next queued input) is `ending.rs`.
 //!
 //! Order on the wire for one turn: `turn/started`, the user message's `item/started` and
 //! `item/completed`, the agent's items, then exactly one of `turn/completed`, `turn/failed`,
@@ -13,14 +13,14 @@ use std::sync::Arc;
 
 use appserver_protocol::{
     ChatMessage, ErrorPayload, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
-    ServerNotification, ThreadQueueUpdatedParams, ThreadRenamedParams, Turn, TurnCancelledParams, TurnFailedParams,
-    TurnInitiator, TurnResult, TurnStatus,
+    ServerNotification, ThreadQueueUpdatedParams, ThreadRenamedParams, Turn, TurnInitiator, TurnResult, TurnStatus,
 };
 use tokio_util::sync::CancellationToken;
 
 use super::context::{TurnContext, TurnError};
+use super::ending::{Outcome, finalize};
 use super::input::{PreparedInput, title_from};
-use crate::clock::{self, UtcTime};
+use crate::clock::UtcTime;
 use crate::ports::{Client, ConnectionId};
 use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
 use crate::threads::{
@@ -209,12 +209,6 @@ pub fn spawn(
     turns.turn_tasks.spawn(async move { run(turns2, handle, reservation, starter).await });
 }
 
-enum Outcome {
-    Completed,
-    Failed(String),
-    Cancelled(String),
-}
-
 async fn run(
     turns: Arc<TurnService>,
     handle: Arc<ThreadHandle>,
@@ -268,96 +262,6 @@ async fn run(
         }
     }
     finalize(&turns, &handle, turn, ctx, outcome).await;
-}
-
-/// Writes how the turn ended into its record.
-fn record_end(turn: &mut TurnRecord, now: &str, usage: appserver_protocol::TokenUsage, outcome: &Outcome) {
-    turn.completed_at = Some(now.to_owned());
-    turn.token_usage = Some(usage);
-    turn.status = match outcome {
-        Outcome::Completed => TurnStatus::Completed,
-        Outcome::Failed(_) => TurnStatus::Failed,
-        Outcome::Cancelled(_) => TurnStatus::Cancelled,
-    };
-    if let Outcome::Failed(message) = outcome {
-        turn.error = Some(message.clone());
-    }
-}
-
-async fn finalize(
-    turns: &Arc<TurnService>,
-    handle: &Arc<ThreadHandle>,
-    mut turn: TurnRecord,
-    ctx: TurnContext,
-    outcome: Outcome,
-) {
-    let now = clock::now_rfc3339();
-    record_end(&mut turn, &now, ctx.usage, &outcome);
-    let mut outcome = outcome;
-    let saved = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await;
-    // A deleted thread's turn went with it, and nothing is announced for it.
-    let deleted = handle.state().deleted;
-    if let (Err(err), false) = (saved, deleted) {
-        // Never announce an end that is not stored: the turn fails, and that is saved if it can be
-        // (otherwise the row stays running and start-up recovery fails it).
-        tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the finished turn");
-        let message = format!("The turn's result could not be saved: {err}");
-        turn.status = TurnStatus::Failed;
-        turn.error = Some(message.clone());
-        outcome = Outcome::Failed(message);
-        if let Err(err) = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
-            tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
-        }
-    }
-    let wire_turn = wire::turn(&turn, ctx.items);
-
-    let _queue_order = handle.queue_order.lock().await;
-    let (restored, next) = {
-        let mut state = handle.state();
-        state.running = None;
-        // Guidance that never reached the agent goes back to the queue.
-        let mut restored = false;
-        for queued in state.queue.iter_mut().filter(|q| q.status == QueuedInputStatus::GuidancePending) {
-            queued.status = QueuedInputStatus::Queued;
-            restored = true;
-        }
-        set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
-        if !state.deleted {
-            state.record.last_active_at = now;
-            let _ = turns.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
-            handle.publish(&match outcome {
-                Outcome::Completed => ServerNotification::TurnCompleted(TurnResult { turn: wire_turn }),
-                Outcome::Failed(error) => ServerNotification::TurnFailed(TurnFailedParams { turn: wire_turn, error }),
-                Outcome::Cancelled(reason) => {
-                    ServerNotification::TurnCancelled(TurnCancelledParams { turn: wire_turn, reason })
-                }
-            });
-        }
-        handle.hub.end_turn();
-        let restored = restored.then(|| save_queue(turns, &state));
-        // Only a successful turn consumes the queue (Session Core 4.1.1).
-        let next = if turn.status == TurnStatus::Completed && !state.deleted && !turns.shutdown.is_cancelled() {
-            dequeue(turns, &mut state)
-        } else {
-            None
-        };
-        (restored, next)
-    };
-    // The turn is over when its last event is out (shutdown waits for turn tasks, then closes).
-    handle.hub.flush().await;
-    if let (Some(ownership), None) = (&turns.ownership, &next) {
-        ownership.release_unless_needed(turns, &handle.id);
-    }
-    if let Some(restored) = restored {
-        if let Err(err) = restored.announce(turns).await {
-            // Only statuses changed, and a reload resets them to queued anyway.
-            tracing::warn!(thread = %handle.id, error = %err, "cannot save the restored queue");
-        }
-    }
-    if let Some(reservation) = next {
-        let starter = reservation.queued_by.and_then(|id| turns.clients.client(id));
-        start_reserved(turns, handle.clone(), reservation, starter).await;
-    }
 }
 
 /// Under the lock (and the thread's `queue_order`): if the thread is idle and has a queued input,

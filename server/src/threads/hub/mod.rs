@@ -18,11 +18,12 @@
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use tokio::sync::watch;
+use tokio::sync::{oneshot, watch};
 
 use super::announce::{AnnounceGate, Held};
-use super::event_log::{EventLog, LogEntry, LoggedEvent, Unlogged};
+use super::event_log::{Commit, EventLog, LogEntry, LoggedEvent, Unlogged};
 use crate::ports::{Broadcast, Client, ConnectionId, OutFrame};
+use crate::store::{StoreError, WriteOp};
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
 const RECENT_LIMIT: usize = 512;
@@ -36,6 +37,11 @@ pub type Method = std::borrow::Cow<'static, str>;
 /// Most steps one drain round logs and hands on: a bigger batch commits no faster per event but
 /// arrives as one burst at every subscriber's bounded queue.
 const MAX_BATCH: usize = 64;
+
+/// Drain rounds whose log writes are submitted before the oldest has committed: the writer
+/// commits them together or back to back (in order), so a thread's events are not held to one
+/// commit at a time, and a burst at a subscriber stays within this many rounds.
+const ROUNDS_IN_FLIGHT: usize = 4;
 
 /// A delivered notification: its `seq`, method and frame.
 type Event = (u64, Method, OutFrame);
@@ -86,9 +92,43 @@ impl std::fmt::Debug for Pipeline {
 }
 
 enum Step {
-    Event { seq: u64, method: &'static str, frame: OutFrame },
+    Event { seq: u64, method: &'static str, frame: OutFrame, own: Option<Box<OwnWrite>> },
     BeginTurn(Option<Arc<dyn Client>>),
     EndTurn,
+}
+
+/// The write an event announces, committed in the same unit as the event's log row (see
+/// [`EventHub::publish_with`]).
+struct OwnWrite {
+    /// Taken when the round's log writes are submitted.
+    write: Option<WriteOp>,
+    /// Told whether the unit committed.
+    committed: Option<oneshot::Sender<Result<(), StoreError>>>,
+    /// For a held event: whether to deliver it, once the publisher has looked at the outcome.
+    release: Option<oneshot::Receiver<bool>>,
+}
+
+/// An event published with its own write ([`EventHub::publish_with`]): its commit, and for a held
+/// event its release. Dropping it releases the event (delivered if it committed).
+#[derive(Debug)]
+pub struct Publication {
+    committed: oneshot::Receiver<Result<(), StoreError>>,
+    release: Option<oneshot::Sender<bool>>,
+}
+
+impl Publication {
+    /// Waits until the unit holding the write and the event has committed (or failed: then the
+    /// event is never delivered).
+    pub async fn committed(&mut self) -> Result<(), StoreError> {
+        (&mut self.committed).await.unwrap_or(Err(StoreError::Closed))
+    }
+
+    /// Lets a held event go on: delivered when `deliver` and its unit committed, else dropped.
+    pub fn release(mut self, deliver: bool) {
+        if let Some(release) = self.release.take() {
+            let _ = release.send(deliver);
+        }
+    }
 }
 
 #[derive(Debug, Default)]
@@ -150,7 +190,38 @@ impl EventHub {
     /// it), logs it and queues it for delivery to every recipient, at most once each, after the
     /// log write commits (held further while the thread is unannounced).
     pub fn publish(&self, method: &'static str, text: String) {
-        let mut pipeline = self.shared.pipeline();
+        let pipeline = self.shared.pipeline();
+        self.push_event(pipeline, method, text, None);
+    }
+
+    /// [`EventHub::publish`] for a notification that announces a write (`item/completed` and its
+    /// item, `turn/completed` and the turn's end): the write and the event's log row commit as
+    /// one unit, so announcing it costs no commit of its own. The returned [`Publication`] says
+    /// whether it committed; the event goes out only if it did. With `hold`, it also waits for
+    /// [`Publication::release`] (the publisher settles what the announcement must find first,
+    /// such as the thread no longer running), and everything published after it waits too.
+    pub fn publish_with(&self, method: &'static str, text: String, write: WriteOp, hold: bool) -> Publication {
+        let (committed_tx, committed) = oneshot::channel();
+        let (release, release_rx) = match hold {
+            true => {
+                let (tx, rx) = oneshot::channel();
+                (Some(tx), Some(rx))
+            }
+            false => (None, None),
+        };
+        let own = OwnWrite { write: Some(write), committed: Some(committed_tx), release: release_rx };
+        let pipeline = self.shared.pipeline();
+        self.push_event(pipeline, method, text, Some(Box::new(own)));
+        Publication { committed, release }
+    }
+
+    fn push_event(
+        &self,
+        mut pipeline: MutexGuard<'_, Pipeline>,
+        method: &'static str,
+        text: String,
+        own: Option<Box<OwnWrite>>,
+    ) {
         pipeline.last_seq += 1;
         let seq = pipeline.last_seq;
         let text = match appserver_protocol::jsonrpc::with_seq(&text, seq) {
@@ -161,7 +232,7 @@ impl EventHub {
             }
         };
         let frame = OutFrame::from(text);
-        self.push(pipeline, Step::Event { seq, method, frame });
+        self.push(pipeline, Step::Event { seq, method, frame, own });
     }
 
     fn push(&self, mut pipeline: MutexGuard<'_, Pipeline>, step: Step) {
@@ -312,43 +383,113 @@ impl EventHub {
     }
 }
 
-/// Hands on queued steps in order until the queue is empty. Each round takes every step queued so
-/// far, logs their events as one write (so a thread's events commit in batches, as many as came
-/// while the previous batch committed), and once it has committed hands them on in order.
+/// Hands on queued steps in order until the queue is empty. Each round takes up to
+/// [`MAX_BATCH`] queued steps and submits their events' log writes (one unit for the events
+/// between those that carry their own write, each of which is a unit of its own); up to [`ROUNDS_IN_FLIGHT`] rounds are
+/// submitted ahead, and each is handed on, in order, once its writes have committed.
 async fn drain(shared: Arc<Shared>) {
+    let mut in_flight: VecDeque<Round> = VecDeque::with_capacity(ROUNDS_IN_FLIGHT);
     loop {
-        let steps: Vec<Step> = {
-            let mut pipeline = shared.pipeline();
-            if pipeline.queue.is_empty() {
-                pipeline.draining = false;
-                return;
+        while in_flight.len() < ROUNDS_IN_FLIGHT {
+            let steps: Vec<Step> = {
+                let mut pipeline = shared.pipeline();
+                let n = pipeline.queue.len().min(MAX_BATCH);
+                pipeline.queue.drain(..n).collect()
+            };
+            if steps.is_empty() {
+                break;
             }
-            let n = pipeline.queue.len().min(MAX_BATCH);
-            pipeline.queue.drain(..n).collect()
-        };
-        let entries: Vec<LogEntry> = steps
-            .iter()
-            .filter_map(|step| match step {
-                Step::Event { seq, method, frame } => Some(LogEntry { seq: *seq, method, body: frame.bytes().clone() }),
-                _ => None,
-            })
-            .collect();
-        let logged = match entries.is_empty() {
-            true => Ok(()),
-            false => shared.log.append(&shared.thread_id, entries).await,
-        };
-        if let Err(err) = &logged {
-            // Announced only what has committed: these events are not (the store failing fails
-            // the turn too; its end is announced if that commits).
-            tracing::error!(thread = %shared.thread_id, error = %err, "events not logged, not sent");
+            in_flight.push_back(Round::submit(&shared, steps));
+        }
+        match in_flight.pop_front() {
+            Some(round) => round.hand_on(&shared).await,
+            None => {
+                let mut pipeline = shared.pipeline();
+                if pipeline.queue.is_empty() {
+                    pipeline.draining = false;
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Steps whose log writes have been submitted.
+struct Round {
+    steps: Vec<Step>,
+    /// The unit each step's event is logged in (`usize::MAX` for a turn boundary).
+    unit_of: Vec<usize>,
+    units: Vec<Commit>,
+}
+
+impl Round {
+    fn submit(shared: &Shared, mut steps: Vec<Step>) -> Round {
+        let mut units = Vec::new();
+        let mut unit_of = Vec::with_capacity(steps.len());
+        let mut entries = Vec::new();
+        for step in &mut steps {
+            let Step::Event { seq, method, frame, own } = step else {
+                unit_of.push(usize::MAX);
+                continue;
+            };
+            let entry = LogEntry { seq: *seq, method, body: frame.bytes().clone() };
+            match own.as_mut().and_then(|own| own.write.take()) {
+                // An event with its own write is a unit of its own: its write failing loses
+                // nothing else.
+                Some(write) => {
+                    if !entries.is_empty() {
+                        units.push(shared.log.append(&shared.thread_id, std::mem::take(&mut entries), None));
+                    }
+                    unit_of.push(units.len());
+                    units.push(shared.log.append(&shared.thread_id, vec![entry], Some(write)));
+                }
+                None => {
+                    unit_of.push(units.len());
+                    entries.push(entry);
+                }
+            }
+        }
+        if !entries.is_empty() {
+            units.push(shared.log.append(&shared.thread_id, entries, None));
+        }
+        Round { steps, unit_of, units }
+    }
+
+    /// Waits for the round's units, tells each own write's publisher how it went, and hands the
+    /// steps on in order: an event only if its unit committed (and, held, once released).
+    async fn hand_on(self, shared: &Shared) {
+        let mut outcomes = Vec::with_capacity(self.units.len());
+        for unit in self.units {
+            let outcome = unit.await;
+            if let Err(err) = &outcome {
+                // Announced only what has committed: these events are not (the store failing
+                // fails the turn too; its end is announced if that commits).
+                tracing::error!(thread = %shared.thread_id, error = %err, "events not logged, not sent");
+            }
+            outcomes.push(Some(outcome));
+        }
+        let logged: Vec<bool> = outcomes.iter().map(|outcome| matches!(outcome, Some(Ok(())))).collect();
+        let mut steps = self.steps;
+        for (step, &unit) in steps.iter_mut().zip(&self.unit_of) {
+            if let Step::Event { own: Some(own), .. } = step
+                && let Some(committed) = own.committed.take()
+            {
+                let outcome = outcomes.get_mut(unit).and_then(Option::take).unwrap_or(Err(StoreError::Closed));
+                let _ = committed.send(outcome);
+            }
         }
         let count = steps.len() as u64;
-        for step in steps {
+        for (step, unit) in steps.into_iter().zip(self.unit_of) {
             match step {
-                Step::Event { seq, method, frame } if logged.is_ok() => {
-                    shared.pass(seq, Method::Borrowed(method), frame)
+                Step::Event { seq, method, frame, own } => {
+                    let released = match own.and_then(|own| own.release) {
+                        Some(release) => release.await.unwrap_or(true),
+                        None => true,
+                    };
+                    if released && logged.get(unit).copied().unwrap_or(false) {
+                        shared.pass(seq, Method::Borrowed(method), frame);
+                    }
                 }
-                Step::Event { .. } => {}
                 Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),
                 Step::EndTurn => shared.end_turn(),
             }

@@ -220,3 +220,79 @@ async fn fast_forward_moves_an_idle_mirror_on_and_a_listened_one_only_its_number
     let (b, _) = ready_peer(2);
     assert_eq!(listened.subscribe(&b, false, Some(7)).unwrap(), Subscribed::New { catch_up: None });
 }
+
+fn turn_record(seq: u32) -> crate::store::TurnRecord {
+    crate::store::TurnRecord {
+        thread_id: "t".to_owned(),
+        seq,
+        id: crate::store::turn_id(seq),
+        status: appserver_protocol::TurnStatus::Running,
+        started_at: "2026-01-01T00:00:00.000Z".to_owned(),
+        completed_at: None,
+        error: None,
+        token_usage: None,
+        origin_channel: None,
+        initiator: None,
+    }
+}
+
+/// Yields to the hub's drain (tests run on one thread) until `client` has received a frame.
+async fn first_frames(client: &Arc<RecordingClient>) -> Vec<(u64, u64)> {
+    tokio::time::timeout(std::time::Duration::from_secs(10), async {
+        loop {
+            let frames = drain(client);
+            if !frames.is_empty() {
+                return frames;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("a frame arrives")
+}
+
+#[tokio::test]
+async fn an_event_with_its_own_write_commits_in_one_unit_and_a_held_one_waits_for_its_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_events(dir.path(), 0).await;
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    hub.publish("m", text(1));
+    let write = crate::store::ThreadWrite::CreateTurn(Box::new(turn_record(1))).into();
+    let mut held = hub.publish_with("m", text(2), write, true);
+    hub.publish("m", text(3));
+    held.committed().await.unwrap();
+    assert!(store.turn("t", 1).await.unwrap().is_some(), "the write committed");
+    let logged: Vec<u64> = store.events_between("t", 0, 3, 10).await.unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(logged, vec![1, 2, 3], "with the event, and the events around it in order");
+    // The drain hands event 1 on and stops at the held event 2 (on this one-thread runtime it
+    // yields only there), so event 1 arriving alone shows that 2 and 3 wait.
+    assert_eq!(first_frames(&rx).await, vec![(1, 1)]);
+    held.release(true);
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(2, 2), (3, 3)]);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn an_event_whose_own_write_fails_is_never_sent_nor_logged_and_its_publisher_is_told() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_events(dir.path(), 0).await;
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    hub.publish("m", text(1));
+    // Finishing a turn that was never started finds no row: the unit fails.
+    let write = crate::store::ThreadWrite::FinishTurn(Box::new(turn_record(7))).into();
+    let mut failed = hub.publish_with("m", text(2), write, false);
+    hub.publish("m", text(3));
+    assert!(failed.committed().await.is_err());
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(1, 1), (3, 3)]);
+    let logged: Vec<u64> = store.events_between("t", 0, 3, 10).await.unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(logged, vec![1, 3]);
+    store.close().await;
+}

@@ -1,0 +1,156 @@
+//! How a turn ends: its record is saved with the notification that announces it (`turn/completed`,
+//! `turn/failed` or `turn/cancelled`) in one write unit, the thread becomes idle before that
+//! notification goes out, and the next queued input starts.
+
+use std::sync::Arc;
+
+use appserver_protocol::{
+    Item, QueuedInputStatus, ServerNotification, Turn, TurnCancelledParams, TurnFailedParams, TurnResult, TurnStatus,
+};
+
+use super::context::TurnContext;
+use super::runner::{dequeue, save_queue, start_reserved};
+use crate::clock;
+use crate::store::{ThreadWrite, TurnRecord, WriteOp};
+use crate::threads::{Publication, ThreadHandle, set_runtime, wire};
+use crate::turns::TurnService;
+
+/// How a turn ended.
+pub(super) enum Outcome {
+    Completed,
+    Failed(String),
+    Cancelled(String),
+}
+
+/// Writes how the turn ended into its record.
+fn record_end(turn: &mut TurnRecord, now: &str, usage: appserver_protocol::TokenUsage, outcome: &Outcome) {
+    turn.completed_at = Some(now.to_owned());
+    turn.token_usage = Some(usage);
+    turn.status = match outcome {
+        Outcome::Completed => TurnStatus::Completed,
+        Outcome::Failed(_) => TurnStatus::Failed,
+        Outcome::Cancelled(_) => TurnStatus::Cancelled,
+    };
+    if let Outcome::Failed(message) = outcome {
+        turn.error = Some(message.clone());
+    }
+}
+
+/// The notification that ends a turn.
+fn turn_end(outcome: &Outcome, turn: Turn) -> ServerNotification {
+    match outcome {
+        Outcome::Completed => ServerNotification::TurnCompleted(TurnResult { turn }),
+        Outcome::Failed(error) => ServerNotification::TurnFailed(TurnFailedParams { turn, error: error.clone() }),
+        Outcome::Cancelled(reason) => {
+            ServerNotification::TurnCancelled(TurnCancelledParams { turn, reason: reason.clone() })
+        }
+    }
+}
+
+/// Writes the turn's end with its announcement (held: see [`finalize`]). When that cannot be
+/// saved the turn fails instead: `turn` and `outcome` say so, the failure is saved if it can be,
+/// and `None` is returned (the failure is announced as usual). `None` too for a deleted thread.
+async fn save_end(
+    turns: &TurnService,
+    handle: &ThreadHandle,
+    turn: &mut TurnRecord,
+    items: &[Item],
+    outcome: &mut Outcome,
+) -> Option<Publication> {
+    let finish = WriteOp::from(ThreadWrite::FinishTurn(Box::new(turn.clone())));
+    let mut announced = None;
+    let saved = if handle.state().deleted {
+        turns.store.write(finish).await
+    } else {
+        match handle.publish_with(&turn_end(outcome, wire::turn(turn, items.to_vec())), finish, true) {
+            Ok(mut publication) => {
+                let saved = publication.committed().await;
+                announced = Some(publication);
+                saved
+            }
+            Err(err) => Err(err),
+        }
+    };
+    // A deleted thread's turn went with it, and nothing is announced for it.
+    let deleted = handle.state().deleted;
+    if let (Err(err), false) = (saved, deleted) {
+        // Never announce an end that is not stored: the turn fails, and that is saved if it can be
+        // (otherwise the row stays running and start-up recovery fails it).
+        tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the finished turn");
+        if let Some(publication) = announced.take() {
+            publication.release(false);
+        }
+        let message = format!("The turn's result could not be saved: {err}");
+        turn.status = TurnStatus::Failed;
+        turn.error = Some(message.clone());
+        *outcome = Outcome::Failed(message);
+        if let Err(err) = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
+            tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
+        }
+    }
+    announced
+}
+
+/// Saves how the turn ended and announces it: the turn's row and its end notification commit as
+/// one unit, and the notification is held until the thread is idle (so a client that starts the
+/// next turn on seeing it is not refused); then the next queued input starts.
+pub(super) async fn finalize(
+    turns: &Arc<TurnService>,
+    handle: &Arc<ThreadHandle>,
+    mut turn: TurnRecord,
+    ctx: TurnContext,
+    outcome: Outcome,
+) {
+    let now = clock::now_rfc3339();
+    record_end(&mut turn, &now, ctx.usage, &outcome);
+    let mut outcome = outcome;
+    let mut announced = save_end(turns, handle, &mut turn, &ctx.items, &mut outcome).await;
+    let wire_turn = wire::turn(&turn, ctx.items);
+
+    let _queue_order = handle.queue_order.lock().await;
+    let (restored, next) = {
+        let mut state = handle.state();
+        state.running = None;
+        // Guidance that never reached the agent goes back to the queue.
+        let mut restored = false;
+        for queued in state.queue.iter_mut().filter(|q| q.status == QueuedInputStatus::GuidancePending) {
+            queued.status = QueuedInputStatus::Queued;
+            restored = true;
+        }
+        set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
+        if !state.deleted {
+            state.record.last_active_at = now;
+            let _ = turns.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
+            match announced.take() {
+                Some(publication) => publication.release(true),
+                None => handle.publish(&turn_end(&outcome, wire_turn)),
+            }
+        } else if let Some(publication) = announced.take() {
+            publication.release(false);
+        }
+        handle.hub.end_turn();
+        let restored = restored.then(|| save_queue(turns, &state));
+        // Only a successful turn consumes the queue (Session Core 4.1.1).
+        let next = if turn.status == TurnStatus::Completed && !state.deleted && !turns.shutdown.is_cancelled() {
+            dequeue(turns, &mut state)
+        } else {
+            None
+        };
+        (restored, next)
+    };
+    // The turn is over when its last event is out (shutdown waits for turn tasks, then closes).
+    handle.hub.flush().await;
+    if let (Some(ownership), None) = (&turns.ownership, &next) {
+        ownership.release_unless_needed(turns, &handle.id);
+    }
+    if let Some(restored) = restored {
+        if let Err(err) = restored.announce(turns).await {
+            // Only statuses changed, and a reload resets them to queued anyway.
+            tracing::warn!(thread = %handle.id, error = %err, "cannot save the restored queue");
+        }
+    }
+    if let Some(reservation) = next {
+        let starter = reservation.queued_by.and_then(|id| turns.clients.client(id));
+        start_reserved(turns, handle.clone(), reservation, starter).await;
+    }
+}
