@@ -203,6 +203,43 @@ async fn a_turn_whose_end_cannot_be_saved_fails_instead_of_completing() {
     assert_eq!(read["thread"]["turns"][0]["status"], "failed");
 }
 
+/// The `type` of each item an `item/completed` in `events` announced.
+fn completed_item_types(events: &[Event]) -> Vec<String> {
+    events
+        .iter()
+        .filter(|e| e.method() == Some("item/completed"))
+        .map(|e| e.params()["item"]["type"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[tokio::test]
+async fn a_turn_whose_message_cannot_be_saved_fails_and_never_announces_the_message() {
+    // The agent's message is completed without waiting for its write (the turn's end waits for
+    // it instead): when that write fails, the message is never announced and the turn, whose
+    // end is written only with all its items, fails instead of completing without it.
+    let server = debug_server().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    client.request("debug/store/failWrites", json!({ "count": 1, "only": "itemCompleted" })).await.unwrap();
+    let (_, events) = run_turn(&mut client, &thread_id, text("hello")).await.unwrap();
+    assert!(!completed_item_types(&events).contains(&"agentMessage".to_owned()), "{events:?}");
+    assert!(!events.iter().any(|e| e.method() == Some("turn/completed")));
+    let failed = events.last().unwrap();
+    assert_eq!(failed.method(), Some("turn/failed"));
+    assert!(failed.params()["error"].as_str().unwrap().contains("could not be saved"), "{:?}", failed.params());
+    let items = failed.params()["turn"]["items"].as_array().unwrap();
+    assert!(items.iter().all(|i| i["type"] != "agentMessage"), "the failed turn reports what it stored: {items:?}");
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    let turn = &read["thread"]["turns"][0];
+    assert_eq!(turn["status"], "failed");
+    assert!(turn["items"].as_array().unwrap().iter().all(|i| i["type"] != "agentMessage"));
+
+    // Nothing else was armed: the next turn completes with its message.
+    let (_, events) = run_turn(&mut client, &thread_id, text("again")).await.unwrap();
+    assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
+    assert_eq!(completed_item_types(&events), ["userMessage", "agentMessage"]);
+}
+
 #[tokio::test]
 async fn the_queue_of_a_thread_has_a_cap() {
     let server = debug_server().args(["--max-queued-inputs", "2"]).spawn().await.unwrap();

@@ -95,10 +95,10 @@ async fn run(provider: &ModelProvider, ctx: &mut TurnContext) -> Result<(), Turn
         let step = stream_step(provider, ctx, &body, &targets).await?;
         let mut assistant = json!({ "role": "assistant" });
         if let Some(id) = step.reasoning_item {
-            ctx.complete(&id, None).await?;
+            ctx.complete_text(&id).await?;
         }
         if let Some(id) = step.text_item {
-            let item = ctx.complete(&id, None).await?;
+            let item = ctx.complete_text(&id).await?;
             if let ItemPayload::AgentMessage(t) = item.payload {
                 assistant["content"] = Value::String(t.text);
             }

@@ -13,6 +13,7 @@ use super::RpcError;
 use super::ServerState;
 use super::dispatch::reply_text;
 use super::peer::Peer;
+use crate::store::FaultKind;
 
 #[derive(Deserialize)]
 struct SleepParams {
@@ -22,7 +23,8 @@ struct SleepParams {
 #[derive(Deserialize)]
 struct FailWritesParams {
     count: u32,
-    /// `"finishTurn"`: count only units that save a finished turn.
+    /// `"finishTurn"`: count only units that save a finished turn; `"itemCompleted"`: only units
+    /// that write a completed item with its `item/completed`.
     #[serde(default)]
     only: Option<String>,
 }
@@ -78,12 +80,13 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
         "debug/store/failWrites" => {
             let params: FailWritesParams =
                 decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
-            let only_finished_turns = match params.only.as_deref() {
-                None => false,
-                Some("finishTurn") => true,
+            let kind = match params.only.as_deref() {
+                None => FaultKind::Any,
+                Some("finishTurn") => FaultKind::FinishTurn,
+                Some("itemCompleted") => FaultKind::ItemCompleted,
                 Some(other) => return Err(RpcError::invalid_params(format!("only: unknown kind `{other}`"))),
             };
-            state.store.fail_next_writes(params.count, only_finished_turns);
+            state.store.fail_next_writes(params.count, kind);
             Ok(reply_text(&request.id, &json!({})))
         }
         // Until `debug/store/releaseWrites`, no write commits (30 s at most): lets tests observe

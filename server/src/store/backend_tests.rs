@@ -129,6 +129,11 @@ async fn records_round_trip_on_every_backend() {
         store.write(ThreadWrite::item_again("t1", 1, &item)).await.unwrap();
         turn.status = TurnStatus::Completed;
         turn.completed_at = Some("2026-01-01T00:00:03.000Z".to_owned());
+        // A turn ends with its items only when exactly those are stored.
+        let with_items = |items| ThreadWrite::FinishTurnWithItems { turn: Box::new(turn.clone()), items };
+        assert!(matches!(store.write(with_items(2)).await, Err(StoreError::NotFound(_))), "{location}");
+        assert_eq!(store.turn("t1", 1).await.unwrap().unwrap().status, TurnStatus::Running, "{location}");
+        store.write(with_items(1)).await.unwrap();
         store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await.unwrap();
         assert_eq!(store.turn("t1", 1).await.unwrap(), Some(turn.clone()), "{location}");
         assert_eq!(store.turns("t1", None, Some(5)).await.unwrap(), (vec![turn], false));

@@ -24,6 +24,7 @@ pub use events::{EventWrite, StoredEvent};
 pub use leases::LeaseClaim;
 pub use location::StoreLocation;
 pub use threads::{ItemBody, ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
+pub use writer::FaultKind;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -131,8 +132,22 @@ impl WriteOp {
     /// Whether this unit saves how a turn ended (so test faults can target exactly it).
     fn finishes_turn(&self) -> bool {
         match self {
-            WriteOp::Thread(ThreadWrite::FinishTurn(_)) => true,
+            WriteOp::Thread(ThreadWrite::FinishTurn(_) | ThreadWrite::FinishTurnWithItems { .. }) => true,
             WriteOp::All(ops) => ops.iter().any(WriteOp::finishes_turn),
+            _ => false,
+        }
+    }
+
+    /// Whether this unit writes a completed item with the event that announces it.
+    fn completes_item(&self) -> bool {
+        match self {
+            WriteOp::All(ops) => matches!(
+                ops.as_slice(),
+                [
+                    WriteOp::Thread(ThreadWrite::InsertItem { .. } | ThreadWrite::RewriteItem { .. }),
+                    WriteOp::Event(EventWrite::Append { .. })
+                ]
+            ),
             _ => false,
         }
     }
@@ -323,11 +338,10 @@ impl Store {
         self.backing.ready()
     }
 
-    /// Test support (`debug/store/failWrites`): the next `count` write units (with
-    /// `only_finished_turns`, the next `count` units that save a finished turn) fail after running
-    /// their statements, as a unit whose last statement failed would.
-    pub fn fail_next_writes(&self, count: u32, only_finished_turns: bool) {
-        self.faults.arm(count, only_finished_turns);
+    /// Test support (`debug/store/failWrites`): the next `count` write units of `kind` fail after
+    /// running their statements, as a unit whose last statement failed would.
+    pub fn fail_next_writes(&self, count: u32, kind: FaultKind) {
+        self.faults.arm(count, kind);
     }
 
     /// Test support (`debug/store/holdWrites`): while held, no write commits (30 s at most).

@@ -343,6 +343,13 @@ pub enum ThreadWrite {
     CreateTurn(Box<TurnRecord>),
     /// Record how an existing turn ended (status, completion time, error, usage).
     FinishTurn(Box<TurnRecord>),
+    /// [`ThreadWrite::FinishTurn`] only if the turn has exactly `items` items stored: a turn
+    /// whose items were written without waiting is not recorded as ended while one is missing
+    /// (its write failed); the unit fails instead.
+    FinishTurnWithItems {
+        turn: Box<TurnRecord>,
+        items: u32,
+    },
     /// Insert a completed item.
     InsertItem {
         thread_id: String,
@@ -475,6 +482,19 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             .bind(&t.thread_id)
             .bind(t.seq);
             require_one(conn.execute(q).await?, "turn")?;
+        }
+        ThreadWrite::FinishTurnWithItems { turn: t, items } => {
+            let q = sql("UPDATE turns SET status = ?, completed_at = ?, error = ?, token_usage = ? \
+                 WHERE thread_id = ?5 AND seq = ?6 \
+                 AND (SELECT COUNT(*) FROM items WHERE thread_id = ?5 AND turn_seq = ?6) = ?7")
+            .bind(t.status.as_str())
+            .bind(&t.completed_at)
+            .bind(&t.error)
+            .bind(t.token_usage.as_ref().map(json))
+            .bind(&t.thread_id)
+            .bind(t.seq)
+            .bind(*items);
+            require_one(conn.execute(q).await?, "turn with all its items")?;
         }
         ThreadWrite::InsertItem { thread_id, turn_seq, seq, body }
         | ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {

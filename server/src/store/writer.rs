@@ -30,18 +30,35 @@ const HOLD_LIMIT: Duration = Duration::from_secs(30);
 
 /// Test support (`debug/store/failWrites`, `debug/store/holdWrites`): how many of the next write
 /// units fail, and whether commits are held back. A failing unit runs all its statements and then
-/// reports an error, as a unit whose last statement failed would. `finish_turn` counts only units
-/// that save a finished turn (so a test can fail exactly that one).
+/// reports an error, as a unit whose last statement failed would. The other counters count only
+/// units of one kind ([`FaultKind`]), so a test can fail exactly that one.
 #[derive(Debug)]
 pub(super) struct WriteFaults {
     any: AtomicU32,
     finish_turn: AtomicU32,
+    item_completed: AtomicU32,
     held: watch::Sender<bool>,
+}
+
+/// Which write units an armed fault counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FaultKind {
+    /// Every unit.
+    Any,
+    /// Units that save how a turn ended.
+    FinishTurn,
+    /// Units that write a completed item with its `item/completed`.
+    ItemCompleted,
 }
 
 impl Default for WriteFaults {
     fn default() -> Self {
-        WriteFaults { any: AtomicU32::new(0), finish_turn: AtomicU32::new(0), held: watch::channel(false).0 }
+        WriteFaults {
+            any: AtomicU32::new(0),
+            finish_turn: AtomicU32::new(0),
+            item_completed: AtomicU32::new(0),
+            held: watch::channel(false).0,
+        }
     }
 }
 
@@ -59,15 +76,21 @@ impl WriteFaults {
         let _ = tokio::time::timeout(HOLD_LIMIT, released.wait_for(|held| !*held)).await;
     }
 
-    pub(super) fn arm(&self, count: u32, only_finished_turns: bool) {
-        let counter = if only_finished_turns { &self.finish_turn } else { &self.any };
+    pub(super) fn arm(&self, count: u32, kind: FaultKind) {
+        let counter = match kind {
+            FaultKind::Any => &self.any,
+            FaultKind::FinishTurn => &self.finish_turn,
+            FaultKind::ItemCompleted => &self.item_completed,
+        };
         counter.store(count, Ordering::SeqCst);
     }
 
     /// `true` (and one fewer armed) when `op` must fail.
     fn take(&self, op: &WriteOp) -> bool {
         let take = |n: &AtomicU32| n.fetch_update(Ordering::SeqCst, Ordering::SeqCst, |n| n.checked_sub(1)).is_ok();
-        (op.finishes_turn() && take(&self.finish_turn)) || take(&self.any)
+        (op.finishes_turn() && take(&self.finish_turn))
+            || (op.completes_item() && take(&self.item_completed))
+            || take(&self.any)
     }
 }
 

@@ -61,6 +61,9 @@ pub struct TurnContext {
     pub cancel: CancellationToken,
     pub(crate) items: Vec<Item>,
     open: Vec<OpenItem>,
+    /// Text items completed without waiting for their writes ([`TurnContext::complete_text`]),
+    /// by id, until [`TurnContext::confirm`] has seen them commit.
+    unconfirmed: Vec<(Publication, String)>,
     next_item_seq: u32,
     pub(crate) usage: TokenUsage,
 }
@@ -86,6 +89,7 @@ impl TurnContext {
             cancel,
             items: vec![user_item],
             open: Vec::new(),
+            unconfirmed: Vec::new(),
             next_item_seq: 2,
             usage: TokenUsage::default(),
         }
@@ -200,7 +204,52 @@ impl TurnContext {
         self.open.remove(index);
         let item = completion.map(|(_, item)| item).ok_or(StoreError::Closed)?;
         self.items.push(item.clone());
+        // What follows an awaited item may act on the items before it (run a tool, ask for an
+        // approval): they must be stored too. Committed in order, they already are, or failed.
+        self.confirm().await?;
         Ok(item)
+    }
+
+    /// Completes a message or reasoning item without waiting for its write: nothing the turn
+    /// does next depends on it being stored. Its `item/completed` still goes out only once it
+    /// has committed; the next awaited item checks it ([`TurnContext::confirm`]), and the turn's
+    /// end is recorded as completed only if every item it announced is stored
+    /// ([`ThreadWrite::FinishTurnWithItems`]).
+    pub async fn complete_text(&mut self, item_id: &str) -> Result<Item, TurnError> {
+        let Some(index) = self.open.iter().position(|o| o.item.id == item_id) else {
+            return Err(TurnError::Agent(format!("item {item_id} is not open")));
+        };
+        if self.open[index].completion.is_some() {
+            return self.complete(item_id, None).await;
+        }
+        let item = completed_item(&self.open[index], None);
+        let notification = ServerNotification::ItemCompleted(ItemEventParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item: item.clone(),
+        });
+        let write = ThreadWrite::item(&self.thread_id, self.turn_seq, &item).into();
+        let publication = self.handle.publish_with(&notification, write, false)?;
+        self.open.remove(index);
+        self.unconfirmed.push((publication, item.id.clone()));
+        self.items.push(item.clone());
+        Ok(item)
+    }
+
+    /// Waits for the writes of the items completed without waiting. One that failed leaves the
+    /// turn's items, and the first failure is returned.
+    pub(crate) async fn confirm(&mut self) -> Result<(), TurnError> {
+        let mut failed = None;
+        // One at a time, removed only once answered: a cancelled wait loses none of them.
+        while let Some((publication, _)) = self.unconfirmed.first_mut() {
+            let committed = publication.committed().await;
+            let (_, id) = self.unconfirmed.remove(0);
+            if let Err(err) = committed {
+                self.items.retain(|item| item.id != id);
+                failed.get_or_insert(err);
+            }
+        }
+        failed.map_or(Ok(()), |err| Err(err.into()))
     }
 
     /// An item that is complete from the start (`item/started` then `item/completed`).
@@ -236,7 +285,7 @@ impl TurnContext {
         for chunk in chunks(text, 32) {
             self.append_text(&id, chunk);
         }
-        self.complete(&id, None).await
+        self.complete_text(&id).await
     }
 
     /// Calls a tool: a `toolCall` item, the tool's run, then a `toolResult` item. An unknown

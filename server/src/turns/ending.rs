@@ -5,7 +5,7 @@
 use std::sync::Arc;
 
 use appserver_protocol::{
-    Item, QueuedInputStatus, ServerNotification, Turn, TurnCancelledParams, TurnFailedParams, TurnResult, TurnStatus,
+    QueuedInputStatus, ServerNotification, Turn, TurnCancelledParams, TurnFailedParams, TurnResult, TurnStatus,
 };
 
 use super::context::TurnContext;
@@ -47,22 +47,34 @@ fn turn_end(outcome: &Outcome, turn: Turn) -> ServerNotification {
     }
 }
 
-/// Writes the turn's end with its announcement (held: see [`finalize`]). When that cannot be
-/// saved the turn fails instead: `turn` and `outcome` say so, the failure is saved if it can be,
-/// and `None` is returned (the failure is announced as usual). `None` too for a deleted thread.
+/// Writes the turn's end with its announcement (held: see [`finalize`]). A completed turn is
+/// recorded so only with every item it announced stored (some were written without waiting).
+/// When the end cannot be saved the turn fails instead: `turn` and `outcome` say so, the failure
+/// is saved if it can be, and `None` is returned (the failure is announced as usual). `None` too
+/// for a deleted thread.
 async fn save_end(
     turns: &TurnService,
     handle: &ThreadHandle,
     turn: &mut TurnRecord,
-    items: &[Item],
+    ctx: &mut TurnContext,
     outcome: &mut Outcome,
 ) -> Option<Publication> {
-    let finish = WriteOp::from(ThreadWrite::FinishTurn(Box::new(turn.clone())));
+    let finish = match outcome {
+        Outcome::Completed => {
+            let items = u32::try_from(ctx.items.len()).unwrap_or(u32::MAX);
+            WriteOp::from(ThreadWrite::FinishTurnWithItems { turn: Box::new(turn.clone()), items })
+        }
+        // A turn that failed or was cancelled ends so whatever it stored; it reports only that.
+        Outcome::Failed(_) | Outcome::Cancelled(_) => {
+            let _ = ctx.confirm().await;
+            WriteOp::from(ThreadWrite::FinishTurn(Box::new(turn.clone())))
+        }
+    };
     let mut announced = None;
     let saved = if handle.state().deleted {
         turns.store.write(finish).await
     } else {
-        match handle.publish_with(&turn_end(outcome, wire::turn(turn, items.to_vec())), finish, true) {
+        match handle.publish_with(&turn_end(outcome, wire::turn(turn, ctx.items.clone())), finish, true) {
             Ok(mut publication) => {
                 let saved = publication.committed().await;
                 announced = Some(publication);
@@ -80,6 +92,8 @@ async fn save_end(
         if let Some(publication) = announced.take() {
             publication.release(false);
         }
+        // The items whose writes failed are not part of the turn it reports.
+        let _ = ctx.confirm().await;
         let message = format!("The turn's result could not be saved: {err}");
         turn.status = TurnStatus::Failed;
         turn.error = Some(message.clone());
@@ -98,13 +112,13 @@ pub(super) async fn finalize(
     turns: &Arc<TurnService>,
     handle: &Arc<ThreadHandle>,
     mut turn: TurnRecord,
-    ctx: TurnContext,
+    mut ctx: TurnContext,
     outcome: Outcome,
 ) {
     let now = clock::now_rfc3339();
     record_end(&mut turn, &now, ctx.usage, &outcome);
     let mut outcome = outcome;
-    let mut announced = save_end(turns, handle, &mut turn, &ctx.items, &mut outcome).await;
+    let mut announced = save_end(turns, handle, &mut turn, &mut ctx, &mut outcome).await;
     let wire_turn = wire::turn(&turn, ctx.items);
 
     let _queue_order = handle.queue_order.lock().await;
