@@ -38,9 +38,9 @@ pub type Method = std::borrow::Cow<'static, str>;
 /// arrives as one burst at every subscriber's bounded queue.
 const MAX_BATCH: usize = 64;
 
-/// Drain rounds whose log writes are submitted before the oldest has committed: the writer
-/// commits them together or back to back (in order), so a thread's events are not held to one
-/// commit at a time, and a burst at a subscriber stays within this many rounds.
+/// Drain rounds whose log writes are submitted before the oldest has committed (full batches
+/// only): the writer commits them together or back to back (in order), so a burst of events is
+/// not held to one commit at a time, and a burst at a subscriber stays within this many rounds.
 const ROUNDS_IN_FLIGHT: usize = 4;
 
 /// A delivered notification: its `seq`, method and frame.
@@ -393,6 +393,11 @@ async fn drain(shared: Arc<Shared>) {
         while in_flight.len() < ROUNDS_IN_FLIGHT {
             let steps: Vec<Step> = {
                 let mut pipeline = shared.pipeline();
+                // Ahead of a round in flight only with a full batch: a trickle of events waits
+                // and goes as one unit when that round is handed on, not as a unit each.
+                if !in_flight.is_empty() && pipeline.queue.len() < MAX_BATCH {
+                    break;
+                }
                 let n = pipeline.queue.len().min(MAX_BATCH);
                 pipeline.queue.drain(..n).collect()
             };
