@@ -86,12 +86,12 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
                 .bind(serde_json::to_string(&w.manifest).unwrap_or_default())
                 .bind(serde_json::to_string(&w.file_associations).unwrap_or_else(|_| "[]".into()))
                 .bind(&w.registered_at);
-            conn.execute(q).await?;
+            conn.run(q).await?;
         }
         AppWrite::DeleteWindow { window_id, forget_log } => {
-            conn.execute(sql("DELETE FROM app_windows WHERE window_id = ?").bind(window_id)).await?;
+            conn.run(sql("DELETE FROM app_windows WHERE window_id = ?").bind(window_id)).await?;
             if *forget_log {
-                conn.execute(sql("DELETE FROM app_log WHERE window_id = ?").bind(window_id)).await?;
+                conn.run(sql("DELETE FROM app_log WHERE window_id = ?").bind(window_id)).await?;
             }
         }
         AppWrite::Intend { window_id, seq, command, params, at, caller } => {
@@ -104,36 +104,33 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
                 .bind(text_of(params))
                 .bind(at)
                 .bind(caller.as_ref().map(text_of));
-            conn.execute(q).await?;
+            conn.run(q).await?;
         }
         AppWrite::Confirm { window_id, seq, result, at } => {
             let text = "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? \
                  WHERE window_id = ? AND seq = ? AND state = 'pending'";
-            let done =
-                conn.execute(sql(text).bind(text_of(result)).bind(at).bind(window_id).bind(sql_seq(*seq))).await?;
-            if done != 1 {
-                // The pending entry is gone (the window was forgotten meanwhile): not recorded.
-                return Err(StoreError::NotFound("pending app log entry"));
-            }
+            // No pending entry (the window was forgotten meanwhile): not recorded.
+            let q = sql(text).bind(text_of(result)).bind(at).bind(window_id).bind(sql_seq(*seq));
+            conn.run_one(q, "pending app log entry").await?;
         }
         AppWrite::Discard { window_id, seq } => {
             let text = "DELETE FROM app_log WHERE window_id = ? AND seq = ? AND state = 'pending'";
-            conn.execute(sql(text).bind(window_id).bind(sql_seq(*seq))).await?;
+            conn.run(sql(text).bind(window_id).bind(sql_seq(*seq))).await?;
         }
         AppWrite::LimitPages { pages } => {
             if conn.backend() != Backend::Sqlite {
                 return Err(StoreError::Unsupported("debug/store/maxPageCount (a SQLite page limit)"));
             }
-            conn.execute(sql(format!("PRAGMA max_page_count = {pages}"))).await?;
+            conn.run(sql(format!("PRAGMA max_page_count = {pages}"))).await?;
         }
         AppWrite::SetReplayError { window_id, seq, error } => {
             let text = "UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?";
-            conn.execute(sql(text).bind(error).bind(window_id).bind(sql_seq(*seq))).await?;
+            conn.run(sql(text).bind(error).bind(window_id).bind(sql_seq(*seq))).await?;
         }
         AppWrite::SaveAppName { name, url, at } => {
             let text = "INSERT INTO app_names (name, url, saved_at) VALUES (?,?,?) \
                  ON CONFLICT (name) DO UPDATE SET url = excluded.url, saved_at = excluded.saved_at";
-            conn.execute(sql(text).bind(name).bind(url).bind(at)).await?;
+            conn.run(sql(text).bind(name).bind(url).bind(at)).await?;
         }
     }
     Ok(())

@@ -29,11 +29,21 @@ impl Backend {
 }
 
 /// One bound value.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(super) enum Arg<'a> {
     Text(Cow<'a, str>),
     OptText(Option<Cow<'a, str>>),
     Int(i64),
+}
+
+impl Arg<'_> {
+    pub(super) fn into_owned(self) -> Arg<'static> {
+        match self {
+            Arg::Text(v) => Arg::Text(Cow::Owned(v.into_owned())),
+            Arg::OptText(v) => Arg::OptText(v.map(|v| Cow::Owned(v.into_owned()))),
+            Arg::Int(v) => Arg::Int(v),
+        }
+    }
 }
 
 impl<'a> From<&'a str> for Arg<'a> {
@@ -85,6 +95,18 @@ pub(super) struct Sql<'a> {
     args: Vec<Arg<'a>>,
 }
 
+impl<'a> Sql<'a> {
+    /// The statement's text and arguments.
+    pub(super) fn into_parts(self) -> (Cow<'a, str>, Vec<Arg<'a>>) {
+        (self.text, self.args)
+    }
+
+    /// A statement of `text` with `args` bound.
+    pub(super) fn with_args(text: String, args: Vec<Arg<'a>>) -> Sql<'a> {
+        Sql { text: Cow::Owned(text), args }
+    }
+}
+
 /// A statement with no arguments bound yet.
 pub(super) fn sql<'a>(text: impl Into<Cow<'a, str>>) -> Sql<'a> {
     Sql { text: text.into(), args: Vec::new() }
@@ -96,7 +118,7 @@ impl<'a> Sql<'a> {
         self
     }
 
-    fn sqlite(&self) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
+    pub(super) fn sqlite(&self) -> sqlx::query::Query<'_, Sqlite, SqliteArguments<'_>> {
         let mut query = sqlx::query(&self.text);
         for arg in &self.args {
             query = match arg {
@@ -124,6 +146,16 @@ impl<'a> Sql<'a> {
 /// `?` and `?N` placeholders as PostgreSQL's `$N` (outside quoted literals and identifiers).
 pub(super) fn numbered(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
+    rewrite_placeholders(text, &mut out, |n, out| {
+        out.push('$');
+        out.push_str(&n.to_string());
+    });
+    out
+}
+
+/// Appends `text` to `out`, each `?` or `?N` placeholder (outside quoted literals and
+/// identifiers) replaced by what `placeholder` writes for its number (`?` counts up from 1).
+pub(super) fn rewrite_placeholders(text: &str, out: &mut String, mut placeholder: impl FnMut(usize, &mut String)) {
     let mut next = 1;
     let mut quote: Option<char> = None;
     let mut chars = text.chars().peekable();
@@ -137,19 +169,17 @@ pub(super) fn numbered(text: &str) -> String {
                 while let Some(d) = chars.next_if(char::is_ascii_digit) {
                     digits.push(d);
                 }
-                if digits.is_empty() {
-                    digits = next.to_string();
+                let n = digits.parse::<usize>().unwrap_or_else(|_| {
                     next += 1;
-                }
-                out.push('$');
-                out.push_str(&digits);
+                    next - 1
+                });
+                placeholder(n, out);
                 continue;
             }
             _ => {}
         }
         out.push(c);
     }
-    out
 }
 
 /// A row of either backend.
@@ -254,22 +284,54 @@ impl PooledConn {
 pub(super) enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
     Postgres(&'c mut PgConnection),
+    /// Not a connection: statements are recorded into a script that runs later as one call
+    /// (see `script.rs`). Reads cannot be recorded: they mark the script unusable.
+    Script(&'c mut super::script::Script),
 }
 
 impl Conn<'_> {
     pub(super) fn backend(&self) -> Backend {
         match self {
-            Conn::Sqlite(_) => Backend::Sqlite,
+            Conn::Sqlite(_) | Conn::Script(_) => Backend::Sqlite,
             Conn::Postgres(_) => Backend::Postgres,
         }
     }
 
-    /// Runs a statement; returns the number of rows it changed.
+    /// Runs a statement; returns the number of rows it changed (a script cannot say: it becomes
+    /// unusable).
     pub(super) async fn execute(&mut self, q: Sql<'_>) -> Result<u64, sqlx::Error> {
         Ok(match self {
             Conn::Sqlite(c) => q.sqlite().execute(&mut **c).await?.rows_affected(),
             Conn::Postgres(c) => q.postgres(&numbered(&q.text)).execute(&mut **c).await?.rows_affected(),
+            Conn::Script(script) => {
+                // A caller may act on the count, which a script only knows when it runs.
+                return Err(script.unusable());
+            }
         })
+    }
+
+    /// Runs a statement whose result is not looked at.
+    pub(super) async fn run(&mut self, q: Sql<'_>) -> Result<(), sqlx::Error> {
+        match self {
+            Conn::Script(script) => script.push(q, None),
+            _ => {
+                self.execute(q).await?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs a statement that must change a row; `NotFound(what)` when it changed none.
+    pub(super) async fn run_one(&mut self, q: Sql<'_>, what: &'static str) -> Result<(), super::StoreError> {
+        match self {
+            Conn::Script(script) => script.push(q, Some(what)),
+            _ => {
+                if self.execute(q).await? == 0 {
+                    return Err(super::StoreError::NotFound(what));
+                }
+            }
+        }
+        Ok(())
     }
 
     pub(super) async fn fetch_all(&mut self, q: Sql<'_>) -> Result<Vec<Row>, sqlx::Error> {
@@ -278,6 +340,7 @@ impl Conn<'_> {
             Conn::Postgres(c) => {
                 q.postgres(&numbered(&q.text)).fetch_all(&mut **c).await?.into_iter().map(Row::Postgres).collect()
             }
+            Conn::Script(script) => return Err(script.unusable()),
         })
     }
 
@@ -285,6 +348,7 @@ impl Conn<'_> {
         Ok(match self {
             Conn::Sqlite(c) => Row::Sqlite(q.sqlite().fetch_one(&mut **c).await?),
             Conn::Postgres(c) => Row::Postgres(q.postgres(&numbered(&q.text)).fetch_one(&mut **c).await?),
+            Conn::Script(script) => return Err(script.unusable()),
         })
     }
 }

@@ -53,12 +53,12 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &EventWrite) -> Result<(), St
     match op {
         EventWrite::Append { thread_id, events } => {
             for rows in events.chunks(ROWS_PER_INSERT) {
-                conn.execute(insert_rows(thread_id, rows)?).await?;
+                conn.run(insert_rows(thread_id, rows)?).await?;
             }
         }
         EventWrite::Prune { thread_id, below_seq } => {
             let text = "DELETE FROM thread_events WHERE thread_id = ? AND seq < ?";
-            conn.execute(sql(text).bind(thread_id).bind(to_i64(*below_seq))).await?;
+            conn.run(sql(text).bind(thread_id).bind(to_i64(*below_seq))).await?;
         }
     }
     Ok(())

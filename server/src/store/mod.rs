@@ -15,6 +15,7 @@ mod events;
 mod leases;
 mod location;
 mod postgres;
+mod script;
 mod sqlite;
 mod threads;
 mod writer;
@@ -135,6 +136,15 @@ impl WriteOp {
             WriteOp::Thread(ThreadWrite::FinishTurn(_) | ThreadWrite::FinishTurnWithItems { .. }) => true,
             WriteOp::All(ops) => ops.iter().any(WriteOp::finishes_turn),
             _ => false,
+        }
+    }
+
+    /// Whether this unit can run as a script (`script.rs`): lease writes act on counts.
+    fn scriptable(&self) -> bool {
+        match self {
+            WriteOp::Lease(_) => false,
+            WriteOp::All(ops) => ops.iter().all(WriteOp::scriptable),
+            _ => true,
         }
     }
 

@@ -418,11 +418,6 @@ impl ThreadWrite {
     }
 }
 
-/// An UPDATE that matched no row is an error: the row it meant to change does not exist.
-fn require_one(rows_affected: u64, what: &'static str) -> Result<(), StoreError> {
-    if rows_affected == 0 { Err(StoreError::NotFound(what)) } else { Ok(()) }
-}
-
 pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), StoreError> {
     match op {
         ThreadWrite::CreateThread(t) => {
@@ -441,7 +436,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
                 .bind(json(&t.metadata))
                 .bind(t.configuration.as_ref().map(json))
                 .bind(t.next_turn_seq);
-            conn.execute(q).await?;
+            conn.run(q).await?;
         }
         ThreadWrite::UpdateThread(t) => {
             let q = sql("UPDATE threads SET display_name = ?, status = ?, last_active_at = ?, metadata = ?, \
@@ -453,10 +448,10 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             .bind(t.configuration.as_ref().map(json))
             .bind(t.next_turn_seq)
             .bind(&t.id);
-            require_one(conn.execute(q).await?, "thread")?;
+            conn.run_one(q, "thread").await?;
         }
         ThreadWrite::DeleteThread(id) => {
-            conn.execute(sql("DELETE FROM threads WHERE id = ?").bind(id)).await?;
+            conn.run(sql("DELETE FROM threads WHERE id = ?").bind(id)).await?;
         }
         ThreadWrite::CreateTurn(t) => {
             let q = sql(format!("INSERT INTO turns ({TURN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"))
@@ -470,7 +465,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
                 .bind(t.token_usage.as_ref().map(json))
                 .bind(&t.origin_channel)
                 .bind(t.initiator.as_ref().map(json));
-            conn.execute(q).await?;
+            conn.run(q).await?;
         }
         ThreadWrite::FinishTurn(t) => {
             let q = sql("UPDATE turns SET status = ?, completed_at = ?, error = ?, token_usage = ? \
@@ -481,7 +476,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             .bind(t.token_usage.as_ref().map(json))
             .bind(&t.thread_id)
             .bind(t.seq);
-            require_one(conn.execute(q).await?, "turn")?;
+            conn.run_one(q, "turn").await?;
         }
         ThreadWrite::FinishTurnWithItems { turn: t, items } => {
             let q = sql("UPDATE turns SET status = ?, completed_at = ?, error = ?, token_usage = ? \
@@ -494,7 +489,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             .bind(&t.thread_id)
             .bind(t.seq)
             .bind(*items);
-            require_one(conn.execute(q).await?, "turn with all its items")?;
+            conn.run_one(q, "turn with all its items").await?;
         }
         ThreadWrite::InsertItem { thread_id, turn_seq, seq, body }
         | ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {
@@ -505,35 +500,35 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             } else {
                 "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)"
             };
-            conn.execute(sql(text).bind(thread_id).bind(*turn_seq).bind(*seq).bind(body)).await?;
+            conn.run(sql(text).bind(thread_id).bind(*turn_seq).bind(*seq).bind(body)).await?;
         }
         ThreadWrite::DeleteLastTurns { thread_id, before_seq, count } => {
             let text = "DELETE FROM turns WHERE thread_id = ?1 AND seq IN \
                  (SELECT seq FROM turns WHERE thread_id = ?1 AND seq < ?2 ORDER BY seq DESC LIMIT ?3)";
-            conn.execute(sql(text).bind(thread_id).bind(*before_seq).bind(*count)).await?;
+            conn.run(sql(text).bind(thread_id).bind(*before_seq).bind(*count)).await?;
         }
         ThreadWrite::SetTurnStatus { thread_id, seq, status } => {
             let text = "UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?";
-            conn.execute(sql(text).bind(status.as_str()).bind(thread_id).bind(*seq)).await?;
+            conn.run(sql(text).bind(status.as_str()).bind(thread_id).bind(*seq)).await?;
         }
         ThreadWrite::SaveAlwaysApproval { workspace_path, scope_key, at } => {
             let text = "INSERT INTO approvals_always (workspace_path, scope_key, approved_at) VALUES (?,?,?) \
                  ON CONFLICT (workspace_path, scope_key) DO NOTHING";
-            conn.execute(sql(text).bind(workspace_path).bind(scope_key).bind(at)).await?;
+            conn.run(sql(text).bind(workspace_path).bind(scope_key).bind(at)).await?;
         }
         ThreadWrite::SavePlan { thread_id, plan } => {
             let text = "INSERT INTO plans (thread_id, body) VALUES (?, ?) \
                  ON CONFLICT (thread_id) DO UPDATE SET body = excluded.body";
-            conn.execute(sql(text).bind(thread_id).bind(json(plan))).await?;
+            conn.run(sql(text).bind(thread_id).bind(json(plan))).await?;
         }
         ThreadWrite::SaveQueue { thread_id, inputs } => {
             // Delete and inserts are one unit (the writer's savepoint): the old queue stays whole
             // if any insert fails, e.g. on an id another thread's input already has.
-            conn.execute(sql("DELETE FROM queued_inputs WHERE thread_id = ?").bind(thread_id)).await?;
+            conn.run(sql("DELETE FROM queued_inputs WHERE thread_id = ?").bind(thread_id)).await?;
             for (position, input) in inputs.iter().enumerate() {
                 let text = "INSERT INTO queued_inputs (id, thread_id, position, body) VALUES (?,?,?,?)";
                 let position = i64::try_from(position).unwrap_or(i64::MAX);
-                conn.execute(sql(text).bind(&input.id).bind(thread_id).bind(position).bind(json(input))).await?;
+                conn.run(sql(text).bind(&input.id).bind(thread_id).bind(position).bind(json(input))).await?;
             }
         }
     }
@@ -574,9 +569,9 @@ pub(super) async fn fail_unfinished_turns(
             completed_at: Some(now.to_owned()),
         };
         let text = "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)";
-        conn.execute(sql(text).bind(&thread_id).bind(seq).bind(next_item).bind(json(&item))).await?;
+        conn.run(sql(text).bind(&thread_id).bind(seq).bind(next_item).bind(json(&item))).await?;
         let text = "UPDATE turns SET status = 'failed', error = ?, completed_at = ? WHERE thread_id = ? AND seq = ?";
-        conn.execute(sql(text).bind(message).bind(now).bind(&thread_id).bind(seq)).await?;
+        conn.run(sql(text).bind(message).bind(now).bind(&thread_id).bind(seq)).await?;
         failed.push((thread_id, id));
     }
     Ok(failed)

@@ -3,7 +3,8 @@
 //! gets its answer only after the transaction holding its write has committed, so anything the
 //! server has acknowledged survives a crash of the process. Each submitted unit runs in its own
 //! SAVEPOINT, so a unit commits whole or not at all. The same statements serve SQLite and
-//! PostgreSQL (only the `BEGIN` differs), so both backends give the same guarantees.
+//! PostgreSQL (only the `BEGIN` differs), so both backends give the same guarantees; on SQLite a
+//! unit's statements go to the database as one call (`script.rs`).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -13,7 +14,10 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::telemetry;
 
-use super::db::{Backend, Pool, PooledConn, sql};
+use sqlx::SqliteConnection;
+
+use super::db::{Backend, Conn, Pool, PooledConn, sql};
+use super::script::{self, Lead, Script};
 use super::{Backing, StoreError, WriteOp, apply};
 
 /// Most writes committed in one transaction.
@@ -179,31 +183,25 @@ async fn commit_batch(
     batch: &mut Batch,
     faults: &WriteFaults,
 ) -> Result<(), sqlx::Error> {
-    let fail = |batch: &mut Batch, err: sqlx::Error| {
-        fail_batch(batch, &err.to_string());
-        Err(err)
-    };
     let started = Instant::now();
+    let applied = match pooled {
+        PooledConn::Sqlite(conn) => apply_scripts(conn, batch, faults).await,
+        PooledConn::Postgres(_) => apply_units(&mut pooled.conn(), backend, batch, faults).await,
+    };
     let mut conn = pooled.conn();
-    if let Err(err) = conn.execute(sql(backend.begin())).await {
-        return fail(batch, err);
-    }
-    let mut results = Vec::with_capacity(batch.len());
-    for (op, _) in batch.iter() {
-        match apply_unit(&mut conn, op, faults).await {
-            Ok(result) => results.push(result),
-            // The savepoint machinery itself failed: what the unit left behind is unknown, so
-            // nothing of the batch may commit.
-            Err(err) => {
-                let _ = conn.execute(sql("ROLLBACK")).await;
-                return fail(batch, err);
-            }
+    let committed = match applied {
+        Ok(results) => conn.execute(sql("COMMIT")).await.map(|_| results),
+        Err(err) => Err(err),
+    };
+    let results = match committed {
+        Ok(results) => results,
+        Err(err) => {
+            // Nothing of the batch may commit: what a unit left behind is unknown.
+            let _ = conn.execute(sql("ROLLBACK")).await;
+            fail_batch(batch, &err.to_string());
+            return Err(err);
         }
-    }
-    if let Err(err) = conn.execute(sql("COMMIT")).await {
-        let _ = conn.execute(sql("ROLLBACK")).await;
-        return fail(batch, err);
-    }
+    };
     telemetry::store_commit(batch.len(), started.elapsed());
     for ((_, reply), result) in batch.drain(..).zip(results) {
         let _ = reply.send(result);
@@ -211,19 +209,69 @@ async fn commit_batch(
     Ok(())
 }
 
+/// Opens the transaction and applies each unit in its own savepoint, statement by statement.
+async fn apply_units(
+    conn: &mut Conn<'_>,
+    backend: Backend,
+    batch: &Batch,
+    faults: &WriteFaults,
+) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+    conn.execute(sql(backend.begin())).await?;
+    let mut results = Vec::with_capacity(batch.len());
+    for (op, _) in batch {
+        results.push(apply_unit(conn, op, faults.take(op)).await?);
+    }
+    Ok(results)
+}
+
+/// SQLite: opens the transaction and applies each unit as one call where it can be recorded as a
+/// script (see `script.rs`), else statement by statement; either way in its own savepoint.
+async fn apply_scripts(
+    conn: &mut SqliteConnection,
+    batch: &Batch,
+    faults: &WriteFaults,
+) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
+    let mut lead = Lead::begin();
+    let mut results = Vec::with_capacity(batch.len());
+    for (op, _) in batch {
+        let fault = faults.take(op);
+        let mut script = Script::default();
+        let recorded = match fault || !op.scriptable() {
+            true => None,
+            false => {
+                let recorded = apply(&mut Conn::Script(&mut script), op).await;
+                script.is_usable().then_some(recorded)
+            }
+        };
+        let result = match recorded {
+            // Refused before any statement (nothing ran, so nothing to undo).
+            Some(Err(err)) => Err(err),
+            Some(Ok(())) => script::run(conn, &mut lead, script).await?,
+            None => {
+                lead.run_alone(conn).await?;
+                apply_unit(&mut Conn::Sqlite(conn), op, fault).await?
+            }
+        };
+        results.push(result);
+    }
+    lead.open_transaction(conn).await?;
+    Ok(results)
+}
+
 /// Applies one submitted unit inside its own SAVEPOINT: every statement of the unit commits with
 /// the batch, or (when any fails) none does, and the other units of the batch are unaffected.
-/// The outer error means the savepoint itself could not be set, undone or released.
+/// With `fault`, the unit fails after its statements ran (test support). The outer error means
+/// the savepoint itself could not be set, undone or released.
 /// (On PostgreSQL a failed statement aborts the transaction until `ROLLBACK TO` the savepoint,
 /// which is exactly what a failed unit does, so the rest of the batch goes on.)
 async fn apply_unit(
     conn: &mut super::db::Conn<'_>,
     op: &WriteOp,
-    faults: &WriteFaults,
+    fault: bool,
 ) -> Result<Result<(), StoreError>, sqlx::Error> {
     conn.execute(sql("SAVEPOINT unit")).await?;
     let mut result = apply(conn, op).await;
-    if result.is_ok() && faults.take(op) {
+    if result.is_ok() && fault {
         result = Err(StoreError::Write("injected fault (debug/store/failWrites)".to_owned()));
     }
     if result.is_err() {

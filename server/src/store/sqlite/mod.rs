@@ -37,7 +37,9 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(5));
+        .busy_timeout(Duration::from_secs(5))
+        // The writer runs each unit shape as one cached multi-statement (`script.rs`).
+        .statement_cache_capacity(512);
     let writer = SqlitePoolOptions::new()
         .max_connections(1)
         .min_connections(1)
