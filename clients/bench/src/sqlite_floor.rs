@@ -1,7 +1,9 @@
 //! The persistence floors: SQLite through sqlx with no server around it, committing the way
 //! appserver's store does — one writer task and connection, whatever has queued (up to 512
-//! units) in one transaction, each unit in its own SAVEPOINT, each caller answered after the
-//! commit — or one commit per unit, and with `synchronous=NORMAL` or `FULL`.
+//! units) in one transaction, each unit in its own SAVEPOINT and sent as one call (its savepoint
+//! and its statement; the previous unit's savepoint released at the start of the call, the last
+//! by `COMMIT`), each caller answered after the commit — or one commit per unit, and with
+//! `synchronous=NORMAL` or `FULL`.
 
 use std::time::{Duration, Instant};
 
@@ -94,21 +96,22 @@ async fn writer(
 }
 
 async fn commit(conn: &mut SqliteConnection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
-    sqlx::query("BEGIN IMMEDIATE").execute(&mut *conn).await?;
+    let mut lead = "BEGIN IMMEDIATE;";
     for (unit, _) in batch {
-        sqlx::query("SAVEPOINT unit").execute(&mut *conn).await?;
-        apply(conn, unit).await?;
-        sqlx::query("RELEASE unit").execute(&mut *conn).await?;
+        apply(conn, lead, unit).await?;
+        lead = "RELEASE SAVEPOINT unit;";
     }
     sqlx::query("COMMIT").execute(&mut *conn).await?;
     Ok(())
 }
 
-async fn apply(conn: &mut SqliteConnection, unit: &Unit) -> Result<()> {
+/// One unit as one call: `lead`, its savepoint, its statement.
+async fn apply(conn: &mut SqliteConnection, lead: &str, unit: &Unit) -> Result<()> {
+    let text = |statement: &str| format!("{lead}SAVEPOINT unit;{statement}");
     let thread_id = |t: &usize| format!("thread_20261123_{t:06}");
     match unit {
         Unit::TurnStart { thread, turn } => {
-            sqlx::query("INSERT INTO turns VALUES (?, ?, ?, 'running', ?, NULL)")
+            sqlx::query(&text("INSERT INTO turns VALUES (?, ?, ?, 'running', ?, NULL)"))
                 .bind(thread_id(thread))
                 .bind(*turn as i64)
                 .bind(format!("turn_{turn:03}"))
@@ -120,7 +123,7 @@ async fn apply(conn: &mut SqliteConnection, unit: &Unit) -> Result<()> {
             let body = serde_json::json!({ "id": format!("item_{seq:03}"), "turnId": format!("turn_{turn:03}"),
                 "type": "agentMessage", "payload": { "text": "hi" }, "status": "completed", "createdAt": NOW, "completedAt": NOW })
             .to_string();
-            sqlx::query("INSERT INTO items VALUES (?, ?, ?, ?)")
+            sqlx::query(&text("INSERT INTO items VALUES (?, ?, ?, ?)"))
                 .bind(thread_id(thread))
                 .bind(*turn as i64)
                 .bind(*seq as i64)
@@ -129,15 +132,17 @@ async fn apply(conn: &mut SqliteConnection, unit: &Unit) -> Result<()> {
                 .await?;
         }
         Unit::TurnFinish { thread, turn } => {
-            sqlx::query("UPDATE turns SET status = 'completed', completed_at = ? WHERE thread_id = ? AND seq = ?")
-                .bind(NOW)
-                .bind(thread_id(thread))
-                .bind(*turn as i64)
-                .execute(&mut *conn)
-                .await?;
+            sqlx::query(&text(
+                "UPDATE turns SET status = 'completed', completed_at = ? WHERE thread_id = ? AND seq = ?",
+            ))
+            .bind(NOW)
+            .bind(thread_id(thread))
+            .bind(*turn as i64)
+            .execute(&mut *conn)
+            .await?;
         }
         Unit::AppLogPending { seq } => {
-            sqlx::query("INSERT INTO app_log VALUES ('win_0001', ?, 'setCells', ?, 'null', ?, 'pending')")
+            sqlx::query(&text("INSERT INTO app_log VALUES ('win_0001', ?, 'setCells', ?, 'null', ?, 'pending')"))
                 .bind(*seq as i64)
                 .bind(format!(r#"{{"cells":{{"A{seq}":"1"}}}}"#))
                 .bind(NOW)
@@ -145,7 +150,7 @@ async fn apply(conn: &mut SqliteConnection, unit: &Unit) -> Result<()> {
                 .await?;
         }
         Unit::AppLogDone { seq } => {
-            sqlx::query("UPDATE app_log SET state = 'done', result = ?, recorded_at = ? WHERE window_id = 'win_0001' AND seq = ?")
+            sqlx::query(&text("UPDATE app_log SET state = 'done', result = ?, recorded_at = ? WHERE window_id = 'win_0001' AND seq = ?"))
                 .bind(r#"{"ok":true}"#)
                 .bind(NOW)
                 .bind(*seq as i64)
