@@ -186,13 +186,7 @@ impl TurnContext {
         };
         if self.open[index].completion.is_none() {
             let item = completed_item(&self.open[index], payload);
-            let notification = ServerNotification::ItemCompleted(ItemEventParams {
-                thread_id: self.thread_id.clone(),
-                turn_id: self.turn_id.clone(),
-                item: item.clone(),
-            });
-            let write = ThreadWrite::item(&self.thread_id, self.turn_seq, &item).into();
-            let publication = self.handle.publish_with(&notification, write, false)?;
+            let publication = self.publish_completion(&item)?;
             self.open[index].completion = Some((publication, item));
         }
         let committed = match &mut self.open[index].completion {
@@ -210,6 +204,17 @@ impl TurnContext {
         Ok(item)
     }
 
+    /// Publishes `item/completed` for `item` with the item's write, in one unit.
+    fn publish_completion(&self, item: &Item) -> Result<Publication, StoreError> {
+        let notification = ServerNotification::ItemCompleted(ItemEventParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item: item.clone(),
+        });
+        let write = ThreadWrite::item(&self.thread_id, self.turn_seq, item).into();
+        self.handle.publish_with(&notification, write, false)
+    }
+
     /// Completes a message or reasoning item without waiting for its write: nothing the turn
     /// does next depends on it being stored. Its `item/completed` still goes out only once it
     /// has committed; the next awaited item checks it ([`TurnContext::confirm`]), and the turn's
@@ -223,13 +228,7 @@ impl TurnContext {
             return self.complete(item_id, None).await;
         }
         let item = completed_item(&self.open[index], None);
-        let notification = ServerNotification::ItemCompleted(ItemEventParams {
-            thread_id: self.thread_id.clone(),
-            turn_id: self.turn_id.clone(),
-            item: item.clone(),
-        });
-        let write = ThreadWrite::item(&self.thread_id, self.turn_seq, &item).into();
-        let publication = self.handle.publish_with(&notification, write, false)?;
+        let publication = self.publish_completion(&item)?;
         self.open.remove(index);
         self.unconfirmed.push((publication, item.id.clone()));
         self.items.push(item.clone());

@@ -236,6 +236,16 @@ fn turn_record(seq: u32) -> crate::store::TurnRecord {
     }
 }
 
+/// A hub of thread `t` logging to a fresh store, and a live subscriber's frames.
+async fn logged_hub_with_a_subscriber(dir: &std::path::Path) -> (crate::store::Store, EventHub, Arc<RecordingClient>) {
+    let store = store_with_events(dir, 0).await;
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
+    let (a, rx) = ready_peer(1);
+    hub.subscribe(&a, false, None).unwrap();
+    hub.release(a.id(), Vec::new());
+    (store, hub, rx)
+}
+
 /// Yields to the hub's drain (tests run on one thread) until `client` has received a frame.
 async fn first_frames(client: &Arc<RecordingClient>) -> Vec<(u64, u64)> {
     tokio::time::timeout(std::time::Duration::from_secs(10), async {
@@ -254,11 +264,7 @@ async fn first_frames(client: &Arc<RecordingClient>) -> Vec<(u64, u64)> {
 #[tokio::test]
 async fn an_event_with_its_own_write_commits_in_one_unit_and_a_held_one_waits_for_its_release() {
     let dir = tempfile::tempdir().unwrap();
-    let store = store_with_events(dir.path(), 0).await;
-    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
-    let (a, rx) = ready_peer(1);
-    hub.subscribe(&a, false, None).unwrap();
-    hub.release(a.id(), Vec::new());
+    let (store, hub, rx) = logged_hub_with_a_subscriber(dir.path()).await;
     hub.publish("m", text(1));
     let write = crate::store::ThreadWrite::CreateTurn(Box::new(turn_record(1))).into();
     let mut held = hub.publish_with("m", text(2), write, true);
@@ -279,11 +285,7 @@ async fn an_event_with_its_own_write_commits_in_one_unit_and_a_held_one_waits_fo
 #[tokio::test]
 async fn an_event_whose_own_write_fails_is_never_sent_nor_logged_and_its_publisher_is_told() {
     let dir = tempfile::tempdir().unwrap();
-    let store = store_with_events(dir.path(), 0).await;
-    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
-    let (a, rx) = ready_peer(1);
-    hub.subscribe(&a, false, None).unwrap();
-    hub.release(a.id(), Vec::new());
+    let (store, hub, rx) = logged_hub_with_a_subscriber(dir.path()).await;
     hub.publish("m", text(1));
     // Finishing a turn that was never started finds no row: the unit fails.
     let write = crate::store::ThreadWrite::FinishTurn(Box::new(turn_record(7))).into();
