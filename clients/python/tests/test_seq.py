@@ -56,15 +56,20 @@ async def connected(server_url: str, proxy: Proxy) -> Tuple[AppServerClient, App
     return user, watcher, resyncs
 
 
+async def watched_thread(user, watcher):
+    """A thread started by `user` that `watcher` subscribes to, and the watcher's stream of it."""
+    thread_id = (await user.thread_start({"identity": IDENTITY}))["thread"]["id"]
+    await watcher.request("thread/subscribe", {"threadId": thread_id})
+    return thread_id, watcher.thread_events(thread_id)
+
+
 def test_a_subscriber_that_reconnects_gets_the_turn_it_missed_once_then_live_ones():
     async def body():
         async with running_server() as server:
             proxy = await Proxy(server.url).start()
             user, watcher, resyncs = await connected(server.url, proxy)
             try:
-                thread_id = (await user.thread_start({"identity": IDENTITY}))["thread"]["id"]
-                await watcher.request("thread/subscribe", {"threadId": thread_id})
-                stream = watcher.thread_events(thread_id)
+                thread_id, stream = await watched_thread(user, watcher)
 
                 first, first_seqs = await run_turn(user, thread_id, "one")
                 seen1 = seqs(await until_turn_end(stream, first))
@@ -122,9 +127,7 @@ def test_a_gap_the_server_no_longer_keeps_is_reported_and_live_events_go_on():
             proxy = await Proxy(server.url).start()
             user, watcher, resyncs = await connected(server.url, proxy)
             try:
-                thread_id = (await user.thread_start({"identity": IDENTITY}))["thread"]["id"]
-                await watcher.request("thread/subscribe", {"threadId": thread_id})
-                stream = watcher.thread_events(thread_id)
+                thread_id, stream = await watched_thread(user, watcher)
                 first, _ = await run_turn(user, thread_id, "one")
                 await until_turn_end(stream, first)
 

@@ -52,6 +52,13 @@ async function runTurn(user: AppServerClient, threadId: string, text: string): P
   return { turnId: turn.id, seqs: seqs(own) };
 }
 
+/** A thread started by `user` that `watcher` subscribes to, and the watcher's stream of it. */
+async function watchedThread(user: AppServerClient, watcher: AppServerClient) {
+  const { thread } = await user.request("thread/start", { identity });
+  await watcher.request("thread/subscribe", { threadId: thread.id });
+  return { thread, stream: watcher.threadEvents(thread.id) };
+}
+
 function assertContiguous(list: number[], first: number): void {
   assert.deepEqual(
     list,
@@ -68,9 +75,7 @@ test("a subscriber that reconnects gets the turn it missed, each event once, the
   try {
     const resyncs: string[] = [];
     watcher.onResyncNeeded((threadId) => resyncs.push(threadId));
-    const { thread } = await user.request("thread/start", { identity });
-    await watcher.request("thread/subscribe", { threadId: thread.id });
-    const stream = watcher.threadEvents(thread.id);
+    const { thread, stream } = await watchedThread(user, watcher);
 
     const first = await runTurn(user, thread.id, "one");
     const seen1 = seqs(await untilTurnEnd(stream, first.turnId, "the first turn at the watcher"));
@@ -131,9 +136,7 @@ test("a gap the server no longer keeps is reported with onResyncNeeded, and live
   try {
     const resyncs: string[] = [];
     watcher.onResyncNeeded((threadId) => resyncs.push(threadId));
-    const { thread } = await user.request("thread/start", { identity });
-    await watcher.request("thread/subscribe", { threadId: thread.id });
-    const stream = watcher.threadEvents(thread.id);
+    const { thread, stream } = await watchedThread(user, watcher);
     const first = await runTurn(user, thread.id, "one");
     await untilTurnEnd(stream, first.turnId, "the first turn at the watcher");
 
