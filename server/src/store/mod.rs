@@ -153,10 +153,7 @@ impl WriteOp {
         match self {
             WriteOp::All(ops) => matches!(
                 ops.as_slice(),
-                [
-                    WriteOp::Thread(ThreadWrite::InsertItem { .. } | ThreadWrite::RewriteItem { .. }),
-                    WriteOp::Event(EventWrite::Append { .. })
-                ]
+                [WriteOp::Thread(ThreadWrite::InsertItem { .. }), WriteOp::Event(EventWrite::Append { .. })]
             ),
             _ => false,
         }

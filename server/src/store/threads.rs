@@ -357,14 +357,6 @@ pub enum ThreadWrite {
         seq: u32,
         body: String,
     },
-    /// Write a completed item whose first write may have committed (its turn task was cancelled
-    /// while waiting for it): the same item of the same turn, so replacing it is idempotent.
-    RewriteItem {
-        thread_id: String,
-        turn_seq: u32,
-        seq: u32,
-        body: String,
-    },
     /// Change a turn's status (running <-> waitingApproval).
     SetTurnStatus {
         thread_id: String,
@@ -404,16 +396,6 @@ impl ThreadWrite {
             turn_seq,
             seq: parse_seq(&item.id, "item_").unwrap_or(0),
             body: json(item),
-        }
-    }
-
-    /// [`ThreadWrite::item`] for an item whose first write may have committed.
-    pub fn item_again(thread_id: &str, turn_seq: u32, item: &Item) -> ThreadWrite {
-        match Self::item(thread_id, turn_seq, item) {
-            ThreadWrite::InsertItem { thread_id, turn_seq, seq, body } => {
-                ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body }
-            }
-            other => other,
         }
     }
 }
@@ -491,15 +473,9 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             .bind(*items);
             conn.run_one(q, "turn with all its items").await?;
         }
-        ThreadWrite::InsertItem { thread_id, turn_seq, seq, body }
-        | ThreadWrite::RewriteItem { thread_id, turn_seq, seq, body } => {
-            // Only a rewrite may replace a row; an insert that collides is an error.
-            let text = if matches!(op, ThreadWrite::RewriteItem { .. }) {
-                "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?) \
-                 ON CONFLICT (thread_id, turn_seq, seq) DO UPDATE SET body = excluded.body"
-            } else {
-                "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)"
-            };
+        ThreadWrite::InsertItem { thread_id, turn_seq, seq, body } => {
+            // An insert that collides is an error: an item is written once.
+            let text = "INSERT INTO items (thread_id, turn_seq, seq, body) VALUES (?,?,?,?)";
             conn.run(sql(text).bind(thread_id).bind(*turn_seq).bind(*seq).bind(body)).await?;
         }
         ThreadWrite::DeleteLastTurns { thread_id, before_seq, count } => {
