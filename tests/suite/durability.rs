@@ -84,6 +84,17 @@ async fn a_turn_start_whose_write_fails_leaves_none_of_it_behind() {
     let (started, events) = run_turn(&mut client, &thread_id, text("kept")).await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
     let turn_id = started["turn"]["id"].as_str().unwrap().to_owned();
+    // Nothing of the failed start was announced (its opening events go in its unit): the first
+    // turn event received is the kept turn's `turn/started`, and every one is the kept turn's.
+    let turn_events: Vec<&Value> =
+        events.iter().filter(|e| e.method().is_some_and(|m| m.starts_with("turn/"))).map(|e| e.params()).collect();
+    assert_eq!(events.iter().find_map(|e| e.method().filter(|m| m.starts_with("turn/"))), Some("turn/started"));
+    for params in turn_events {
+        assert_eq!(params["turn"]["id"], turn_id.as_str(), "{params}");
+    }
+    for event in events.iter().filter(|e| e.method().is_some_and(|m| m.starts_with("item/"))) {
+        assert_eq!(event.params()["turnId"], turn_id.as_str(), "{:?}", event.params());
+    }
     let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
     let turns = read["thread"]["turns"].as_array().unwrap();
     assert_eq!(turns.len(), 1);

@@ -134,6 +134,15 @@ async fn records_round_trip_on_every_backend() {
         assert_eq!(store.turn("t1", 1).await.unwrap().unwrap().status, TurnStatus::Running, "{location}");
         store.write(with_items(1)).await.unwrap();
         store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await.unwrap();
+        // A turn's end also marks its thread active then, changing nothing else of it.
+        let touch = |id: &str| ThreadWrite::TouchThread {
+            thread_id: id.to_owned(),
+            last_active_at: "2026-01-01T00:00:03.000Z".to_owned(),
+        };
+        store.write(touch("t1")).await.unwrap();
+        thread.last_active_at = "2026-01-01T00:00:03.000Z".to_owned();
+        assert_eq!(store.thread("t1").await.unwrap().as_ref(), Some(&thread), "{location}");
+        assert!(matches!(store.write(touch("missing")).await, Err(StoreError::NotFound(_))), "{location}");
         assert_eq!(store.turn("t1", 1).await.unwrap(), Some(turn.clone()), "{location}");
         assert_eq!(store.turns("t1", None, Some(5)).await.unwrap(), (vec![turn], false));
         assert_eq!(store.items("t1", 1, 1).await.unwrap(), vec![(1, item)], "{location}");

@@ -338,6 +338,12 @@ pub enum ThreadWrite {
     CreateThread(Box<ThreadRecord>),
     /// Update the mutable columns of an existing thread row.
     UpdateThread(Box<ThreadRecord>),
+    /// Set only an existing thread's `last_active_at` (with a turn's end: the rest of the record
+    /// is written by whoever changes it).
+    TouchThread {
+        thread_id: String,
+        last_active_at: String,
+    },
     DeleteThread(String),
     /// Insert a new turn row.
     CreateTurn(Box<TurnRecord>),
@@ -430,6 +436,10 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             .bind(t.configuration.as_ref().map(json))
             .bind(t.next_turn_seq)
             .bind(&t.id);
+            conn.run_one(q, "thread").await?;
+        }
+        ThreadWrite::TouchThread { thread_id, last_active_at } => {
+            let q = sql("UPDATE threads SET last_active_at = ? WHERE id = ?").bind(last_active_at).bind(thread_id);
             conn.run_one(q, "thread").await?;
         }
         ThreadWrite::DeleteThread(id) => {

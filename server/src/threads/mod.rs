@@ -22,7 +22,7 @@ use appserver_protocol::{
 use tokio_util::sync::CancellationToken;
 
 pub use announce::AnnounceGate;
-pub use hub::{AfterSeqAhead, EventHub, Publication, Subscribed};
+pub use hub::{AfterSeqAhead, EventHub, Publication, Subscribed, TurnBegun};
 pub use manager::ThreadManager;
 
 use crate::ports::{Broadcast, ConnectionId, OutFrame};
@@ -185,11 +185,17 @@ impl ThreadHandle {
         write: WriteOp,
         hold: bool,
     ) -> Result<Publication, StoreError> {
-        let method = notification.method();
-        let text =
-            notification.to_frame().map_err(|err| StoreError::Write(format!("cannot serialize {method}: {err}")))?;
+        let (method, text) = frame(notification)?;
         Ok(self.hub.publish_with(method, text, write, hold))
     }
+}
+
+/// A thread-scoped notification as the hub takes it: its method and its frame's text. One that
+/// cannot be serialized is an error of the write that it would announce.
+pub fn frame(notification: &ServerNotification) -> Result<(&'static str, String), StoreError> {
+    let method = notification.method();
+    let text = notification.to_frame().map_err(|err| StoreError::Write(format!("cannot serialize {method}: {err}")))?;
+    Ok((method, text))
 }
 
 /// Sends a workspace-wide notification to every initialized connection that wants it.

@@ -71,9 +71,8 @@ async fn save_end(
         }
     };
     let mut announced = None;
-    let saved = if handle.state().deleted {
-        turns.store.write(finish).await
-    } else {
+    let saved = if let Some(touch) = touch(handle, turn) {
+        let finish = WriteOp::All(vec![finish, touch.into()]);
         match handle.publish_with(&turn_end(outcome, wire::turn(turn, ctx.items.clone())), finish, true) {
             Ok(mut publication) => {
                 let saved = publication.committed().await;
@@ -82,6 +81,8 @@ async fn save_end(
             }
             Err(err) => Err(err),
         }
+    } else {
+        turns.store.write(finish).await
     };
     // A deleted thread's turn went with it, and nothing is announced for it.
     let deleted = handle.state().deleted;
@@ -98,11 +99,25 @@ async fn save_end(
         turn.status = TurnStatus::Failed;
         turn.error = Some(message.clone());
         *outcome = Outcome::Failed(message);
-        if let Err(err) = turns.store.write(ThreadWrite::FinishTurn(Box::new(turn.clone()))).await {
+        let mut failed = vec![ThreadWrite::FinishTurn(Box::new(turn.clone())).into()];
+        failed.extend(touch(handle, turn).map(WriteOp::from));
+        if let Err(err) = turns.store.write(WriteOp::All(failed)).await {
             tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
         }
     }
     announced
+}
+
+/// Unless the thread was deleted: marks it active at the turn's end, in memory now (so any later
+/// write of its record has it) and in the store with the turn's end.
+fn touch(handle: &ThreadHandle, turn: &TurnRecord) -> Option<ThreadWrite> {
+    let mut state = handle.state();
+    if state.deleted {
+        return None;
+    }
+    let now = turn.completed_at.clone().unwrap_or_else(clock::now_rfc3339);
+    state.record.last_active_at = now.clone();
+    Some(ThreadWrite::TouchThread { thread_id: handle.id.clone(), last_active_at: now })
 }
 
 /// Saves how the turn ended and announces it: the turn's row and its end notification commit as
@@ -122,7 +137,7 @@ pub(super) async fn finalize(
     let wire_turn = wire::turn(&turn, ctx.items);
 
     let _queue_order = handle.queue_order.lock().await;
-    let (restored, next) = {
+    let (restored, next, ended) = {
         let mut state = handle.state();
         state.running = None;
         // Guidance that never reached the agent goes back to the queue.
@@ -133,8 +148,6 @@ pub(super) async fn finalize(
         }
         set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
         if !state.deleted {
-            state.record.last_active_at = now;
-            let _ = turns.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
             match announced.take() {
                 Some(publication) => publication.release(true),
                 None => handle.publish(&turn_end(&outcome, wire_turn)),
@@ -143,17 +156,19 @@ pub(super) async fn finalize(
             publication.release(false);
         }
         handle.hub.end_turn();
+        let ended = handle.hub.queued();
         let restored = restored.then(|| save_queue(turns, &state));
         // Only a successful turn consumes the queue (Session Core 4.1.1).
         let next = if turn.status == TurnStatus::Completed && !state.deleted && !turns.shutdown.is_cancelled() {
-            dequeue(turns, &mut state)
+            dequeue(turns, &handle.hub, &mut state)
         } else {
             None
         };
-        (restored, next)
+        (restored, next, ended)
     };
-    // The turn is over when its last event is out (shutdown waits for turn tasks, then closes).
-    handle.hub.flush().await;
+    // The turn is over when its last event is out (shutdown waits for turn tasks, then closes);
+    // the next turn's opening events wait for it to be spawned, below.
+    handle.hub.flush_through(ended).await;
     if let (Some(ownership), None) = (&turns.ownership, &next) {
         ownership.release_unless_needed(turns, &handle.id);
     }
@@ -164,7 +179,6 @@ pub(super) async fn finalize(
         }
     }
     if let Some(reservation) = next {
-        let starter = reservation.queued_by.and_then(|id| turns.clients.client(id));
-        start_reserved(turns, handle.clone(), reservation, starter).await;
+        start_reserved(turns, handle.clone(), reservation).await;
     }
 }

@@ -24,7 +24,8 @@ use crate::clock::UtcTime;
 use crate::ports::{Client, ConnectionId};
 use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
 use crate::threads::{
-    AnnounceGate, RunningTurn, SessionError, ThreadHandle, ThreadState, broadcast_about, set_runtime, wire,
+    AnnounceGate, EventHub, Publication, RunningTurn, SessionError, ThreadHandle, ThreadState, TurnBegun,
+    broadcast_about, frame, set_runtime, wire,
 };
 use crate::turns::TurnService;
 
@@ -38,8 +39,11 @@ pub struct Reservation {
     pub cancel: CancellationToken,
     /// The display name set from this first message, if any.
     pub renamed: Option<String>,
-    /// The write of the turn's start; taken by [`persist`].
-    ticket: Option<WriteTicket>,
+    /// The turn's start and its opening events, written as one unit; the events are held
+    /// until [`spawn`] releases them (after the `turn/start` response).
+    start: Option<Publication>,
+    /// The turn boundary queued with the start, undone if the start is not written.
+    begun: Option<TurnBegun>,
     /// For a dequeued input: the connection that queued it.
     pub queued_by: Option<ConnectionId>,
     /// For a dequeued input: where it was in the queue, to put it back if the start is not
@@ -61,27 +65,33 @@ impl Reservation {
     }
 }
 
-/// Who started a turn, for its provenance fields.
+/// Who started a turn: its channel, for the provenance fields, and the connection that gets the
+/// turn's notifications inline unless it is subscribed.
 #[derive(Debug, Clone, Default)]
 pub struct Origin {
     pub channel: Option<String>,
+    pub starter: Option<Arc<dyn Client>>,
 }
 
 /// Under the thread's lock: checks that a turn may start, allocates it, marks the thread busy
-/// and submits the writes of its start. Await [`persist`] after releasing the lock.
+/// and submits the writes of its start with its opening events (`turn/started`, the user
+/// message's `item/started` and `item/completed`) to the thread's `hub`. Await [`persist`] after
+/// releasing the lock.
 pub fn reserve(
     turns: &TurnService,
+    hub: &EventHub,
     thread: &mut ThreadState,
     input: PreparedInput,
     messages: Option<Vec<ChatMessage>>,
     origin: Origin,
 ) -> Result<Reservation, SessionError> {
-    reserve_with(turns, thread, input, messages, origin, Vec::new())
+    reserve_with(turns, hub, thread, input, messages, origin, Vec::new())
 }
 
 /// [`reserve`], with `also` written in the same unit as the turn's start.
 fn reserve_with(
     turns: &TurnService,
+    hub: &EventHub,
     thread: &mut ThreadState,
     input: PreparedInput,
     messages: Option<Vec<ChatMessage>>,
@@ -94,12 +104,7 @@ fn reserve_with(
     }
     let now = UtcTime::now().rfc3339();
     let seq = thread.record.next_turn_seq;
-    thread.record.next_turn_seq += 1;
-    thread.record.last_active_at = now.clone();
     let renamed = if thread.record.display_name.is_none() { title_from(&input.display_text) } else { None };
-    if renamed.is_some() {
-        thread.record.display_name = renamed.clone();
-    }
     let id = turn_id(seq);
     let channel = origin.channel.unwrap_or_else(|| thread.record.origin_channel.clone());
     let initiator = TurnInitiator {
@@ -128,15 +133,22 @@ fn reserve_with(
         payload: ItemPayload::UserMessage(input.user_message(Some(channel))),
         status: ItemStatus::Completed,
         created_at: now.clone(),
-        completed_at: Some(now),
+        completed_at: Some(now.clone()),
     };
+    // Fallible, so before the thread changes.
+    let (first, rest) = opening_events(&thread.record.id, &turn, &user_item)?;
+    thread.record.next_turn_seq += 1;
+    thread.record.last_active_at = now;
+    if renamed.is_some() {
+        thread.record.display_name = renamed.clone();
+    }
     let mut unit = vec![
         ThreadWrite::UpdateThread(Box::new(thread.record.clone())).into(),
         ThreadWrite::CreateTurn(Box::new(turn.clone())).into(),
         ThreadWrite::item(&thread.record.id, seq, &user_item).into(),
     ];
     unit.extend(also);
-    let ticket = turns.store.submit(WriteOp::All(unit));
+    let (start, begun) = hub.start_turn(origin.starter.as_ref(), WriteOp::All(unit), first, rest);
     let cancel = turns.shutdown.child_token();
     thread.running = Some(RunningTurn { seq, id, cancel: cancel.clone() });
     set_runtime(turns.clients.as_ref(), thread, |r| {
@@ -150,10 +162,24 @@ fn reserve_with(
         messages,
         cancel,
         renamed,
-        ticket: Some(ticket),
+        start: Some(start),
+        begun: Some(begun),
         queued_by: None,
         dequeued: None,
     })
+}
+
+type Frame = (&'static str, String);
+
+/// A turn's first notifications: `turn/started`, then the user message's `item/started` and
+/// `item/completed`.
+fn opening_events(thread_id: &str, turn: &TurnRecord, user_item: &Item) -> Result<(Frame, Vec<Frame>), StoreError> {
+    let started =
+        frame(&ServerNotification::TurnStarted(TurnResult { turn: wire::turn(turn, vec![user_item.clone()]) }))?;
+    let params = ItemEventParams { thread_id: thread_id.to_owned(), turn_id: turn.id.clone(), item: user_item.clone() };
+    let item_started = frame(&ServerNotification::ItemStarted(params.clone()))?;
+    let item_completed = frame(&ServerNotification::ItemCompleted(params))?;
+    Ok((started, vec![item_started, item_completed]))
 }
 
 /// Waits for the turn's start to be written. For a dequeued input, the queue without it is
@@ -164,8 +190,15 @@ pub async fn persist(
     handle: &ThreadHandle,
     mut reservation: Reservation,
 ) -> Result<Reservation, SessionError> {
-    let Some(ticket) = reservation.ticket.take() else { return Ok(reservation) };
-    if let Err(err) = ticket.wait().await {
+    let Some(start) = reservation.start.as_mut() else { return Ok(reservation) };
+    if let Err(err) = start.committed().await {
+        // Its opening events were never sent; the thread's delivery is as before the turn.
+        if let Some(start) = reservation.start.take() {
+            start.release(false);
+        }
+        if let Some(begun) = reservation.begun.take() {
+            handle.hub.abandon_turn(begun);
+        }
         let mut state = handle.state();
         state.running = None;
         if reservation.renamed.is_some() && state.record.display_name == reservation.renamed {
@@ -188,14 +221,9 @@ pub async fn persist(
     Ok(reservation)
 }
 
-/// Runs a persisted turn as a server-owned task. `starter` gets the turn's notifications inline
-/// unless it is subscribed to the thread.
-pub fn spawn(
-    turns: &Arc<TurnService>,
-    handle: Arc<ThreadHandle>,
-    reservation: Reservation,
-    starter: Option<Arc<dyn Client>>,
-) {
+/// Runs a persisted turn as a server-owned task, after its opening events (held until now, so
+/// they follow the `turn/start` response).
+pub fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, mut reservation: Reservation) {
     if let Some(name) = &reservation.renamed {
         handle.broadcast(
             turns.clients.as_ref(),
@@ -205,29 +233,16 @@ pub fn spawn(
             }),
         );
     }
+    if let Some(start) = reservation.start.take() {
+        start.release(true);
+    }
     let turns2 = turns.clone();
-    turns.turn_tasks.spawn(async move { run(turns2, handle, reservation, starter).await });
+    turns.turn_tasks.spawn(async move { run(turns2, handle, reservation).await });
 }
 
-async fn run(
-    turns: Arc<TurnService>,
-    handle: Arc<ThreadHandle>,
-    reservation: Reservation,
-    starter: Option<Arc<dyn Client>>,
-) {
+async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
     let Reservation { turn, user_item, input, messages, cancel, .. } = reservation;
     let _running = crate::telemetry::TurnGauge::start();
-    handle.hub.begin_turn(starter.as_ref());
-    handle.publish(&ServerNotification::TurnStarted(TurnResult { turn: wire::turn(&turn, vec![user_item.clone()]) }));
-    for started in [true, false] {
-        let params =
-            ItemEventParams { thread_id: handle.id.clone(), turn_id: turn.id.clone(), item: user_item.clone() };
-        handle.publish(&if started {
-            ServerNotification::ItemStarted(params)
-        } else {
-            ServerNotification::ItemCompleted(params)
-        });
-    }
 
     let mut ctx =
         TurnContext::new(turns.clone(), handle.clone(), &turn, user_item, input.materialized, messages, cancel.clone());
@@ -267,7 +282,7 @@ async fn run(
 /// Under the lock (and the thread's `queue_order`): if the thread is idle and has a queued input,
 /// reserves a turn for it. The turn's start and the queue without the input are one write unit,
 /// so the input is never both queued and started, nor lost; [`persist`] announces the queue.
-pub fn dequeue(turns: &TurnService, state: &mut ThreadState) -> Option<Reservation> {
+pub fn dequeue(turns: &TurnService, hub: &EventHub, state: &mut ThreadState) -> Option<Reservation> {
     if state.running.is_some() || state.record.status != appserver_protocol::ThreadStatus::Active {
         return None;
     }
@@ -281,14 +296,19 @@ pub fn dequeue(turns: &TurnService, state: &mut ThreadState) -> Option<Reservati
         delivery_mode: Some("queued".to_owned()),
     };
     let save = ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() };
-    match reserve_with(turns, state, input, None, Origin::default(), vec![save.into()]) {
+    let queued_by = state.queued_by.remove(&queued.id);
+    let origin = Origin { channel: None, starter: queued_by.and_then(|id| turns.clients.client(id)) };
+    match reserve_with(turns, hub, state, input, None, origin, vec![save.into()]) {
         Ok(mut reservation) => {
-            reservation.queued_by = state.queued_by.remove(&queued.id);
+            reservation.queued_by = queued_by;
             reservation.dequeued = Some(Dequeued { index, input: queued, queue: state.queue.clone() });
             Some(reservation)
         }
         Err(err) => {
             tracing::warn!(thread = %state.record.id, error = %err, "cannot start the queued input");
+            if let Some(by) = queued_by {
+                state.queued_by.insert(queued.id.clone(), by);
+            }
             state.queue.insert(index, queued);
             None
         }
@@ -367,7 +387,7 @@ pub async fn enqueue_durably(
             }
         }
     };
-    let next = dequeue(turns, &mut handle.state());
+    let next = dequeue(turns, &handle.hub, &mut handle.state());
     let started = match next {
         Some(reservation) => match persist(turns, handle, reservation).await {
             Ok(reservation) => Some(reservation),
@@ -450,14 +470,9 @@ fn broadcast_queue(turns: &TurnService, announce: &AnnounceGate, thread_id: &str
 }
 
 /// Persists a reservation made without a request (a dequeued input) and runs it.
-pub async fn start_reserved(
-    turns: &Arc<TurnService>,
-    handle: Arc<ThreadHandle>,
-    reservation: Reservation,
-    starter: Option<Arc<dyn Client>>,
-) {
+pub async fn start_reserved(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
     match persist(turns, &handle, reservation).await {
-        Ok(reservation) => spawn(turns, handle, reservation, starter),
+        Ok(reservation) => spawn(turns, handle, reservation),
         Err(err) => tracing::error!(thread = %handle.id, error = %err, "cannot start the queued turn"),
     }
 }

@@ -119,7 +119,7 @@ async fn deliver_interaction(server: &ServerState, host: &HostId, p: AppInteract
     };
     let handle = interaction.thread;
     if let Some(reservation) = runner::enqueue_durably(&server.turns, &handle, prepared, None).await?.started {
-        runner::spawn(&server.turns, handle, reservation, None);
+        runner::spawn(&server.turns, handle, reservation);
     }
     Ok(())
 }

@@ -42,14 +42,15 @@ async fn start_here(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, 
         _ => {}
     }
     let prepared = prepare(ctx, &p.input, p.sender).await;
+    let origin = Origin { channel: ctx.channel(), starter: Some(ctx.client()) };
     let reservation = {
         let mut state = handle.state();
-        runner::reserve(&ctx.state.turns, &mut state, prepared, p.messages, Origin { channel: ctx.channel() })?
+        runner::reserve(&ctx.state.turns, &handle.hub, &mut state, prepared, p.messages, origin)?
     };
     let reservation = runner::persist(&ctx.state.turns, &handle, reservation).await?;
     let turn = reservation.wire();
-    let (server, starter) = (ctx.state.turns.clone(), ctx.client());
-    ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
+    let server = ctx.state.turns.clone();
+    ctx.after_reply(move || runner::spawn(&server, handle, reservation));
     Ok(TurnResult { turn })
 }
 
@@ -108,8 +109,8 @@ async fn enqueue_here(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqu
     let prepared = prepare(ctx, &p.input, p.sender).await;
     let enqueued = runner::enqueue_durably(&ctx.state.turns, &handle, prepared, Some(ctx.peer.id)).await?;
     if let Some(reservation) = enqueued.started {
-        let (server, starter) = (ctx.state.turns.clone(), ctx.client());
-        ctx.after_reply(move || runner::spawn(&server, handle, reservation, Some(starter)));
+        let server = ctx.state.turns.clone();
+        ctx.after_reply(move || runner::spawn(&server, handle, reservation));
     }
     Ok(TurnEnqueueResult { queued_input: enqueued.queued_input, queued_inputs: enqueued.queued_inputs })
 }

@@ -97,11 +97,24 @@ enum Step {
     EndTurn,
 }
 
+impl Step {
+    /// How many steps from this one on must be logged in the same round: an event with its
+    /// own write and the events that joined it.
+    fn group_len(&self) -> usize {
+        match self {
+            Step::Event { own: Some(own), .. } => 1 + own.joined,
+            _ => 1,
+        }
+    }
+}
+
 /// The write an event announces, committed in the same unit as the event's log row (see
-/// [`EventHub::publish_with`]).
+/// [`EventHub::publish_with`]) and those of the `joined` events queued right after it.
 struct OwnWrite {
     /// Taken when the round's log writes are submitted.
     write: Option<WriteOp>,
+    /// How many of the events that follow share this unit (a turn's opening events).
+    joined: usize,
     /// Told whether the unit committed.
     committed: Option<oneshot::Sender<Result<(), StoreError>>>,
     /// For a held event: whether to deliver it, once the publisher has looked at the outcome.
@@ -150,6 +163,14 @@ struct Subscriber {
     holding: Option<Vec<Event>>,
     /// Events up to this `seq` are not sent (the client has them: its `afterSeq`).
     skip_through: u64,
+}
+
+/// A turn boundary queued by [`EventHub::start_turn`], to undo with [`EventHub::abandon_turn`].
+#[derive(Debug)]
+#[must_use = "a turn whose start fails is abandoned"]
+pub struct TurnBegun {
+    /// The `seq` the turn before began at.
+    previous: Option<u64>,
 }
 
 /// What [`EventHub::subscribe`] did.
@@ -209,19 +230,63 @@ impl EventHub {
             }
             false => (None, None),
         };
-        let own = OwnWrite { write: Some(write), committed: Some(committed_tx), release: release_rx };
+        let own = OwnWrite { write: Some(write), committed: Some(committed_tx), release: release_rx, joined: 0 };
         let pipeline = self.shared.pipeline();
         self.push_event(pipeline, method, text, Some(Box::new(own)));
         Publication { committed, release }
     }
 
+    /// Begins a turn whose start is `write`: queues the turn boundary, after the events published
+    /// so far (the recent buffer restarts; `starter` gets the turn's notifications inline unless
+    /// it is subscribed; events of turns before the previous one are pruned from the log), and
+    /// the turn's opening events (`first`, then `rest`), logged in one unit with the start,
+    /// so starting a turn costs one commit. The events are held until [`Publication::release`]
+    /// (the starter's `turn/start` response goes first) and never go out if the start is not
+    /// written; then undo the boundary with [`EventHub::abandon_turn`].
+    pub fn start_turn(
+        &self,
+        starter: Option<&Arc<dyn Client>>,
+        write: WriteOp,
+        first: (&'static str, String),
+        rest: Vec<(&'static str, String)>,
+    ) -> (Publication, TurnBegun) {
+        let (committed_tx, committed) = oneshot::channel();
+        let (release, release_rx) = oneshot::channel();
+        let own = OwnWrite {
+            write: Some(write),
+            committed: Some(committed_tx),
+            release: Some(release_rx),
+            joined: rest.len(),
+        };
+        let mut pipeline = self.shared.pipeline();
+        let begun = self.begin_turn_locked(&mut pipeline, starter);
+        pipeline = self.number(pipeline, first.0, first.1, Some(Box::new(own)));
+        for (method, text) in rest {
+            pipeline = self.number(pipeline, method, text, None);
+        }
+        self.start_draining(pipeline);
+        (Publication { committed, release: Some(release) }, begun)
+    }
+
     fn push_event(
         &self,
-        mut pipeline: MutexGuard<'_, Pipeline>,
+        pipeline: MutexGuard<'_, Pipeline>,
         method: &'static str,
         text: String,
         own: Option<Box<OwnWrite>>,
     ) {
+        let pipeline = self.number(pipeline, method, text, own);
+        self.start_draining(pipeline);
+    }
+
+    /// Numbers an event and queues it (the caller starts the drain).
+    fn number<'a>(
+        &self,
+        mut pipeline: MutexGuard<'a, Pipeline>,
+        method: &'static str,
+        text: String,
+        own: Option<Box<OwnWrite>>,
+    ) -> MutexGuard<'a, Pipeline> {
         pipeline.last_seq += 1;
         let seq = pipeline.last_seq;
         let text = match appserver_protocol::jsonrpc::with_seq(&text, seq) {
@@ -232,12 +297,21 @@ impl EventHub {
             }
         };
         let frame = OutFrame::from(text);
-        self.push(pipeline, Step::Event { seq, method, frame, own });
+        self.queue_step(&mut pipeline, Step::Event { seq, method, frame, own });
+        pipeline
     }
 
     fn push(&self, mut pipeline: MutexGuard<'_, Pipeline>, step: Step) {
+        self.queue_step(&mut pipeline, step);
+        self.start_draining(pipeline);
+    }
+
+    fn queue_step(&self, pipeline: &mut Pipeline, step: Step) {
         pipeline.queue.push_back(step);
         pipeline.pushed += 1;
+    }
+
+    fn start_draining(&self, mut pipeline: MutexGuard<'_, Pipeline>) {
         if !pipeline.draining {
             pipeline.draining = true;
             drop(pipeline);
@@ -274,9 +348,20 @@ impl EventHub {
     /// so a request that follows an event, such as an approval after its item, reaches clients
     /// after it.
     pub async fn flush(&self) {
-        let target = self.shared.pipeline().pushed;
+        self.flush_through(self.queued()).await;
+    }
+
+    /// How many steps (events and turn boundaries) have been queued so far: a mark for
+    /// [`EventHub::flush_through`].
+    pub fn queued(&self) -> u64 {
+        self.shared.pipeline().pushed
+    }
+
+    /// Waits until the steps queued up to `mark` have been handed on (not those queued after it,
+    /// such as the next turn's opening events, held until that turn is spawned).
+    pub async fn flush_through(&self, mark: u64) {
         let mut handed = self.shared.handed.subscribe();
-        let _ = handed.wait_for(|count| *count >= target).await;
+        let _ = handed.wait_for(|count| *count >= mark).await;
     }
 
     /// Subscribes a connection. Its frames are held until [`EventHub::release`]. With `after`,
@@ -334,17 +419,32 @@ impl EventHub {
         self.shared.inner().subscribers.get(&id).is_some_and(|s| !s.peer.is_closed())
     }
 
-    /// Starts a turn's delivery, after the events published so far: the recent buffer restarts,
-    /// and the starting connection gets the turn's notifications inline unless it is subscribed
-    /// (then the subscription is the path). Events of turns before the previous one are pruned
-    /// from the log.
+    /// The turn boundary of [`EventHub::start_turn`] alone: a turn with no start to write, for the
+    /// hub's tests.
+    #[cfg(test)]
     pub fn begin_turn(&self, starter: Option<&Arc<dyn Client>>) {
         let mut pipeline = self.shared.pipeline();
+        let _begun = self.begin_turn_locked(&mut pipeline, starter);
+        self.start_draining(pipeline);
+    }
+
+    fn begin_turn_locked(&self, pipeline: &mut Pipeline, starter: Option<&Arc<dyn Client>>) -> TurnBegun {
         let start = pipeline.last_seq + 1;
-        if let Some(previous) = pipeline.turn_start.replace(start) {
+        let previous = pipeline.turn_start.replace(start);
+        if let Some(previous) = previous {
             self.shared.log.prune(&self.shared.thread_id, previous);
         }
-        self.push(pipeline, Step::BeginTurn(starter.cloned()));
+        self.queue_step(pipeline, Step::BeginTurn(starter.cloned()));
+        TurnBegun { previous }
+    }
+
+    /// Undoes [`EventHub::start_turn`] whose start was not written: ends the turn's delivery,
+    /// and the turn before it is again the previous one (its events stay in the log).
+    pub fn abandon_turn(&self, begun: TurnBegun) {
+        let mut pipeline = self.shared.pipeline();
+        pipeline.turn_start = begun.previous;
+        self.queue_step(&mut pipeline, Step::EndTurn);
+        self.start_draining(pipeline);
     }
 
     /// Ends the inline path and the replay of the turn, after the events published so far.
@@ -398,7 +498,11 @@ async fn drain(shared: Arc<Shared>) {
                 if !in_flight.is_empty() && pipeline.queue.len() < MAX_BATCH {
                     break;
                 }
-                let n = pipeline.queue.len().min(MAX_BATCH);
+                let mut n = 0;
+                while n < pipeline.queue.len().min(MAX_BATCH) {
+                    n += pipeline.queue[n].group_len();
+                }
+                let n = n.min(pipeline.queue.len());
                 pipeline.queue.drain(..n).collect()
             };
             if steps.is_empty() {
@@ -432,27 +536,39 @@ impl Round {
         let mut units = Vec::new();
         let mut unit_of = Vec::with_capacity(steps.len());
         let mut entries = Vec::new();
+        // An event with its own write and the events that joined it: their entries, the write,
+        // and how many joined events are still to come.
+        let mut group: Option<(Vec<LogEntry>, WriteOp, usize)> = None;
         for step in &mut steps {
             let Step::Event { seq, method, frame, own } = step else {
                 unit_of.push(usize::MAX);
                 continue;
             };
             let entry = LogEntry { seq: *seq, method, body: frame.bytes().clone() };
-            match own.as_mut().and_then(|own| own.write.take()) {
-                // An event with its own write is a unit of its own: its write failing loses
-                // nothing else.
-                Some(write) => {
-                    if !entries.is_empty() {
-                        units.push(shared.log.append(&shared.thread_id, std::mem::take(&mut entries), None));
-                    }
-                    unit_of.push(units.len());
-                    units.push(shared.log.append(&shared.thread_id, vec![entry], Some(write)));
+            if let Some((group_entries, _, left)) = group.as_mut().filter(|(_, _, left)| *left > 0) {
+                group_entries.push(entry);
+                *left -= 1;
+                unit_of.push(units.len());
+            } else if let Some(write) = own.as_mut().and_then(|own| own.write.take()) {
+                // An event with its own write is a unit of its own (with those that joined it):
+                // its write failing loses nothing else.
+                if !entries.is_empty() {
+                    units.push(shared.log.append(&shared.thread_id, std::mem::take(&mut entries), None));
                 }
-                None => {
-                    unit_of.push(units.len());
-                    entries.push(entry);
-                }
+                let joined = own.as_ref().map_or(0, |own| own.joined);
+                unit_of.push(units.len());
+                group = Some((vec![entry], write, joined));
+            } else {
+                unit_of.push(units.len());
+                entries.push(entry);
             }
+            if let Some((group_entries, write, 0)) = group.take_if(|(_, _, left)| *left == 0) {
+                units.push(shared.log.append(&shared.thread_id, group_entries, Some(write)));
+            }
+        }
+        if let Some((group_entries, write, _)) = group {
+            // Cut short (the drain keeps a group in one round, so this is not expected).
+            units.push(shared.log.append(&shared.thread_id, group_entries, Some(write)));
         }
         if !entries.is_empty() {
             units.push(shared.log.append(&shared.thread_id, entries, None));
@@ -483,12 +599,17 @@ impl Round {
                 let _ = committed.send(outcome);
             }
         }
-        let count = steps.len() as u64;
+        // Steps handed on and not yet counted: counted before waiting for a release, so whoever
+        // flushes up to the steps before a held event is not kept waiting for its publisher.
+        let mut uncounted = 0;
         for (step, unit) in steps.into_iter().zip(self.unit_of) {
             match step {
                 Step::Event { seq, method, frame, own } => {
                     let released = match own.and_then(|own| own.release) {
-                        Some(release) => release.await.unwrap_or(true),
+                        Some(release) => {
+                            shared.count_handed(std::mem::take(&mut uncounted));
+                            release.await.unwrap_or(true)
+                        }
                         None => true,
                     };
                     if released && logged.get(unit).copied().unwrap_or(false) {
@@ -498,12 +619,19 @@ impl Round {
                 Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),
                 Step::EndTurn => shared.end_turn(),
             }
+            uncounted += 1;
         }
-        shared.handed.send_modify(|handed| *handed += count);
+        shared.count_handed(uncounted);
     }
 }
 
 impl Shared {
+    fn count_handed(&self, steps: u64) {
+        if steps > 0 {
+            self.handed.send_modify(|handed| *handed += steps);
+        }
+    }
+
     fn inner(&self) -> MutexGuard<'_, HubInner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }

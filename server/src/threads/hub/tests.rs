@@ -298,3 +298,49 @@ async fn an_event_whose_own_write_fails_is_never_sent_nor_logged_and_its_publish
     assert_eq!(logged, vec![1, 3]);
     store.close().await;
 }
+
+#[tokio::test]
+async fn a_turns_opening_events_commit_with_its_start_and_wait_for_its_release() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store_with_events(dir.path(), 0).await;
+    let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
+    let (starter, rx) = ready_peer(1);
+    let write = crate::store::ThreadWrite::CreateTurn(Box::new(turn_record(1))).into();
+    let (mut start, _begun) =
+        hub.start_turn(Some(&starter), write, ("m", text(1)), vec![("m", text(2)), ("m", text(3))]);
+    hub.publish("m", text(4));
+    start.committed().await.unwrap();
+    assert!(store.turn("t", 1).await.unwrap().is_some(), "the start committed");
+    // The round's units are all committed before its publishers are told, so event 4 is logged
+    // too; still nothing reaches the starter (the inline path): event 1 waits for its release,
+    // and every event after it.
+    let logged: Vec<u64> = store.events_between("t", 0, 4, 10).await.unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(logged, vec![1, 2, 3, 4], "the opening events are logged with it");
+    assert!(rx.take().is_empty(), "held until released");
+    start.release(true);
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(1, 1), (2, 2), (3, 3), (4, 4)]);
+    store.close().await;
+}
+
+#[tokio::test]
+async fn a_turn_whose_start_fails_sends_and_logs_none_of_its_opening_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let (store, hub, rx) = logged_hub_with_a_subscriber(dir.path()).await;
+    let (starter, inline) = ready_peer(2);
+    hub.begin_turn(None);
+    hub.publish("m", text(1));
+    // Finishing a turn that was never started finds no row: the unit fails.
+    let write = crate::store::ThreadWrite::FinishTurn(Box::new(turn_record(7))).into();
+    let (mut start, begun) = hub.start_turn(Some(&starter), write, ("m", text(2)), vec![("m", text(3))]);
+    assert!(start.committed().await.is_err());
+    start.release(false);
+    hub.abandon_turn(begun);
+    hub.publish("m", text(4));
+    hub.flush().await;
+    assert_eq!(drain(&rx), vec![(1, 1), (4, 4)]);
+    assert!(inline.take().is_empty(), "the failed turn's starter gets nothing inline");
+    let logged: Vec<u64> = store.events_between("t", 0, 4, 10).await.unwrap().iter().map(|e| e.seq).collect();
+    assert_eq!(logged, vec![1, 4]);
+    store.close().await;
+}
