@@ -22,6 +22,9 @@ pub struct AnnounceGate {
 pub(super) enum Held {
     /// For the thread's recipients (turn and item notifications), with its `seq`.
     Thread(u64, super::hub::Method, OutFrame),
+    /// A turn's start or end in the thread's delivery, kept in order with the notifications
+    /// around it (its starter gets what was published between them).
+    Turn(super::hub::Boundary),
     /// For every connection (`thread/runtimeChanged`, `thread/renamed`, ...).
     Workspace(String, OutFrame),
 }

@@ -165,6 +165,13 @@ struct Subscriber {
     skip_through: u64,
 }
 
+/// Where a turn starts (with the connection that started it) or ends in a thread's delivery.
+#[derive(Debug)]
+pub(super) enum Boundary {
+    Begin(Option<Arc<dyn Client>>),
+    End,
+}
+
 /// A turn boundary queued by [`EventHub::start_turn`], to undo with [`EventHub::abandon_turn`].
 #[derive(Debug)]
 #[must_use = "a turn whose start fails is abandoned"]
@@ -327,6 +334,7 @@ impl EventHub {
         for notification in held.take().unwrap_or_default() {
             match notification {
                 Held::Thread(seq, method, frame) => self.shared.deliver(seq, method, frame),
+                Held::Turn(boundary) => self.shared.apply(boundary),
                 Held::Workspace(method, frame) => {
                     connections.broadcast(&method, &frame);
                 }
@@ -616,8 +624,8 @@ impl Round {
                         shared.pass(seq, Method::Borrowed(method), frame);
                     }
                 }
-                Step::BeginTurn(starter) => shared.begin_turn(starter.as_ref()),
-                Step::EndTurn => shared.end_turn(),
+                Step::BeginTurn(starter) => shared.pass_boundary(Boundary::Begin(starter)),
+                Step::EndTurn => shared.pass_boundary(Boundary::End),
             }
             uncounted += 1;
         }
@@ -638,6 +646,21 @@ impl Shared {
 
     fn pipeline(&self) -> MutexGuard<'_, Pipeline> {
         self.pipeline.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// Applies a turn boundary, or holds it (after the events before it) while the thread is
+    /// unannounced.
+    fn pass_boundary(&self, boundary: Boundary) {
+        if let Some(Held::Turn(boundary)) = self.gate.try_hold(Held::Turn(boundary)) {
+            self.apply(boundary);
+        }
+    }
+
+    fn apply(&self, boundary: Boundary) {
+        match boundary {
+            Boundary::Begin(starter) => self.begin_turn(starter.as_ref()),
+            Boundary::End => self.end_turn(),
+        }
     }
 
     /// Delivers a committed event, or holds it while the thread is unannounced.

@@ -101,6 +101,25 @@ fn the_replay_buffer_is_bounded_in_bytes() {
 }
 
 #[tokio::test]
+async fn a_turn_that_ends_before_its_thread_is_announced_still_reaches_its_starter() {
+    let hub = EventHub::default();
+    hub.gate().hold();
+    let (starter, rx) = ready_peer(1);
+    hub.begin_turn(Some(&starter));
+    hub.publish("turn/started", text(1));
+    hub.publish("turn/completed", text(2));
+    hub.end_turn();
+    hub.flush().await;
+    assert!(rx.take().is_empty(), "nothing before the announcement");
+    hub.announce(&NoClients, "thread/started", OutFrame::from(text(0)));
+    assert_eq!(drain(&rx), vec![(1, 1), (2, 2)], "the turn's boundaries were held with its events");
+    let (late, late_rx) = ready_peer(2);
+    hub.subscribe(&late, true, None).unwrap();
+    hub.release(late.id(), Vec::new());
+    assert!(late_rx.take().is_empty(), "the turn has ended: nothing to replay");
+}
+
+#[tokio::test]
 async fn nothing_goes_out_before_the_announcement() {
     let connections = NoClients;
     let hub = EventHub::default();
