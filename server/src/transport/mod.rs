@@ -7,3 +7,4 @@ mod mcp;
 pub mod stdio;
 pub mod web;
 pub mod ws;
+mod ws_frames;

@@ -11,21 +11,20 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{Sink, SinkExt, Stream, StreamExt};
+use futures_util::{SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
-use tokio_tungstenite::tungstenite::protocol::frame::Frame;
 use tokio_tungstenite::tungstenite::protocol::frame::coding::CloseCode;
-use tokio_tungstenite::tungstenite::protocol::frame::coding::{Data, OpCode};
 use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig};
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
 use super::http::{self, RequestHead};
 use super::web;
+use super::ws_frames;
 use crate::mcp::http::McpService;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
@@ -221,6 +220,10 @@ async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpSt
     tracing::debug!(conn = %peer.id, "WebSocket client disconnected");
 }
 
+/// A client's WebSocket: tungstenite reads it and writes its control frames; its messages are
+/// written by `ws_frames`.
+type Socket = WebSocketStream<TcpStream>;
+
 struct Keepalive {
     interval: Duration,
     timeout: Duration,
@@ -241,21 +244,22 @@ enum Event {
 /// order. The loop only ever waits on the socket or on the next event, never on its own queue,
 /// so it cannot deadlock on itself; a client that stops reading stops being read (backpressure)
 /// and, once its queue fills, is closed by the broadcaster.
-async fn run_connection<S>(
+async fn run_connection(
     state: &Arc<ServerState>,
     peer: &Arc<Peer>,
-    socket: &mut S,
+    socket: &mut Socket,
     mut outgoing: mpsc::Receiver<OutFrame>,
     keepalive: Keepalive,
-) where
-    S: Stream<Item = Result<Message, WsError>> + Sink<Message, Error = WsError> + Unpin,
-{
+) {
     // Made once, not on every pass: each new wait on a token or timer registers anew.
     let closed = peer.closed().cancelled();
     let next_ping = tokio::time::sleep(keepalive.interval);
     let pong_deadline = tokio::time::sleep(keepalive.interval);
     tokio::pin!(closed, next_ping, pong_deadline);
     let mut awaiting_pong = false;
+    // Set while a write of ours is under way: still set after the loop, the stream stopped
+    // mid-frame.
+    let mut torn = false;
     loop {
         let event = tokio::select! {
             biased;
@@ -267,12 +271,15 @@ async fn run_connection<S>(
         };
         let written = match event {
             Event::Queued(None) => break,
-            Event::Queued(Some(frame)) => write_frames(closed.as_mut(), socket, &mut outgoing, Some(frame), None).await,
+            Event::Queued(Some(frame)) => {
+                write_frames(closed.as_mut(), socket, &mut torn, &mut outgoing, Some(frame), None).await
+            }
             Event::Received(Some(Ok(Message::Text(text)))) => {
                 match dispatch::handle_frame(state, peer, text.as_str()).await {
                     Some(reply) => {
                         let written =
-                            write_frames(closed.as_mut(), socket, &mut outgoing, None, Some(reply.frame)).await;
+                            write_frames(closed.as_mut(), socket, &mut torn, &mut outgoing, None, Some(reply.frame))
+                                .await;
                         // Promised work runs even when the write failed.
                         reply.after.run();
                         written
@@ -281,9 +288,7 @@ async fn run_connection<S>(
                 }
             }
             Event::Received(Some(Ok(Message::Binary(_)))) => {
-                let err = RpcError::invalid_request("binary frames are not supported; send JSON in text frames");
-                let reply = OutFrame::from(error_text(&RequestId::null(), &err));
-                write_frames(closed.as_mut(), socket, &mut outgoing, None, Some(reply)).await
+                write_frames(closed.as_mut(), socket, &mut torn, &mut outgoing, None, Some(binary_refused())).await
             }
             Event::Received(Some(Ok(Message::Pong(_)))) => {
                 awaiting_pong = false;
@@ -316,7 +321,13 @@ async fn run_connection<S>(
             break;
         }
     }
-    finish(peer, socket, outgoing).await;
+    finish(peer, socket, torn, outgoing).await;
+}
+
+/// The answer to a binary frame.
+fn binary_refused() -> OutFrame {
+    let err = RpcError::invalid_request("binary frames are not supported; send JSON in text frames");
+    OutFrame::from(error_text(&RequestId::null(), &err))
 }
 
 /// Closes the connection after a failed read: the close code says why (1009 over the size limit,
@@ -340,23 +351,23 @@ fn close_on_read_error(peer: &Peer, err: WsError) {
 }
 
 /// The end of a connection: on shutdown what was already queued still goes out; then the close
-/// frame with the reason (none when the client went away), then the socket closes.
-async fn finish<S>(peer: &Peer, socket: &mut S, mut outgoing: mpsc::Receiver<OutFrame>)
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
+/// frame with the reason (none when the client went away), then the socket closes. A stream left
+/// mid-frame (`torn`) gets nothing more: it is dropped.
+async fn finish(peer: &Peer, socket: &mut Socket, torn: bool, mut outgoing: mpsc::Receiver<OutFrame>) {
+    if torn {
+        return;
+    }
     let reason = peer.close_reason();
     if reason == Some(CloseReason::Shutdown) {
         // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
         // still goes out ahead of the close frame; a client that does not read gets 1 s.
         outgoing.close();
-        let drain = async {
-            while let Ok(frame) = outgoing.try_recv() {
-                feed(socket, frame).await?;
-            }
-            socket.flush().await
-        };
+        let mut torn = false;
+        let drain = write_queued(socket, &mut torn, &mut outgoing, None, None);
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
+        if torn {
+            return;
+        }
     }
     if let Some(reason) = reason.filter(|r| *r != CloseReason::Disconnected) {
         let frame =
@@ -364,34 +375,55 @@ where
         // The client may not be reading at all (that is why it is being closed): do not wait long.
         let _ = tokio::time::timeout(Duration::from_secs(1), socket.send(Message::Close(Some(frame)))).await;
     }
-    let _ = tokio::time::timeout(Duration::from_secs(1), socket.close()).await;
+    let _ = tokio::time::timeout(Duration::from_secs(1), SinkExt::close(socket)).await;
 }
 
-/// Writes `first`, then everything already queued, then `last`, and flushes once. Gives up
-/// (as a failed write) when the peer is closed meanwhile.
-async fn write_frames<S>(
+/// Messages written per call of [`ws_frames::write_messages`], at most.
+const MESSAGES_PER_WRITE: usize = 256;
+
+/// Writes `first`, then everything already queued, then `last` ([`write_queued`]), unless the
+/// peer is closed meanwhile (a failed write).
+async fn write_frames(
     closed: Pin<&mut WaitForCancellationFuture<'_>>,
-    socket: &mut S,
+    socket: &mut Socket,
+    torn: &mut bool,
     queue: &mut mpsc::Receiver<OutFrame>,
     first: Option<OutFrame>,
     last: Option<OutFrame>,
-) -> Result<(), WsError>
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
-    cancellable(closed, async {
-        if let Some(frame) = first {
-            feed(socket, frame).await?;
+) -> Result<(), WsError> {
+    cancellable(closed, write_queued(socket, torn, queue, first, last)).await
+}
+
+/// Writes `first`, then everything already queued, then `last`, straight to the TCP stream
+/// (`ws_frames`), after whatever tungstenite holds (a pong). `torn` is set while a write is under
+/// way, so a write that is cancelled or fails part-way leaves it set.
+async fn write_queued(
+    socket: &mut Socket,
+    torn: &mut bool,
+    queue: &mut mpsc::Receiver<OutFrame>,
+    first: Option<OutFrame>,
+    mut last: Option<OutFrame>,
+) -> Result<(), WsError> {
+    socket.flush().await?;
+    let mut batch: Vec<OutFrame> = first.into_iter().collect();
+    loop {
+        while batch.len() < MESSAGES_PER_WRITE {
+            match queue.try_recv() {
+                Ok(frame) => batch.push(frame),
+                Err(_) => break,
+            }
         }
-        while let Ok(frame) = queue.try_recv() {
-            feed(socket, frame).await?;
+        if batch.len() < MESSAGES_PER_WRITE {
+            batch.extend(last.take());
         }
-        if let Some(frame) = last {
-            feed(socket, frame).await?;
+        if batch.is_empty() {
+            return Ok(());
         }
-        socket.flush().await
-    })
-    .await
+        *torn = true;
+        ws_frames::write_messages(socket.get_mut(), &batch).await?;
+        *torn = false;
+        batch.clear();
+    }
 }
 
 /// Runs a socket write unless the peer closes first.
@@ -404,69 +436,5 @@ async fn cancellable(
         biased;
         written = &mut write => written,
         _ = closed => Err(WsError::ConnectionClosed),
-    }
-}
-
-/// Messages larger than this go out as fragments (RFC 6455 section 5.4) ...
-const FRAGMENT_ABOVE: usize = 256 * 1024;
-/// ... of about this size, each a slice of the frame's bytes: the socket's write buffer never
-/// holds (nor keeps the capacity of) a whole large reply, only a fragment at a time.
-const FRAGMENT: usize = 64 * 1024;
-
-/// Queues one outgoing frame on the socket: as one text message, or fragmented when large.
-async fn feed<S>(socket: &mut S, frame: OutFrame) -> Result<(), WsError>
-where
-    S: Sink<Message, Error = WsError> + Unpin,
-{
-    let bytes = frame.bytes().clone();
-    if bytes.len() <= FRAGMENT_ABOVE {
-        return socket.feed(text_message(frame)).await;
-    }
-    let mut start = 0;
-    while start < bytes.len() {
-        let end = fragment_end(&bytes, start);
-        let opcode = if start == 0 { OpCode::Data(Data::Text) } else { OpCode::Data(Data::Continue) };
-        let fragment = Frame::message(bytes.slice(start..end), opcode, end == bytes.len());
-        socket.feed(Message::Frame(fragment)).await?;
-        start = end;
-    }
-    Ok(())
-}
-
-/// Where the fragment starting at `start` ends: [`FRAGMENT`] bytes on, moved back to the start
-/// of a UTF-8 character so every fragment is whole text.
-fn fragment_end(bytes: &[u8], start: usize) -> usize {
-    let mut end = (start + FRAGMENT).min(bytes.len());
-    while end < bytes.len() && end > start + 1 && (bytes[end] & 0xC0) == 0x80 {
-        end -= 1;
-    }
-    end
-}
-
-fn text_message(frame: OutFrame) -> Message {
-    match Utf8Bytes::try_from(frame.bytes().clone()) {
-        Ok(text) => Message::Text(text),
-        // Frames are built from `String`s, so this cannot happen; send the bytes lossily anyway.
-        Err(_) => Message::Text(String::from_utf8_lossy(frame.bytes()).into_owned().into()),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn fragments_are_whole_utf8_and_cover_the_message() {
-        let text = "é😀a".repeat(40_000);
-        let bytes = text.as_bytes();
-        let mut start = 0;
-        let mut rebuilt = String::new();
-        while start < bytes.len() {
-            let end = fragment_end(bytes, start);
-            assert!(end > start && end - start <= FRAGMENT);
-            rebuilt.push_str(std::str::from_utf8(&bytes[start..end]).expect("a fragment splits a character"));
-            start = end;
-        }
-        assert_eq!(rebuilt, text);
     }
 }
