@@ -57,7 +57,10 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
     let reader = SqlitePoolOptions::new()
         .max_connections(4)
         .min_connections(0)
-        .connect_with(options.read_only(true))
+        // A reader's page cache is a copy of what the OS caches already: 256 KiB each (SQLite's
+        // default is 2 MiB), so a full `thread/read` does not leave megabytes behind in four
+        // connections (docs/performance.md).
+        .connect_with(options.read_only(true).pragma("cache_size", "-256"))
         .await
         .map_err(open_err)?;
     Ok(Opened { writer: Pool::Sqlite(writer), reader: Pool::Sqlite(reader), backing: Backing::File(DbFile::new(path)) })
