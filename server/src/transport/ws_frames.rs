@@ -22,6 +22,10 @@ const FRAGMENT: usize = 64 * 1024;
 /// takes up to 1,024).
 const FRAMES_PER_WRITE: usize = 256;
 
+/// Frames this small in all are copied into one buffer (freed after the write) and written as
+/// one slice.
+const COPY_BELOW: usize = 4 * 1024;
+
 const OPCODE_CONTINUATION: u8 = 0x0;
 const OPCODE_TEXT: u8 = 0x1;
 const FIN: u8 = 0x80;
@@ -109,6 +113,16 @@ where
     for message in messages {
         frames_of(message, &mut frames);
     }
+    let total: usize = frames.iter().map(Frame::len).sum();
+    if total <= COPY_BELOW {
+        // A few small frames (a reply): one contiguous write costs less than gathering them.
+        let mut bytes = Vec::with_capacity(total);
+        for frame in &frames {
+            bytes.extend_from_slice(&frame.header[..frame.header_len]);
+            bytes.extend_from_slice(&frame.payload);
+        }
+        return stream.write_all(&bytes).await;
+    }
     // The next byte to write: a frame and an offset into it.
     let (mut next, mut offset) = (0, 0);
     let mut slices = Vec::with_capacity(2 * FRAMES_PER_WRITE);
@@ -175,6 +189,9 @@ mod tests {
             .collect();
         for chunk in [7, 4096, 1 << 20] {
             assert_eq!(round_trip(&messages, chunk).await, messages, "writes of at most {chunk} bytes");
+            // A few small ones: copied into one buffer rather than gathered.
+            let small = &messages[..3];
+            assert_eq!(round_trip(small, chunk).await, small, "small messages, writes of at most {chunk} bytes");
         }
     }
 
