@@ -255,6 +255,21 @@ fn turn_record(seq: u32) -> crate::store::TurnRecord {
     }
 }
 
+/// A write that commits: thread `t`'s turn 1 starts.
+fn starting_turn_one() -> WriteOp {
+    crate::store::ThreadWrite::CreateTurn(Box::new(turn_record(1))).into()
+}
+
+/// A write whose unit fails: finishing a turn that was never started finds no row.
+fn failing_write() -> WriteOp {
+    crate::store::ThreadWrite::FinishTurn(Box::new(turn_record(7))).into()
+}
+
+/// The `seq`s of thread `t`'s logged events up to `through`.
+async fn logged_seqs(store: &crate::store::Store, through: u64) -> Vec<u64> {
+    store.events_between("t", 0, through, 10).await.unwrap().iter().map(|e| e.seq).collect()
+}
+
 /// A hub of thread `t` logging to a fresh store, and a live subscriber's frames.
 async fn logged_hub_with_a_subscriber(dir: &std::path::Path) -> (crate::store::Store, EventHub, Arc<RecordingClient>) {
     let store = store_with_events(dir, 0).await;
@@ -285,13 +300,12 @@ async fn an_event_with_its_own_write_commits_in_one_unit_and_a_held_one_waits_fo
     let dir = tempfile::tempdir().unwrap();
     let (store, hub, rx) = logged_hub_with_a_subscriber(dir.path()).await;
     hub.publish("m", text(1));
-    let write = crate::store::ThreadWrite::CreateTurn(Box::new(turn_record(1))).into();
+    let write = starting_turn_one();
     let mut held = hub.publish_with("m", text(2), write, true);
     hub.publish("m", text(3));
     held.committed().await.unwrap();
     assert!(store.turn("t", 1).await.unwrap().is_some(), "the write committed");
-    let logged: Vec<u64> = store.events_between("t", 0, 3, 10).await.unwrap().iter().map(|e| e.seq).collect();
-    assert_eq!(logged, vec![1, 2, 3], "with the event, and the events around it in order");
+    assert_eq!(logged_seqs(&store, 3).await, vec![1, 2, 3], "with the event, and the events around it in order");
     // The drain hands event 1 on and stops at the held event 2 (on this one-thread runtime it
     // yields only there), so event 1 arriving alone shows that 2 and 3 wait.
     assert_eq!(first_frames(&rx).await, vec![(1, 1)]);
@@ -306,15 +320,13 @@ async fn an_event_whose_own_write_fails_is_never_sent_nor_logged_and_its_publish
     let dir = tempfile::tempdir().unwrap();
     let (store, hub, rx) = logged_hub_with_a_subscriber(dir.path()).await;
     hub.publish("m", text(1));
-    // Finishing a turn that was never started finds no row: the unit fails.
-    let write = crate::store::ThreadWrite::FinishTurn(Box::new(turn_record(7))).into();
+    let write = failing_write();
     let mut failed = hub.publish_with("m", text(2), write, false);
     hub.publish("m", text(3));
     assert!(failed.committed().await.is_err());
     hub.flush().await;
     assert_eq!(drain(&rx), vec![(1, 1), (3, 3)]);
-    let logged: Vec<u64> = store.events_between("t", 0, 3, 10).await.unwrap().iter().map(|e| e.seq).collect();
-    assert_eq!(logged, vec![1, 3]);
+    assert_eq!(logged_seqs(&store, 3).await, vec![1, 3]);
     store.close().await;
 }
 
@@ -324,7 +336,7 @@ async fn a_turns_opening_events_commit_with_its_start_and_wait_for_its_release()
     let store = store_with_events(dir.path(), 0).await;
     let hub = EventHub::new("t", Arc::new(AnnounceGate::default()), Arc::new(store.clone()), 0);
     let (starter, rx) = ready_peer(1);
-    let write = crate::store::ThreadWrite::CreateTurn(Box::new(turn_record(1))).into();
+    let write = starting_turn_one();
     let (mut start, _begun) =
         hub.start_turn(Some(&starter), write, ("m", text(1)), vec![("m", text(2)), ("m", text(3))]);
     hub.publish("m", text(4));
@@ -333,8 +345,7 @@ async fn a_turns_opening_events_commit_with_its_start_and_wait_for_its_release()
     // The round's units are all committed before its publishers are told, so event 4 is logged
     // too; still nothing reaches the starter (the inline path): event 1 waits for its release,
     // and every event after it.
-    let logged: Vec<u64> = store.events_between("t", 0, 4, 10).await.unwrap().iter().map(|e| e.seq).collect();
-    assert_eq!(logged, vec![1, 2, 3, 4], "the opening events are logged with it");
+    assert_eq!(logged_seqs(&store, 4).await, vec![1, 2, 3, 4], "the opening events are logged with it");
     assert!(rx.take().is_empty(), "held until released");
     start.release(true);
     hub.flush().await;
@@ -349,8 +360,7 @@ async fn a_turn_whose_start_fails_sends_and_logs_none_of_its_opening_events() {
     let (starter, inline) = ready_peer(2);
     hub.begin_turn(None);
     hub.publish("m", text(1));
-    // Finishing a turn that was never started finds no row: the unit fails.
-    let write = crate::store::ThreadWrite::FinishTurn(Box::new(turn_record(7))).into();
+    let write = failing_write();
     let (mut start, begun) = hub.start_turn(Some(&starter), write, ("m", text(2)), vec![("m", text(3))]);
     assert!(start.committed().await.is_err());
     start.release(false);
@@ -359,7 +369,6 @@ async fn a_turn_whose_start_fails_sends_and_logs_none_of_its_opening_events() {
     hub.flush().await;
     assert_eq!(drain(&rx), vec![(1, 1), (4, 4)]);
     assert!(inline.take().is_empty(), "the failed turn's starter gets nothing inline");
-    let logged: Vec<u64> = store.events_between("t", 0, 4, 10).await.unwrap().iter().map(|e| e.seq).collect();
-    assert_eq!(logged, vec![1, 4]);
+    assert_eq!(logged_seqs(&store, 4).await, vec![1, 4]);
     store.close().await;
 }
