@@ -142,7 +142,9 @@ fn ports_is_a_leaf_and_only_the_store_speaks_sql() {
             assert!(crate_imports(&code).is_empty(), "ports.rs imports from the server: {:?}", crate_imports(&code));
         }
         if module_of(&file) != "store" {
-            assert!(!code.contains("sqlx"), "{file} names sqlx: only server/src/store may");
+            for driver in ["sqlx", "rusqlite"] {
+                assert!(!code.contains(driver), "{file} names {driver}: only server/src/store may");
+            }
         }
     }
 }

@@ -1,6 +1,6 @@
-//! One small executor over the two sqlx backends, so the store's SQL is written once: a statement
-//! is text with `?` (or `?N`) placeholders and a list of [`Arg`]s; on PostgreSQL the placeholders
-//! become `$N`. Rows are read through [`Row`]'s three typed getters (text, optional text, 64-bit
+//! One small executor over the two backends (sqlx for PostgreSQL and SQLite's readers, the SQLite
+//! writer's own connection), so the store's SQL is written once: a statement is text with `?` (or
+//! `?N`) placeholders and a list of [`Arg`]s; on PostgreSQL the placeholders become `$N`. Rows are read through [`Row`]'s three typed getters (text, optional text, 64-bit
 //! integer), the only column types the schema uses on either backend.
 
 use std::borrow::Cow;
@@ -9,6 +9,8 @@ use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{PgConnection, PgPool, Postgres, Row as _, Sqlite, SqliteConnection, SqlitePool};
+
+use super::sqlite::direct::{self, DirectRow};
 
 /// Which database engine a pool or connection talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -34,16 +36,6 @@ pub(super) enum Arg<'a> {
     Text(Cow<'a, str>),
     OptText(Option<Cow<'a, str>>),
     Int(i64),
-}
-
-impl Arg<'_> {
-    pub(super) fn into_owned(self) -> Arg<'static> {
-        match self {
-            Arg::Text(v) => Arg::Text(Cow::Owned(v.into_owned())),
-            Arg::OptText(v) => Arg::OptText(v.map(|v| Cow::Owned(v.into_owned()))),
-            Arg::Int(v) => Arg::Int(v),
-        }
-    }
 }
 
 impl<'a> From<&'a str> for Arg<'a> {
@@ -96,14 +88,14 @@ pub(super) struct Sql<'a> {
 }
 
 impl<'a> Sql<'a> {
-    /// The statement's text and arguments.
-    pub(super) fn into_parts(self) -> (Cow<'a, str>, Vec<Arg<'a>>) {
-        (self.text, self.args)
+    /// The statement's text.
+    pub(super) fn text(&self) -> &str {
+        &self.text
     }
 
-    /// A statement of `text` with `args` bound.
-    pub(super) fn with_args(text: String, args: Vec<Arg<'a>>) -> Sql<'a> {
-        Sql { text: Cow::Owned(text), args }
+    /// The statement's arguments, in placeholder order.
+    pub(super) fn args(&self) -> &[Arg<'a>] {
+        &self.args
     }
 }
 
@@ -186,6 +178,8 @@ pub(super) fn rewrite_placeholders(text: &str, out: &mut String, mut placeholder
 pub(super) enum Row {
     Sqlite(SqliteRow),
     Postgres(PgRow),
+    /// Read on the SQLite writer's own connection (`sqlite/direct.rs`).
+    Direct(DirectRow),
 }
 
 impl Row {
@@ -193,6 +187,7 @@ impl Row {
         match self {
             Row::Sqlite(row) => row.try_get(column),
             Row::Postgres(row) => row.try_get(column),
+            Row::Direct(row) => row.text(column),
         }
     }
 
@@ -200,6 +195,7 @@ impl Row {
         match self {
             Row::Sqlite(row) => row.try_get(column),
             Row::Postgres(row) => row.try_get(column),
+            Row::Direct(row) => row.opt_text(column),
         }
     }
 
@@ -207,6 +203,7 @@ impl Row {
         match self {
             Row::Sqlite(row) => row.try_get(column),
             Row::Postgres(row) => row.try_get(column),
+            Row::Direct(row) => row.int(column),
         }
     }
 }
@@ -264,11 +261,13 @@ impl Pool {
     }
 }
 
-/// A connection taken from a pool (the writer holds one for its whole life).
+/// A connection taken from a pool, or the SQLite writer's own (the writer holds one for its
+/// whole life).
 #[derive(Debug)]
 pub(super) enum PooledConn {
     Sqlite(PoolConnection<Sqlite>),
     Postgres(PoolConnection<Postgres>),
+    Direct(rusqlite::Connection),
 }
 
 impl PooledConn {
@@ -276,6 +275,7 @@ impl PooledConn {
         match self {
             PooledConn::Sqlite(c) => Conn::Sqlite(c),
             PooledConn::Postgres(c) => Conn::Postgres(c),
+            PooledConn::Direct(c) => Conn::Direct(c),
         }
     }
 }
@@ -284,52 +284,38 @@ impl PooledConn {
 pub(super) enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
     Postgres(&'c mut PgConnection),
-    /// Not a connection: statements are recorded into a script that runs later as one call
-    /// (see `script.rs`). Reads cannot be recorded: they mark the script unusable.
-    Script(&'c mut super::script::Script),
+    /// The SQLite writer's own connection, called on the writer's thread: each call runs to
+    /// completion before it returns (`sqlite/direct.rs`).
+    Direct(&'c mut rusqlite::Connection),
 }
 
 impl Conn<'_> {
     pub(super) fn backend(&self) -> Backend {
         match self {
-            Conn::Sqlite(_) | Conn::Script(_) => Backend::Sqlite,
+            Conn::Sqlite(_) | Conn::Direct(_) => Backend::Sqlite,
             Conn::Postgres(_) => Backend::Postgres,
         }
     }
 
-    /// Runs a statement; returns the number of rows it changed (a script cannot say: it becomes
-    /// unusable).
+    /// Runs a statement; returns the number of rows it changed.
     pub(super) async fn execute(&mut self, q: Sql<'_>) -> Result<u64, sqlx::Error> {
         Ok(match self {
             Conn::Sqlite(c) => q.sqlite().execute(&mut **c).await?.rows_affected(),
             Conn::Postgres(c) => q.postgres(&numbered(&q.text)).execute(&mut **c).await?.rows_affected(),
-            Conn::Script(script) => {
-                // A caller may act on the count, which a script only knows when it runs.
-                return Err(script.unusable());
-            }
+            Conn::Direct(c) => direct::execute(c, &q)?,
         })
     }
 
     /// Runs a statement whose result is not looked at.
     pub(super) async fn run(&mut self, q: Sql<'_>) -> Result<(), sqlx::Error> {
-        match self {
-            Conn::Script(script) => script.push(q, None),
-            _ => {
-                self.execute(q).await?;
-            }
-        }
+        self.execute(q).await?;
         Ok(())
     }
 
     /// Runs a statement that must change a row; `NotFound(what)` when it changed none.
     pub(super) async fn run_one(&mut self, q: Sql<'_>, what: &'static str) -> Result<(), super::StoreError> {
-        match self {
-            Conn::Script(script) => script.push(q, Some(what)),
-            _ => {
-                if self.execute(q).await? == 0 {
-                    return Err(super::StoreError::NotFound(what));
-                }
-            }
+        if self.execute(q).await? == 0 {
+            return Err(super::StoreError::NotFound(what));
         }
         Ok(())
     }
@@ -340,7 +326,7 @@ impl Conn<'_> {
             Conn::Postgres(c) => {
                 q.postgres(&numbered(&q.text)).fetch_all(&mut **c).await?.into_iter().map(Row::Postgres).collect()
             }
-            Conn::Script(script) => return Err(script.unusable()),
+            Conn::Direct(c) => direct::fetch_all(c, &q)?.into_iter().map(Row::Direct).collect(),
         })
     }
 
@@ -348,7 +334,9 @@ impl Conn<'_> {
         Ok(match self {
             Conn::Sqlite(c) => Row::Sqlite(q.sqlite().fetch_one(&mut **c).await?),
             Conn::Postgres(c) => Row::Postgres(q.postgres(&numbered(&q.text)).fetch_one(&mut **c).await?),
-            Conn::Script(script) => return Err(script.unusable()),
+            Conn::Direct(c) => {
+                Row::Direct(direct::fetch_all(c, &q)?.into_iter().next().ok_or(sqlx::Error::RowNotFound)?)
+            }
         })
     }
 }

@@ -15,7 +15,6 @@ mod events;
 mod leases;
 mod location;
 mod postgres;
-mod script;
 mod sqlite;
 mod threads;
 mod writer;
@@ -139,15 +138,6 @@ impl WriteOp {
         }
     }
 
-    /// Whether this unit can run as a script (`script.rs`): lease writes act on counts.
-    fn scriptable(&self) -> bool {
-        match self {
-            WriteOp::Lease(_) => false,
-            WriteOp::All(ops) => ops.iter().all(WriteOp::scriptable),
-            _ => true,
-        }
-    }
-
     /// Whether this unit writes a completed item with the event that announces it.
     fn completes_item(&self) -> bool {
         match self {
@@ -235,6 +225,8 @@ impl Backing {
 /// keeps besides.
 struct Opened {
     writer: Pool,
+    /// Where the writer task's connection comes from once the store is open.
+    writes_to: writer::WriterDb,
     reader: Pool,
     backing: Backing,
 }
@@ -296,7 +288,7 @@ impl Store {
             backing: Arc::new(opened.backing),
         };
         store.record_meta().await?;
-        tokio::spawn(writer::run(opened.writer, rx, store.faults.clone(), store.backing.clone()));
+        writer::start(opened.writes_to, rx, store.faults.clone(), store.backing.clone())?;
         Ok(store)
     }
 

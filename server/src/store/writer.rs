@@ -3,8 +3,9 @@
 //! gets its answer only after the transaction holding its write has committed, so anything the
 //! server has acknowledged survives a crash of the process. Each submitted unit runs in its own
 //! SAVEPOINT, so a unit commits whole or not at all. The same statements serve SQLite and
-//! PostgreSQL (only the `BEGIN` differs), so both backends give the same guarantees; on SQLite a
-//! unit's statements go to the database as one call (`script.rs`).
+//! PostgreSQL (only the `BEGIN` differs), so both backends give the same guarantees. On SQLite the
+//! task runs on a thread of its own with its own connection (`sqlite/direct.rs`), so a batch
+//! runs start to commit without a thread hand-off per statement.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -14,11 +15,11 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::telemetry;
 
-use sqlx::SqliteConnection;
+use std::path::PathBuf;
 
 use super::db::{Backend, Conn, Pool, PooledConn, sql};
-use super::script::{self, Lead, Script};
-use super::{Backing, StoreError, WriteOp, apply};
+use super::sqlite::direct;
+use super::{Backing, Durability, StoreError, WriteOp, apply};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -100,17 +101,62 @@ impl WriteFaults {
 
 type Batch = Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>;
 
-pub(super) async fn run(
-    pool: Pool,
+/// Where the writer's connection comes from.
+#[derive(Debug)]
+pub(super) enum WriterDb {
+    /// PostgreSQL: a connection of the writer's pool.
+    Pool(Pool),
+    /// SQLite: the writer's own connection to the file, called on the writer's thread.
+    Direct { path: PathBuf, durability: Durability },
+}
+
+impl WriterDb {
+    fn backend(&self) -> Backend {
+        match self {
+            WriterDb::Pool(pool) => pool.backend(),
+            WriterDb::Direct { .. } => Backend::Sqlite,
+        }
+    }
+
+    async fn acquire(&self) -> Result<PooledConn, sqlx::Error> {
+        match self {
+            WriterDb::Pool(pool) => pool.acquire().await,
+            WriterDb::Direct { path, durability } => Ok(PooledConn::Direct(direct::open(path, *durability)?)),
+        }
+    }
+}
+
+/// Starts the writer: a task on the runtime for a pool's connection, a thread of its own (running
+/// the same loop on the runtime's handle) for SQLite's direct connection, whose calls block.
+pub(super) fn start(
+    db: WriterDb,
+    rx: mpsc::UnboundedReceiver<WriterMessage>,
+    faults: Arc<WriteFaults>,
+    backing: Arc<Backing>,
+) -> Result<(), StoreError> {
+    if let WriterDb::Pool(_) = db {
+        tokio::spawn(run(db, rx, faults, backing));
+        return Ok(());
+    }
+    let runtime = tokio::runtime::Handle::current();
+    std::thread::Builder::new()
+        .name("store-writer".to_owned())
+        .spawn(move || runtime.block_on(run(db, rx, faults, backing)))
+        .map_err(|err| StoreError::Write(format!("cannot start the store writer's thread: {err}")))?;
+    Ok(())
+}
+
+async fn run(
+    db: WriterDb,
     mut rx: mpsc::UnboundedReceiver<WriterMessage>,
     faults: Arc<WriteFaults>,
     backing: Arc<Backing>,
 ) {
-    let backend = pool.backend();
+    let backend = db.backend();
     // The writer's connection; dropped after a failure of the transaction itself (a PostgreSQL
     // restart, a broken socket) and acquired again for the next batch, so one lost connection
     // fails the writes in flight, not every later one.
-    let mut conn = match pool.acquire().await {
+    let mut conn = match db.acquire().await {
         Ok(conn) => Some(conn),
         Err(err) => {
             tracing::error!(error = %err, "the store writer cannot get its connection");
@@ -138,7 +184,7 @@ pub(super) async fn run(
             // A database deleted or replaced under us would take the writes silently.
             if let Err(err) = backing.check() {
                 fail_batch(&mut batch, &err.to_string());
-            } else if let Some(pooled) = writer_connection(&pool, &mut conn, &mut batch).await {
+            } else if let Some(pooled) = writer_connection(&db, &mut conn, &mut batch).await {
                 if let Err(err) = commit_batch(pooled, backend, &mut batch, &faults).await {
                     tracing::warn!(error = %err, "a store transaction failed; the writer reconnects");
                     conn = None;
@@ -156,12 +202,12 @@ pub(super) async fn run(
 /// The writer's connection, acquired again when the last one was dropped; `None` (and the batch
 /// failed) when the database cannot be reached.
 async fn writer_connection<'c>(
-    pool: &Pool,
+    db: &WriterDb,
     conn: &'c mut Option<PooledConn>,
     batch: &mut Batch,
 ) -> Option<&'c mut PooledConn> {
     if conn.is_none() {
-        match pool.acquire().await {
+        match db.acquire().await {
             Ok(fresh) => *conn = Some(fresh),
             Err(err) => fail_batch(batch, &err.to_string()),
         }
@@ -184,11 +230,8 @@ async fn commit_batch(
     faults: &WriteFaults,
 ) -> Result<(), sqlx::Error> {
     let started = Instant::now();
-    let applied = match pooled {
-        PooledConn::Sqlite(conn) => apply_scripts(conn, batch, faults).await,
-        PooledConn::Postgres(_) => apply_units(&mut pooled.conn(), backend, batch, faults).await,
-    };
     let mut conn = pooled.conn();
+    let applied = apply_units(&mut conn, backend, batch, faults).await;
     let committed = match applied {
         Ok(results) => conn.execute(sql("COMMIT")).await.map(|_| results),
         Err(err) => Err(err),
@@ -221,40 +264,6 @@ async fn apply_units(
     for (op, _) in batch {
         results.push(apply_unit(conn, op, faults.take(op)).await?);
     }
-    Ok(results)
-}
-
-/// SQLite: opens the transaction and applies each unit as one call where it can be recorded as a
-/// script (see `script.rs`), else statement by statement; either way in its own savepoint.
-async fn apply_scripts(
-    conn: &mut SqliteConnection,
-    batch: &Batch,
-    faults: &WriteFaults,
-) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
-    let mut lead = Lead::begin();
-    let mut results = Vec::with_capacity(batch.len());
-    for (op, _) in batch {
-        let fault = faults.take(op);
-        let mut script = Script::default();
-        let recorded = match fault || !op.scriptable() {
-            true => None,
-            false => {
-                let recorded = apply(&mut Conn::Script(&mut script), op).await;
-                script.is_usable().then_some(recorded)
-            }
-        };
-        let result = match recorded {
-            // Refused before any statement (nothing ran, so nothing to undo).
-            Some(Err(err)) => Err(err),
-            Some(Ok(())) => script::run(conn, &mut lead, script).await?,
-            None => {
-                lead.run_alone(conn).await?;
-                apply_unit(&mut Conn::Sqlite(conn), op, fault).await?
-            }
-        };
-        results.push(result);
-    }
-    lead.open_transaction(conn).await?;
     Ok(results)
 }
 

@@ -20,6 +20,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::db::Pool;
+use super::writer::WriterDb;
 use super::{Backing, Durability, Opened, StoreError, describe};
 
 /// Longest wait for a connection (connecting included) before an operation fails.
@@ -65,5 +66,6 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bo
         .connect_with(options.options([("default_transaction_read_only", "on")]))
         .await
         .map_err(open_err)?;
-    Ok(Opened { writer: Pool::Postgres(writer), reader: Pool::Postgres(reader), backing })
+    let writer = Pool::Postgres(writer);
+    Ok(Opened { writes_to: WriterDb::Pool(writer.clone()), writer, reader: Pool::Postgres(reader), backing })
 }

@@ -1,7 +1,9 @@
 //! The SQLite backend: one file, WAL, a writer connection with `synchronous` as [`Durability`]
-//! says, a small read-only pool, and the file's identity so a database deleted or replaced under
+//! says (sqlx's for migrations and start-up, then the writer's own, `direct.rs`), a small
+//! read-only pool, and the file's identity so a database deleted or replaced under
 //! the server is noticed (`file.rs`). The schema is `migrations/sqlite/`.
 
+pub(super) mod direct;
 mod file;
 
 pub(super) use file::DbFile;
@@ -13,6 +15,7 @@ use std::time::Duration;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
 use super::db::{Pool, sql};
+use super::writer::WriterDb;
 use super::{Backing, Durability, Opened, StoreError, describe};
 
 fn synchronous(durability: Durability) -> SqliteSynchronous {
@@ -37,9 +40,7 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
         .journal_mode(SqliteJournalMode::Wal)
         .synchronous(SqliteSynchronous::Normal)
         .foreign_keys(true)
-        .busy_timeout(Duration::from_secs(5))
-        // The writer runs each unit shape as one cached multi-statement (`script.rs`).
-        .statement_cache_capacity(512);
+        .busy_timeout(Duration::from_secs(5));
     let writer = SqlitePoolOptions::new()
         .max_connections(1)
         .min_connections(1)
@@ -63,7 +64,12 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
         .connect_with(options.read_only(true).pragma("cache_size", "-256"))
         .await
         .map_err(open_err)?;
-    Ok(Opened { writer: Pool::Sqlite(writer), reader: Pool::Sqlite(reader), backing: Backing::File(DbFile::new(path)) })
+    Ok(Opened {
+        writer: Pool::Sqlite(writer),
+        writes_to: WriterDb::Direct { path: path.to_path_buf(), durability },
+        reader: Pool::Sqlite(reader),
+        backing: Backing::File(DbFile::new(path)),
+    })
 }
 
 /// Flushes the WAL into the main file (at shutdown, after the writer stopped).
