@@ -1,14 +1,15 @@
-//! The persistence floors: SQLite through sqlx with no server around it, committing the way
-//! appserver's store does — one writer task and connection, whatever has queued (up to 512
-//! units) in one transaction, each unit in its own SAVEPOINT and sent as one call (its savepoint
-//! and its statement; the previous unit's savepoint released at the start of the call, the last
-//! by `COMMIT`), each caller answered after the commit — or one commit per unit, and with
-//! `synchronous=NORMAL` or `FULL`.
+//! The persistence floors: SQLite with no server around it, committing the way appserver's store
+//! does — one writer thread calling its own connection directly (rusqlite, prepared statements
+//! cached), whatever has queued (up to 512 units) in one transaction, each unit in its own
+//! SAVEPOINT, each caller answered after the commit — or one commit per unit, and with
+//! `synchronous=NORMAL` or `FULL`; and for context the same grouping through sqlx's driver, as
+//! appserver's writer committed before this round.
 
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use sqlx::{Connection, SqliteConnection};
+use rusqlite::Connection;
+use sqlx::Connection as _;
 use tokio::sync::{mpsc, oneshot};
 
 /// How a floor commits.
@@ -18,11 +19,15 @@ pub struct Commit {
     pub max_batch: usize,
     /// `synchronous=FULL` (survives a power loss) instead of `NORMAL` (survives a process crash).
     pub full_sync: bool,
+    /// Through sqlx's SQLite driver, one call per unit, as appserver's writer did before it
+    /// called SQLite directly (for context: each call is a hand-off to sqlx's worker thread).
+    pub through_sqlx: bool,
 }
 
-pub const SAME_GROUPING: Commit = Commit { max_batch: 512, full_sync: false };
-pub const ONE_PER_UNIT: Commit = Commit { max_batch: 1, full_sync: false };
-pub const SAME_GROUPING_FULL: Commit = Commit { max_batch: 512, full_sync: true };
+pub const SAME_GROUPING: Commit = Commit { max_batch: 512, full_sync: false, through_sqlx: false };
+pub const ONE_PER_UNIT: Commit = Commit { max_batch: 1, full_sync: false, through_sqlx: false };
+pub const SAME_GROUPING_FULL: Commit = Commit { max_batch: 512, full_sync: true, through_sqlx: false };
+pub const SAME_GROUPING_SQLX: Commit = Commit { max_batch: 512, full_sync: false, through_sqlx: true };
 
 /// One unit of writes, shaped like appserver's rows.
 pub enum Unit {
@@ -33,36 +38,44 @@ pub enum Unit {
     AppLogDone { seq: usize },
 }
 
-/// A database in a temporary directory behind one group-commit writer task.
+/// A database in a temporary directory behind one group-commit writer thread.
 pub struct Floor {
     tx: mpsc::UnboundedSender<(Unit, oneshot::Sender<Result<(), String>>)>,
     _dir: tempfile::TempDir,
 }
 
-const SCHEMA: &[&str] = &[
-    "CREATE TABLE turns (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL, \
-     started_at TEXT NOT NULL, completed_at TEXT, PRIMARY KEY (thread_id, seq)) STRICT, WITHOUT ROWID",
-    "CREATE TABLE items (thread_id TEXT NOT NULL, turn_seq INTEGER NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL, \
-     PRIMARY KEY (thread_id, turn_seq, seq)) STRICT, WITHOUT ROWID",
-    "CREATE TABLE app_log (window_id TEXT NOT NULL, seq INTEGER NOT NULL, command TEXT NOT NULL, params TEXT NOT NULL, \
-     result TEXT NOT NULL, recorded_at TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (window_id, seq)) STRICT, WITHOUT ROWID",
-];
+const SCHEMA: &str = "
+    CREATE TABLE turns (thread_id TEXT NOT NULL, seq INTEGER NOT NULL, id TEXT NOT NULL, status TEXT NOT NULL,
+        started_at TEXT NOT NULL, completed_at TEXT, PRIMARY KEY (thread_id, seq)) STRICT, WITHOUT ROWID;
+    CREATE TABLE items (thread_id TEXT NOT NULL, turn_seq INTEGER NOT NULL, seq INTEGER NOT NULL, body TEXT NOT NULL,
+        PRIMARY KEY (thread_id, turn_seq, seq)) STRICT, WITHOUT ROWID;
+    CREATE TABLE app_log (window_id TEXT NOT NULL, seq INTEGER NOT NULL, command TEXT NOT NULL, params TEXT NOT NULL,
+        result TEXT NOT NULL, recorded_at TEXT NOT NULL, state TEXT NOT NULL, PRIMARY KEY (window_id, seq)) STRICT, WITHOUT ROWID;
+";
 
 const NOW: &str = "2026-11-23T12:00:00.000Z";
 
 impl Floor {
     pub async fn open(commit: Commit) -> Result<Floor> {
         let dir = tempfile::tempdir()?;
-        let url = format!("sqlite://{}?mode=rwc", dir.path().join("floor.db").display());
-        let mut conn = SqliteConnection::connect(&url).await?;
-        sqlx::query("PRAGMA journal_mode=WAL").execute(&mut conn).await?;
-        let sync = if commit.full_sync { "FULL" } else { "NORMAL" };
-        sqlx::query(&format!("PRAGMA synchronous={sync}")).execute(&mut conn).await?;
-        for statement in SCHEMA {
-            sqlx::query(statement).execute(&mut conn).await?;
-        }
+        let conn = Connection::open(dir.path().join("floor.db"))?;
+        conn.pragma_update(None, "journal_mode", "WAL")?;
+        conn.pragma_update(None, "synchronous", if commit.full_sync { "FULL" } else { "NORMAL" })?;
+        conn.execute_batch(SCHEMA)?;
         let (tx, rx) = mpsc::unbounded_channel();
-        tokio::spawn(writer(conn, rx, commit.max_batch));
+        if commit.through_sqlx {
+            drop(conn);
+            let url = format!("sqlite://{}", dir.path().join("floor.db").display());
+            let mut conn = sqlx::SqliteConnection::connect(&url).await?;
+            let sync = if commit.full_sync { "FULL" } else { "NORMAL" };
+            sqlx::query(&format!("PRAGMA synchronous={sync}")).execute(&mut conn).await?;
+            tokio::spawn(through_sqlx::writer(conn, rx, commit.max_batch));
+            return Ok(Floor { tx, _dir: dir });
+        }
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::Builder::new()
+            .name("floor-writer".to_owned())
+            .spawn(move || runtime.block_on(writer(conn, rx, commit.max_batch)))?;
         Ok(Floor { tx, _dir: dir })
     }
 
@@ -75,7 +88,7 @@ impl Floor {
 }
 
 async fn writer(
-    mut conn: SqliteConnection,
+    conn: Connection,
     mut rx: mpsc::UnboundedReceiver<(Unit, oneshot::Sender<Result<(), String>>)>,
     max_batch: usize,
 ) {
@@ -88,77 +101,124 @@ async fn writer(
                 Err(_) => break,
             }
         }
-        let result = commit(&mut conn, &batch).await.map_err(|e| e.to_string());
+        let result = commit(&conn, &batch).map_err(|e| e.to_string());
         for (_, reply) in batch.drain(..) {
             let _ = reply.send(result.clone());
         }
     }
 }
 
-async fn commit(conn: &mut SqliteConnection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
-    let mut lead = "BEGIN IMMEDIATE;";
+fn commit(conn: &Connection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
+    conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     for (unit, _) in batch {
-        apply(conn, lead, unit).await?;
-        lead = "RELEASE SAVEPOINT unit;";
+        conn.prepare_cached("SAVEPOINT unit")?.execute([])?;
+        apply(conn, unit)?;
+        conn.prepare_cached("RELEASE SAVEPOINT unit")?.execute([])?;
     }
-    sqlx::query("COMMIT").execute(&mut *conn).await?;
+    conn.prepare_cached("COMMIT")?.execute([])?;
     Ok(())
 }
 
-/// One unit as one call: `lead`, its savepoint, its statement.
-async fn apply(conn: &mut SqliteConnection, lead: &str, unit: &Unit) -> Result<()> {
-    let text = |statement: &str| format!("{lead}SAVEPOINT unit;{statement}");
-    let thread_id = |t: &usize| format!("thread_20261123_{t:06}");
-    match unit {
-        Unit::TurnStart { thread, turn } => {
-            sqlx::query(&text("INSERT INTO turns VALUES (?, ?, ?, 'running', ?, NULL)"))
-                .bind(thread_id(thread))
-                .bind(*turn as i64)
-                .bind(format!("turn_{turn:03}"))
-                .bind(NOW)
-                .execute(&mut *conn)
-                .await?;
+/// One unit's statement.
+fn apply(conn: &Connection, unit: &Unit) -> Result<()> {
+    let (text, args) = statement(unit);
+    conn.prepare_cached(text)?.execute(rusqlite::params_from_iter(args))?;
+    Ok(())
+}
+
+/// A statement's argument.
+enum Param {
+    Int(i64),
+    Text(String),
+}
+
+impl rusqlite::ToSql for Param {
+    fn to_sql(&self) -> rusqlite::Result<rusqlite::types::ToSqlOutput<'_>> {
+        match self {
+            Param::Int(n) => n.to_sql(),
+            Param::Text(text) => text.to_sql(),
         }
+    }
+}
+
+/// The statement that writes `unit`, shaped like appserver's rows, and its arguments.
+fn statement(unit: &Unit) -> (&'static str, Vec<Param>) {
+    let thread_id = |t: &usize| Param::Text(format!("thread_20261123_{t:06}"));
+    let int = |n: &usize| Param::Int(*n as i64);
+    let now = || Param::Text(NOW.to_owned());
+    match unit {
+        Unit::TurnStart { thread, turn } => (
+            "INSERT INTO turns VALUES (?, ?, ?, 'running', ?, NULL)",
+            vec![thread_id(thread), int(turn), Param::Text(format!("turn_{turn:03}")), now()],
+        ),
         Unit::Item { thread, turn, seq } => {
             let body = serde_json::json!({ "id": format!("item_{seq:03}"), "turnId": format!("turn_{turn:03}"),
                 "type": "agentMessage", "payload": { "text": "hi" }, "status": "completed", "createdAt": NOW, "completedAt": NOW })
             .to_string();
-            sqlx::query(&text("INSERT INTO items VALUES (?, ?, ?, ?)"))
-                .bind(thread_id(thread))
-                .bind(*turn as i64)
-                .bind(*seq as i64)
-                .bind(body)
-                .execute(&mut *conn)
-                .await?;
+            ("INSERT INTO items VALUES (?, ?, ?, ?)", vec![thread_id(thread), int(turn), int(seq), Param::Text(body)])
         }
-        Unit::TurnFinish { thread, turn } => {
-            sqlx::query(&text(
-                "UPDATE turns SET status = 'completed', completed_at = ? WHERE thread_id = ? AND seq = ?",
-            ))
-            .bind(NOW)
-            .bind(thread_id(thread))
-            .bind(*turn as i64)
-            .execute(&mut *conn)
-            .await?;
-        }
-        Unit::AppLogPending { seq } => {
-            sqlx::query(&text("INSERT INTO app_log VALUES ('win_0001', ?, 'setCells', ?, 'null', ?, 'pending')"))
-                .bind(*seq as i64)
-                .bind(format!(r#"{{"cells":{{"A{seq}":"1"}}}}"#))
-                .bind(NOW)
-                .execute(&mut *conn)
-                .await?;
-        }
-        Unit::AppLogDone { seq } => {
-            sqlx::query(&text("UPDATE app_log SET state = 'done', result = ?, recorded_at = ? WHERE window_id = 'win_0001' AND seq = ?"))
-                .bind(r#"{"ok":true}"#)
-                .bind(NOW)
-                .bind(*seq as i64)
-                .execute(&mut *conn)
-                .await?;
+        Unit::TurnFinish { thread, turn } => (
+            "UPDATE turns SET status = 'completed', completed_at = ? WHERE thread_id = ? AND seq = ?",
+            vec![now(), thread_id(thread), int(turn)],
+        ),
+        Unit::AppLogPending { seq } => (
+            "INSERT INTO app_log VALUES ('win_0001', ?, 'setCells', ?, 'null', ?, 'pending')",
+            vec![int(seq), Param::Text(format!(r#"{{"cells":{{"A{seq}":"1"}}}}"#)), now()],
+        ),
+        Unit::AppLogDone { seq } => (
+            "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? WHERE window_id = 'win_0001' AND seq = ?",
+            vec![Param::Text(r#"{"ok":true}"#.to_owned()), now(), int(seq)],
+        ),
+    }
+}
+
+/// The same floor through sqlx's SQLite driver: one writer task, each unit as one call (the
+/// previous unit's savepoint released at the start of the call, the last by `COMMIT`).
+mod through_sqlx {
+    use super::{Param, Unit, statement};
+    use anyhow::Result;
+    use sqlx::SqliteConnection;
+    use tokio::sync::{mpsc, oneshot};
+
+    pub(super) async fn writer(
+        mut conn: SqliteConnection,
+        mut rx: mpsc::UnboundedReceiver<(Unit, oneshot::Sender<Result<(), String>>)>,
+        max_batch: usize,
+    ) {
+        let mut batch = Vec::new();
+        while let Some(first) = rx.recv().await {
+            batch.push(first);
+            while batch.len() < max_batch {
+                match rx.try_recv() {
+                    Ok(next) => batch.push(next),
+                    Err(_) => break,
+                }
+            }
+            let result = commit(&mut conn, &batch).await.map_err(|e| e.to_string());
+            for (_, reply) in batch.drain(..) {
+                let _ = reply.send(result.clone());
+            }
         }
     }
-    Ok(())
+
+    async fn commit(conn: &mut SqliteConnection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
+        let mut lead = "BEGIN IMMEDIATE;";
+        for (unit, _) in batch {
+            let (text, args) = statement(unit);
+            let text = format!("{lead}SAVEPOINT unit;{text}");
+            let mut query = sqlx::query(&text);
+            for arg in args {
+                query = match arg {
+                    Param::Int(n) => query.bind(n),
+                    Param::Text(text) => query.bind(text),
+                };
+            }
+            query.execute(&mut *conn).await?;
+            lead = "RELEASE SAVEPOINT unit;";
+        }
+        sqlx::query("COMMIT").execute(&mut *conn).await?;
+        Ok(())
+    }
 }
 
 /// `threads` concurrent writers, each running `turns` turns of `items` items, every unit awaited
