@@ -99,6 +99,15 @@ pub trait Client: Send + Sync + fmt::Debug {
     /// Sends a notification if the client wants it; never awaits. Returns whether it was queued.
     fn notify(&self, method: &str, frame: &OutFrame) -> bool;
 
+    /// Flow control for a stream of notifications: waits, until `deadline` at most, while the
+    /// client has more than a few hundred frames queued and is still reading. Never waits for one
+    /// that is not reading (it is disconnected when its queue fills). A client without a queue
+    /// of its own never waits.
+    fn keep_up(&self, deadline: tokio::time::Instant) -> BoxFuture<'_, ()> {
+        let _ = deadline;
+        Box::pin(std::future::ready(()))
+    }
+
     /// Asks the client to approve an operation; waits at most `timeout` for the answer.
     fn ask_approval<'a>(&'a self, params: &'a ApprovalRequestParams, timeout: Duration) -> PendingAnswer<'a>;
 

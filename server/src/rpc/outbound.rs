@@ -33,6 +33,10 @@ impl Client for Peer {
         Peer::is_closed(self)
     }
 
+    fn keep_up(&self, deadline: tokio::time::Instant) -> BoxFuture<'_, ()> {
+        Box::pin(Peer::keep_up(self, deadline))
+    }
+
     fn approval_support(&self) -> bool {
         self.session.client().is_some_and(|c| c.approval_support())
     }

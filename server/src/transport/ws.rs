@@ -248,7 +248,7 @@ async fn run_connection(
     state: &Arc<ServerState>,
     peer: &Arc<Peer>,
     socket: &mut Socket,
-    mut outgoing: mpsc::Receiver<OutFrame>,
+    outgoing: mpsc::Receiver<OutFrame>,
     keepalive: Keepalive,
 ) {
     // Made once, not on every pass: each new wait on a token or timer registers anew.
@@ -257,29 +257,23 @@ async fn run_connection(
     let pong_deadline = tokio::time::sleep(keepalive.interval);
     tokio::pin!(closed, next_ping, pong_deadline);
     let mut awaiting_pong = false;
-    // Set while a write of ours is under way: still set after the loop, the stream stopped
-    // mid-frame.
-    let mut torn = false;
+    let mut out = Outgoing { queue: outgoing, peer, torn: false };
     loop {
         let event = tokio::select! {
             biased;
             _ = &mut closed => break,
-            frame = outgoing.recv() => Event::Queued(frame),
+            frame = out.queue.recv() => Event::Queued(frame),
             message = socket.next() => Event::Received(message),
             _ = &mut next_ping => Event::PingDue,
             _ = &mut pong_deadline, if awaiting_pong => Event::PongLate,
         };
         let written = match event {
             Event::Queued(None) => break,
-            Event::Queued(Some(frame)) => {
-                write_frames(closed.as_mut(), socket, &mut torn, &mut outgoing, Some(frame), None).await
-            }
+            Event::Queued(Some(frame)) => write_frames(closed.as_mut(), socket, &mut out, Some(frame), None).await,
             Event::Received(Some(Ok(Message::Text(text)))) => {
                 match dispatch::handle_frame(state, peer, text.as_str()).await {
                     Some(reply) => {
-                        let written =
-                            write_frames(closed.as_mut(), socket, &mut torn, &mut outgoing, None, Some(reply.frame))
-                                .await;
+                        let written = write_frames(closed.as_mut(), socket, &mut out, None, Some(reply.frame)).await;
                         // Promised work runs even when the write failed.
                         reply.after.run();
                         written
@@ -288,7 +282,7 @@ async fn run_connection(
                 }
             }
             Event::Received(Some(Ok(Message::Binary(_)))) => {
-                write_frames(closed.as_mut(), socket, &mut torn, &mut outgoing, None, Some(binary_refused())).await
+                write_frames(closed.as_mut(), socket, &mut out, None, Some(binary_refused())).await
             }
             Event::Received(Some(Ok(Message::Pong(_)))) => {
                 awaiting_pong = false;
@@ -321,7 +315,15 @@ async fn run_connection(
             break;
         }
     }
-    finish(peer, socket, torn, outgoing).await;
+    finish(socket, out).await;
+}
+
+/// A connection's outgoing side: its queue, the peer told when frames leave it, and whether a
+/// write of ours is under way (still set after the loop: the stream stopped mid-frame).
+struct Outgoing<'p> {
+    queue: mpsc::Receiver<OutFrame>,
+    peer: &'p Peer,
+    torn: bool,
 }
 
 /// The answer to a binary frame.
@@ -353,19 +355,18 @@ fn close_on_read_error(peer: &Peer, err: WsError) {
 /// The end of a connection: on shutdown what was already queued still goes out; then the close
 /// frame with the reason (none when the client went away), then the socket closes. A stream left
 /// mid-frame (`torn`) gets nothing more: it is dropped.
-async fn finish(peer: &Peer, socket: &mut Socket, torn: bool, mut outgoing: mpsc::Receiver<OutFrame>) {
-    if torn {
+async fn finish(socket: &mut Socket, mut out: Outgoing<'_>) {
+    if out.torn {
         return;
     }
-    let reason = peer.close_reason();
+    let reason = out.peer.close_reason();
     if reason == Some(CloseReason::Shutdown) {
         // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
         // still goes out ahead of the close frame; a client that does not read gets 1 s.
-        outgoing.close();
-        let mut torn = false;
-        let drain = write_queued(socket, &mut torn, &mut outgoing, None, None);
+        out.queue.close();
+        let drain = write_queued(socket, &mut out, None, None);
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
-        if torn {
+        if out.torn {
             return;
         }
     }
@@ -386,21 +387,19 @@ const MESSAGES_PER_WRITE: usize = 256;
 async fn write_frames(
     closed: Pin<&mut WaitForCancellationFuture<'_>>,
     socket: &mut Socket,
-    torn: &mut bool,
-    queue: &mut mpsc::Receiver<OutFrame>,
+    out: &mut Outgoing<'_>,
     first: Option<OutFrame>,
     last: Option<OutFrame>,
 ) -> Result<(), WsError> {
-    cancellable(closed, write_queued(socket, torn, queue, first, last)).await
+    cancellable(closed, write_queued(socket, out, first, last)).await
 }
 
 /// Writes `first`, then everything already queued, then `last`, straight to the TCP stream
-/// (`ws_frames`), after whatever tungstenite holds (a pong). `torn` is set while a write is under
-/// way, so a write that is cancelled or fails part-way leaves it set.
+/// (`ws_frames`), after whatever tungstenite holds (a pong). `out.torn` is set while a write is
+/// under way, so a write that is cancelled or fails part-way leaves it set.
 async fn write_queued(
     socket: &mut Socket,
-    torn: &mut bool,
-    queue: &mut mpsc::Receiver<OutFrame>,
+    out: &mut Outgoing<'_>,
     first: Option<OutFrame>,
     mut last: Option<OutFrame>,
 ) -> Result<(), WsError> {
@@ -408,20 +407,22 @@ async fn write_queued(
     let mut batch: Vec<OutFrame> = first.into_iter().collect();
     loop {
         while batch.len() < MESSAGES_PER_WRITE {
-            match queue.try_recv() {
+            match out.queue.try_recv() {
                 Ok(frame) => batch.push(frame),
                 Err(_) => break,
             }
         }
+        // Room in the queue again: a hub waiting for this client to keep up may go on.
+        out.peer.note_drained();
         if batch.len() < MESSAGES_PER_WRITE {
             batch.extend(last.take());
         }
         if batch.is_empty() {
             return Ok(());
         }
-        *torn = true;
+        out.torn = true;
         ws_frames::write_messages(socket.get_mut(), &batch).await?;
-        *torn = false;
+        out.torn = false;
         batch.clear();
     }
 }

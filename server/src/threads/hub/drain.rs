@@ -5,6 +5,7 @@ use std::collections::VecDeque;
 use std::sync::Arc;
 
 use tokio::sync::oneshot;
+use tokio::time::{Duration, Instant};
 
 use super::{Boundary, Method, Shared};
 use crate::ports::{Client, OutFrame};
@@ -19,6 +20,22 @@ const MAX_BATCH: usize = 64;
 /// only): the writer commits them together or back to back (in order), so a burst of events is
 /// not held to one commit at a time, and a burst at a subscriber stays within this many rounds.
 const ROUNDS_IN_FLIGHT: usize = 4;
+
+/// Longest one round waits for its recipients to keep up ([`keep_up`]).
+const KEEP_UP_LIMIT: Duration = Duration::from_millis(50);
+
+/// Flow control, before a round goes out: a recipient with a backlog (a few hundred frames
+/// queued), and still reading, is given until [`KEEP_UP_LIMIT`] (for the whole round) to catch up. A burst
+/// of events (a fast model stream) then waits here, once for everyone, instead of piling up in
+/// every subscriber's queue until a subscriber that is only behind for a moment is disconnected.
+/// One that is not reading is not waited for (`Client::keep_up`): its queue fills and it is
+/// disconnected, as before.
+async fn keep_up(shared: &Shared) {
+    let deadline = Instant::now() + KEEP_UP_LIMIT;
+    for client in shared.recipients() {
+        client.keep_up(deadline).await;
+    }
+}
 
 pub(super) enum Step {
     Event { seq: u64, method: &'static str, frame: OutFrame, own: Option<Box<OwnWrite>> },
@@ -166,6 +183,7 @@ impl Round {
                 let _ = committed.send(outcome);
             }
         }
+        keep_up(shared).await;
         // Steps handed on and not yet counted: counted before waiting for a release, so whoever
         // flushes up to the steps before a held event is not kept waiting for its publisher.
         let mut uncounted = 0;

@@ -426,15 +426,7 @@ impl EventHub {
     /// Everyone who receives this thread's notifications now: live subscribers and the running
     /// turn's starter, once each.
     pub fn recipients(&self) -> Vec<Arc<dyn Client>> {
-        let inner = self.shared.inner();
-        let mut out: Vec<Arc<dyn Client>> =
-            inner.subscribers.values().filter(|s| !s.peer.is_closed()).map(|s| s.peer.clone()).collect();
-        for (id, peer) in &inner.turn_listeners {
-            if !inner.subscribers.contains_key(id) && !peer.is_closed() {
-                out.push(peer.clone());
-            }
-        }
-        out
+        self.shared.recipients()
     }
 
     /// Whether any live connection receives this thread's notifications.
@@ -454,6 +446,20 @@ impl EventHub {
 }
 
 impl Shared {
+    /// Everyone who receives this thread's notifications now: live subscribers and the running
+    /// turn's starter, once each.
+    fn recipients(&self) -> Vec<Arc<dyn Client>> {
+        let inner = self.inner();
+        let mut out: Vec<Arc<dyn Client>> =
+            inner.subscribers.values().filter(|s| !s.peer.is_closed()).map(|s| s.peer.clone()).collect();
+        for (id, peer) in &inner.turn_listeners {
+            if !inner.subscribers.contains_key(id) && !peer.is_closed() {
+                out.push(peer.clone());
+            }
+        }
+        out
+    }
+
     fn count_handed(&self, steps: u64) {
         if steps > 0 {
             self.handed.send_modify(|handed| *handed += steps);
