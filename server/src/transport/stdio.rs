@@ -92,11 +92,14 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<OutFrame>, mut
             _ = peer.closed().cancelled() => None,
         };
         let Some(frame) = frame else { break };
+        // Room in the queue again: a hub waiting for this client to keep up may go on.
+        peer.note_drained();
         if write_frame(&mut out, &frame).await.is_err() {
             peer.close(CloseReason::Disconnected);
             return;
         }
         while let Ok(frame) = rx.try_recv() {
+            peer.note_drained();
             if write_frame(&mut out, &frame).await.is_err() {
                 peer.close(CloseReason::Disconnected);
                 return;
