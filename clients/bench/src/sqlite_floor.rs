@@ -40,7 +40,7 @@ pub enum Unit {
 
 /// A database in a temporary directory behind one group-commit writer thread.
 pub struct Floor {
-    tx: mpsc::UnboundedSender<(Unit, oneshot::Sender<Result<(), String>>)>,
+    tx: mpsc::UnboundedSender<Submitted>,
     _dir: tempfile::TempDir,
 }
 
@@ -87,20 +87,26 @@ impl Floor {
     }
 }
 
-async fn writer(
-    conn: Connection,
-    mut rx: mpsc::UnboundedReceiver<(Unit, oneshot::Sender<Result<(), String>>)>,
-    max_batch: usize,
-) {
-    let mut batch = Vec::new();
-    while let Some(first) = rx.recv().await {
-        batch.push(first);
-        while batch.len() < max_batch {
-            match rx.try_recv() {
-                Ok(next) => batch.push(next),
-                Err(_) => break,
-            }
+/// A unit and where its caller waits for the commit.
+type Submitted = (Unit, oneshot::Sender<Result<(), String>>);
+
+/// Waits for the next unit, then takes whatever else has queued, up to `max_batch` in all;
+/// `false` when every sender is gone.
+async fn next_batch(rx: &mut mpsc::UnboundedReceiver<Submitted>, max_batch: usize, batch: &mut Vec<Submitted>) -> bool {
+    let Some(first) = rx.recv().await else { return false };
+    batch.push(first);
+    while batch.len() < max_batch {
+        match rx.try_recv() {
+            Ok(next) => batch.push(next),
+            Err(_) => break,
         }
+    }
+    true
+}
+
+async fn writer(conn: Connection, mut rx: mpsc::UnboundedReceiver<Submitted>, max_batch: usize) {
+    let mut batch = Vec::new();
+    while next_batch(&mut rx, max_batch, &mut batch).await {
         let result = commit(&conn, &batch).map_err(|e| e.to_string());
         for (_, reply) in batch.drain(..) {
             let _ = reply.send(result.clone());
@@ -108,7 +114,7 @@ async fn writer(
     }
 }
 
-fn commit(conn: &Connection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
+fn commit(conn: &Connection, batch: &[Submitted]) -> Result<()> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     for (unit, _) in batch {
         conn.prepare_cached("SAVEPOINT unit")?.execute([])?;
@@ -175,25 +181,18 @@ fn statement(unit: &Unit) -> (&'static str, Vec<Param>) {
 /// The same floor through sqlx's SQLite driver: one writer task, each unit as one call (the
 /// previous unit's savepoint released at the start of the call, the last by `COMMIT`).
 mod through_sqlx {
-    use super::{Param, Unit, statement};
+    use super::{Param, Submitted, next_batch, statement};
     use anyhow::Result;
     use sqlx::SqliteConnection;
-    use tokio::sync::{mpsc, oneshot};
+    use tokio::sync::mpsc;
 
     pub(super) async fn writer(
         mut conn: SqliteConnection,
-        mut rx: mpsc::UnboundedReceiver<(Unit, oneshot::Sender<Result<(), String>>)>,
+        mut rx: mpsc::UnboundedReceiver<Submitted>,
         max_batch: usize,
     ) {
         let mut batch = Vec::new();
-        while let Some(first) = rx.recv().await {
-            batch.push(first);
-            while batch.len() < max_batch {
-                match rx.try_recv() {
-                    Ok(next) => batch.push(next),
-                    Err(_) => break,
-                }
-            }
+        while next_batch(&mut rx, max_batch, &mut batch).await {
             let result = commit(&mut conn, &batch).await.map_err(|e| e.to_string());
             for (_, reply) in batch.drain(..) {
                 let _ = reply.send(result.clone());
@@ -201,7 +200,7 @@ mod through_sqlx {
         }
     }
 
-    async fn commit(conn: &mut SqliteConnection, batch: &[(Unit, oneshot::Sender<Result<(), String>>)]) -> Result<()> {
+    async fn commit(conn: &mut SqliteConnection, batch: &[Submitted]) -> Result<()> {
         let mut lead = "BEGIN IMMEDIATE;";
         for (unit, _) in batch {
             let (text, args) = statement(unit);
