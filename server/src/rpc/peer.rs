@@ -109,7 +109,7 @@ pub struct Peer {
     drained: Notify,
     keeping_up_waiters: AtomicUsize,
     /// Waited for once without taking a single frame off its queue: not waited for again until
-    /// it is back under half a queue.
+    /// it is back under [`KEEP_UP_BACKLOG`].
     not_reading: AtomicBool,
 }
 

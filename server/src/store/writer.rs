@@ -7,6 +7,7 @@
 //! task runs on a thread of its own with its own connection (`sqlite/direct.rs`), so a batch
 //! runs start to commit without a thread hand-off per statement.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -14,8 +15,6 @@ use std::time::{Duration, Instant};
 use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::telemetry;
-
-use std::path::PathBuf;
 
 use super::db::{Backend, Conn, Pool, PooledConn, sql};
 use super::sqlite::direct;
