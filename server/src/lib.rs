@@ -16,6 +16,7 @@ pub mod config;
 pub mod debug;
 pub mod lock;
 pub mod mcp;
+pub mod memory;
 pub mod model;
 pub mod policy;
 pub mod ports;

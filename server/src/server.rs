@@ -113,6 +113,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
     state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
     start_cluster_tasks(&state);
     let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
     let watch =

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
 const LAYERS: &[&[&str]] = &[
-    &["clock", "ports", "policy", "telemetry"],
+    &["clock", "ports", "policy", "telemetry", "memory"],
     &["store", "debug", "channels", "cluster"],
     &["config"],
     &["model", "threads"],
@@ -35,6 +35,7 @@ const DOMAIN: &[&str] = &[
     "clock",
     "telemetry",
     "cluster",
+    "memory",
 ];
 
 const MAX_FILE_LINES: usize = 600;
@@ -145,6 +146,18 @@ fn ports_is_a_leaf_and_only_the_store_speaks_sql() {
             for driver in ["sqlx", "rusqlite"] {
                 assert!(!code.contains(driver), "{file} names {driver}: only server/src/store may");
             }
+        }
+    }
+}
+
+#[test]
+fn unsafe_code_stays_in_the_memory_module() {
+    for (file, code) in sources() {
+        if file == "memory.rs" {
+            continue;
+        }
+        for marker in ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe_code"] {
+            assert!(!code.contains(marker), "{file} has `{marker}`: only server/src/memory.rs may (malloc_trim)");
         }
     }
 }

@@ -10,6 +10,7 @@ use appserver_protocol::jsonrpc::RequestId;
 use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufReader, BufWriter};
 use tokio::sync::mpsc;
 
+use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
@@ -94,12 +95,14 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<OutFrame>, mut
         let Some(frame) = frame else { break };
         // Room in the queue again: a hub waiting for this client to keep up may go on.
         peer.note_drained();
+        let mut written = frame.bytes().len();
         if write_frame(&mut out, &frame).await.is_err() {
             peer.close(CloseReason::Disconnected);
             return;
         }
         while let Ok(frame) = rx.try_recv() {
             peer.note_drained();
+            written += frame.bytes().len();
             if write_frame(&mut out, &frame).await.is_err() {
                 peer.close(CloseReason::Disconnected);
                 return;
@@ -109,6 +112,8 @@ async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<OutFrame>, mut
             peer.close(CloseReason::Disconnected);
             return;
         }
+        // What was written is freed now: after a large burst, memory may go back to the system.
+        memory::note_written(written);
     }
     // Closing: drain what is already queued.
     rx.close();

@@ -26,6 +26,7 @@ use super::http::{self, RequestHead};
 use super::web;
 use super::ws_frames;
 use crate::mcp::http::McpService;
+use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
 use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
@@ -423,6 +424,8 @@ async fn write_queued(
         out.torn = true;
         ws_frames::write_messages(socket.get_mut(), &batch).await?;
         out.torn = false;
+        // The batch's frames are freed now: after a large one, memory may go back to the system.
+        memory::note_written(batch.iter().map(|frame| frame.bytes().len()).sum());
         batch.clear();
     }
 }

@@ -1,0 +1,137 @@
+//! Giving freed heap memory back to the operating system once a burst of output is over.
+//!
+//! glibc's allocator keeps what a thread freed in that thread's arena, and returns pages to the
+//! system only from the top of an arena. After a burst (a turn's stream to many subscribers, a
+//! large `thread/read` reply) the memory is free but stays resident, interleaved with live
+//! allocations, for as long as the process runs (docs/performance.md measured 26–130 KiB per
+//! subscriber and 7–11× a reply's size kept that way). `malloc_trim(0)` walks every arena and
+//! hands free pages back with `madvise`.
+//!
+//! A trim locks each arena in turn, so it is not run on the hot path: the transports call
+//! [`note_burst`] after writing a large batch (an atomic store, plus one wake-up per quiet
+//! period), and [`trim_after_bursts`] trims once output has been quiet for [`QUIET`] (or, under
+//! output that never pauses, once per [`MOST_DEFERRED`]), on a blocking thread.
+//!
+//! This is the crate's only `unsafe` code (the architecture test holds it to this file): the
+//! foreign call has no preconditions. On other C libraries [`trim`] does nothing.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// A batch written at once of at least this many bytes counts as a burst.
+pub const BURST_BYTES: usize = 32 * 1024;
+/// How long output must pause before the trim.
+pub const QUIET: Duration = Duration::from_millis(50);
+/// Under output that never pauses for [`QUIET`], the trim still runs this long after the burst
+/// that began the wait.
+pub const MOST_DEFERRED: Duration = Duration::from_secs(5);
+
+/// Set by a burst, cleared by the trimmer as it starts a quiet period.
+static BURST: AtomicBool = AtomicBool::new(false);
+/// Wakes the trimmer when [`BURST`] goes from clear to set.
+static WAKE: Notify = Notify::const_new();
+
+/// Records that a large amount of output was just written (its buffers are now free).
+pub fn note_burst() {
+    if !BURST.swap(true, Ordering::AcqRel) {
+        WAKE.notify_one();
+    }
+}
+
+/// Records a write of `bytes` bytes: a burst when it is at least [`BURST_BYTES`].
+pub fn note_written(bytes: usize) {
+    if bytes >= BURST_BYTES {
+        note_burst();
+    }
+}
+
+/// Trims after each burst, once output has paused, until `stop`.
+pub async fn trim_after_bursts(stop: CancellationToken) {
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = WAKE.notified() => {}
+        }
+        if !settle(&stop).await {
+            return;
+        }
+        let started = std::time::Instant::now();
+        let released = tokio::task::spawn_blocking(trim).await.unwrap_or(false);
+        tracing::debug!(released, took = ?started.elapsed(), "returned free heap memory to the system");
+    }
+}
+
+/// Waits until a whole [`QUIET`] passes with no burst, or [`MOST_DEFERRED`] in all; false when
+/// stopped meanwhile.
+async fn settle(stop: &CancellationToken) -> bool {
+    let deadline = Instant::now() + MOST_DEFERRED;
+    loop {
+        BURST.store(false, Ordering::Release);
+        tokio::select! {
+            _ = stop.cancelled() => return false,
+            _ = tokio::time::sleep(QUIET) => {}
+        }
+        if !BURST.load(Ordering::Acquire) || Instant::now() >= deadline {
+            return true;
+        }
+    }
+}
+
+/// Asks the C library to give free heap pages back to the system; true when it did.
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub fn trim() -> bool {
+    // SAFETY: `malloc_trim` takes a byte count and only reorganizes the allocator's own free
+    // memory under its own locks; it has no precondition on the caller.
+    unsafe { libc::malloc_trim(0) != 0 }
+}
+
+/// Other C libraries have no such call (musl, for one, returns freed memory by itself).
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn trim() -> bool {
+    false
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_large_write_is_a_burst() {
+        BURST.store(false, Ordering::Release);
+        note_written(BURST_BYTES - 1);
+        assert!(!BURST.load(Ordering::Acquire));
+        note_written(BURST_BYTES);
+        assert!(BURST.load(Ordering::Acquire));
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn freed_memory_goes_back_to_the_system() {
+        // Many small blocks, every other one kept: the freed ones sit between live ones, where
+        // glibc does not return them by itself.
+        let mut blocks: Vec<Vec<u8>> = (0..40_000).map(|i| vec![(i % 251) as u8; 1024]).collect();
+        let kept: Vec<Vec<u8>> = blocks.iter().step_by(64).cloned().collect();
+        blocks.clear();
+        blocks.shrink_to_fit();
+        let before = resident_kib();
+        assert!(trim(), "nothing was returned");
+        let after = resident_kib();
+        assert!(after + 10 * 1024 < before, "resident {before} KiB before the trim, {after} KiB after");
+        assert_eq!(kept.len(), 625);
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    fn resident_kib() -> u64 {
+        let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0)
+    }
+}
