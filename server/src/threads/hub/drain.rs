@@ -23,6 +23,8 @@ const ROUNDS_IN_FLIGHT: usize = 4;
 
 /// Longest one round waits for its recipients to keep up ([`keep_up`]).
 const KEEP_UP_LIMIT: Duration = Duration::from_millis(50);
+/// Room for steps the queue keeps once drained (what a few rounds take).
+const KEPT_QUEUE_ROOM: usize = MAX_BATCH * ROUNDS_IN_FLIGHT;
 
 /// Flow control, before a round goes out: a recipient with a backlog (a few hundred frames
 /// queued), and still reading, is given until [`KEEP_UP_LIMIT`] (for the whole round) to catch up. A burst
@@ -100,6 +102,9 @@ pub(super) async fn drain(shared: Arc<Shared>) {
                 let mut pipeline = shared.pipeline();
                 if pipeline.queue.is_empty() {
                     pipeline.draining = false;
+                    // A burst that outran the subscribers grew the queue: its room is not kept for
+                    // as long as the thread stays loaded.
+                    pipeline.queue.shrink_to(KEPT_QUEUE_ROOM);
                     return;
                 }
             }
