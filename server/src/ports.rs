@@ -11,6 +11,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 use std::time::Duration;
 
 use appserver_protocol::jsonrpc::ErrorObject;
@@ -49,8 +50,11 @@ impl fmt::Display for HostId {
 }
 
 /// One serialized JSON-RPC message, shared by every recipient of a broadcast. Always UTF-8.
+///
+/// One pointer wide: every connection's outgoing queue holds these, and tokio's queue keeps up
+/// to a few blocks of 32 slots after a burst, for as long as the connection lives.
 #[derive(Debug, Clone)]
-pub struct OutFrame(Bytes);
+pub struct OutFrame(Arc<Bytes>);
 
 impl OutFrame {
     pub fn bytes(&self) -> &Bytes {
@@ -60,7 +64,7 @@ impl OutFrame {
 
 impl From<String> for OutFrame {
     fn from(text: String) -> Self {
-        OutFrame(Bytes::from(text))
+        OutFrame(Arc::new(Bytes::from(text)))
     }
 }
 
