@@ -191,6 +191,15 @@ impl Row {
         }
     }
 
+    /// A text column, borrowed from the row.
+    pub(super) fn str(&self, column: &str) -> Result<&str, sqlx::Error> {
+        match self {
+            Row::Sqlite(row) => row.try_get(column),
+            Row::Postgres(row) => row.try_get(column),
+            Row::Direct(row) => row.str(column),
+        }
+    }
+
     pub(super) fn opt_text(&self, column: &str) -> Result<Option<String>, sqlx::Error> {
         match self {
             Row::Sqlite(row) => row.try_get(column),
@@ -244,6 +253,32 @@ impl Pool {
                 q.postgres(&numbered(&q.text)).fetch_all(pool).await?.into_iter().map(Row::Postgres).collect()
             }
         })
+    }
+
+    /// Runs a query and hands each row to `each` as it arrives, so the rows are never all held at
+    /// once (the driver buffers a bounded number ahead).
+    pub(super) async fn for_each_row<E: From<sqlx::Error>>(
+        &self,
+        q: Sql<'_>,
+        mut each: impl FnMut(Row) -> Result<(), E>,
+    ) -> Result<(), E> {
+        use futures_util::TryStreamExt;
+        match self {
+            Pool::Sqlite(pool) => {
+                let mut rows = q.sqlite().fetch(pool);
+                while let Some(row) = rows.try_next().await? {
+                    each(Row::Sqlite(row))?;
+                }
+            }
+            Pool::Postgres(pool) => {
+                let text = numbered(&q.text);
+                let mut rows = q.postgres(&text).fetch(pool);
+                while let Some(row) = rows.try_next().await? {
+                    each(Row::Postgres(row))?;
+                }
+            }
+        }
+        Ok(())
     }
 
     pub(super) async fn fetch_optional(&self, q: Sql<'_>) -> Result<Option<Row>, sqlx::Error> {

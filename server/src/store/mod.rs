@@ -23,7 +23,7 @@ pub use apps::{AppWrite, WindowRecord};
 pub use events::{EventWrite, StoredEvent};
 pub use leases::LeaseClaim;
 pub use location::StoreLocation;
-pub use threads::{ItemBody, ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
+pub use threads::{ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
 pub use writer::FaultKind;
 
 use std::path::PathBuf;

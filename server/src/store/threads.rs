@@ -59,14 +59,6 @@ pub fn parse_seq(id: &str, prefix: &str) -> Option<u32> {
 }
 
 /// The identity filter of `thread/list`.
-/// A stored item as its JSON text.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ItemBody {
-    pub turn_seq: u32,
-    pub seq: u32,
-    pub body: String,
-}
-
 #[derive(Debug, Clone, Default)]
 pub struct ThreadQuery {
     pub workspace_path: String,
@@ -234,10 +226,15 @@ impl Store {
         let limit = limit.map_or(i64::MAX, |l| i64::from(l) + 1);
         let text =
             format!("SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ? AND seq < ? ORDER BY seq DESC LIMIT ?");
-        let rows = self.reader.fetch_all(sql(text).bind(thread_id).bind(before).bind(limit)).await?;
-        let more = i64::try_from(rows.len()).unwrap_or(i64::MAX) == limit;
-        let keep = if more { rows.len() - 1 } else { rows.len() };
-        let mut turns = rows.iter().take(keep).map(turn_from_row).collect::<Result<Vec<_>, _>>()?;
+        // Streamed: each row becomes a record as it arrives, so a long thread's rows are never
+        // all held beside its records.
+        let mut turns = Vec::new();
+        let query = sql(text).bind(thread_id).bind(before).bind(limit);
+        self.reader.for_each_row(query, |row| turn_from_row(&row).map(|turn| turns.push(turn))).await?;
+        let more = i64::try_from(turns.len()).unwrap_or(i64::MAX) == limit;
+        if more {
+            turns.pop();
+        }
         turns.reverse();
         Ok((turns, more))
     }
@@ -264,28 +261,21 @@ impl Store {
             .collect()
     }
 
-    /// One page of stored item bodies — their JSON text, not parsed — of the turns `from..=to`,
-    /// in order, starting after `after` (turn sequence number, item sequence number).
-    pub async fn item_bodies(
+    /// The stored item bodies — their JSON text, not parsed — of the turns `from..=to`, in
+    /// order, each handed to `each` with its turn's sequence number as the rows arrive: one query,
+    /// and never more than a few rows held at once.
+    pub async fn for_each_item_body(
         &self,
         thread_id: &str,
         (from, to): (u32, u32),
-        after: (u32, u32),
-        limit: u32,
-    ) -> Result<Vec<ItemBody>, StoreError> {
-        let text = "SELECT turn_seq, seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? \
-                    AND (turn_seq, seq) > (?, ?) ORDER BY turn_seq, seq LIMIT ?";
-        let query = sql(text).bind(thread_id).bind(from).bind(to).bind(after.0).bind(after.1).bind(limit);
-        let rows = self.reader.fetch_all(query).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(ItemBody {
-                    turn_seq: u32::try_from(row.int("turn_seq")?).unwrap_or(0),
-                    seq: u32::try_from(row.int("seq")?).unwrap_or(0),
-                    body: row.text("body")?,
-                })
-            })
-            .collect()
+        mut each: impl FnMut(u32, &str) -> Result<(), StoreError>,
+    ) -> Result<(), StoreError> {
+        let text = "SELECT turn_seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? \
+                    ORDER BY turn_seq, seq";
+        let query = sql(text).bind(thread_id).bind(from).bind(to);
+        self.reader
+            .for_each_row(query, |row| each(u32::try_from(row.int("turn_seq")?).unwrap_or(0), row.str("body")?))
+            .await
     }
 
     /// The total length in characters of the stored item bodies of the turns `from..=to`: a size

@@ -108,8 +108,6 @@ pub struct StoredTurns {
     body_length: u64,
 }
 
-/// Item bodies read per query while writing [`StoredTurns`].
-const ITEM_PAGE: u32 = 1000;
 /// Room allowed per turn for its own fields when sizing a reply.
 const TURN_OVERHEAD: usize = 512;
 
@@ -140,48 +138,76 @@ impl StoredTurns {
     }
 
     /// Appends the turns as JSON array elements (comma-separated, no brackets), each turn's items
-    /// spliced in as stored, read [`ITEM_PAGE`] at a time.
+    /// spliced in as stored, as the store's rows arrive: the reply is the only copy held.
     pub async fn write_json(&self, store: &Store, out: &mut String) -> Result<(), StoreError> {
         let (Some(first), Some(last)) = (self.records.first(), self.records.last()) else { return Ok(()) };
-        let range = (first.seq, last.seq);
-        let mut page = std::collections::VecDeque::new();
-        let mut after = (0, 0);
-        let mut exhausted = false;
-        for (n, record) in self.records.iter().enumerate() {
-            if n > 0 {
-                out.push(',');
+        let mut splice = Splice { records: &self.records, open: None, first_item: true, out };
+        store
+            .for_each_item_body(&self.thread_id, (first.seq, last.seq), |turn_seq, body| splice.item(turn_seq, body))
+            .await?;
+        splice.finish()
+    }
+}
+
+/// Writes turns around their items as the items arrive in (turn, item) order.
+struct Splice<'a> {
+    records: &'a [TurnRecord],
+    /// The turn being written (its head is out, its tail is not) and its tail.
+    open: Option<(usize, String)>,
+    /// No item of the open turn is out yet.
+    first_item: bool,
+    out: &'a mut String,
+}
+
+impl Splice<'_> {
+    /// Writes an item of turn `turn_seq`, first closing the turns before it and opening its own.
+    /// An item of a turn not among the records is left out.
+    fn item(&mut self, turn_seq: u32, body: &str) -> Result<(), StoreError> {
+        loop {
+            let next = match &self.open {
+                None => 0,
+                Some((n, _)) if self.records[*n].seq < turn_seq => n + 1,
+                Some((n, _)) if self.records[*n].seq == turn_seq => break,
+                Some(_) => return Ok(()),
+            };
+            if next == self.records.len() {
+                return Ok(());
             }
-            let text =
-                serde_json::to_string(&turn(record, Vec::new())).map_err(|e| StoreError::Corrupt(e.to_string()))?;
-            let (head, tail) = split_at_items(&text)?;
-            out.push_str(head);
-            let mut first_item = true;
-            loop {
-                if page.is_empty() && !exhausted {
-                    let next = store.item_bodies(&self.thread_id, range, after, ITEM_PAGE).await?;
-                    exhausted = next.len() < ITEM_PAGE as usize;
-                    if let Some(last) = next.last() {
-                        after = (last.turn_seq, last.seq);
-                    }
-                    page.extend(next);
-                }
-                match page.front() {
-                    Some(item) if item.turn_seq < record.seq => {
-                        page.pop_front();
-                    }
-                    Some(item) if item.turn_seq == record.seq => {
-                        if !first_item {
-                            out.push(',');
-                        }
-                        first_item = false;
-                        if let Some(item) = page.pop_front() {
-                            out.push_str(&item.body);
-                        }
-                    }
-                    _ => break,
-                }
-            }
-            out.push_str(tail);
+            self.open_turn(next)?;
+        }
+        if !self.first_item {
+            self.out.push(',');
+        }
+        self.first_item = false;
+        self.out.push_str(body);
+        Ok(())
+    }
+
+    /// Closes the open turn, if any, and writes turn `n`'s head.
+    fn open_turn(&mut self, n: usize) -> Result<(), StoreError> {
+        if let Some((_, tail)) = self.open.take() {
+            self.out.push_str(&tail);
+        }
+        if n > 0 {
+            self.out.push(',');
+        }
+        let text = serde_json::to_string(&turn(&self.records[n], Vec::new()))
+            .map_err(|e| StoreError::Corrupt(e.to_string()))?;
+        let (head, tail) = split_at_items(&text)?;
+        self.out.push_str(head);
+        self.open = Some((n, tail.to_owned()));
+        self.first_item = true;
+        Ok(())
+    }
+
+    /// Writes the turns after the last item, then closes the last.
+    fn finish(mut self) -> Result<(), StoreError> {
+        let from = self.open.as_ref().map_or(0, |(n, _)| n + 1);
+        for n in from..self.records.len() {
+            self.open_turn(n)?;
+        }
+        if let Some((_, tail)) = self.open.take() {
+            self.out.push_str(&tail);
         }
         Ok(())
     }
@@ -195,4 +221,63 @@ fn split_at_items(text: &str) -> Result<(&str, &str), StoreError> {
     let at = text.find(MARKER).ok_or_else(|| StoreError::Corrupt("a turn serialized without its items".into()))?;
     let split = at + MARKER.len() - 1;
     Ok((&text[..split], &text[split..]))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use appserver_protocol::TurnStatus;
+
+    fn record(seq: u32) -> TurnRecord {
+        TurnRecord {
+            thread_id: "thread_1".into(),
+            seq,
+            id: crate::store::turn_id(seq),
+            status: TurnStatus::Completed,
+            started_at: "2026-01-01T00:00:00Z".into(),
+            completed_at: None,
+            error: None,
+            token_usage: None,
+            origin_channel: None,
+            initiator: None,
+        }
+    }
+
+    /// The turns' ids and each turn's items, read back from the spliced JSON.
+    fn spliced(records: &[TurnRecord], items: &[(u32, &str)]) -> Vec<(String, Vec<serde_json::Value>)> {
+        let mut out = String::from("[");
+        let mut splice = Splice { records, open: None, first_item: true, out: &mut out };
+        for (turn_seq, body) in items {
+            splice.item(*turn_seq, body).expect("item");
+        }
+        splice.finish().expect("finish");
+        out.push(']');
+        let turns: Vec<serde_json::Value> = serde_json::from_str(&out).expect("valid JSON");
+        turns
+            .iter()
+            .map(|t| (t["id"].as_str().unwrap_or("").to_owned(), t["items"].as_array().cloned().unwrap_or_default()))
+            .collect()
+    }
+
+    #[test]
+    fn items_land_in_their_turns_and_empty_turns_stay_whole() {
+        let records = [record(2), record(3), record(5), record(6)];
+        let items = [(1, r#"{"n":0}"#), (2, r#"{"n":1}"#), (2, r#"{"n":2}"#), (4, r#"{"n":3}"#), (5, r#"{"n":4}"#)];
+        let turns = spliced(&records, &items);
+        let ids: Vec<&str> = turns.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["turn_002", "turn_003", "turn_005", "turn_006"]);
+        let counts: Vec<Vec<i64>> =
+            turns.iter().map(|(_, items)| items.iter().filter_map(|i| i["n"].as_i64()).collect()).collect();
+        // Item 0 (turn 1) and item 3 (turn 4) belong to no listed turn and are left out.
+        assert_eq!(counts, vec![vec![1, 2], vec![], vec![4], vec![]]);
+    }
+
+    #[test]
+    fn turns_with_no_items_at_all_are_written() {
+        let records = [record(1), record(2)];
+        let turns = spliced(&records, &[]);
+        assert_eq!(turns.len(), 2);
+        assert!(turns.iter().all(|(_, items)| items.is_empty()));
+        assert_eq!(spliced(&records, &[(3, r#"{"n":9}"#)]).len(), 2);
+    }
 }

@@ -101,8 +101,12 @@ impl DirectRow {
     }
 
     pub(in crate::store) fn text(&self, column: &str) -> Result<String, sqlx::Error> {
+        self.str(column).map(str::to_owned)
+    }
+
+    pub(in crate::store) fn str(&self, column: &str) -> Result<&str, sqlx::Error> {
         match self.value(column)? {
-            Value::Text(text) => Ok(text.clone()),
+            Value::Text(text) => Ok(text),
             other => Err(decode(column, other)),
         }
     }
