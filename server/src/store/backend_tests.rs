@@ -40,6 +40,34 @@ impl Databases {
     }
 }
 
+/// Every await of a test is bounded.
+pub(super) async fn within<T>(what: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(std::time::Duration::from_secs(20), what).await.expect("a store call stalled")
+}
+
+/// The store at `location`, opened (and migrated).
+pub(super) async fn open_at(location: &StoreLocation) -> Store {
+    within(Store::open(location, Durability::Normal)).await.unwrap()
+}
+
+/// A second connection to the store's database, as another instance (or an older server) would
+/// have.
+pub(super) async fn other_connection(location: &StoreLocation) -> db::Pool {
+    match location {
+        StoreLocation::Sqlite(path) => {
+            let options = sqlx::sqlite::SqliteConnectOptions::new()
+                .filename(path)
+                .busy_timeout(std::time::Duration::from_secs(10));
+            let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options);
+            db::Pool::Sqlite(within(pool).await.unwrap())
+        }
+        StoreLocation::Postgres(url) => {
+            let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(url);
+            db::Pool::Postgres(within(pool).await.unwrap())
+        }
+    }
+}
+
 pub(super) fn thread_record(id: &str) -> ThreadRecord {
     ThreadRecord {
         id: id.to_owned(),

@@ -2,24 +2,14 @@
 //! `APPSERVER_TEST_POSTGRES` names a server, see `postgres/testdb.rs`): acquire, held by, renew,
 //! expire, release, take-over with its failed turns, and claims racing for one free lease.
 
-use std::future::Future;
 use std::time::Duration;
 
 use appserver_protocol::TurnStatus;
 
-use super::super::backend_tests::{Databases, thread_record, turn_record};
-use super::super::db::{Pool, sql};
-use super::super::{Durability, StoreLocation, ThreadWrite, turn_id};
+use super::super::backend_tests::{Databases, open_at as open, other_connection, thread_record, turn_record, within};
+use super::super::db::sql;
+use super::super::{StoreLocation, ThreadWrite, turn_id};
 use super::*;
-
-/// Every await of a test is bounded.
-async fn within<T>(what: impl Future<Output = T>) -> T {
-    tokio::time::timeout(Duration::from_secs(20), what).await.expect("a store call stalled")
-}
-
-async fn open(location: &StoreLocation) -> Store {
-    within(Store::open(location, Durability::Normal)).await.unwrap()
-}
 
 fn acquired(expires_at_ms: i64) -> LeaseClaim {
     LeaseClaim::Acquired { expires_at_ms }
@@ -136,22 +126,6 @@ async fn until_a_session_waits_for_a_lock(store: &Store) {
          WHERE datname = current_database() AND wait_event_type = 'Lock'";
     while store.reader.fetch_optional(sql(text)).await.unwrap().map(|row| row.int("waiting").unwrap()) == Some(0) {
         tokio::time::sleep(Duration::from_millis(10)).await;
-    }
-}
-
-/// A second connection to the store's database, as another instance would have.
-async fn other_connection(location: &StoreLocation) -> Pool {
-    match location {
-        StoreLocation::Sqlite(path) => {
-            let options =
-                sqlx::sqlite::SqliteConnectOptions::new().filename(path).busy_timeout(Duration::from_secs(10));
-            let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options);
-            Pool::Sqlite(within(pool).await.unwrap())
-        }
-        StoreLocation::Postgres(url) => {
-            let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(url);
-            Pool::Postgres(within(pool).await.unwrap())
-        }
     }
 }
 
