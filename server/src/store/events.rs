@@ -1,6 +1,7 @@
 //! The thread event log: each thread's notifications, numbered per thread (`seq`), kept so a
-//! client (or another instance) can catch up after the last event it saw. Older turns' events are
-//! pruned; turns and items stay the thread's record.
+//! client (or another instance) can catch up after the last event it saw. Stored a run of
+//! consecutive events to a row (`thread_event_runs`). Older turns' events are pruned; turns and
+//! items stay the thread's record.
 
 use super::db::{Conn, Sql, sql};
 use super::{Store, StoreError};
@@ -31,33 +32,74 @@ fn to_u64(seq: i64) -> u64 {
     u64::try_from(seq).unwrap_or(0)
 }
 
-/// Rows one `INSERT` writes: a drain round's events (at most 64) go in one statement, since every
-/// statement is a round trip to the database's worker thread (SQLite) or server (PostgreSQL).
-const ROWS_PER_INSERT: usize = 64;
+/// Splits a thread's events (in order) into runs to store one row each: consecutive numbers,
+/// and no event whose text has a newline shares a row (a run's texts are one per line).
+fn runs<'e>(events: &'e [(u64, &'static str, bytes::Bytes)]) -> Vec<&'e [(u64, &'static str, bytes::Bytes)]> {
+    let alone = |body: &bytes::Bytes| body.contains(&b'\n');
+    let mut runs = Vec::new();
+    let mut start = 0;
+    for i in 1..=events.len() {
+        let split =
+            i == events.len() || events[i].0 != events[i - 1].0 + 1 || alone(&events[i].2) || alone(&events[i - 1].2);
+        if split {
+            runs.push(&events[start..i]);
+            start = i;
+        }
+    }
+    runs
+}
 
-/// One multi-row `INSERT` of `rows` (4 parameters a row: far below either backend's limit).
-fn insert_rows<'a>(thread_id: &'a str, rows: &'a [(u64, &'static str, bytes::Bytes)]) -> Result<Sql<'a>, StoreError> {
-    let mut text = String::from("INSERT INTO thread_events (thread_id, seq, method, body) VALUES ");
-    for i in 0..rows.len() {
-        text.push_str(if i == 0 { "(?,?,?,?)" } else { ",(?,?,?,?)" });
+/// The `INSERT` of one run of events.
+fn insert_run<'a>(thread_id: &'a str, run: &[(u64, &'static str, bytes::Bytes)]) -> Result<Sql<'a>, StoreError> {
+    let (Some(first), Some(last)) = (run.first(), run.last()) else {
+        return Err(StoreError::Write("an empty run of events".into()));
+    };
+    let mut methods = String::new();
+    let mut bodies = String::with_capacity(run.iter().map(|(_, _, body)| body.len() + 1).sum());
+    for (n, (seq, method, body)) in run.iter().enumerate() {
+        if n > 0 {
+            methods.push('\n');
+            bodies.push('\n');
+        }
+        methods.push_str(method);
+        bodies.push_str(std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?);
     }
-    let mut statement = sql(text);
-    for (seq, method, body) in rows {
-        let body = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
-        statement = statement.bind(thread_id).bind(to_i64(*seq)).bind(*method).bind(body);
+    let text = "INSERT INTO thread_event_runs (thread_id, first_seq, last_seq, methods, bodies) VALUES (?, ?, ?, ?, ?)";
+    Ok(sql(text).bind(thread_id).bind(to_i64(first.0)).bind(to_i64(last.0)).bind(methods).bind(bodies))
+}
+
+/// The events of a stored run, in order: `first_seq`, then one per line (one event when the run
+/// has one, whatever its text holds).
+fn split_run(first_seq: u64, last_seq: u64, methods: &str, bodies: &str) -> Result<Vec<StoredEvent>, StoreError> {
+    if first_seq == last_seq {
+        return Ok(vec![StoredEvent { seq: first_seq, method: methods.to_owned(), body: bodies.to_owned() }]);
     }
-    Ok(statement)
+    let events: Vec<StoredEvent> = methods
+        .split('\n')
+        .zip(bodies.split('\n'))
+        .zip(first_seq..)
+        .map(|((method, body), seq)| StoredEvent { seq, method: method.to_owned(), body: body.to_owned() })
+        .collect();
+    let whole = u64::try_from(events.len()).ok() == last_seq.checked_sub(first_seq).map(|n| n + 1)
+        && methods.split('\n').count() == bodies.split('\n').count();
+    if !whole {
+        return Err(StoreError::Corrupt(format!(
+            "the logged events {first_seq}..={last_seq} do not match their texts"
+        )));
+    }
+    Ok(events)
 }
 
 pub(super) async fn apply(conn: &mut Conn<'_>, op: &EventWrite) -> Result<(), StoreError> {
     match op {
         EventWrite::Append { thread_id, events } => {
-            for rows in events.chunks(ROWS_PER_INSERT) {
-                conn.run(insert_rows(thread_id, rows)?).await?;
+            for run in runs(events) {
+                conn.run(insert_run(thread_id, run)?).await?;
             }
         }
         EventWrite::Prune { thread_id, below_seq } => {
-            let text = "DELETE FROM thread_events WHERE thread_id = ? AND seq < ?";
+            // A run reaching `below_seq` stays whole.
+            let text = "DELETE FROM thread_event_runs WHERE thread_id = ? AND last_seq < ?";
             conn.run(sql(text).bind(thread_id).bind(to_i64(*below_seq))).await?;
         }
     }
@@ -74,21 +116,68 @@ impl Store {
         through: u64,
         limit: u32,
     ) -> Result<Vec<StoredEvent>, StoreError> {
-        let text = "SELECT seq, method, body FROM thread_events WHERE thread_id = ? AND seq > ? AND seq <= ? \
-             ORDER BY seq LIMIT ?";
+        let text = "SELECT first_seq, last_seq, methods, bodies FROM thread_event_runs \
+                    WHERE thread_id = ? AND last_seq > ? AND first_seq <= ? ORDER BY last_seq LIMIT ?";
+        // Every run holds at least one event: `limit` runs are enough.
         let q = sql(text).bind(thread_id).bind(to_i64(after)).bind(to_i64(through)).bind(limit);
-        let rows = self.reader.fetch_all(q).await?;
-        rows.iter()
-            .map(|row| {
-                Ok(StoredEvent { seq: to_u64(row.int("seq")?), method: row.text("method")?, body: row.text("body")? })
+        let limit = usize::try_from(limit).unwrap_or(usize::MAX);
+        let mut events = Vec::new();
+        self.reader
+            .for_each_row(q, |row| {
+                if events.len() >= limit {
+                    return Ok::<(), StoreError>(());
+                }
+                let (first, last) = (to_u64(row.int("first_seq")?), to_u64(row.int("last_seq")?));
+                let run = split_run(first, last, row.str("methods")?, row.str("bodies")?)?;
+                let wanted = run.into_iter().filter(|e| e.seq > after && e.seq <= through);
+                events.extend(wanted.take(limit - events.len()));
+                Ok(())
             })
-            .collect()
+            .await?;
+        Ok(events)
     }
 
     /// The number of the thread's last logged event (0 when it has none).
     pub async fn last_event_seq(&self, thread_id: &str) -> Result<u64, StoreError> {
-        let text = "SELECT COALESCE(MAX(seq), 0) AS last FROM thread_events WHERE thread_id = ?";
+        let text = "SELECT COALESCE(MAX(last_seq), 0) AS last FROM thread_event_runs WHERE thread_id = ?";
         let row = self.reader.fetch_optional(sql(text).bind(thread_id)).await?;
         Ok(row.map(|row| row.int("last")).transpose()?.map_or(0, to_u64))
+    }
+}
+
+#[cfg(test)]
+#[path = "event_tests.rs"]
+mod backend_tests;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    fn event(seq: u64, body: &str) -> (u64, &'static str, Bytes) {
+        (seq, "item/agentMessage/delta", Bytes::from(body.to_owned()))
+    }
+
+    #[test]
+    fn consecutive_events_share_a_run_and_a_gap_or_a_newline_starts_another() {
+        let events = [event(3, "a"), event(4, "b"), event(6, "c"), event(7, "d\ne"), event(8, "f"), event(9, "g")];
+        let seqs: Vec<Vec<u64>> = runs(&events).iter().map(|run| run.iter().map(|e| e.0).collect()).collect();
+        assert_eq!(seqs, vec![vec![3, 4], vec![6], vec![7], vec![8, 9]]);
+    }
+
+    #[test]
+    fn a_run_reads_back_as_its_events() {
+        let events = [event(5, r#"{"a":1}"#), event(6, r#"{"b":"x\\ny"}"#), event(7, "{}")];
+        let insert = insert_run("t", &events).expect("insert");
+        assert!(insert.text().starts_with("INSERT INTO thread_event_runs"));
+        let read = split_run(5, 7, "m1\nm2\nm3", "{\"a\":1}\n{}\n[]").expect("split");
+        let seqs: Vec<u64> = read.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, [5, 6, 7]);
+        assert_eq!((read[1].method.as_str(), read[1].body.as_str()), ("m2", "{}"));
+        // One event: its text whole, newlines and all.
+        let alone = split_run(9, 9, "m", "line one\nline two").expect("alone");
+        assert_eq!(alone[0].body, "line one\nline two");
+        // Texts that do not match the run's numbers are refused.
+        assert!(split_run(5, 8, "m1\nm2", "{}\n{}").is_err());
     }
 }
