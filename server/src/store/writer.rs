@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::telemetry;
 
 use super::db::{Backend, Conn, Pool, PooledConn, sql};
+use super::sqlite::checkpoint::Checkpointer;
 use super::sqlite::direct;
 use super::{Backing, Durability, StoreError, WriteOp, apply};
 
@@ -163,6 +164,16 @@ async fn run(
             return;
         }
     };
+    let checkpoints = match &db {
+        WriterDb::Direct { path, .. } => match Checkpointer::start(path) {
+            Ok(checkpointer) => Some(checkpointer),
+            Err(err) => {
+                tracing::warn!(error = %err, "checkpoints stay in the writer's commits");
+                None
+            }
+        },
+        WriterDb::Pool(_) => None,
+    };
     let mut batch: Batch = Vec::new();
     let mut stop: Option<oneshot::Sender<()>> = None;
     while let Some(first) = rx.recv().await {
@@ -187,6 +198,9 @@ async fn run(
                 if let Err(err) = commit_batch(pooled, backend, &mut batch, &faults).await {
                     tracing::warn!(error = %err, "a store transaction failed; the writer reconnects");
                     conn = None;
+                }
+                if let Some(checkpoints) = &checkpoints {
+                    checkpoints.note_commit();
                 }
             }
         }

@@ -31,6 +31,8 @@ pub(in crate::store) fn open(path: &Path, durability: Durability) -> Result<Conn
         Durability::Full => "FULL",
     };
     conn.pragma_update(None, "synchronous", sync).map_err(error)?;
+    // Checkpoints run on their own thread (`checkpoint.rs`); the writer's own is the backstop.
+    conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::BACKSTOP_PAGES).map_err(error)?;
     conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
     Ok(conn)
 }

@@ -3,6 +3,7 @@
 //! read-only pool, and the file's identity so a database deleted or replaced under
 //! the server is noticed (`file.rs`). The schema is `migrations/sqlite/`.
 
+pub(super) mod checkpoint;
 pub(super) mod direct;
 mod file;
 
