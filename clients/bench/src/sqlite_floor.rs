@@ -72,10 +72,14 @@ impl Floor {
             tokio::spawn(through_sqlx::writer(conn, rx, commit.max_batch));
             return Ok(Floor { tx, _dir: dir });
         }
+        // Checkpoints as appserver's store runs them: a PASSIVE one on a connection and thread of
+        // their own at most every 100 ms after commits, the writer's own only past 16,384 pages.
+        conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
+        let checkpoints = checkpointer(Connection::open(dir.path().join("floor.db"))?)?;
         let runtime = tokio::runtime::Handle::current();
         std::thread::Builder::new()
             .name("floor-writer".to_owned())
-            .spawn(move || runtime.block_on(writer(conn, rx, commit.max_batch)))?;
+            .spawn(move || runtime.block_on(writer(conn, rx, commit.max_batch, checkpoints)))?;
         Ok(Floor { tx, _dir: dir })
     }
 
@@ -104,14 +108,33 @@ async fn next_batch(rx: &mut mpsc::UnboundedReceiver<Submitted>, max_batch: usiz
     true
 }
 
-async fn writer(conn: Connection, mut rx: mpsc::UnboundedReceiver<Submitted>, max_batch: usize) {
+async fn writer(
+    conn: Connection,
+    mut rx: mpsc::UnboundedReceiver<Submitted>,
+    max_batch: usize,
+    checkpoints: std::sync::mpsc::SyncSender<()>,
+) {
     let mut batch = Vec::new();
     while next_batch(&mut rx, max_batch, &mut batch).await {
         let result = commit(&conn, &batch).map_err(|e| e.to_string());
+        let _ = checkpoints.try_send(());
         for (_, reply) in batch.drain(..) {
             let _ = reply.send(result.clone());
         }
     }
+}
+
+/// The floor's checkpoint thread; it ends when the writer drops the sender.
+fn checkpointer(conn: Connection) -> Result<std::sync::mpsc::SyncSender<()>> {
+    let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
+    std::thread::Builder::new().name("floor-checkpoint".to_owned()).spawn(move || {
+        while rx.recv().is_ok() {
+            let began = Instant::now();
+            let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));
+            std::thread::sleep(Duration::from_millis(100).saturating_sub(began.elapsed()));
+        }
+    })?;
+    Ok(tx)
 }
 
 fn commit(conn: &Connection, batch: &[Submitted]) -> Result<()> {
