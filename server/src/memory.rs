@@ -114,15 +114,16 @@ mod tests {
     fn freed_memory_goes_back_to_the_system() {
         // Many small blocks, every other one kept: the freed ones sit between live ones, where
         // glibc does not return them by itself.
-        let mut blocks: Vec<Vec<u8>> = (0..40_000).map(|i| vec![(i % 251) as u8; 1024]).collect();
+        // 80 MiB freed: well above what the other tests running beside this one allocate.
+        let mut blocks: Vec<Vec<u8>> = (0..80_000).map(|i| vec![(i % 251) as u8; 1024]).collect();
         let kept: Vec<Vec<u8>> = blocks.iter().step_by(64).cloned().collect();
         blocks.clear();
         blocks.shrink_to_fit();
         let before = resident_kib();
         assert!(trim(), "nothing was returned");
         let after = resident_kib();
-        assert!(after + 10 * 1024 < before, "resident {before} KiB before the trim, {after} KiB after");
-        assert_eq!(kept.len(), 625);
+        assert!(after + 40 * 1024 < before, "resident {before} KiB before the trim, {after} KiB after");
+        assert_eq!(kept.len(), 1250);
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
