@@ -1,5 +1,5 @@
 //! `EventLog`: where a thread's hub writes each event before it goes out (the store's
-//! `thread_events`), so what a client saw can be caught up by `seq` after a reconnect.
+//! `thread_event_runs`), so what a client saw can be caught up by `seq` after a reconnect.
 
 use std::fmt::Debug;
 use std::future::Future;
