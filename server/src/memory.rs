@@ -8,8 +8,8 @@
 //! hands free pages back with `madvise`.
 //!
 //! A trim locks each arena in turn, so it is not run on the hot path: the transports call
-//! [`note_burst`] after writing a large batch (an atomic store, plus one wake-up per quiet
-//! period), and [`trim_after_bursts`] trims once output has been quiet for [`QUIET`] (or, under
+//! [`note_written`] after each batch they write (a comparison; for a batch of [`BURST_BYTES`] or
+//! more an atomic swap, and one wake-up per quiet period), and [`trim_after_bursts`] trims once output has been quiet for [`QUIET`] (or, under
 //! output that never pauses, once per [`MOST_DEFERRED`]), on a blocking thread.
 //!
 //! This is the crate's only `unsafe` code (the architecture test holds it to this file): the
@@ -36,7 +36,7 @@ static BURST: AtomicBool = AtomicBool::new(false);
 static WAKE: Notify = Notify::const_new();
 
 /// Records that a large amount of output was just written (its buffers are now free).
-pub fn note_burst() {
+fn note_burst() {
     if !BURST.swap(true, Ordering::AcqRel) {
         WAKE.notify_one();
     }
@@ -84,7 +84,7 @@ async fn settle(stop: &CancellationToken) -> bool {
 /// Asks the C library to give free heap pages back to the system; true when it did.
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
-pub fn trim() -> bool {
+fn trim() -> bool {
     // SAFETY: `malloc_trim` takes a byte count and only reorganizes the allocator's own free
     // memory under its own locks; it has no precondition on the caller.
     unsafe { libc::malloc_trim(0) != 0 }
@@ -92,7 +92,7 @@ pub fn trim() -> bool {
 
 /// Other C libraries have no such call (musl, for one, returns freed memory by itself).
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub fn trim() -> bool {
+fn trim() -> bool {
     false
 }
 
@@ -112,9 +112,9 @@ mod tests {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn freed_memory_goes_back_to_the_system() {
-        // Many small blocks, every other one kept: the freed ones sit between live ones, where
-        // glibc does not return them by itself.
-        // 80 MiB freed: well above what the other tests running beside this one allocate.
+        // 80,000 blocks of 1 KiB, one in 64 kept: the freed ones sit between live ones, where
+        // glibc does not return them by itself. 80 MiB freed is well above what the other tests
+        // running beside this one allocate.
         let mut blocks: Vec<Vec<u8>> = (0..80_000).map(|i| vec![(i % 251) as u8; 1024]).collect();
         let kept: Vec<Vec<u8>> = blocks.iter().step_by(64).cloned().collect();
         blocks.clear();

@@ -4,6 +4,7 @@
 //! integer), the only column types the schema uses on either backend.
 
 use std::borrow::Cow;
+use std::ops::ControlFlow;
 
 use sqlx::pool::PoolConnection;
 use sqlx::postgres::{PgArguments, PgRow};
@@ -256,25 +257,29 @@ impl Pool {
     }
 
     /// Runs a query and hands each row to `each` as it arrives, so the rows are never all held at
-    /// once (the driver buffers a bounded number ahead).
+    /// once (the driver buffers a bounded number ahead); `each` ends the query early with `Break`.
     pub(super) async fn for_each_row<E: From<sqlx::Error>>(
         &self,
         q: Sql<'_>,
-        mut each: impl FnMut(Row) -> Result<(), E>,
+        mut each: impl FnMut(Row) -> Result<ControlFlow<()>, E>,
     ) -> Result<(), E> {
         use futures_util::TryStreamExt;
         match self {
             Pool::Sqlite(pool) => {
                 let mut rows = q.sqlite().fetch(pool);
                 while let Some(row) = rows.try_next().await? {
-                    each(Row::Sqlite(row))?;
+                    if each(Row::Sqlite(row))?.is_break() {
+                        break;
+                    }
                 }
             }
             Pool::Postgres(pool) => {
                 let text = numbered(&q.text);
                 let mut rows = q.postgres(&text).fetch(pool);
                 while let Some(row) = rows.try_next().await? {
-                    each(Row::Postgres(row))?;
+                    if each(Row::Postgres(row))?.is_break() {
+                        break;
+                    }
                 }
             }
         }

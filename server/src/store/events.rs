@@ -1,7 +1,9 @@
 //! The thread event log: each thread's notifications, numbered per thread (`seq`), kept so a
-//! client (or another instance) can catch up after the last event it saw. Stored a run of
-//! consecutive events to a row (`thread_event_runs`). Older turns' events are pruned; turns and
-//! items stay the thread's record.
+//! client (or another instance) can catch up after the last event it saw. Stored as runs of
+//! consecutive events, a row each (`thread_event_runs`). Older turns' events are pruned; turns
+//! and items stay the thread's record.
+
+use std::ops::ControlFlow;
 
 use super::db::{Conn, Sql, sql};
 use super::{Store, StoreError};
@@ -124,14 +126,16 @@ impl Store {
         let mut events = Vec::new();
         self.reader
             .for_each_row(q, |row| {
-                if events.len() >= limit {
-                    return Ok::<(), StoreError>(());
-                }
                 let (first, last) = (to_u64(row.int("first_seq")?), to_u64(row.int("last_seq")?));
                 let run = split_run(first, last, row.str("methods")?, row.str("bodies")?)?;
                 let wanted = run.into_iter().filter(|e| e.seq > after && e.seq <= through);
                 events.extend(wanted.take(limit - events.len()));
-                Ok(())
+                // The rest of the runs are not read once the page is full.
+                Ok::<_, StoreError>(if events.len() >= limit {
+                    ControlFlow::Break(())
+                } else {
+                    ControlFlow::Continue(())
+                })
             })
             .await?;
         Ok(events)

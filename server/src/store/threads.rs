@@ -2,6 +2,7 @@
 //! and the SQL of the thread-related write operations (one text for both backends).
 
 use std::collections::BTreeMap;
+use std::ops::ControlFlow;
 
 use super::db::{Conn, Row, sql};
 use super::{Store, StoreError};
@@ -230,7 +231,12 @@ impl Store {
         // all held beside its records.
         let mut turns = Vec::new();
         let query = sql(text).bind(thread_id).bind(before).bind(limit);
-        self.reader.for_each_row(query, |row| turn_from_row(&row).map(|turn| turns.push(turn))).await?;
+        self.reader
+            .for_each_row(query, |row| {
+                turns.push(turn_from_row(&row)?);
+                Ok::<_, StoreError>(ControlFlow::Continue(()))
+            })
+            .await?;
         let more = i64::try_from(turns.len()).unwrap_or(i64::MAX) == limit;
         if more {
             turns.pop();
@@ -274,7 +280,10 @@ impl Store {
                     ORDER BY turn_seq, seq";
         let query = sql(text).bind(thread_id).bind(from).bind(to);
         self.reader
-            .for_each_row(query, |row| each(u32::try_from(row.int("turn_seq")?).unwrap_or(0), row.str("body")?))
+            .for_each_row(query, |row| {
+                each(u32::try_from(row.int("turn_seq")?).unwrap_or(0), row.str("body")?)?;
+                Ok(ControlFlow::Continue(()))
+            })
             .await
     }
 

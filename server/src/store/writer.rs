@@ -168,7 +168,7 @@ async fn run(
         WriterDb::Direct { path, .. } => match Checkpointer::start(path) {
             Ok(checkpointer) => Some(checkpointer),
             Err(err) => {
-                tracing::warn!(error = %err, "checkpoints stay in the writer's commits");
+                tracing::warn!(error = %err, "checkpoints are left to the writer's commits (past its backstop)");
                 None
             }
         },
