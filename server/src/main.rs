@@ -9,6 +9,8 @@ use appserver::config::LogFormat;
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
+    // Before any other thread allocates.
+    appserver::memory::limit_arenas();
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(err) => {

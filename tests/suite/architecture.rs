@@ -157,7 +157,10 @@ fn unsafe_code_stays_in_the_memory_module() {
             continue;
         }
         for marker in ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe_code"] {
-            assert!(!code.contains(marker), "{file} has `{marker}`: only server/src/memory.rs may (malloc_trim)");
+            assert!(
+                !code.contains(marker),
+                "{file} has `{marker}`: only server/src/memory.rs may (malloc_trim, mallopt)"
+            );
         }
     }
 }
