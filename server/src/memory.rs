@@ -14,8 +14,8 @@
 //!
 //! Each arena also keeps its own free memory, and glibc makes up to eight per core: the threads
 //! that wrote a burst leave free pages in as many arenas. [`limit_arenas`], called first thing in
-//! `main`, caps them at one per core (docs/performance.md: after a 2,000-item `thread/read`
-//! 1.1–2.2× the reply stays resident instead of 3.6–4.1×, with no throughput row worse).
+//! `main`, caps them at one per core (docs/performance.md, "glibc's arenas, one per core": after a
+//! 2,000-item `thread/read` 1.1–2.2× the reply stays resident instead of 3.6–4.1×).
 //!
 //! This is the crate's only `unsafe` code (the architecture test holds it to this file): the
 //! foreign calls have no preconditions. On other C libraries [`trim`] and [`limit_arenas`] do
