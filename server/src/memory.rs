@@ -104,6 +104,7 @@ fn trim() -> bool {
 
 /// How many allocator arenas to allow: one per core, unless the user set glibc's own limit
 /// (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES`), which then stands.
+#[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
 fn arena_limit(arena_max: Option<&str>, tunables: Option<&str>, cores: usize) -> Option<usize> {
     let set_by_user = arena_max.is_some() || tunables.is_some_and(|t| t.contains("glibc.malloc.arena_max"));
     (!set_by_user).then_some(cores.max(1))
