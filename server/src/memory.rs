@@ -17,9 +17,12 @@
 //! `main`, caps them at one per core (docs/performance.md, "glibc's arenas, one per core": after a
 //! 2,000-item `thread/read` 1.1–2.2× the reply stays resident instead of 3.6–4.1×).
 //!
+//! [`heap_usage`] reads the allocator's own counts for `/metrics`, so what is resident can be told
+//! apart from what is in use.
+//!
 //! This is the crate's only `unsafe` code (the architecture test holds it to this file): the
 //! foreign calls have no preconditions. On other C libraries [`trim`] and [`limit_arenas`] do
-//! nothing.
+//! nothing and [`heap_usage`] has no answer.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -102,6 +105,31 @@ fn trim() -> bool {
     false
 }
 
+/// The allocator's heap: bytes handed out (in its arenas and in its own mappings of large
+/// blocks) and bytes it holds free in its arenas, resident or not.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HeapUsage {
+    pub in_use: usize,
+    pub free: usize,
+}
+
+/// Reads the allocator's own counts (`mallinfo2`, which locks each arena in turn: call it on a
+/// scrape, not per request).
+#[cfg(all(target_os = "linux", target_env = "gnu"))]
+#[allow(unsafe_code)]
+pub fn heap_usage() -> Option<HeapUsage> {
+    // SAFETY: `mallinfo2` takes nothing and returns a struct by value, reading the allocator's
+    // state under its own locks; it has no precondition on the caller.
+    let info = unsafe { libc::mallinfo2() };
+    Some(HeapUsage { in_use: info.uordblks.saturating_add(info.hblkhd), free: info.fordblks })
+}
+
+/// Other C libraries have no such count.
+#[cfg(not(all(target_os = "linux", target_env = "gnu")))]
+pub fn heap_usage() -> Option<HeapUsage> {
+    None
+}
+
 /// How many allocator arenas to allow: one per core, unless the user set glibc's own limit
 /// (`MALLOC_ARENA_MAX`, or `glibc.malloc.arena_max` in `GLIBC_TUNABLES`), which then stands.
 #[cfg_attr(not(all(target_os = "linux", target_env = "gnu")), allow(dead_code))]
@@ -150,6 +178,18 @@ mod tests {
         assert_eq!(arena_limit(None, Some("glibc.malloc.tcache_count=0"), 8), Some(8));
         assert_eq!(arena_limit(Some("4"), None, 2), None);
         assert_eq!(arena_limit(None, Some("glibc.malloc.arena_max=1:glibc.malloc.tcache_count=0"), 2), None);
+    }
+
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    #[test]
+    fn the_heap_counts_what_is_handed_out() {
+        let before = heap_usage().expect("glibc counts its heap");
+        // 64 MiB in blocks of 64 KiB: far more than the other tests running beside this one
+        // allocate, so the count rises by most of it whatever they do.
+        let blocks: Vec<Vec<u8>> = (0..1024).map(|i| vec![(i % 251) as u8; 64 * 1024]).collect();
+        let during = heap_usage().expect("glibc counts its heap");
+        assert!(during.in_use > before.in_use + 48 * 1024 * 1024, "{before:?} then {during:?}");
+        assert_eq!(blocks.len(), 1024);
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]

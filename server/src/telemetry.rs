@@ -37,6 +37,10 @@ pub const CLUSTER_CONNECTED: &str = "appserver_cluster_connected";
 pub const CLUSTER_LAG_SECONDS: &str = "appserver_cluster_lag_seconds";
 /// Cluster mode: thread events dropped because a subscription's reader was behind.
 pub const CLUSTER_EVENTS_DROPPED: &str = "appserver_cluster_events_dropped_total";
+/// Gauge: bytes the allocator has handed out (glibc only; read at each scrape).
+pub const HEAP_IN_USE: &str = "appserver_heap_in_use_bytes";
+/// Gauge: bytes the allocator holds free, resident or not (glibc only; read at each scrape).
+pub const HEAP_FREE: &str = "appserver_heap_free_bytes";
 
 /// Histogram buckets, in seconds: 50 µs to 30 s.
 const BUCKETS: &[f64] =
@@ -75,6 +79,10 @@ pub fn install() -> Option<PrometheusHandle> {
 /// The metrics in the Prometheus text format, or `None` when metrics are off.
 pub fn render() -> Option<String> {
     let handle = HANDLE.get()?.as_ref()?;
+    if let Some(heap) = crate::memory::heap_usage() {
+        gauge!(HEAP_IN_USE).set(heap.in_use as f64);
+        gauge!(HEAP_FREE).set(heap.free as f64);
+    }
     handle.run_upkeep();
     Some(handle.render())
 }
@@ -105,6 +113,8 @@ fn describe() {
     describe_histogram!(APP_CALL_SECONDS, Unit::Seconds, "Time an app host took to answer a query or command.");
     describe_counter!(SLOW_CLIENTS_DROPPED, "Connections closed because their outgoing queue was full.");
     describe_gauge!(CLUSTER_CONNECTED, "1 while the connection to NATS is up (cluster mode).");
+    describe_gauge!(HEAP_IN_USE, Unit::Bytes, "Bytes the allocator has handed out (glibc only).");
+    describe_gauge!(HEAP_FREE, Unit::Bytes, "Bytes the allocator holds free, resident or not (glibc only).");
     describe_histogram!(
         CLUSTER_LAG_SECONDS,
         Unit::Seconds,

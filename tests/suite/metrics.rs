@@ -1,6 +1,6 @@
 //! `GET /metrics`: the Prometheus text format, behind the WebSocket token when one is set, with
 //! connections, requests by method and outcome (unknown methods folded into one label value),
-//! store commits and running turns.
+//! store commits, running turns and the allocator's heap.
 
 use appserver_client::{Client, RawConnection};
 use appserver_tests::{ServerBuilder, TIMEOUT, http_get, start_thread};
@@ -46,6 +46,11 @@ async fn metrics_count_connections_requests_and_commits_behind_the_token() {
     assert!(sample(&body, "appserver_store_commit_seconds_count", &[]).is_some_and(|n| n >= 1.0), "{body}");
     assert_eq!(sample(&body, "appserver_turns_running", &[]).unwrap_or(0.0), 0.0, "{body}");
     assert_eq!(sample(&body, "appserver_requests_in_flight", &[]), Some(0.0), "{body}");
+    // The allocator's own counts (glibc): a running server has a heap in use.
+    if cfg!(all(target_os = "linux", target_env = "gnu")) {
+        assert!(sample(&body, "appserver_heap_in_use_bytes", &[]).is_some_and(|b| b > 0.0), "{body}");
+        assert!(sample(&body, "appserver_heap_free_bytes", &[]).is_some_and(|b| b >= 0.0), "{body}");
+    }
 
     drop(client);
     // The closed connection leaves the gauge (probed until the server has noticed the close).
