@@ -159,7 +159,7 @@ fn unsafe_code_stays_in_the_memory_module() {
         for marker in ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe_code"] {
             assert!(
                 !code.contains(marker),
-                "{file} has `{marker}`: only server/src/memory.rs may (malloc_trim, mallopt)"
+                "{file} has `{marker}`: only server/src/memory.rs may (malloc_trim, mallopt, mallinfo2)"
             );
         }
     }
