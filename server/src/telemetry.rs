@@ -79,10 +79,6 @@ pub fn install() -> Option<PrometheusHandle> {
 /// The metrics in the Prometheus text format, or `None` when metrics are off.
 pub fn render() -> Option<String> {
     let handle = HANDLE.get()?.as_ref()?;
-    if let Some(heap) = crate::memory::heap_usage() {
-        gauge!(HEAP_IN_USE).set(heap.in_use as f64);
-        gauge!(HEAP_FREE).set(heap.free as f64);
-    }
     handle.run_upkeep();
     Some(handle.render())
 }
@@ -203,6 +199,12 @@ pub fn app_call(call: &'static str, ok: bool, took: Duration) {
 /// A connection closed because it did not read its messages.
 pub fn slow_client_dropped() {
     counter!(SLOW_CLIENTS_DROPPED).increment(1);
+}
+
+/// The allocator's heap as counted for a scrape: bytes handed out and bytes held free.
+pub fn heap(in_use: usize, free: usize) {
+    gauge!(HEAP_IN_USE).set(in_use as f64);
+    gauge!(HEAP_FREE).set(free as f64);
 }
 
 /// Cluster mode: the connection to NATS went up or down.

@@ -141,6 +141,10 @@ async fn metrics(state: &ServerState, stream: &mut TcpStream, head: &RequestHead
         return http::respond(stream, 401, "Unauthorized", "text/plain", "missing or invalid token\n", &challenge)
             .await;
     }
+    // The allocator's counts are read per scrape: the call locks each arena in turn.
+    if let Some(heap) = memory::heap_usage() {
+        telemetry::heap(heap.in_use, heap.free);
+    }
     match telemetry::render() {
         Some(text) => http::respond(stream, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", &text, &[]).await,
         None => http::respond(stream, 503, "Service Unavailable", "text/plain", "metrics are off\n", &[]).await,
