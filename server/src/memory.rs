@@ -180,21 +180,29 @@ mod tests {
         assert_eq!(arena_limit(None, Some("glibc.malloc.arena_max=1:glibc.malloc.tcache_count=0"), 2), None);
     }
 
+    /// Held by the tests that allocate tens of MiB and read the process's totals, so neither sees
+    /// the other's blocks come and go.
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    static LARGE_ALLOCATIONS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn the_heap_counts_what_is_handed_out() {
+        let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let before = heap_usage().expect("glibc counts its heap");
-        // 64 MiB in blocks of 64 KiB: far more than the other tests running beside this one
-        // allocate, so the count rises by most of it whatever they do.
+        // 64 MiB in blocks of 64 KiB; the other tests running beside this one (the trim's test
+        // aside, which waits its turn) allocate and free far less, so the count rises by at
+        // least half of it whatever they do.
         let blocks: Vec<Vec<u8>> = (0..1024).map(|i| vec![(i % 251) as u8; 64 * 1024]).collect();
         let during = heap_usage().expect("glibc counts its heap");
-        assert!(during.in_use > before.in_use + 48 * 1024 * 1024, "{before:?} then {during:?}");
+        assert!(during.in_use > before.in_use + 32 * 1024 * 1024, "{before:?} then {during:?}");
         assert_eq!(blocks.len(), 1024);
     }
 
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     #[test]
     fn freed_memory_goes_back_to_the_system() {
+        let _alone = LARGE_ALLOCATIONS.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         // 80,000 blocks of 1 KiB, one in 64 kept: the freed ones sit between live ones, where
         // glibc does not return them by itself. 80 MiB freed is well above what the other tests
         // running beside this one allocate.
