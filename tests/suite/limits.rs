@@ -109,3 +109,38 @@ async fn nothing_larger_than_the_client_accepts_is_sent_to_it() {
     }
     assert!(received > 0, "the small notifications of the turn still arrived");
 }
+
+/// The in-flight limit counts requests whose answers the client has not been sent: a client that
+/// sends its next request as soon as it reads an answer is never refused, even at a limit of one
+/// and with answers that come from a task of their own (the permit used to be released only after
+/// the answer was queued, so a quick client could be refused for the request it had just seen
+/// answered).
+#[tokio::test]
+async fn a_client_that_waits_for_each_answer_is_never_refused() {
+    let args = ["--max-in-flight", "1", "--enable-debug-methods"];
+    let ws = ServerBuilder::ws().args(args).spawn().await.unwrap();
+    let mut stdio = ServerBuilder::stdio().args(args).spawn().await.unwrap();
+    let stdio_client = stdio.stdio_client();
+    stdio_client.initialize("limits-test", json!({})).await.unwrap();
+    let mut clients = vec![stdio_client];
+    for _ in 0..3 {
+        clients.push(ws.ws_client_initialized().await.unwrap());
+    }
+    // Several connections at once, so the server's threads are busy and can be preempted
+    // between queuing an answer and what follows it.
+    let mut loops = tokio::task::JoinSet::new();
+    for client in clients {
+        loops.spawn(async move {
+            for round in 0..300 {
+                // `debug/sleep` of 0 ms is not done on its first poll, so it answers from a task.
+                let answer = client.request("debug/sleep", json!({ "ms": 0 }));
+                let answer = tokio::time::timeout(TIMEOUT, answer).await.unwrap();
+                assert!(answer.is_ok(), "round {round}: {answer:?}");
+            }
+        });
+    }
+    while let Some(done) = loops.join_next().await {
+        done.unwrap();
+    }
+    drop(stdio);
+}

@@ -4,20 +4,15 @@
 
 use std::sync::{Arc, Mutex};
 
-use tokio::sync::OwnedSemaphorePermit;
-
 use super::Peer;
 use super::ServerState;
 
 type Callback = Box<dyn FnOnce() + Send>;
 
-/// Callbacks to run once the response is queued (or could not be, if the connection closed),
-/// and the request's in-flight permit, released only then: a request counts as in flight until
-/// its answer is queued, so whoever waits for the permits (stdio EOF) also waits for the answers.
+/// Callbacks to run once the response is queued (or could not be, if the connection closed).
 #[derive(Default)]
 pub struct AfterReply {
     callbacks: Mutex<Vec<Callback>>,
-    permit: Mutex<Option<OwnedSemaphorePermit>>,
 }
 
 impl std::fmt::Debug for AfterReply {
@@ -31,18 +26,12 @@ impl AfterReply {
         self.callbacks.lock().unwrap_or_else(|p| p.into_inner()).push(callback);
     }
 
-    /// Keeps the request's in-flight permit until [`AfterReply::run`].
-    pub(crate) fn hold(&self, permit: OwnedSemaphorePermit) {
-        *self.permit.lock().unwrap_or_else(|p| p.into_inner()) = Some(permit);
-    }
-
-    /// Runs (and forgets) every callback, in the order they were added, then releases the permit.
+    /// Runs (and forgets) every callback, in the order they were added.
     pub fn run(&self) {
         let callbacks = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|p| p.into_inner()));
         for callback in callbacks {
             callback();
         }
-        drop(self.permit.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 }
 

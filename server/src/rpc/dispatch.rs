@@ -3,9 +3,10 @@
 //!
 //! `initialize`, notifications and responses are handled inline, in arrival order, so the
 //! handshake is deterministic. Every other request takes one of the connection's in-flight
-//! permits (none left: -32001 at once) and is polled once inline: if it is done (most reads
-//! are), it is answered at once; otherwise it goes on as its own task, so a slow request never
-//! blocks the connection. A handler that panics answers -32603; the connection lives on.
+//! permits (none left: -32001 at once), held while its handler runs, and is polled once inline:
+//! if it is done (most reads are), it is answered at once; otherwise it goes on as its own task
+//! (tracked in the connection's `requests`), so a slow request never blocks the connection. A
+//! handler that panics answers -32603; the connection lives on.
 
 use std::future::Future;
 use std::panic::AssertUnwindSafe;
@@ -74,10 +75,10 @@ pub async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str
                     return Some(Reply { frame: OutFrame::from(text), after });
                 }
                 let peer = peer.clone();
-                state.tasks.spawn(async move {
+                state.tasks.spawn(peer.requests.clone().track_future(async move {
                     let (text, after) = reply.await;
                     Reply { frame: OutFrame::from(text), after }.queue(&peer).await;
-                });
+                }));
                 None
             }
         },
@@ -118,7 +119,7 @@ fn handle_batch(state: &Arc<ServerState>, peer: &Arc<Peer>, messages: Vec<Result
         return;
     }
     let peer = peer.clone();
-    state.tasks.spawn(async move {
+    state.tasks.spawn(peer.requests.clone().track_future(async move {
         let (parts, afters): (Vec<String>, Vec<AfterReply>) =
             futures_util::future::join_all(replies).await.into_iter().unzip();
         let mut text = String::with_capacity(parts.iter().map(|p| p.len() + 1).sum::<usize>() + 2);
@@ -129,7 +130,7 @@ fn handle_batch(state: &Arc<ServerState>, peer: &Arc<Peer>, messages: Vec<Result
         for after in afters {
             after.run();
         }
-    });
+    }));
 }
 
 fn start(state: &Arc<ServerState>, peer: &Arc<Peer>, message: Message) -> Started {
@@ -161,7 +162,9 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     let timer = telemetry::RequestTimer::start();
     Started::Running(Box::pin(async move {
         let outcome = AssertUnwindSafe(route(&ctx, &request)).catch_unwind().await;
-        ctx.after.hold(permit);
+        // Released before the answer is queued: a client can only read the answer once the
+        // request no longer counts, so it may send its next one at once and not be refused.
+        drop(permit);
         let (id, method) = (&request.id, &request.method);
         // Only the method table's names (and debug/* when enabled) become a label.
         let unknown = matches!(&outcome, Ok(Err(err)) if err.code == error_codes::METHOD_NOT_FOUND);

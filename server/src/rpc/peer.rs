@@ -16,6 +16,7 @@ use serde::Serialize;
 use serde_json::value::RawValue;
 use tokio::sync::{Notify, Semaphore, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
 
 use super::session::Session;
 pub use crate::ports::{CallError, ConnectionId, OutFrame};
@@ -95,6 +96,9 @@ pub struct Peer {
     /// Permits for requests in flight; none left means -32001.
     pub in_flight: Arc<Semaphore>,
     pub max_in_flight: usize,
+    /// The connection's requests (and interactions) that went on as tasks, until their answers
+    /// are queued and their callbacks have run: what stdin EOF waits for before shutting down.
+    pub requests: TaskTracker,
     max_outgoing_bytes: usize,
     out: mpsc::Sender<OutFrame>,
     pending: Mutex<HashMap<i64, PendingAnswer>>,
@@ -128,6 +132,7 @@ impl Peer {
             session: Session::default(),
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             max_in_flight: limits.max_in_flight,
+            requests: TaskTracker::new(),
             max_outgoing_bytes: limits.max_outgoing_bytes,
             out,
             pending: Mutex::new(HashMap::new()),

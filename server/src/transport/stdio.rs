@@ -63,8 +63,8 @@ pub async fn serve(state: Arc<ServerState>) {
             Ok(LineRead::Eof) => {
                 tracing::info!(conn = %peer.id, "stdin closed; shutting down");
                 // Let requests already in flight answer, then stop the whole server.
-                let all = u32::try_from(peer.max_in_flight).unwrap_or(u32::MAX);
-                let _ = tokio::time::timeout(EOF_GRACE, peer.in_flight.acquire_many(all)).await;
+                peer.requests.close();
+                let _ = tokio::time::timeout(EOF_GRACE, peer.requests.wait()).await;
                 state.shutdown.cancel();
                 // The client may still read stdout: keep the connection until shutdown closes
                 // it, after the running turns have sent their last notifications.

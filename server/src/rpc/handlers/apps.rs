@@ -97,13 +97,13 @@ pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
         return;
     };
     let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
-    ctx.state.tasks.spawn(async move {
+    ctx.state.tasks.spawn(ctx.peer.requests.track_future(async move {
         let _permit = permit;
         let window = p.window_id.clone();
         if let Err(err) = deliver_interaction(&server, &HostId::Connection(peer.id), p).await {
             tracing::warn!(conn = %peer.id, %window, error = %err, "app/interaction not delivered");
         }
-    });
+    }));
 }
 
 /// Queues an interaction's content as input on its thread (starting a turn when it is idle).
