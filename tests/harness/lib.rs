@@ -11,6 +11,7 @@ use std::time::Duration;
 pub mod http_stub;
 pub mod mock_model;
 pub mod postgres;
+pub mod raw_ws;
 
 use anyhow::{Context, Result, anyhow, bail};
 use appserver_client::{Client, RawConnection};

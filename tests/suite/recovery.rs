@@ -1,7 +1,7 @@
 //! Restart safety and slow readers: a turn killed mid-way is failed on the next start with its
 //! completed items intact; a subscriber that stops reading is dropped without slowing others.
 
-use appserver_tests::{ServerBuilder, TIMEOUT, command, run_turn, start_thread, text};
+use appserver_tests::{ServerBuilder, TIMEOUT, command, raw_ws, run_turn, start_thread, text};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -57,18 +57,13 @@ async fn a_subscriber_that_stops_reading_is_disconnected_and_nobody_else_waits()
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
     socket.set_recv_buffer_size(4096).unwrap();
     let mut stalled = socket.connect(server.ws_addr()).await.unwrap();
-    let handshake = format!(
-        "GET /ws HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-        server.ws_addr()
-    );
-    stalled.write_all(handshake.as_bytes()).await.unwrap();
+    stalled.write_all(raw_ws::upgrade_request(server.ws_addr()).as_bytes()).await.unwrap();
     for message in [
         super::INIT.to_owned(),
         r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#.to_owned(),
         format!(r#"{{"jsonrpc":"2.0","id":1,"method":"thread/subscribe","params":{{"threadId":"{id}"}}}}"#),
     ] {
-        stalled.write_all(&masked_text_frame(message.as_bytes())).await.unwrap();
+        stalled.write_all(&raw_ws::masked_text_frame(message.as_bytes())).await.unwrap();
     }
 
     // Large turns: each echoes its 512 KiB input in several notifications.
@@ -92,24 +87,4 @@ async fn a_subscriber_that_stops_reading_is_disconnected_and_nobody_else_waits()
     // The reading client was never held up and still works.
     let (_, events) = run_turn(&mut client, &id, text("still here")).await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
-}
-
-/// A client-to-server WebSocket text frame (clients must mask).
-fn masked_text_frame(payload: &[u8]) -> Vec<u8> {
-    let mask = [0x11u8, 0x22, 0x33, 0x44];
-    let mut frame = vec![0x81];
-    match payload.len() {
-        n if n < 126 => frame.push(0x80 | n as u8),
-        n if n <= u16::MAX as usize => {
-            frame.push(0x80 | 126);
-            frame.extend_from_slice(&(n as u16).to_be_bytes());
-        }
-        n => {
-            frame.push(0x80 | 127);
-            frame.extend_from_slice(&(n as u64).to_be_bytes());
-        }
-    }
-    frame.extend_from_slice(&mask);
-    frame.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
-    frame
 }

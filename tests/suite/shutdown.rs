@@ -3,7 +3,7 @@
 //! protocol violations get the RFC 6455 close codes.
 
 use appserver_client::Event;
-use appserver_tests::{ServerBuilder, TIMEOUT, command, start_thread};
+use appserver_tests::{ServerBuilder, TIMEOUT, command, raw_ws, start_thread};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
@@ -89,33 +89,14 @@ async fn stdin_eof_loses_no_reply_and_no_last_notification() {
 
 /// Upgrades a raw TCP connection to WebSocket and returns it.
 async fn raw_websocket(server: &appserver_tests::ServerProcess) -> tokio::net::TcpStream {
-    let mut stream = tokio::net::TcpStream::connect(server.ws_addr()).await.unwrap();
-    let request = format!(
-        "GET /ws HTTP/1.1\r\nHost: {}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
-         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n\r\n",
-        server.ws_addr()
-    );
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        tokio::time::timeout(TIMEOUT, stream.read_exact(&mut byte)).await.unwrap().unwrap();
-        head.push(byte[0]);
-    }
-    assert!(head.starts_with(b"HTTP/1.1 101"), "{}", String::from_utf8_lossy(&head));
-    stream
+    raw_ws::connect(server.ws_addr()).await.unwrap()
 }
 
 /// Reads server frames until a close frame and returns its code.
 async fn close_code(stream: &mut tokio::net::TcpStream) -> u16 {
     loop {
-        let mut header = [0u8; 2];
-        tokio::time::timeout(TIMEOUT, stream.read_exact(&mut header)).await.unwrap().unwrap();
-        let len = usize::from(header[1] & 0x7f);
-        assert!(len < 126, "short frames only here");
-        let mut payload = vec![0u8; len];
-        tokio::time::timeout(TIMEOUT, stream.read_exact(&mut payload)).await.unwrap().unwrap();
-        if header[0] & 0x0f == 0x8 {
+        let (opcode, payload) = raw_ws::read_frame(stream).await.unwrap();
+        if opcode == 0x8 {
             return u16::from_be_bytes([payload[0], payload[1]]);
         }
     }

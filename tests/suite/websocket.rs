@@ -4,6 +4,7 @@
 use appserver_client::{Client, ConnectError, RawConnection, RawFrame};
 use appserver_tests::{ServerBuilder, TIMEOUT, http_get};
 use serde_json::json;
+use tokio::io::AsyncWriteExt;
 
 use super::recv_json;
 
@@ -162,4 +163,43 @@ async fn many_connections_each_keep_their_own_state() {
         let expected = if i % 2 == 0 { -32601 } else { -32002 };
         assert_eq!(client.request("no/such", json!({})).await.unwrap_err().code(), Some(expected));
     }
+}
+
+/// Requests sent together, in one TCP write, are each answered once, and those answered at once
+/// (reads of in-memory state, errors) come back in the order they were sent: the server answers
+/// what it has already read in one write (docs/architecture.md, "Request path").
+#[tokio::test]
+async fn requests_sent_together_are_answered_once_each_in_order() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let setup = server.ws_client_initialized().await.unwrap();
+    let thread_id = appserver_tests::start_thread(&setup, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let mut stream = appserver_tests::raw_ws::connect(server.ws_addr()).await.unwrap();
+    let mut bytes = appserver_tests::raw_ws::masked_text_frame(super::INIT.as_bytes());
+    bytes.extend(appserver_tests::raw_ws::masked_text_frame(br#"{"jsonrpc":"2.0","method":"initialized"}"#));
+    const SENT: u64 = 600;
+    for id in 1..=SENT {
+        let request = match id % 3 {
+            0 => json!({ "jsonrpc": "2.0", "id": id, "method": "no/such/method" }),
+            1 => json!({ "jsonrpc": "2.0", "id": id, "method": "thread/read", "params": { "threadId": thread_id } }),
+            _ => json!({ "jsonrpc": "2.0", "id": id, "method": "thread/read", "params": {} }),
+        };
+        bytes.extend(appserver_tests::raw_ws::masked_text_frame(request.to_string().as_bytes()));
+    }
+    stream.write_all(&bytes).await.unwrap();
+
+    let mut answered = Vec::new();
+    while answered.len() < 1 + SENT as usize {
+        let (opcode, payload) = appserver_tests::raw_ws::read_frame(&mut stream).await.unwrap();
+        assert_eq!(opcode, 0x1, "only text frames: {}", String::from_utf8_lossy(&payload));
+        let message: serde_json::Value = serde_json::from_slice(&payload).unwrap();
+        let Some(id) = message["id"].as_u64() else { continue };
+        match id % 3 {
+            _ if id == 0 => assert!(message["result"].is_object(), "{message}"),
+            0 => assert_eq!(message["error"]["code"], -32601, "{message}"),
+            1 => assert_eq!(message["result"]["thread"]["id"], thread_id.as_str(), "{message}"),
+            _ => assert_eq!(message["error"]["code"], -32602, "{message}"),
+        }
+        answered.push(id);
+    }
+    assert_eq!(answered, (0..=SENT).collect::<Vec<_>>());
 }

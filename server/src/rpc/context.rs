@@ -22,6 +22,11 @@ impl std::fmt::Debug for AfterReply {
 }
 
 impl AfterReply {
+    /// Whether there is nothing to run.
+    pub fn is_empty(&self) -> bool {
+        self.callbacks.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
+    }
+
     pub fn push(&self, callback: Callback) {
         self.callbacks.lock().unwrap_or_else(|p| p.into_inner()).push(callback);
     }

@@ -11,7 +11,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures_util::{SinkExt, StreamExt};
+use futures_util::{FutureExt, SinkExt, StreamExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
 use tokio::time::Instant;
@@ -263,31 +263,32 @@ async fn run_connection(
     tokio::pin!(closed, next_ping, pong_deadline);
     let mut awaiting_pong = false;
     let mut out = Outgoing { queue: outgoing, peer, torn: false };
+    // A message read while answering the ones before it, not yet handled.
+    let mut read_ahead = None;
     loop {
-        let event = tokio::select! {
-            biased;
-            _ = &mut closed => break,
-            frame = out.queue.recv() => Event::Queued(frame),
-            message = socket.next() => Event::Received(message),
-            _ = &mut next_ping => Event::PingDue,
-            _ = &mut pong_deadline, if awaiting_pong => Event::PongLate,
+        let event = match read_ahead.take() {
+            Some(message) => Event::Received(message),
+            None => tokio::select! {
+                biased;
+                _ = &mut closed => break,
+                frame = out.queue.recv() => Event::Queued(frame),
+                message = socket.next() => Event::Received(message),
+                _ = &mut next_ping => Event::PingDue,
+                _ = &mut pong_deadline, if awaiting_pong => Event::PongLate,
+            },
         };
         let written = match event {
             Event::Queued(None) => break,
-            Event::Queued(Some(frame)) => write_frames(closed.as_mut(), socket, &mut out, Some(frame), None).await,
+            Event::Queued(Some(frame)) => {
+                write_frames(closed.as_mut(), socket, &mut out, Some(frame), Vec::new()).await
+            }
             Event::Received(Some(Ok(Message::Text(text)))) => {
-                match dispatch::handle_frame(state, peer, text.as_str()).await {
-                    Some(reply) => {
-                        let written = write_frames(closed.as_mut(), socket, &mut out, None, Some(reply.frame)).await;
-                        // Promised work runs even when the write failed.
-                        reply.after.run();
-                        written
-                    }
-                    None => Ok(()),
-                }
+                let answered = answer(state, peer, closed.as_mut(), socket, &mut out, text).await;
+                read_ahead = answered.read_ahead;
+                answered.written
             }
             Event::Received(Some(Ok(Message::Binary(_)))) => {
-                write_frames(closed.as_mut(), socket, &mut out, None, Some(binary_refused())).await
+                write_frames(closed.as_mut(), socket, &mut out, None, vec![binary_refused()]).await
             }
             Event::Received(Some(Ok(Message::Pong(_)))) => {
                 awaiting_pong = false;
@@ -321,6 +322,64 @@ async fn run_connection(
         }
     }
     finish(socket, out).await;
+}
+
+/// What [`answer`] did: the write's outcome, and a message it read that is not its to handle.
+struct Answered {
+    written: Result<(), WsError>,
+    read_ahead: Option<Option<Result<Message, WsError>>>,
+}
+
+/// Handles `text` and writes its reply, as soon as it is ready; then handles the messages after
+/// it that tungstenite has already read (no wait, at most [`MESSAGES_PER_WRITE`]) and writes their
+/// ready replies in one write. A client that sends requests without waiting for each answer gets
+/// its answers in as few writes as it sent them (`rpc::dispatch` answers most requests on their
+/// first poll), and one that waits for each answer gets it as soon as it is written. A reply with
+/// callbacks ends the batch, so they still run once it is written and before the next message
+/// is handled. A message that is not text is handed back to the loop.
+async fn answer(
+    state: &Arc<ServerState>,
+    peer: &Arc<Peer>,
+    mut closed: Pin<&mut WaitForCancellationFuture<'_>>,
+    socket: &mut Socket,
+    out: &mut Outgoing<'_>,
+    text: Utf8Bytes,
+) -> Answered {
+    if let Some(reply) = dispatch::handle_frame(state, peer, text.as_str()).await {
+        let written = write_frames(closed.as_mut(), socket, out, None, vec![reply.frame]).await;
+        // Promised work runs even when the write failed.
+        reply.after.run();
+        if written.is_err() {
+            return Answered { written, read_ahead: None };
+        }
+    }
+    let (mut replies, mut after, mut read_ahead) = (Vec::new(), None, None);
+    while replies.len() < MESSAGES_PER_WRITE {
+        match socket.next().now_or_never() {
+            Some(Some(Ok(Message::Text(text)))) => {
+                if let Some(reply) = dispatch::handle_frame(state, peer, text.as_str()).await {
+                    replies.push(reply.frame);
+                    if !reply.after.is_empty() {
+                        after = Some(reply.after);
+                        break;
+                    }
+                }
+            }
+            Some(message) => {
+                read_ahead = Some(message);
+                break;
+            }
+            None => break,
+        }
+    }
+    let written = match replies.is_empty() {
+        true => Ok(()),
+        false => write_frames(closed, socket, out, None, replies).await,
+    };
+    if let Some(after) = after {
+        after.run();
+    }
+    Answered { written, read_ahead }
 }
 
 /// A connection's outgoing side: its queue, the peer told when frames leave it, and whether a
@@ -369,7 +428,7 @@ async fn finish(socket: &mut Socket, mut out: Outgoing<'_>) {
         // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
         // still goes out ahead of the close frame; a client that does not read gets 1 s.
         out.queue.close();
-        let drain = write_queued(socket, &mut out, None, None);
+        let drain = write_queued(socket, &mut out, None, Vec::new());
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
         if out.torn {
             return;
@@ -394,7 +453,7 @@ async fn write_frames(
     socket: &mut Socket,
     out: &mut Outgoing<'_>,
     first: Option<OutFrame>,
-    last: Option<OutFrame>,
+    last: Vec<OutFrame>,
 ) -> Result<(), WsError> {
     cancellable(closed, write_queued(socket, out, first, last)).await
 }
@@ -406,7 +465,7 @@ async fn write_queued(
     socket: &mut Socket,
     out: &mut Outgoing<'_>,
     first: Option<OutFrame>,
-    mut last: Option<OutFrame>,
+    mut last: Vec<OutFrame>,
 ) -> Result<(), WsError> {
     socket.flush().await?;
     let mut batch: Vec<OutFrame> = first.into_iter().collect();
@@ -420,7 +479,8 @@ async fn write_queued(
         // Room in the queue again: a hub waiting for this client to keep up may go on.
         out.peer.note_drained();
         if batch.len() < MESSAGES_PER_WRITE {
-            batch.extend(last.take());
+            let room = MESSAGES_PER_WRITE - batch.len();
+            batch.extend(last.drain(..room.min(last.len())));
         }
         if batch.is_empty() {
             return Ok(());
