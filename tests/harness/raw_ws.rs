@@ -4,7 +4,7 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result, bail};
-use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
 use crate::TIMEOUT;
@@ -19,18 +19,22 @@ pub fn upgrade_request(addr: SocketAddr) -> String {
 
 /// Connects to `addr` and completes the opening handshake; fails unless the answer is 101.
 pub async fn connect(addr: SocketAddr) -> Result<TcpStream> {
-    let mut stream = TcpStream::connect(addr).await?;
-    stream.write_all(upgrade_request(addr).as_bytes()).await?;
-    let mut head = Vec::new();
-    while !head.ends_with(b"\r\n\r\n") {
-        let mut byte = [0u8; 1];
-        tokio::time::timeout(TIMEOUT, stream.read_exact(&mut byte)).await.context("handshake answer")??;
-        head.push(byte[0]);
-    }
-    if !head.starts_with(b"HTTP/1.1 101") {
-        bail!("not upgraded: {}", String::from_utf8_lossy(&head));
-    }
-    Ok(stream)
+    tokio::time::timeout(TIMEOUT, async {
+        let mut stream = TcpStream::connect(addr).await?;
+        stream.write_all(upgrade_request(addr).as_bytes()).await?;
+        let mut head = Vec::new();
+        while !head.ends_with(b"\r\n\r\n") {
+            let mut byte = [0u8; 1];
+            stream.read_exact(&mut byte).await?;
+            head.push(byte[0]);
+        }
+        if !head.starts_with(b"HTTP/1.1 101") {
+            bail!("not upgraded: {}", String::from_utf8_lossy(&head));
+        }
+        Ok(stream)
+    })
+    .await
+    .context("the opening handshake")?
 }
 
 /// A client-to-server text frame (clients must mask).
@@ -54,23 +58,27 @@ pub fn masked_text_frame(payload: &[u8]) -> Vec<u8> {
 }
 
 /// The next server frame, whole (servers do not mask): its opcode and payload.
-pub async fn read_frame(stream: &mut (impl AsyncRead + AsyncWrite + Unpin)) -> Result<(u8, Vec<u8>)> {
-    let mut header = [0u8; 2];
-    tokio::time::timeout(TIMEOUT, stream.read_exact(&mut header)).await.context("frame header")??;
-    let len = match header[1] & 0x7f {
-        126 => {
-            let mut len = [0u8; 2];
-            stream.read_exact(&mut len).await?;
-            u64::from(u16::from_be_bytes(len))
-        }
-        127 => {
-            let mut len = [0u8; 8];
-            stream.read_exact(&mut len).await?;
-            u64::from_be_bytes(len)
-        }
-        len => u64::from(len),
-    };
-    let mut payload = vec![0u8; usize::try_from(len)?];
-    tokio::time::timeout(TIMEOUT, stream.read_exact(&mut payload)).await.context("frame payload")??;
-    Ok((header[0] & 0x0f, payload))
+pub async fn read_frame(stream: &mut (impl AsyncRead + Unpin)) -> Result<(u8, Vec<u8>)> {
+    tokio::time::timeout(TIMEOUT, async {
+        let mut header = [0u8; 2];
+        stream.read_exact(&mut header).await?;
+        let len = match header[1] & 0x7f {
+            126 => {
+                let mut len = [0u8; 2];
+                stream.read_exact(&mut len).await?;
+                u64::from(u16::from_be_bytes(len))
+            }
+            127 => {
+                let mut len = [0u8; 8];
+                stream.read_exact(&mut len).await?;
+                u64::from_be_bytes(len)
+            }
+            len => u64::from(len),
+        };
+        let mut payload = vec![0u8; usize::try_from(len)?];
+        stream.read_exact(&mut payload).await?;
+        Ok((header[0] & 0x0f, payload))
+    })
+    .await
+    .context("a frame from the server")?
 }
