@@ -4,11 +4,18 @@
 //! Recording goes through the `metrics` facade, so a part that records needs no handle; only the
 //! transport that answers `/metrics` asks [`render`]. Label values come from fixed sets (method
 //! names of the method table, a few outcomes), so a client cannot grow the series.
+//!
+//! The series recorded on every request, write or commit are looked up once, on first use after
+//! [`install`], and kept ([`cached`]): through a kept handle a sample is an atomic add, where the
+//! facade's macros hash and compare the series' key on every call, and allocate a label built from
+//! a borrowed name (docs/architecture.md, "Metrics: the hot series' handles are kept").
 
+use std::collections::HashMap;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use metrics::{counter, gauge, histogram};
+use appserver_protocol::ClientRequest;
+use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 /// Open connections, by transport (`ws`, `stdio`).
@@ -143,23 +150,69 @@ pub struct RequestTimer(Instant);
 
 impl RequestTimer {
     pub fn start() -> RequestTimer {
-        gauge!(REQUESTS_IN_FLIGHT).increment(1.0);
+        if let Some(gauge) = cached(&IN_FLIGHT, || gauge!(REQUESTS_IN_FLIGHT)) {
+            gauge.increment(1.0);
+        }
         RequestTimer(Instant::now())
     }
 
-    /// Records the answered request. `method` must come from a fixed set (the method table, or
-    /// `unknown`).
+    /// Records the answered request. `method` must come from a fixed set (the method table,
+    /// `unknown`, or a `debug/` method when those are enabled).
     pub fn finish(self, method: &str, ok: bool) {
         let outcome = if ok { "ok" } else { "error" };
-        counter!(REQUESTS, "method" => method.to_owned(), "outcome" => outcome).increment(1);
-        histogram!(REQUEST_SECONDS).record(self.0.elapsed().as_secs_f64());
+        match ANSWERED.get_or_init(answered_slots).get_key_value(method) {
+            Some((&name, slots)) => {
+                let slot = &slots[usize::from(ok)];
+                if let Some(answered) = cached(slot, || counter!(REQUESTS, "method" => name, "outcome" => outcome)) {
+                    answered.increment(1);
+                }
+            }
+            // Not in the method table (the debug methods): looked up each time.
+            None => counter!(REQUESTS, "method" => method.to_owned(), "outcome" => outcome).increment(1),
+        }
+        if let Some(seconds) = cached(&REQUEST_SECONDS_HANDLE, || histogram!(REQUEST_SECONDS)) {
+            seconds.record(self.0.elapsed().as_secs_f64());
+        }
     }
 }
 
 impl Drop for RequestTimer {
     fn drop(&mut self) {
-        gauge!(REQUESTS_IN_FLIGHT).decrement(1.0);
+        if let Some(gauge) = cached(&IN_FLIGHT, || gauge!(REQUESTS_IN_FLIGHT)) {
+            gauge.decrement(1.0);
+        }
     }
+}
+
+/// Kept handles of the series recorded on hot paths (see the module's documentation).
+static IN_FLIGHT: OnceLock<Gauge> = OnceLock::new();
+static REQUEST_SECONDS_HANDLE: OnceLock<Histogram> = OnceLock::new();
+static TURNS_RUNNING_HANDLE: OnceLock<Gauge> = OnceLock::new();
+static STORE_QUEUE_HANDLE: OnceLock<Gauge> = OnceLock::new();
+static STORE_COMMIT_HANDLE: OnceLock<Histogram> = OnceLock::new();
+static STORE_BATCH_HANDLE: OnceLock<Histogram> = OnceLock::new();
+/// `appserver_app_call_seconds` by call (`query`, `command`) and outcome (error, ok).
+static APP_CALL_HANDLES: [[OnceLock<Histogram>; 2]; 2] = [const { [const { OnceLock::new() }; 2] }; 2];
+static CLUSTER_LAG_HANDLE: OnceLock<Histogram> = OnceLock::new();
+/// `appserver_requests_total` by method (the method table and `unknown`), then outcome (error, ok).
+static ANSWERED: OnceLock<HashMap<&'static str, [OnceLock<Counter>; 2]>> = OnceLock::new();
+
+fn answered_slots() -> HashMap<&'static str, [OnceLock<Counter>; 2]> {
+    ClientRequest::METHODS
+        .iter()
+        .chain(["unknown"].iter())
+        .map(|&method| (method, [OnceLock::new(), OnceLock::new()]))
+        .collect()
+}
+
+/// The kept handle in `cell`, registered with `register` on first use; `None` until this
+/// process's recorder is installed (a handle taken before would stay a no-op), and when another
+/// recorder was installed first (metrics are off).
+fn cached<T>(cell: &'static OnceLock<T>, register: impl FnOnce() -> T) -> Option<&'static T> {
+    if let Some(handle) = cell.get() {
+        return Some(handle);
+    }
+    matches!(HANDLE.get(), Some(Some(_))).then(|| cell.get_or_init(register))
 }
 
 /// Counts a running turn until dropped.
@@ -168,32 +221,49 @@ pub struct TurnGauge(());
 
 impl TurnGauge {
     pub fn start() -> TurnGauge {
-        gauge!(TURNS_RUNNING).increment(1.0);
+        if let Some(gauge) = cached(&TURNS_RUNNING_HANDLE, || gauge!(TURNS_RUNNING)) {
+            gauge.increment(1.0);
+        }
         TurnGauge(())
     }
 }
 
 impl Drop for TurnGauge {
     fn drop(&mut self) {
-        gauge!(TURNS_RUNNING).decrement(1.0);
+        if let Some(gauge) = cached(&TURNS_RUNNING_HANDLE, || gauge!(TURNS_RUNNING)) {
+            gauge.decrement(1.0);
+        }
     }
 }
 
 /// Write units submitted to (`+n`) or taken by (`-n`) the store's writer.
 pub fn store_queue(change: f64) {
-    gauge!(STORE_QUEUE).increment(change);
+    if let Some(gauge) = cached(&STORE_QUEUE_HANDLE, || gauge!(STORE_QUEUE)) {
+        gauge.increment(change);
+    }
 }
 
 /// One group commit of `units` write units that took `took`.
 pub fn store_commit(units: usize, took: Duration) {
-    histogram!(STORE_COMMIT_SECONDS).record(took.as_secs_f64());
-    histogram!(STORE_BATCH_UNITS).record(units as f64);
+    if let Some(seconds) = cached(&STORE_COMMIT_HANDLE, || histogram!(STORE_COMMIT_SECONDS)) {
+        seconds.record(took.as_secs_f64());
+    }
+    if let Some(batch) = cached(&STORE_BATCH_HANDLE, || histogram!(STORE_BATCH_UNITS)) {
+        batch.record(units as f64);
+    }
 }
 
 /// An app host's answer to `call` (`query` or `command`) after `took`.
 pub fn app_call(call: &'static str, ok: bool, took: Duration) {
     let outcome = if ok { "ok" } else { "error" };
-    histogram!(APP_CALL_SECONDS, "call" => call, "outcome" => outcome).record(took.as_secs_f64());
+    let Some(row) = ["query", "command"].iter().position(|known| *known == call) else {
+        histogram!(APP_CALL_SECONDS, "call" => call, "outcome" => outcome).record(took.as_secs_f64());
+        return;
+    };
+    let slot = &APP_CALL_HANDLES[row][usize::from(ok)];
+    if let Some(seconds) = cached(slot, || histogram!(APP_CALL_SECONDS, "call" => call, "outcome" => outcome)) {
+        seconds.record(took.as_secs_f64());
+    }
 }
 
 /// A connection closed because it did not read its messages.
@@ -214,7 +284,9 @@ pub fn cluster_connected(up: bool) {
 
 /// Cluster mode: a thread event reached its reader `lag` after it was published.
 pub fn cluster_lag(lag: Duration) {
-    histogram!(CLUSTER_LAG_SECONDS).record(lag.as_secs_f64());
+    if let Some(seconds) = cached(&CLUSTER_LAG_HANDLE, || histogram!(CLUSTER_LAG_SECONDS)) {
+        seconds.record(lag.as_secs_f64());
+    }
 }
 
 /// Cluster mode: `count` thread events dropped for a reader that was behind.

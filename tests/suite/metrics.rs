@@ -26,17 +26,32 @@ async fn metrics_count_connections_requests_and_commits_behind_the_token() {
     let client = Client::new(RawConnection::connect_ws(&url, &[]).await.unwrap(), TIMEOUT);
     client.initialize("metrics-test", json!({})).await.unwrap();
     start_thread(&client, json!({})).await.unwrap();
+    start_thread(&client, json!({})).await.unwrap();
     let err = client.request("nope/whatever", json!({})).await.unwrap_err();
     assert_eq!(err.code(), Some(-32601), "{err}");
+    let err = client.request("thread/read", json!({})).await.unwrap_err();
+    assert_eq!(err.code(), Some(-32602), "{err}");
 
     let (status, body) = http_get(addr, "/metrics", &[("Authorization", "Bearer m3trics")]).await.unwrap();
     assert_eq!(status, 200, "{body}");
     assert_eq!(sample(&body, "appserver_connections", &[r#"transport="ws""#]), Some(1.0), "{body}");
     assert_eq!(
         sample(&body, "appserver_requests_total", &[r#"method="thread/start""#, r#"outcome="ok""#]),
+        Some(2.0),
+        "{body}"
+    );
+    assert_eq!(
+        sample(&body, "appserver_requests_total", &[r#"method="thread/read""#, r#"outcome="error""#]),
         Some(1.0),
         "{body}"
     );
+    assert_eq!(
+        sample(&body, "appserver_requests_total", &[r#"method="thread/read""#, r#"outcome="ok""#]),
+        None,
+        "a series is registered on its first sample: {body}"
+    );
+    // Four requests timed (`initialize` is answered before the timer starts), each sampled once.
+    assert_eq!(sample(&body, "appserver_request_duration_seconds_count", &[]), Some(4.0), "{body}");
     assert_eq!(
         sample(&body, "appserver_requests_total", &[r#"method="unknown""#, r#"outcome="error""#]),
         Some(1.0),
@@ -44,6 +59,8 @@ async fn metrics_count_connections_requests_and_commits_behind_the_token() {
     );
     assert!(!body.contains("nope/whatever"), "a client-chosen method name became a label: {body}");
     assert!(sample(&body, "appserver_store_commit_seconds_count", &[]).is_some_and(|n| n >= 1.0), "{body}");
+    assert!(sample(&body, "appserver_store_batch_units_count", &[]).is_some_and(|n| n >= 1.0), "{body}");
+    assert_eq!(sample(&body, "appserver_store_write_queue", &[]), Some(0.0), "{body}");
     assert_eq!(sample(&body, "appserver_turns_running", &[]).unwrap_or(0.0), 0.0, "{body}");
     assert_eq!(sample(&body, "appserver_requests_in_flight", &[]), Some(0.0), "{body}");
     // The allocator's own counts (glibc): a running server has a heap in use.
