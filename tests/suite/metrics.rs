@@ -60,7 +60,8 @@ async fn metrics_count_connections_requests_and_commits_behind_the_token() {
     assert!(!body.contains("nope/whatever"), "a client-chosen method name became a label: {body}");
     assert!(sample(&body, "appserver_store_commit_seconds_count", &[]).is_some_and(|n| n >= 1.0), "{body}");
     assert!(sample(&body, "appserver_store_batch_units_count", &[]).is_some_and(|n| n >= 1.0), "{body}");
-    assert_eq!(sample(&body, "appserver_store_write_queue", &[]), Some(0.0), "{body}");
+    // Present once the writer has had a unit (its value may be a write still queued).
+    assert!(sample(&body, "appserver_store_write_queue", &[]).is_some_and(|n| n >= 0.0), "{body}");
     assert_eq!(sample(&body, "appserver_turns_running", &[]).unwrap_or(0.0), 0.0, "{body}");
     assert_eq!(sample(&body, "appserver_requests_in_flight", &[]), Some(0.0), "{body}");
     // The allocator's own counts (glibc): a running server has a heap in use.
