@@ -150,7 +150,7 @@ pub struct RequestTimer(Instant);
 
 impl RequestTimer {
     pub fn start() -> RequestTimer {
-        if let Some(gauge) = cached(&IN_FLIGHT, || gauge!(REQUESTS_IN_FLIGHT)) {
+        if let Some(gauge) = in_flight_gauge() {
             gauge.increment(1.0);
         }
         RequestTimer(Instant::now())
@@ -178,7 +178,7 @@ impl RequestTimer {
 
 impl Drop for RequestTimer {
     fn drop(&mut self) {
-        if let Some(gauge) = cached(&IN_FLIGHT, || gauge!(REQUESTS_IN_FLIGHT)) {
+        if let Some(gauge) = in_flight_gauge() {
             gauge.decrement(1.0);
         }
     }
@@ -196,6 +196,16 @@ static APP_CALL_HANDLES: [[OnceLock<Histogram>; 2]; 2] = [const { [const { OnceL
 static CLUSTER_LAG_HANDLE: OnceLock<Histogram> = OnceLock::new();
 /// `appserver_requests_total` by method (the method table and `unknown`), then outcome (error, ok).
 static ANSWERED: OnceLock<HashMap<&'static str, [OnceLock<Counter>; 2]>> = OnceLock::new();
+
+/// The gauges changed in two places (up when a guard starts, down when it drops): one
+/// registration each.
+fn in_flight_gauge() -> Option<&'static Gauge> {
+    cached(&IN_FLIGHT, || gauge!(REQUESTS_IN_FLIGHT))
+}
+
+fn turns_running_gauge() -> Option<&'static Gauge> {
+    cached(&TURNS_RUNNING_HANDLE, || gauge!(TURNS_RUNNING))
+}
 
 fn answered_slots() -> HashMap<&'static str, [OnceLock<Counter>; 2]> {
     ClientRequest::METHODS
@@ -221,7 +231,7 @@ pub struct TurnGauge(());
 
 impl TurnGauge {
     pub fn start() -> TurnGauge {
-        if let Some(gauge) = cached(&TURNS_RUNNING_HANDLE, || gauge!(TURNS_RUNNING)) {
+        if let Some(gauge) = turns_running_gauge() {
             gauge.increment(1.0);
         }
         TurnGauge(())
@@ -230,7 +240,7 @@ impl TurnGauge {
 
 impl Drop for TurnGauge {
     fn drop(&mut self) {
-        if let Some(gauge) = cached(&TURNS_RUNNING_HANDLE, || gauge!(TURNS_RUNNING)) {
+        if let Some(gauge) = turns_running_gauge() {
             gauge.decrement(1.0);
         }
     }
