@@ -34,6 +34,8 @@ pub const STORE_QUEUE: &str = "appserver_store_write_queue";
 pub const STORE_COMMIT_SECONDS: &str = "appserver_store_commit_seconds";
 /// Write units per group commit.
 pub const STORE_BATCH_UNITS: &str = "appserver_store_batch_units";
+/// Group commits run again after a deadlock, a serialization failure or a lost connection.
+pub const STORE_RETRIES: &str = "appserver_store_retries_total";
 /// Seconds an app host took to answer `ext/app/query` or `ext/app/command`, by call and outcome.
 pub const APP_CALL_SECONDS: &str = "appserver_app_call_seconds";
 /// Connections closed because their outgoing queue was full (a client that does not read).
@@ -114,6 +116,10 @@ fn describe() {
     describe_histogram!(STORE_COMMIT_SECONDS, Unit::Seconds, "Time one group commit took.");
     describe_histogram!(STORE_BATCH_UNITS, "Write units per group commit.");
     describe_histogram!(APP_CALL_SECONDS, Unit::Seconds, "Time an app host took to answer a query or command.");
+    describe_counter!(
+        STORE_RETRIES,
+        "Group commits run again after a deadlock, a serialization failure or a lost connection."
+    );
     describe_counter!(SLOW_CLIENTS_DROPPED, "Connections closed because their outgoing queue was full.");
     describe_gauge!(CLUSTER_CONNECTED, "1 while the connection to NATS is up (cluster mode).");
     describe_gauge!(HEAP_IN_USE, Unit::Bytes, "Bytes the allocator has handed out (glibc only).");
@@ -261,6 +267,11 @@ pub fn store_commit(units: usize, took: Duration) {
     if let Some(batch) = cached(&STORE_BATCH_HANDLE, || histogram!(STORE_BATCH_UNITS)) {
         batch.record(units as f64);
     }
+}
+
+/// A group commit run again (deadlock, serialization failure, lost connection).
+pub fn store_retry() {
+    counter!(STORE_RETRIES).increment(1);
 }
 
 /// An app host's answer to `call` (`query` or `command`) after `took`.

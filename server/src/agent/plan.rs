@@ -99,7 +99,11 @@ impl Tool for UpdatePlanTool {
                 Err(message) => return ToolOutput::error(message),
             };
             let write = ThreadWrite::SavePlan { thread_id: call.thread_id.to_owned(), plan: plan.clone() };
-            if let Err(err) = call.env.store.write(write).await {
+            let written = match call.env.threads.loaded(call.thread_id) {
+                Some(handle) => handle.fence.write(&call.env.store, write).await,
+                None => call.env.store.write(write).await,
+            };
+            if let Err(err) = written {
                 return ToolOutput::error(format!("cannot save the plan: {err}"));
             }
             let done = plan.todos.iter().filter(|t| t.status == "completed").count();

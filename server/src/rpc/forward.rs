@@ -170,8 +170,9 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
     };
     let owner = match need {
         Need::Claim => match ownership.claim(thread_id).await? {
-            crate::turns::ownership::Claim::Mine => {
+            crate::turns::ownership::Claim::Mine(fence) => {
                 let handle = ctx.state.threads.get(thread_id).await?;
+                handle.fence.hold(fence);
                 handle.hub.adopt(&ctx.state.store).await?;
                 return Ok(None);
             }

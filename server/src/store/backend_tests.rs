@@ -120,7 +120,8 @@ async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
         assert!(store.thread("half").await.unwrap().is_none(), "{location}: the failed unit's first half was kept");
         assert!(store.thread("fine").await.unwrap().is_some());
         assert_eq!(store.thread("taken").await.unwrap().unwrap().display_name.as_deref(), Some("taken"));
-        let err = store.write(ThreadWrite::UpdateThread(Box::new(thread_record("ghost")))).await.unwrap_err();
+        let rename = ThreadWrite::SetDisplayName { thread_id: "ghost".to_owned(), display_name: "x".to_owned() };
+        let err = store.write(rename).await.unwrap_err();
         assert!(matches!(err, StoreError::NotFound("thread")), "{location}: {err}");
         store.close().await;
     }

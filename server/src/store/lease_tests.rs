@@ -8,11 +8,15 @@ use appserver_protocol::TurnStatus;
 
 use super::super::backend_tests::{Databases, open_at as open, other_connection, thread_record, turn_record, within};
 use super::super::db::sql;
-use super::super::{StoreLocation, ThreadWrite, turn_id};
+use super::super::{StoreLocation, ThreadWrite, WriteOp, turn_id};
 use super::*;
 
-fn acquired(expires_at_ms: i64) -> LeaseClaim {
-    LeaseClaim::Acquired { expires_at_ms }
+fn acquired(expires_at_ms: i64, generation: i64) -> LeaseClaim {
+    LeaseClaim::Acquired { expires_at_ms, generation }
+}
+
+fn renewed(leases: &[(&str, i64)]) -> Vec<(String, i64)> {
+    leases.iter().map(|(thread, generation)| ((*thread).to_owned(), *generation)).collect()
 }
 
 fn held_by(owner: &str, expires_at_ms: i64) -> LeaseClaim {
@@ -20,38 +24,100 @@ fn held_by(owner: &str, expires_at_ms: i64) -> LeaseClaim {
 }
 
 /// A lease is the first claimant's until it expires (`now >= expires_at_ms`), renewed by its
-/// owner, then anyone's; only its owner releases it.
+/// owner, then anyone's; only its owner releases it. Its generation moves on each time it changes
+/// hands (a release included), never when its owner renews or claims it again.
 #[tokio::test]
 async fn a_lease_is_held_renewed_expires_and_is_released_on_every_backend() {
     let dbs = Databases::new("a_lease_is_held_renewed_expires_and_is_released_on_every_backend").await;
     for location in dbs.locations() {
         let store = open(&location).await;
-        assert_eq!(within(store.try_acquire_lease("t", "a", 1000, 100)).await.unwrap(), acquired(1100), "{location}");
+        assert_eq!(
+            within(store.try_acquire_lease("t", "a", 1000, 100)).await.unwrap(),
+            acquired(1100, 1),
+            "{location}"
+        );
         assert_eq!(within(store.try_acquire_lease("t", "b", 1050, 100)).await.unwrap(), held_by("a", 1100));
         assert_eq!(within(store.lease_holder("t", 1099)).await.unwrap(), Some(("a".to_owned(), 1100)));
         assert_eq!(within(store.lease_holder("t", 1100)).await.unwrap(), None, "{location}: expired at its time");
         assert_eq!(within(store.lease_holder("nothing", 0)).await.unwrap(), None);
-        // Claiming its own lease again renews it.
-        assert_eq!(within(store.try_acquire_lease("t", "a", 1080, 100)).await.unwrap(), acquired(1180));
-        assert_eq!(within(store.try_acquire_lease("t2", "a", 1080, 100)).await.unwrap(), acquired(1180));
-        assert_eq!(within(store.renew_leases("a", 1150, 100)).await.unwrap(), 2, "{location}");
+        // Claiming its own lease again renews it, at the same generation.
+        assert_eq!(within(store.try_acquire_lease("t", "a", 1080, 100)).await.unwrap(), acquired(1180, 1));
+        assert_eq!(within(store.try_acquire_lease("t2", "a", 1080, 100)).await.unwrap(), acquired(1180, 1));
+        let mut both = within(store.renew_leases("a", 1150, 100)).await.unwrap();
+        both.sort();
+        assert_eq!(both, renewed(&[("t", 1), ("t2", 1)]), "{location}");
         assert_eq!(within(store.lease_holder("t2", 1249)).await.unwrap(), Some(("a".to_owned(), 1250)));
         assert!(within(store.expired_leases(1249, 10)).await.unwrap().is_empty(), "{location}");
         let expired = vec![("t".to_owned(), "a".to_owned()), ("t2".to_owned(), "a".to_owned())];
         assert_eq!(within(store.expired_leases(1250, 10)).await.unwrap(), expired, "{location}");
         assert_eq!(within(store.expired_leases(1250, 1)).await.unwrap().len(), 1);
-        // Expired: another instance takes it; the old owner renews only what it still holds.
-        assert_eq!(within(store.try_acquire_lease("t", "b", 1300, 100)).await.unwrap(), acquired(1400));
+        // Expired: another instance takes it, a generation on; the old owner renews only what it
+        // still holds, and can tell which by the generations.
+        assert_eq!(within(store.try_acquire_lease("t", "b", 1300, 100)).await.unwrap(), acquired(1400, 2));
         assert_eq!(within(store.try_acquire_lease("t", "a", 1300, 100)).await.unwrap(), held_by("b", 1400));
-        assert_eq!(within(store.renew_leases("a", 1300, 100)).await.unwrap(), 1, "{location}");
-        assert_eq!(within(store.renew_leases("nobody", 1300, 100)).await.unwrap(), 0);
+        assert_eq!(within(store.renew_leases("a", 1300, 100)).await.unwrap(), renewed(&[("t2", 1)]), "{location}");
+        assert_eq!(within(store.renew_leases("nobody", 1300, 100)).await.unwrap(), renewed(&[]));
         assert!(!within(store.release_lease("t", "a")).await.unwrap(), "{location}: released another's lease");
         assert_eq!(within(store.lease_holder("t", 1300)).await.unwrap(), Some(("b".to_owned(), 1400)));
         assert!(within(store.release_lease("t", "b")).await.unwrap());
         assert_eq!(within(store.lease_holder("t", 1300)).await.unwrap(), None);
-        assert_eq!(within(store.try_acquire_lease("t", "c", 1300, 100)).await.unwrap(), acquired(1400));
+        assert!(
+            within(store.expired_leases(i64::MAX, 10)).await.unwrap().iter().all(|(t, _)| t != "t"),
+            "released is not expired"
+        );
+        // Released and claimed again, even by its last owner: a new generation.
+        assert_eq!(within(store.try_acquire_lease("t", "b", 1300, 100)).await.unwrap(), acquired(1400, 3));
+        assert!(within(store.release_lease("t", "b")).await.unwrap());
+        assert_eq!(within(store.try_acquire_lease("t", "c", 1300, 100)).await.unwrap(), acquired(1400, 4));
         assert_eq!(within(store.release_all_leases("a")).await.unwrap(), 1, "{location}");
         assert_eq!(within(store.expired_leases(i64::MAX, 10)).await.unwrap(), vec![("t".to_owned(), "c".to_owned())]);
+        within(store.close()).await;
+    }
+    dbs.drop().await;
+}
+
+/// A fenced unit commits only while its lease is at the fence's generation and held by its
+/// owner: once the lease is taken over (or released), the unit changes nothing and fails with
+/// `Fenced`; held again, a fence at the new generation passes.
+#[tokio::test]
+async fn a_fenced_write_commits_only_while_its_lease_is_at_its_generation_on_every_backend() {
+    let dbs = Databases::new("a_fenced_write_commits_only_while_its_lease_is_at_its_generation_on_every_backend").await;
+    for location in dbs.locations() {
+        let store = open(&location).await;
+        within(store.write(ThreadWrite::CreateThread(Box::new(thread_record("t"))))).await.unwrap();
+        let fence = |owner: &str, generation| Fence { thread_id: "t".to_owned(), owner: owner.to_owned(), generation };
+        let rename =
+            |name: &str| ThreadWrite::SetDisplayName { thread_id: "t".to_owned(), display_name: name.to_owned() };
+        let fenced = |fence: Fence, name: &str| WriteOp::from(rename(name)).fenced(Some(fence));
+        let name = |store: Store| async move { store.thread("t").await.unwrap().unwrap().display_name };
+        // No lease at all: refused.
+        let err = within(store.write(fenced(fence("a", 1), "none"))).await.unwrap_err();
+        assert!(matches!(err, StoreError::Fenced { generation: 1, .. }), "{location}: {err}");
+        assert_eq!(within(store.try_acquire_lease("t", "a", 1000, 100)).await.unwrap(), acquired(1100, 1));
+        within(store.write(fenced(fence("a", 1), "a1"))).await.unwrap();
+        // Expired but not taken: still a's.
+        within(store.write(fenced(fence("a", 1), "a1 late"))).await.unwrap();
+        assert_eq!(within(name(store.clone())).await.as_deref(), Some("a1 late"));
+        let taken = within(store.take_over_expired("t", "b", 1200, 100, "taken")).await.unwrap();
+        assert_eq!(taken, Some((2, vec![])), "{location}");
+        let err = within(store.write(fenced(fence("a", 1), "stale"))).await.unwrap_err();
+        assert!(matches!(err, StoreError::Fenced { .. }), "{location}: {err}");
+        assert!(matches!(
+            within(store.write(fenced(fence("b", 1), "wrong generation"))).await,
+            Err(StoreError::Fenced { .. })
+        ));
+        within(store.write(fenced(fence("b", 2), "b2"))).await.unwrap();
+        assert_eq!(
+            within(name(store.clone())).await.as_deref(),
+            Some("b2"),
+            "{location}: the stale writes changed nothing"
+        );
+        assert!(within(store.release_lease("t", "b")).await.unwrap());
+        assert!(matches!(within(store.write(fenced(fence("b", 2), "released"))).await, Err(StoreError::Fenced { .. })));
+        // A refused unit leaves the rest of its batch alone.
+        let (stale, fine) = (store.submit(fenced(fence("a", 1), "x")), store.submit(rename("unfenced")));
+        assert!(within(stale.wait()).await.is_err());
+        within(fine.wait()).await.unwrap();
         within(store.close()).await;
     }
     dbs.drop().await;
@@ -75,7 +141,7 @@ async fn of_claims_racing_for_a_free_lease_exactly_one_wins_on_every_backend() {
         let mut losers = Vec::new();
         for claim in claims {
             match within(claim).await.unwrap() {
-                (owner, Ok(LeaseClaim::Acquired { expires_at_ms: 1100 })) => winners.push(owner),
+                (owner, Ok(LeaseClaim::Acquired { expires_at_ms: 1100, generation: 1 })) => winners.push(owner),
                 (_, Ok(LeaseClaim::HeldBy { owner, expires_at_ms: 1100 })) => losers.push(owner),
                 (owner, other) => panic!("{location}: {owner} got {other:?}"),
             }
@@ -147,12 +213,12 @@ async fn taking_over_an_expired_lease_fails_the_threads_unfinished_turns_on_ever
         {
             within(store.write(ThreadWrite::CreateTurn(Box::new(turn)))).await.unwrap();
         }
-        assert_eq!(within(store.try_acquire_lease("t", "dead", 1000, 100)).await.unwrap(), acquired(1100));
+        assert_eq!(within(store.try_acquire_lease("t", "dead", 1000, 100)).await.unwrap(), acquired(1100, 1));
         let message = "the instance running this turn stopped";
         assert_eq!(within(store.take_over_expired("t", "b", 1099, 100, message)).await.unwrap(), None, "{location}");
         assert_eq!(within(store.turn("t", 2)).await.unwrap().unwrap().status, TurnStatus::WaitingApproval);
         let failed = within(store.take_over_expired("t", "b", 1100, 100, message)).await.unwrap();
-        assert_eq!(failed, Some(vec![turn_id(2)]), "{location}");
+        assert_eq!(failed, Some((2, vec![turn_id(2)])), "{location}");
         let turn = within(store.turn("t", 2)).await.unwrap().unwrap();
         assert_eq!(turn.status, TurnStatus::Failed, "{location}");
         assert_eq!(turn.error.as_deref(), Some(message));
@@ -171,9 +237,9 @@ async fn taking_over_an_expired_lease_fails_the_threads_unfinished_turns_on_ever
         // A thread with no lease at all is taken over too; a second take-over finds nothing to fail.
         assert_eq!(
             within(store.take_over_expired("u", "c", 1150, 100, message)).await.unwrap(),
-            Some(vec![turn_id(1)])
+            Some((1, vec![turn_id(1)]))
         );
-        assert_eq!(within(store.take_over_expired("u", "d", 1250, 100, message)).await.unwrap(), Some(vec![]));
+        assert_eq!(within(store.take_over_expired("u", "d", 1250, 100, message)).await.unwrap(), Some((2, vec![])));
         assert_eq!(within(store.lease_holder("u", 1250)).await.unwrap(), Some(("d".to_owned(), 1350)), "{location}");
         within(store.close()).await;
     }
@@ -196,7 +262,7 @@ async fn a_migration_missing_below_the_highest_applied_is_applied_at_open_on_eve
         let save =
             super::super::AppWrite::SaveAppName { name: "n".to_owned(), url: "u".to_owned(), at: "now".to_owned() };
         within(store.write(save)).await.unwrap();
-        assert_eq!(within(store.try_acquire_lease("t", "a", 0, 1)).await.unwrap(), acquired(1), "{location}");
+        assert_eq!(within(store.try_acquire_lease("t", "a", 0, 1)).await.unwrap(), acquired(1, 1), "{location}");
         within(store.close()).await;
     }
     dbs.drop().await;

@@ -5,6 +5,14 @@
 //! Times are Unix milliseconds from the caller's clock (`now_ms`); a lease is live while
 //! `now_ms < expires_at_ms`. Instances' clocks must agree within a fraction of the TTL.
 //!
+//! Fencing: a lease's `generation` moves on each time the lease changes hands (never when its
+//! owner renews or claims it again), and a released lease keeps its row with no owner (`''`), so
+//! generations only grow. A [`Fence`] is what a turn's writes are conditional on: wrapped in
+//! [`WriteOp::Fenced`], a unit first checks, in its own transaction, that the lease is still that
+//! owner's at that generation (on PostgreSQL holding the lease row's share lock until the commit,
+//! so a take-over waits for it and then sees what it wrote), and fails with
+//! [`StoreError::Fenced`] otherwise.
+//!
 //! Why the writer: every lease change is a [`WriteOp::Lease`] unit on the store's single writer,
 //! not a transaction of its own on the pool. On SQLite a second write transaction would compete
 //! with the writer's connection for the database's one write lock (`SQLITE_BUSY` after the busy
@@ -15,17 +23,26 @@
 
 use std::sync::{Arc, Mutex, PoisonError};
 
-use super::db::{Conn, sql};
-use super::{Store, StoreError, WriteOp, threads};
+use super::db::{Backend, Conn, sql};
+use super::{Store, StoreError, WriteOp, thread_writes};
 use crate::clock::UtcTime;
 
 /// What [`Store::try_acquire_lease`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseClaim {
-    /// The caller holds the lease now (new, taken after it expired, or its own renewed).
-    Acquired { expires_at_ms: i64 },
+    /// The caller holds the lease now (new, taken after it expired, or its own renewed), at
+    /// `generation`.
+    Acquired { expires_at_ms: i64, generation: i64 },
     /// Another instance holds a live lease.
     HeldBy { owner: String, expires_at_ms: i64 },
+}
+
+/// A lease as its writes must find it: the thread, its owner and the owner's generation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Fence {
+    pub thread_id: String,
+    pub owner: String,
+    pub generation: i64,
 }
 
 /// The lease change a unit makes.
@@ -61,7 +78,9 @@ enum LeaseOp {
 enum LeaseOutcome {
     Claim(LeaseClaim),
     Count(u64),
-    TakenOver(Option<Vec<String>>),
+    /// (thread id, generation) of each lease renewed.
+    Renewed(Vec<(String, i64)>),
+    TakenOver(Option<(i64, Vec<String>)>),
 }
 
 /// A lease change as a write unit, with the slot its outcome is left in. (The slot may be filled
@@ -72,9 +91,15 @@ pub struct LeaseWrite {
     outcome: Arc<Mutex<Option<LeaseOutcome>>>,
 }
 
-/// Takes the lease of `?1` for `?2` until `?3`, where the condition allows it.
-const UPSERT: &str = "INSERT INTO thread_leases (thread_id, owner, expires_at_ms) VALUES (?1, ?2, ?3) \
-     ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires_at_ms = excluded.expires_at_ms";
+/// Takes the lease of `?1` for `?2` until `?3`, where the condition allows it; the generation
+/// moves on when the lease changes hands.
+const UPSERT: &str = "INSERT INTO thread_leases (thread_id, owner, expires_at_ms, generation) VALUES (?1, ?2, ?3, 1) \
+     ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires_at_ms = excluded.expires_at_ms, \
+     generation = CASE WHEN thread_leases.owner = excluded.owner THEN thread_leases.generation \
+     ELSE thread_leases.generation + 1 END";
+
+/// No owner: a released lease (its row and generation are kept).
+const NO_OWNER: &str = "";
 
 /// Runs one lease unit inside the writer's transaction and leaves its outcome in the slot.
 pub(super) async fn apply(conn: &mut Conn<'_>, write: &LeaseWrite) -> Result<(), StoreError> {
@@ -83,15 +108,19 @@ pub(super) async fn apply(conn: &mut Conn<'_>, write: &LeaseWrite) -> Result<(),
             LeaseOutcome::Claim(acquire(conn, thread_id, owner, *now_ms, *ttl_ms).await?)
         }
         LeaseOp::Renew { owner, now_ms, ttl_ms } => {
-            let text = "UPDATE thread_leases SET expires_at_ms = ? WHERE owner = ?";
-            LeaseOutcome::Count(conn.execute(sql(text).bind(now_ms.saturating_add(*ttl_ms)).bind(owner)).await?)
+            let text = "UPDATE thread_leases SET expires_at_ms = ? WHERE owner = ? RETURNING thread_id, generation";
+            let rows = conn.fetch_all(sql(text).bind(now_ms.saturating_add(*ttl_ms)).bind(owner)).await?;
+            let renewed: Result<Vec<_>, sqlx::Error> =
+                rows.iter().map(|row| Ok((row.text("thread_id")?, row.int("generation")?))).collect();
+            LeaseOutcome::Renewed(renewed?)
         }
         LeaseOp::Release { thread_id: Some(thread_id), owner } => {
-            let text = "DELETE FROM thread_leases WHERE thread_id = ? AND owner = ?";
-            LeaseOutcome::Count(conn.execute(sql(text).bind(thread_id).bind(owner)).await?)
+            let text = "UPDATE thread_leases SET owner = ?, expires_at_ms = 0 WHERE thread_id = ? AND owner = ?";
+            LeaseOutcome::Count(conn.execute(sql(text).bind(NO_OWNER).bind(thread_id).bind(owner)).await?)
         }
         LeaseOp::Release { thread_id: None, owner } => {
-            LeaseOutcome::Count(conn.execute(sql("DELETE FROM thread_leases WHERE owner = ?").bind(owner)).await?)
+            let text = "UPDATE thread_leases SET owner = ?, expires_at_ms = 0 WHERE owner = ?";
+            LeaseOutcome::Count(conn.execute(sql(text).bind(NO_OWNER).bind(owner)).await?)
         }
         LeaseOp::TakeOver { thread_id, new_owner, now_ms, ttl_ms, message } => {
             LeaseOutcome::TakenOver(take_over(conn, thread_id, new_owner, *now_ms, *ttl_ms, message).await?)
@@ -113,18 +142,36 @@ async fn acquire(
     let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4 OR thread_leases.owner = excluded.owner");
     let expires = now_ms.saturating_add(ttl_ms);
     conn.execute(sql(text).bind(thread_id).bind(owner).bind(expires).bind(now_ms)).await?;
-    let text = "SELECT owner, expires_at_ms FROM thread_leases WHERE thread_id = ?";
+    let text = "SELECT owner, expires_at_ms, generation FROM thread_leases WHERE thread_id = ?";
     let row = conn.fetch_one(sql(text).bind(thread_id)).await?;
     let (holder, expires_at_ms) = (row.text("owner")?, row.int("expires_at_ms")?);
     Ok(if holder == owner {
-        LeaseClaim::Acquired { expires_at_ms }
+        LeaseClaim::Acquired { expires_at_ms, generation: row.int("generation")? }
     } else {
         LeaseClaim::HeldBy { owner: holder, expires_at_ms }
     })
 }
 
+/// The check a fenced unit starts with: the lease is still `fence`'s. On PostgreSQL the row's
+/// share lock is held until the commit, so a take-over (which updates the row) waits for the
+/// unit, and the unit never commits after one.
+pub(super) async fn check_fence(conn: &mut Conn<'_>, fence: &Fence) -> Result<(), StoreError> {
+    let lock = match conn.backend() {
+        Backend::Postgres => " FOR SHARE",
+        Backend::Sqlite => "",
+    };
+    let text =
+        format!("SELECT generation FROM thread_leases WHERE thread_id = ? AND owner = ? AND generation = ?{lock}");
+    let found = conn.fetch_all(sql(text).bind(&fence.thread_id).bind(&fence.owner).bind(fence.generation)).await?;
+    if found.is_empty() {
+        return Err(StoreError::Fenced { thread_id: fence.thread_id.clone(), generation: fence.generation });
+    }
+    Ok(())
+}
+
 /// Takes an expired or absent lease and fails the thread's unfinished turns, in the unit's one
-/// transaction; `None` (nothing changed) while any lease on the thread is live.
+/// transaction; `None` (nothing changed) while any lease on the thread is live. Returns the new
+/// generation and the failed turns' ids.
 async fn take_over(
     conn: &mut Conn<'_>,
     thread_id: &str,
@@ -132,15 +179,15 @@ async fn take_over(
     now_ms: i64,
     ttl_ms: i64,
     message: &str,
-) -> Result<Option<Vec<String>>, StoreError> {
-    let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4");
+) -> Result<Option<(i64, Vec<String>)>, StoreError> {
+    let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4 RETURNING generation");
     let expires = now_ms.saturating_add(ttl_ms);
-    if conn.execute(sql(text).bind(thread_id).bind(new_owner).bind(expires).bind(now_ms)).await? == 0 {
-        return Ok(None);
-    }
+    let taken = conn.fetch_all(sql(text).bind(thread_id).bind(new_owner).bind(expires).bind(now_ms)).await?;
+    let Some(row) = taken.first() else { return Ok(None) };
+    let generation = row.int("generation")?;
     let now = UtcTime { unix_millis: now_ms }.rfc3339();
-    let failed = threads::fail_unfinished_turns(conn, Some(thread_id), &now, message).await?;
-    Ok(Some(failed.into_iter().map(|(_, turn)| turn).collect()))
+    let failed = thread_writes::fail_unfinished_turns(conn, Some(thread_id), &now, message).await?;
+    Ok(Some((generation, failed.into_iter().map(|(_, turn)| turn).collect())))
 }
 
 impl Store {
@@ -172,10 +219,14 @@ impl Store {
     }
 
     /// Extends every lease `owner` still holds (expired ones not yet taken included) to
-    /// `now_ms + ttl_ms`, in one statement; returns how many. A lease another instance took is
-    /// not among them, so an owner that counts fewer than it thinks it holds has lost some.
-    pub async fn renew_leases(&self, owner: &str, now_ms: i64, ttl_ms: i64) -> Result<u64, StoreError> {
-        self.lease_count(LeaseOp::Renew { owner: owner.to_owned(), now_ms, ttl_ms }).await
+    /// `now_ms + ttl_ms`, in one statement; returns (thread id, generation) of each. A lease
+    /// another instance took is not among them, so an owner that finds one of its fences missing
+    /// (or at another generation) has lost it.
+    pub async fn renew_leases(&self, owner: &str, now_ms: i64, ttl_ms: i64) -> Result<Vec<(String, i64)>, StoreError> {
+        match self.lease_write(LeaseOp::Renew { owner: owner.to_owned(), now_ms, ttl_ms }).await? {
+            LeaseOutcome::Renewed(renewed) => Ok(renewed),
+            other => Err(unexpected(&other)),
+        }
     }
 
     /// Gives up the thread's lease if `owner` holds it; whether there was one to give up.
@@ -199,9 +250,9 @@ impl Store {
     /// In one transaction: when the thread's lease is expired (or there is none), takes it for
     /// `new_owner` until `now_ms + ttl_ms` and marks the thread's `running` and `waitingApproval`
     /// turns failed with `error_message`, an error item and `now_ms` as their completion time (as
-    /// start-up recovery does for every thread). Returns the ids of the turns it failed, or
-    /// `None` when a live lease is held — by anyone, `new_owner` included, whose running turns
-    /// are its own and are left alone.
+    /// start-up recovery does for every thread). Returns the lease's new generation and the ids of
+    /// the turns it failed, or `None` when a live lease is held — by anyone, `new_owner`
+    /// included, whose running turns are its own and are left alone.
     pub async fn take_over_expired(
         &self,
         thread_id: &str,
@@ -209,7 +260,7 @@ impl Store {
         now_ms: i64,
         ttl_ms: i64,
         error_message: &str,
-    ) -> Result<Option<Vec<String>>, StoreError> {
+    ) -> Result<Option<(i64, Vec<String>)>, StoreError> {
         let op = LeaseOp::TakeOver {
             thread_id: thread_id.to_owned(),
             new_owner: new_owner.to_owned(),
@@ -226,15 +277,17 @@ impl Store {
     /// Who holds the thread's live lease, and until when; `None` when there is none or it has
     /// expired by `now_ms`. (A read: it may be stale by the time the caller acts on it.)
     pub async fn lease_holder(&self, thread_id: &str, now_ms: i64) -> Result<Option<(String, i64)>, StoreError> {
-        let text = "SELECT owner, expires_at_ms FROM thread_leases WHERE thread_id = ? AND expires_at_ms > ?";
+        let text = "SELECT owner, expires_at_ms FROM thread_leases WHERE thread_id = ? AND expires_at_ms > ? \
+             AND owner <> ''";
         let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(now_ms)).await?;
         Ok(row.map(|row| Ok::<_, sqlx::Error>((row.text("owner")?, row.int("expires_at_ms")?))).transpose()?)
     }
 
-    /// Up to `limit` leases expired by `now_ms`, longest expired first: (thread id, owner). What
-    /// a sweeper passes to [`Store::take_over_expired`].
+    /// Up to `limit` leases expired by `now_ms` (released ones, with no owner, are not),
+    /// longest expired first: (thread id, owner). What a sweeper passes to
+    /// [`Store::take_over_expired`].
     pub async fn expired_leases(&self, now_ms: i64, limit: u32) -> Result<Vec<(String, String)>, StoreError> {
-        let text = "SELECT thread_id, owner FROM thread_leases WHERE expires_at_ms <= ? \
+        let text = "SELECT thread_id, owner FROM thread_leases WHERE expires_at_ms <= ? AND owner <> '' \
              ORDER BY expires_at_ms, thread_id LIMIT ?";
         let rows = self.reader.fetch_all(sql(text).bind(now_ms).bind(limit)).await?;
         let leases: Result<Vec<_>, sqlx::Error> =

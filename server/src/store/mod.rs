@@ -15,15 +15,20 @@ mod events;
 mod leases;
 mod location;
 mod postgres;
+mod retry;
+#[cfg(test)]
+mod retry_tests;
 mod sqlite;
+mod thread_writes;
 mod threads;
 mod writer;
 
 pub use apps::{AppWrite, WindowRecord};
 pub use events::{EventWrite, StoredEvent};
-pub use leases::LeaseClaim;
+pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;
-pub use threads::{ThreadQuery, ThreadRecord, ThreadWrite, TurnRecord, item_id, parse_seq, turn_id};
+pub use thread_writes::ThreadWrite;
+pub use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
 pub use writer::FaultKind;
 
 use std::path::PathBuf;
@@ -91,6 +96,9 @@ pub enum StoreError {
     /// An update or confirmation found no row to change.
     #[error("no such {0} in the database")]
     NotFound(&'static str),
+    /// A conditional update found the row changed since it was read (by another instance).
+    #[error("{0} changed since it was read")]
+    Stale(&'static str),
     #[error("{0} is not supported by this database")]
     Unsupported(&'static str),
     #[error("database write failed: {0}")]
@@ -101,6 +109,10 @@ pub enum StoreError {
     Closed,
     #[error("the database file {path} is gone ({reason}); nothing can be saved until the server is restarted")]
     FileGone { path: PathBuf, reason: String },
+    /// A fenced unit found the thread's lease changed hands: this instance no longer owns the
+    /// thread (cluster mode), and the unit did nothing.
+    #[error("this instance's lease on thread {thread_id} (generation {generation}) was taken over")]
+    Fenced { thread_id: String, generation: i64 },
 }
 
 impl From<sqlx::Error> for StoreError {
@@ -114,6 +126,9 @@ impl From<sqlx::Error> for StoreError {
 pub enum WriteOp {
     /// A lease operation (`leases.rs`), with the slot its result is left in.
     Lease(leases::LeaseWrite),
+    /// A write made for a thread's turn by the instance holding its lease: applied only while
+    /// the lease is still at the fence's generation (checked in the same transaction).
+    Fenced(Fence, Box<WriteOp>),
     Thread(ThreadWrite),
     App(AppWrite),
     Event(EventWrite),
@@ -129,11 +144,20 @@ impl StoreError {
 }
 
 impl WriteOp {
+    /// `self`, conditional on `fence` when there is one.
+    pub fn fenced(self, fence: Option<Fence>) -> WriteOp {
+        match fence {
+            Some(fence) => WriteOp::Fenced(fence, Box::new(self)),
+            None => self,
+        }
+    }
+
     /// Whether this unit saves how a turn ended (so test faults can target exactly it).
     fn finishes_turn(&self) -> bool {
         match self {
             WriteOp::Thread(ThreadWrite::FinishTurn(_) | ThreadWrite::FinishTurnWithItems { .. }) => true,
             WriteOp::All(ops) => ops.iter().any(WriteOp::finishes_turn),
+            WriteOp::Fenced(_, op) => op.finishes_turn(),
             _ => false,
         }
     }
@@ -141,6 +165,7 @@ impl WriteOp {
     /// Whether this unit writes a completed item with the event that announces it.
     fn completes_item(&self) -> bool {
         match self {
+            WriteOp::Fenced(_, op) => op.completes_item(),
             WriteOp::All(ops) => matches!(
                 ops.as_slice(),
                 [WriteOp::Thread(ThreadWrite::InsertItem { .. }), WriteOp::Event(EventWrite::Append { .. })]
@@ -175,7 +200,11 @@ fn apply<'a>(
     Box::pin(async move {
         match op {
             WriteOp::Lease(op) => leases::apply(conn, op).await,
-            WriteOp::Thread(op) => threads::apply(conn, op).await,
+            WriteOp::Fenced(fence, op) => {
+                leases::check_fence(conn, fence).await?;
+                apply(conn, op).await
+            }
+            WriteOp::Thread(op) => thread_writes::apply(conn, op).await,
             WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::Event(op) => events::apply(conn, op).await,
             WriteOp::All(ops) => {
@@ -391,7 +420,7 @@ async fn fail_unfinished_turns(pool: &Pool, message: &str) -> Result<Vec<(String
     let mut pooled = pool.acquire().await?;
     let mut conn = pooled.conn();
     conn.execute(sql(pool.backend().begin())).await?;
-    match threads::fail_unfinished_turns(&mut conn, None, &crate::clock::now_rfc3339(), message).await {
+    match thread_writes::fail_unfinished_turns(&mut conn, None, &crate::clock::now_rfc3339(), message).await {
         Ok(failed) => {
             conn.execute(sql("COMMIT")).await?;
             Ok(failed)

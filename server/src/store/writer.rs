@@ -17,6 +17,7 @@ use tokio::sync::{mpsc, oneshot, watch};
 use crate::telemetry;
 
 use super::db::{Backend, Conn, Pool, PooledConn, sql};
+use super::retry::{self, Retry};
 use super::sqlite::checkpoint::Checkpointer;
 use super::sqlite::direct;
 use super::{Backing, Durability, StoreError, WriteOp, apply};
@@ -152,18 +153,16 @@ async fn run(
     faults: Arc<WriteFaults>,
     backing: Arc<Backing>,
 ) {
-    let backend = db.backend();
     // The writer's connection; dropped after a failure of the transaction itself (a PostgreSQL
-    // restart, a broken socket) and acquired again for the next batch, so one lost connection
-    // fails the writes in flight, not every later one.
-    let mut conn = match db.acquire().await {
-        Ok(conn) => Some(conn),
-        Err(err) => {
-            tracing::error!(error = %err, "the store writer cannot get its connection");
-            fail_all(&mut rx, &err.to_string()).await;
-            return;
-        }
-    };
+    // restart, a broken socket) and acquired again, so a lost connection costs a retry of the
+    // batch in flight (`commit_with_retries`), not every later write.
+    let mut marker = None;
+    let mut conn = None;
+    if let Err(err) = writer_connection(&db, &mut conn, &mut marker).await {
+        tracing::error!(error = %err, "the store writer cannot get its connection");
+        fail_all(&mut rx, &err.to_string()).await;
+        return;
+    }
     let checkpoints = match &db {
         WriterDb::Direct { path, .. } => match Checkpointer::start(path) {
             Ok(checkpointer) => Some(checkpointer),
@@ -194,11 +193,8 @@ async fn run(
             // A database deleted or replaced under us would take the writes silently.
             if let Err(err) = backing.check() {
                 fail_batch(&mut batch, &err.to_string());
-            } else if let Some(pooled) = writer_connection(&db, &mut conn, &mut batch).await {
-                if let Err(err) = commit_batch(pooled, backend, &mut batch, &faults).await {
-                    tracing::warn!(error = %err, "a store transaction failed; the writer reconnects");
-                    conn = None;
-                }
+            } else {
+                commit_with_retries(&db, &mut conn, &mut marker, &mut batch, &faults).await;
                 if let Some(checkpoints) = &checkpoints {
                     checkpoints.note_commit();
                 }
@@ -212,20 +208,21 @@ async fn run(
     }
 }
 
-/// The writer's connection, acquired again when the last one was dropped; `None` (and the batch
-/// failed) when the database cannot be reached.
+/// The writer's connection, acquired again when the last one was dropped (a PostgreSQL writer
+/// registers its batch marker on its first one).
 async fn writer_connection<'c>(
     db: &WriterDb,
     conn: &'c mut Option<PooledConn>,
-    batch: &mut Batch,
-) -> Option<&'c mut PooledConn> {
-    if conn.is_none() {
-        match db.acquire().await {
-            Ok(fresh) => *conn = Some(fresh),
-            Err(err) => fail_batch(batch, &err.to_string()),
-        }
+    marker: &mut Option<BatchMarker>,
+) -> Result<&'c mut PooledConn, sqlx::Error> {
+    let pooled = match conn {
+        Some(pooled) => pooled,
+        None => conn.insert(db.acquire().await?),
+    };
+    if marker.is_none() && db.backend() == Backend::Postgres {
+        *marker = Some(BatchMarker::register(&mut pooled.conn()).await?);
     }
-    conn.as_mut()
+    Ok(pooled)
 }
 
 fn fail_batch(batch: &mut Batch, message: &str) {
@@ -234,48 +231,186 @@ fn fail_batch(batch: &mut Batch, message: &str) {
     }
 }
 
-/// Commits the batch as one transaction and answers every unit. `Err` when the transaction
-/// itself failed (every unit was answered with the error): the connection is suspect.
-async fn commit_batch(
-    pooled: &mut PooledConn,
-    backend: Backend,
+/// The number each transaction of a PostgreSQL writer records (`store_writers`), so that after a
+/// connection was lost during a `COMMIT` the writer can tell whether it took effect.
+#[derive(Debug)]
+pub(super) struct BatchMarker {
+    writer_id: String,
+    last: i64,
+}
+
+impl BatchMarker {
+    /// Registers a new writer (and forgets writers of processes gone for a day).
+    pub(super) async fn register(conn: &mut Conn<'_>) -> Result<BatchMarker, sqlx::Error> {
+        let now = crate::clock::UtcTime::now().unix_millis;
+        let day_ago = now.saturating_sub(86_400_000);
+        conn.execute(sql("DELETE FROM store_writers WHERE started_at_ms < ?").bind(day_ago)).await?;
+        let writer_id = format!("w{:016x}", fastrand::u64(..));
+        let text = "INSERT INTO store_writers (writer_id, batch, started_at_ms) VALUES (?, 0, ?)";
+        conn.execute(sql(text).bind(&writer_id).bind(now)).await?;
+        Ok(BatchMarker { writer_id, last: 0 })
+    }
+
+    /// Whether the transaction numbered `number` committed.
+    async fn committed(&self, conn: &mut Conn<'_>, number: i64) -> Result<bool, sqlx::Error> {
+        let text = "SELECT batch FROM store_writers WHERE writer_id = ?";
+        Ok(conn.fetch_one(sql(text).bind(&self.writer_id)).await?.int("batch")? == number)
+    }
+}
+
+/// How an attempt at committing a batch failed.
+struct Failure {
+    err: sqlx::Error,
+    /// The units' results when it failed at the `COMMIT` itself (the outcome may be a commit).
+    at_commit: Option<Vec<Result<(), StoreError>>>,
+}
+
+/// Commits the batch as one transaction and answers every unit; a deadlock, a serialization
+/// failure or a lost connection runs the whole batch again (on a new connection for a lost one,
+/// once the marker says the lost `COMMIT` did not take effect), up to [`retry::ATTEMPTS`] times.
+/// Leaves `conn` `None` when the connection is suspect.
+async fn commit_with_retries(
+    db: &WriterDb,
+    conn: &mut Option<PooledConn>,
+    marker: &mut Option<BatchMarker>,
     batch: &mut Batch,
     faults: &WriteFaults,
-) -> Result<(), sqlx::Error> {
+) {
     let started = Instant::now();
-    let mut conn = pooled.conn();
-    let applied = apply_units(&mut conn, backend, batch, faults).await;
-    let committed = match applied {
-        Ok(results) => conn.execute(sql("COMMIT")).await.map(|_| results),
-        Err(err) => Err(err),
-    };
-    let results = match committed {
-        Ok(results) => results,
-        Err(err) => {
-            // Nothing of the batch may commit: what a unit left behind is unknown.
-            let _ = conn.execute(sql("ROLLBACK")).await;
-            fail_batch(batch, &err.to_string());
-            return Err(err);
+    let mut attempt = 1;
+    let err = loop {
+        if attempt > 1 {
+            tokio::time::sleep(retry::backoff(attempt)).await;
         }
+        let pooled = match writer_connection(db, conn, marker).await {
+            Ok(pooled) => pooled,
+            Err(err) => {
+                *conn = None;
+                tracing::warn!(attempt, error = %err, "the store writer cannot reach the database");
+                attempt += 1;
+                if attempt > retry::ATTEMPTS {
+                    break err;
+                }
+                continue;
+            }
+        };
+        let number = marker.as_mut().map(|marker| {
+            marker.last += 1;
+            (marker.writer_id.clone(), marker.last)
+        });
+        let failure = match try_commit(pooled, db.backend(), batch, faults, number.as_ref()).await {
+            Ok(results) => return answer(batch, results, started),
+            Err(failure) => failure,
+        };
+        let kind = retry::classify(&failure.err);
+        if kind == Some(Retry::Lost) || kind.is_none() {
+            *conn = None;
+        }
+        if let (Some(results), Some((_, number))) = (failure.at_commit, number) {
+            // The COMMIT was sent; the marker says whether it took effect.
+            match lost_commit_outcome(db, conn, marker, number).await {
+                Some(true) => return answer(batch, results, started),
+                Some(false) => {}
+                None => break failure.err,
+            }
+        }
+        tracing::warn!(attempt, error = %failure.err, "a store transaction failed");
+        attempt += 1;
+        if kind.is_none() || attempt > retry::ATTEMPTS {
+            break failure.err;
+        }
+        telemetry::store_retry();
     };
+    fail_batch(batch, &err.to_string());
+}
+
+/// Answers every unit of a committed batch.
+fn answer(batch: &mut Batch, results: Vec<Result<(), StoreError>>, started: Instant) {
     telemetry::store_commit(batch.len(), started.elapsed());
     for ((_, reply), result) in batch.drain(..).zip(results) {
         let _ = reply.send(result);
     }
-    Ok(())
 }
 
-/// Opens the transaction and applies each unit in its own savepoint, statement by statement.
+/// Whether the transaction numbered `number`, whose connection was lost at its `COMMIT`,
+/// committed: read on a new connection (tried like a batch); `None` when that cannot be known.
+async fn lost_commit_outcome(
+    db: &WriterDb,
+    conn: &mut Option<PooledConn>,
+    marker: &mut Option<BatchMarker>,
+    number: i64,
+) -> Option<bool> {
+    for attempt in 2..=retry::ATTEMPTS {
+        tokio::time::sleep(retry::backoff(attempt)).await;
+        let Ok(pooled) = writer_connection(db, conn, marker).await else {
+            *conn = None;
+            continue;
+        };
+        let Some(marker) = marker.as_ref() else { return None };
+        match marker.committed(&mut pooled.conn(), number).await {
+            Ok(committed) => return Some(committed),
+            Err(err) => {
+                tracing::warn!(error = %err, "cannot read whether a lost commit took effect");
+                *conn = None;
+            }
+        }
+    }
+    None
+}
+
+/// One attempt: the batch as one transaction (recording `number` in it on PostgreSQL), rolled
+/// back on any failure of the transaction itself or of a unit with a retryable error.
+async fn try_commit(
+    pooled: &mut PooledConn,
+    backend: Backend,
+    batch: &Batch,
+    faults: &WriteFaults,
+    number: Option<&(String, i64)>,
+) -> Result<Vec<Result<(), StoreError>>, Failure> {
+    let mut conn = pooled.conn();
+    let results = match apply_units(&mut conn, backend, batch, faults, number).await {
+        Ok(results) => results,
+        Err(err) => {
+            // Nothing of the batch may commit: what a unit left behind is unknown.
+            let _ = conn.execute(sql("ROLLBACK")).await;
+            return Err(Failure { err, at_commit: None });
+        }
+    };
+    match conn.execute(sql("COMMIT")).await {
+        Ok(_) => Ok(results),
+        Err(err) => {
+            let _ = conn.execute(sql("ROLLBACK")).await;
+            Err(Failure { err, at_commit: Some(results) })
+        }
+    }
+}
+
+/// Opens the transaction, records its number, and applies each unit in its own savepoint,
+/// statement by statement. A unit that failed with a retryable error (a deadlock) fails the
+/// attempt: the batch is run again rather than the unit reported failed.
 async fn apply_units(
     conn: &mut Conn<'_>,
     backend: Backend,
     batch: &Batch,
     faults: &WriteFaults,
+    number: Option<&(String, i64)>,
 ) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
     conn.execute(sql(backend.begin())).await?;
+    if let Some((writer_id, number)) = number {
+        conn.execute(sql("UPDATE store_writers SET batch = ? WHERE writer_id = ?").bind(*number).bind(writer_id))
+            .await?;
+    }
     let mut results = Vec::with_capacity(batch.len());
     for (op, _) in batch {
-        results.push(apply_unit(conn, op, faults.take(op)).await?);
+        let result = apply_unit(conn, op, faults.take(op)).await?;
+        if let Err(StoreError::Query(super::DbError(err))) = result {
+            if retry::classify(&err).is_some() {
+                return Err(err);
+            }
+            results.push(Err(StoreError::Query(super::DbError(err))));
+            continue;
+        }
+        results.push(result);
     }
     Ok(results)
 }

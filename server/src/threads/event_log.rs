@@ -7,6 +7,7 @@ use std::pin::Pin;
 
 use bytes::Bytes;
 
+use super::fence::ThreadFence;
 use crate::store::{EventWrite, Store, StoreError, WriteOp};
 
 /// Resolves when an appended event has committed (or failed to).
@@ -57,20 +58,25 @@ impl EventLog for Store {
     }
 }
 
-/// Cluster mode: the store's log, and each event, once committed, rung on the other instances'
-/// doorbell (NATS) in the order it was numbered. A lost message is caught up from the store.
+/// Cluster mode: the store's log, each unit fenced by the thread's lease while this instance
+/// holds it (a unit refused for a lost lease stops the turn here: [`ThreadFence::note`]), and
+/// each event, once committed, rung on the other instances' doorbell (NATS) in the order it was
+/// numbered. A lost message is caught up from the store.
 #[derive(Debug, Clone)]
 pub struct ClusterLog {
     pub store: Store,
     pub cluster: crate::cluster::Cluster,
+    pub fence: std::sync::Arc<ThreadFence>,
 }
 
 impl EventLog for ClusterLog {
     fn append(&self, thread_id: &str, entries: Vec<LogEntry>, with: Option<WriteOp>) -> Commit {
-        let ticket = self.store.submit(append(thread_id, &entries, with));
-        let (cluster, thread_id) = (self.cluster.clone(), thread_id.to_owned());
+        let ticket = self.store.submit(self.fence.guard(append(thread_id, &entries, with)));
+        let (cluster, thread_id, fence) = (self.cluster.clone(), thread_id.to_owned(), self.fence.clone());
         Box::pin(async move {
-            ticket.wait().await?;
+            let committed = ticket.wait().await;
+            fence.note(&committed);
+            committed?;
             for LogEntry { seq, method, body } in entries {
                 if let Err(err) = cluster.publish_frame(&thread_id, seq, method, &body).await {
                     tracing::warn!(thread = %thread_id, seq, error = %err, "event not published to the cluster (other instances catch up from the store)");

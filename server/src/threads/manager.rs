@@ -14,6 +14,7 @@ use appserver_protocol::ThreadRuntime;
 
 use super::event_log::{ClusterLog, EventLog};
 use super::feeds::Feeds;
+use super::fence::ThreadFence;
 use super::{Loaded, SessionError, ThreadHandle};
 use crate::store::{Store, ThreadRecord};
 
@@ -61,12 +62,19 @@ impl ThreadManager {
         }
     }
 
-    /// Where loaded threads log their events.
-    fn log(&self) -> Arc<dyn EventLog> {
-        match &self.feeds {
-            Some(feeds) => Arc::new(ClusterLog { store: self.store.clone(), cluster: feeds.cluster().clone() }),
+    /// A loaded thread's lease cell and where it logs its events (in cluster mode, fenced by
+    /// that lease).
+    fn log(&self) -> (Arc<ThreadFence>, Arc<dyn EventLog>) {
+        let fence = Arc::new(ThreadFence::default());
+        let log: Arc<dyn EventLog> = match &self.feeds {
+            Some(feeds) => Arc::new(ClusterLog {
+                store: self.store.clone(),
+                cluster: feeds.cluster().clone(),
+                fence: fence.clone(),
+            }),
             None => Arc::new(self.store.clone()),
-        }
+        };
+        (fence, log)
     }
 
     fn loaded_map(&self) -> MutexGuard<'_, HashMap<String, Arc<ThreadHandle>>> {

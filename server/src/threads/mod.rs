@@ -8,6 +8,7 @@
 mod announce;
 pub mod event_log;
 pub mod feeds;
+pub mod fence;
 mod hub;
 pub mod manager;
 pub mod pending_approval;
@@ -84,6 +85,8 @@ pub struct ThreadState {
     pub session_approvals: std::collections::HashSet<String>,
     /// Holds the thread's notifications until its `thread/started` is out (see `hub.rs`).
     pub announce: Arc<AnnounceGate>,
+    /// The thread's lease as this instance holds it (the same as its handle's).
+    pub fence: Arc<fence::ThreadFence>,
 }
 
 impl ThreadState {
@@ -118,6 +121,8 @@ pub struct ThreadHandle {
     pub id: String,
     state: Mutex<ThreadState>,
     pub hub: EventHub,
+    /// Cluster mode: the thread's lease as this instance holds it; its turn's writes carry it.
+    pub fence: Arc<fence::ThreadFence>,
     /// When it was last handed out ([`ThreadManager`]'s clock), for least-recently-used eviction.
     last_used: std::sync::atomic::AtomicU64,
     /// Held (across the await of the write) by every change of the queue, from before the change
@@ -127,7 +132,7 @@ pub struct ThreadHandle {
 }
 
 impl ThreadHandle {
-    fn new(loaded: Loaded, log: Arc<dyn event_log::EventLog>) -> Self {
+    fn new(loaded: Loaded, (fence, log): (Arc<fence::ThreadFence>, Arc<dyn event_log::EventLog>)) -> Self {
         let Loaded { record, mut queue, plan, last_seq } = loaded;
         // Guidance promised to a turn that is no longer running goes back to the queue.
         for queued in &mut queue {
@@ -150,8 +155,10 @@ impl ThreadHandle {
                 pending_approval: None,
                 session_approvals: Default::default(),
                 announce: announce.clone(),
+                fence: fence.clone(),
             }),
             hub: EventHub::new(&record_id, announce, log, last_seq),
+            fence,
             last_used: Default::default(),
             queue_order: tokio::sync::Mutex::new(()),
         }

@@ -269,7 +269,7 @@ impl TurnContext {
             completed_at: Some(now),
         };
         self.next_item_seq += 1;
-        self.turns.store.write(ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
+        self.handle.fence.write(&self.turns.store, ThreadWrite::item(&self.thread_id, self.turn_seq, &item)).await?;
         let params =
             ItemEventParams { thread_id: self.thread_id.clone(), turn_id: self.turn_id.clone(), item: item.clone() };
         self.publish(ServerNotification::ItemApprovalResolved(params.clone()));

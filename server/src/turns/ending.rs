@@ -82,7 +82,7 @@ async fn save_end(
             Err(err) => Err(err),
         }
     } else {
-        turns.store.write(finish).await
+        handle.fence.write(&turns.store, finish).await
     };
     // A deleted thread's turn went with it, and nothing is announced for it.
     let deleted = handle.state().deleted;
@@ -101,7 +101,7 @@ async fn save_end(
         *outcome = Outcome::Failed(message);
         let mut failed = vec![ThreadWrite::FinishTurn(Box::new(turn.clone())).into()];
         failed.extend(touch(handle, turn).map(WriteOp::from));
-        if let Err(err) = turns.store.write(WriteOp::All(failed)).await {
+        if let Err(err) = handle.fence.write(&turns.store, WriteOp::All(failed)).await {
             tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
         }
     }
@@ -134,6 +134,12 @@ pub(super) async fn finalize(
     record_end(&mut turn, &now, ctx.usage, &outcome);
     let mut outcome = outcome;
     let mut announced = save_end(turns, handle, &mut turn, &mut ctx, &mut outcome).await;
+    if handle.fence.is_lost() {
+        if let Some(publication) = announced.take() {
+            publication.release(false);
+        }
+        return stop_taken_over(turns, handle, &turn.id);
+    }
     let wire_turn = wire::turn(&turn, ctx.items);
 
     let _queue_order = handle.queue_order.lock().await;
@@ -181,4 +187,24 @@ pub(super) async fn finalize(
     if let Some(reservation) = next {
         start_reserved(turns, handle.clone(), reservation).await;
     }
+}
+
+/// Cluster mode: this instance's lease on the thread was taken over while the turn ran. The turn
+/// stops here without another word or write (the instance that took the thread over has failed
+/// it and announced that, the only end the turn gets); the thread is idle here again, and the
+/// next turn's instance takes its queue from the store.
+pub(super) fn stop_taken_over(turns: &TurnService, handle: &ThreadHandle, turn_id: &str) {
+    tracing::warn!(thread = %handle.id, turn = %turn_id, "the thread was taken over by another instance; its turn stops here");
+    let mut state = handle.state();
+    if state.running.as_ref().is_some_and(|running| running.id == turn_id) {
+        state.running = None;
+    }
+    if let Some(pending) = state.pending_approval.take() {
+        pending.done.cancel();
+    }
+    set_runtime(turns.clients.as_ref(), &mut state, |r| {
+        r.running = false;
+        r.waiting_on_approval = false;
+    });
+    handle.hub.end_turn();
 }

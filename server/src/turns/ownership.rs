@@ -3,8 +3,15 @@
 //! the running turn goes to the holder. When an instance dies its leases expire, and another
 //! instance takes each over: it fails the turns left running (as a restart does), announces
 //! `turn/failed` to every subscriber, and lets the thread take new turns.
+//!
+//! Each lease held is at a generation (its fencing token), kept in the thread's
+//! [`ThreadFence`](crate::threads::fence::ThreadFence) so its turn's writes carry it. An instance
+//! learns it lost a lease either from a write the database refused or from a renewal that no
+//! longer returns the lease at its generation (within a third of the lease's time to live); either
+//! way the turn stops here silently, and the instance that took the thread over is the only one
+//! that announces its end.
 
-use std::collections::HashSet;
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -13,14 +20,14 @@ use tokio_util::sync::CancellationToken;
 
 use super::TurnService;
 use crate::clock::UtcTime;
-use crate::store::{LeaseClaim, Store, StoreError};
+use crate::store::{Fence, LeaseClaim, Store, StoreError};
 use crate::threads::wire;
 
 /// Who may run a thread's turn now.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Claim {
-    /// This instance holds the lease.
-    Mine,
+    /// This instance holds the lease, at this fence (hold it in the thread's `ThreadFence`).
+    Mine(Fence),
     /// Another instance (its id) holds a live lease.
     Elsewhere(String),
 }
@@ -31,8 +38,8 @@ pub struct Ownership {
     store: Store,
     instance: String,
     ttl: Duration,
-    /// The threads whose lease this instance took (and has not given up).
-    held: Mutex<HashSet<String>>,
+    /// The threads whose lease this instance took (and has not given up), at their generation.
+    held: Mutex<HashMap<String, i64>>,
 }
 
 /// The message of a turn failed because its instance stopped renewing its lease.
@@ -52,7 +59,7 @@ impl Ownership {
         Ownership { store, instance, ttl, held: Mutex::default() }
     }
 
-    fn held(&self) -> MutexGuard<'_, HashSet<String>> {
+    fn held(&self) -> MutexGuard<'_, HashMap<String, i64>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -62,15 +69,17 @@ impl Ownership {
 
     /// Takes (or renews) the thread's lease for this instance, unless another holds it.
     pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
-        let claim = match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
-            LeaseClaim::Acquired { .. } => Claim::Mine,
-            LeaseClaim::HeldBy { owner, .. } if owner == self.instance => Claim::Mine,
-            LeaseClaim::HeldBy { owner, .. } => Claim::Elsewhere(owner),
-        };
-        if claim == Claim::Mine {
-            self.held().insert(thread_id.to_owned());
+        match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
+            LeaseClaim::Acquired { generation, .. } => {
+                self.held().insert(thread_id.to_owned(), generation);
+                Ok(Claim::Mine(self.fence(thread_id, generation)))
+            }
+            LeaseClaim::HeldBy { owner, .. } => Ok(Claim::Elsewhere(owner)),
         }
-        Ok(claim)
+    }
+
+    fn fence(&self, thread_id: &str, generation: i64) -> Fence {
+        Fence { thread_id: thread_id.to_owned(), owner: self.instance.clone(), generation }
     }
 
     /// Gives the thread's lease up unless this instance still needs it: a turn of it runs here,
@@ -78,7 +87,7 @@ impl Ownership {
     /// made here, so its turns run here).
     pub fn release_unless_needed(&self, turns: &TurnService, thread_id: &str) {
         if !needed_here(turns, thread_id) {
-            self.release(thread_id);
+            self.release(turns, thread_id);
         }
     }
 
@@ -89,8 +98,11 @@ impl Ownership {
     }
 
     /// Gives the thread's lease up, in the background.
-    pub fn release(&self, thread_id: &str) {
+    pub fn release(&self, turns: &TurnService, thread_id: &str) {
         self.held().remove(thread_id);
+        if let Some(handle) = turns.threads.loaded(thread_id) {
+            handle.fence.release();
+        }
         let (store, thread_id, owner) = (self.store.clone(), thread_id.to_owned(), self.instance.clone());
         tokio::spawn(async move {
             if let Err(err) = store.release_lease(&thread_id, &owner).await {
@@ -110,10 +122,11 @@ pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: 
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {}
         }
-        if let Err(err) = ownership.store.renew_leases(&ownership.instance, now_ms(), millis(ownership.ttl)).await {
-            tracing::warn!(error = %err, "cannot renew this instance's thread leases");
+        match ownership.store.renew_leases(&ownership.instance, now_ms(), millis(ownership.ttl)).await {
+            Ok(renewed) => ownership.note_renewed(&turns, &renewed),
+            Err(err) => tracing::warn!(error = %err, "cannot renew this instance's thread leases"),
         }
-        let held: Vec<String> = ownership.held().iter().cloned().collect();
+        let held: Vec<String> = ownership.held().keys().cloned().collect();
         for thread_id in held {
             ownership.release_unless_needed(&turns, &thread_id);
         }
@@ -123,6 +136,33 @@ pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: 
     }
     if let Err(err) = ownership.store.release_all_leases(&ownership.instance).await {
         tracing::warn!(error = %err, "cannot release this instance's thread leases at shutdown");
+    }
+}
+
+impl Ownership {
+    /// After a renewal: a lease held here that it did not return at its generation was taken
+    /// over; its turn stops here.
+    fn note_renewed(&self, turns: &TurnService, renewed: &[(String, i64)]) {
+        let renewed: HashMap<&str, i64> =
+            renewed.iter().map(|(thread, generation)| (thread.as_str(), *generation)).collect();
+        let lost: Vec<(String, i64)> = {
+            let mut held = self.held();
+            let lost: Vec<(String, i64)> = held
+                .iter()
+                .filter(|(thread, generation)| renewed.get(thread.as_str()) != Some(*generation))
+                .map(|(thread, generation)| (thread.clone(), *generation))
+                .collect();
+            for (thread, _) in &lost {
+                held.remove(thread);
+            }
+            lost
+        };
+        for (thread_id, generation) in lost {
+            tracing::warn!(thread = %thread_id, generation, "a renewal no longer finds this instance's lease");
+            if let Some(handle) = turns.threads.loaded(&thread_id) {
+                handle.fence.lose(generation);
+            }
+        }
     }
 }
 
@@ -145,26 +185,32 @@ async fn take_over_expired(turns: &Arc<TurnService>, ownership: &Ownership) -> R
             .store
             .take_over_expired(&thread_id, &ownership.instance, now_ms(), millis(ownership.ttl), TAKEN_OVER)
             .await?;
-        let Some(failed) = taken else { continue };
-        tracing::warn!(thread = %thread_id, from = %dead, turns = failed.len(), "took over an expired thread lease");
-        if let Err(err) = announce_failed(turns, &thread_id, &failed).await {
+        let Some((generation, failed)) = taken else { continue };
+        tracing::warn!(thread = %thread_id, from = %dead, turns = failed.len(), generation, "took over an expired thread lease");
+        ownership.held().insert(thread_id.clone(), generation);
+        let fence = ownership.fence(&thread_id, generation);
+        if let Err(err) = announce_failed(turns, fence, &failed).await {
             tracing::warn!(thread = %thread_id, error = %err, "cannot announce the turns failed on take-over");
         }
-        ownership.release(&thread_id);
+        ownership.release(turns, &thread_id);
     }
     Ok(())
 }
 
-/// `turn/failed` for each turn failed on take-over, numbered after the thread's logged events.
-async fn announce_failed(turns: &Arc<TurnService>, thread_id: &str, failed: &[String]) -> Result<(), StoreError> {
+/// `turn/failed` for each turn failed on take-over, numbered after the thread's logged events
+/// (and logged under the new lease).
+async fn announce_failed(turns: &Arc<TurnService>, fence: Fence, failed: &[String]) -> Result<(), StoreError> {
     if failed.is_empty() {
         return Ok(());
     }
+    let thread_id = fence.thread_id.clone();
+    let thread_id = thread_id.as_str();
     let handle = match turns.threads.get(thread_id).await {
         Ok(handle) => handle,
         Err(crate::threads::SessionError::Store(err)) => return Err(err),
         Err(_) => return Ok(()),
     };
+    handle.fence.hold(fence);
     if let Err(err) = handle.hub.adopt(&turns.store).await {
         tracing::warn!(thread = %thread_id, error = %err, "cannot catch up before announcing");
     }

@@ -18,11 +18,12 @@ use appserver_protocol::{
 use tokio_util::sync::CancellationToken;
 
 use super::context::{TurnContext, TurnError};
-use super::ending::{Outcome, finalize};
+use super::ending::{Outcome, finalize, stop_taken_over};
 use super::input::{PreparedInput, title_from};
 use crate::clock::UtcTime;
 use crate::ports::{Client, ConnectionId};
-use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, WriteTicket, item_id, turn_id};
+use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, item_id, turn_id};
+use crate::threads::fence::FencedTicket;
 use crate::threads::{
     AnnounceGate, EventHub, Publication, RunningTurn, SessionError, ThreadHandle, ThreadState, TurnBegun,
     broadcast_about, frame, set_runtime, wire,
@@ -107,26 +108,7 @@ fn reserve_with(
     let renamed = if thread.record.display_name.is_none() { title_from(&input.display_text) } else { None };
     let id = turn_id(seq);
     let channel = origin.channel.unwrap_or_else(|| thread.record.origin_channel.clone());
-    let initiator = TurnInitiator {
-        channel_name: channel.clone(),
-        user_id: input.sender.as_ref().map(|s| s.sender_id.clone()).or_else(|| thread.record.user_id.clone()),
-        user_name: input.sender.as_ref().and_then(|s| s.sender_name.clone()),
-        user_role: input.sender.as_ref().and_then(|s| s.sender_role.clone()),
-        channel_context: thread.record.channel_context.clone(),
-        group_id: input.sender.as_ref().and_then(|s| s.group_id.clone()),
-    };
-    let turn = TurnRecord {
-        thread_id: thread.record.id.clone(),
-        seq,
-        id: id.clone(),
-        status: TurnStatus::Running,
-        started_at: now.clone(),
-        completed_at: None,
-        error: None,
-        token_usage: None,
-        origin_channel: Some(channel.clone()),
-        initiator: Some(initiator),
-    };
+    let turn = new_turn(thread, seq, &input, &channel, &now);
     let user_item = Item {
         id: item_id(1),
         turn_id: id.clone(),
@@ -142,8 +124,14 @@ fn reserve_with(
     if renamed.is_some() {
         thread.record.display_name = renamed.clone();
     }
+    let allocate = ThreadWrite::AllocateTurn {
+        thread_id: thread.record.id.clone(),
+        seq,
+        last_active_at: thread.record.last_active_at.clone(),
+        display_name: renamed.clone(),
+    };
     let mut unit = vec![
-        ThreadWrite::UpdateThread(Box::new(thread.record.clone())).into(),
+        allocate.into(),
         ThreadWrite::CreateTurn(Box::new(turn.clone())).into(),
         ThreadWrite::item(&thread.record.id, seq, &user_item).into(),
     ];
@@ -167,6 +155,31 @@ fn reserve_with(
         queued_by: None,
         dequeued: None,
     })
+}
+
+/// The record of a new running turn `seq` of `thread`, started on `channel` by `input`'s sender.
+fn new_turn(thread: &ThreadState, seq: u32, input: &PreparedInput, channel: &str, now: &str) -> TurnRecord {
+    let sender = input.sender.as_ref();
+    let initiator = TurnInitiator {
+        channel_name: channel.to_owned(),
+        user_id: sender.map(|s| s.sender_id.clone()).or_else(|| thread.record.user_id.clone()),
+        user_name: sender.and_then(|s| s.sender_name.clone()),
+        user_role: sender.and_then(|s| s.sender_role.clone()),
+        channel_context: thread.record.channel_context.clone(),
+        group_id: sender.and_then(|s| s.group_id.clone()),
+    };
+    TurnRecord {
+        thread_id: thread.record.id.clone(),
+        seq,
+        id: turn_id(seq),
+        status: TurnStatus::Running,
+        started_at: now.to_owned(),
+        completed_at: None,
+        error: None,
+        token_usage: None,
+        origin_channel: Some(channel.to_owned()),
+        initiator: Some(initiator),
+    }
 }
 
 type Frame = (&'static str, String);
@@ -243,6 +256,8 @@ pub fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, mut reservatio
 async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
     let Reservation { turn, user_item, input, messages, cancel, .. } = reservation;
     let _running = crate::telemetry::TurnGauge::start();
+    // Cluster mode: fires when this instance's lease on the thread is taken over.
+    let lost = handle.fence.lost_token();
 
     let mut ctx =
         TurnContext::new(turns.clone(), handle.clone(), &turn, user_item, input.materialized, messages, cancel.clone());
@@ -252,8 +267,12 @@ async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Re
         tokio::select! {
             result = agent_run => Some(result),
             _ = cancel.cancelled() => None,
+            _ = lost.cancelled() => return stop_taken_over(&turns, &handle, &turn.id),
         }
     };
+    if lost.is_cancelled() {
+        return stop_taken_over(&turns, &handle, &turn.id);
+    }
     let cancel_reason = || {
         if turns.shutdown.is_cancelled() { "server shutting down".to_owned() } else { "interrupted".to_owned() }
     };
@@ -426,7 +445,7 @@ fn queued_input_id(now: UtcTime) -> String {
 pub struct QueueWrite {
     thread_id: String,
     queue: Vec<QueuedTurnInput>,
-    ticket: WriteTicket,
+    ticket: FencedTicket,
     /// The thread's gate: `thread/queue/updated` waits for `thread/started` too.
     announce: Arc<AnnounceGate>,
 }
@@ -448,8 +467,10 @@ impl QueueWrite {
 
 /// Under the lock (and the thread's `queue_order`): submits the thread's queue as it now is.
 pub fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
-    let ticket =
-        turns.store.submit(ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() });
+    let ticket = state.fence.submit(
+        &turns.store,
+        ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() },
+    );
     QueueWrite {
         thread_id: state.record.id.clone(),
         queue: state.queue.clone(),

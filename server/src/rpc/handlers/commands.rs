@@ -71,7 +71,11 @@ async fn new_conversation(ctx: &RequestCtx, thread_id: &str) -> Result<CommandRe
         }
         let previous = state.record.status;
         state.record.status = ThreadStatus::Archived;
-        let ticket = ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())));
+        let ticket = ctx.state.store.submit(ThreadWrite::SetStatus {
+            thread_id: thread_id.to_owned(),
+            status: ThreadStatus::Archived,
+            last_active_at: None,
+        });
         (state.record.clone(), previous, ticket)
     };
     ticket.wait().await.map_err(crate::threads::SessionError::from)?;

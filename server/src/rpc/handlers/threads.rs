@@ -139,7 +139,9 @@ pub async fn create_thread(
     };
     if let (Some(ownership), false) = (&ctx.state.turns.ownership, dynamic_tools.is_empty()) {
         // Its tools are served by this connection: its turns run here (ownership.rs).
-        ownership.claim(&record.id).await?;
+        if let crate::turns::ownership::Claim::Mine(fence) = ownership.claim(&record.id).await? {
+            handle.fence.hold(fence);
+        }
     }
     let thread = {
         let mut state = handle.state();
@@ -186,7 +188,12 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadResumeParams) -> Re
         }
         state.record.status = ThreadStatus::Active;
         state.record.last_active_at = UtcTime::now().rfc3339();
-        (ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone()))), previous)
+        let write = ThreadWrite::SetStatus {
+            thread_id: p.thread_id.clone(),
+            status: ThreadStatus::Active,
+            last_active_at: Some(state.record.last_active_at.clone()),
+        };
+        (ctx.state.store.submit(write), previous)
     };
     ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
@@ -412,7 +419,8 @@ async fn change_status(
             return Ok(EmptyResult {});
         }
         state.record.status = to;
-        (ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone()))), previous)
+        let write = ThreadWrite::SetStatus { thread_id: thread_id.to_owned(), status: to, last_active_at: None };
+        (ctx.state.store.submit(write), previous)
     };
     ticket.wait().await?;
     let notification = status_changed(thread_id, previous, to);
@@ -467,18 +475,19 @@ pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     Ok(EmptyResult {})
 }
 
-/// Applies `change` to an existing thread's record and persists it; returns the thread.
+/// Applies `change` to an existing thread's record and persists the column it changed (the
+/// write `change` returns); returns the thread.
 async fn update_record(
     ctx: &RequestCtx,
     thread_id: &str,
-    change: impl FnOnce(&mut ThreadRecord),
+    change: impl FnOnce(&mut ThreadRecord) -> ThreadWrite,
 ) -> Result<std::sync::Arc<crate::threads::ThreadHandle>, SessionError> {
     let handle = ctx.state.threads.get(thread_id).await?;
     let ticket = {
         let mut state = handle.state();
         state.require_exists()?;
-        change(&mut state.record);
-        ctx.state.store.submit(ThreadWrite::UpdateThread(Box::new(state.record.clone())))
+        let write = change(&mut state.record);
+        ctx.state.store.submit(write)
     };
     ticket.wait().await?;
     Ok(handle)
@@ -491,6 +500,7 @@ pub async fn handle_thread_mode_set(ctx: &RequestCtx, p: ThreadModeSetParams) ->
     }
     update_record(ctx, &p.thread_id, |record| {
         record.configuration.get_or_insert_with(Default::default).mode = Some(mode);
+        configuration_write(record)
     })
     .await?;
     Ok(EmptyResult {})
@@ -502,7 +512,11 @@ pub async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Re
         return Err(SessionError::InvalidParams("displayName: must not be empty".into()));
     }
     let stored = name.clone();
-    let handle = update_record(ctx, &p.thread_id, |record| record.display_name = Some(stored)).await?;
+    let handle = update_record(ctx, &p.thread_id, |record| {
+        record.display_name = Some(stored.clone());
+        ThreadWrite::SetDisplayName { thread_id: record.id.clone(), display_name: stored }
+    })
+    .await?;
     let notification =
         ServerNotification::ThreadRenamed(ThreadRenamedParams { thread_id: p.thread_id, display_name: name });
     let server = ctx.state.clone();
@@ -516,8 +530,14 @@ pub async fn handle_thread_config_update(
 ) -> Result<EmptyResult, SessionError> {
     validate_config(&p.config)?;
     update_record(ctx, &p.thread_id, |record| {
-        record.configuration.get_or_insert_with(Default::default).merge(p.config)
+        record.configuration.get_or_insert_with(Default::default).merge(p.config);
+        configuration_write(record)
     })
     .await?;
     Ok(EmptyResult {})
+}
+
+/// The write of a thread's configuration column as `record` has it.
+fn configuration_write(record: &ThreadRecord) -> ThreadWrite {
+    ThreadWrite::SetConfiguration { thread_id: record.id.clone(), configuration: record.configuration.clone() }
 }

@@ -8,10 +8,13 @@ use appserver_protocol::{
 
 use crate::rpc::RequestCtx;
 use crate::rpc::forward::{self, Need};
-use crate::store::parse_seq;
+use crate::store::{StoreError, parse_seq};
 use crate::threads::SessionError;
 use crate::turns::input::{self, PreparedInput};
 use crate::turns::runner::{self, Origin};
+
+/// Tries of a turn start whose allocation found the thread changed by another instance.
+const STALE_ATTEMPTS: u32 = 3;
 
 pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
     input::validate(&p.input)?;
@@ -43,11 +46,30 @@ async fn start_here(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, 
     }
     let prepared = prepare(ctx, &p.input, p.sender).await;
     let origin = Origin { channel: ctx.channel(), starter: Some(ctx.client()) };
-    let reservation = {
-        let mut state = handle.state();
-        runner::reserve(&ctx.state.turns, &handle.hub, &mut state, prepared, p.messages, origin)?
+    let mut attempt = 1;
+    let reservation = loop {
+        let reservation = {
+            let mut state = handle.state();
+            runner::reserve(
+                &ctx.state.turns,
+                &handle.hub,
+                &mut state,
+                prepared.clone(),
+                p.messages.clone(),
+                origin.clone(),
+            )?
+        };
+        match runner::persist(&ctx.state.turns, &handle, reservation).await {
+            // Another instance started a turn since this one read the thread: read it again.
+            Err(SessionError::Store(StoreError::Stale(what))) if attempt < STALE_ATTEMPTS => {
+                tracing::info!(thread = %p.thread_id, what, "the thread changed elsewhere; reading it again");
+                ctx.state.threads.refresh(&handle).await?;
+                handle.hub.adopt(&ctx.state.store).await?;
+                attempt += 1;
+            }
+            other => break other?,
+        }
     };
-    let reservation = runner::persist(&ctx.state.turns, &handle, reservation).await?;
     let turn = reservation.wire();
     let server = ctx.state.turns.clone();
     ctx.after_reply(move || runner::spawn(&server, handle, reservation));

@@ -63,23 +63,39 @@ impl EventHub {
     }
 
     /// Before this instance numbers the thread's events itself (it took the thread over): every
-    /// logged event is delivered here first, and numbering goes on after the last one.
+    /// logged event is delivered here first, and numbering goes on after the last one. Events this
+    /// instance numbered but could not log (its writes were refused once another instance took
+    /// the thread over) leave no gap: with nothing left in flight, numbering restarts after what
+    /// the log and the recipients have. A gap in the log that is too old to read (pruned with
+    /// older turns) is skipped, as a subscriber that far behind would be.
     pub async fn adopt(&self, store: &Store) -> Result<(), SessionError> {
+        // What this instance still has in flight is logged (or refused) first.
+        self.flush().await;
         let last = store.last_event_seq(&self.shared.thread_id).await?;
         {
             let _order = self.shared.remote.lock().await;
             let delivered = self.delivered_seq();
             if last > delivered && self.has_recipients() && last - delivered <= MAX_CATCH_UP {
-                for missing in catch_up(store, &self.shared.thread_id, delivered, last).await? {
-                    self.shared.deliver_in_order(missing.seq, Method::Owned(missing.method), Some(missing.frame));
+                match catch_up(store, &self.shared.thread_id, delivered, last).await {
+                    Ok(missing) => {
+                        for event in missing {
+                            self.shared.deliver_in_order(event.seq, Method::Owned(event.method), Some(event.frame));
+                        }
+                    }
+                    Err(err) => {
+                        tracing::warn!(thread = %self.shared.thread_id, error = %err, "events no longer kept are skipped")
+                    }
                 }
             }
         }
-        let mut inner = self.shared.inner();
-        inner.delivered = inner.delivered.max(last);
-        drop(inner);
+        let delivered = {
+            let mut inner = self.shared.inner();
+            inner.delivered = inner.delivered.max(last);
+            inner.delivered
+        };
         let mut pipeline = self.shared.pipeline();
-        pipeline.last_seq = pipeline.last_seq.max(last);
+        pipeline.last_seq =
+            if pipeline.queue.is_empty() && !pipeline.draining { delivered } else { pipeline.last_seq.max(last) };
         Ok(())
     }
 }

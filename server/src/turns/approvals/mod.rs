@@ -193,14 +193,12 @@ async fn ask_clients(
         });
         set_runtime(turns.clients.as_ref(), &mut state, |r| r.waiting_on_approval = true);
     }
-    turns
-        .store
-        .write(ThreadWrite::SetTurnStatus {
-            thread_id: ctx.thread_id.clone(),
-            seq: ctx.turn_seq,
-            status: TurnStatus::WaitingApproval,
-        })
-        .await?;
+    let waiting = ThreadWrite::SetTurnStatus {
+        thread_id: ctx.thread_id.clone(),
+        seq: ctx.turn_seq,
+        status: TurnStatus::WaitingApproval,
+    };
+    handle.fence.write(&turns.store, waiting).await?;
     if let Some(cluster) = cluster {
         let request = (&params, app.as_ref());
         remote::ask_elsewhere(turns, cluster, &ctx.thread_id, request, (slot.clone(), done.clone()), recipients.len());
@@ -232,11 +230,10 @@ async fn settle(turns: &TurnService, handle: &ThreadHandle, turn_seq: u32, threa
             pending.done.cancel();
         }
         set_runtime(turns.clients.as_ref(), &mut state, |r| r.waiting_on_approval = false);
-        turns.store.submit(ThreadWrite::SetTurnStatus {
-            thread_id: thread_id.to_owned(),
-            seq: turn_seq,
-            status: TurnStatus::Running,
-        })
+        handle.fence.submit(
+            &turns.store,
+            ThreadWrite::SetTurnStatus { thread_id: thread_id.to_owned(), seq: turn_seq, status: TurnStatus::Running },
+        )
     };
     ticket.wait().await?;
     Ok(())
