@@ -8,6 +8,7 @@ use std::process::{ExitStatus, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub mod cluster;
 pub mod http_stub;
 pub mod mock_model;
 pub mod postgres;
@@ -285,6 +286,16 @@ impl ServerProcess {
         let mut exited = self.exited.clone();
         let _ = tokio::time::timeout(TIMEOUT, exited.wait_for(|done| *done)).await;
         Ok(status)
+    }
+
+    /// Sends a signal by name (`STOP`, `CONT`, `TERM`, ...) without waiting for anything.
+    pub fn signal(&self, signal: &str) -> Result<()> {
+        let pid = self.child.id().context("already exited")?;
+        let status = std::process::Command::new("kill").arg(format!("-{signal}")).arg(pid.to_string()).status()?;
+        if !status.success() {
+            bail!("kill -{signal} failed");
+        }
+        Ok(())
     }
 
     /// SIGKILL: no shutdown path runs.

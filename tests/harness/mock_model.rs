@@ -1,6 +1,6 @@
 //! A mock OpenAI-compatible model server on 127.0.0.1:0 that serves scripted replies (SSE
-//! streams, errors, malformed streams, a stream that stalls until the client hangs up) and
-//! records every request body.
+//! streams, at once or at a model's pace, errors, malformed streams, a stream that stalls until
+//! the client hangs up) and records every request body.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -20,6 +20,9 @@ pub enum Reply {
     RawSse(String),
     /// `data:` events, then the connection stays open until the client closes it.
     Stall(Vec<Value>),
+    /// `data:` events sent one at a time with a pause between them (a model's pace), then
+    /// `data: [DONE]`.
+    Paced(Vec<Value>, std::time::Duration),
     /// An HTTP error with a JSON body.
     Status(u16, Value),
     /// A plain JSON answer (for `GET /models`).
@@ -117,6 +120,18 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
             }
             text.push_str("data: [DONE]\n\n");
             let _ = stream.write_all(text.as_bytes()).await;
+        }
+        Reply::Paced(chunks, pause) => {
+            if stream.write_all(SSE_HEAD.as_bytes()).await.is_err() {
+                return;
+            }
+            for c in chunks {
+                if stream.write_all(format!("data: {c}\n\n").as_bytes()).await.is_err() {
+                    return;
+                }
+                tokio::time::sleep(pause).await;
+            }
+            let _ = stream.write_all(b"data: [DONE]\n\n").await;
         }
         Reply::RawSse(raw) => {
             let _ = stream.write_all(format!("{SSE_HEAD}{raw}").as_bytes()).await;

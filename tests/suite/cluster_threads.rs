@@ -5,72 +5,9 @@
 //! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS`.
 
 use appserver_client::{Client, Event};
-use appserver_tests::postgres::{Database, database_for, test_server};
-use appserver_tests::{ServerBuilder, ServerProcess, command, events_until_turn_ends, start_thread, text};
+use appserver_tests::cluster::{Cluster, next_numbered, numbered, turn_events};
+use appserver_tests::{ServerBuilder, command, events_until_turn_ends, start_thread, text};
 use serde_json::{Value, json};
-
-/// A database and a NATS namespace of the test's own, and how to start instances on them.
-struct Cluster {
-    db: Database,
-    nats: String,
-    namespace: String,
-    workspaces: Vec<tempfile::TempDir>,
-}
-
-impl Cluster {
-    async fn new(test: &str) -> Option<Cluster> {
-        let base = test_server(test)?;
-        let Some(nats) = std::env::var("APPSERVER_TEST_NATS").ok().filter(|u| !u.is_empty()) else {
-            eprintln!("{test}: skipped, APPSERVER_TEST_NATS is not set");
-            return None;
-        };
-        let first = tempfile::tempdir().unwrap();
-        let db = database_for(&base, first.path()).await.unwrap();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap().as_nanos();
-        let namespace = format!("suite{}x{nanos}", std::process::id());
-        Some(Cluster { db, nats, namespace, workspaces: vec![first] })
-    }
-
-    /// Another instance (its own workspace), with debug methods and a short lease.
-    async fn instance(&mut self) -> ServerProcess {
-        self.instance_with(ServerBuilder::ws()).await
-    }
-
-    /// [`Cluster::instance`] from `builder` (e.g. with a model).
-    async fn instance_with(&mut self, builder: ServerBuilder) -> ServerProcess {
-        self.workspaces.push(tempfile::tempdir().unwrap());
-        let dir = self.workspaces.last().unwrap().path().to_path_buf();
-        builder
-            .workspace(&dir)
-            .args(["--db", &self.db.url, "--cluster", &self.nats, "--cluster-namespace", &self.namespace])
-            .args(["--cluster-lease-ttl", "2", "--enable-debug-methods"])
-            .spawn()
-            .await
-            .unwrap()
-    }
-}
-
-fn numbered(events: &[Event]) -> Vec<(u64, String, Value)> {
-    events
-        .iter()
-        .filter_map(|e| Some((e.params().get("seq")?.as_u64()?, e.method()?.to_owned(), e.params().clone())))
-        .collect()
-}
-
-/// Events of `client` until `turn_id` ends, numbered ones only.
-async fn turn_events(client: &mut Client, turn_id: &str) -> Vec<(u64, String, Value)> {
-    numbered(&events_until_turn_ends(client, turn_id).await.unwrap())
-}
-
-/// Waits for the next numbered event of `client` with `method`; returns its params.
-async fn next_numbered(client: &mut Client, method: &str) -> Value {
-    loop {
-        let event = client.next_event().await.unwrap();
-        if event.method() == Some(method) && event.params().get("seq").is_some() {
-            return event.params().clone();
-        }
-    }
-}
 
 #[tokio::test]
 async fn a_subscriber_on_one_instance_sees_every_event_of_a_turn_run_on_another_in_order() {

@@ -13,6 +13,7 @@ mod apps;
 mod architecture;
 mod batches;
 mod cluster;
+mod cluster_fencing;
 mod cluster_threads;
 mod command_confinement;
 mod commands;

@@ -188,6 +188,20 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
     forward(ctx, cluster, &owner, method, params).await.map(Some)
 }
 
+/// Cluster mode: marks the thread's lease as used by this request from before its claim until
+/// the guard is dropped (once the request's turn is reserved, or it gave up), so the lease is not
+/// given up here in between. `None` running alone.
+pub async fn use_lease(
+    ctx: &RequestCtx,
+    thread_id: &str,
+) -> Result<Option<crate::threads::fence::LeaseUse>, SessionError> {
+    if ctx.state.turns.ownership.is_none() {
+        return Ok(None);
+    }
+    let handle = ctx.state.threads.get(thread_id).await?;
+    Ok(Some(handle.fence.use_lease()))
+}
+
 /// Cluster mode: gives the thread's lease up unless this instance still needs it (a request
 /// that took the lease started no turn).
 pub fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {

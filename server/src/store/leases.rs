@@ -21,6 +21,7 @@
 //! once its group commit has committed. The writer answers units with `()`, so a lease unit
 //! carries a slot for its result, filled by [`apply`] and read once the unit has committed.
 
+use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use super::db::{Backend, Conn, sql};
@@ -191,12 +192,21 @@ async fn take_over(
 }
 
 impl Store {
+    /// Submits one lease unit now; the future returned waits for its commit and returns what it
+    /// found.
+    fn lease_submit(&self, op: LeaseOp) -> impl Future<Output = Result<LeaseOutcome, StoreError>> + Send + 'static {
+        let outcome = Arc::new(Mutex::new(None));
+        let ticket = self.submit(WriteOp::Lease(LeaseWrite { op, outcome: outcome.clone() }));
+        async move {
+            ticket.wait().await?;
+            let taken = outcome.lock().unwrap_or_else(PoisonError::into_inner).take();
+            taken.ok_or_else(|| StoreError::Write("a lease write committed without an outcome".to_owned()))
+        }
+    }
+
     /// Commits one lease unit and returns what it found.
     async fn lease_write(&self, op: LeaseOp) -> Result<LeaseOutcome, StoreError> {
-        let outcome = Arc::new(Mutex::new(None));
-        self.write(WriteOp::Lease(LeaseWrite { op, outcome: outcome.clone() })).await?;
-        let taken = outcome.lock().unwrap_or_else(PoisonError::into_inner).take();
-        taken.ok_or_else(|| StoreError::Write("a lease write committed without an outcome".to_owned()))
+        self.lease_submit(op).await
     }
 
     /// Takes the thread's lease for `owner` until `now_ms + ttl_ms` when it is free, expired or
@@ -229,10 +239,22 @@ impl Store {
         }
     }
 
-    /// Gives up the thread's lease if `owner` holds it; whether there was one to give up.
-    pub async fn release_lease(&self, thread_id: &str, owner: &str) -> Result<bool, StoreError> {
+    /// Gives up the thread's lease if `owner` holds it; whether there was one to give up. The
+    /// write is submitted at once (so it commits before any write submitted after this call);
+    /// the future waits for it.
+    pub fn release_lease(
+        &self,
+        thread_id: &str,
+        owner: &str,
+    ) -> impl Future<Output = Result<bool, StoreError>> + Send + 'static {
         let op = LeaseOp::Release { thread_id: Some(thread_id.to_owned()), owner: owner.to_owned() };
-        Ok(self.lease_count(op).await? > 0)
+        let released = self.lease_submit(op);
+        async move {
+            match released.await? {
+                LeaseOutcome::Count(count) => Ok(count > 0),
+                other => Err(unexpected(&other)),
+            }
+        }
     }
 
     /// Gives up every lease `owner` holds (at shutdown); how many.

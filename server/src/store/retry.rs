@@ -23,8 +23,9 @@ pub(super) fn classify(err: &sqlx::Error) -> Option<Retry> {
             match code.as_ref() {
                 // deadlock_detected, serialization_failure
                 "40P01" | "40001" => Some(Retry::Conflict),
-                // admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now
-                "57P01" | "57P02" | "57P03" => Some(Retry::Lost),
+                // admin_shutdown (pg_terminate_backend), crash_shutdown, cannot_connect_now, and
+                // idle_in_transaction_session_timeout (a writer paused mid-transaction)
+                "57P01" | "57P02" | "57P03" | "25P03" => Some(Retry::Lost),
                 // connection_exception and its subclasses
                 code if code.starts_with("08") => Some(Retry::Lost),
                 _ => None,

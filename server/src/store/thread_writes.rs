@@ -29,7 +29,7 @@ pub enum ThreadWrite {
     /// Set an existing thread's configuration (mode, approval policy, ...).
     SetConfiguration {
         thread_id: String,
-        configuration: Option<ThreadConfiguration>,
+        configuration: Option<Box<ThreadConfiguration>>,
     },
     /// A turn's start: allocates turn `seq` in the database — the thread's `next_turn_seq` moves
     /// from `seq` to `seq + 1` only if it is still `seq` (else [`StoreError::Stale`]: another

@@ -346,7 +346,7 @@ async fn lost_commit_outcome(
             *conn = None;
             continue;
         };
-        let Some(marker) = marker.as_ref() else { return None };
+        let marker = marker.as_ref()?;
         match marker.committed(&mut pooled.conn(), number).await {
             Ok(committed) => return Some(committed),
             Err(err) => {

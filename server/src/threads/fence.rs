@@ -10,10 +10,22 @@ use tokio_util::sync::CancellationToken;
 use crate::store::{Fence, Store, StoreError, WriteOp, WriteTicket};
 
 /// A thread's lease as this instance holds it (nothing when running alone, or when this instance
-/// does not hold it).
+/// does not hold it), and how many requests are using it (claiming it to start a turn).
 #[derive(Debug, Default)]
 pub struct ThreadFence {
     held: Mutex<Option<Held>>,
+    users: Mutex<usize>,
+}
+
+/// A request's use of a thread's lease, from before it claims the lease until its turn is
+/// reserved (or it gave up): while any exists, the lease is not given up here.
+#[derive(Debug)]
+pub struct LeaseUse(Arc<ThreadFence>);
+
+impl Drop for LeaseUse {
+    fn drop(&mut self) {
+        *self.0.users() -= 1;
+    }
 }
 
 #[derive(Debug)]
@@ -28,6 +40,31 @@ impl ThreadFence {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    fn users(&self) -> MutexGuard<'_, usize> {
+        self.users.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// A request is about to claim the lease (and start a turn): until the returned guard is
+    /// dropped, [`ThreadFence::release_unless_used`] gives nothing up.
+    pub fn use_lease(self: &Arc<Self>) -> LeaseUse {
+        *self.users() += 1;
+        LeaseUse(self.clone())
+    }
+
+    /// Gives the lease up here unless a request is using it: forgets the fence and runs `give_up`
+    /// (which submits the release to the store, so it is queued before any later claim's write).
+    /// Whether it did.
+    pub fn release_unless_used(&self, give_up: impl FnOnce()) -> bool {
+        let users = self.users();
+        if *users > 0 {
+            return false;
+        }
+        self.held().take();
+        give_up();
+        drop(users);
+        true
+    }
+
     /// This instance holds the lease at `fence`'s generation (claimed, renewed or taken over).
     /// A different generation than the one held replaces it; the turn of the old one, if it still
     /// runs, is stopped (its writes would be refused anyway).
@@ -40,11 +77,6 @@ impl ThreadFence {
             old.lost.cancel();
         }
         *held = Some(Held { fence, lost: CancellationToken::new() });
-    }
-
-    /// This instance gave the lease up (no turn of it runs here): writes are no longer fenced.
-    pub fn release(&self) {
-        self.held().take();
     }
 
     /// The lease at `generation` was taken over: its turn stops here. The fence stays, so every
@@ -148,7 +180,12 @@ mod tests {
         let held = cell.lost_token();
         cell.hold(fence(5));
         assert!(!held.is_cancelled(), "holding the same generation again keeps its turn");
-        cell.release();
+        let cell = Arc::new(cell);
+        let using = cell.use_lease();
+        assert!(!cell.release_unless_used(|| panic!("given up while in use")));
+        drop(using);
+        let mut given_up = false;
+        assert!(cell.release_unless_used(|| given_up = true) && given_up);
         assert!(!held.is_cancelled() && cell.fence().is_none(), "a release is not a loss");
     }
 }

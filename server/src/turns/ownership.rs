@@ -13,7 +13,7 @@
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use appserver_protocol::{ServerNotification, TurnFailedParams, TurnStatus};
 use tokio_util::sync::CancellationToken;
@@ -38,8 +38,16 @@ pub struct Ownership {
     store: Store,
     instance: String,
     ttl: Duration,
-    /// The threads whose lease this instance took (and has not given up), at their generation.
-    held: Mutex<HashMap<String, i64>>,
+    /// The threads whose lease this instance took (and has not given up): at which generation,
+    /// and when it was last claimed.
+    held: Mutex<HashMap<String, Held>>,
+}
+
+/// A lease this instance holds.
+#[derive(Debug, Clone, Copy)]
+struct Held {
+    generation: i64,
+    claimed: Instant,
 }
 
 /// The message of a turn failed because its instance stopped renewing its lease.
@@ -59,7 +67,7 @@ impl Ownership {
         Ownership { store, instance, ttl, held: Mutex::default() }
     }
 
-    fn held(&self) -> MutexGuard<'_, HashMap<String, i64>> {
+    fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
@@ -71,7 +79,7 @@ impl Ownership {
     pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
         match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
             LeaseClaim::Acquired { generation, .. } => {
-                self.held().insert(thread_id.to_owned(), generation);
+                self.held().insert(thread_id.to_owned(), Held { generation, claimed: Instant::now() });
                 Ok(Claim::Mine(self.fence(thread_id, generation)))
             }
             LeaseClaim::HeldBy { owner, .. } => Ok(Claim::Elsewhere(owner)),
@@ -84,7 +92,7 @@ impl Ownership {
 
     /// Gives the thread's lease up unless this instance still needs it: a turn of it runs here,
     /// or the client serving its dynamic tools is connected here (its tool calls can only be
-    /// made here, so its turns run here).
+    /// made here, so its turns run here), or a request is claiming it to start a turn.
     pub fn release_unless_needed(&self, turns: &TurnService, thread_id: &str) {
         if !needed_here(turns, thread_id) {
             self.release(turns, thread_id);
@@ -97,18 +105,25 @@ impl Ownership {
         Ok(holder.map(|(owner, _)| owner).filter(|owner| *owner != self.instance))
     }
 
-    /// Gives the thread's lease up, in the background.
+    /// Gives the thread's lease up (the write is queued at once, so it commits before any claim
+    /// this instance makes later), unless a request is claiming it.
     pub fn release(&self, turns: &TurnService, thread_id: &str) {
-        self.held().remove(thread_id);
-        if let Some(handle) = turns.threads.loaded(thread_id) {
-            handle.fence.release();
-        }
-        let (store, thread_id, owner) = (self.store.clone(), thread_id.to_owned(), self.instance.clone());
-        tokio::spawn(async move {
-            if let Err(err) = store.release_lease(&thread_id, &owner).await {
-                tracing::warn!(thread = %thread_id, error = %err, "cannot release the thread's lease (it expires)");
+        let give_up = || {
+            self.held().remove(thread_id);
+            let ticket = self.store.release_lease(thread_id, &self.instance);
+            let thread_id = thread_id.to_owned();
+            tokio::spawn(async move {
+                if let Err(err) = ticket.await {
+                    tracing::warn!(thread = %thread_id, error = %err, "cannot release the thread's lease (it expires)");
+                }
+            });
+        };
+        match turns.threads.loaded(thread_id) {
+            Some(handle) => {
+                handle.fence.release_unless_used(give_up);
             }
-        });
+            None => give_up(),
+        }
     }
 }
 
@@ -122,8 +137,9 @@ pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: 
             _ = shutdown.cancelled() => break,
             _ = tick.tick() => {}
         }
+        let asked = Instant::now();
         match ownership.store.renew_leases(&ownership.instance, now_ms(), millis(ownership.ttl)).await {
-            Ok(renewed) => ownership.note_renewed(&turns, &renewed),
+            Ok(renewed) => ownership.note_renewed(&turns, &renewed, asked),
             Err(err) => tracing::warn!(error = %err, "cannot renew this instance's thread leases"),
         }
         let held: Vec<String> = ownership.held().keys().cloned().collect();
@@ -140,17 +156,18 @@ pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: 
 }
 
 impl Ownership {
-    /// After a renewal: a lease held here that it did not return at its generation was taken
-    /// over; its turn stops here.
-    fn note_renewed(&self, turns: &TurnService, renewed: &[(String, i64)]) {
+    /// After a renewal asked at `asked`: a lease held here since before then that it did not
+    /// return at its generation was taken over; its turn stops here. (A lease claimed since may
+    /// have been claimed after the renewal ran.)
+    fn note_renewed(&self, turns: &TurnService, renewed: &[(String, i64)], asked: Instant) {
         let renewed: HashMap<&str, i64> =
             renewed.iter().map(|(thread, generation)| (thread.as_str(), *generation)).collect();
         let lost: Vec<(String, i64)> = {
             let mut held = self.held();
             let lost: Vec<(String, i64)> = held
                 .iter()
-                .filter(|(thread, generation)| renewed.get(thread.as_str()) != Some(*generation))
-                .map(|(thread, generation)| (thread.clone(), *generation))
+                .filter(|(thread, held)| held.claimed < asked && renewed.get(thread.as_str()) != Some(&held.generation))
+                .map(|(thread, held)| (thread.clone(), held.generation))
                 .collect();
             for (thread, _) in &lost {
                 held.remove(thread);
@@ -187,7 +204,7 @@ async fn take_over_expired(turns: &Arc<TurnService>, ownership: &Ownership) -> R
             .await?;
         let Some((generation, failed)) = taken else { continue };
         tracing::warn!(thread = %thread_id, from = %dead, turns = failed.len(), generation, "took over an expired thread lease");
-        ownership.held().insert(thread_id.clone(), generation);
+        ownership.held().insert(thread_id.clone(), Held { generation, claimed: Instant::now() });
         let fence = ownership.fence(&thread_id, generation);
         if let Err(err) = announce_failed(turns, fence, &failed).await {
             tracing::warn!(thread = %thread_id, error = %err, "cannot announce the turns failed on take-over");

@@ -539,5 +539,6 @@ pub async fn handle_thread_config_update(
 
 /// The write of a thread's configuration column as `record` has it.
 fn configuration_write(record: &ThreadRecord) -> ThreadWrite {
-    ThreadWrite::SetConfiguration { thread_id: record.id.clone(), configuration: record.configuration.clone() }
+    let configuration = record.configuration.clone().map(Box::new);
+    ThreadWrite::SetConfiguration { thread_id: record.id.clone(), configuration }
 }

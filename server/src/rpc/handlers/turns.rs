@@ -19,12 +19,25 @@ const STALE_ATTEMPTS: u32 = 3;
 pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
     input::validate(&p.input)?;
     let thread_id = p.thread_id.clone();
-    if let Some(answer) = forward::route(ctx, &thread_id, "turn/start", &p, Need::Claim).await? {
-        return Ok(answer);
+    let mut attempt = 1;
+    loop {
+        let using = forward::use_lease(ctx, &thread_id).await?;
+        if let Some(answer) = forward::route(ctx, &thread_id, "turn/start", &p, Need::Claim).await? {
+            return Ok(answer);
+        }
+        let started = start_here(ctx, p.clone()).await;
+        drop(using);
+        forward::release_if_idle(ctx, &thread_id);
+        match started {
+            // The lease moved on between this instance's claim and the turn's start (nothing of
+            // the turn was written or announced): claim it again, or go where it is now.
+            Err(SessionError::Store(StoreError::Fenced { generation, .. })) if attempt < STALE_ATTEMPTS => {
+                tracing::info!(thread = %thread_id, generation, attempt, "the lease moved on before the turn started; claiming it again");
+                attempt += 1;
+            }
+            other => return other,
+        }
     }
-    let started = start_here(ctx, p).await;
-    forward::release_if_idle(ctx, &thread_id);
-    started
 }
 
 async fn start_here(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
@@ -118,10 +131,12 @@ pub async fn handle_turn_interrupt(ctx: &RequestCtx, p: TurnInterruptParams) -> 
 pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqueueResult, SessionError> {
     input::validate(&p.input)?;
     let thread_id = p.thread_id.clone();
+    let using = forward::use_lease(ctx, &thread_id).await?;
     if let Some(answer) = forward::route(ctx, &thread_id, "turn/enqueue", &p, Need::Claim).await? {
         return Ok(answer);
     }
     let enqueued = enqueue_here(ctx, p).await;
+    drop(using);
     forward::release_if_idle(ctx, &thread_id);
     enqueued
 }

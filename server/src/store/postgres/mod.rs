@@ -29,6 +29,14 @@ const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 /// Longest one statement may run; a stalled database fails the request instead of holding it.
 const STATEMENT_TIMEOUT: &str = "30s";
 
+/// Longest the writer's session may sit in a transaction between two statements before the
+/// database ends it. The writer sends a batch's statements back to back, so only a stalled
+/// process (a pause, a VM stall) ever waits this long; its transaction is then rolled back and
+/// its locks let go — a lease's row among them, so another instance can take the thread over
+/// without waiting for the paused one to come back (cluster mode). The writer runs the batch
+/// again on a new connection when it resumes (`retry.rs`), fenced as before.
+const IDLE_IN_TRANSACTION_TIMEOUT: &str = "2s";
+
 /// Connects to `url` (shown as `db`, without its password), takes the database's lock (unless it
 /// is `shared` by a cluster's instances) and applies the migrations.
 pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bool) -> Result<Opened, StoreError> {
@@ -42,9 +50,11 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bo
     } else {
         Backing::Lock(DbLock::acquire(&options, db).await?)
     };
+    let writer_options =
+        options.clone().options([("idle_in_transaction_session_timeout", IDLE_IN_TRANSACTION_TIMEOUT)]);
     let writer_options = match durability {
-        Durability::Normal => options.clone(),
-        Durability::Full => options.clone().options([("synchronous_commit", "on")]),
+        Durability::Normal => writer_options,
+        Durability::Full => writer_options.options([("synchronous_commit", "on")]),
     };
     let writer = PgPoolOptions::new()
         .max_connections(1)
