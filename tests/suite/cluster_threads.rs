@@ -136,6 +136,32 @@ async fn an_approval_asked_by_one_instance_is_answered_by_a_client_on_another() 
     cluster.db.drop_now();
 }
 
+/// No client anywhere can answer approvals (the starter on B declared none; a subscriber on C
+/// neither): the policy's fallback (decline) applies at once, as on a single instance — not after
+/// the 60 s approval timeout (the client's own wait is far shorter).
+#[tokio::test]
+async fn with_no_approver_on_any_instance_the_policy_decides_at_once() {
+    let test = "with_no_approver_on_any_instance_the_policy_decides_at_once";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let long = || ServerBuilder::ws().args(["--approval-timeout-ms", "60000"]);
+    let (_a, b, c) =
+        (cluster.instance_with(long()).await, cluster.instance_with(long()).await, cluster.instance_with(long()).await);
+    let mut starter = b.ws_client().await.unwrap();
+    starter.initialize("headless", json!({ "approvalSupport": false })).await.unwrap();
+    let watcher = c.ws_client().await.unwrap();
+    watcher.initialize("headless too", json!({ "approvalSupport": false })).await.unwrap();
+    let id = start_thread(&starter, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    watcher.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+    let input = command("debug-gated", "nobody");
+    starter.request("turn/start", json!({ "threadId": id, "input": input })).await.unwrap();
+    let events = turn_events(&mut starter, "turn_001").await;
+    let resolved = events.iter().find(|(_, m, _)| m == "item/approval/resolved").expect("the fallback is recorded");
+    assert_eq!(resolved.2["item"]["payload"]["decision"], "decline");
+    let result = events.iter().find(|(_, m, p)| m == "item/completed" && p["item"]["type"] == "toolResult").unwrap();
+    assert_eq!(result.2["item"]["payload"]["success"], false);
+    cluster.db.drop_now();
+}
+
 /// Polls `app/list` on `client` until window `w` has `live == want` (each answer is a round
 /// trip through the instances; bounded by the suite's timeout).
 async fn until_live(client: &Client, w: &str, want: bool) {

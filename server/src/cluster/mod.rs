@@ -9,7 +9,9 @@
 //!   `seq` reads the missing events from the store;
 //! - **requests** ([`Cluster::ask`], [`Cluster::serve`]) on `<namespace>.rpc.<suffix>`: a
 //!   server→client request whose client (or app host) is connected to another instance, and its
-//!   answer (NATS request/reply). [`instance_subject`] addresses one instance.
+//!   answer (NATS request/reply). [`instance_subject`] addresses one instance;
+//! - **presence** ([`Cluster::presence`]) on `<namespace>.presence`: each instance's id every
+//!   second, so an instance knows which others are alive (and so whom to ask).
 //!
 //! The connection is made once at start-up (a server that cannot reach NATS does not start);
 //! afterwards async-nats reconnects by itself, and [`Cluster::is_connected`] (`/readyz`) and the
@@ -17,12 +19,14 @@
 //! of threads or JSON-RPC: it moves bytes between instances.
 
 mod events;
+mod presence;
 mod rpc;
 mod subject;
 #[cfg(test)]
 mod tests;
 
 pub use events::{ClusterEvent, EventSubscription};
+pub use presence::Presence;
 pub use rpc::{Requests, Responder};
 pub use subject::{events_subject, instance_subject, token as subject_token};
 
@@ -75,6 +79,8 @@ struct Inner {
     url: String,
     /// Set by [`Cluster::shutdown`]: the connection is closing for good.
     closed: AtomicBool,
+    /// The instances heard from lately.
+    presence: Presence,
 }
 
 /// A new random instance id: `inst_` and 12 lowercase letters and digits.
@@ -111,9 +117,17 @@ impl Cluster {
             Ok(Ok(client)) => client,
         };
         crate::telemetry::cluster_connected(true);
-        let inner =
-            Inner { client, namespace: namespace.to_owned(), instance_id, url: shown, closed: AtomicBool::new(false) };
-        Ok(Cluster { inner: Arc::new(inner) })
+        let inner = Inner {
+            client,
+            namespace: namespace.to_owned(),
+            instance_id,
+            url: shown,
+            closed: AtomicBool::new(false),
+            presence: Presence::default(),
+        };
+        let cluster = Cluster { inner: Arc::new(inner) };
+        cluster.start_presence().await?;
+        Ok(cluster)
     }
 
     /// This process's id in the cluster (the `origin` of the events it publishes).
@@ -129,6 +143,11 @@ impl Cluster {
     /// The NATS URL, without its password or token.
     pub fn url(&self) -> &str {
         &self.inner.url
+    }
+
+    /// Whether [`Cluster::shutdown`] was called.
+    fn is_closed(&self) -> bool {
+        self.inner.closed.load(Ordering::SeqCst)
     }
 
     /// Whether the connection to NATS is up right now.

@@ -1,12 +1,18 @@
 //! Cluster mode: approvals whose clients are connected to other instances. The instance running
-//! the turn sends the request to every instance (NATS request/reply on `rpc.approval`); each one
-//! where the thread has approval-capable recipients asks them, and the first decision anywhere
-//! wins, as it does among one instance's clients.
+//! the turn asks every other live instance (those heard from lately, `cluster/presence.rs`) on
+//! its own subject (`rpc.instance.<id>.approval`, NATS request/reply). An instance where the
+//! thread has no approval-capable recipient answers "nobody here" at once; one that has them asks
+//! them and answers with the first decision (or with none, when the approval times out there).
+//! The first decision anywhere wins, as it does among one instance's clients; when every instance
+//! said nobody is there and no client here could be asked, the policy's fallback applies at once,
+//! as it does on a single instance.
 
 use std::sync::Arc;
 
 use appserver_protocol::{AppCommandApproval, ApprovalDecision, ApprovalRequestParams};
 use bytes::Bytes;
+use futures_util::StreamExt;
+use futures_util::stream::FuturesUnordered;
 use serde::{Deserialize, Serialize};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
@@ -17,8 +23,10 @@ use crate::ports::{Client, ConnectionId};
 use crate::threads::pending_approval::DecisionSlot;
 use crate::turns::TurnService;
 
-/// The request subject every instance serves.
-const SERVICE: &str = "approval";
+/// The subject instance `id` serves approvals on.
+fn service(id: &str) -> String {
+    format!("{}.approval", crate::cluster::instance_subject(id))
+}
 
 /// Who decided, when it was a client of another instance.
 pub const REMOTE: ConnectionId = ConnectionId(0);
@@ -32,14 +40,16 @@ struct RemoteApproval {
     app: Option<AppCommandApproval>,
 }
 
+/// An instance's answer: the decision of one of its clients, or none (nobody there to ask, or
+/// nobody answered in time).
 #[derive(Debug, Serialize, Deserialize)]
 struct RemoteDecision {
-    decision: ApprovalDecision,
+    decision: Option<ApprovalDecision>,
 }
 
-/// Asks the other instances' clients too; their decision is offered to `slot`. When no other
-/// instance serves approvals and `local` clients are none, the slot is closed (the fallback
-/// applies at once).
+/// Asks the other instances' clients too; their decision is offered to `slot`. When every other
+/// instance answered that nobody there can decide and `local` clients are none, the slot is
+/// closed (the fallback applies at once).
 pub fn ask_elsewhere(
     turns: &Arc<TurnService>,
     cluster: &Cluster,
@@ -55,59 +65,107 @@ pub fn ask_elsewhere(
         app: app.cloned(),
     };
     let Ok(payload) = serde_json::to_vec(&request) else { return };
+    let payload = Bytes::from(payload);
     let (cluster, timeout) = (cluster.clone(), turns.config.approval_timeout);
     turns.tasks.spawn(async move {
-        let answer = tokio::select! {
-            _ = done.cancelled() => return,
-            answer = cluster.ask(SERVICE, Bytes::from(payload), timeout) => answer,
-        };
-        match answer.map(|bytes| serde_json::from_slice::<RemoteDecision>(&bytes)) {
-            Ok(Ok(answer)) => {
-                slot.offer(answer.decision, REMOTE);
+        let mut asks: FuturesUnordered<_> =
+            cluster.others().into_iter().map(|id| ask_one(&cluster, id, payload.clone(), timeout)).collect();
+        loop {
+            let answer = tokio::select! {
+                _ = done.cancelled() => return,
+                answer = asks.next() => answer,
+            };
+            match answer {
+                Some(Some(decision)) => {
+                    slot.offer(decision, REMOTE);
+                    return;
+                }
+                Some(None) => {}
+                None => {
+                    // Nobody anywhere else can decide.
+                    if local == 0 {
+                        slot.close();
+                    }
+                    return;
+                }
             }
-            Ok(Err(err)) => tracing::warn!(error = %err, "malformed approval answer from another instance"),
-            Err(ClusterError::NoResponders { .. }) if local == 0 => slot.close(),
-            Err(err) => tracing::debug!(error = %err, "no approval answer from another instance"),
         }
     });
 }
 
-/// Answers other instances' approval requests for threads with approval-capable recipients
-/// here, until shutdown.
+/// Asks instance `id`: its clients' decision, or `None` (nobody there, or no answer).
+async fn ask_one(
+    cluster: &Cluster,
+    id: String,
+    payload: Bytes,
+    timeout: std::time::Duration,
+) -> Option<ApprovalDecision> {
+    match cluster.ask(&service(&id), payload, timeout).await {
+        Ok(bytes) => match serde_json::from_slice::<RemoteDecision>(&bytes) {
+            Ok(answer) => answer.decision,
+            Err(err) => {
+                tracing::warn!(instance = %id, error = %err, "malformed approval answer from another instance");
+                None
+            }
+        },
+        Err(ClusterError::NoResponders { .. }) => None,
+        Err(err) => {
+            tracing::debug!(instance = %id, error = %err, "no approval answer from another instance");
+            None
+        }
+    }
+}
+
+/// Answers other instances' approval requests (on this instance's subject) until shutdown: at
+/// once with no decision when the thread has no approval-capable recipient here, else with the
+/// first decision of those asked here (none when the approval times out).
 pub async fn serve(turns: Arc<TurnService>, cluster: Cluster, shutdown: CancellationToken) {
-    let served = cluster.serve(SERVICE).await;
+    let served = cluster.serve(&service(cluster.instance_id())).await;
     let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve remote approvals"))
     else {
         return;
     };
     while let Some((payload, responder)) = requests.next_until(&shutdown).await {
         let Ok(request) = serde_json::from_slice::<RemoteApproval>(&payload) else { continue };
-        if request.origin == cluster.instance_id() {
-            continue;
-        }
-        let Some(handle) = turns.threads.loaded(&request.thread_id) else { continue };
-        let recipients: Vec<Arc<dyn Client>> =
-            handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect();
-        if recipients.is_empty() {
-            continue;
-        }
+        let recipients: Vec<Arc<dyn Client>> = turns
+            .threads
+            .loaded(&request.thread_id)
+            .map(|handle| handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect())
+            .unwrap_or_default();
         let turns2 = turns.clone();
         turns.tasks.spawn(async move {
-            let (tx, rx) = oneshot::channel();
-            let (slot, done) = (Arc::new(DecisionSlot::new(tx)), CancellationToken::new());
-            for client in recipients {
-                let asked = wire::request_for(client.as_ref(), &request.params, request.app.as_ref());
-                spawn_ask(&turns2, client, asked, slot.clone(), done.clone());
+            let decision = match recipients.is_empty() {
+                true => None,
+                false => decide_here(&turns2, &request, recipients).await,
+            };
+            if let Some(decision) = decision {
+                tracing::info!(thread = %request.thread_id, decision = decision.as_str(), "approval decided here for another instance");
             }
-            let decided = tokio::time::timeout(turns2.config.approval_timeout, rx).await;
-            done.cancel();
-            if let Ok(Ok((decision, by))) = decided {
-                tracing::info!(thread = %request.thread_id, %by, decision = decision.as_str(), "approval decided here for another instance");
-                let answer = serde_json::to_vec(&RemoteDecision { decision }).unwrap_or_default();
-                if let Err(err) = responder.reply(Bytes::from(answer)).await {
-                    tracing::warn!(error = %err, "cannot send an approval decision to another instance");
-                }
+            let answer = serde_json::to_vec(&RemoteDecision { decision }).unwrap_or_default();
+            if let Err(err) = responder.reply(Bytes::from(answer)).await {
+                tracing::warn!(error = %err, "cannot send an approval answer to another instance");
             }
         });
+    }
+}
+
+/// Asks this instance's `recipients` for another instance's approval; the first decision, or none
+/// within the approval timeout.
+async fn decide_here(
+    turns: &Arc<TurnService>,
+    request: &RemoteApproval,
+    recipients: Vec<Arc<dyn Client>>,
+) -> Option<ApprovalDecision> {
+    let (tx, rx) = oneshot::channel();
+    let (slot, done) = (Arc::new(DecisionSlot::new(tx)), CancellationToken::new());
+    for client in recipients {
+        let asked = wire::request_for(client.as_ref(), &request.params, request.app.as_ref());
+        spawn_ask(turns, client, asked, slot.clone(), done.clone());
+    }
+    let decided = tokio::time::timeout(turns.config.approval_timeout, rx).await;
+    done.cancel();
+    match decided {
+        Ok(Ok((decision, _))) => Some(decision),
+        _ => None,
     }
 }
