@@ -200,3 +200,50 @@ async fn an_owner_paused_past_its_lease_comes_back_silent_and_the_thread_goes_on
 async fn next(client: &mut Client, method: &str) -> Value {
     next_numbered(client, method).await
 }
+
+/// One window hosted on A, commanded from B and C at once: each command is run (and logged) by
+/// A, the window's one log writer, so every command is answered, the log is numbered 1..N with
+/// no gap, and its order is the order the app ran them in.
+#[tokio::test]
+async fn a_window_commanded_through_two_instances_at_once_is_logged_once_in_the_order_it_ran() {
+    let test = "a_window_commanded_through_two_instances_at_once_is_logged_once_in_the_order_it_ran";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b, c) = (cluster.instance().await, cluster.instance().await, cluster.instance().await);
+    let mut host = a.ws_client_initialized().await.unwrap();
+    let registered =
+        host.request("app/register", json!({ "manifest": appserver_client::sheet::manifest() })).await.unwrap();
+    let w = registered["windowId"].as_str().unwrap().to_owned();
+    let callers = [b.ws_client_initialized().await.unwrap(), c.ws_client_initialized().await.unwrap()];
+    const EACH: usize = 25;
+    let mut answers = Vec::new();
+    for i in 0..EACH {
+        for (n, caller) in callers.iter().enumerate() {
+            let params =
+                json!({ "windowId": w, "command": "setCells", "params": { "cells": { "A1": format!("c{n}-{i}") } } });
+            answers.push(caller.start_request("app/command", params).unwrap());
+        }
+    }
+    let mut arrival = Vec::new();
+    while arrival.len() < 2 * EACH {
+        match host.next_event().await.unwrap() {
+            appserver_client::Event::Request { id, method, params, .. } if method == "ext/app/command" => {
+                arrival.push(params["params"]["cells"]["A1"].as_str().unwrap().to_owned());
+                host.respond(&id, json!({ "result": { "ok": true } }));
+            }
+            appserver_client::Event::Closed { .. } => panic!("the host's connection closed"),
+            _ => {}
+        }
+    }
+    for answer in answers {
+        let answered = tokio::time::timeout(appserver_tests::TIMEOUT, answer).await.unwrap().unwrap();
+        assert!(answered.result.is_ok(), "{:?}\nA: {}", answered.result, a.stderr());
+    }
+    let log = callers[0].request("app/log/read", json!({ "windowId": w, "limit": 1000 })).await.unwrap();
+    let entries = log["entries"].as_array().unwrap();
+    let seqs: Vec<u64> = entries.iter().map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert_eq!(seqs, (1..=(2 * EACH) as u64).collect::<Vec<_>>());
+    let logged: Vec<&str> = entries.iter().map(|e| e["params"]["cells"]["A1"].as_str().unwrap()).collect();
+    assert_eq!(logged, arrival, "the log's order is the order the host ran the commands in");
+    drop((a, b, c));
+    cluster.db.drop_now();
+}

@@ -122,7 +122,7 @@ impl Tool for AppCommandTool {
                 w.bind_thread(call.thread_id);
             }
             let params = call.arguments.get("params").cloned();
-            match service::command(&call.env.apps, &window, &command, params, None).await {
+            match service::command_for_turn(&call.env.apps, call.thread_id, &window, &command, params).await {
                 Ok(result) => ToolOutput::json(&result),
                 Err(err) => failure(err),
             }

@@ -68,6 +68,11 @@ pub enum AppError {
     Session(#[from] SessionError),
     #[error(transparent)]
     Store(#[from] StoreError),
+    /// Cluster mode: the command ran (or failed) on the instance hosting the window, which
+    /// answered with this app error (its `data.code`, message and, for a log write that failed,
+    /// the log's state).
+    #[error("{message}")]
+    Elsewhere { code: String, message: String, log_state: Option<(String, u64)> },
 }
 
 impl AppError {
@@ -82,7 +87,7 @@ impl AppError {
                 "INVALID_PARAMS"
             }
             AppError::PermissionDenied(_) => "PERMISSION_DENIED",
-            AppError::App { code, .. } => code,
+            AppError::App { code, .. } | AppError::Elsewhere { code, .. } => code,
             AppError::Session(_) => "INVALID_REQUEST",
             AppError::Store(_) | AppError::NotRun { .. } | AppError::AppliedNotRecorded { .. } => "INTERNAL_ERROR",
         }
@@ -94,6 +99,11 @@ impl AppError {
         match self {
             AppError::NotRun { seq, .. } => Some(("notRun", *seq)),
             AppError::AppliedNotRecorded { seq, .. } => Some(("appliedNotRecorded", *seq)),
+            AppError::Elsewhere { log_state: Some((state, seq)), .. } => match state.as_str() {
+                "notRun" => Some(("notRun", *seq)),
+                "appliedNotRecorded" => Some(("appliedNotRecorded", *seq)),
+                _ => None,
+            },
             _ => None,
         }
     }

@@ -2,8 +2,11 @@
 //! connected serves the window's subject (`rpc.app.<window token>`) while that host is live;
 //! another instance reaches the host through it ([`RemoteHost`], NATS request/reply), and nobody
 //! serving the subject means the window is live nowhere. Windows registered on other instances
-//! are known from the store (`AppRegistry::add_stored`); their commands are logged in the shared
-//! store as any other, so a host that reconnects to any instance is replayed the same log.
+//! are known from the store (`AppRegistry::add_stored`). A command on such a window is run whole
+//! by the hosting instance — validated there too, logged ahead, sent, confirmed — so one instance
+//! numbers and writes each window's log (commands from several instances at once neither collide
+//! on a sequence number nor deadlock), and a host that reconnects to any instance is replayed
+//! that log.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,16 +15,22 @@ use appserver_protocol::jsonrpc::ErrorObject;
 use appserver_protocol::{ExtAppCommandParams, ExtAppQueryParams};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::AppWindow;
+use super::service::{Call, host_error, run_logged};
+use super::{AppError, AppWindow};
 use crate::cluster::{Cluster, ClusterError, subject_token};
 use crate::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
+use crate::store::{Fence, Store};
 
 /// How often a window's server checks that its host is still the live one here.
 const HOST_CHECK: Duration = Duration::from_secs(2);
 /// How long `app/list` waits for a window's instance to say it is live.
 const LIVE_CHECK: Duration = Duration::from_secs(1);
+/// How much longer than the command's own timeout a command run on another instance is waited
+/// for (the hosting instance's log writes and the round trip).
+const RUN_MARGIN: Duration = Duration::from_secs(5);
 
 fn service(window_id: &str) -> String {
     format!("app.{}", subject_token(window_id))
@@ -32,8 +41,22 @@ fn service(window_id: &str) -> String {
 #[serde(rename_all = "camelCase")]
 enum RemoteCall {
     Ping,
-    Query { params: ExtAppQueryParams, timeout_ms: u64 },
-    Command { params: ExtAppCommandParams, timeout_ms: u64 },
+    Query {
+        params: ExtAppQueryParams,
+        timeout_ms: u64,
+    },
+    Command {
+        params: ExtAppCommandParams,
+        timeout_ms: u64,
+    },
+    /// A command to run as the hosting instance's own (logged there).
+    Run {
+        command: String,
+        params: Value,
+        caller: Option<Value>,
+        fence: Option<Fence>,
+        timeout_ms: u64,
+    },
 }
 
 /// The host's answer, or why there is none.
@@ -45,6 +68,27 @@ enum RemoteAnswer {
     Closed,
     Timeout,
     Failed(String),
+    /// A [`RemoteCall::Run`] that failed with this app error.
+    AppFailed {
+        code: String,
+        message: String,
+        log_state: Option<(String, u64)>,
+    },
+}
+
+/// The answer to a [`RemoteCall::Run`].
+fn ran(outcome: Result<Value, AppError>) -> RemoteAnswer {
+    match outcome {
+        Ok(value) => match serde_json::value::to_raw_value(&value) {
+            Ok(raw) => RemoteAnswer::Result(raw),
+            Err(err) => RemoteAnswer::Failed(err.to_string()),
+        },
+        Err(err) => RemoteAnswer::AppFailed {
+            code: err.code().to_owned(),
+            message: err.to_string(),
+            log_state: err.log_state().map(|(state, seq)| (state.to_owned(), seq)),
+        },
+    }
 }
 
 fn to_remote(answer: Answer) -> RemoteAnswer {
@@ -64,6 +108,7 @@ fn from_remote(answer: RemoteAnswer, timeout: Duration) -> Answer {
         RemoteAnswer::Closed => Err(CallError::Closed),
         RemoteAnswer::Timeout => Err(CallError::Timeout(timeout)),
         RemoteAnswer::Failed(text) => Err(CallError::Serialize(text)),
+        RemoteAnswer::AppFailed { message, .. } => Err(CallError::Serialize(message)),
     }
 }
 
@@ -79,6 +124,36 @@ pub struct RemoteHost {
 }
 
 impl RemoteHost {
+    /// Has the hosting instance run `call` as its own: validated, logged, sent and confirmed
+    /// there.
+    pub(super) async fn run(&self, call: Call<'_>, timeout: Duration) -> Result<Value, AppError> {
+        let Call { command, params, caller, fence } = call;
+        let run = RemoteCall::Run { command: command.to_owned(), params, caller, fence, timeout_ms: millis(timeout) };
+        let payload = serde_json::to_vec(&run)
+            .map_err(|e| AppError::App { code: "INTERNAL_ERROR".into(), message: e.to_string() })?;
+        // The hosting instance's own timeouts bound the call; this one covers losing it.
+        let asked = timeout + RUN_MARGIN;
+        let answer = match self.cluster.ask(&service(&self.window_id), Bytes::from(payload), asked).await {
+            Ok(bytes) => serde_json::from_slice::<RemoteAnswer>(&bytes)
+                .map_err(|err| CallError::Serialize(format!("another instance's answer: {err}"))),
+            Err(ClusterError::Timeout { .. }) => Err(CallError::Timeout(asked)),
+            Err(_) => Err(CallError::Closed),
+        };
+        match answer {
+            Ok(RemoteAnswer::Result(raw)) => Ok(serde_json::from_str(raw.get()).unwrap_or(Value::Null)),
+            Ok(RemoteAnswer::AppFailed { code, message, log_state }) => {
+                Err(AppError::Elsewhere { code, message, log_state })
+            }
+            Ok(other) => Err(host_error(
+                &self.window_id,
+                command,
+                asked,
+                from_remote(other, asked).err().unwrap_or(CallError::Closed),
+            )),
+            Err(err) => Err(host_error(&self.window_id, &format!("the command `{command}`"), asked, err)),
+        }
+    }
+
     async fn call(&self, call: &RemoteCall, timeout: Duration) -> Answer {
         let payload = serde_json::to_vec(call).map_err(|e| CallError::Serialize(e.to_string()))?;
         match self.cluster.ask(&service(&self.window_id), Bytes::from(payload), timeout).await {
@@ -122,16 +197,17 @@ impl AppHost for RemoteHost {
 
 /// The host to call for a window without a live host here: its host on another instance, when
 /// one serves it.
-pub async fn host_elsewhere(cluster: &Cluster, window_id: &str) -> Option<Arc<dyn AppHost>> {
+pub async fn host_elsewhere(cluster: &Cluster, window_id: &str) -> Option<RemoteHost> {
     let host = RemoteHost { cluster: cluster.clone(), window_id: window_id.to_owned() };
     match host.call(&RemoteCall::Ping, LIVE_CHECK).await {
-        Ok(_) => Some(Arc::new(host)),
+        Ok(_) => Some(host),
         Err(_) => None,
     }
 }
 
-/// Serves calls on `window` from other instances while `host` is its live host here.
-pub fn serve_window(cluster: Cluster, window: Arc<AppWindow>, host: Arc<dyn AppHost>) {
+/// Serves calls on `window` from other instances while `host` is its live host here; the
+/// commands they ask this instance to run are logged in `store`.
+pub fn serve_window(cluster: Cluster, store: Store, window: Arc<AppWindow>, host: Arc<dyn AppHost>) {
     tokio::spawn(async move {
         let window_id = window.window_id.clone();
         let mut requests = match cluster.serve(&service(&window_id)).await {
@@ -170,6 +246,15 @@ pub fn serve_window(cluster: Cluster, window: Arc<AppWindow>, host: Arc<dyn AppH
                         }
                         Err(err) => Box::pin(std::future::ready(to_remote(Err(err)))),
                     }
+                }
+                Ok(RemoteCall::Run { command, params, caller, fence, timeout_ms }) => {
+                    // Run as this instance's own; its turn in the window's order is taken here, in
+                    // the order the calls arrived.
+                    let (store, window, host) = (store.clone(), window.clone(), host.clone());
+                    Box::pin(async move {
+                        let call = Call { command: &command, params, caller, fence };
+                        ran(run_logged(&store, &window, host.as_ref(), call, Duration::from_millis(timeout_ms)).await)
+                    })
                 }
                 Err(err) => Box::pin(std::future::ready(RemoteAnswer::Failed(format!("not a window call: {err}")))),
             };

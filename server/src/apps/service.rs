@@ -20,8 +20,7 @@ use crate::clock;
 use crate::config::ServerConfig;
 use crate::ports::Broadcast;
 use crate::ports::{AppHost, CallError, HostId};
-use crate::store::Store;
-use crate::store::{AppWrite, WindowRecord};
+use crate::store::{AppWrite, Fence, Store, WindowRecord, WriteOp};
 use crate::threads::broadcast;
 use crate::threads::{ThreadHandle, ThreadManager};
 
@@ -128,7 +127,7 @@ pub async fn register(
     let outcome = replay::replay(&apps.store, &window, host.as_ref()).await;
     window.set_ready(true);
     if let Some(cluster) = &apps.cluster {
-        super::remote::serve_window(cluster.clone(), window.clone(), host.clone());
+        super::remote::serve_window(cluster.clone(), apps.store.clone(), window.clone(), host.clone());
     }
     let (replayed, failed, errors) = outcome?;
     tracing::info!(window = %window_id, app = %app_id, replayed, failed, "app registered");
@@ -202,15 +201,32 @@ async fn find_window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow
     window(apps, window_id)
 }
 
-/// The host to call: the live one here, else (cluster mode) the one on another instance, else
-/// one that registers the window again within a moment.
-async fn host_for(apps: &AppService, window: &AppWindow) -> Result<Arc<dyn AppHost>, AppError> {
-    if let (Some(cluster), None) = (&apps.cluster, window.live_owner()) {
-        if let Some(host) = super::remote::host_elsewhere(cluster, &window.window_id).await {
-            return Ok(host);
+/// Where a window's host is.
+enum Hosted {
+    /// Connected here (or a host the server runs itself).
+    Here(Arc<dyn AppHost>),
+    /// Connected to another instance (cluster mode), which runs the window's commands.
+    Elsewhere(super::remote::RemoteHost),
+}
+
+impl Hosted {
+    fn host(&self) -> &dyn AppHost {
+        match self {
+            Hosted::Here(host) => host.as_ref(),
+            Hosted::Elsewhere(host) => host,
         }
     }
-    window.host_or_reregistration().await
+}
+
+/// The host to call: the live one here, else (cluster mode) the one on another instance, else
+/// one that registers the window again within a moment.
+async fn host_for(apps: &AppService, window: &AppWindow) -> Result<Hosted, AppError> {
+    if let (Some(cluster), None) = (&apps.cluster, window.live_owner()) {
+        if let Some(host) = super::remote::host_elsewhere(cluster, &window.window_id).await {
+            return Ok(Hosted::Elsewhere(host));
+        }
+    }
+    Ok(Hosted::Here(window.host_or_reregistration().await?))
 }
 
 /// Reads a state key (or `manifest`, answered by the server).
@@ -236,14 +252,14 @@ pub async fn query(
     let timeout = call_timeout(timeout_ms);
     let params = ExtAppQueryParams { window_id: window_id.to_owned(), state_key: state_key.to_owned() };
     let raw = host
+        .host()
         .query(&params, timeout)
         .await
         .map_err(|e| host_error(window_id, &format!("the query `{state_key}`"), timeout, e))?;
     Ok(unwrap_member(&raw, "data"))
 }
 
-/// Runs a command for appserver's own clients and agent (no `caller` in the log): see
-/// [`command_as`].
+/// Runs a command for appserver's own clients (no `caller` in the log): see [`command_as`].
 pub async fn command(
     apps: &AppService,
     window_id: &str,
@@ -251,7 +267,27 @@ pub async fn command(
     params: Option<Value>,
     timeout_ms: Option<u64>,
 ) -> Result<Value, AppError> {
-    command_as(apps, window_id, command, params, timeout_ms, None).await
+    command_with(
+        apps,
+        window_id,
+        Call { command, params: params.unwrap_or_default(), caller: None, fence: None },
+        timeout_ms,
+    )
+    .await
+}
+
+/// [`command`] for the agent of a thread's running turn: in cluster mode its log entry is written
+/// under the thread's lease, so an instance that lost the thread never logs (nor sends) it.
+pub async fn command_for_turn(
+    apps: &AppService,
+    thread_id: &str,
+    window_id: &str,
+    command: &str,
+    params: Option<Value>,
+) -> Result<Value, AppError> {
+    let fence = apps.threads.loaded(thread_id).and_then(|handle| handle.fence.fence());
+    let call = Call { command, params: params.unwrap_or_default(), caller: None, fence };
+    command_with(apps, window_id, call, None).await
 }
 
 /// Runs a command: built-ins are answered by the server; others are validated against their
@@ -265,9 +301,22 @@ pub async fn command_as(
     timeout_ms: Option<u64>,
     caller: Option<Value>,
 ) -> Result<Value, AppError> {
+    command_with(apps, window_id, Call { command, params: params.unwrap_or_default(), caller, fence: None }, timeout_ms)
+        .await
+}
+
+/// [`command_as`] with the call's log fields. A window hosted on another instance (cluster mode)
+/// has the whole command run there — logged by that instance, the one writer of the window's log.
+async fn command_with(
+    apps: &AppService,
+    window_id: &str,
+    call: Call<'_>,
+    timeout_ms: Option<u64>,
+) -> Result<Value, AppError> {
+    let Call { command, params, caller, fence } = call;
+    let params = if params.is_null() { json!({}) } else { params };
     let window = find_window(apps, window_id).await?;
     let checked = window.manifest();
-    let params = params.unwrap_or_else(|| json!({}));
     match command {
         "__describe" => return Ok(serde_json::to_value(&checked.manifest).unwrap_or(Value::Null)),
         "__getState" => {
@@ -286,16 +335,22 @@ pub async fn command_as(
         });
     }
     checked.check_params(command, &params).map_err(AppError::InvalidParams)?;
-    let host = host_for(apps, &window).await?;
     let timeout = call_timeout(timeout_ms);
-    run_logged(apps, &window, host.as_ref(), Call { command, params, caller }, timeout).await
+    let call = Call { command, params, caller, fence };
+    match host_for(apps, &window).await? {
+        Hosted::Here(host) => run_logged(&apps.store, &window, host.as_ref(), call, timeout).await,
+        Hosted::Elsewhere(host) => host.run(call, timeout).await,
+    }
 }
 
-/// One command to log and send.
-struct Call<'a> {
-    command: &'a str,
-    params: Value,
-    caller: Option<Value>,
+/// One command to log and send: its name, params, who asked (for the log), and the lease of the
+/// turn it is run for (cluster mode), which its log entry is written under.
+#[derive(Debug)]
+pub(super) struct Call<'a> {
+    pub(super) command: &'a str,
+    pub(super) params: Value,
+    pub(super) caller: Option<Value>,
+    pub(super) fence: Option<Fence>,
 }
 
 /// The write-ahead command path. One step takes the sequence number and queues the `pending`
@@ -304,29 +359,30 @@ struct Call<'a> {
 /// answer is awaited after that. The app's success confirms the entry (`done`), any failure
 /// discards it. A failed first write means the app is never asked (`NotRun`); a failed
 /// confirmation is reported as such (`AppliedNotRecorded`), never as a bare internal error.
-async fn run_logged(
-    apps: &AppService,
+pub(super) async fn run_logged(
+    store: &Store,
     window: &AppWindow,
     host: &dyn AppHost,
     call: Call<'_>,
     timeout: Duration,
 ) -> Result<Value, AppError> {
-    let Call { command, params, caller } = call;
+    let Call { command, params, caller, fence } = call;
     let window_id = window.window_id.as_str();
     let (mut slot, intent) = window.reserve_command(|seq| {
-        apps.store.submit(AppWrite::Intend {
+        let intend = AppWrite::Intend {
             window_id: window_id.to_owned(),
             seq,
             command: command.to_owned(),
             params: params.clone(),
             at: clock::now_rfc3339(),
             caller: caller.clone(),
-        })
+        };
+        store.submit(WriteOp::from(intend).fenced(fence.clone()))
     });
     let seq = slot.seq();
     let discard = || {
         // Best effort: a pending entry is never replayed, so one left behind does no harm.
-        drop(apps.store.submit(AppWrite::Discard { window_id: window_id.to_owned(), seq }));
+        drop(store.submit(AppWrite::Discard { window_id: window_id.to_owned(), seq }));
     };
     if let Err(source) = intent.wait().await {
         discard();
@@ -359,7 +415,7 @@ async fn run_logged(
     let result = unwrap_member(&raw, "result");
     let confirm =
         AppWrite::Confirm { window_id: window_id.to_owned(), seq, result: result.clone(), at: clock::now_rfc3339() };
-    if let Err(source) = apps.store.write(confirm).await {
+    if let Err(source) = store.write(confirm).await {
         return Err(AppError::AppliedNotRecorded { window: window_id.to_owned(), seq, source });
     }
     Ok(result)

@@ -1,7 +1,8 @@
 //! Which instances are alive: each instance says so on `<namespace>.presence` every second (its
-//! id, as the message), and keeps who it heard from within the last few seconds. What asks every
-//! instance in turn (an approval nobody here can answer) asks these, and knows when all of them
-//! have answered.
+//! id, as the message), and keeps who it heard from within the last few seconds; hearing from an
+//! instance it did not know, it says so again at once, so a new instance learns of the others
+//! within a round trip rather than a second. What asks every instance in turn (an approval nobody
+//! here can answer) asks these, and knows when all of them have answered.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -38,15 +39,16 @@ impl Presence {
         others
     }
 
-    fn heard(&self, id: String) {
+    /// Notes that `id` is alive; whether it is new (unknown, or not heard from for a while).
+    fn heard(&self, id: String) -> bool {
         let mut seen = self.seen();
         if seen.len() >= MAX_MEMBERS && !seen.contains_key(&id) {
             seen.retain(|_, at| at.elapsed() < ALIVE_FOR);
             if seen.len() >= MAX_MEMBERS {
-                return;
+                return false;
             }
         }
-        seen.insert(id, Instant::now());
+        seen.insert(id, Instant::now()).is_none_or(|at| at.elapsed() >= ALIVE_FOR)
     }
 }
 
@@ -72,11 +74,17 @@ impl Cluster {
             Ok(Ok(subscriber)) => subscriber,
         };
         self.flush(PUBLISH_TIMEOUT).await?;
-        let heard = self.inner.presence.clone();
+        let (heard, newcomer) = (self.inner.presence.clone(), Arc::new(tokio::sync::Notify::new()));
+        let greet = newcomer.clone();
+        let me = self.instance_id().to_owned();
         tokio::spawn(async move {
             while let Some(message) = subscriber.next().await {
                 match std::str::from_utf8(&message.payload) {
-                    Ok(id) if !id.is_empty() && id.len() <= 64 => heard.heard(id.to_owned()),
+                    Ok(id) if !id.is_empty() && id.len() <= 64 => {
+                        if heard.heard(id.to_owned()) && id != me {
+                            greet.notify_one();
+                        }
+                    }
                     _ => tracing::debug!("a malformed presence message skipped"),
                 }
             }
@@ -85,7 +93,10 @@ impl Cluster {
         tokio::spawn(async move {
             let mut beat = tokio::time::interval(BEAT);
             loop {
-                beat.tick().await;
+                tokio::select! {
+                    _ = beat.tick() => {}
+                    _ = newcomer.notified() => {}
+                }
                 if cluster.is_closed() {
                     break;
                 }
@@ -96,5 +107,33 @@ impl Cluster {
             }
         });
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn others_are_those_heard_lately_and_new_ones_are_told_apart() {
+        let presence = Presence::default();
+        assert!(presence.heard("b".to_owned()), "first heard: new");
+        assert!(!presence.heard("b".to_owned()), "heard again: not new");
+        assert!(presence.heard("a".to_owned()));
+        assert!(presence.heard("me".to_owned()));
+        assert_eq!(presence.others("me"), vec!["a".to_owned(), "b".to_owned()]);
+        presence.seen().insert("gone".to_owned(), Instant::now() - ALIVE_FOR);
+        assert_eq!(presence.others("me"), vec!["a".to_owned(), "b".to_owned()], "not heard from lately: not alive");
+        presence.seen().insert("a".to_owned(), Instant::now() - ALIVE_FOR);
+        assert!(presence.heard("a".to_owned()), "back after a silence: new again");
+    }
+
+    #[test]
+    fn a_flood_of_made_up_ids_is_bounded() {
+        let presence = Presence::default();
+        for n in 0..MAX_MEMBERS + 10 {
+            presence.heard(format!("i{n}"));
+        }
+        assert_eq!(presence.seen().len(), MAX_MEMBERS);
     }
 }

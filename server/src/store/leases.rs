@@ -38,8 +38,10 @@ pub enum LeaseClaim {
     HeldBy { owner: String, expires_at_ms: i64 },
 }
 
-/// A lease as its writes must find it: the thread, its owner and the owner's generation.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+/// A lease as its writes must find it: the thread, its owner and the owner's generation. (It
+/// travels with an app command that another instance logs for the turn: `apps/remote.rs`.)
+#[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Fence {
     pub thread_id: String,
     pub owner: String,
