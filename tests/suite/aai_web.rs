@@ -39,6 +39,11 @@ async fn site() -> (HttpStub, Arc<AtomicU32>) {
     (stub, fetches)
 }
 
+/// The window of the stub site's app: its `app.id` and its origin.
+fn notes_window(stub: &HttpStub) -> String {
+    format!("web:com.example.notes@http:{}", stub.base_url().trim_start_matches("http://"))
+}
+
 async fn discover(server: &ServerProcess, params: Value) -> Result<Value, appserver_client::ClientError> {
     let client = server.ws_client_initialized().await.unwrap();
     client.request("app/discover", params).await
@@ -59,16 +64,17 @@ async fn a_web_descriptor_is_fetched_cached_refreshed_after_its_ttl_and_served_s
     let server = web_server().spawn().await.unwrap();
     let client = server.ws_client_initialized().await.unwrap();
     let url = stub.base_url();
+    let notes = notes_window(&stub);
 
     let first = discover(&server, json!({ "url": url })).await.unwrap();
     assert_eq!((first["cached"].as_bool(), first["stale"].as_bool()), (Some(false), Some(false)));
-    assert_eq!(first["windowId"], "aai:com.example.notes");
+    assert_eq!(first["windowId"], notes);
     assert_eq!(first["descriptor"]["app"]["description"], "fetch 1");
     let list = client.request("app/list", json!({})).await.unwrap();
-    let app = list["apps"].as_array().unwrap().iter().find(|a| a["windowId"] == "aai:com.example.notes").unwrap();
+    let app = list["apps"].as_array().unwrap().iter().find(|a| a["windowId"] == notes).unwrap();
     assert_eq!((app["kind"].as_str(), app["live"].as_bool()), (Some("web"), Some(true)));
     let echoed = client
-        .request("app/command", json!({ "windowId": "aai:com.example.notes", "command": "echo", "params": { "a": 1 } }))
+        .request("app/command", json!({ "windowId": notes, "command": "echo", "params": { "a": 1 } }))
         .await
         .unwrap();
     assert_eq!(echoed["result"], json!({ "echo": "{\"a\":1}" }));
@@ -84,10 +90,7 @@ async fn a_web_descriptor_is_fetched_cached_refreshed_after_its_ttl_and_served_s
     let refreshed = discover(&server, json!({ "url": url })).await.unwrap();
     assert_eq!((refreshed["cached"].as_bool(), refreshed["stale"].as_bool()), (Some(false), Some(false)));
     assert_eq!(fetches.load(Ordering::SeqCst), 2);
-    let manifest = client
-        .request("app/query", json!({ "windowId": "aai:com.example.notes", "stateKey": "manifest" }))
-        .await
-        .unwrap();
+    let manifest = client.request("app/query", json!({ "windowId": notes, "stateKey": "manifest" })).await.unwrap();
     assert_eq!(manifest["data"]["description"], "fetch 2");
 
     // The site goes down: within the TTL the cache answers; past it, the stale copy.
@@ -113,7 +116,7 @@ async fn a_confirmed_name_is_remembered_across_restarts() {
     let server = web_server().workspace(workspace.path()).spawn().await.unwrap();
     let found = discover(&server, json!({ "name": "notes" })).await.unwrap();
     assert_eq!(found["url"], stub.base_url());
-    assert_eq!(found["windowId"], "aai:com.example.notes");
+    assert_eq!(found["windowId"], notes_window(&stub));
 }
 
 #[tokio::test]

@@ -12,6 +12,7 @@ mod approvals;
 mod apps;
 mod architecture;
 mod batches;
+mod callers;
 mod cluster;
 mod cluster_threads;
 mod command_confinement;

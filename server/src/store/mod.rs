@@ -19,7 +19,7 @@ mod sqlite;
 mod threads;
 mod writer;
 
-pub use apps::{AppWrite, WindowRecord};
+pub use apps::{AppWrite, DescriptorPin, WindowRecord};
 pub use events::{EventWrite, StoredEvent};
 pub use leases::LeaseClaim;
 pub use location::StoreLocation;

@@ -303,10 +303,17 @@ impl Store {
         Ok(row.map(|row| row.text("id")).transpose()?)
     }
 
-    /// Whether `scope_key` was approved with `acceptAlways` in this workspace.
-    pub async fn always_approved(&self, workspace_path: &str, scope_key: &str) -> Result<bool, StoreError> {
-        let text = "SELECT scope_key FROM approvals_always WHERE workspace_path = ? AND scope_key = ?";
-        let found = self.reader.fetch_optional(sql(text).bind(workspace_path).bind(scope_key)).await?;
+    /// Whether `scope_key` was approved with `acceptAlways` in this workspace for the caller
+    /// `caller_key` (`thread:<id>`, `mcp:<declared name>`, `app:<app id>`).
+    pub async fn always_approved(
+        &self,
+        workspace_path: &str,
+        caller_key: &str,
+        scope_key: &str,
+    ) -> Result<bool, StoreError> {
+        let text =
+            "SELECT scope_key FROM approval_consents WHERE workspace_path = ? AND caller_key = ? AND scope_key = ?";
+        let found = self.reader.fetch_optional(sql(text).bind(workspace_path).bind(caller_key).bind(scope_key)).await?;
         Ok(found.is_some())
     }
 
@@ -368,9 +375,10 @@ pub enum ThreadWrite {
         seq: u32,
         status: TurnStatus,
     },
-    /// Remember an `acceptAlways` decision for the workspace.
+    /// Remember an `acceptAlways` decision of one caller for the workspace.
     SaveAlwaysApproval {
         workspace_path: String,
+        caller_key: String,
         scope_key: String,
         at: String,
     },
@@ -496,10 +504,10 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             let text = "UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?";
             conn.run(sql(text).bind(status.as_str()).bind(thread_id).bind(*seq)).await?;
         }
-        ThreadWrite::SaveAlwaysApproval { workspace_path, scope_key, at } => {
-            let text = "INSERT INTO approvals_always (workspace_path, scope_key, approved_at) VALUES (?,?,?) \
-                 ON CONFLICT (workspace_path, scope_key) DO NOTHING";
-            conn.run(sql(text).bind(workspace_path).bind(scope_key).bind(at)).await?;
+        ThreadWrite::SaveAlwaysApproval { workspace_path, caller_key, scope_key, at } => {
+            let text = "INSERT INTO approval_consents (workspace_path, caller_key, scope_key, approved_at) \
+                 VALUES (?,?,?,?) ON CONFLICT (workspace_path, caller_key, scope_key) DO NOTHING";
+            conn.run(sql(text).bind(workspace_path).bind(caller_key).bind(scope_key).bind(at)).await?;
         }
         ThreadWrite::SavePlan { thread_id, plan } => {
             let text = "INSERT INTO plans (thread_id, body) VALUES (?, ?) \
