@@ -556,6 +556,36 @@ mod tests {
     }
 
     #[test]
+    fn window_bounds_and_approver_channels_follow_the_flags_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| run_in(dir.path(), args, &|_| None);
+        let c = run(&[]).unwrap();
+        assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (4096, 256));
+        assert_eq!(c.app_window_forget_after, Duration::from_secs(600));
+        assert!(c.approver_channels.is_empty());
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        let file = "[apps]\nmax_windows = 10\nmax_windows_per_connection = 2\nforget_after_ms = 500\n\
+                    [approvals]\napprover_channels = [\"telegram\"]\n";
+        std::fs::write(config_file_path(dir.path()), file).unwrap();
+        let c = run(&["--approver-channel", "matrix"]).unwrap();
+        assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (10, 2));
+        assert_eq!(c.app_window_forget_after, Duration::from_millis(500));
+        assert_eq!(c.approver_channels, ["matrix", "telegram"]);
+        let c = run(&[
+            "--max-app-windows",
+            "7",
+            "--max-app-windows-per-connection",
+            "3",
+            "--app-window-forget-after-ms",
+            "9",
+        ])
+        .unwrap();
+        assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (7, 3));
+        assert_eq!(c.app_window_forget_after, Duration::from_millis(9));
+        assert!(run(&["--max-app-windows", "0"]).unwrap_err().contains("positive integer"));
+    }
+
+    #[test]
     fn subcommands() {
         let cli = Cli::try_parse_from(["appserver", "locate", "--workspace", "w"]).unwrap();
         assert!(
