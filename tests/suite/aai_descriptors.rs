@@ -214,6 +214,51 @@ async fn a_changed_descriptor_is_not_run_until_approved_then_replays_only_state_
     assert_eq!(gone.params()["windowId"], COUNTER);
 }
 
+/// A program given as a path next to its descriptor is pinned by its digest: changed (the
+/// descriptor unchanged), it is not run until approved again.
+#[tokio::test]
+async fn a_changed_program_file_is_not_run_until_approved() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let program = home.path().join("counter").join("counter.py");
+    let started = home.path().join("started.txt");
+    let args = json!(["--started-file", started]);
+    let mut descriptor = counter_descriptor_args("A counter", args);
+    descriptor["execution"]["command"] = json!("./counter.py");
+    write_descriptor(home.path(), "counter", &descriptor);
+    std::fs::copy(fixture(), &program).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server_with_home(home.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_listed(&client, COUNTER, true, None).await;
+    approve(&client, COUNTER).await;
+    run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap();
+
+    // The program file changes (a pull), not the descriptor: held again, nothing more runs.
+    let mut text = std::fs::read_to_string(&program).unwrap();
+    text.push_str("\n# changed\n");
+    std::fs::write(&program, text).unwrap();
+    let app = tokio::time::timeout(TIMEOUT * 2, async {
+        loop {
+            let app = wait_listed(&client, COUNTER, true, None).await;
+            if app["needsApproval"] == true {
+                return app;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the program's change is picked up");
+    assert_eq!(app["live"], false);
+    let err = run(&client, COUNTER, "get", json!({})).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "PERMISSION_DENIED", "{err}");
+    let programs = || std::fs::read_to_string(&started).unwrap_or_default().lines().count();
+    assert_eq!(programs(), 1);
+    approve(&client, COUNTER).await;
+    assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["count"], 2, "replayed into the new program");
+    assert_eq!(programs(), 2);
+}
+
 #[tokio::test]
 async fn an_http_app_is_called_with_its_paths_methods_and_token() {
     let stub = HttpStub::start(|request| match (request.method.as_str(), request.path.as_str()) {

@@ -71,6 +71,13 @@ struct Loaded {
     window_id: String,
     /// Cancelled when the app is replaced or removed: its program is killed.
     token: CancellationToken,
+    /// A stdio program that is a file next to the descriptor (pinned by its digest), and that
+    /// file's fingerprint: a change to it reloads the app as a change to the descriptor does.
+    program: Option<(PathBuf, Option<Fingerprint>)>,
+}
+
+fn file_fingerprint(path: &Path) -> Option<Fingerprint> {
+    std::fs::metadata(path).ok().map(|meta| (meta.modified().ok(), meta.len()))
 }
 
 /// Scans the directories until `token` is cancelled, keeping the registered apps in step with
@@ -125,24 +132,28 @@ async fn sync(
         }
     }
     for (path, fingerprint) in found {
-        if loaded.get(path).is_some_and(|l| l.fingerprint == *fingerprint) {
+        let unchanged = |l: &Loaded| {
+            l.fingerprint == *fingerprint
+                && l.program.as_ref().is_none_or(|(program, seen)| file_fingerprint(program) == *seen)
+        };
+        if loaded.get(path).is_some_and(unchanged) {
             continue;
         }
         if let Some(previous) = loaded.remove(path) {
             previous.token.cancel();
         }
-        match load(apps, path, token.child_token(), tasks).await {
-            Ok((window_id, app_token)) => {
+        let (window_id, token, program) = match load(apps, path, token.child_token(), tasks).await {
+            Ok((window_id, app_token, program)) => {
                 tracing::info!(window = %window_id, path = %path.display(), "descriptor app registered");
-                loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id, token: app_token });
+                (window_id, app_token, program.map(|p| (p.clone(), file_fingerprint(&p))))
             }
             Err(err) => {
                 tracing::warn!(path = %path.display(), error = %err, "descriptor skipped");
                 // Not tried again until the file changes.
-                let token = CancellationToken::new();
-                loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id: String::new(), token });
+                (String::new(), CancellationToken::new(), None)
             }
-        }
+        };
+        loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id, token, program });
     }
 }
 
@@ -168,19 +179,23 @@ async fn read_stdio(apps: &AppService, path: &Path) -> Result<Option<DescriptorP
 }
 
 /// Reads a descriptor and registers its app with a new host — a held one for a stdio program
-/// that differs from its pin; returns the window id and the token that stops the host.
+/// that differs from its pin; returns the window id, the token that stops the host, and the
+/// program file pinned by its digest (when the program is a file next to the descriptor).
 async fn load(
     apps: &AppService,
     path: &Path,
     token: CancellationToken,
     tasks: &TaskTracker,
-) -> Result<(String, CancellationToken), String> {
+) -> Result<(String, CancellationToken, Option<PathBuf>), String> {
     let (text, descriptor) = read(path).await?;
     let dir = path.parent().unwrap_or(Path::new("."));
     let window_id = descriptor.window_id();
+    let mut program = None;
     let host = match stdio_spec(&apps.store, &descriptor, dir, &apps.config.workspace)? {
-        Some(spec) => {
+        Some(mut spec) => {
             let pin = pins::pin_for(path, &text, &window_id, &spec).await;
+            program = pins::pinned_program(dir, &spec);
+            spec.program_sha256 = pin.program_sha256.clone();
             let pinned = apps.store.descriptor_pin(&pin.path).await.map_err(|e| e.to_string())?;
             if pinned.as_ref() == Some(&pin) {
                 apps.descriptors.release(&window_id);
@@ -206,7 +221,7 @@ async fn load(
         e.to_string()
     })?;
     service::announce_registered(apps, &registration);
-    Ok((window_id, token))
+    Ok((window_id, token, program))
 }
 
 /// Reads the log entries of the descriptor's state-changing tools, in order, for a program
@@ -265,6 +280,7 @@ fn stdio_spec(
         cwd,
         timeout: millis(timeout_ms),
         replay: Some(replay_source(store.clone(), descriptor)),
+        program_sha256: None,
     }))
 }
 

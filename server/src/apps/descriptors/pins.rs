@@ -58,13 +58,23 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// The program file a pin covers by its digest: one given as a path, next to the descriptor in
+/// `dir` (a pull may change it as well as the descriptor).
+pub fn pinned_program(dir: &Path, spec: &StdioSpec) -> Option<PathBuf> {
+    spec.program.starts_with(dir).then(|| spec.program.clone())
+}
+
+/// SHA-256 (hex) of a file, `None` when it cannot be read.
+pub async fn file_sha256(path: &Path) -> Option<String> {
+    tokio::fs::read(path).await.ok().map(|bytes| hex(&Sha256::digest(bytes)))
+}
+
 /// What approving the descriptor at `path` (whose text is `text`) to run `spec` pins.
 pub async fn pin_for(path: &Path, text: &str, window_id: &str, spec: &StdioSpec) -> DescriptorPin {
     let dir = path.parent().unwrap_or(Path::new("."));
-    // A program given as a path runs a file next to the descriptor, which a pull may change too.
-    let program_sha256 = match spec.program.starts_with(dir) {
-        true => tokio::fs::read(&spec.program).await.ok().map(|bytes| hex(&Sha256::digest(bytes))),
-        false => None,
+    let program_sha256 = match pinned_program(dir, spec) {
+        Some(program) => file_sha256(&program).await,
+        None => None,
     };
     DescriptorPin {
         path: path.display().to_string(),
