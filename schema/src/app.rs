@@ -8,6 +8,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::caller::AppCaller;
+
 /// What an app can do: its state keys and commands (and the events its streaming commands emit).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -25,10 +27,25 @@ pub struct AppManifest {
     pub commands: BTreeMap<String, AppCommandDescriptor>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub events: Option<BTreeMap<String, AppEventDescriptor>>,
+    /// What the app may do beyond its own window (appserver extension). The web desktop takes it
+    /// from the app folder's `app.json`, never from the iframe.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub permissions: Option<AppPermissions>,
     /// The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
     /// server moves them to the top level at registration, so a registered manifest never has it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub interface: Option<AppInterface>,
+}
+
+/// Permissions an app declares (`permissions` of its manifest).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppPermissions {
+    /// The app may list, query and command *other* app windows (`app_list`, `app_query`,
+    /// `app_command` on another window). Its commands are then approved like an agent's, with the
+    /// app as their caller. Without it such calls are refused (`PERMISSION_DENIED`).
+    #[serde(default)]
+    pub call_apps: bool,
 }
 
 /// The `interface` wrapper of a Robutler manifest.
@@ -123,7 +140,13 @@ pub struct AppUnregisterParams {
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct AppListParams {}
+#[serde(rename_all = "camelCase")]
+pub struct AppListParams {
+    /// The app window on whose behalf this connection asks (it must host it): its manifest must
+    /// declare `permissions.callApps`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_window_id: Option<String>,
+}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -142,6 +165,10 @@ pub struct AppSummary {
     pub live: bool,
     pub command_count: u64,
     pub state_key_count: u64,
+    /// The program its descriptor runs is new or changed and not approved yet: nothing runs
+    /// until `app/descriptor/approve`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub needs_approval: bool,
 }
 
 fn window_kind() -> String {
@@ -162,6 +189,10 @@ pub struct AppQueryParams {
     pub state_key: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The app window on whose behalf this connection asks (it must host it). Reading another
+    /// window needs `permissions.callApps` in that app's manifest.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_window_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -180,6 +211,11 @@ pub struct AppCommandParams {
     pub params: Option<Value>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timeout_ms: Option<u64>,
+    /// The app window on whose behalf this connection calls (it must host it). On the window
+    /// itself the command runs as the app's own; on another window it needs
+    /// `permissions.callApps` and is approved like an agent's command, with the app as caller.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller_window_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -212,10 +248,9 @@ pub struct AppLogEntry {
     /// Why the app rejected this entry at its last replay, if it did.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay_error: Option<String>,
-    /// Who ran the command, when it was not appserver's own client or agent: an outside agent
-    /// calling through the MCP server, as `{"kind": "mcp", "name": <its clientInfo.name>}`.
+    /// Who ran the command (absent on entries written before callers were recorded).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub caller: Option<Value>,
+    pub caller: Option<AppCaller>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -256,7 +291,8 @@ pub struct AppDiscoverParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppDiscoverResult {
-    /// The window the web app is registered as (`aai:<app.id>`).
+    /// The window the web app is registered as: `web:<app.id>@<origin>` (the origin as `host`,
+    /// `host:port`, or `http:host[:port]` for plain http).
     pub window_id: String,
     /// The app's origin, e.g. `https://notion.so`.
     pub url: String,
@@ -347,18 +383,20 @@ pub struct AppReplayedParams {
     pub errors: Vec<AppReplayError>,
 }
 
-/// Params of `app/externalCall`: an outside agent, connected through the MCP server, called
-/// `app_command` on a window. Sent to every client once the call is decided, so a user sees what
-/// an outside agent did to their app.
+/// Params of `app/externalCall`: a caller that is neither a thread's agent nor a client acting
+/// itself — an outside agent connected through the MCP server, or an app calling another app —
+/// called a command on a window. Sent to every client once the call is decided, so a user sees
+/// what was done to their app, and by whom.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AppExternalCallParams {
     pub window_id: String,
     pub command: String,
     pub params: Value,
-    /// Who called: `{"kind": "mcp", "name": <the MCP client's clientInfo.name>}`.
-    pub caller: Value,
-    /// `done` (the app ran it; it is in the replay log), `declined` (no approval) or `failed`.
+    /// Who called.
+    pub caller: AppCaller,
+    /// `done` (the app ran it; it is in the replay log), `declined` (no approval), `failed`, or
+    /// `cancelled` (withdrawn while its approval was pending: the app never saw it).
     pub status: String,
     /// The app's result (`done`) or why it did not run.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -375,4 +413,26 @@ pub struct AppEventParams {
     pub event_type: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub payload: Option<Value>,
+}
+
+/// Params of `app/descriptor/approve`: run the program of a descriptor app that is new or whose
+/// descriptor changed (`needsApproval` in `app/list`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDescriptorApproveParams {
+    pub window_id: String,
+}
+
+/// What was approved and is now pinned: the app runs this program until its descriptor changes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AppDescriptorApproveResult {
+    pub window_id: String,
+    /// The program, as started (a path, or a name looked up in `PATH`).
+    pub program: String,
+    pub args: Vec<String>,
+    /// The working directory.
+    pub cwd: String,
+    /// SHA-256 (hex) of the descriptor file.
+    pub descriptor_sha256: String,
 }

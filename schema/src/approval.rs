@@ -37,6 +37,9 @@ pub struct AppCommandApproval {
     pub app_id: String,
     pub command: String,
     pub params: serde_json::Value,
+    /// Who asks to run it (appserver extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub caller: Option<Box<crate::caller::AppCaller>>,
 }
 
 /// A client's decision.

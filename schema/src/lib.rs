@@ -3,6 +3,7 @@
 
 pub mod app;
 pub mod approval;
+pub mod caller;
 pub mod channel;
 pub mod codegen;
 pub mod command;
@@ -17,6 +18,7 @@ pub mod turn;
 
 pub use app::*;
 pub use approval::*;
+pub use caller::*;
 pub use channel::*;
 pub use command::*;
 pub use initialize::*;

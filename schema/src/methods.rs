@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::app::{
-    AppCommandParams, AppCommandResult, AppDiscoverParams, AppDiscoverResult, AppEmitParams, AppEventParams,
-    AppExternalCallParams, AppInteractionParams, AppListParams, AppListResult, AppLogReadParams, AppLogReadResult,
-    AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult, AppRegisterParams, AppRegisterResult,
-    AppRegisteredParams, AppReplayedParams, AppUnregisterParams, AppUnregisteredParams, ExtAppCommandParams,
-    ExtAppQueryParams,
+    AppCommandParams, AppCommandResult, AppDescriptorApproveParams, AppDescriptorApproveResult, AppDiscoverParams,
+    AppDiscoverResult, AppEmitParams, AppEventParams, AppExternalCallParams, AppInteractionParams, AppListParams,
+    AppListResult, AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult,
+    AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
+    AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
 use crate::channel::{ChannelListParams, ChannelListResult};
@@ -188,6 +188,9 @@ request_table! { ClientRequest, client_request_schemas;
     AppOpen => "app/open" (AppOpenParams) -> AppOpenResult;
     /// Fetch (or take from the cache) a web app's `/.well-known/aai.json` and register it.
     AppDiscover => "app/discover" (AppDiscoverParams) -> AppDiscoverResult;
+    /// Approve (and pin) the program of a descriptor app that is new or changed; only a client
+    /// acting for the workspace's owner may.
+    AppDescriptorApprove => "app/descriptor/approve" (AppDescriptorApproveParams) -> AppDescriptorApproveResult;
     /// Slash commands the server knows (built-in and custom).
     CommandList => "command/list" (CommandListParams) -> CommandListResult;
     /// Run a slash command (built-ins run here; custom ones expand to a prompt).
@@ -230,7 +233,7 @@ notification_table! { ServerNotification, server_notification_schemas;
     AppUnregistered => "app/unregistered" (AppUnregisteredParams);
     AppReplayed => "app/replayed" (AppReplayedParams);
     AppEvent => "app/event" (AppEventParams);
-    /// An outside agent (an MCP client) ran, or was refused, an app command.
+    /// An outside agent (an MCP client) or an app ran, or was refused, an app command.
     AppExternalCall => "app/externalCall" (AppExternalCallParams);
 }
 

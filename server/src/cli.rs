@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
-    ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MODEL_IDLE_MS, FileCluster,
-    FileModel, ListenAddr, LogFormat, ModelSettings, ServerConfig, config_file_path, default_db_path, parse_listen,
-    read_config_file,
+    ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MODEL_IDLE_MS, FileApps,
+    FileCluster, FileModel, ListenAddr, LogFormat, ModelSettings, ServerConfig, config_file_path, default_db_path,
+    parse_listen, read_config_file,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
@@ -142,6 +142,19 @@ pub struct RunArgs {
     /// Wait for an approval decision this long [default: 120000].
     #[arg(long, value_name = "MS", value_parser = positive)]
     approval_timeout_ms: Option<usize>,
+    /// A channel adapter (by channel name) that acts for the workspace's owner: it is asked
+    /// about outside agents' and apps' calls too; repeatable.
+    #[arg(long = "approver-channel", value_name = "CHANNEL")]
+    approver_channel: Vec<String>,
+    /// App windows known at once; a new one past it is refused [default: 4096].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_app_windows: Option<usize>,
+    /// App windows one connection may host; a new one past it is refused [default: 256].
+    #[arg(long, value_name = "N", value_parser = positive)]
+    max_app_windows_per_connection: Option<usize>,
+    /// Forget a window with no host and an empty log after this long [default: 600000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    app_window_forget_after_ms: Option<usize>,
     /// Model to use (OpenAI-compatible endpoint). Without a model the built-in agent answers.
     #[arg(long, value_name = "ID", env = "APPSERVER_MODEL")]
     model: Option<String>,
@@ -279,6 +292,8 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     {
         config.approval_timeout = timeout;
     }
+    config.approver_channels = a.approver_channel.iter().cloned().chain(approvals.approver_channels).collect();
+    app_limits(&a, file.apps.unwrap_or_default(), &mut config);
     config.model = model_settings(&a, file_model, env);
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
@@ -291,6 +306,20 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
         }
     }
     Ok(config)
+}
+
+/// The app window bounds: flags, then the config file's `[apps]`.
+fn app_limits(a: &RunArgs, file: FileApps, config: &mut ServerConfig) {
+    config.max_app_windows = a.max_app_windows.or(file.max_windows).unwrap_or(config.max_app_windows).max(1);
+    config.max_app_windows_per_connection = a
+        .max_app_windows_per_connection
+        .or(file.max_windows_per_connection)
+        .unwrap_or(config.max_app_windows_per_connection)
+        .max(1);
+    let after = a.app_window_forget_after_ms.map(|ms| Duration::from_millis(ms as u64));
+    if let Some(after) = after.or(file.forget_after_ms.map(Duration::from_millis)) {
+        config.app_window_forget_after = after.max(Duration::from_millis(1));
+    }
 }
 
 /// The model settings: flags, then the config file's `[model]` (its `api_key_env` read from
@@ -524,6 +553,36 @@ mod tests {
         let settings = c.cluster.unwrap();
         assert_eq!((settings.url.as_str(), settings.namespace.as_str()), ("nats://flag:1", "dev"));
         assert!(run(&[]).unwrap_err().contains("--cluster needs a PostgreSQL database"));
+    }
+
+    #[test]
+    fn window_bounds_and_approver_channels_follow_the_flags_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| run_in(dir.path(), args, &|_| None);
+        let c = run(&[]).unwrap();
+        assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (4096, 256));
+        assert_eq!(c.app_window_forget_after, Duration::from_secs(600));
+        assert!(c.approver_channels.is_empty());
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        let file = "[apps]\nmax_windows = 10\nmax_windows_per_connection = 2\nforget_after_ms = 500\n\
+                    [approvals]\napprover_channels = [\"telegram\"]\n";
+        std::fs::write(config_file_path(dir.path()), file).unwrap();
+        let c = run(&["--approver-channel", "matrix"]).unwrap();
+        assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (10, 2));
+        assert_eq!(c.app_window_forget_after, Duration::from_millis(500));
+        assert_eq!(c.approver_channels, ["matrix", "telegram"]);
+        let c = run(&[
+            "--max-app-windows",
+            "7",
+            "--max-app-windows-per-connection",
+            "3",
+            "--app-window-forget-after-ms",
+            "9",
+        ])
+        .unwrap();
+        assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (7, 3));
+        assert_eq!(c.app_window_forget_after, Duration::from_millis(9));
+        assert!(run(&["--max-app-windows", "0"]).unwrap_err().contains("positive integer"));
     }
 
     #[test]

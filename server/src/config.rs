@@ -62,6 +62,16 @@ pub struct ServerConfig {
     pub approval_policy: ApprovalPolicy,
     /// How long an approval request waits for a decision before the policy's fallback applies.
     pub approval_timeout: Duration,
+    /// Channel adapters (by channel name) that act for the workspace's owner, so they may decide
+    /// calls that are not a thread's own (`--approver-channel`, `[approvals] approver_channels`).
+    pub approver_channels: Vec<String>,
+    /// App windows known at once (hosted or not), and per connection; a registration past
+    /// either is refused (`--max-app-windows`, `--max-app-windows-per-connection`, `[apps]`).
+    pub max_app_windows: usize,
+    pub max_app_windows_per_connection: usize,
+    /// A window with no host and an empty log is forgotten after this long without a host
+    /// (`--app-window-forget-after-ms`, `[apps] forget_after_ms`).
+    pub app_window_forget_after: Duration,
     /// The language model, when one is configured (otherwise the built-in agent answers).
     pub model: Option<ModelSettings>,
     /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
@@ -125,6 +135,16 @@ pub(crate) struct FileConfig {
     pub(crate) store: Option<FileStore>,
     #[serde(default)]
     pub(crate) cluster: Option<FileCluster>,
+    #[serde(default)]
+    pub(crate) apps: Option<FileApps>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileApps {
+    pub(crate) max_windows: Option<usize>,
+    pub(crate) max_windows_per_connection: Option<usize>,
+    pub(crate) forget_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -159,7 +179,16 @@ pub(crate) struct FileModel {
 pub(crate) struct FileApprovals {
     pub(crate) policy: Option<String>,
     pub(crate) timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) approver_channels: Vec<String>,
 }
+
+/// Default of `--max-app-windows`.
+pub const DEFAULT_MAX_APP_WINDOWS: usize = 4096;
+/// Default of `--max-app-windows-per-connection`.
+pub const DEFAULT_MAX_APP_WINDOWS_PER_CONNECTION: usize = 256;
+/// Default of `--app-window-forget-after-ms`: ten minutes.
+pub const DEFAULT_APP_WINDOW_FORGET_AFTER: Duration = Duration::from_secs(600);
 
 /// Default of `--max-loaded-threads`.
 pub const DEFAULT_MAX_LOADED_THREADS: usize = 4096;
@@ -200,6 +229,10 @@ impl ServerConfig {
             enable_debug_methods: false,
             approval_policy: ApprovalPolicy::OnRequest,
             approval_timeout: Duration::from_secs(120),
+            approver_channels: Vec::new(),
+            max_app_windows: DEFAULT_MAX_APP_WINDOWS,
+            max_app_windows_per_connection: DEFAULT_MAX_APP_WINDOWS_PER_CONNECTION,
+            app_window_forget_after: DEFAULT_APP_WINDOW_FORGET_AFTER,
             model: None,
             aai_home: None,
             allow_private_discovery: false,

@@ -1,6 +1,10 @@
-//! Approval policies and what a gated tool call declares (kind, operation, target, scope key).
+//! Approval policies, what a gated tool call declares (kind, operation, target, scope key), and
+//! whose consent a decision is (the caller's consent key, its session's consents).
 
-use appserver_protocol::{AppCommandApproval, ApprovalDecision};
+use std::collections::HashSet;
+use std::sync::Mutex;
+
+use appserver_protocol::{AppCaller, AppCommandApproval, ApprovalDecision};
 use serde_json::Value;
 
 /// When a thread asks before gated tool calls.
@@ -69,6 +73,45 @@ pub struct ApprovalSpec {
     pub app: Option<AppCommandApproval>,
 }
 
+/// Whose consent an `acceptAlways` is, remembered next to its scope key: one caller's consent
+/// never covers another's. A thread's agent by its thread, an outside agent by the name it
+/// declared (the only name it keeps from one session to the next; names are not verified, see
+/// docs/mcp.md), an app by its app id, a client by its connection.
+pub fn consent_key(caller: &AppCaller) -> String {
+    match caller {
+        AppCaller::Agent { thread_id } => format!("thread:{thread_id}"),
+        AppCaller::Mcp { declared_name, .. } => format!("mcp:{}", declared_name.trim().to_lowercase()),
+        AppCaller::App { app_id, .. } => format!("app:{app_id}"),
+        AppCaller::Client { connection, .. } => format!("client:{connection}"),
+    }
+}
+
+/// Most scope keys one session remembers; past it an "accept for session" is not remembered
+/// (the next call is asked again).
+const MAX_SESSION_CONSENTS: usize = 1024;
+
+/// The scope keys a caller's "accept for session" answers approved, for the life of its session
+/// (an MCP session, an app window's registration).
+#[derive(Debug, Default)]
+pub struct SessionConsents(Mutex<HashSet<String>>);
+
+impl SessionConsents {
+    fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    pub fn contains(&self, scope_key: &str) -> bool {
+        self.set().contains(scope_key)
+    }
+
+    pub fn insert(&self, scope_key: &str) {
+        let mut set = self.set();
+        if set.len() < MAX_SESSION_CONSENTS {
+            set.insert(scope_key.to_owned());
+        }
+    }
+}
+
 /// Longest rendering of an app command in a `shell` approval's command line.
 const MAX_RENDERED: usize = 300;
 
@@ -121,12 +164,21 @@ impl ApprovalSpec {
                 app_id: app_id.to_owned(),
                 command: command.to_owned(),
                 params: params.clone(),
+                caller: None,
             }),
         }
     }
 
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Names the caller of an app command in its `app` fields.
+    pub fn called_by(mut self, caller: &AppCaller) -> Self {
+        if let Some(app) = self.app.as_mut() {
+            app.caller = Some(Box::new(caller.clone()));
+        }
         self
     }
 }
@@ -147,6 +199,19 @@ mod tests {
         let long = render_app_command("sheet", "w1", "setCells", &serde_json::json!({ "a": "x".repeat(400) }));
         assert_eq!(long.chars().count(), MAX_RENDERED);
         assert!(long.ends_with('…'));
+    }
+
+    #[test]
+    fn one_callers_consent_is_not_anothers() {
+        let mcp = |name: &str| AppCaller::Mcp { session_id: "s".into(), declared_name: name.into() };
+        assert_eq!(consent_key(&mcp("Claude-Code ")), consent_key(&mcp("claude-code")));
+        assert_ne!(consent_key(&mcp("a")), consent_key(&mcp("b")));
+        let app = AppCaller::App { window_id: "w".into(), app_id: "relay".into() };
+        assert_eq!(consent_key(&app), "app:relay");
+        assert_eq!(consent_key(&AppCaller::Agent { thread_id: "t1".into() }), "thread:t1");
+        let session = SessionConsents::default();
+        session.insert("app:sheet:setCells");
+        assert!(session.contains("app:sheet:setCells") && !session.contains("app:sheet:clear"));
     }
 
     #[test]

@@ -100,6 +100,19 @@ pub trait Client: Send + Sync + fmt::Debug {
     /// Whether the client declared the app extension (it is asked app approvals in their app form).
     fn app_extension(&self) -> bool;
 
+    /// The name the client gave itself in `initialize` (`clientInfo.name`): declared, never
+    /// verified.
+    fn declared_name(&self) -> String {
+        String::new()
+    }
+
+    /// The chat channel the client bridges, when it declared itself a channel adapter
+    /// (`capabilities.channelAdapter.channelName`): it acts for that channel's users, not for
+    /// the workspace's owner.
+    fn channel_adapter(&self) -> Option<String> {
+        None
+    }
+
     /// Sends a notification if the client wants it; never awaits. Returns whether it was queued.
     fn notify(&self, method: &str, frame: &OutFrame) -> bool;
 
@@ -131,6 +144,12 @@ pub trait AppHost: Send + Sync + fmt::Debug {
 
     /// Whether the host has gone; a window whose host has gone belongs to nobody.
     fn is_gone(&self) -> bool;
+
+    /// Why the host may not run anything yet (a descriptor app whose program the workspace's
+    /// owner has not approved): nothing is sent to it, not even a replay.
+    fn held(&self) -> Option<String> {
+        None
+    }
 
     /// Reads one state key; waits at most `timeout`.
     fn query<'a>(&'a self, params: &'a ExtAppQueryParams, timeout: Duration) -> PendingAnswer<'a>;
@@ -171,11 +190,20 @@ pub mod fake {
     pub struct RecordingClient {
         pub id: u64,
         frames: Mutex<Vec<String>>,
+        /// `clientInfo.name` and `channelAdapter.channelName`, as declared; such a client
+        /// declares `approvalSupport`.
+        declared: Option<(String, Option<String>)>,
     }
 
     impl RecordingClient {
         pub fn new(id: u64) -> Arc<RecordingClient> {
-            Arc::new(RecordingClient { id, frames: Mutex::new(Vec::new()) })
+            Arc::new(RecordingClient { id, frames: Mutex::new(Vec::new()), declared: None })
+        }
+
+        /// An approval-capable client that declared `name` (and a channel adapter's channel).
+        pub fn named(id: u64, name: &str, channel: Option<&str>) -> Arc<RecordingClient> {
+            let declared = Some((name.to_owned(), channel.map(str::to_owned)));
+            Arc::new(RecordingClient { id, frames: Mutex::new(Vec::new()), declared })
         }
 
         /// The frames received since the last call.
@@ -192,10 +220,16 @@ pub mod fake {
             false
         }
         fn approval_support(&self) -> bool {
-            false
+            self.declared.is_some()
         }
         fn app_extension(&self) -> bool {
             false
+        }
+        fn declared_name(&self) -> String {
+            self.declared.as_ref().map(|(name, _)| name.clone()).unwrap_or_default()
+        }
+        fn channel_adapter(&self) -> Option<String> {
+            self.declared.as_ref().and_then(|(_, channel)| channel.clone())
         }
         fn notify(&self, _method: &str, frame: &OutFrame) -> bool {
             let text = String::from_utf8_lossy(frame.bytes()).into_owned();

@@ -119,6 +119,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     let watch =
         crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
     state.tasks.spawn(watch);
+    state.tasks.spawn(crate::apps::idle::forget_idle_windows(state.apps.clone(), state.shutdown.child_token()));
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
@@ -227,6 +228,7 @@ fn assemble(
         config: config.clone(),
         web: Default::default(),
         cluster: cluster.clone(),
+        descriptors: Default::default(),
     });
     let debug = Arc::new(DebugHooks::default());
     let turns = Arc::new(TurnService {

@@ -6,7 +6,7 @@
 // reasoning and tool call. Screenshots go to docs/images.
 
 import assert from "node:assert/strict";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
@@ -356,8 +356,108 @@ test("an outside agent's app command is approved in the desktop and shown as its
     const answer = await call;
     assert.equal(answer.result.isError ?? false, false, JSON.stringify(answer));
     await sheet.locator("#C3", { hasText: "from outside" }).waitFor();
-    await page.locator("#activity li", { hasText: `outside-agent: setCells on ${win} done` }).waitFor();
+    // Its name is shown as what it is: a name it declared, not verified.
+    await page.locator("#activity li", { hasText: `outside agent "outside-agent" (declared name, not verified): setCells on ${win} done` }).waitFor();
     await page.locator('.window[data-app="sheet"] .event', { hasText: "outside-agent" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+/** Writes a test app folder into the server's workspace: `app.json` and its `index.html`. */
+function writeApp(workspace, id, appJson, html) {
+  const dir = join(workspace, ".appserver/apps", id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "app.json"), JSON.stringify(appJson));
+  writeFileSync(join(dir, "index.html"), html);
+}
+
+/** An app (our SDK) that, on a click, sets a cell of the sheet through `appserver.apps`. The
+ * manifest it registers claims `callApps` and another app's id: the page ignores both. */
+const RELAY_SDK = `<!doctype html><meta charset="utf-8"><button id="go">go</button><pre id="out"></pre>
+<script src="/assets/appserver-app.js"></script>
+<script>
+appserver.app.register({ appId: "sheet", name: "Sheet", permissions: { callApps: true }, commands: {} });
+document.getElementById("go").onclick = async () => {
+  const out = document.getElementById("out");
+  try {
+    const { apps } = await appserver.apps.list();
+    const sheet = apps.find((a) => a.appId === "sheet" && a.live);
+    const result = await appserver.apps.command(sheet.windowId, "setCells", { cells: { A1: "from relay" } });
+    out.textContent = "done " + JSON.stringify(result);
+  } catch (err) {
+    out.textContent = "error " + err.message;
+  }
+};
+</script>`;
+
+/** The same in the MCP Apps dialect: \`tools/call\` of app_list and app_command. */
+const RELAY_MCP = `<!doctype html><meta charset="utf-8"><button id="go">go</button><pre id="out"></pre>
+<script>
+let next = 1;
+const pending = new Map();
+function request(method, params) {
+  return new Promise((resolve) => {
+    const id = next++;
+    pending.set(id, resolve);
+    parent.postMessage({ jsonrpc: "2.0", id, method, params }, "*");
+  });
+}
+window.addEventListener("message", (event) => {
+  const m = event.data;
+  if (m && m.id !== undefined && pending.has(m.id)) { pending.get(m.id)(m.result ?? { isError: true, content: [{ text: m.error?.message }] }); pending.delete(m.id); }
+});
+request("ui/initialize", { protocolVersion: "2026-01-26", appInfo: { name: "relay", version: "1" }, appCapabilities: {} }).then(() =>
+  parent.postMessage({ jsonrpc: "2.0", method: "ui/notifications/initialized", params: {} }, "*"));
+document.getElementById("go").onclick = async () => {
+  const listed = await request("tools/call", { name: "app_list", arguments: {} });
+  const set = await request("tools/call", { name: "app_command", arguments: { windowId: "x", command: "setCells", params: {} } });
+  document.getElementById("out").textContent = [listed, set].map((r) => (r.isError ? "error " : "done ") + r.content[0].text).join("\\n");
+};
+</script>`;
+
+test("an app calls another app only with its app.json's permission, and then through the user's approval", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    writeApp(server.workspace, "relay-mcp", { name: "Relay (MCP)", dialect: "mcp-apps" }, RELAY_MCP);
+    writeApp(server.workspace, "relay", { name: "Relay", permissions: { callApps: true } }, RELAY_SDK);
+    writeApp(server.workspace, "relay-plain", { name: "Relay (no permission)" }, RELAY_SDK);
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    const sheet = page.frameLocator('.window[data-app="sheet"] iframe');
+    await sheet.locator("#info", { hasText: win }).waitFor();
+
+    // Without the permission, in either dialect: refused, and nobody is asked.
+    await openApp(page, "relay-mcp");
+    const mcp = page.frameLocator('.window[data-app="relay-mcp"] iframe');
+    await mcp.locator("#go").click();
+    await mcp.locator("#out", { hasText: "error PERMISSION_DENIED" }).waitFor();
+    const refused = await mcp.locator("#out").textContent();
+    assert.match(refused, /app `relay-mcp` .* may not call other apps: its manifest does not declare `permissions.callApps`/);
+    assert.doesNotMatch(refused, /done/);
+    await openApp(page, "relay-plain");
+    const plain = page.frameLocator('.window[data-app="relay-plain"] iframe');
+    await plain.locator("#go").click();
+    // The iframe's own manifest claimed the permission (and the sheet's id): not taken.
+    await plain.locator("#out", { hasText: "error PERMISSION_DENIED" }).waitFor();
+    assert.equal(await page.locator("dialog#approval[open]").count(), 0);
+    assert.equal(await sheet.locator("#A1").textContent(), "");
+
+    // With it: the user is asked, with the calling app named.
+    const relayWin = await openApp(page, "relay");
+    const relay = page.frameLocator('.window[data-app="relay"] iframe');
+    await relay.locator("#go").click();
+    const dialog = page.locator("dialog#approval[open]");
+    await dialog.waitFor();
+    assert.match(await page.textContent("#approval-what"), /setCells on sheet/);
+    assert.equal(await page.textContent("#approval-caller"), `Asked by app relay (${relayWin})`);
+    assert.match(await page.textContent("#approval-reason"), new RegExp(`The app \`relay\` \\(window ${relayWin}\\) wants to run the command \`setCells\``));
+    await page.screenshot({ path: join(IMAGES, "desktop-app-caller.png") });
+    await dialog.locator("button[data-decision=accept]").click();
+    await sheet.locator("#A1", { hasText: "from relay" }).waitFor();
+    await relay.locator("#out", { hasText: "done" }).waitFor();
+    await page.locator("#activity li", { hasText: `app relay (${relayWin}): setCells on ${win} done` }).waitFor();
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();

@@ -77,9 +77,12 @@ def test_tools_resources_query_and_approved_and_declined_commands():
                     assert sheet.cells == {"A1": "py"}
 
                 log = await desktop.request("app/log/read", {"windowId": window})
-                assert [(e["command"], e["caller"]) for e in log["entries"]] == [
-                    ("setCells", {"kind": "mcp", "name": "py-agent"})
-                ]
+                # The caller: the agent's MCP session and the name it declared (not verified).
+                [entry] = log["entries"]
+                assert entry["command"] == "setCells"
+                assert (entry["caller"]["kind"], entry["caller"]["declaredName"]) == ("mcp", "py-agent")
+                assert entry["caller"]["sessionId"]
+                assert "calls itself `py-agent` (a declared name, not verified" in asked[0]["reason"]
             finally:
                 await host.close()
                 await desktop.close()

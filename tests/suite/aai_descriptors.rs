@@ -1,8 +1,9 @@
 //! Apps described by aai.json: a stdio program (tests/fixtures/aai_counter.py) that the server
-//! runs and restarts, driven by clients and, through the approval flow, by the agent; its
-//! state-changing tools replayed into a new program, its stateless ones not; a web service served
-//! on 127.0.0.1 with a bearer token from the environment; descriptors picked up, changed and
-//! removed while the server runs.
+//! runs once the workspace's owner approved it, and restarts, driven by clients and, through the
+//! approval flow, by the agent; its state-changing tools replayed into a new program, its
+//! stateless ones not; a changed descriptor not run, not even for its replay, until approved
+//! again; a web service served on 127.0.0.1 with a bearer token from the environment;
+//! descriptors picked up, changed and removed while the server runs.
 
 use std::path::{Path, PathBuf};
 
@@ -20,10 +21,14 @@ fn fixture() -> PathBuf {
 }
 
 fn counter_descriptor(description: &str) -> Value {
+    counter_descriptor_args(description, json!([fixture()]))
+}
+
+fn counter_descriptor_args(description: &str, args: Value) -> Value {
     json!({
         "schema_version": "1.0",
         "app": { "id": "com.example.counter", "name": "Counter", "description": description },
-        "execution": { "type": "stdio", "command": "python3", "args": [fixture()], "timeout_ms": 5000 },
+        "execution": { "type": "stdio", "command": "python3", "args": args, "timeout_ms": 5000 },
         "tools": [
             { "name": "increment", "description": "Add `by` to the count", "state_changing": true,
               "parameters": { "type": "object", "properties": { "by": { "type": "integer" } }, "required": ["by"] } },
@@ -62,6 +67,11 @@ async fn wait_listed(client: &Client, window: &str, present: bool, description: 
     .expect("the descriptor change is picked up")
 }
 
+/// Approves (and pins) the program of a new or changed descriptor; returns what was pinned.
+async fn approve(client: &Client, window: &str) -> Value {
+    client.request("app/descriptor/approve", json!({ "windowId": window })).await.unwrap()
+}
+
 async fn run(client: &Client, window: &str, tool: &str, params: Value) -> Result<Value, appserver_client::ClientError> {
     client
         .request("app/command", json!({ "windowId": window, "command": tool, "params": params }))
@@ -77,8 +87,18 @@ async fn a_stdio_app_runs_fails_crashes_and_is_restarted() {
     let client = server.ws_client_initialized().await.unwrap();
     let app = wait_listed(&client, COUNTER, true, None).await;
     assert_eq!(app["kind"], "stdio");
-    assert_eq!(app["live"], true);
+    assert_eq!((app["live"].as_bool(), app["needsApproval"].as_bool()), (Some(false), Some(true)));
     assert_eq!(app["commandCount"], 5);
+    // A new descriptor's program runs once the owner approved it.
+    let err = run(&client, COUNTER, "get", json!({})).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "PERMISSION_DENIED", "{err}");
+    assert!(err.to_string().contains("app/descriptor/approve"), "{err}");
+    let pinned = approve(&client, COUNTER).await;
+    assert_eq!(pinned["program"], "python3");
+    assert_eq!(pinned["args"], json!([fixture()]));
+    assert_eq!(pinned["descriptorSha256"].as_str().map(str::len), Some(64));
+    let app = wait_listed(&client, COUNTER, true, None).await;
+    assert_eq!((app["live"].as_bool(), app.get("needsApproval")), (Some(true), None));
 
     assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap(), json!({ "count": 2 }));
     let first = run(&client, COUNTER, "get", json!({})).await.unwrap();
@@ -124,6 +144,7 @@ async fn the_agent_drives_a_stdio_app_through_an_approval() {
     let server = server_with_home(home.path()).await;
     let mut client = server.ws_client_initialized().await.unwrap();
     wait_listed(&client, COUNTER, true, None).await;
+    approve(&client, COUNTER).await;
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     let args = format!(r#"{COUNTER} increment {{"by":5}}"#);
     let turn = client
@@ -149,23 +170,41 @@ async fn the_agent_drives_a_stdio_app_through_an_approval() {
     assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["count"], 5);
 }
 
+/// The item-10 rule: a descriptor changed on disk (a `git pull`) is not spawned — not even to
+/// replay its log — until the owner approves it again; then it runs and replays.
 #[tokio::test]
-async fn a_changed_descriptor_restarts_the_app_replaying_only_state_changing_tools_and_removal_unregisters() {
+async fn a_changed_descriptor_is_not_run_until_approved_then_replays_only_state_changing_tools() {
     let home = tempfile::tempdir().unwrap();
-    write_descriptor(home.path(), "counter", &counter_descriptor("A counter"));
+    let started = home.path().join("started.txt");
+    let args = json!([fixture(), "--started-file", started]);
+    write_descriptor(home.path(), "counter", &counter_descriptor_args("A counter", args.clone()));
     let server = server_with_home(home.path()).await;
     let mut client = server.ws_client_initialized().await.unwrap();
     wait_listed(&client, COUNTER, true, None).await;
+    approve(&client, COUNTER).await;
     run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap();
     run(&client, COUNTER, "increment", json!({ "by": 3 })).await.unwrap();
     let before = run(&client, COUNTER, "get", json!({})).await.unwrap();
+    let programs = || std::fs::read_to_string(&started).unwrap_or_default().lines().count();
+    assert_eq!(programs(), 1);
 
-    write_descriptor(home.path(), "counter", &counter_descriptor("A counter, changed"));
+    // Changed: registered again with its new manifest, its program held. A replay would have
+    // run the new program before the registration was announced; none did.
+    write_descriptor(home.path(), "counter", &counter_descriptor_args("A counter, changed", args));
+    let app = wait_listed(&client, COUNTER, true, Some("A counter, changed")).await;
+    assert_eq!((app["live"].as_bool(), app["needsApproval"].as_bool()), (Some(false), Some(true)));
+    let err = run(&client, COUNTER, "increment", json!({ "by": 1 })).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "PERMISSION_DENIED", "{err}");
+    assert_eq!(programs(), 1, "the changed descriptor's program was spawned before its approval");
+    let log = client.request("app/log/read", json!({ "windowId": COUNTER })).await.unwrap();
+    assert_eq!(log["entries"].as_array().unwrap().len(), 3, "the refused command is not logged");
+
+    approve(&client, COUNTER).await;
     let replayed = tokio::time::timeout(TIMEOUT * 2, client.wait_for("app/replayed")).await.unwrap().unwrap();
     assert_eq!(replayed.params()["windowId"], COUNTER);
     assert_eq!(replayed.params()["replayed"], 2, "the two increments, not the get");
-    wait_listed(&client, COUNTER, true, Some("A counter, changed")).await;
     let after = run(&client, COUNTER, "get", json!({})).await.unwrap();
+    assert_eq!(programs(), 2);
     assert_ne!(after["pid"], before["pid"], "a new program");
     assert_eq!(after["count"], 5, "its state restored by the replay");
 
@@ -173,6 +212,51 @@ async fn a_changed_descriptor_restarts_the_app_replaying_only_state_changing_too
     wait_listed(&client, COUNTER, false, None).await;
     let gone = tokio::time::timeout(TIMEOUT, client.wait_for("app/unregistered")).await.unwrap().unwrap();
     assert_eq!(gone.params()["windowId"], COUNTER);
+}
+
+/// A program given as a path next to its descriptor is pinned by its digest: changed (the
+/// descriptor unchanged), it is not run until approved again.
+#[tokio::test]
+async fn a_changed_program_file_is_not_run_until_approved() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = tempfile::tempdir().unwrap();
+    let program = home.path().join("counter").join("counter.py");
+    let started = home.path().join("started.txt");
+    let args = json!(["--started-file", started]);
+    let mut descriptor = counter_descriptor_args("A counter", args);
+    descriptor["execution"]["command"] = json!("./counter.py");
+    write_descriptor(home.path(), "counter", &descriptor);
+    std::fs::copy(fixture(), &program).unwrap();
+    std::fs::set_permissions(&program, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server_with_home(home.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_listed(&client, COUNTER, true, None).await;
+    approve(&client, COUNTER).await;
+    run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap();
+
+    // The program file changes (a pull), not the descriptor: held again, nothing more runs.
+    let mut text = std::fs::read_to_string(&program).unwrap();
+    text.push_str("\n# changed\n");
+    std::fs::write(&program, text).unwrap();
+    let app = tokio::time::timeout(TIMEOUT * 2, async {
+        loop {
+            let app = wait_listed(&client, COUNTER, true, None).await;
+            if app["needsApproval"] == true {
+                return app;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .expect("the program's change is picked up");
+    assert_eq!(app["live"], false);
+    let err = run(&client, COUNTER, "get", json!({})).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "PERMISSION_DENIED", "{err}");
+    let programs = || std::fs::read_to_string(&started).unwrap_or_default().lines().count();
+    assert_eq!(programs(), 1);
+    approve(&client, COUNTER).await;
+    assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["count"], 2, "replayed into the new program");
+    assert_eq!(programs(), 2);
 }
 
 #[tokio::test]

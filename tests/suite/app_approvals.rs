@@ -68,7 +68,8 @@ async fn spec_only_clients_get_a_shell_approval_and_app_clients_the_app_fields()
             "target": w,
             "scopeKey": "app:sheet:setCells",
             "reason": reason,
-            "app": { "windowId": w, "appId": "sheet", "command": "setCells", "params": { "cells": { "A1": "from agent" } } },
+            "app": { "windowId": w, "appId": "sheet", "command": "setCells", "params": { "cells": { "A1": "from agent" } },
+                     "caller": { "kind": "agent", "threadId": thread_id } },
         })
     );
 

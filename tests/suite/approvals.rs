@@ -181,23 +181,29 @@ async fn accept_for_session_skips_the_second_prompt_in_that_thread_only() {
     decide(&mut client, &two, "s", "accept").await;
 }
 
+/// `acceptAlways` is the consent of the thread's agent: it survives a restart for that thread,
+/// and another thread's agent is asked (one caller's consent never covers another's).
 #[tokio::test]
-async fn accept_always_survives_a_restart() {
+async fn accept_always_survives_a_restart_for_its_thread_only() {
     let workspace = tempfile::tempdir().unwrap();
-    {
+    let thread_id = {
         let mut server = server().workspace(workspace.path()).spawn().await.unwrap();
         let mut client = server.ws_client_initialized().await.unwrap();
         let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
         decide(&mut client, &thread_id, "forever", "acceptAlways").await;
         server.terminate().await.unwrap();
-    }
+        thread_id
+    };
     let server = server().workspace(workspace.path()).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
-    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    client.request("thread/resume", json!({ "threadId": thread_id })).await.unwrap();
     let turn = client.request("turn/start", gated(&thread_id, "forever")).await.unwrap();
     let events = events_until_turn_ends(&mut client, turn["turn"]["id"].as_str().unwrap()).await.unwrap();
     assert!(!completed_types(&events).contains(&"approvalRequest".to_owned()), "no prompt after acceptAlways");
     assert_eq!(tool_result(&events)["success"], true);
+    let other = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let events = decide(&mut client, &other, "forever", "accept").await;
+    assert!(completed_types(&events).contains(&"approvalRequest".to_owned()), "another thread is asked");
 }
 
 #[tokio::test]

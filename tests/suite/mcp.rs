@@ -24,13 +24,14 @@ use super::apps::host;
 
 /// An outside agent: names itself, and counts `notifications/resources/list_changed`.
 #[derive(Clone)]
-struct Agent {
+pub(super) struct Agent {
     changed: mpsc::UnboundedSender<()>,
+    name: &'static str,
 }
 
 impl ClientHandler for Agent {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("test-agent", "1.0"))
+        ClientConfig::new(ClientCapabilities::default(), Implementation::new(self.name, "1.0"))
     }
 
     async fn on_resource_list_changed(&self, _context: NotificationContext<RoleClient>) {
@@ -38,43 +39,52 @@ impl ClientHandler for Agent {
     }
 }
 
-type McpClient = RunningService<RoleClient, Agent>;
+pub(super) type McpClient = RunningService<RoleClient, Agent>;
 
-async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
+pub(super) async fn within<T>(what: &str, future: impl Future<Output = T>) -> T {
     tokio::time::timeout(TIMEOUT, future).await.unwrap_or_else(|_| panic!("timed out: {what}"))
 }
 
 async fn connect_http(server: &ServerProcess, token: Option<&str>) -> (McpClient, mpsc::UnboundedReceiver<()>) {
+    connect_http_as(server, token, "test-agent").await
+}
+
+/// An outside agent over streamable HTTP that declares the name `name`.
+pub(super) async fn connect_http_as(
+    server: &ServerProcess,
+    token: Option<&str>,
+    name: &'static str,
+) -> (McpClient, mpsc::UnboundedReceiver<()>) {
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.http_base()));
     if let Some(token) = token {
         config = config.auth_header(token);
     }
     let (tx, rx) = mpsc::unbounded_channel();
     let client =
-        within("MCP initialize", Agent { changed: tx }.serve(StreamableHttpClientTransport::from_config(config)))
+        within("MCP initialize", Agent { changed: tx, name }.serve(StreamableHttpClientTransport::from_config(config)))
             .await
             .expect("MCP session");
     (client, rx)
 }
 
-async fn call(client: &McpClient, tool: &str, args: Value) -> CallToolResult {
+pub(super) async fn call(client: &McpClient, tool: &str, args: Value) -> CallToolResult {
     let Value::Object(map) = args else { panic!("arguments must be an object") };
     within(tool, client.call_tool(CallToolRequestParams::new(tool.to_owned()).with_arguments(map))).await.expect(tool)
 }
 
-fn text_of(result: &CallToolResult) -> String {
+pub(super) fn text_of(result: &CallToolResult) -> String {
     serde_json::to_value(&result.content).unwrap()[0]["text"].as_str().unwrap_or_default().to_owned()
 }
 
 /// A sheet host that does not answer approvals.
-async fn quiet_host(server: &ServerProcess, options: SheetOptions) -> SheetHost {
+pub(super) async fn quiet_host(server: &ServerProcess, options: SheetOptions) -> SheetHost {
     let client = server.ws_client().await.unwrap();
     client.initialize("sheet-host", json!({ "approvalSupport": false })).await.unwrap();
     SheetHost::start(client, options).await.unwrap()
 }
 
 /// The next `item/approval/request` the client gets; other events are skipped.
-async fn approval_request(client: &mut Client) -> (appserver_protocol::jsonrpc::RequestId, Value) {
+pub(super) async fn approval_request(client: &mut Client) -> (appserver_protocol::jsonrpc::RequestId, Value) {
     within("an approval request", async {
         loop {
             match client.next_event().await.unwrap() {
@@ -158,14 +168,20 @@ async fn an_approval_client_accepts_and_declines_and_the_log_names_the_caller() 
     assert_eq!(params["approvalType"], "app");
     assert_eq!(params["scopeKey"], "app:sheet:setCells");
     assert_eq!(params["app"]["params"], json!({ "cells": { "A1": "from mcp" } }));
-    assert!(params["reason"].as_str().unwrap().contains("test-agent"), "{params}");
+    // The caller: its MCP session and the name it declared, shown as declared.
+    let caller = params["app"]["caller"].clone();
+    assert_eq!((caller["kind"].as_str(), caller["declaredName"].as_str()), (Some("mcp"), Some("test-agent")));
+    let session = caller["sessionId"].as_str().unwrap().to_owned();
+    assert!(!session.is_empty(), "{caller}");
+    let reason = params["reason"].as_str().unwrap();
+    assert!(reason.contains("calls itself `test-agent` (a declared name, not verified"), "{reason}");
     approver.respond(&id, json!({ "decision": "accept" }));
     let done = within("app_command", pending).await.unwrap().unwrap();
     assert_eq!(done.is_error, Some(false), "{}", text_of(&done));
     assert_eq!(sheet.cells().get("A1").map(String::as_str), Some("from mcp"));
     let announced = within("app/externalCall", approver.wait_for("app/externalCall")).await.unwrap();
     assert_eq!(announced.params()["status"], "done");
-    assert_eq!(announced.params()["caller"], json!({ "kind": "mcp", "name": "test-agent" }));
+    assert_eq!(announced.params()["caller"], caller);
 
     let clear = json!({ "windowId": w, "command": "clear" });
     let pending = tokio::spawn({
@@ -190,7 +206,7 @@ async fn an_approval_client_accepts_and_declines_and_the_log_names_the_caller() 
     let entries = log["entries"].as_array().unwrap();
     assert_eq!(entries.len(), 1);
     assert_eq!(entries[0]["command"], "setCells");
-    assert_eq!(entries[0]["caller"], json!({ "kind": "mcp", "name": "test-agent" }));
+    assert_eq!(entries[0]["caller"], caller);
     super::apps::stop_host(&approver, sheet).await;
     let again = quiet_host(&server, SheetOptions { window_id: Some(w.clone()), ..SheetOptions::default() }).await;
     assert_eq!((again.replayed, again.failed), (1, 0));
@@ -206,7 +222,7 @@ async fn without_an_approval_client_the_workspace_policy_decides() {
     let set = json!({ "windowId": sheet.window_id, "command": "setCells", "params": { "cells": { "B2": "x" } } });
     let refused = call(&client, "app_command", set.clone()).await;
     assert_eq!(refused.is_error, Some(true));
-    assert!(text_of(&refused).contains("no approval-capable client is connected"), "{}", text_of(&refused));
+    assert!(text_of(&refused).contains("no client that may approve it is connected"), "{}", text_of(&refused));
     assert!(sheet.cells().is_empty());
     // Read-only built-ins need no approval under onRequest.
     let state = call(&client, "app_command", json!({ "windowId": sheet.window_id, "command": "__getState" })).await;
@@ -240,7 +256,9 @@ async fn connect_stdio(workspace: &std::path::Path) -> McpClient {
     command.arg("mcp").arg("--workspace").arg(workspace).kill_on_drop(true);
     let transport = TokioChildProcess::new(command).expect("spawn appserver mcp");
     let (tx, _rx) = mpsc::unbounded_channel();
-    within("MCP over stdio", Agent { changed: tx }.serve(transport)).await.expect("MCP session over stdio")
+    within("MCP over stdio", Agent { changed: tx, name: "test-agent" }.serve(transport))
+        .await
+        .expect("MCP session over stdio")
 }
 
 #[tokio::test]

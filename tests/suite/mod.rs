@@ -3,6 +3,7 @@
 mod aai_descriptors;
 mod aai_web;
 mod app_approvals;
+mod app_limits;
 mod app_log_order;
 mod app_manifests;
 mod app_ownership;
@@ -12,6 +13,7 @@ mod approvals;
 mod apps;
 mod architecture;
 mod batches;
+mod callers;
 mod cluster;
 mod cluster_fencing;
 mod cluster_threads;

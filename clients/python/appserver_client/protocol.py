@@ -9,12 +9,40 @@ from typing import Any, Dict, List, Literal, NotRequired, Optional, Tuple, Typed
 
 PROTOCOL_VERSION = "1"
 
+AppCaller = TypedDict("AppCaller", {
+    "kind": Literal["agent"],
+    "threadId": str,
+})
+
+AppCaller2 = TypedDict("AppCaller2", {
+    "kind": Literal["mcp"],
+    "declaredName": str,
+    "sessionId": NotRequired[str],  # Empty in log entries written before sessions were recorded.
+})
+
+AppCaller3 = TypedDict("AppCaller3", {
+    "kind": Literal["app"],
+    "windowId": str,
+    "appId": str,
+})
+
+AppCaller4 = TypedDict("AppCaller4", {
+    "kind": Literal["client"],
+    "connection": str,
+    "declaredName": str,
+})
+
+# Who made an app query or command. A name the caller gave itself is a *declared* name: the
+# server shows it, and never treats it as proof of who the caller is.
+AppCaller = Union["AppCaller", "AppCaller2", "AppCaller3", "AppCaller4"]
+
 # The app command an approval is about.
 AppCommandApproval = TypedDict("AppCommandApproval", {
     "windowId": str,
     "appId": str,
     "command": str,
     "params": Any,
+    "caller": NotRequired[Optional["AppCaller"]],  # Who asks to run it (appserver extension).
 })
 
 AppCommandDescriptor = TypedDict("AppCommandDescriptor", {
@@ -29,12 +57,28 @@ AppCommandDescriptor = TypedDict("AppCommandDescriptor", {
 AppCommandParams = TypedDict("AppCommandParams", {
     "windowId": str,
     "command": str,  # A declared command, or a built-in (`__describe`, `__getState`).
+    "callerWindowId": NotRequired[Optional[str]],  # The app window on whose behalf this connection calls (it must host it). On the window
     "params": NotRequired[Any],
     "timeoutMs": NotRequired[Optional[int]],
 })
 
 AppCommandResult = TypedDict("AppCommandResult", {
     "result": Any,
+})
+
+# Params of `app/descriptor/approve`: run the program of a descriptor app that is new or whose
+# descriptor changed (`needsApproval` in `app/list`).
+AppDescriptorApproveParams = TypedDict("AppDescriptorApproveParams", {
+    "windowId": str,
+})
+
+# What was approved and is now pinned: the app runs this program until its descriptor changes.
+AppDescriptorApproveResult = TypedDict("AppDescriptorApproveResult", {
+    "windowId": str,
+    "program": str,  # The program, as started (a path, or a name looked up in `PATH`).
+    "args": List[str],
+    "cwd": str,  # The working directory.
+    "descriptorSha256": str,  # SHA-256 (hex) of the descriptor file.
 })
 
 # Params of `app/discover`: a web app by its URL (`https://host`), or by a name the user
@@ -45,7 +89,7 @@ AppDiscoverParams = TypedDict("AppDiscoverParams", {
 })
 
 AppDiscoverResult = TypedDict("AppDiscoverResult", {
-    "windowId": str,  # The window the web app is registered as (`aai:<app.id>`).
+    "windowId": str,  # The window the web app is registered as: `web:<app.id>@<origin>` (the origin as `host`,
     "url": str,  # The app's origin, e.g. `https://notion.so`.
     "descriptor": Any,  # The descriptor as published.
     "fetchedAt": str,  # When it was fetched (ISO 8601).
@@ -74,15 +118,16 @@ AppEventParams = TypedDict("AppEventParams", {
     "payload": NotRequired[Any],
 })
 
-# Params of `app/externalCall`: an outside agent, connected through the MCP server, called
-# `app_command` on a window. Sent to every client once the call is decided, so a user sees what
-# an outside agent did to their app.
+# Params of `app/externalCall`: a caller that is neither a thread's agent nor a client acting
+# itself — an outside agent connected through the MCP server, or an app calling another app —
+# called a command on a window. Sent to every client once the call is decided, so a user sees
+# what was done to their app, and by whom.
 AppExternalCallParams = TypedDict("AppExternalCallParams", {
     "windowId": str,
     "command": str,
     "params": Any,
-    "caller": Any,  # Who called: `{"kind": "mcp", "name": <the MCP client's clientInfo.name>}`.
-    "status": str,  # `done` (the app ran it; it is in the replay log), `declined` (no approval) or `failed`.
+    "caller": "AppCaller",  # Who called.
+    "status": str,  # `done` (the app ran it; it is in the replay log), `declined` (no approval), `failed`, or
     "detail": NotRequired[Any],  # The app's result (`done`) or why it did not run.
 })
 
@@ -99,7 +144,9 @@ AppInterface = TypedDict("AppInterface", {
     "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
 })
 
-AppListParams = Dict[str, Any]
+AppListParams = TypedDict("AppListParams", {
+    "callerWindowId": NotRequired[Optional[str]],  # The app window on whose behalf this connection asks (it must host it): its manifest must
+})
 
 AppListResult = TypedDict("AppListResult", {
     "apps": List["AppSummary"],
@@ -112,7 +159,7 @@ AppLogEntry = TypedDict("AppLogEntry", {
     "params": Any,
     "result": Any,
     "recordedAt": str,
-    "caller": NotRequired[Any],  # Who ran the command, when it was not appserver's own client or agent: an outside agent
+    "caller": NotRequired[Optional["AppCaller"]],  # Who ran the command (absent on entries written before callers were recorded).
     "replayError": NotRequired[Optional[str]],  # Why the app rejected this entry at its last replay, if it did.
 })
 
@@ -135,6 +182,7 @@ AppManifest = TypedDict("AppManifest", {
     "events": NotRequired[Optional[Dict[str, "AppEventDescriptor"]]],
     "interface": NotRequired[Optional["AppInterface"]],  # The Robutler dialect: `description`, `commands` and `events` wrapped in `interface`. The
     "name": NotRequired[str],
+    "permissions": NotRequired[Optional["AppPermissions"]],  # What the app may do beyond its own window (appserver extension). The web desktop takes it
     "state": NotRequired[Dict[str, "AppStateDescriptor"]],
 })
 
@@ -148,9 +196,15 @@ AppOpenResult = TypedDict("AppOpenResult", {
     "result": Any,
 })
 
+# Permissions an app declares (`permissions` of its manifest).
+AppPermissions = TypedDict("AppPermissions", {
+    "callApps": NotRequired[bool],  # The app may list, query and command *other* app windows (`app_list`, `app_query`,
+})
+
 AppQueryParams = TypedDict("AppQueryParams", {
     "windowId": str,
     "stateKey": str,  # A declared state key, or `"manifest"`.
+    "callerWindowId": NotRequired[Optional[str]],  # The app window on whose behalf this connection asks (it must host it). Reading another
     "timeoutMs": NotRequired[Optional[int]],
 })
 
@@ -207,6 +261,7 @@ AppSummary = TypedDict("AppSummary", {
     "stateKeyCount": int,
     "description": NotRequired[Optional[str]],
     "kind": NotRequired[str],  # What hosts it: `window` (a connection that registered it), `stdio` (a program the server
+    "needsApproval": NotRequired[bool],  # The program its descriptor runs is new or changed and not approved yet: nothing runs
 })
 
 AppUnregisterParams = TypedDict("AppUnregisterParams", {
@@ -1085,11 +1140,12 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/command": ("AppCommandParams", "AppCommandResult"),
+    "app/descriptor/approve": ("AppDescriptorApproveParams", "AppDescriptorApproveResult"),
     "app/discover": ("AppDiscoverParams", "AppDiscoverResult"),
     "app/emit": ("AppEmitParams", "EmptyResult"),
     "app/list": ("AppListParams", "AppListResult"),
@@ -1181,6 +1237,9 @@ class ClientRequests:
 
     async def app_command(self, params: "AppCommandParams", timeout: Optional[float] = None) -> "AppCommandResult":
         return await self.request("app/command", params, timeout)
+
+    async def app_descriptor_approve(self, params: "AppDescriptorApproveParams", timeout: Optional[float] = None) -> "AppDescriptorApproveResult":
+        return await self.request("app/descriptor/approve", params, timeout)
 
     async def app_discover(self, params: "AppDiscoverParams", timeout: Optional[float] = None) -> "AppDiscoverResult":
         return await self.request("app/discover", params, timeout)

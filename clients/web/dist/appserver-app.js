@@ -91,5 +91,24 @@
       listeners.add(listener);
     }
   };
-  window.appserver = { app };
+  async function callTool(name, args) {
+    const result = await request("tools/call", { name, arguments: args });
+    if (result?.isError) {
+      const text = String(result.content?.[0]?.text ?? "the call failed");
+      throw Object.assign(new Error(text), { code: text.split(":", 1)[0] });
+    }
+    return result?.structuredContent;
+  }
+  var apps = {
+    list() {
+      return callTool("app_list", {});
+    },
+    query(windowId, stateKey) {
+      return callTool("app_query", { windowId, stateKey });
+    },
+    command(windowId, command, params) {
+      return callTool("app_command", { windowId, command, params: params ?? {} });
+    }
+  };
+  window.appserver = { app, apps };
 })();

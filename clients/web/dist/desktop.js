@@ -672,8 +672,10 @@
       switch (method) {
         case "app/register":
           return this.register(params.manifest);
-        case "app/command":
-          return this.client.request("app/command", { windowId: this.requireId(), command: params.command, params: params.params });
+        case "app/command": {
+          const own = this.requireId();
+          return this.client.request("app/command", { windowId: own, command: params.command, params: params.params, callerWindowId: own });
+        }
         case "ui/initialize":
           this.mcpHasTools = params?.appCapabilities?.tools !== void 0;
           return {
@@ -738,30 +740,43 @@
           commands2[tool.name] = { description: tool.description ?? tool.title ?? tool.name, params: tool.inputSchema };
         }
         this.mcpTools = Object.keys(commands2);
-        const manifest = { appId: this.app.id, name: this.app.name, description: this.app.description ?? void 0, state: {}, commands: commands2 };
-        await this.register(manifest);
+        await this.register({ description: this.app.description ?? void 0, state: {}, commands: commands2 });
       } catch (err) {
         this.events.log(`${this.app.name}: ${String(err)}`);
       }
     }
-    /** `tools/call` from an MCP view: its own tools run through the server (logged, replayed). */
+    /** `tools/call` from the iframe (either dialect): its own tools run through the server (logged,
+     * replayed); `app_list`, `app_query` and `app_command` reach other windows as this app, which
+     * needs `permissions.callApps` and, for commands, the user's approval. A refusal is an
+     * `isError` result the app can read. */
     async viewToolCall(name, args) {
+      const callerWindowId = this.requireId();
       let result;
-      if (this.mcpTools.includes(name)) {
-        result = (await this.client.request("app/command", { windowId: this.requireId(), command: name, params: args })).result;
-      } else if (name === "app_list") {
-        result = await this.client.request("app/list", {});
-      } else if (name === "app_query") {
-        result = (await this.client.request("app/query", args)).data;
-      } else if (name === "app_command") {
-        result = (await this.client.request("app/command", args)).result;
-      } else {
-        return { content: [{ type: "text", text: `unknown tool ${name}` }], isError: true };
+      try {
+        if (this.mcpTools.includes(name)) {
+          const call = { windowId: callerWindowId, command: name, params: args, callerWindowId };
+          result = (await this.client.request("app/command", call)).result;
+        } else if (name === "app_list") {
+          result = await this.client.request("app/list", { callerWindowId });
+        } else if (name === "app_query") {
+          result = (await this.client.request("app/query", { windowId: args.windowId, stateKey: args.stateKey, callerWindowId })).data;
+        } else if (name === "app_command") {
+          const call = { windowId: args.windowId, command: args.command, params: args.params, callerWindowId };
+          result = (await this.client.request("app/command", call)).result;
+        } else {
+          return { content: [{ type: "text", text: `unknown tool ${name}` }], isError: true };
+        }
+      } catch (err) {
+        const code = err?.appCode ?? err?.data?.code ?? "INTERNAL_ERROR";
+        return { content: [{ type: "text", text: `${code}: ${String(err?.message ?? err)}` }], isError: true };
       }
       return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
     }
-    /** Registers (or registers again) the window on the page's connection; the server replays its log. */
-    async register(manifest) {
+    /** Registers (or registers again) the window on the page's connection; the server replays its
+     * log. The app's id, name and permissions are the folder's (`app.json`), never the iframe's. */
+    async register(declared) {
+      const { permissions: _ignored, ...own } = declared ?? {};
+      const manifest = { ...own, appId: this.app.id, name: this.app.name, permissions: this.app.permissions ?? void 0 };
       this.setFrameReady(false);
       const names = Object.keys(manifest.commands ?? {});
       const commands2 = {};
@@ -963,6 +978,20 @@
     if (node) node.textContent = (node.textContent ?? "") + n.delta;
   }
   var ACTIVITY_LIMIT = 20;
+  function callerText(caller) {
+    switch (caller?.kind) {
+      case "mcp":
+        return `outside agent "${caller.declaredName}" (declared name, not verified)`;
+      case "app":
+        return `app ${caller.appId} (${caller.windowId})`;
+      case "agent":
+        return `the agent of thread ${caller.threadId}`;
+      case "client":
+        return `client "${caller.declaredName}" (declared name)`;
+      default:
+        return "an outside caller";
+    }
+  }
   function onNotification(n) {
     const p = n.params;
     switch (n.method) {
@@ -981,8 +1010,7 @@
         return;
       }
       case "app/externalCall": {
-        const who = p.caller?.name ?? p.caller?.kind ?? "an outside agent";
-        const line = `${who}: ${p.command} on ${p.windowId} ${p.status}`;
+        const line = `${callerText(p.caller)}: ${p.command} on ${p.windowId} ${p.status}`;
         const list = $("activity");
         list.prepend(el("li", `external ${p.status}`, line));
         while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
@@ -992,6 +1020,9 @@
       case "thread/runtimeChanged":
         if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
         return;
+      case "item/approval/resolved":
+        if (shownApproval && shownApproval.requestId === p.item?.payload?.requestId) shownApproval.close();
+        break;
     }
     if (p?.threadId !== currentThread && p?.turn?.threadId !== currentThread) return;
     switch (n.method) {
@@ -1076,19 +1107,23 @@
       send(text).catch((err) => $("messages").append(el("div", "item error", String(err?.message ?? err))));
     });
   }
+  var shownApproval;
   function askApproval(params) {
     return new Promise((resolve) => {
       const dialog = $("approval");
       const what = params.approvalType === "app" && params.app ? `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId}) with ${JSON.stringify(params.app.params ?? {})}` : `${params.operation} (in ${params.target})`;
       $("approval-what").textContent = what;
+      $("approval-caller").textContent = params.app?.caller ? `Asked by ${callerText(params.app.caller)}` : "";
       $("approval-reason").textContent = params.reason ?? "";
       $("approval-scope").textContent = params.scopeKey;
       const buttons = dialog.querySelectorAll("button[data-decision]");
       const done = (decision) => {
         for (const b of buttons) b.onclick = null;
+        if (shownApproval?.requestId === params.requestId) shownApproval = void 0;
         dialog.close();
         resolve({ decision });
       };
+      shownApproval = { requestId: params.requestId, close: () => done("cancel") };
       for (const b of buttons) b.onclick = () => done(b.dataset.decision);
       dialog.showModal();
     });

@@ -135,4 +135,30 @@ const app = {
   },
 };
 
-(window as any).appserver = { app };
+/** A `tools/call` of `app_list`, `app_query` or `app_command`: the value, or an Error carrying the
+ * code the server refused it with (`PERMISSION_DENIED` without `permissions.callApps` in the
+ * app's `app.json`, or when the user declined). */
+async function callTool(name: string, args: unknown): Promise<any> {
+  const result = await request("tools/call", { name, arguments: args });
+  if (result?.isError) {
+    const text = String(result.content?.[0]?.text ?? "the call failed");
+    throw Object.assign(new Error(text), { code: text.split(":", 1)[0] });
+  }
+  return result?.structuredContent;
+}
+
+/** Other app windows, for an app whose `app.json` declares `permissions: {callApps: true}`. Each
+ * command is approved by the user like an agent's, with this app named as its caller. */
+const apps = {
+  list(): Promise<any> {
+    return callTool("app_list", {});
+  },
+  query(windowId: string, stateKey: string): Promise<unknown> {
+    return callTool("app_query", { windowId, stateKey });
+  },
+  command(windowId: string, command: string, params?: unknown): Promise<unknown> {
+    return callTool("app_command", { windowId, command, params: params ?? {} });
+  },
+};
+
+(window as any).appserver = { app, apps };

@@ -135,6 +135,22 @@ function appendDelta(n: Json, type: string): void {
 /** Most outside-agent calls listed in the sidebar. */
 const ACTIVITY_LIMIT = 20;
 
+/** Who made an app call, for the user: a name the caller gave itself is said to be declared. */
+function callerText(caller: Json): string {
+  switch (caller?.kind) {
+    case "mcp":
+      return `outside agent "${caller.declaredName}" (declared name, not verified)`;
+    case "app":
+      return `app ${caller.appId} (${caller.windowId})`;
+    case "agent":
+      return `the agent of thread ${caller.threadId}`;
+    case "client":
+      return `client "${caller.declaredName}" (declared name)`;
+    default:
+      return "an outside caller";
+  }
+}
+
 function onNotification(n: Notification): void {
   const p: Json = n.params;
   switch (n.method) {
@@ -154,10 +170,9 @@ function onNotification(n: Notification): void {
       return;
     }
     case "app/externalCall": {
-      // An outside agent (MCP) called an app: listed under "Outside agents", and shown in the
-      // app's window when it is open.
-      const who = p.caller?.name ?? p.caller?.kind ?? "an outside agent";
-      const line = `${who}: ${p.command} on ${p.windowId} ${p.status}`;
+      // An outside agent (MCP) or an app called an app: listed under "Outside agents", and shown
+      // in the app's window when it is open.
+      const line = `${callerText(p.caller)}: ${p.command} on ${p.windowId} ${p.status}`;
       const list = $("activity");
       list.prepend(el("li", `external ${p.status}`, line));
       while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
@@ -167,6 +182,10 @@ function onNotification(n: Notification): void {
     case "thread/runtimeChanged":
       if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
       return;
+    case "item/approval/resolved":
+      // Decided elsewhere, or withdrawn (the call was cancelled): the question is void.
+      if (shownApproval && shownApproval.requestId === p.item?.payload?.requestId) shownApproval.close();
+      break;
   }
   if (p?.threadId !== currentThread && p?.turn?.threadId !== currentThread) return;
   switch (n.method) {
@@ -260,6 +279,9 @@ function setupComposer(): void {
 
 // ---- approvals ----
 
+/** The approval the dialog shows, so a withdrawn one can be closed. */
+let shownApproval: { requestId: string; close: () => void } | undefined;
+
 function askApproval(params: Json): Promise<{ decision: string }> {
   return new Promise((resolve) => {
     const dialog = $("approval") as HTMLDialogElement;
@@ -268,14 +290,17 @@ function askApproval(params: Json): Promise<{ decision: string }> {
         ? `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId}) with ${JSON.stringify(params.app.params ?? {})}`
         : `${params.operation} (in ${params.target})`;
     $("approval-what").textContent = what;
+    $("approval-caller").textContent = params.app?.caller ? `Asked by ${callerText(params.app.caller)}` : "";
     $("approval-reason").textContent = params.reason ?? "";
     $("approval-scope").textContent = params.scopeKey;
     const buttons = dialog.querySelectorAll<HTMLButtonElement>("button[data-decision]");
     const done = (decision: string) => {
       for (const b of buttons) b.onclick = null;
+      if (shownApproval?.requestId === params.requestId) shownApproval = undefined;
       dialog.close();
       resolve({ decision });
     };
+    shownApproval = { requestId: params.requestId, close: () => done("cancel") };
     for (const b of buttons) b.onclick = () => done(b.dataset.decision!);
     dialog.showModal();
   });

@@ -5,6 +5,11 @@
 // answers the server's `ext/app/query` / `ext/app/command` for it by asking the iframe. The
 // window id is kept in sessionStorage, so a reload of the iframe or of the page registers the
 // same window again and the server's replay of its log restores the app.
+//
+// The iframe is not trusted with who it is: the page registers its window with the app folder's
+// id, name and permissions (from the catalog's `app.json`), never the iframe's, and every call
+// the iframe makes goes to the server with `callerWindowId` — its own window — so the server
+// applies the app's permission (`permissions.callApps`) and approval to calls on other windows.
 
 import { AppError, RpcError, type AppServerClient } from "../../typescript/src/index.js";
 
@@ -16,6 +21,7 @@ export interface CatalogApp {
   entry: string;
   dialect: "appserver" | "mcp-apps";
   fileAssociations: unknown[];
+  permissions?: { callApps?: boolean } | null;
 }
 
 /** A window as remembered across page reloads. */
@@ -142,8 +148,10 @@ export class WindowHost {
     switch (method) {
       case "app/register":
         return this.register(params.manifest);
-      case "app/command":
-        return this.client.request("app/command", { windowId: this.requireId(), command: params.command, params: params.params });
+      case "app/command": {
+        const own = this.requireId();
+        return this.client.request("app/command", { windowId: own, command: params.command, params: params.params, callerWindowId: own } as Json);
+      }
       case "ui/initialize":
         this.mcpHasTools = params?.appCapabilities?.tools !== undefined;
         return {
@@ -212,32 +220,45 @@ export class WindowHost {
         commands[tool.name] = { description: tool.description ?? tool.title ?? tool.name, params: tool.inputSchema };
       }
       this.mcpTools = Object.keys(commands);
-      const manifest = { appId: this.app.id, name: this.app.name, description: this.app.description ?? undefined, state: {}, commands };
-      await this.register(manifest);
+      await this.register({ description: this.app.description ?? undefined, state: {}, commands });
     } catch (err) {
       this.events.log(`${this.app.name}: ${String(err)}`);
     }
   }
 
-  /** `tools/call` from an MCP view: its own tools run through the server (logged, replayed). */
+  /** `tools/call` from the iframe (either dialect): its own tools run through the server (logged,
+   * replayed); `app_list`, `app_query` and `app_command` reach other windows as this app, which
+   * needs `permissions.callApps` and, for commands, the user's approval. A refusal is an
+   * `isError` result the app can read. */
   private async viewToolCall(name: string, args: Json): Promise<Json> {
+    const callerWindowId = this.requireId();
     let result: Json;
-    if (this.mcpTools.includes(name)) {
-      result = (await this.client.request("app/command", { windowId: this.requireId(), command: name, params: args })).result;
-    } else if (name === "app_list") {
-      result = await this.client.request("app/list", {});
-    } else if (name === "app_query") {
-      result = (await this.client.request("app/query", args)).data;
-    } else if (name === "app_command") {
-      result = (await this.client.request("app/command", args)).result;
-    } else {
-      return { content: [{ type: "text", text: `unknown tool ${name}` }], isError: true };
+    try {
+      if (this.mcpTools.includes(name)) {
+        const call = { windowId: callerWindowId, command: name, params: args, callerWindowId };
+        result = (await this.client.request("app/command", call as Json)).result;
+      } else if (name === "app_list") {
+        result = await this.client.request("app/list", { callerWindowId } as Json);
+      } else if (name === "app_query") {
+        result = (await this.client.request("app/query", { windowId: args.windowId, stateKey: args.stateKey, callerWindowId } as Json)).data;
+      } else if (name === "app_command") {
+        const call = { windowId: args.windowId, command: args.command, params: args.params, callerWindowId };
+        result = (await this.client.request("app/command", call as Json)).result;
+      } else {
+        return { content: [{ type: "text", text: `unknown tool ${name}` }], isError: true };
+      }
+    } catch (err: any) {
+      const code = err?.appCode ?? err?.data?.code ?? "INTERNAL_ERROR";
+      return { content: [{ type: "text", text: `${code}: ${String(err?.message ?? err)}` }], isError: true };
     }
     return { content: [{ type: "text", text: JSON.stringify(result) }], structuredContent: result };
   }
 
-  /** Registers (or registers again) the window on the page's connection; the server replays its log. */
-  private async register(manifest: Json): Promise<Json> {
+  /** Registers (or registers again) the window on the page's connection; the server replays its
+   * log. The app's id, name and permissions are the folder's (`app.json`), never the iframe's. */
+  private async register(declared: Json): Promise<Json> {
+    const { permissions: _ignored, ...own } = declared ?? {};
+    const manifest = { ...own, appId: this.app.id, name: this.app.name, permissions: this.app.permissions ?? undefined };
     this.setFrameReady(false);
     const names = Object.keys(manifest.commands ?? {});
     const commands: Record<string, (params: Json, ctx: { replay: boolean }) => Promise<unknown>> = {};

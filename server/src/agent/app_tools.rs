@@ -3,11 +3,13 @@
 //! progressive discovery: the model loads only the manifests it needs. `app_command` goes through the approval flow; the built-ins
 //! `__describe` and `__getState` count as read-only.
 
+use appserver_protocol::AppCaller;
 use serde_json::{Value, json};
 
 use crate::apps::{AppError, service};
 use crate::policy::ApprovalSpec;
 use crate::ports::BoxFuture;
+use crate::turns::app_calls::app_command_spec;
 use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
 
 fn failure(err: AppError) -> ToolOutput {
@@ -103,12 +105,8 @@ impl Tool for AppCommandTool {
     fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
         let window_id = arguments.get("windowId")?.as_str()?;
         let command = arguments.get("command")?.as_str()?;
-        let window = env.apps.registry.get(window_id)?;
-        let app_id = window.manifest().manifest.app_id.clone();
-        let read_only = command.starts_with("__");
         let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
-        let workspace = env.apps.config.workspace.display().to_string();
-        Some(ApprovalSpec::app_command(&app_id, window_id, command, &params, &workspace).read_only(read_only))
+        app_command_spec(&env.apps, window_id, command, &params)
     }
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
@@ -122,7 +120,8 @@ impl Tool for AppCommandTool {
                 w.bind_thread(call.thread_id);
             }
             let params = call.arguments.get("params").cloned();
-            match service::command_for_turn(&call.env.apps, call.thread_id, &window, &command, params).await {
+            let caller = AppCaller::Agent { thread_id: call.thread_id.to_owned() };
+            match service::command_as(&call.env.apps, &window, &command, params, None, &caller).await {
                 Ok(result) => ToolOutput::json(&result),
                 Err(err) => failure(err),
             }

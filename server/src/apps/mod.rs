@@ -9,6 +9,7 @@
 
 pub mod descriptors;
 pub mod hosts;
+pub mod idle;
 pub mod manifest;
 pub mod order;
 pub mod remote;
@@ -52,6 +53,9 @@ pub enum AppError {
     InvalidManifest(String),
     #[error("{0}")]
     PermissionDenied(String),
+    /// A bound on app windows was reached (`--max-app-windows`, `--max-app-windows-per-connection`).
+    #[error("{0}")]
+    LimitReached(String),
     /// The app answered with an error.
     #[error("{message}")]
     App { code: String, message: String },
@@ -87,6 +91,7 @@ impl AppError {
                 "INVALID_PARAMS"
             }
             AppError::PermissionDenied(_) => "PERMISSION_DENIED",
+            AppError::LimitReached(_) => "LIMIT_REACHED",
             AppError::App { code, .. } | AppError::Elsewhere { code, .. } => code,
             AppError::Session(_) => "INVALID_REQUEST",
             AppError::Store(_) | AppError::NotRun { .. } | AppError::AppliedNotRecorded { .. } => "INTERNAL_ERROR",
@@ -124,6 +129,9 @@ pub struct AppWindow {
     /// The window's latest `app/emit` events (at most [`RECENT_EVENTS`]), so a caller that cannot
     /// receive notifications (an MCP agent) can read a streaming command's run.
     recent_events: Mutex<VecDeque<AppEventParams>>,
+    /// The "accept for session" answers to this window's app when it calls other apps: kept
+    /// while the server runs.
+    pub consents: crate::policy::SessionConsents,
 }
 
 /// How many of a window's latest events are kept for reading.
@@ -233,6 +241,7 @@ impl AppWindow {
             inner: Mutex::new(inner),
             ready: watch::Sender::new(ready),
             recent_events: Mutex::new(VecDeque::new()),
+            consents: Default::default(),
         }
     }
 
@@ -268,9 +277,10 @@ impl AppWindow {
             name: manifest.name.clone(),
             description: manifest.description.clone(),
             kind: inner.owner.as_ref().map_or("window", |h| h.kind()).to_owned(),
-            live: inner.owner.as_ref().is_some_and(|h| !h.is_gone()),
+            live: inner.owner.as_ref().is_some_and(|h| !h.is_gone() && h.held().is_none()),
             command_count: manifest.commands.len() as u64,
             state_key_count: manifest.state.len() as u64,
+            needs_approval: inner.owner.as_ref().is_some_and(|h| !h.is_gone() && h.held().is_some()),
         }
     }
 
@@ -332,10 +342,44 @@ impl AppRegistry {
         self.get(window_id).map_or(Ok(()), |w| w.check_host(requester, what))
     }
 
+    /// Refuses a registration of `window_id` by `host` that a bound forbids: a new window past
+    /// `limits.total` windows, or a window (new, or taken over) for a connection that already
+    /// hosts `limits.per_connection`. A host the server runs itself is not bounded per host.
+    pub fn check_limits(&self, window_id: &str, host: &dyn AppHost, limits: WindowLimits) -> Result<(), AppError> {
+        Self::within_limits(&self.map(), window_id, host, limits)
+    }
+
+    fn within_limits(
+        map: &HashMap<String, Arc<AppWindow>>,
+        window_id: &str,
+        host: &dyn AppHost,
+        limits: WindowLimits,
+    ) -> Result<(), AppError> {
+        let existing = map.get(window_id);
+        if existing.is_none() && map.len() >= limits.total {
+            return Err(AppError::LimitReached(format!(
+                "the server already knows {} app windows (--max-app-windows); unregister some with forget",
+                limits.total
+            )));
+        }
+        let host_id = host.host_id();
+        if !matches!(host_id, HostId::Connection(_)) || existing.is_some_and(|w| w.is_owned_by(&host_id)) {
+            return Ok(());
+        }
+        let hosted = map.values().filter(|w| w.is_owned_by(&host_id) && w.live_owner().is_some()).count();
+        if hosted >= limits.per_connection {
+            return Err(AppError::LimitReached(format!(
+                "this connection already hosts {hosted} app windows (--max-app-windows-per-connection)"
+            )));
+        }
+        Ok(())
+    }
+
     /// Adds or replaces a window; it starts not ready (replaying) when it has a host. Refused
-    /// (nothing changed) when the window is hosted by another live connection than `owner`:
-    /// the check and the replacement happen under the registry's lock, so two connections
-    /// registering the same id at once cannot both win.
+    /// (nothing changed) when the window is hosted by another live connection than `owner`, when
+    /// it would change the window's app id, or past a bound ([`Self::check_limits`]): the checks
+    /// and the replacement happen under the registry's lock, so two connections registering the
+    /// same id at once cannot both win.
     #[allow(clippy::too_many_arguments)]
     pub fn upsert(
         &self,
@@ -346,11 +390,18 @@ impl AppRegistry {
         registered_at: String,
         next_seq: u64,
         bound_thread: Option<String>,
+        limits: WindowLimits,
     ) -> Result<Arc<AppWindow>, AppError> {
         let mut map = self.map();
         let existing = map.get(window_id).cloned();
         if let (Some(existing), Some(new_host)) = (&existing, &owner) {
             existing.check_host(&new_host.host_id(), "register it")?;
+        }
+        if let Some(existing) = &existing {
+            same_app(existing, &checked.manifest.app_id)?;
+        }
+        if let Some(new_host) = &owner {
+            Self::within_limits(&map, window_id, new_host.as_ref(), limits)?;
         }
         let previous_binding = existing.as_ref().and_then(|w| w.bound_thread());
         let ready = owner.is_none();
@@ -404,12 +455,25 @@ impl AppRegistry {
                 window.registered_at,
                 next,
                 None,
+                WindowLimits::NONE,
             );
             if let Err(err) = added {
                 tracing::warn!(window = %window.window_id, error = %err, "stored app window skipped");
             }
         }
         Ok(())
+    }
+
+    /// Removes a window that still has no live host (a host that registers it meanwhile keeps it).
+    pub fn remove_if_hostless(&self, window_id: &str) -> bool {
+        let mut map = self.map();
+        if map.get(window_id).is_none_or(|w| w.live_owner().is_some()) {
+            return false;
+        }
+        map.remove(window_id);
+        drop(map);
+        self.changed();
+        true
     }
 
     pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
@@ -434,6 +498,31 @@ impl AppRegistry {
         }
         Ok(removed)
     }
+}
+
+/// The bounds on app windows (`--max-app-windows`, `--max-app-windows-per-connection`).
+#[derive(Debug, Clone, Copy)]
+pub struct WindowLimits {
+    pub total: usize,
+    pub per_connection: usize,
+}
+
+impl WindowLimits {
+    /// For windows the store already holds (at start-up, or registered on another instance).
+    pub const NONE: WindowLimits = WindowLimits { total: usize::MAX, per_connection: usize::MAX };
+}
+
+/// Refuses a registration that would change a window's app id: a window stays the app it was
+/// registered as (its log, its consents and its callers' records are that app's).
+pub fn same_app(window: &AppWindow, app_id: &str) -> Result<(), AppError> {
+    let current = window.manifest().manifest.app_id.clone();
+    if current == app_id {
+        return Ok(());
+    }
+    Err(AppError::PermissionDenied(format!(
+        "window {} is the app `{current}`: a registration may not make it `{app_id}`",
+        window.window_id
+    )))
 }
 
 /// A new window id: `win_xxxxxxxx`.

@@ -12,7 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use appserver_protocol::jsonrpc::ErrorObject;
-use appserver_protocol::{ExtAppCommandParams, ExtAppQueryParams};
+use appserver_protocol::{AppCaller, ExtAppCommandParams, ExtAppQueryParams};
 use bytes::Bytes;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,7 +53,7 @@ enum RemoteCall {
     Run {
         command: String,
         params: Value,
-        caller: Option<Value>,
+        caller: AppCaller,
         fence: Option<Fence>,
         timeout_ms: u64,
     },

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use appserver_protocol::{
-    AppEmitParams, AppEventParams, AppInteractionParams, AppLogReadResult, AppOpenResult, AppRegisterParams,
+    AppCaller, AppEmitParams, AppEventParams, AppInteractionParams, AppLogReadResult, AppOpenResult, AppRegisterParams,
     AppRegisteredParams, AppReplayError, AppReplayedParams, AppSummary, AppUnregisteredParams, ExtAppCommandParams,
     ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
 };
@@ -37,6 +37,8 @@ pub struct AppService {
     pub web: super::web::WebDiscovery,
     /// Cluster mode: windows hosted on other instances are reached through it.
     pub cluster: Option<crate::cluster::Cluster>,
+    /// Descriptor apps whose program waits for the owner's approval.
+    pub descriptors: super::descriptors::pins::Approvals,
 }
 
 /// Longest `timeoutMs` a caller may ask for.
@@ -50,6 +52,10 @@ pub struct Registration {
     pub replayed: u64,
     pub failed: u64,
     pub errors: Vec<AppReplayError>,
+}
+
+fn window_limits(config: &ServerConfig) -> super::WindowLimits {
+    super::WindowLimits { total: config.max_app_windows, per_connection: config.max_app_windows_per_connection }
 }
 
 fn call_timeout(timeout_ms: Option<u64>) -> Duration {
@@ -105,6 +111,11 @@ pub async fn register(
     }
     // Checked before anything is written; `upsert` checks again under the registry's lock.
     apps.registry.check_host(&window_id, &host.host_id(), "register it")?;
+    if let Some(existing) = apps.registry.get(&window_id) {
+        super::same_app(&existing, &checked.manifest.app_id)?;
+    }
+    let limits = window_limits(&apps.config);
+    apps.registry.check_limits(&window_id, host.as_ref(), limits)?;
     let now = clock::now_rfc3339();
     let (last_seq, _) = apps.store.app_log_position(&window_id).await?;
     let record = WindowRecord {
@@ -123,8 +134,13 @@ pub async fn register(
         now,
         last_seq + 1,
         p.thread_id,
+        limits,
     )?;
-    let outcome = replay::replay(&apps.store, &window, host.as_ref()).await;
+    // A held host (a descriptor program not approved yet) is sent nothing, not even the replay.
+    let outcome = match host.held() {
+        Some(_) => Ok((0, 0, Vec::new())),
+        None => replay::replay(&apps.store, &window, host.as_ref()).await,
+    };
     window.set_ready(true);
     if let Some(cluster) = &apps.cluster {
         super::remote::serve_window(cluster.clone(), apps.store.clone(), window.clone(), host.clone());
@@ -187,6 +203,35 @@ pub async fn list(apps: &AppService) -> Vec<AppSummary> {
         summary
     });
     futures_util::future::join_all(checks).await
+}
+
+/// The app window a connection calls for (`callerWindowId`), as a caller: only its live host may
+/// call on its behalf.
+pub fn calling_window(apps: &AppService, requester: &HostId, window_id: &str) -> Result<AppCaller, AppError> {
+    let window = window(apps, window_id)?;
+    if !window.is_owned_by(requester) || window.live_owner().is_none() {
+        return Err(AppError::PermissionDenied(format!(
+            "window {window_id} is not hosted by this connection: it cannot call on its behalf"
+        )));
+    }
+    let app_id = window.manifest().manifest.app_id.clone();
+    Ok(AppCaller::App { window_id: window_id.to_owned(), app_id })
+}
+
+/// Refuses an app that did not declare `permissions.callApps` a call on another window.
+pub fn may_call_apps(apps: &AppService, caller: &AppCaller) -> Result<(), AppError> {
+    let AppCaller::App { window_id, app_id } = caller else { return Ok(()) };
+    let allowed = apps
+        .registry
+        .get(window_id)
+        .is_some_and(|w| w.manifest().manifest.permissions.as_ref().is_some_and(|p| p.call_apps));
+    if allowed {
+        Ok(())
+    } else {
+        Err(AppError::PermissionDenied(format!(
+            "the app `{app_id}` (window {window_id}) may not call other apps: its manifest does not declare `permissions.callApps`"
+        )))
+    }
 }
 
 fn window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
@@ -259,50 +304,26 @@ pub async fn query(
     Ok(unwrap_member(&raw, "data"))
 }
 
-/// Runs a command for appserver's own clients (no `caller` in the log): see [`command_as`].
-pub async fn command(
-    apps: &AppService,
-    window_id: &str,
-    command: &str,
-    params: Option<Value>,
-    timeout_ms: Option<u64>,
-) -> Result<Value, AppError> {
-    command_with(
-        apps,
-        window_id,
-        Call { command, params: params.unwrap_or_default(), caller: None, fence: None },
-        timeout_ms,
-    )
-    .await
-}
-
-/// [`command`] for the agent of a thread's running turn: in cluster mode its log entry is written
-/// under the thread's lease, so an instance that lost the thread never logs (nor sends) it.
-pub async fn command_for_turn(
-    apps: &AppService,
-    thread_id: &str,
-    window_id: &str,
-    command: &str,
-    params: Option<Value>,
-) -> Result<Value, AppError> {
-    let fence = apps.threads.loaded(thread_id).and_then(|handle| handle.fence.fence());
-    let call = Call { command, params: params.unwrap_or_default(), caller: None, fence };
-    command_with(apps, window_id, call, None).await
-}
-
-/// Runs a command: built-ins are answered by the server; others are validated against their
-/// schema, sent to the host, and — if the app succeeds — appended to the replay log (with
-/// `caller`, who asked, when it was an outside agent) before the result is returned.
+/// Runs a command for `caller`: built-ins are answered by the server; others are validated
+/// against their schema, sent to the host, and — if the app succeeds — appended to the replay
+/// log, with the caller, before the result is returned. Whether the caller may run it (and its
+/// approval) is decided before: `turns::app_calls`, the thread's gate, or a client acting itself.
 pub async fn command_as(
     apps: &AppService,
     window_id: &str,
     command: &str,
     params: Option<Value>,
     timeout_ms: Option<u64>,
-    caller: Option<Value>,
+    caller: &AppCaller,
 ) -> Result<Value, AppError> {
-    command_with(apps, window_id, Call { command, params: params.unwrap_or_default(), caller, fence: None }, timeout_ms)
-        .await
+    // A turn's agent writes its log entry under the thread's lease (cluster mode), so an
+    // instance that lost the thread never logs (nor sends) it.
+    let fence = match caller {
+        AppCaller::Agent { thread_id } => apps.threads.loaded(thread_id).and_then(|handle| handle.fence.fence()),
+        _ => None,
+    };
+    let call = Call { command, params: params.unwrap_or_default(), caller: caller.clone(), fence };
+    command_with(apps, window_id, call, timeout_ms).await
 }
 
 /// [`command_as`] with the call's log fields. A window hosted on another instance (cluster mode)
@@ -338,7 +359,12 @@ async fn command_with(
     let timeout = call_timeout(timeout_ms);
     let call = Call { command, params, caller, fence };
     match host_for(apps, &window).await? {
-        Hosted::Here(host) => run_logged(&apps.store, &window, host.as_ref(), call, timeout).await,
+        Hosted::Here(host) => {
+            if let Some(reason) = host.held() {
+                return Err(AppError::PermissionDenied(reason));
+            }
+            run_logged(&apps.store, &window, host.as_ref(), call, timeout).await
+        }
         Hosted::Elsewhere(host) => host.run(call, timeout).await,
     }
 }
@@ -349,7 +375,7 @@ async fn command_with(
 pub(super) struct Call<'a> {
     pub(super) command: &'a str,
     pub(super) params: Value,
-    pub(super) caller: Option<Value>,
+    pub(super) caller: AppCaller,
     pub(super) fence: Option<Fence>,
 }
 
@@ -436,8 +462,9 @@ pub async fn log_read(
     Ok(AppLogReadResult { entries, next_seq })
 }
 
-/// Opens a workspace file with the live app whose file association matches its extension.
-pub async fn open(apps: &AppService, path: &str) -> Result<AppOpenResult, AppError> {
+/// Opens a workspace file with the live app whose file association matches its extension, as
+/// `caller` (the client that asked).
+pub async fn open(apps: &AppService, path: &str, caller: &AppCaller) -> Result<AppOpenResult, AppError> {
     let workspace = tokio::fs::canonicalize(&apps.config.workspace)
         .await
         .map_err(|e| AppError::App { code: "INTERNAL_ERROR".into(), message: format!("workspace: {e}") })?;
@@ -474,7 +501,8 @@ pub async fn open(apps: &AppService, path: &str) -> Result<AppOpenResult, AppErr
         .map_err(|e| AppError::InvalidParams(format!("path: {path} is not a readable text file: {e}")))?;
     let mut params = serde_json::Map::new();
     params.insert(association.param_key.clone(), Value::String(content));
-    let result = command(apps, &window.window_id, &association.command, Some(Value::Object(params)), None).await?;
+    let result =
+        command_as(apps, &window.window_id, &association.command, Some(Value::Object(params)), None, caller).await?;
     Ok(AppOpenResult { window_id: window.window_id.clone(), command: association.command, result })
 }
 

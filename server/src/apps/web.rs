@@ -1,9 +1,14 @@
 //! Web apps found on demand (`app/discover`, the agent tool `app_discover`): the descriptor a
 //! site publishes at `/.well-known/aai.json`, fetched (10 s at most, only http(s), never from or
-//! through a loopback or private address unless `--allow-private-discovery`), cached (the
-//! descriptor's `cache_ttl_secs`, else the answer's `Cache-Control: max-age`, else 24 h), served
-//! stale when a new fetch fails, and registered as an app whose tools are HTTP calls. Names the
-//! user confirmed for a URL are remembered in the store.
+//! through a loopback or private address unless `--allow-private-discovery`, read in chunks and
+//! dropped as soon as it passes 1 MiB), cached (the descriptor's `cache_ttl_secs`, else the
+//! answer's `Cache-Control: max-age`, else 24 h), served stale when a new fetch fails, and
+//! registered as an app whose tools are HTTP calls. Names the user confirmed for a URL are
+//! remembered in the store.
+//!
+//! A web app is identified by its origin as well as its `app.id`: its app id is
+//! `<app.id>@<origin>` and its window `web:<app.id>@<origin>`, so another origin publishing the
+//! same `app.id` is another app — it cannot take the window, its log or the consents given to it.
 
 use std::collections::HashMap;
 use std::net::IpAddr;
@@ -14,7 +19,6 @@ use appserver_protocol::{AppDiscoverParams, AppDiscoverResult, AppRegisterParams
 use reqwest::Url;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 
 use super::AppError;
 use super::descriptors::format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
@@ -28,6 +32,8 @@ pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a descriptor is used without fetching it again, unless it or the answer says.
 pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 const MAX_REDIRECTS: usize = 5;
+/// Longest window id a registration accepts.
+const MAX_WINDOW_ID: usize = 200;
 /// Sites cached at once; the oldest fetch is dropped first.
 const MAX_CACHED: usize = 256;
 
@@ -70,6 +76,27 @@ impl WebDiscovery {
 
 fn invalid(message: String) -> AppError {
     AppError::InvalidParams(message)
+}
+
+/// The origin as it appears in a web app's id: `host` (https, its default port), `host:port`,
+/// `http:host[:port]` for plain http.
+fn origin_tag(origin: &Url) -> String {
+    let host = origin.host_str().unwrap_or_default();
+    let port = origin.port().map(|p| format!(":{p}")).unwrap_or_default();
+    match origin.scheme() {
+        "https" => format!("{host}{port}"),
+        scheme => format!("{scheme}:{host}{port}"),
+    }
+}
+
+/// The app id of a web descriptor's app published at `origin`.
+pub fn web_app_id(descriptor: &Descriptor, origin: &Url) -> String {
+    format!("{}@{}", descriptor.app.id, origin_tag(origin))
+}
+
+/// The window of a web descriptor's app published at `origin`.
+pub fn web_window_id(descriptor: &Descriptor, origin: &Url) -> String {
+    format!("web:{}", web_app_id(descriptor, origin))
 }
 
 /// `https://host[:port]` of a URL; only http(s).
@@ -175,13 +202,27 @@ async fn fetch(origin: &Url, allow_private: bool) -> Result<(String, Option<Dura
             return Err(FetchError::Failed(format!("{url}: HTTP {status}")));
         }
         let ttl = max_age(response.headers().get("cache-control").and_then(|v| v.to_str().ok()));
-        let body = response.bytes().await.map_err(|e| format!("{url}: {e}"))?;
-        if body.len() as u64 > MAX_DESCRIPTOR_BYTES {
-            return Err(FetchError::Failed(format!("{url}: the descriptor is over {MAX_DESCRIPTOR_BYTES} bytes")));
-        }
+        let body = read_capped(response, &url).await?;
         return Ok((String::from_utf8_lossy(&body).into_owned(), ttl));
     }
     Err(FetchError::Failed(format!("{origin}: more than {MAX_REDIRECTS} redirects")))
+}
+
+/// The body, read a chunk at a time and given up (the connection dropped) as soon as it passes
+/// [`MAX_DESCRIPTOR_BYTES`], or at once when its announced length does.
+async fn read_capped(mut response: reqwest::Response, url: &Url) -> Result<Vec<u8>, FetchError> {
+    let over = || FetchError::Failed(format!("{url}: the descriptor is over {MAX_DESCRIPTOR_BYTES} bytes"));
+    if response.content_length().is_some_and(|n| n > MAX_DESCRIPTOR_BYTES) {
+        return Err(over());
+    }
+    let mut body = Vec::new();
+    while let Some(chunk) = response.chunk().await.map_err(|e| format!("{url}: {e}"))? {
+        if (body.len() + chunk.len()) as u64 > MAX_DESCRIPTOR_BYTES {
+            return Err(over());
+        }
+        body.extend_from_slice(&chunk);
+    }
+    Ok(body)
 }
 
 fn answer(origin: &Url, entry: &Cached, cached: bool, stale: bool) -> AppDiscoverResult {
@@ -245,12 +286,12 @@ pub async fn discover(apps: &AppService, p: AppDiscoverParams) -> Result<AppDisc
     let unchanged = cached.as_ref().filter(|c| c.text == text && apps.registry.get(&c.window_id).is_some());
     let host_token = match unchanged {
         Some(entry) => entry.host_token.clone(),
-        None => register(apps, &descriptor).await?,
+        None => register(apps, &descriptor, &origin).await?,
     };
     let ttl_millis = i64::try_from(ttl.as_millis()).unwrap_or(i64::MAX);
     let entry = Cached {
         text,
-        window_id: descriptor.window_id(),
+        window_id: web_window_id(&descriptor, &origin),
         fetched_at: now,
         expires_at: now.saturating_add(ttl_millis),
         host_token,
@@ -266,9 +307,17 @@ pub async fn discover(apps: &AppService, p: AppDiscoverParams) -> Result<AppDisc
     Ok(answer(&origin, &entry, false, false))
 }
 
-/// Registers a web descriptor's app. Only `http` execution, with a public `base_url` (unless
-/// private addresses are allowed) and no `auth`: a remote descriptor may not name local secrets.
-async fn register(apps: &AppService, descriptor: &Descriptor) -> Result<CancellationToken, AppError> {
+/// Registers a web descriptor's app published at `origin`. Only `http` execution, with a public
+/// `base_url` (unless private addresses are allowed) and no `auth`: a remote descriptor may not
+/// name local secrets.
+async fn register(apps: &AppService, descriptor: &Descriptor, origin: &Url) -> Result<CancellationToken, AppError> {
+    let window_id = web_window_id(descriptor, origin);
+    if window_id.len() > MAX_WINDOW_ID {
+        return Err(AppError::InvalidManifest(format!(
+            "app.id: `{}` at {origin} makes a window id over {MAX_WINDOW_ID} characters",
+            descriptor.app.id
+        )));
+    }
     let Execution::Http { base_url, auth, .. } = &descriptor.execution else {
         return Err(AppError::InvalidManifest("execution.type: a web descriptor must be `http`".into()));
     };
@@ -284,23 +333,11 @@ async fn register(apps: &AppService, descriptor: &Descriptor) -> Result<Cancella
         return Err(AppError::PermissionDenied(format!("execution.base_url: {reason}")));
     }
     let token = CancellationToken::new();
-    // An http host runs no program: nothing to track.
-    let host = host_for(
-        &apps.store,
-        descriptor,
-        &apps.config.workspace,
-        &apps.config.workspace,
-        "web",
-        token.clone(),
-        &TaskTracker::new(),
-    )
-    .map_err(AppError::InvalidManifest)?;
-    let params = AppRegisterParams {
-        window_id: Some(descriptor.window_id()),
-        manifest: descriptor.manifest(),
-        file_associations: Vec::new(),
-        thread_id: None,
-    };
+    let host = host_for(descriptor, &apps.config.workspace, "web", token.clone()).map_err(AppError::InvalidManifest)?;
+    let mut manifest = descriptor.manifest();
+    manifest.app_id = web_app_id(descriptor, origin);
+    let params =
+        AppRegisterParams { window_id: Some(window_id), manifest, file_associations: Vec::new(), thread_id: None };
     let registration = service::register(apps, host, params).await?;
     service::announce_registered(apps, &registration);
     Ok(token)
@@ -329,5 +366,20 @@ mod tests {
         assert!(origin_of("ftp://example.com").is_err());
         assert_eq!(max_age(Some("public, max-age=60")), Some(Duration::from_secs(60)));
         assert_eq!(max_age(Some("no-store")), None);
+    }
+
+    #[test]
+    fn a_web_apps_identity_includes_its_origin() {
+        let text =
+            r#"{"app":{"id":"com.example.notes","name":"Notes"},"execution":{"type":"http","base_url":"https://x"}}"#;
+        let descriptor = Descriptor::parse(text).unwrap();
+        let https = origin_of("notes.example.com").unwrap();
+        let http = origin_of("http://127.0.0.1:8080").unwrap();
+        assert_eq!(web_window_id(&descriptor, &https), "web:com.example.notes@notes.example.com");
+        assert_eq!(web_app_id(&descriptor, &http), "com.example.notes@http:127.0.0.1:8080");
+        assert_ne!(
+            web_window_id(&descriptor, &origin_of("https://other.example").unwrap()),
+            web_window_id(&descriptor, &https)
+        );
     }
 }

@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use appserver_protocol::{AppExternalCallParams, ServerNotification};
+use appserver_protocol::AppCaller;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
@@ -15,13 +15,12 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
-use super::approval::{self, SessionApprovals, Verdict};
+use super::sessions::SessionEnds;
 use super::tools;
-use crate::agent::app_tools::AppCommandTool;
 use crate::apps::service::{self, AppService};
-use crate::threads::broadcast;
+use crate::policy::SessionConsents;
 use crate::turns::TurnService;
-use crate::turns::tools::Tool as _;
+use crate::turns::app_calls::{self, AppCall, Outcome};
 
 /// The URI scheme of app resources: `app://<windowId>` (the manifest) and
 /// `app://<windowId>/runs/<runId>` (a streaming command's events).
@@ -38,86 +37,77 @@ const INSTRUCTIONS: &str = "appserver's registered apps (spreadsheets, editors, 
 pub struct McpSession {
     apps: Arc<AppService>,
     turns: Arc<TurnService>,
-    approvals: Arc<SessionApprovals>,
+    /// The session's "accept for session" answers.
+    consents: Arc<SessionConsents>,
+    /// The end of each session (an HTTP `DELETE`), seen by its running calls.
+    session_ends: Arc<SessionEnds>,
+    /// This session's id when its requests carry none (protocol 2026-07-28 requests stand alone).
+    local_id: Arc<str>,
     /// Cancelled when the session (its last handle) is dropped, which ends its watcher task.
     ended: CancellationToken,
     _end_on_drop: Arc<DropGuard>,
 }
 
 impl McpSession {
-    pub fn new(apps: Arc<AppService>, turns: Arc<TurnService>) -> Self {
+    pub fn new(apps: Arc<AppService>, turns: Arc<TurnService>, session_ends: Arc<SessionEnds>) -> Self {
         let ended = CancellationToken::new();
         McpSession {
             apps,
             turns,
-            approvals: Arc::new(SessionApprovals::default()),
+            consents: Arc::new(SessionConsents::default()),
+            session_ends,
+            local_id: format!("local_{:016x}", fastrand::u64(..)).into(),
             _end_on_drop: Arc::new(ended.clone().drop_guard()),
             ended,
         }
     }
 
-    async fn command(&self, args: JsonObject, caller_name: &str) -> Result<CallToolResult, ErrorData> {
+    /// `app_command`: through the gate of calls that are not a thread's own, as this session's
+    /// agent. The call is withdrawn when the client cancels it (`notifications/cancelled`) or
+    /// ends the session while its approval is pending.
+    async fn command(
+        &self,
+        args: JsonObject,
+        context: &RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
         let (window, command) = match (tools::string_arg(&args, "windowId"), tools::string_arg(&args, "command")) {
             (Ok(w), Ok(c)) => (w, c),
             (Err(e), _) | (_, Err(e)) => return Ok(e),
         };
-        let params = args.get("params").cloned();
-        let arguments = Value::Object(args);
-        let caller = json!({ "kind": "mcp", "name": caller_name });
-        let external = !command.starts_with("__");
-        if let Some(spec) = AppCommandTool.approval(&arguments, &self.turns.tool_env) {
-            let verdict = approval::gate(&self.turns, &self.approvals, &spec, caller_name)
-                .await
-                .map_err(|e| ErrorData::internal_error(format!("approval: {e}"), None))?;
-            if let Verdict::Declined(message) = verdict {
-                self.announce(&window, &command, &params, &caller, "declined", Some(json!(message)));
-                return Ok(tools::failure(message));
-            }
-        }
-        let outcome =
-            service::command_as(&self.apps, &window, &command, params.clone(), None, Some(caller.clone())).await;
-        match outcome {
-            Ok(result) => {
-                if external {
-                    self.announce(&window, &command, &params, &caller, "done", Some(result.clone()));
+        let session = session_id(context);
+        let caller = AppCaller::Mcp {
+            session_id: session.clone().unwrap_or_else(|| self.local_id.to_string()),
+            declared_name: caller_name(context),
+        };
+        let withdrawn = context.ct.child_token();
+        let _stop_watching = withdrawn.clone().drop_guard();
+        if let Some(session) = session {
+            let (ended, withdrawn) = (self.session_ends.ended(&session), withdrawn.clone());
+            self.turns.tasks.spawn(async move {
+                tokio::select! {
+                    _ = ended.cancelled() => withdrawn.cancel(),
+                    _ = withdrawn.cancelled() => {}
                 }
-                Ok(tools::with_run_link(tools::success(&result), &window, &result))
-            }
-            Err(err) => {
-                if external {
-                    self.announce(
-                        &window,
-                        &command,
-                        &params,
-                        &caller,
-                        "failed",
-                        Some(json!(format!("{}: {err}", err.code()))),
-                    );
-                }
-                Ok(tools::app_failure(&err))
-            }
+            });
         }
-    }
-
-    /// `app/externalCall` to every client, so a desktop user sees what an outside agent did.
-    fn announce(
-        &self,
-        window: &str,
-        command: &str,
-        params: &Option<Value>,
-        caller: &Value,
-        status: &str,
-        detail: Option<Value>,
-    ) {
-        let notification = ServerNotification::AppExternalCall(AppExternalCallParams {
-            window_id: window.to_owned(),
-            command: command.to_owned(),
-            params: params.clone().unwrap_or_else(|| json!({})),
-            caller: caller.clone(),
-            status: status.to_owned(),
-            detail,
-        });
-        broadcast(self.apps.clients.as_ref(), &notification);
+        let call = AppCall {
+            caller,
+            window_id: &window,
+            command: &command,
+            params: args.get("params").cloned(),
+            timeout_ms: None,
+            session: &self.consents,
+            withdrawn: &withdrawn,
+        };
+        let outcome = app_calls::command(&self.turns, call)
+            .await
+            .map_err(|e| ErrorData::internal_error(format!("approval: {e}"), None))?;
+        Ok(match outcome {
+            Outcome::Done(result) => tools::with_run_link(tools::success(&result), &window, &result),
+            Outcome::Declined(message) => tools::failure(message),
+            Outcome::Withdrawn => tools::failure("CANCELLED: the call was withdrawn before it was approved."),
+            Outcome::Failed(err) => tools::app_failure(&err),
+        })
     }
 
     async fn resources(&self) -> Vec<Resource> {
@@ -157,8 +147,15 @@ impl McpSession {
     }
 }
 
-/// The MCP client's name (`clientInfo.name`), as recorded on what it does: from the request's
-/// `_meta` (protocol 2026-07-28, where requests stand alone), else from the session's `initialize`.
+/// The request's `Mcp-Session-Id`, when it has one (the header rmcp reads the session from).
+fn session_id(context: &RequestContext<RoleServer>) -> Option<String> {
+    let parts = context.extensions.get::<hyper::http::request::Parts>()?;
+    parts.headers.get("mcp-session-id").and_then(|v| v.to_str().ok()).map(str::to_owned)
+}
+
+/// The MCP client's declared name (`clientInfo.name`), as recorded on what it does: from the
+/// request's `_meta` (protocol 2026-07-28, where requests stand alone), else from the session's
+/// `initialize`. Nothing verifies it.
 fn caller_name(context: &RequestContext<RoleServer>) -> String {
     context
         .meta
@@ -222,7 +219,7 @@ impl ServerHandler for McpSession {
         let result = match request.name.as_ref() {
             "app_list" => tools::list(&self.apps).await,
             "app_query" => tools::query(&self.apps, &args).await,
-            "app_command" => self.command(args, &caller_name(&context)).await?,
+            "app_command" => self.command(args, &context).await?,
             other => {
                 tools::failure(format!("UNKNOWN_TOOL: no tool `{other}` (tools: app_list, app_query, app_command)"))
             }

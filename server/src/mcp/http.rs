@@ -12,17 +12,17 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::{Request, Response};
 use hyper_util::rt::{TokioIo, TokioTimer};
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::{StreamableHttpServerConfig, StreamableHttpService};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::sync::CancellationToken;
 
 use super::McpSession;
+use super::sessions::{SessionEnds, TrackedSessions};
 use crate::apps::service::AppService;
 use crate::turns::TurnService;
 
 /// The `/mcp` service: one per listener, shared by its connections (it holds the sessions).
-pub type McpService = StreamableHttpService<McpSession, LocalSessionManager>;
+pub type McpService = StreamableHttpService<McpSession, TrackedSessions>;
 
 /// How long a client has to send a request head on a kept-alive connection.
 const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
@@ -38,11 +38,9 @@ pub fn service(apps: Arc<AppService>, turns: Arc<TurnService>, shutdown: &Cancel
         .with_sse_keep_alive(Some(Duration::from_secs(15)))
         .with_max_request_body_bytes(MAX_BODY)
         .with_cancellation_token(shutdown.child_token());
-    StreamableHttpService::new(
-        move || Ok(McpSession::new(apps.clone(), turns.clone())),
-        Arc::new(LocalSessionManager::default()),
-        config,
-    )
+    let ends = Arc::new(SessionEnds::default());
+    let sessions = Arc::new(TrackedSessions::new(ends.clone()));
+    StreamableHttpService::new(move || Ok(McpSession::new(apps.clone(), turns.clone(), ends.clone())), sessions, config)
 }
 
 /// Why a request is refused: status, reason phrase, body, and extra headers.

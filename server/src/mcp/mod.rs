@@ -3,15 +3,16 @@
 //! with the built-in agent's semantics, schemas and errors. `app_command` goes through the
 //! workspace's approval flow and the replay log, with the caller recorded on the log entry.
 //!
-//! `handler.rs` implements rmcp's `ServerHandler` for one MCP session, `tools.rs` holds the tools,
-//! `approval.rs` the approval gate of calls that belong to no thread, `http.rs` serves the
-//! streamable HTTP endpoint `/mcp` on a connection the WebSocket listener hands over, and
-//! `relay.rs` relays stdio to a server's `/mcp` (`appserver mcp`).
+//! `handler.rs` implements rmcp's `ServerHandler` for one MCP session (its commands go through
+//! `turns::app_calls`, the gate of calls that are not a thread's own), `tools.rs` holds the tools,
+//! `http.rs` serves the streamable HTTP endpoint `/mcp` on a connection the WebSocket listener
+//! hands over, `sessions.rs` tells a session's running calls when it ends, and `relay.rs` relays
+//! stdio to a server's `/mcp` (`appserver mcp`).
 
-pub mod approval;
 pub mod handler;
 pub mod http;
 pub mod relay;
+pub mod sessions;
 pub mod tools;
 
 pub use handler::McpSession;

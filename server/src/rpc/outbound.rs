@@ -52,6 +52,14 @@ impl Client for Peer {
         })
     }
 
+    fn declared_name(&self) -> String {
+        self.session.client().map(|c| c.client_info.name.clone()).unwrap_or_default()
+    }
+
+    fn channel_adapter(&self) -> Option<String> {
+        self.session.client().and_then(|c| c.capabilities.channel_adapter.as_ref()).map(|a| a.channel_name.clone())
+    }
+
     fn notify(&self, method: &str, frame: &OutFrame) -> bool {
         Peer::notify(self, method, frame)
     }

@@ -52,6 +52,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::AppLogRead(p) => answer(id, apps::handle_app_log_read(ctx, p)),
         R::AppOpen(p) => answer(id, apps::handle_app_open(ctx, p)),
         R::AppDiscover(p) => answer(id, crate::apps::web::discover(&ctx.state.apps, p)),
+        R::AppDescriptorApprove(p) => answer(id, apps::handle_app_descriptor_approve(ctx, p)),
         R::CommandList(p) => answer(id, commands::handle_command_list(ctx, p)),
         R::CommandExecute(p) => answer(id, commands::handle_command_execute(ctx, p)),
         R::ModelList(_) => Box::pin(async move {

@@ -2,7 +2,7 @@
 
 use super::db::{Backend, Conn, Row, sql};
 use super::{Store, StoreError};
-use appserver_protocol::{AppLogEntry, AppManifest, FileAssociation};
+use appserver_protocol::{AppCaller, AppLogEntry, AppManifest, FileAssociation};
 use serde_json::Value;
 
 /// A registered window as stored.
@@ -12,6 +12,21 @@ pub struct WindowRecord {
     pub manifest: AppManifest,
     pub file_associations: Vec<FileAssociation>,
     pub registered_at: String,
+}
+
+/// The program a stdio descriptor app may run, as the workspace's owner approved it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct DescriptorPin {
+    /// The descriptor file (absolute).
+    pub path: String,
+    pub window_id: String,
+    pub program: String,
+    pub args: Vec<String>,
+    pub cwd: String,
+    /// SHA-256 (hex) of the descriptor file.
+    pub descriptor_sha256: String,
+    /// SHA-256 (hex) of the program file, when the program is a file next to the descriptor.
+    pub program_sha256: Option<String>,
 }
 
 /// App-related writes.
@@ -30,8 +45,8 @@ pub enum AppWrite {
         command: String,
         params: Value,
         at: String,
-        /// Who asked (see `AppLogEntry::caller`); `None` for appserver's own clients.
-        caller: Option<Value>,
+        /// Who asked (see `AppLogEntry::caller`).
+        caller: AppCaller,
     },
     /// The app ran the pending entry: it becomes `done`, with the app's result.
     Confirm {
@@ -61,6 +76,11 @@ pub enum AppWrite {
     SaveAppName {
         name: String,
         url: String,
+        at: String,
+    },
+    /// Pin the program of a descriptor app (replacing the previous pin of that descriptor).
+    PinDescriptor {
+        pin: Box<DescriptorPin>,
         at: String,
     },
 }
@@ -103,7 +123,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
                 .bind(command)
                 .bind(text_of(params))
                 .bind(at)
-                .bind(caller.as_ref().map(text_of));
+                .bind(serde_json::to_string(caller).unwrap_or_default());
             conn.run(q).await?;
         }
         AppWrite::Confirm { window_id, seq, result, at } => {
@@ -131,6 +151,23 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
             let text = "INSERT INTO app_names (name, url, saved_at) VALUES (?,?,?) \
                  ON CONFLICT (name) DO UPDATE SET url = excluded.url, saved_at = excluded.saved_at";
             conn.run(sql(text).bind(name).bind(url).bind(at)).await?;
+        }
+        AppWrite::PinDescriptor { pin, at } => {
+            let text = "INSERT INTO descriptor_pins (path, window_id, program, args, cwd, descriptor_sha256, \
+                 program_sha256, approved_at) VALUES (?,?,?,?,?,?,?,?) ON CONFLICT (path) DO UPDATE SET \
+                 window_id = excluded.window_id, program = excluded.program, args = excluded.args, \
+                 cwd = excluded.cwd, descriptor_sha256 = excluded.descriptor_sha256, \
+                 program_sha256 = excluded.program_sha256, approved_at = excluded.approved_at";
+            let q = sql(text)
+                .bind(&pin.path)
+                .bind(&pin.window_id)
+                .bind(&pin.program)
+                .bind(serde_json::to_string(&pin.args).unwrap_or_else(|_| "[]".into()))
+                .bind(&pin.cwd)
+                .bind(&pin.descriptor_sha256)
+                .bind(&pin.program_sha256)
+                .bind(at);
+            conn.run(q).await?;
         }
     }
     Ok(())
@@ -180,6 +217,23 @@ impl Store {
              WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?";
         let rows = self.reader.fetch_all(sql(text).bind(window_id).bind(sql_seq(after_seq)).bind(limit)).await?;
         rows.iter().map(entry).collect()
+    }
+
+    /// The pinned program of the descriptor at `path`, if its owner approved one.
+    pub async fn descriptor_pin(&self, path: &str) -> Result<Option<DescriptorPin>, StoreError> {
+        let text = "SELECT path, window_id, program, args, cwd, descriptor_sha256, program_sha256 \
+             FROM descriptor_pins WHERE path = ?";
+        let Some(row) = self.reader.fetch_optional(sql(text).bind(path)).await? else { return Ok(None) };
+        let args = row.text("args")?;
+        Ok(Some(DescriptorPin {
+            path: row.text("path")?,
+            window_id: row.text("window_id")?,
+            program: row.text("program")?,
+            args: serde_json::from_str(&args).map_err(|e| StoreError::Corrupt(e.to_string()))?,
+            cwd: row.text("cwd")?,
+            descriptor_sha256: row.text("descriptor_sha256")?,
+            program_sha256: row.opt_text("program_sha256")?,
+        }))
     }
 
     /// The URL of the web app a confirmed name stands for.

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use appserver_protocol::{HistoryMode, ThreadStatus, TurnStatus};
+use appserver_protocol::{AppCaller, HistoryMode, ThreadStatus, TurnStatus};
 
 use super::postgres::testdb::TestDb;
 use super::*;
@@ -178,13 +178,15 @@ async fn records_round_trip_on_every_backend() {
         store
             .write(ThreadWrite::SaveAlwaysApproval {
                 workspace_path: "/w".to_owned(),
+                caller_key: "mcp:a".to_owned(),
                 scope_key: "k".to_owned(),
                 at: "now".to_owned(),
             })
             .await
             .unwrap();
-        assert!(store.always_approved("/w", "k").await.unwrap());
-        assert!(!store.always_approved("/w", "other").await.unwrap());
+        assert!(store.always_approved("/w", "mcp:a", "k").await.unwrap());
+        assert!(!store.always_approved("/w", "mcp:b", "k").await.unwrap(), "another caller's consent");
+        assert!(!store.always_approved("/w", "mcp:a", "other").await.unwrap());
         assert_eq!(store.origin_channels(10).await.unwrap(), vec!["test".to_owned()]);
         assert_eq!(store.most_recent_active_thread().await.unwrap().as_deref(), Some("t1"));
         let query = ThreadQuery {
@@ -204,7 +206,7 @@ async fn records_round_trip_on_every_backend() {
                 command: "c".to_owned(),
                 params: serde_json::json!({"a": 1}),
                 at: "now".to_owned(),
-                caller: Some(serde_json::json!({"kind": "mcp", "name": "agent"})),
+                caller: AppCaller::Mcp { session_id: "s1".to_owned(), declared_name: "agent".to_owned() },
             })
             .await
             .unwrap();
@@ -219,7 +221,24 @@ async fn records_round_trip_on_every_backend() {
         assert!(matches!(store.write(confirm).await, Err(StoreError::NotFound(_))), "{location}");
         let logged = store.app_log("w1", 0, 10).await.unwrap();
         assert_eq!(logged[0].params, serde_json::json!({"a": 1}));
-        assert_eq!(logged[0].caller, Some(serde_json::json!({"kind": "mcp", "name": "agent"})), "{location}");
+        let caller = AppCaller::Mcp { session_id: "s1".to_owned(), declared_name: "agent".to_owned() };
+        assert_eq!(logged[0].caller, Some(caller), "{location}");
+        assert_eq!(store.descriptor_pin("/w/.appserver/apps/c/aai.json").await.unwrap(), None);
+        let pin = DescriptorPin {
+            path: "/w/.appserver/apps/c/aai.json".to_owned(),
+            window_id: "aai:c".to_owned(),
+            program: "python3".to_owned(),
+            args: vec!["c.py".to_owned()],
+            cwd: "/w".to_owned(),
+            descriptor_sha256: "ab".to_owned(),
+            program_sha256: None,
+        };
+        for sha in ["ab", "cd"] {
+            let pin = DescriptorPin { descriptor_sha256: sha.to_owned(), ..pin.clone() };
+            store.write(AppWrite::PinDescriptor { pin: Box::new(pin), at: "now".to_owned() }).await.unwrap();
+        }
+        let pinned = store.descriptor_pin(&pin.path).await.unwrap();
+        assert_eq!(pinned, Some(DescriptorPin { descriptor_sha256: "cd".to_owned(), ..pin }), "{location}");
         for url in ["https://a.example", "https://b.example"] {
             let save = AppWrite::SaveAppName { name: "jira".to_owned(), url: url.to_owned(), at: "now".to_owned() };
             store.write(save).await.unwrap();

@@ -23,7 +23,7 @@ mod thread_writes;
 mod threads;
 mod writer;
 
-pub use apps::{AppWrite, WindowRecord};
+pub use apps::{AppWrite, DescriptorPin, WindowRecord};
 pub use events::{EventWrite, StoredEvent};
 pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;

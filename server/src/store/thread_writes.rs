@@ -72,9 +72,10 @@ pub enum ThreadWrite {
         seq: u32,
         status: TurnStatus,
     },
-    /// Remember an `acceptAlways` decision for the workspace.
+    /// Remember an `acceptAlways` decision of one caller for the workspace.
     SaveAlwaysApproval {
         workspace_path: String,
+        caller_key: String,
         scope_key: String,
         at: String,
     },
@@ -221,10 +222,10 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
             let text = "UPDATE turns SET status = ? WHERE thread_id = ? AND seq = ?";
             conn.run(sql(text).bind(status.as_str()).bind(thread_id).bind(*seq)).await?;
         }
-        ThreadWrite::SaveAlwaysApproval { workspace_path, scope_key, at } => {
-            let text = "INSERT INTO approvals_always (workspace_path, scope_key, approved_at) VALUES (?,?,?) \
-                 ON CONFLICT (workspace_path, scope_key) DO NOTHING";
-            conn.run(sql(text).bind(workspace_path).bind(scope_key).bind(at)).await?;
+        ThreadWrite::SaveAlwaysApproval { workspace_path, caller_key, scope_key, at } => {
+            let text = "INSERT INTO approval_consents (workspace_path, caller_key, scope_key, approved_at) \
+                 VALUES (?,?,?,?) ON CONFLICT (workspace_path, caller_key, scope_key) DO NOTHING";
+            conn.run(sql(text).bind(workspace_path).bind(caller_key).bind(scope_key).bind(at)).await?;
         }
         ThreadWrite::SavePlan { thread_id, plan } => {
             let text = "INSERT INTO plans (thread_id, body) VALUES (?, ?) \

@@ -303,10 +303,17 @@ impl Store {
         Ok(row.map(|row| row.text("id")).transpose()?)
     }
 
-    /// Whether `scope_key` was approved with `acceptAlways` in this workspace.
-    pub async fn always_approved(&self, workspace_path: &str, scope_key: &str) -> Result<bool, StoreError> {
-        let text = "SELECT scope_key FROM approvals_always WHERE workspace_path = ? AND scope_key = ?";
-        let found = self.reader.fetch_optional(sql(text).bind(workspace_path).bind(scope_key)).await?;
+    /// Whether `scope_key` was approved with `acceptAlways` in this workspace for the caller
+    /// `caller_key` (`thread:<id>`, `mcp:<declared name>`, `app:<app id>`).
+    pub async fn always_approved(
+        &self,
+        workspace_path: &str,
+        caller_key: &str,
+        scope_key: &str,
+    ) -> Result<bool, StoreError> {
+        let text =
+            "SELECT scope_key FROM approval_consents WHERE workspace_path = ? AND caller_key = ? AND scope_key = ?";
+        let found = self.reader.fetch_optional(sql(text).bind(workspace_path).bind(caller_key).bind(scope_key)).await?;
         Ok(found.is_some())
     }
 

@@ -3,6 +3,7 @@
 //! and tools implement. [`TurnService`] is what all of it needs.
 
 pub mod agent;
+pub mod app_calls;
 pub mod approvals;
 pub mod context;
 mod ending;

@@ -4,12 +4,40 @@
 
 export const PROTOCOL_VERSION = "1";
 
+/**
+ * Who made an app query or command. A name the caller gave itself is a *declared* name: the
+ * server shows it, and never treats it as proof of who the caller is.
+ */
+export type AppCaller =
+  | {
+    kind: "agent";
+    threadId: string;
+  }
+  | {
+    kind: "mcp";
+    declaredName: string;
+    /** Empty in log entries written before sessions were recorded. */
+    sessionId?: string;
+  }
+  | {
+    kind: "app";
+    windowId: string;
+    appId: string;
+  }
+  | {
+    kind: "client";
+    connection: string;
+    declaredName: string;
+  };
+
 /** The app command an approval is about. */
 export interface AppCommandApproval {
   windowId: string;
   appId: string;
   command: string;
   params: unknown;
+  /** Who asks to run it (appserver extension). */
+  caller?: AppCaller | null;
 }
 
 export interface AppCommandDescriptor {
@@ -32,12 +60,38 @@ export interface AppCommandParams {
   windowId: string;
   /** A declared command, or a built-in (`__describe`, `__getState`). */
   command: string;
+  /**
+   * The app window on whose behalf this connection calls (it must host it). On the window
+   * itself the command runs as the app's own; on another window it needs
+   * `permissions.callApps` and is approved like an agent's command, with the app as caller.
+   */
+  callerWindowId?: string | null;
   params?: unknown;
   timeoutMs?: number | null;
 }
 
 export interface AppCommandResult {
   result: unknown;
+}
+
+/**
+ * Params of `app/descriptor/approve`: run the program of a descriptor app that is new or whose
+ * descriptor changed (`needsApproval` in `app/list`).
+ */
+export interface AppDescriptorApproveParams {
+  windowId: string;
+}
+
+/** What was approved and is now pinned: the app runs this program until its descriptor changes. */
+export interface AppDescriptorApproveResult {
+  windowId: string;
+  /** The program, as started (a path, or a name looked up in `PATH`). */
+  program: string;
+  args: string[];
+  /** The working directory. */
+  cwd: string;
+  /** SHA-256 (hex) of the descriptor file. */
+  descriptorSha256: string;
 }
 
 /**
@@ -50,7 +104,10 @@ export interface AppDiscoverParams {
 }
 
 export interface AppDiscoverResult {
-  /** The window the web app is registered as (`aai:<app.id>`). */
+  /**
+   * The window the web app is registered as: `web:<app.id>@<origin>` (the origin as `host`,
+   * `host:port`, or `http:host[:port]` for plain http).
+   */
   windowId: string;
   /** The app's origin, e.g. `https://notion.so`. */
   url: string;
@@ -87,17 +144,21 @@ export interface AppEventParams {
 }
 
 /**
- * Params of `app/externalCall`: an outside agent, connected through the MCP server, called
- * `app_command` on a window. Sent to every client once the call is decided, so a user sees what
- * an outside agent did to their app.
+ * Params of `app/externalCall`: a caller that is neither a thread's agent nor a client acting
+ * itself — an outside agent connected through the MCP server, or an app calling another app —
+ * called a command on a window. Sent to every client once the call is decided, so a user sees
+ * what was done to their app, and by whom.
  */
 export interface AppExternalCallParams {
   windowId: string;
   command: string;
   params: unknown;
-  /** Who called: `{"kind": "mcp", "name": <the MCP client's clientInfo.name>}`. */
-  caller: unknown;
-  /** `done` (the app ran it; it is in the replay log), `declined` (no approval) or `failed`. */
+  /** Who called. */
+  caller: AppCaller;
+  /**
+   * `done` (the app ran it; it is in the replay log), `declined` (no approval), `failed`, or
+   * `cancelled` (withdrawn while its approval was pending: the app never saw it).
+   */
   status: string;
   /** The app's result (`done`) or why it did not run. */
   detail?: unknown;
@@ -116,7 +177,13 @@ export interface AppInterface {
   events?: { [key: string]: AppEventDescriptor } | null;
 }
 
-export type AppListParams = { [key: string]: unknown };
+export interface AppListParams {
+  /**
+   * The app window on whose behalf this connection asks (it must host it): its manifest must
+   * declare `permissions.callApps`.
+   */
+  callerWindowId?: string | null;
+}
 
 export interface AppListResult {
   apps: AppSummary[];
@@ -129,11 +196,8 @@ export interface AppLogEntry {
   params: unknown;
   result: unknown;
   recordedAt: string;
-  /**
-   * Who ran the command, when it was not appserver's own client or agent: an outside agent
-   * calling through the MCP server, as `{"kind": "mcp", "name": <its clientInfo.name>}`.
-   */
-  caller?: unknown;
+  /** Who ran the command (absent on entries written before callers were recorded). */
+  caller?: AppCaller | null;
   /** Why the app rejected this entry at its last replay, if it did. */
   replayError?: string | null;
 }
@@ -165,6 +229,11 @@ export interface AppManifest {
    */
   interface?: AppInterface | null;
   name?: string;
+  /**
+   * What the app may do beyond its own window (appserver extension). The web desktop takes it
+   * from the app folder's `app.json`, never from the iframe.
+   */
+  permissions?: AppPermissions | null;
   state?: { [key: string]: AppStateDescriptor };
 }
 
@@ -179,10 +248,25 @@ export interface AppOpenResult {
   result: unknown;
 }
 
+/** Permissions an app declares (`permissions` of its manifest). */
+export interface AppPermissions {
+  /**
+   * The app may list, query and command *other* app windows (`app_list`, `app_query`,
+   * `app_command` on another window). Its commands are then approved like an agent's, with the
+   * app as their caller. Without it such calls are refused (`PERMISSION_DENIED`).
+   */
+  callApps?: boolean;
+}
+
 export interface AppQueryParams {
   windowId: string;
   /** A declared state key, or `"manifest"`. */
   stateKey: string;
+  /**
+   * The app window on whose behalf this connection asks (it must host it). Reading another
+   * window needs `permissions.callApps` in that app's manifest.
+   */
+  callerWindowId?: string | null;
   timeoutMs?: number | null;
 }
 
@@ -250,6 +334,11 @@ export interface AppSummary {
    * descriptor), `web` (a web service found with `app/discover`).
    */
   kind?: string;
+  /**
+   * The program its descriptor runs is new or changed and not approved yet: nothing runs
+   * until `app/descriptor/approve`.
+   */
+  needsApproval?: boolean;
 }
 
 export interface AppUnregisterParams {
@@ -1222,6 +1311,7 @@ export interface UserMessagePayload {
 /** Requests a client sends: params and result. */
 export interface ClientRequestMap {
   "app/command": { params: AppCommandParams; result: AppCommandResult };
+  "app/descriptor/approve": { params: AppDescriptorApproveParams; result: AppDescriptorApproveResult };
   "app/discover": { params: AppDiscoverParams; result: AppDiscoverResult };
   "app/emit": { params: AppEmitParams; result: EmptyResult };
   "app/list": { params: AppListParams; result: AppListResult };

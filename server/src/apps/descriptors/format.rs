@@ -95,6 +95,10 @@ impl Descriptor {
         if descriptor.app.id.trim().is_empty() || descriptor.app.id.len() > 200 {
             return Err("app.id: must be 1 to 200 characters".into());
         }
+        // `@` joins a web app's id and its origin: no descriptor may spell another's.
+        if descriptor.app.id.contains('@') {
+            return Err("app.id: may not contain `@`".into());
+        }
         Ok(descriptor)
     }
 

@@ -1,10 +1,12 @@
 //! Apps described by aai.json descriptors: `<workspace>/.appserver/apps/*/aai.json` and the
 //! user's `~/.aai/*/aai.json` (another directory with `--aai-home`). Scanned at startup and
 //! every half second after: a new or changed descriptor (by modification time and size) is
-//! registered as window `aai:<app.id>` with a host that runs it (`apps::hosts`); a removed one
-//! is unregistered (its log is kept). A descriptor that does not parse is logged and skipped.
+//! registered as window `aai:<app.id>` with a host that runs it (`apps::hosts`) — for a stdio
+//! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
+//! kept). A descriptor that does not parse is logged and skipped.
 
 pub mod format;
+pub mod pins;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -19,7 +21,7 @@ use super::hosts::http::{Endpoint, HttpHost, HttpSpec};
 use super::hosts::process::{ProcessHost, ReplaySource, StdioSpec};
 use super::service::{self, AppService};
 use crate::ports::{AppHost, HostId};
-use crate::store::Store;
+use crate::store::{DescriptorPin, Store};
 use format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
 
 /// How often the directories are scanned for changes.
@@ -69,6 +71,13 @@ struct Loaded {
     window_id: String,
     /// Cancelled when the app is replaced or removed: its program is killed.
     token: CancellationToken,
+    /// A stdio program that is a file next to the descriptor (pinned by its digest), and that
+    /// file's fingerprint: a change to it reloads the app as a change to the descriptor does.
+    program: Option<(PathBuf, Option<Fingerprint>)>,
+}
+
+fn file_fingerprint(path: &Path) -> Option<Fingerprint> {
+    std::fs::metadata(path).ok().map(|meta| (meta.modified().ok(), meta.len()))
 }
 
 /// Scans the directories until `token` is cancelled, keeping the registered apps in step with
@@ -80,10 +89,17 @@ pub async fn watch(apps: Arc<AppService>, roots: Vec<PathBuf>, token: Cancellati
     loop {
         let scan_roots = roots.clone();
         let found = tokio::task::spawn_blocking(move || scan(&scan_roots)).await.unwrap_or_default();
+        for approved in apps.descriptors.take_reloads() {
+            // Approved meanwhile: loaded again below, now with its program.
+            if let Some(held) = loaded.remove(&approved) {
+                held.token.cancel();
+            }
+        }
         sync(&apps, &found, &mut loaded, &token, &tasks).await;
         tokio::select! {
             _ = token.cancelled() => break,
             _ = tokio::time::sleep(SCAN_INTERVAL) => {}
+            _ = apps.descriptors.wake.notified() => {}
         }
     }
     for (_, app) in loaded {
@@ -102,6 +118,7 @@ async fn sync(
     for path in gone {
         if let Some(app) = loaded.remove(&path) {
             app.token.cancel();
+            apps.descriptors.release(&app.window_id);
             if app.window_id.is_empty() {
                 // A descriptor that never loaded: nothing was registered.
                 continue;
@@ -115,44 +132,84 @@ async fn sync(
         }
     }
     for (path, fingerprint) in found {
-        if loaded.get(path).is_some_and(|l| l.fingerprint == *fingerprint) {
+        let unchanged = |l: &Loaded| {
+            l.fingerprint == *fingerprint
+                && l.program.as_ref().is_none_or(|(program, seen)| file_fingerprint(program) == *seen)
+        };
+        if loaded.get(path).is_some_and(unchanged) {
             continue;
         }
         if let Some(previous) = loaded.remove(path) {
             previous.token.cancel();
         }
-        match load(apps, path, token.child_token(), tasks).await {
-            Ok((window_id, app_token)) => {
+        let (window_id, token, program) = match load(apps, path, token.child_token(), tasks).await {
+            Ok((window_id, app_token, program)) => {
                 tracing::info!(window = %window_id, path = %path.display(), "descriptor app registered");
-                loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id, token: app_token });
+                (window_id, app_token, program.map(|p| (p.clone(), file_fingerprint(&p))))
             }
             Err(err) => {
                 tracing::warn!(path = %path.display(), error = %err, "descriptor skipped");
                 // Not tried again until the file changes.
-                let token = CancellationToken::new();
-                loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id: String::new(), token });
+                (String::new(), CancellationToken::new(), None)
             }
-        }
+        };
+        loaded.insert(path.clone(), Loaded { fingerprint: *fingerprint, window_id, token, program });
     }
 }
 
-/// Reads a descriptor and registers its app with a new host; returns the window id and the
-/// token that stops the host.
-async fn load(
-    apps: &AppService,
-    path: &Path,
-    token: CancellationToken,
-    tasks: &TaskTracker,
-) -> Result<(String, CancellationToken), String> {
+/// Reads and parses a descriptor file (at most [`MAX_DESCRIPTOR_BYTES`]).
+async fn read(path: &Path) -> Result<(String, Descriptor), String> {
     let meta = tokio::fs::metadata(path).await.map_err(|e| e.to_string())?;
     if meta.len() > MAX_DESCRIPTOR_BYTES {
         return Err(format!("over {MAX_DESCRIPTOR_BYTES} bytes"));
     }
     let text = tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?;
     let descriptor = Descriptor::parse(&text)?;
+    Ok((text, descriptor))
+}
+
+/// What approving the descriptor at `path` as it is now would pin (`None`: not a stdio app).
+async fn read_stdio(apps: &AppService, path: &Path) -> Result<Option<DescriptorPin>, String> {
+    let (text, descriptor) = read(path).await?;
     let dir = path.parent().unwrap_or(Path::new("."));
-    let host = host_for(&apps.store, &descriptor, dir, &apps.config.workspace, "http", token.clone(), tasks)?;
+    match stdio_spec(&apps.store, &descriptor, dir, &apps.config.workspace)? {
+        Some(spec) => Ok(Some(pins::pin_for(path, &text, &descriptor.window_id(), &spec).await)),
+        None => Ok(None),
+    }
+}
+
+/// Reads a descriptor and registers its app with a new host — a held one for a stdio program
+/// that differs from its pin; returns the window id, the token that stops the host, and the
+/// program file pinned by its digest (when the program is a file next to the descriptor).
+async fn load(
+    apps: &AppService,
+    path: &Path,
+    token: CancellationToken,
+    tasks: &TaskTracker,
+) -> Result<(String, CancellationToken, Option<PathBuf>), String> {
+    let (text, descriptor) = read(path).await?;
+    let dir = path.parent().unwrap_or(Path::new("."));
     let window_id = descriptor.window_id();
+    let mut program = None;
+    let host = match stdio_spec(&apps.store, &descriptor, dir, &apps.config.workspace)? {
+        Some(mut spec) => {
+            let pin = pins::pin_for(path, &text, &window_id, &spec).await;
+            program = pins::pinned_program(dir, &spec);
+            spec.program_sha256 = pin.program_sha256.clone();
+            let pinned = apps.store.descriptor_pin(&pin.path).await.map_err(|e| e.to_string())?;
+            if pinned.as_ref() == Some(&pin) {
+                apps.descriptors.release(&window_id);
+                ProcessHost::start(spec, token.clone(), tasks) as Arc<dyn AppHost>
+            } else {
+                tracing::warn!(window = %window_id, path = %path.display(), program = %pin.program,
+                    "descriptor program not approved: not run until app/descriptor/approve");
+                let held = pins::HeldHost::new(&descriptor.app.id, &window_id, pinned.is_none());
+                apps.descriptors.hold(pin);
+                held
+            }
+        }
+        None => host_for(&descriptor, dir, "http", token.clone())?,
+    };
     let params = AppRegisterParams {
         window_id: Some(window_id.clone()),
         manifest: descriptor.manifest(),
@@ -164,7 +221,7 @@ async fn load(
         e.to_string()
     })?;
     service::announce_registered(apps, &registration);
-    Ok((window_id, token))
+    Ok((window_id, token, program))
 }
 
 /// Reads the log entries of the descriptor's state-changing tools, in order, for a program
@@ -197,36 +254,47 @@ fn replay_source(store: Store, descriptor: &Descriptor) -> ReplaySource {
     }))
 }
 
-/// The host that runs a descriptor's app; an HTTP one shows as `http_kind` in `app/list`.
-pub(crate) fn host_for(
+fn millis(ms: &Option<u64>) -> Duration {
+    ms.map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms.clamp(1, 600_000)))
+}
+
+/// How a stdio descriptor's program is started (`None` for another kind of app).
+fn stdio_spec(
     store: &Store,
     descriptor: &Descriptor,
     dir: &Path,
     workspace: &Path,
+) -> Result<Option<StdioSpec>, String> {
+    let Execution::Stdio { command, args, cwd, timeout_ms } = &descriptor.execution else { return Ok(None) };
+    let cwd = match cwd {
+        Some(cwd) if Path::new(cwd).is_absolute() || cwd.split('/').any(|c| c == "..") => {
+            return Err(format!("execution.cwd: `{cwd}` must be a directory inside the workspace"));
+        }
+        Some(cwd) => workspace.join(cwd),
+        None => workspace.to_path_buf(),
+    };
+    Ok(Some(StdioSpec {
+        app_id: descriptor.app.id.clone(),
+        program: format::program_path(command, dir),
+        args: args.clone(),
+        cwd,
+        timeout: millis(timeout_ms),
+        replay: Some(replay_source(store.clone(), descriptor)),
+        program_sha256: None,
+    }))
+}
+
+/// The host that runs an HTTP descriptor's app; it shows as `http_kind` in `app/list`. (A stdio
+/// app's host is started by `load`, once its program is approved.)
+pub(crate) fn host_for(
+    descriptor: &Descriptor,
+    dir: &Path,
     http_kind: &'static str,
     token: CancellationToken,
-    tasks: &TaskTracker,
 ) -> Result<Arc<dyn AppHost>, String> {
-    let millis = |ms: &Option<u64>| ms.map_or(DEFAULT_TIMEOUT, |ms| Duration::from_millis(ms.clamp(1, 600_000)));
     match &descriptor.execution {
-        Execution::Stdio { command, args, cwd, timeout_ms } => {
-            let cwd = match cwd {
-                Some(cwd) if Path::new(cwd).is_absolute() || cwd.split('/').any(|c| c == "..") => {
-                    return Err(format!("execution.cwd: `{cwd}` must be a directory inside the workspace"));
-                }
-                Some(cwd) => workspace.join(cwd),
-                None => workspace.to_path_buf(),
-            };
-            let spec = StdioSpec {
-                app_id: descriptor.app.id.clone(),
-                program: format::program_path(command, dir),
-                args: args.clone(),
-                cwd,
-                timeout: millis(timeout_ms),
-                replay: Some(replay_source(store.clone(), descriptor)),
-            };
-            Ok(ProcessHost::start(spec, token, tasks))
-        }
+        // Only `load` starts a program, once it is approved.
+        Execution::Stdio { .. } => Err("execution.type: a stdio program runs only once it is approved".into()),
         Execution::Http { base_url, auth, timeout_ms } => {
             if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
                 return Err(format!("execution.base_url: `{base_url}` is not an http(s) URL"));

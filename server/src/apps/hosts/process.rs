@@ -45,6 +45,9 @@ pub struct StdioSpec {
     pub timeout: Duration,
     /// The commands a program started again after a death is sent first (the app's replay).
     pub replay: Option<ReplaySource>,
+    /// The digest the program file was approved with (a file next to its descriptor): checked
+    /// before each start, and a program that no longer matches is not started.
+    pub program_sha256: Option<String>,
 }
 
 /// Commands to replay, in order: `(tool, params)`.
@@ -160,6 +163,11 @@ async fn supervise(spec: StdioSpec, mut rx: mpsc::Receiver<Request>, token: Canc
             _ = tokio::time::sleep_until(not_before) => {}
         }
         let started = Instant::now();
+        if let Some(changed) = changed_since_approved(&spec).await {
+            tracing::warn!(app = %spec.app_id, program = %spec.program.display(), "app program changed since it was approved: not started");
+            let _ = first.reply.send(Err(app_rejection("PERMISSION_DENIED", &changed)));
+            continue;
+        }
         match spawn(&spec) {
             Ok(running) => {
                 tracing::info!(app = %spec.app_id, program = %spec.program.display(), restarted, "app program started");
@@ -183,6 +191,18 @@ async fn supervise(spec: StdioSpec, mut rx: mpsc::Receiver<Request>, token: Canc
         backoff = if started.elapsed() >= STABLE_RUN { BACKOFF_MIN } else { (backoff * 2).min(BACKOFF_MAX) };
         not_before = Instant::now() + if started.elapsed() >= STABLE_RUN { Duration::ZERO } else { backoff };
     }
+}
+
+/// Why the program may not start: its file is no longer what was approved.
+async fn changed_since_approved(spec: &StdioSpec) -> Option<String> {
+    let approved = spec.program_sha256.as_ref()?;
+    let now = crate::apps::descriptors::pins::file_sha256(&spec.program).await;
+    (now.as_ref() != Some(approved)).then(|| {
+        format!(
+            "the program {} changed since it was approved: it runs once the workspace's owner approves it again (app/descriptor/approve)",
+            spec.program.display()
+        )
+    })
 }
 
 /// A started program: its stdin, and the lines of its stdout.

@@ -1,16 +1,18 @@
 //! Handlers of the `app/*` methods and notifications.
 
 use appserver_protocol::{
-    AppCommandParams, AppCommandResult, AppEmitParams, AppInteractionParams, AppListParams, AppListResult,
-    AppLogReadParams, AppLogReadResult, AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult,
-    AppRegisterParams, AppRegisterResult, AppRegisteredParams, AppReplayedParams, AppUnregisterParams,
-    AppUnregisteredParams, EmptyResult, ServerNotification,
+    AppCaller, AppCommandParams, AppCommandResult, AppDescriptorApproveParams, AppDescriptorApproveResult,
+    AppEmitParams, AppInteractionParams, AppListParams, AppListResult, AppLogReadParams, AppLogReadResult,
+    AppOpenParams, AppOpenResult, AppQueryParams, AppQueryResult, AppRegisterParams, AppRegisterResult,
+    AppRegisteredParams, AppReplayedParams, AppUnregisterParams, AppUnregisteredParams, EmptyResult,
+    ServerNotification,
 };
 
 use crate::apps::{AppError, service};
 use crate::ports::HostId;
 use crate::rpc::{RequestCtx, ServerState};
 use crate::threads::broadcast;
+use crate::turns::app_calls::{self, AppCall, Outcome};
 use crate::turns::input::{self, PreparedInput};
 use crate::turns::runner;
 
@@ -52,17 +54,86 @@ pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> 
     Ok(EmptyResult {})
 }
 
-pub async fn handle_app_list(ctx: &RequestCtx, _p: AppListParams) -> Result<AppListResult, AppError> {
+/// This connection as a caller: a client acting itself.
+fn client_caller(ctx: &RequestCtx) -> AppCaller {
+    AppCaller::Client {
+        connection: ctx.peer.id.to_string(),
+        declared_name: crate::ports::Client::declared_name(&*ctx.peer),
+    }
+}
+
+/// The caller of a request that names `callerWindowId`: the app in that window (which this
+/// connection must host), refused a look at other windows unless it declared
+/// `permissions.callApps`. `None` without `callerWindowId` (the client acts itself).
+fn app_caller(
+    ctx: &RequestCtx,
+    caller_window: Option<&str>,
+    target: Option<&str>,
+) -> Result<Option<AppCaller>, AppError> {
+    let Some(caller_window) = caller_window else { return Ok(None) };
+    let caller = service::calling_window(&ctx.state.apps, &HostId::Connection(ctx.peer.id), caller_window)?;
+    if target != Some(caller_window) {
+        service::may_call_apps(&ctx.state.apps, &caller)?;
+    }
+    Ok(Some(caller))
+}
+
+pub async fn handle_app_list(ctx: &RequestCtx, p: AppListParams) -> Result<AppListResult, AppError> {
+    app_caller(ctx, p.caller_window_id.as_deref(), None)?;
     Ok(AppListResult { apps: service::list(&ctx.state.apps).await })
 }
 
 pub async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {
+    app_caller(ctx, p.caller_window_id.as_deref(), Some(&p.window_id))?;
     Ok(AppQueryResult { data: service::query(&ctx.state.apps, &p.window_id, &p.state_key, p.timeout_ms).await? })
 }
 
+/// A client's command runs as its own; with `callerWindowId`, as the app's: on the app's own
+/// window without approval, on another window through the gate of calls that are not a thread's
+/// own (withdrawn if this connection closes while it waits).
 pub async fn handle_app_command(ctx: &RequestCtx, p: AppCommandParams) -> Result<AppCommandResult, AppError> {
-    let result = service::command(&ctx.state.apps, &p.window_id, &p.command, p.params, p.timeout_ms).await?;
-    Ok(AppCommandResult { result })
+    let apps = &ctx.state.apps;
+    let caller = match app_caller(ctx, p.caller_window_id.as_deref(), Some(&p.window_id))? {
+        Some(app) if p.caller_window_id.as_deref() != Some(p.window_id.as_str()) => app,
+        own => {
+            let caller = own.unwrap_or_else(|| client_caller(ctx));
+            let result = service::command_as(apps, &p.window_id, &p.command, p.params, p.timeout_ms, &caller).await?;
+            return Ok(AppCommandResult { result });
+        }
+    };
+    let caller_window = apps.registry.get(p.caller_window_id.as_deref().unwrap_or_default());
+    let session = caller_window.as_ref().map(|w| &w.consents);
+    let fresh = Default::default();
+    let call = AppCall {
+        caller,
+        window_id: &p.window_id,
+        command: &p.command,
+        params: p.params,
+        timeout_ms: p.timeout_ms,
+        session: session.unwrap_or(&fresh),
+        withdrawn: &ctx.peer.closed().child_token(),
+    };
+    match app_calls::command(&ctx.state.turns, call).await? {
+        Outcome::Done(result) => Ok(AppCommandResult { result }),
+        Outcome::Declined(message) => Err(AppError::PermissionDenied(message)),
+        Outcome::Withdrawn => Err(AppError::PermissionDenied("the call was withdrawn before it was approved".into())),
+        Outcome::Failed(err) => Err(err),
+    }
+}
+
+/// Runs (and pins) the program of a new or changed descriptor app: only a client acting for the
+/// workspace's owner may approve it.
+pub async fn handle_app_descriptor_approve(
+    ctx: &RequestCtx,
+    p: AppDescriptorApproveParams,
+) -> Result<AppDescriptorApproveResult, AppError> {
+    if !crate::turns::approvals::approvers::acts_for_owner(&*ctx.peer, &ctx.state.config) {
+        return Err(AppError::PermissionDenied(
+            "a channel adapter acts for its chat's users, not for the workspace's owner: it cannot approve a program"
+                .into(),
+        ));
+    }
+    crate::apps::descriptors::pins::approve(&ctx.state.apps, &p.window_id).await
 }
 
 pub async fn handle_app_log_read(ctx: &RequestCtx, p: AppLogReadParams) -> Result<AppLogReadResult, AppError> {
@@ -70,7 +141,7 @@ pub async fn handle_app_log_read(ctx: &RequestCtx, p: AppLogReadParams) -> Resul
 }
 
 pub async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOpenResult, AppError> {
-    service::open(&ctx.state.apps, &p.path).await
+    service::open(&ctx.state.apps, &p.path, &client_caller(ctx)).await
 }
 
 /// `app/emit` sent as a request: `{}` once the event is queued, or the reason it was refused.

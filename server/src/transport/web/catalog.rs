@@ -1,10 +1,11 @@
 //! `GET /api/apps`: the apps the desktop can open, one per `<workspace>/.appserver/apps/<id>/`
 //! folder holding an `app.json` (`name`, `icon`, `description`, `entry`, `dialect`,
-//! `fileAssociations`). A folder whose `app.json` is missing or malformed is left out (and
+//! `fileAssociations`, `permissions`). A folder whose `app.json` is missing or malformed is left out (and
 //! logged), so one broken app does not hide the others.
 
 use std::path::{Path, PathBuf};
 
+use appserver_protocol::AppPermissions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -35,6 +36,10 @@ struct AppJson {
     dialect: Option<String>,
     #[serde(default)]
     file_associations: Vec<Value>,
+    /// What the app may do beyond its window (`{"callApps": true}`): the page registers the
+    /// window with these, whatever the iframe's own manifest says.
+    #[serde(default)]
+    permissions: Option<AppPermissions>,
 }
 
 /// One app of the catalog, as the page gets it.
@@ -49,6 +54,7 @@ pub struct CatalogEntry {
     pub entry: String,
     pub dialect: String,
     pub file_associations: Vec<Value>,
+    pub permissions: Option<AppPermissions>,
 }
 
 /// The folder the workspace's apps live in.
@@ -126,6 +132,7 @@ async fn read_app(dir: &Path, id: &str) -> Result<CatalogEntry, String> {
         entry: format!("/apps/{id}/{}", encoded.join("/")),
         dialect,
         file_associations: app.file_associations,
+        permissions: app.permissions,
     })
 }
 

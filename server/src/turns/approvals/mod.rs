@@ -10,6 +10,8 @@
 //! subscribes or resumes gets the request too, a timeout applies the policy's fallback, and an
 //! interrupted turn resolves it as `cancel`.
 
+pub mod approvers;
+pub mod outside;
 pub mod remote;
 pub mod wire;
 
@@ -17,13 +19,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use appserver_protocol::{
-    AppCommandApproval, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalRequestPayload,
-    ApprovalResponsePayload, ErrorPayload, ItemPayload, TurnStatus,
+    AppCaller, AppCommandApproval, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams,
+    ApprovalRequestPayload, ApprovalResponsePayload, ErrorPayload, ItemPayload, TurnStatus,
 };
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::policy::{ApprovalPolicy, ApprovalSpec};
+pub use crate::policy::{ApprovalPolicy, ApprovalSpec, consent_key};
 
 use crate::clock;
 use crate::ports::{CallError, Client};
@@ -45,9 +47,13 @@ static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
 
 /// Decides whether a tool call described by `spec` may run, asking clients when the thread's
 /// policy says so. `Err(TurnError::Cancelled)` when the decision (or the policy) cancels the turn.
+/// The caller is the thread's agent: its consent is the thread's.
 pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, TurnError> {
     let turns = ctx.turns().clone();
     let handle = ctx.handle.clone();
+    let caller = AppCaller::Agent { thread_id: ctx.thread_id.clone() };
+    let spec = &spec.clone().called_by(&caller);
+    let caller_key = consent_key(&caller);
     let (policy, workspace, session_approved) = {
         let state = handle.state();
         let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
@@ -60,7 +66,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
     if !policy.requires_approval(spec.read_only) || session_approved {
         return Ok(Gate::Proceed);
     }
-    if turns.store.always_approved(&workspace, &spec.scope_key).await? {
+    if turns.store.always_approved(&workspace, &caller_key, &spec.scope_key).await? {
         return Ok(Gate::Proceed);
     }
 
@@ -109,7 +115,7 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
         ctx.record(ItemPayload::Error(ErrorPayload { message, code: "approval_timeout".into(), fatal: false })).await?;
     }
     resolve(ctx, &request_id, decision).await?;
-    apply(&turns, &handle, spec, &workspace, decision, timed_out).await
+    apply(&turns, &handle, spec, (&workspace, &caller_key), decision, timed_out).await
 }
 
 /// What the decision means for the call, remembering an "accept for session" on the thread and
@@ -118,7 +124,7 @@ async fn apply(
     turns: &TurnService,
     handle: &ThreadHandle,
     spec: &ApprovalSpec,
-    workspace: &str,
+    (workspace, caller_key): (&str, &str),
     decision: ApprovalDecision,
     timed_out: bool,
 ) -> Result<Gate, TurnError> {
@@ -134,6 +140,7 @@ async fn apply(
                 .store
                 .write(ThreadWrite::SaveAlwaysApproval {
                     workspace_path: workspace.to_owned(),
+                    caller_key: caller_key.to_owned(),
                     scope_key: spec.scope_key.clone(),
                     at: clock::now_rfc3339(),
                 })

@@ -1,0 +1,109 @@
+//! App commands of callers that are neither a thread's agent nor a client acting itself: an
+//! outside agent through the MCP server, and an app calling another app. Each goes through the
+//! same gate (`approvals::outside`), runs with its caller recorded in the replay log, and is
+//! announced to every client as `app/externalCall` once decided (`done`, `failed`, `declined`,
+//! or `cancelled` when it was withdrawn before it ran), so the user sees what was done to their
+//! app and by whom.
+
+use appserver_protocol::{AppCaller, AppExternalCallParams, ServerNotification};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::TurnService;
+use super::approvals::outside::{self, OutsideCall, Verdict};
+use crate::apps::{AppError, service};
+use crate::policy::{ApprovalSpec, SessionConsents};
+use crate::store::StoreError;
+use crate::threads::broadcast;
+
+/// One command of an outside caller.
+#[derive(Debug)]
+pub struct AppCall<'a> {
+    pub caller: AppCaller,
+    pub window_id: &'a str,
+    pub command: &'a str,
+    pub params: Option<Value>,
+    pub timeout_ms: Option<u64>,
+    /// The caller's "accept for session" answers.
+    pub session: &'a SessionConsents,
+    /// Fires when the call is withdrawn (cancelled, its session ended, its caller went away).
+    pub withdrawn: &'a CancellationToken,
+}
+
+/// What became of the call.
+#[derive(Debug)]
+pub enum Outcome {
+    Done(Value),
+    /// Not approved; the message says why.
+    Declined(String),
+    /// Withdrawn while its approval was pending: the app never saw it.
+    Withdrawn,
+    Failed(AppError),
+}
+
+/// What an app command asks approval for: scope key `app:{appId}:{command}` (the built-ins count
+/// as read-only). `None` for an unknown window (running it fails with `APP_NOT_FOUND`).
+pub fn app_command_spec(
+    apps: &service::AppService,
+    window_id: &str,
+    command: &str,
+    params: &Value,
+) -> Option<ApprovalSpec> {
+    let window = apps.registry.get(window_id)?;
+    let app_id = window.manifest().manifest.app_id.clone();
+    let workspace = apps.config.workspace.display().to_string();
+    let read_only = command.starts_with("__");
+    Some(ApprovalSpec::app_command(&app_id, window_id, command, params, &workspace).read_only(read_only))
+}
+
+/// Gates and runs the command, announcing what became of it.
+pub async fn command(turns: &TurnService, call: AppCall<'_>) -> Result<Outcome, StoreError> {
+    let apps = &turns.tool_env.apps;
+    let params = call.params.clone().unwrap_or_else(|| json!({}));
+    let tell = |status: &str, detail: Value| {
+        if !call.command.starts_with("__") {
+            announce(apps, &call, &params, status, detail);
+        }
+    };
+    if let Some(spec) = app_command_spec(apps, call.window_id, call.command, &params) {
+        let spec = spec.called_by(&call.caller);
+        let gated = OutsideCall { caller: &call.caller, spec: &spec, session: call.session, withdrawn: call.withdrawn };
+        match outside::gate(turns, gated).await? {
+            Verdict::Proceed => {}
+            Verdict::Declined(message) => {
+                tell("declined", json!(message));
+                return Ok(Outcome::Declined(message));
+            }
+            Verdict::Withdrawn => {
+                tell("cancelled", json!("the call was withdrawn before it was approved"));
+                return Ok(Outcome::Withdrawn);
+            }
+        }
+    }
+    let ran =
+        service::command_as(apps, call.window_id, call.command, Some(params.clone()), call.timeout_ms, &call.caller)
+            .await;
+    Ok(match ran {
+        Ok(result) => {
+            tell("done", result.clone());
+            Outcome::Done(result)
+        }
+        Err(err) => {
+            tell("failed", json!(format!("{}: {err}", err.code())));
+            Outcome::Failed(err)
+        }
+    })
+}
+
+/// `app/externalCall` to every client.
+fn announce(apps: &service::AppService, call: &AppCall<'_>, params: &Value, status: &str, detail: Value) {
+    let notification = ServerNotification::AppExternalCall(AppExternalCallParams {
+        window_id: call.window_id.to_owned(),
+        command: call.command.to_owned(),
+        params: params.clone(),
+        caller: call.caller.clone(),
+        status: status.to_owned(),
+        detail: Some(detail),
+    });
+    broadcast(apps.clients.as_ref(), &notification);
+}
