@@ -171,6 +171,10 @@ pub struct RunArgs {
     /// Serve the debug/* methods used by the test suite (never in production).
     #[arg(long)]
     enable_debug_methods: bool,
+    /// On SIGTERM or SIGINT, how long running turns may go on to finish (no new turn starts;
+    /// /readyz answers 503) before they are cancelled [default: 30; 0 cancels them at once].
+    #[arg(long, value_name = "SECONDS")]
+    shutdown_grace: Option<u64>,
     /// The user's directory of app descriptors (`DIR/*/aai.json`) [default: ~/.aai].
     #[arg(long, value_name = "DIR", env = "APPSERVER_AAI_HOME")]
     aai_home: Option<PathBuf>,
@@ -263,6 +267,9 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
         LogFormatArg::Json => LogFormat::Json,
     };
     config.enable_debug_methods = a.enable_debug_methods;
+    if let Some(seconds) = a.shutdown_grace {
+        config.shutdown_grace = Duration::from_secs(seconds);
+    }
     config.aai_home = a.aai_home.clone().map(absolute);
     config.allow_private_discovery = a.allow_private_discovery;
     config.web = !a.no_web;

@@ -84,6 +84,9 @@ pub struct ServerConfig {
     /// Cluster mode: several instances on one PostgreSQL database, reaching each other over NATS
     /// (`--cluster`, `[cluster]`); `None` runs alone.
     pub cluster: Option<ClusterSettings>,
+    /// On a signal, how long running turns may go on before they are cancelled
+    /// (`--shutdown-grace`).
+    pub shutdown_grace: Duration,
 }
 
 /// Cluster mode's NATS connection.
@@ -190,6 +193,9 @@ pub const DEFAULT_MAX_APP_WINDOWS_PER_CONNECTION: usize = 256;
 /// Default of `--app-window-forget-after-ms`: ten minutes.
 pub const DEFAULT_APP_WINDOW_FORGET_AFTER: Duration = Duration::from_secs(600);
 
+/// Default of `--shutdown-grace`.
+pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+
 /// Default of `--max-loaded-threads`.
 pub const DEFAULT_MAX_LOADED_THREADS: usize = 4096;
 
@@ -238,6 +244,7 @@ impl ServerConfig {
             allow_private_discovery: false,
             web: true,
             cluster: None,
+            shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
         }
     }
 

@@ -124,7 +124,10 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
         _ = stop.cancelled() => tracing::info!("shutting down"),
-        signal = signal.recv() => tracing::info!(%signal, "shutting down"),
+        signal = signal.recv() => {
+            tracing::info!(%signal, grace = ?state.config.shutdown_grace, "shutting down: running turns may finish");
+            drain(&state).await;
+        }
     }
     shut_down(&state).await;
     lock.release();
@@ -246,6 +249,7 @@ fn assemble(
             debug: debug.clone(),
         },
         shutdown: shutdown.clone(),
+        draining: CancellationToken::new(),
         turn_tasks: turn_tasks.clone(),
         tasks: tasks.clone(),
         ownership,
@@ -305,6 +309,26 @@ fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String
         version: env!("CARGO_PKG_VERSION").to_owned(),
         token_file,
     })
+}
+
+/// The graceful part of a shutdown by signal: `/readyz` answers 503 (the listeners still
+/// accept, so a load balancer sees it), no new turn starts here (in cluster mode they are sent to
+/// another instance), and the running turns get up to `--shutdown-grace` to finish; then this
+/// instance's leases are given up, so another instance takes each thread's next turn at once.
+async fn drain(state: &ServerState) {
+    state.turns.draining.cancel();
+    if let Some(ownership) = &state.turns.ownership {
+        ownership.release_idle(&state.turns);
+    }
+    // Closed, the tracker's wait ends once no turn task is left (a turn that starts the next
+    // queued input spawns it before it ends itself).
+    state.turn_tasks.close();
+    if tokio::time::timeout(state.config.shutdown_grace, state.turn_tasks.wait()).await.is_err() {
+        tracing::warn!(
+            remaining = state.turn_tasks.len(),
+            "turns still running at the end of the shutdown grace; cancelling them"
+        );
+    }
 }
 
 async fn shut_down(state: &ServerState) {

@@ -247,3 +247,41 @@ async fn a_window_commanded_through_two_instances_at_once_is_logged_once_in_the_
     drop((a, b, c));
     cluster.db.drop_now();
 }
+
+/// A rolling restart: SIGTERM on B while its turn streams, with leases of a minute (waiting for
+/// one to expire would outlast the test). B's turn completes; a `turn/start` sent to B meanwhile
+/// is run by A; and B gives its leases up as it stops, so A takes the thread's next turn at once.
+#[tokio::test]
+async fn a_rolling_restart_hands_threads_over_without_waiting_for_their_leases() {
+    let test = "a_rolling_restart_hands_threads_over_without_waiting_for_their_leases";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    cluster.lease_ttl = 60;
+    let mock = MockModel::start(vec![
+        Reply::Paced(words(60), Duration::from_millis(25)),
+        Reply::Sse(text_reply(&["elsewhere"], (5, 1))),
+        Reply::Sse(text_reply(&["next"], (5, 1))),
+    ])
+    .await;
+    let a = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut b = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let first = start_thread(&on_b, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let second = start_thread(&on_b, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    on_b.request("turn/start", json!({ "threadId": first, "input": text("talk") })).await.unwrap();
+    next_numbered(&mut on_b, "item/agentMessage/delta").await;
+    b.signal("TERM").unwrap();
+    // Sent to B while it drains: run by A.
+    let elsewhere = on_b.request("turn/start", json!({ "threadId": second, "input": text("go") })).await;
+    assert!(elsewhere.is_ok(), "{elsewhere:?}\nB: {}", b.stderr());
+    let ended = turn_events(&mut on_b, "turn_001").await;
+    assert_eq!(ended.last().unwrap().1, "turn/completed", "B's turn finished within the grace");
+    assert!(b.wait_exit().await.unwrap().success(), "{}", b.stderr());
+    on_a.request("thread/subscribe", json!({ "threadId": second, "afterSeq": 0 })).await.unwrap();
+    let ran = turn_events(&mut on_a, "turn_001").await;
+    assert_eq!(ran.last().unwrap().1, "turn/completed", "the turn sent to B ran on A");
+    // B let the first thread's lease go: A runs its next turn now, not in a minute.
+    assert_eq!(one_turn(&mut on_a, &first, "and on").await, Ok("turn/completed".to_owned()), "{}", a.stderr());
+    drop(a);
+    cluster.db.drop_now();
+}

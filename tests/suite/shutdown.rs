@@ -1,6 +1,8 @@
-//! Shutdown and closing: SIGTERM during a turn delivers `turn/cancelled` before the close frame
-//! and stores the turn as cancelled; stdin EOF loses no reply and no last notification; WebSocket
-//! protocol violations get the RFC 6455 close codes.
+//! Shutdown and closing: SIGTERM lets a running turn finish within the grace (no new turn starts,
+//! `/readyz` says shutting down while the server still listens); a turn still running after the
+//! grace gets `turn/cancelled` before the close frame (1012) and is stored as cancelled; stdin EOF
+//! loses no reply and no last notification; WebSocket protocol violations get the RFC 6455 close
+//! codes.
 
 use appserver_client::Event;
 use appserver_tests::{ServerBuilder, TIMEOUT, command, raw_ws, start_thread};
@@ -23,10 +25,14 @@ async fn start_blocked_turn(client: &mut appserver_client::Client, thread_id: &s
 }
 
 #[tokio::test]
-async fn sigterm_during_a_turn_sends_turn_cancelled_before_the_close_frame() {
+async fn sigterm_cancels_a_turn_still_running_after_the_grace_before_the_close_frame() {
     let workspace = tempfile::tempdir().unwrap();
-    let mut server =
-        ServerBuilder::ws().arg("--enable-debug-methods").workspace(workspace.path()).spawn().await.unwrap();
+    let mut server = ServerBuilder::ws()
+        .args(["--enable-debug-methods", "--shutdown-grace", "1"])
+        .workspace(workspace.path())
+        .spawn()
+        .await
+        .unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     let turn_id = start_blocked_turn(&mut client, &thread_id).await;
@@ -44,7 +50,7 @@ async fn sigterm_during_a_turn_sends_turn_cancelled_before_the_close_frame() {
         cancelled.unwrap_or_else(|| panic!("no turn/cancelled before the close frame:\n{}", server.stderr()));
     assert_eq!(cancelled["turn"]["id"], turn_id.as_str());
     assert_eq!(cancelled["reason"], "server shutting down");
-    assert_eq!(close.map(|c| c.0), Some(1001));
+    assert_eq!(close.map(|c| c.0), Some(1012));
 
     // Stored as cancelled, not left running for the next start to mark failed.
     let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
@@ -52,6 +58,64 @@ async fn sigterm_during_a_turn_sends_turn_cancelled_before_the_close_frame() {
     let client = server.ws_client_initialized().await.unwrap();
     let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
     assert_eq!(read["thread"]["turns"][0]["status"], "cancelled", "{read}");
+}
+
+/// SIGTERM while a turn streams: `/readyz` answers 503 `shuttingDown` (the server still
+/// listens), a new turn is refused with -32001 (`data.reason: "shuttingDown"`), the running turn
+/// completes, and then the connection is closed with 1012 and the process exits cleanly.
+#[tokio::test]
+async fn sigterm_lets_a_running_turn_finish_and_starts_no_new_one() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply};
+    let parts: Vec<String> = (0..60).map(|i| format!("w{i} ")).collect();
+    let parts: Vec<&str> = parts.iter().map(String::as_str).collect();
+    let mock =
+        MockModel::start(vec![Reply::Paced(text_reply(&parts, (5, 60)), std::time::Duration::from_millis(25))]).await;
+    let mut server = ServerBuilder::ws().mock_model(&mock).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let other = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    client
+        .request("turn/start", json!({ "threadId": thread_id, "input": appserver_tests::text("talk") }))
+        .await
+        .unwrap();
+    loop {
+        let event = client.next_event().await.unwrap();
+        if event.method() == Some("item/agentMessage/delta") {
+            break;
+        }
+    }
+    server.signal("TERM").unwrap();
+    let readiness = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let (status, body) = appserver_tests::http_get(server.ws_addr(), "/readyz", &[]).await.unwrap();
+            if status == 503 {
+                return body;
+            }
+            tokio::task::yield_now().await;
+        }
+    });
+    assert_eq!(readiness.await.unwrap(), r#"{"status":"shuttingDown"}"#);
+    let refused = client
+        .request("turn/start", json!({ "threadId": other, "input": appserver_tests::text("too late") }))
+        .await
+        .unwrap_err();
+    assert!(
+        format!("{refused:?}").contains("-32001") && format!("{refused:?}").contains("shuttingDown"),
+        "{refused:?}"
+    );
+    let mut ended = None;
+    let close = loop {
+        match client.next_event().await.unwrap() {
+            Event::Closed { close, .. } => break close,
+            event if event.method().is_some_and(|m| m.starts_with("turn/") && m != "turn/started") => {
+                ended = event.method().map(str::to_owned)
+            }
+            _ => {}
+        }
+    };
+    assert_eq!(ended.as_deref(), Some("turn/completed"), "{}", server.stderr());
+    assert_eq!(close.map(|c| c.0), Some(1012));
+    assert!(server.wait_exit().await.unwrap().success(), "{}", server.stderr());
 }
 
 #[tokio::test]

@@ -60,12 +60,12 @@ async fn unknown_flags_and_help() {
 }
 
 #[tokio::test]
-async fn shutdown_closes_websocket_clients_with_going_away() {
+async fn shutdown_closes_websocket_clients_with_service_restart() {
     let mut server = ServerBuilder::ws().spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     server.terminate().await.unwrap();
     match client.next_event().await.map_err(|e| format!("{e}: {}", server.stderr())).unwrap() {
-        appserver_client::Event::Closed { close, .. } => assert_eq!(close.map(|c| c.0), Some(1001)),
+        appserver_client::Event::Closed { close, .. } => assert_eq!(close.map(|c| c.0), Some(1012)),
         other => panic!("{other:?}"),
     }
     let _ = json!({});

@@ -108,6 +108,12 @@ impl From<SessionError> for RpcError {
                 return RpcError::internal(store);
             }
             SessionError::Unavailable(detail) => return RpcError::internal(detail),
+            SessionError::ShuttingDown => {
+                return RpcError::new(error_codes::SERVER_OVERLOADED, err.to_string()).with_data(json!({
+                    "reason": "shuttingDown",
+                    "retry": "reconnect (to another instance) with exponential backoff and jitter",
+                }));
+            }
             SessionError::Forwarded(error) => {
                 let forwarded = RpcError::new(error.code, error.message.clone());
                 return match &error.data {
@@ -175,5 +181,7 @@ mod tests {
         assert_eq!(RpcError::from(SessionError::TurnNotFound { thread: "t".into(), turn: "u".into() }).code, -32013);
         assert_eq!(RpcError::from(SessionError::TurnNotRunning("u".into())).code, -32014);
         assert_eq!(RpcError::from(SessionError::InvalidParams("x".into())).code, -32602);
+        let draining = RpcError::from(SessionError::ShuttingDown);
+        assert_eq!((draining.code, draining.data.unwrap()["reason"].as_str()), (-32001, Some("shuttingDown")));
     }
 }

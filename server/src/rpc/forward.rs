@@ -169,6 +169,12 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
         return Ok(None);
     };
     let owner = match need {
+        Need::Claim if ctx.state.turns.draining.is_cancelled() => {
+            match draining_route(ctx, ownership, thread_id).await? {
+                Some(owner) => owner,
+                None => return Ok(None),
+            }
+        }
         Need::Claim => match ownership.claim(thread_id).await? {
             crate::turns::ownership::Claim::Mine(fence) => {
                 let handle = ctx.state.threads.get(thread_id).await?;
@@ -200,6 +206,29 @@ pub async fn use_lease(
     }
     let handle = ctx.state.threads.get(thread_id).await?;
     Ok(Some(handle.fence.use_lease()))
+}
+
+/// Where a request to start a turn goes while this instance drains (a graceful shutdown): to the
+/// instance holding the thread's lease, or — the lease given up here first — to another live
+/// instance, which claims it. `None` (run here) when a turn of the thread runs here: the request
+/// then gets -32012 as always. No other instance alive: -32001, shutting down.
+async fn draining_route(
+    ctx: &RequestCtx,
+    ownership: &crate::turns::ownership::Ownership,
+    thread_id: &str,
+) -> Result<Option<String>, SessionError> {
+    if let Some(owner) = ownership.holder_elsewhere(thread_id).await? {
+        return Ok(Some(owner));
+    }
+    if ctx.state.threads.loaded(thread_id).is_some_and(|handle| handle.state().running.is_some()) {
+        return Ok(None);
+    }
+    let others = ctx.state.cluster().map(Cluster::others).unwrap_or_default();
+    let Some(other) = others.get(fastrand::usize(..others.len().max(1))).cloned() else {
+        return Err(SessionError::ShuttingDown);
+    };
+    ownership.release_now(&ctx.state.turns, thread_id).await?;
+    Ok(Some(other))
 }
 
 /// Cluster mode: gives the thread's lease up unless this instance still needs it (a request

@@ -32,7 +32,8 @@ pub enum TransportKind {
 pub enum CloseReason {
     /// The client is gone or the transport failed.
     Disconnected,
-    /// The server is shutting down (WebSocket 1001).
+    /// The server is shutting down (WebSocket 1012, "service restart": the client should
+    /// reconnect, to this server once restarted or to another instance).
     Shutdown,
     /// The outgoing queue filled up: the client is not reading (WebSocket 1008).
     TooSlow,
@@ -49,7 +50,8 @@ pub enum CloseReason {
 impl CloseReason {
     pub fn ws_code(self) -> u16 {
         match self {
-            CloseReason::Disconnected | CloseReason::Shutdown | CloseReason::PingTimeout => 1001,
+            CloseReason::Disconnected | CloseReason::PingTimeout => 1001,
+            CloseReason::Shutdown => 1012,
             CloseReason::ProtocolError => 1002,
             CloseReason::InvalidUtf8 => 1007,
             CloseReason::TooSlow => 1008,
@@ -60,7 +62,7 @@ impl CloseReason {
     pub fn text(self) -> &'static str {
         match self {
             CloseReason::Disconnected => "disconnected",
-            CloseReason::Shutdown => "server shutting down",
+            CloseReason::Shutdown => "server shutting down; reconnect",
             CloseReason::TooSlow => "client too slow: outgoing queue full",
             CloseReason::MessageTooBig => "message too big",
             CloseReason::PingTimeout => "no pong received",

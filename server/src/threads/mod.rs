@@ -51,6 +51,10 @@ pub enum SessionError {
     /// Cluster mode: another instance was needed and could not be reached.
     #[error("{0}")]
     Unavailable(String),
+    /// The server is shutting down: it starts no new turn (another instance, or this one once
+    /// restarted, will).
+    #[error("Server shutting down; retry later.")]
+    ShuttingDown,
     /// Cluster mode: the instance that runs the thread's turn answered with this error.
     #[error("{}", .0.message)]
     Forwarded(appserver_protocol::jsonrpc::ErrorObject),

@@ -111,7 +111,7 @@ fn readiness(state: &ServerState) -> (u16, &'static str, String) {
     let unavailable = |status: &str, reason: String| {
         (503, "Service Unavailable", serde_json::json!({ "status": status, "reason": reason }).to_string())
     };
-    if state.shutdown.is_cancelled() {
+    if state.shutdown.is_cancelled() || state.turns.draining.is_cancelled() {
         return (503, "Service Unavailable", r#"{"status":"shuttingDown"}"#.to_owned());
     }
     if let Err(err) = state.store.check_writable() {

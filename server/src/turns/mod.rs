@@ -38,6 +38,9 @@ pub struct TurnService {
     pub tool_env: ToolEnv,
     /// Cancelled when the server starts shutting down; every turn's token is its child.
     pub shutdown: CancellationToken,
+    /// Cancelled when a signal starts a graceful shutdown: no new turn starts here, the running
+    /// ones may finish (`--shutdown-grace`) before `shutdown` cancels them.
+    pub draining: CancellationToken,
     /// The running turns, so shutdown can wait for them to end.
     pub turn_tasks: TaskTracker,
     /// Other tasks (approval requests), so shutdown can wait for them.

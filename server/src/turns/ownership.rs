@@ -99,6 +99,28 @@ impl Ownership {
         }
     }
 
+    /// Gives up every lease no turn here needs (at the start of a graceful shutdown).
+    pub fn release_idle(&self, turns: &TurnService) {
+        let held: Vec<String> = self.held().keys().cloned().collect();
+        for thread_id in held {
+            self.release_unless_needed(turns, &thread_id);
+        }
+    }
+
+    /// Gives the thread's lease up now, unless a turn of it runs here, and returns once that is
+    /// written (a draining instance sends the thread's next turn to another one, which must find
+    /// the lease free).
+    pub async fn release_now(&self, turns: &TurnService, thread_id: &str) -> Result<(), StoreError> {
+        if needed_here(turns, thread_id) {
+            return Ok(());
+        }
+        self.held().remove(thread_id);
+        if let Some(handle) = turns.threads.loaded(thread_id) {
+            handle.fence.release_unless_used(|| {});
+        }
+        self.store.release_lease(thread_id, &self.instance).await.map(|_| ())
+    }
+
     /// The instance holding the thread's live lease, when it is another one.
     pub async fn holder_elsewhere(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
         let holder = self.store.lease_holder(thread_id, now_ms()).await?;

@@ -86,6 +86,11 @@ pub fn reserve(
     messages: Option<Vec<ChatMessage>>,
     origin: Origin,
 ) -> Result<Reservation, SessionError> {
+    // A running turn is -32012 as always; a new one does not start while draining. (Inputs
+    // queued before the drain still start as turns end: they were accepted.)
+    if thread.running.is_none() && turns.draining.is_cancelled() {
+        return Err(SessionError::ShuttingDown);
+    }
     reserve_with(turns, hub, thread, input, messages, origin, Vec::new())
 }
 
@@ -390,6 +395,9 @@ pub async fn enqueue_durably(
     input: PreparedInput,
     by: Option<ConnectionId>,
 ) -> Result<Enqueued, SessionError> {
+    if turns.draining.is_cancelled() {
+        return Err(SessionError::ShuttingDown);
+    }
     let _queue_order = handle.queue_order.lock().await;
     let mut attempt = 1;
     let queued_input = loop {
