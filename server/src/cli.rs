@@ -89,6 +89,11 @@ pub struct RunArgs {
     /// lease_ttl_seconds].
     #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..=3600))]
     cluster_lease_ttl: Option<u64>,
+    /// PEM file of certificates to trust for the NATS server's TLS (a `tls://` URL, or a
+    /// server that requires TLS), besides the system's [or the config file's [cluster]
+    /// tls_ca_file].
+    #[arg(long, value_name = "FILE")]
+    cluster_tls_ca: Option<PathBuf>,
     /// normal: an acknowledged write survives a crash of the process; full: also a power loss
     /// (SQLite synchronous=FULL) [default: normal, or the config file's [store] durability].
     #[arg(long, value_name = "MODE", value_parser = durability_value)]
@@ -378,7 +383,17 @@ fn cluster_settings(
         return Err(ConfigError::ClusterNeedsPostgres { db: db.to_string() });
     }
     let ttl = a.cluster_lease_ttl.or(file.lease_ttl_seconds).unwrap_or(crate::config::DEFAULT_LEASE_TTL_SECS).max(1);
-    Ok(Some(ClusterSettings { url, namespace, lease_ttl: std::time::Duration::from_secs(ttl) }))
+    let tls_ca_file = match a.cluster_tls_ca.clone().or(file.tls_ca_file) {
+        Some(path) if !path.is_file() => {
+            return Err(ConfigError::InvalidValue {
+                flag: "--cluster-tls-ca".to_owned(),
+                value: path.display().to_string(),
+                reason: "no such file".to_owned(),
+            });
+        }
+        other => other,
+    };
+    Ok(Some(ClusterSettings { url, namespace, lease_ttl: std::time::Duration::from_secs(ttl), tls_ca_file }))
 }
 
 /// The WebSocket token (`--ws-token`, or read from `--ws-token-file`, which is remembered

@@ -99,6 +99,9 @@ pub struct ClusterSettings {
     /// How long a thread's lease lasts unless renewed (renewed every third of it): how soon
     /// another instance takes over the turns of an instance that died.
     pub lease_ttl: std::time::Duration,
+    /// PEM certificates to trust for the NATS server's TLS certificate, besides the system's
+    /// (`--cluster-tls-ca`, `[cluster] tls_ca_file`).
+    pub tls_ca_file: Option<PathBuf>,
 }
 
 /// Default of `--cluster-lease-ttl`, in seconds.
@@ -156,6 +159,7 @@ pub(crate) struct FileCluster {
     pub(crate) url: Option<String>,
     pub(crate) namespace: Option<String>,
     pub(crate) lease_ttl_seconds: Option<u64>,
+    pub(crate) tls_ca_file: Option<PathBuf>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]

@@ -138,7 +138,8 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
 async fn join_cluster(config: &ServerConfig) -> Result<Option<Cluster>, ServerError> {
     let Some(settings) = &config.cluster else { return Ok(None) };
     let instance = crate::cluster::new_instance_id();
-    let cluster = Cluster::connect(&settings.url, &settings.namespace, instance, CLUSTER_CONNECT).await?;
+    let tls_ca = settings.tls_ca_file.as_deref();
+    let cluster = Cluster::connect_with(&settings.url, &settings.namespace, instance, CLUSTER_CONNECT, tls_ca).await?;
     tracing::info!(
         instance = %cluster.instance_id(),
         nats = %cluster.url(),

@@ -11,6 +11,7 @@ use std::time::Duration;
 pub mod cluster;
 pub mod http_stub;
 pub mod mock_model;
+pub mod nats;
 pub mod postgres;
 pub mod raw_ws;
 

@@ -1,39 +1,15 @@
 //! Cluster mode (`--cluster nats://…`): several instances on one PostgreSQL database, without the
-//! one-server-per-database lock, each ready only while connected to NATS; and the start-up
-//! failures (a SQLite database, no NATS server). The two-instance test needs
+//! one-server-per-database lock, each ready only while connected to NATS, over TLS too; and the
+//! start-up failures (a SQLite database, no NATS server, a TLS certificate not trusted) — each a
+//! readable error and exit 1, never a panic. The two-instance test needs
 //! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS` and is skipped with a note otherwise; the
 //! failures need neither.
 
 use std::time::Duration;
 
+use appserver_tests::nats::NatsServer;
 use appserver_tests::postgres::{database_for, test_server};
 use appserver_tests::{ServerBuilder, TIMEOUT, http_get, json, run_to_exit};
-
-/// `nats-server` on `port` (a NATS server of the test's own, to stop and start again), once it
-/// answers; `None` (with a note) when the binary is not installed.
-async fn own_nats_server(test: &str, port: u16) -> Option<tokio::process::Child> {
-    let binary = ["/usr/sbin/nats-server", "/usr/bin/nats-server", "/usr/local/bin/nats-server"]
-        .into_iter()
-        .find(|path| std::path::Path::new(path).exists());
-    let Some(binary) = binary else {
-        eprintln!("{test}: skipped, no nats-server binary");
-        return None;
-    };
-    let child = tokio::process::Command::new(binary)
-        .args(["-a", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let answers = async {
-        while tokio::net::TcpStream::connect(("127.0.0.1", port)).await.is_err() {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(TIMEOUT, answers).await.expect("nats-server answers");
-    Some(child)
-}
 
 /// Polls `/readyz` (every 50 ms, within the suite's timeout) until its status is `want`; returns
 /// the body.
@@ -136,24 +112,68 @@ async fn cluster_mode_without_a_nats_server_fails_at_start_up() {
 async fn readyz_fails_while_nats_is_down_and_recovers_when_it_is_back() {
     let test = "readyz_fails_while_nats_is_down_and_recovers_when_it_is_back";
     let (Some(base), Some(_)) = (test_server(test), nats(test)) else { return };
-    let port = closed_port();
-    let Some(mut nats) = own_nats_server(test, port).await else { return };
+    let mut nats = NatsServer::start(&[]).await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let db = database_for(&base, dir.path()).await.unwrap();
-    let url = format!("nats://127.0.0.1:{port}");
+    let url = nats.url();
     let server =
         ServerBuilder::ws().workspace(dir.path()).args(["--db", &db.url, "--cluster", &url]).spawn().await.unwrap();
     assert_eq!(readyz_until(server.ws_addr(), 200).await, r#"{"status":"ready"}"#);
 
-    nats.kill().await.unwrap();
+    nats.stop().await.unwrap();
     let body = json(&readyz_until(server.ws_addr(), 503).await);
     assert_eq!(body["status"], "clusterUnavailable", "{body}");
     assert!(body["reason"].as_str().unwrap().contains(&url), "{body}");
     let (_, metrics) = http_get(server.ws_addr(), "/metrics", &[]).await.unwrap();
     assert!(metrics.lines().any(|l| l == "appserver_cluster_connected 0"), "{metrics}");
 
-    let _nats = own_nats_server(test, port).await.expect("nats-server starts again");
+    nats.restart().await.expect("nats-server starts again");
     assert_eq!(readyz_until(server.ws_addr(), 200).await, r#"{"status":"ready"}"#, "{}", server.stderr());
     drop(server);
+    db.drop_now();
+}
+
+/// A CA and a certificate it signed for `localhost` and 127.0.0.1, as `ca.pem`, `cert.pem` and
+/// `key.pem` in `dir`.
+fn write_tls_files(dir: &std::path::Path) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    ca_params.distinguished_name.push(DnType::CommonName, "appserver test CA");
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let key = KeyPair::generate().unwrap();
+    let params = CertificateParams::new(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    let cert = params.signed_by(&key, &ca, &ca_key).unwrap();
+    std::fs::write(dir.join("ca.pem"), ca.pem()).unwrap();
+    std::fs::write(dir.join("cert.pem"), cert.pem()).unwrap();
+    std::fs::write(dir.join("key.pem"), key.serialize_pem()).unwrap();
+}
+
+/// A NATS server that requires TLS, reached as `tls://` and as `nats://` (it asks for TLS), with
+/// its CA given: the instance starts and is ready. Without the CA: a readable error and exit 1
+/// (it used to panic, exit 101, with no crypto provider chosen).
+#[tokio::test]
+async fn cluster_mode_reaches_a_nats_server_that_requires_tls() {
+    let test = "cluster_mode_reaches_a_nats_server_that_requires_tls";
+    let (Some(base), Some(_)) = (test_server(test), nats(test)) else { return };
+    let certs = tempfile::tempdir().unwrap();
+    write_tls_files(certs.path());
+    let nats = NatsServer::start_tls(certs.path()).await.unwrap();
+    let ca = certs.path().join("ca.pem").display().to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let db = database_for(&base, dir.path()).await.unwrap();
+    for url in [format!("tls://{}", nats.addr), nats.url()] {
+        let args = ["--db", &db.url, "--cluster", &url, "--cluster-tls-ca", &ca];
+        let server = ServerBuilder::ws().workspace(dir.path()).args(args).spawn().await.unwrap();
+        assert_eq!(readyz_until(server.ws_addr(), 200).await, r#"{"status":"ready"}"#, "{url}: {}", server.stderr());
+    }
+    let workspace = dir.path().to_str().unwrap();
+    let url = format!("tls://{}", nats.addr);
+    let args = ["--workspace", workspace, "--listen", "ws://127.0.0.1:0", "--db", &db.url, "--cluster", &url];
+    let (status, _, stderr) = run_to_exit(&args, dir.path()).await.unwrap();
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("appserver: error: cluster mode: cannot connect to NATS"), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
     db.drop_now();
 }

@@ -102,15 +102,34 @@ impl Cluster {
         instance_id: String,
         timeout: Duration,
     ) -> Result<Cluster, ClusterError> {
+        Cluster::connect_with(url, namespace, instance_id, timeout, None).await
+    }
+
+    /// [`Cluster::connect`], trusting the certificates in `tls_ca` (PEM) for the server's TLS
+    /// besides the system's. A `tls://` URL requires TLS; a `nats://` server that requires it
+    /// gets it too.
+    pub async fn connect_with(
+        url: &str,
+        namespace: &str,
+        instance_id: String,
+        timeout: Duration,
+        tls_ca: Option<&std::path::Path>,
+    ) -> Result<Cluster, ClusterError> {
         subject::check_namespace(namespace)?;
         let shown = redact(url);
         let addrs = parse_addrs(url, &shown)?;
-        let options = ConnectOptions::new()
+        let mut options = ConnectOptions::new()
             .name(format!("appserver {instance_id}"))
             .connection_timeout(timeout)
             .subscription_capacity(SUBSCRIPTION_CAPACITY)
             .max_reconnects(None)
             .event_callback(move |event| async move { on_event(event) });
+        if url.split(',').any(|part| part.trim().starts_with("tls://")) {
+            options = options.require_tls(true);
+        }
+        if let Some(ca) = tls_ca {
+            options = options.add_root_certificates(ca.to_path_buf());
+        }
         let client = match tokio::time::timeout(timeout, options.connect(addrs)).await {
             Err(_) => return Err(ClusterError::ConnectTimeout { url: shown, timeout }),
             Ok(Err(err)) => return Err(ClusterError::Connect { url: shown, reason: err.to_string() }),
