@@ -107,7 +107,13 @@ impl From<SessionError> for RpcError {
                 tracing::error!(error = %store, "store failure");
                 return RpcError::internal(store);
             }
-            SessionError::Unavailable(detail) => return RpcError::internal(detail),
+            // Another instance could not be reached (NATS down, an instance stopping): retryable.
+            SessionError::Unavailable(detail) => {
+                return RpcError::new(error_codes::SERVER_OVERLOADED, detail.clone()).with_data(json!({
+                    "reason": "clusterUnavailable",
+                    "retry": "exponential backoff with jitter",
+                }));
+            }
             SessionError::ShuttingDown => {
                 return RpcError::new(error_codes::SERVER_OVERLOADED, err.to_string()).with_data(json!({
                     "reason": "shuttingDown",

@@ -49,17 +49,19 @@ impl Feeds {
     pub async fn follow(&self, handle: &Arc<ThreadHandle>) -> Result<(), SessionError> {
         let started = self.running().insert(handle.id.clone(), Instant::now()).is_none();
         if started {
+            // Without NATS (an outage) the feed reads the log alone until it can subscribe.
             let subscription = match self.cluster.subscribe_events(&handle.id).await {
-                Ok(subscription) => subscription,
+                Ok(subscription) => Some(subscription),
                 Err(err) => {
-                    self.running().remove(&handle.id);
-                    return Err(SessionError::Unavailable(format!("cannot follow the thread across instances: {err}")));
+                    tracing::warn!(thread = %handle.id, error = %err, "cannot subscribe to the thread's events; following its log until NATS is back");
+                    None
                 }
             };
             let feed = Feed {
                 handle: Arc::downgrade(handle),
                 thread_id: handle.id.clone(),
                 store: self.store.clone(),
+                cluster: self.cluster.clone(),
                 instance: self.cluster.instance_id().to_owned(),
                 running: self.running.clone(),
             };
@@ -79,22 +81,34 @@ struct Feed {
     handle: Weak<ThreadHandle>,
     thread_id: String,
     store: Store,
+    cluster: Cluster,
     instance: String,
     running: Running,
 }
 
 impl Feed {
-    async fn run(self, mut subscription: EventSubscription, shutdown: CancellationToken) {
+    async fn run(self, mut subscription: Option<EventSubscription>, shutdown: CancellationToken) {
         let mut check = tokio::time::interval_at(tokio::time::Instant::now() + LOG_CHECK, LOG_CHECK);
         check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
+            let next = async {
+                match subscription.as_mut() {
+                    Some(subscription) => subscription.next().await,
+                    None => std::future::pending().await,
+                }
+            };
             let outcome = tokio::select! {
                 _ = shutdown.cancelled() => break,
-                event = subscription.next() => match event {
+                event = next => match event {
                     Some(event) => self.deliver(event).await,
                     None => break,
                 },
-                _ = check.tick() => self.check_log().await,
+                _ = check.tick() => {
+                    if subscription.is_none() {
+                        subscription = self.cluster.subscribe_events(&self.thread_id).await.ok();
+                    }
+                    self.check_log().await
+                }
             };
             match outcome {
                 Ok(true) => {}
