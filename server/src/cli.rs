@@ -180,6 +180,10 @@ pub struct RunArgs {
     /// /readyz answers 503) before they are cancelled [default: 30; 0 cancels them at once].
     #[arg(long, value_name = "SECONDS")]
     shutdown_grace: Option<u64>,
+    /// Events each thread's log keeps at least, beyond its current and previous turn: how far a
+    /// subscriber may fall behind and still catch up with `afterSeq` [default: 4096].
+    #[arg(long, value_name = "N")]
+    min_kept_events: Option<u64>,
     /// The user's directory of app descriptors (`DIR/*/aai.json`) [default: ~/.aai].
     #[arg(long, value_name = "DIR", env = "APPSERVER_AAI_HOME")]
     aai_home: Option<PathBuf>,
@@ -274,6 +278,9 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     config.enable_debug_methods = a.enable_debug_methods;
     if let Some(seconds) = a.shutdown_grace {
         config.shutdown_grace = Duration::from_secs(seconds);
+    }
+    if let Some(events) = a.min_kept_events {
+        config.min_kept_events = events;
     }
     config.aai_home = a.aai_home.clone().map(absolute);
     config.allow_private_discovery = a.allow_private_discovery;

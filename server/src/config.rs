@@ -87,6 +87,9 @@ pub struct ServerConfig {
     /// On a signal, how long running turns may go on before they are cancelled
     /// (`--shutdown-grace`).
     pub shutdown_grace: Duration,
+    /// Events each thread's log keeps at least, beyond its current and previous turn
+    /// (`--min-kept-events`): how far behind a subscriber may fall and still catch up by `seq`.
+    pub min_kept_events: u64,
 }
 
 /// Cluster mode's NATS connection.
@@ -249,6 +252,7 @@ impl ServerConfig {
             web: true,
             cluster: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
+            min_kept_events: 4096,
         }
     }
 

@@ -214,7 +214,8 @@ fn assemble(
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
     let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());
-    let mut threads = ThreadManager::new(store.clone(), config.max_loaded_threads);
+    let mut threads =
+        ThreadManager::new(store.clone(), config.max_loaded_threads).keeping_events(config.min_kept_events);
     if let Some(cluster) = &cluster {
         threads = threads.shared(Feeds::new(cluster.clone(), store.clone(), shutdown.clone(), tasks.clone()));
     }

@@ -149,7 +149,8 @@ async fn numbers_and_the_log_survive_a_restart() {
 
 #[tokio::test]
 async fn an_after_seq_ahead_of_the_thread_or_pruned_is_refused() {
-    let server = ServerBuilder::ws().arg("--enable-debug-methods").spawn().await.unwrap();
+    // Only the current and the previous turn kept (by default the last 4,096 events are too).
+    let server = ServerBuilder::ws().args(["--enable-debug-methods", "--min-kept-events", "0"]).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     for input in ["one", "two", "three"] {
@@ -175,4 +176,27 @@ async fn an_after_seq_ahead_of_the_thread_or_pruned_is_refused() {
         }
     };
     assert_eq!(first, Some(last + 1));
+}
+
+/// By default the log keeps the last 4,096 events beyond the previous turn: a subscriber three
+/// turns behind (an instance paused, cut from NATS) still catches up from the first event.
+#[tokio::test]
+async fn a_subscriber_turns_behind_still_catches_up_from_the_events_kept() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    for input in ["one", "two", "three", "four"] {
+        run_turn(&mut client, &id, text(input)).await.unwrap();
+    }
+    let last = read_seq(&client, &id).await;
+    let mut late = server.ws_client_initialized().await.unwrap();
+    late.request("thread/subscribe", json!({ "threadId": id, "afterSeq": 0 })).await.unwrap();
+    let mut seen = Vec::new();
+    while seen.last() != Some(&last) {
+        let event = late.next_event().await.unwrap();
+        if let Some(seq) = event.params().get("seq").and_then(serde_json::Value::as_u64) {
+            seen.push(seq);
+        }
+    }
+    assert_eq!(seen, (1..=last).collect::<Vec<_>>());
 }

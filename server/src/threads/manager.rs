@@ -32,6 +32,8 @@ pub struct ThreadManager {
     /// elsewhere reach its subscribers here through a feed.
     shared: bool,
     feeds: Option<Feeds>,
+    /// Events each thread's log keeps at least (`--min-kept-events`).
+    min_kept_events: u64,
 }
 
 impl ThreadManager {
@@ -43,7 +45,14 @@ impl ThreadManager {
             clock: AtomicU64::new(0),
             shared: false,
             feeds: None,
+            min_kept_events: super::hub::MIN_KEPT_EVENTS,
         }
+    }
+
+    /// Keeps at least `events` of each thread's events in its log (`--min-kept-events`).
+    pub fn keeping_events(mut self, events: u64) -> Self {
+        self.min_kept_events = events;
+        self
     }
 
     /// For cluster mode: threads are shared with other instances (see `shared`).
@@ -107,6 +116,7 @@ impl ThreadManager {
         let plan = self.store.plan(id).await?;
         let last_seq = self.store.last_event_seq(id).await?;
         let handle = Arc::new(ThreadHandle::new(Loaded { record, queue, plan, last_seq }, self.log()));
+        handle.hub.keep_at_least(self.min_kept_events);
         self.touch(&handle);
         // Another task may have loaded it meanwhile: keep the first.
         let mut map = self.loaded_map();
@@ -153,6 +163,7 @@ impl ThreadManager {
         }
         let loaded = Loaded { record, queue: Vec::new(), plan: None, last_seq: 0 };
         let handle = Arc::new(ThreadHandle::new(loaded, self.log()));
+        handle.hub.keep_at_least(self.min_kept_events);
         handle.hub.gate().hold();
         self.touch(&handle);
         map.insert(handle.id.clone(), handle.clone());

@@ -26,6 +26,11 @@ use super::event_log::{EventLog, LoggedEvent, Unlogged};
 use crate::ports::{Broadcast, Client, ConnectionId, OutFrame};
 use crate::store::{StoreError, WriteOp};
 
+/// Events a thread's log keeps at least by default (beyond the current and the previous turn), so
+/// a subscriber that fell behind for a while catches up from it rather than missing events
+/// (`--min-kept-events`).
+pub const MIN_KEPT_EVENTS: u64 = 4096;
+
 /// Frames of the current turn kept for `replayRecent`: at most this many...
 const RECENT_LIMIT: usize = 512;
 /// ...and at most this many bytes (the oldest go first), so a thread costs bounded memory.
@@ -75,6 +80,9 @@ struct Pipeline {
     draining: bool,
     /// The `seq` of the current turn's first event (since this process loaded the thread).
     turn_start: Option<u64>,
+    /// Events the log keeps at least when a turn starts (older ones of turns before the previous
+    /// one are pruned).
+    min_kept: u64,
 }
 
 impl std::fmt::Debug for Pipeline {
@@ -169,7 +177,7 @@ impl EventHub {
                 inner: Mutex::new(HubInner { delivered: last_seq, ..HubInner::default() }),
                 gate,
                 log,
-                pipeline: Mutex::new(Pipeline { last_seq, ..Pipeline::default() }),
+                pipeline: Mutex::new(Pipeline { last_seq, min_kept: MIN_KEPT_EVENTS, ..Pipeline::default() }),
                 handed: watch::Sender::new(0),
                 remote: tokio::sync::Mutex::new(()),
             }),
@@ -288,6 +296,11 @@ impl EventHub {
         }
     }
 
+    /// Keeps at least `events` of the thread's events in its log (see [`MIN_KEPT_EVENTS`]).
+    pub fn keep_at_least(&self, events: u64) {
+        self.shared.pipeline().min_kept = events;
+    }
+
     /// Broadcasts `thread/started` (`frame`), then everything held for the thread, in order;
     /// from then on nothing is held.
     pub fn announce(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
@@ -402,7 +415,13 @@ impl EventHub {
         let start = pipeline.last_seq + 1;
         let previous = pipeline.turn_start.replace(start);
         if let Some(previous) = previous {
-            self.shared.log.prune(&self.shared.thread_id, previous);
+            // The turn before the previous one goes, but never the last `MIN_KEPT_EVENTS`: a
+            // subscriber a few seconds behind (on an instance that was paused, or cut from NATS)
+            // still fills its gap from the log.
+            let below = previous.min(start.saturating_sub(pipeline.min_kept));
+            if below > 1 {
+                self.shared.log.prune(&self.shared.thread_id, below);
+            }
         }
         self.queue_step(pipeline, Step::BeginTurn(starter.cloned()));
         TurnBegun { previous }
