@@ -26,7 +26,7 @@ fn ends_turn(method: &str) -> bool {
 pub async fn check(instances: &Instances, setup: &Setup, record: &Record, followers: usize) -> Result<Vec<Value>> {
     let mut violations = Vec::new();
     let mut client = instances.client(0).await?;
-    settle(&client, setup, &mut violations).await?;
+    settle(instances, &client, setup, &mut violations).await?;
     let last_turns = final_turns(&mut client, setup, &mut violations).await;
     caught_up(record, setup, followers, &last_turns).await;
     stored(&client, setup, record, &mut violations).await?;
@@ -42,7 +42,7 @@ pub async fn check(instances: &Instances, setup: &Setup, record: &Record, follow
 }
 
 /// Waits (bounded) until no thread has a turn running or waiting for approval.
-async fn settle(client: &Client, setup: &Setup, violations: &mut Vec<Value>) -> Result<()> {
+async fn settle(instances: &Instances, client: &Client, setup: &Setup, violations: &mut Vec<Value>) -> Result<()> {
     let deadline = Instant::now() + SETTLE;
     for thread in setup.threads.iter() {
         loop {
@@ -54,13 +54,33 @@ async fn settle(client: &Client, setup: &Setup, violations: &mut Vec<Value>) -> 
                 break;
             }
             if Instant::now() > deadline {
-                violations.push(json!({ "rule": "every turn ends", "thread": thread, "open": open }));
+                let lease = lease_of(instances, thread).await;
+                let open: Vec<Value> = open.iter().map(|t| json!({ "id": t["id"], "status": t["status"],
+                    "items": t["items"].as_array().map(|items| items.iter().map(|i| i["type"].clone()).collect::<Vec<_>>()) })).collect();
+                violations.push(json!({ "rule": "every turn ends", "thread": thread, "open": open, "lease": lease }));
                 break;
             }
             tokio::time::sleep(Duration::from_millis(200)).await;
         }
     }
     Ok(())
+}
+
+/// The thread's lease row, for a violation's context.
+async fn lease_of(instances: &Instances, thread: &str) -> Value {
+    use sqlx::Connection;
+    let Ok(mut conn) = sqlx::PgConnection::connect(&instances.db.url).await else { return Value::Null };
+    let row: Option<(String, i64, i64)> =
+        sqlx::query_as("SELECT owner, expires_at_ms, generation FROM thread_leases WHERE thread_id = $1")
+            .bind(thread)
+            .fetch_optional(&mut conn)
+            .await
+            .ok()
+            .flatten();
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64);
+    row.map_or(Value::Null, |(owner, expires, generation)| {
+        json!({ "owner": owner, "expiresInMs": expires - now, "generation": generation })
+    })
 }
 
 /// One more turn on every thread: each must start and complete. Returns each thread's turn id.

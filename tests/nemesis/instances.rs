@@ -43,6 +43,8 @@ pub struct Instances {
     dirs: Vec<tempfile::TempDir>,
     running: Vec<Option<ServerProcess>>,
     addrs: Arc<Addrs>,
+    /// What killed instances logged (warnings and errors), for a failed run's context.
+    logs: Vec<String>,
 }
 
 impl Instances {
@@ -63,6 +65,7 @@ impl Instances {
             dirs,
             running: (0..COUNT).map(|_| None).collect(),
             addrs: Arc::default(),
+            logs: Vec::new(),
         };
         for n in 0..COUNT {
             instances.up(n).await?;
@@ -96,8 +99,17 @@ impl Instances {
         self.addrs.set(n, None);
         if let Some(mut process) = self.running[n].take() {
             process.kill().await?;
+            self.logs.push(format!("== instance {n}, killed ==\n{}", process.stderr()));
         }
         Ok(())
+    }
+
+    /// Everything the instances logged (the killed ones' and the running ones').
+    pub fn logs(&self) -> String {
+        let running = self.running.iter().enumerate().filter_map(|(n, process)| {
+            process.as_ref().map(|p| format!("== instance {n}, running ==\n{}", p.stderr()))
+        });
+        self.logs.iter().cloned().chain(running).collect::<Vec<_>>().join("\n")
     }
 
     /// SIGSTOP (`true`) or SIGCONT of instance `n`.

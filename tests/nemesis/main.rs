@@ -129,6 +129,11 @@ async fn run(options: &Options) -> anyhow::Result<bool> {
     if let Some(path) = &options.json {
         std::fs::write(path, serde_json::to_string_pretty(&report)?)?;
     }
+    if !violations.is_empty() {
+        let path = std::env::temp_dir().join(format!("nemesis-{}.log", options.seed));
+        std::fs::write(&path, instances.logs())?;
+        println!("nemesis: the instances' logs are in {}", path.display());
+    }
     instances.stop().await;
     println!("nemesis: {} violation(s)", violations.len());
     Ok(violations.is_empty())
