@@ -80,7 +80,10 @@ fn note_inline(record: &Record, event: &Event) {
 fn note(record: &Record, operation: &str, answer: &Result<Value, ClientError>) -> bool {
     match answer {
         Ok(_) => record.tried(operation, Ok(())),
-        Err(ClientError::Rpc(error)) => record.tried(operation, Err((error.code, error.message.clone()))),
+        Err(ClientError::Rpc(error)) => {
+            let detail = error.data.as_ref().map(|d| format!(" ({d})")).unwrap_or_default();
+            record.tried(operation, Err((error.code, format!("{}{detail}", error.message))))
+        }
         Err(_) => {
             record.tried(operation, Err((0, "no answer: the connection is gone".to_owned())));
             return false;

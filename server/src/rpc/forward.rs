@@ -178,8 +178,12 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
         Need::Claim => match ownership.claim(thread_id).await? {
             crate::turns::ownership::Claim::Mine(fence) => {
                 let handle = ctx.state.threads.get(thread_id).await?;
-                handle.fence.hold(fence);
-                handle.hub.adopt(&ctx.state.store).await?;
+                handle.hold_lease(fence).await?;
+                // Numbering goes on from the log, unless a turn of the thread runs here (then
+                // this instance numbers its events already; the request gets -32012).
+                if handle.state().running.is_none() {
+                    handle.hub.adopt(&ctx.state.store).await?;
+                }
                 return Ok(None);
             }
             crate::turns::ownership::Claim::Elsewhere(owner) => owner,

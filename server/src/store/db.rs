@@ -218,6 +218,30 @@ impl Row {
     }
 }
 
+/// Most tries of a PostgreSQL read whose connection was lost (a killed session, a restart).
+const READ_ATTEMPTS: u32 = 4;
+
+/// Runs a read, again on another of the pool's connections when its connection was lost before it
+/// answered (a read has no effect to repeat): a database session killed under the reader pool is
+/// not a client's error.
+async fn reading<T, F, Fut>(mut read: F) -> Result<T, sqlx::Error>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
+{
+    let mut attempt = 1;
+    loop {
+        match read().await {
+            Err(err) if attempt < READ_ATTEMPTS && super::retry::classify(&err).is_some() => {
+                tracing::debug!(attempt, error = %err, "a read lost its connection; reading again");
+                attempt += 1;
+                tokio::time::sleep(super::retry::backoff(attempt)).await;
+            }
+            other => return other,
+        }
+    }
+}
+
 /// A pool of either backend.
 #[derive(Debug, Clone)]
 pub(super) enum Pool {
@@ -251,7 +275,9 @@ impl Pool {
         Ok(match self {
             Pool::Sqlite(pool) => q.sqlite().fetch_all(pool).await?.into_iter().map(Row::Sqlite).collect(),
             Pool::Postgres(pool) => {
-                q.postgres(&numbered(&q.text)).fetch_all(pool).await?.into_iter().map(Row::Postgres).collect()
+                let text = numbered(&q.text);
+                let rows = reading(|| q.postgres(&text).fetch_all(pool)).await?;
+                rows.into_iter().map(Row::Postgres).collect()
             }
         })
     }
@@ -275,11 +301,25 @@ impl Pool {
             }
             Pool::Postgres(pool) => {
                 let text = numbered(&q.text);
+                let mut attempt = 1;
                 let mut rows = q.postgres(&text).fetch(pool);
-                while let Some(row) = rows.try_next().await? {
-                    if each(Row::Postgres(row))?.is_break() {
-                        break;
+                // Read again while nothing has been handed on (a lost connection before the
+                // first row), as `reading` does.
+                let mut first = loop {
+                    match rows.try_next().await {
+                        Err(err) if attempt < READ_ATTEMPTS && super::retry::classify(&err).is_some() => {
+                            attempt += 1;
+                            tokio::time::sleep(super::retry::backoff(attempt)).await;
+                            rows = q.postgres(&text).fetch(pool);
+                        }
+                        other => break other?,
                     }
+                };
+                while let Some(row) = first.take() {
+                    if each(Row::Postgres(row))?.is_break() {
+                        return Ok(());
+                    }
+                    first = rows.try_next().await?;
                 }
             }
         }
@@ -289,7 +329,10 @@ impl Pool {
     pub(super) async fn fetch_optional(&self, q: Sql<'_>) -> Result<Option<Row>, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(pool) => q.sqlite().fetch_optional(pool).await?.map(Row::Sqlite),
-            Pool::Postgres(pool) => q.postgres(&numbered(&q.text)).fetch_optional(pool).await?.map(Row::Postgres),
+            Pool::Postgres(pool) => {
+                let text = numbered(&q.text);
+                reading(|| q.postgres(&text).fetch_optional(pool)).await?.map(Row::Postgres)
+            }
         })
     }
 

@@ -114,6 +114,12 @@ async fn a_fenced_write_commits_only_while_its_lease_is_at_its_generation_on_eve
         );
         assert!(within(store.release_lease("t", "b")).await.unwrap());
         assert!(matches!(within(store.write(fenced(fence("b", 2), "released"))).await, Err(StoreError::Fenced { .. })));
+        // A take-over moves the generation on even for the same owner: its own stalled turn
+        // (under the old generation) is fenced off too.
+        assert_eq!(within(store.try_acquire_lease("t", "c", 2000, 100)).await.unwrap(), acquired(2100, 3));
+        assert_eq!(within(store.take_over_expired("t", "c", 2100, 100, "taken")).await.unwrap(), Some((4, vec![])));
+        assert!(matches!(within(store.write(fenced(fence("c", 3), "stalled"))).await, Err(StoreError::Fenced { .. })));
+        within(store.write(fenced(fence("c", 4), "c4"))).await.unwrap();
         // A refused unit leaves the rest of its batch alone.
         let (stale, fine) = (store.submit(fenced(fence("a", 1), "x")), store.submit(rename("unfenced")));
         assert!(within(stale.wait()).await.is_err());

@@ -183,7 +183,11 @@ async fn take_over(
     ttl_ms: i64,
     message: &str,
 ) -> Result<Option<(i64, Vec<String>)>, StoreError> {
-    let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4 RETURNING generation");
+    // A take-over always moves the generation on, even to the same owner: whatever ran under the
+    // old one (a stalled turn of this very instance) is fenced off.
+    let text = "INSERT INTO thread_leases (thread_id, owner, expires_at_ms, generation) VALUES (?1, ?2, ?3, 1) \
+         ON CONFLICT (thread_id) DO UPDATE SET owner = excluded.owner, expires_at_ms = excluded.expires_at_ms, \
+         generation = thread_leases.generation + 1 WHERE thread_leases.expires_at_ms <= ?4 RETURNING generation";
     let expires = now_ms.saturating_add(ttl_ms);
     let taken = conn.fetch_all(sql(text).bind(thread_id).bind(new_owner).bind(expires).bind(now_ms)).await?;
     let Some(row) = taken.first() else { return Ok(None) };

@@ -60,6 +60,9 @@ pub enum SessionError {
     Forwarded(appserver_protocol::jsonrpc::ErrorObject),
 }
 
+/// How long [`ThreadHandle::hold_lease`] waits for a turn that lost its lease to stop.
+const STALE_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
+
 /// The turn a thread is running.
 #[derive(Debug, Clone)]
 pub struct RunningTurn {
@@ -166,6 +169,30 @@ impl ThreadHandle {
             last_used: Default::default(),
             queue_order: tokio::sync::Mutex::new(()),
         }
+    }
+
+    /// Holds the thread's lease at `fence` (this instance claimed or took it). A turn of the
+    /// thread still running here under an older generation (this instance lost the lease and
+    /// has not noticed yet) is stopped first: from now on the database refuses its writes, and it
+    /// must be gone before the new generation is handed to anything, or its last writes would
+    /// carry it. -32001 when it does not stop in time.
+    pub async fn hold_lease(&self, fence: crate::store::Fence) -> Result<(), SessionError> {
+        let stale = self.fence.generation().filter(|held| *held != fence.generation);
+        if let Some(old) = stale.filter(|_| self.state().running.is_some()) {
+            self.fence.lose(old);
+            let deadline = tokio::time::Instant::now() + STALE_TURN_WAIT;
+            while self.state().running.is_some() {
+                if tokio::time::Instant::now() >= deadline {
+                    return Err(SessionError::Unavailable(format!(
+                        "a turn of thread {} that lost its lease is still stopping",
+                        self.id
+                    )));
+                }
+                tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+            }
+        }
+        self.fence.hold(fence);
+        Ok(())
     }
 
     /// Locks the thread's state. Never hold the guard across an await.

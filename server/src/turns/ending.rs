@@ -194,7 +194,7 @@ pub(super) async fn finalize(
 /// it and announced that, the only end the turn gets); the thread is idle here again, and the
 /// next turn's instance takes its queue from the store.
 pub(super) fn stop_taken_over(turns: &TurnService, handle: &ThreadHandle, turn_id: &str) {
-    tracing::warn!(thread = %handle.id, turn = %turn_id, "the thread was taken over by another instance; its turn stops here");
+    tracing::warn!(thread = %handle.id, turn = %turn_id, generation = ?handle.fence.generation(), "the thread was taken over by another instance; its turn stops here");
     let mut state = handle.state();
     if state.running.as_ref().is_some_and(|running| running.id == turn_id) {
         state.running = None;

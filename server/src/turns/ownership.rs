@@ -79,6 +79,7 @@ impl Ownership {
     pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
         match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
             LeaseClaim::Acquired { generation, .. } => {
+                tracing::debug!(thread = %thread_id, generation, "lease claimed");
                 self.held().insert(thread_id.to_owned(), Held { generation, claimed: Instant::now() });
                 Ok(Claim::Mine(self.fence(thread_id, generation)))
             }
@@ -131,6 +132,7 @@ impl Ownership {
     /// this instance makes later), unless a request is claiming it.
     pub fn release(&self, turns: &TurnService, thread_id: &str) {
         let give_up = || {
+            tracing::debug!(thread = %thread_id, "lease given up");
             self.held().remove(thread_id);
             let ticket = self.store.release_lease(thread_id, &self.instance);
             let thread_id = thread_id.to_owned();
@@ -220,6 +222,11 @@ const TAKE_OVER_BATCH: u32 = 32;
 /// Takes over the expired leases: fails their unfinished turns, announces it, releases the lease.
 async fn take_over_expired(turns: &Arc<TurnService>, ownership: &Ownership) -> Result<(), StoreError> {
     for (thread_id, dead) in ownership.store.expired_leases(now_ms(), TAKE_OVER_BATCH).await? {
+        if dead == ownership.instance {
+            // Its own lease, expired while this instance was slow to renew it: the renewal
+            // extends it (nobody else took it), and a turn of it may well still run here.
+            continue;
+        }
         let taken = ownership
             .store
             .take_over_expired(&thread_id, &ownership.instance, now_ms(), millis(ownership.ttl), TAKEN_OVER)
@@ -249,7 +256,11 @@ async fn announce_failed(turns: &Arc<TurnService>, fence: Fence, failed: &[Strin
         Err(crate::threads::SessionError::Store(err)) => return Err(err),
         Err(_) => return Ok(()),
     };
-    handle.fence.hold(fence);
+    if let Err(err) = handle.hold_lease(fence).await {
+        // Its end is stored; subscribers learn it from thread/read (or the next event's gap).
+        tracing::warn!(thread = %thread_id, error = %err, "cannot announce the turns failed on take-over");
+        return Ok(());
+    }
     if let Err(err) = handle.hub.adopt(&turns.store).await {
         tracing::warn!(thread = %thread_id, error = %err, "cannot catch up before announcing");
     }

@@ -140,7 +140,7 @@ pub async fn create_thread(
     if let (Some(ownership), false) = (&ctx.state.turns.ownership, dynamic_tools.is_empty()) {
         // Its tools are served by this connection: its turns run here (ownership.rs).
         if let crate::turns::ownership::Claim::Mine(fence) = ownership.claim(&record.id).await? {
-            handle.fence.hold(fence);
+            handle.hold_lease(fence).await?;
         }
     }
     let thread = {
