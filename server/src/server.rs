@@ -105,10 +105,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     let registry = restore_windows(&store).await?;
     let state = assemble(config, store, registry, tools, agent, model, cluster);
 
-    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
-    for listener in listeners {
-        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
-    }
+    transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }

@@ -4,14 +4,16 @@
 //! workspace's approval flow and the replay log, with the caller recorded on the log entry.
 //!
 //! `handler.rs` implements rmcp's `ServerHandler` for one MCP session, `tools.rs` holds the tools,
-//! `approval.rs` the approval gate of calls that belong to no thread, `http.rs` serves the
-//! streamable HTTP endpoint `/mcp` on a connection the WebSocket listener hands over, and
-//! `relay.rs` relays stdio to a server's `/mcp` (`appserver mcp`).
+//! `approval.rs` the approval gate of calls that belong to no thread, `http.rs` builds the
+//! streamable HTTP service of `/mcp` (served by the transport's HTTP stack), `sessions.rs`
+//! bounds its sessions (a connection slot each, an idle timeout), and `relay.rs` relays stdio
+//! to a server's `/mcp` (`appserver mcp`).
 
 pub mod approval;
 pub mod handler;
 pub mod http;
 pub mod relay;
+pub mod sessions;
 pub mod tools;
 
 pub use handler::McpSession;

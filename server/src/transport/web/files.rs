@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use super::catalog::{apps_dir, valid_id};
 use super::{Response, content_type};
+use crate::transport::http::admission;
 
 /// Largest app file served.
 const MAX_FILE: u64 = 16 * 1024 * 1024;
@@ -23,7 +24,7 @@ fn app_csp(origin: &str) -> String {
 
 /// `rest` is the path after `/apps/`; `host` the request's `Host` header.
 pub async fn response(workspace: &Path, rest: &str, host: Option<&str>) -> Response {
-    let mut segments = rest.split('/').map(super::http::percent_decode);
+    let mut segments = rest.split('/').map(admission::percent_decode);
     let Some(id) = segments.next().filter(|id| valid_id(id)) else {
         return Response::not_found();
     };
@@ -32,7 +33,7 @@ pub async fn response(workspace: &Path, rest: &str, host: Option<&str>) -> Respo
         return Response::not_found();
     };
     match tokio::fs::metadata(&path).await {
-        Ok(meta) if meta.len() > MAX_FILE => return Response::error(413, "Payload Too Large", "file too large"),
+        Ok(meta) if meta.len() > MAX_FILE => return Response::error(413, "file too large"),
         Ok(_) => {}
         Err(_) => return Response::not_found(),
     }
