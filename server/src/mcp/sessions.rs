@@ -17,6 +17,9 @@ use tokio::sync::OwnedSemaphorePermit;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
+/// How long the sweep waits for one session's worker to stop.
+const CLOSE_WAIT: Duration = Duration::from_secs(5);
+
 /// What the server knows of a live session.
 #[derive(Debug)]
 struct Live {
@@ -52,15 +55,6 @@ impl Sessions {
         if let Some(live) = lock(&self.live).get_mut(id) {
             live.slot = Some(slot);
         }
-    }
-
-    /// Sessions alive now.
-    pub fn len(&self) -> usize {
-        lock(&self.live).len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
     }
 
     fn touch(&self, id: &SessionId) -> bool {
@@ -112,8 +106,11 @@ impl Sessions {
             };
             for id in idle {
                 tracing::info!(session = %id, idle = ?self.idle, "MCP session closed after its idle timeout");
-                if let Err(err) = self.inner.close_session(&id).await {
-                    tracing::debug!(session = %id, error = %err, "closing an idle MCP session");
+                // Its slot is free already; its worker gets a bounded wait to stop.
+                match tokio::time::timeout(CLOSE_WAIT, self.inner.close_session(&id)).await {
+                    Ok(Ok(())) => {}
+                    Ok(Err(err)) => tracing::debug!(session = %id, error = %err, "closing an idle MCP session"),
+                    Err(_) => tracing::warn!(session = %id, "an idle MCP session did not stop within {CLOSE_WAIT:?}"),
                 }
             }
         }
