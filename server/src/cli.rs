@@ -8,9 +8,9 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
-    ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MODEL_IDLE_MS, FileApps,
-    FileCluster, FileModel, ListenAddr, LogFormat, ModelSettings, ServerConfig, config_file_path, default_db_path,
-    parse_listen, read_config_file,
+    ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MCP_IDLE_MS,
+    DEFAULT_MODEL_IDLE_MS, FileApps, FileCluster, FileModel, FileServer, ListenAddr, LogFormat, ModelSettings,
+    ServerConfig, config_file_path, default_db_path, parse_listen, read_config_file,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
@@ -18,8 +18,9 @@ use crate::store::{Durability, StoreLocation};
 const AFTER_HELP: &str = "\
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
 api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions), an [approvals]
-section (policy, timeout_ms), a [store] section (durability) and a [cluster] section (url,
-namespace, lease_ttl_seconds). Precedence: flags, then environment, then the file.";
+section (policy, timeout_ms), a [store] section (durability), a [cluster] section (url,
+namespace, lease_ttl_seconds) and a [server] section (allowed_hosts, mcp_idle_timeout_ms).
+Precedence: flags, then environment, then the file.";
 
 /// appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps).
 #[derive(Debug, Parser)]
@@ -107,6 +108,11 @@ pub struct RunArgs {
     /// Allow this browser Origin (loopback origins are always allowed); repeatable.
     #[arg(long = "ws-allowed-origin", value_name = "ORIGIN")]
     ws_allowed_origin: Vec<String>,
+    /// Answer HTTP requests for this host name (HOST for any port, HOST:PORT for one) besides
+    /// localhost and IP addresses; any other Host is refused (DNS rebinding); repeatable
+    /// [default: the config file's [server] allowed_hosts].
+    #[arg(long = "allowed-host", value_name = "HOST", value_parser = host_value)]
+    allowed_host: Vec<String>,
     /// Requests in flight per connection before -32001 [default: 32].
     #[arg(long, value_name = "N", value_parser = positive)]
     max_in_flight: Option<usize>,
@@ -124,10 +130,14 @@ pub struct RunArgs {
     /// Threads kept in memory; idle ones beyond are evicted [default: 4096].
     #[arg(long, value_name = "N", value_parser = positive)]
     max_loaded_threads: Option<usize>,
-    /// WebSocket connections at once; more get HTTP 503 [default: the open-file limit less 128,
-    /// at most 16384].
+    /// WebSocket connections and MCP sessions at once; more get HTTP 503 [default: the
+    /// open-file limit less 128, at most 16384].
     #[arg(long, value_name = "N", value_parser = positive)]
     max_connections: Option<usize>,
+    /// Close an MCP session after this long without a request or an open stream [default:
+    /// 600000, or the config file's [server] mcp_idle_timeout_ms].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    mcp_idle_timeout_ms: Option<usize>,
     /// Inputs a thread's queue may hold [default: 64].
     #[arg(long, value_name = "N", value_parser = positive)]
     max_queued_inputs: Option<usize>,
@@ -313,6 +323,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     }
     config.approver_channels = a.approver_channel.iter().cloned().chain(approvals.approver_channels).collect();
     app_limits(&a, file.apps.unwrap_or_default(), &mut config);
+    (config.allowed_hosts, config.mcp_idle_timeout) = server_settings(&a, file.server.unwrap_or_default())?;
     config.model = model_settings(&a, file_model, env);
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
@@ -366,6 +377,37 @@ fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Opti
         ),
         instructions: file_model.instructions,
     })
+}
+
+/// The HTTP listener's host names and the MCP idle timeout: the flags, then `[server]`.
+fn server_settings(a: &RunArgs, file: FileServer) -> Result<(Vec<String>, Duration), ConfigError> {
+    let hosts = match (a.allowed_host.is_empty(), file.allowed_hosts) {
+        (true, Some(hosts)) => hosts
+            .into_iter()
+            .map(|h| {
+                host_value(&h).map_err(|reason| ConfigError::InvalidValue {
+                    flag: "[server] allowed_hosts".into(),
+                    value: h.clone(),
+                    reason,
+                })
+            })
+            .collect::<Result<_, _>>()?,
+        _ => a.allowed_host.clone(),
+    };
+    let idle = a.mcp_idle_timeout_ms.map(|ms| ms as u64).or(file.mcp_idle_timeout_ms.filter(|ms| *ms > 0));
+    Ok((hosts, Duration::from_millis(idle.unwrap_or(DEFAULT_MCP_IDLE_MS))))
+}
+
+/// A host name (or `name:port`) as `Host` carries it: letters, digits, `.`, `-`, one `:PORT`.
+fn host_value(value: &str) -> Result<String, String> {
+    let value = value.trim().to_ascii_lowercase();
+    let (name, port) = value.split_once(':').unwrap_or((&value, "1"));
+    let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
+    if name_ok && port.parse::<u16>().is_ok() {
+        Ok(value)
+    } else {
+        Err("expected a host name, or NAME:PORT".to_owned())
+    }
 }
 
 /// Cluster mode's settings: the flags, then the config file's `[cluster]`; `None` without a URL.
@@ -612,6 +654,29 @@ mod tests {
         assert_eq!((c.max_app_windows, c.max_app_windows_per_connection), (7, 3));
         assert_eq!(c.app_window_forget_after, Duration::from_millis(9));
         assert!(run(&["--max-app-windows", "0"]).unwrap_err().contains("positive integer"));
+    }
+
+    #[test]
+    fn allowed_hosts_and_the_mcp_idle_timeout_follow_the_flags_then_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let run = |args: &[&str]| run_in(dir.path(), args, &|_| None);
+        let c = run(&[]).unwrap();
+        assert!(c.allowed_hosts.is_empty());
+        assert_eq!(c.mcp_idle_timeout, Duration::from_secs(600));
+        let c = run(&["--allowed-host", "Box.LAN", "--allowed-host", "a.test:8080", "--mcp-idle-timeout-ms", "250"]);
+        let c = c.unwrap();
+        assert_eq!(c.allowed_hosts, ["box.lan", "a.test:8080"]);
+        assert_eq!(c.mcp_idle_timeout, Duration::from_millis(250));
+        assert!(run(&["--allowed-host", "http://x"]).unwrap_err().contains("expected a host name"));
+        assert!(run(&["--allowed-host", "x:99999"]).is_err());
+        std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+        let file = "[server]\nallowed_hosts = [\"appserver.internal\"]\nmcp_idle_timeout_ms = 5000\n";
+        std::fs::write(config_file_path(dir.path()), file).unwrap();
+        let c = run(&[]).unwrap();
+        assert_eq!((c.allowed_hosts, c.mcp_idle_timeout), (vec!["appserver.internal".into()], Duration::from_secs(5)));
+        assert_eq!(run(&["--allowed-host", "flag.test"]).unwrap().allowed_hosts, ["flag.test"]);
+        std::fs::write(config_file_path(dir.path()), "[server]\nallowed_hosts = [\"a/b\"]\n").unwrap();
+        assert!(run(&[]).unwrap_err().contains("[server] allowed_hosts"));
     }
 
     #[test]

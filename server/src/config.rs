@@ -39,6 +39,9 @@ pub struct ServerConfig {
     pub ws_token_file: Option<PathBuf>,
     /// Browser origins allowed besides loopback ones (`http://localhost:*` and friends).
     pub ws_allowed_origins: Vec<String>,
+    /// Host names the HTTP listener answers to besides `localhost` and IP addresses
+    /// (`--allowed-host`, `[server] allowed_hosts`); `name` allows every port, `name:port` one.
+    pub allowed_hosts: Vec<String>,
     /// Requests a connection may have in flight before it gets -32001.
     pub max_in_flight: usize,
     /// Largest incoming message (stdio line or WebSocket message), in bytes.
@@ -49,8 +52,11 @@ pub struct ServerConfig {
     pub outgoing_queue: usize,
     /// Threads kept loaded in memory before idle ones are evicted (least recently used first).
     pub max_loaded_threads: usize,
-    /// WebSocket connections served at once; more get HTTP 503.
+    /// WebSocket connections and MCP sessions served at once; more get HTTP 503.
     pub max_connections: usize,
+    /// How long an MCP session may go without a request (and without an open stream) before
+    /// it is closed and its connection slot freed.
+    pub mcp_idle_timeout: Duration,
     /// Inputs a thread's queue may hold before `turn/enqueue` gets -32602.
     pub max_queued_inputs: usize,
     pub ws_ping_interval: Duration,
@@ -146,6 +152,8 @@ pub(crate) struct FileConfig {
     pub(crate) cluster: Option<FileCluster>,
     #[serde(default)]
     pub(crate) apps: Option<FileApps>,
+    #[serde(default)]
+    pub(crate) server: Option<FileServer>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -154,6 +162,13 @@ pub(crate) struct FileApps {
     pub(crate) max_windows: Option<usize>,
     pub(crate) max_windows_per_connection: Option<usize>,
     pub(crate) forget_after_ms: Option<u64>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileServer {
+    pub(crate) allowed_hosts: Option<Vec<String>>,
+    pub(crate) mcp_idle_timeout_ms: Option<u64>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -206,6 +221,9 @@ pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 /// Default of `--max-loaded-threads`.
 pub const DEFAULT_MAX_LOADED_THREADS: usize = 4096;
 
+/// Default of `--mcp-idle-timeout-ms`: 10 minutes.
+pub const DEFAULT_MCP_IDLE_MS: u64 = 600_000;
+
 /// Default of `--model-idle-timeout-ms`.
 pub const DEFAULT_MODEL_IDLE_MS: u64 = 120_000;
 
@@ -228,6 +246,7 @@ impl ServerConfig {
             ws_token: None,
             ws_token_file: None,
             ws_allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
             max_in_flight: 32,
             max_message_bytes: 4 * 1024 * 1024,
             max_outgoing_message_bytes: 64 * 1024 * 1024,
@@ -235,6 +254,7 @@ impl ServerConfig {
             durability: Durability::Normal,
             max_loaded_threads: DEFAULT_MAX_LOADED_THREADS,
             max_connections: default_max_connections(),
+            mcp_idle_timeout: Duration::from_millis(DEFAULT_MCP_IDLE_MS),
             max_queued_inputs: 64,
             ws_ping_interval: Duration::from_secs(30),
             ws_pong_timeout: Duration::from_secs(10),

@@ -1,5 +1,7 @@
 //! The `appserver` binary: parse the command line, set up logging on stderr, run the server (or
-//! `locate` / `completions`, or MCP on stdio with `mcp`).
+//! `locate` / `completions`, or MCP on stdio with `mcp`). Exit status: 0 after a clean shutdown,
+//! 1 when the server fails (start-up included: a stderr it cannot write the listening address
+//! to is one), 2 for a bad command line.
 
 use std::process::ExitCode;
 use std::time::Duration;
@@ -18,7 +20,7 @@ fn main() -> ExitCode {
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(err) => {
-            eprintln!("appserver: error: cannot read the current directory: {err}");
+            report(format_args!("appserver: error: cannot read the current directory: {err}"));
             return ExitCode::from(2);
         }
     };
@@ -34,7 +36,7 @@ fn main() -> ExitCode {
         // Usage errors (exit 2), and --help / --version (printed on stdout, exit 0).
         Err(CliError::Clap(err)) => err.exit(),
         Err(CliError::Config(err)) => {
-            eprintln!("appserver: error: {err}");
+            report(format_args!("appserver: error: {err}"));
             return ExitCode::from(2);
         }
     };
@@ -43,7 +45,7 @@ fn main() -> ExitCode {
     let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
         Ok(rt) => rt,
         Err(err) => {
-            eprintln!("appserver: error: cannot start the async runtime: {err}");
+            report(format_args!("appserver: error: cannot start the async runtime: {err}"));
             return ExitCode::FAILURE;
         }
     };
@@ -57,7 +59,7 @@ fn main() -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
-            eprintln!("appserver: error: {err}");
+            report(format_args!("appserver: error: {err}"));
             ExitCode::FAILURE
         }
     }
@@ -74,14 +76,22 @@ fn locate(workspace: &std::path::Path) -> ExitCode {
         }
         Ok(None) => {
             println!("{}", serde_json::json!({ "running": false, "workspace": workspace }));
-            eprintln!("appserver: no server is running on {}", workspace.display());
+            report(format_args!("appserver: no server is running on {}", workspace.display()));
             ExitCode::from(1)
         }
         Err(err) => {
-            eprintln!("appserver: error: {err}");
+            report(format_args!("appserver: error: {err}"));
             ExitCode::from(2)
         }
     }
+}
+
+/// A line on stderr. Never panics (`eprintln!` would, with exit status 101, when stderr is a
+/// full device or a closed pipe): what cannot be written is lost, and the exit status says
+/// what happened (1 for a failure, as for every start-up error).
+fn report(line: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "{line}");
 }
 
 /// Logs go to stderr (stdout belongs to the protocol on stdio). Level from `APPSERVER_LOG`
@@ -89,7 +99,13 @@ fn locate(workspace: &std::path::Path) -> ExitCode {
 /// at `warn`).
 fn init_logging(format: LogFormat) {
     let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(false);
+    // A log line that cannot be written is lost; tracing's fallback would `eprintln!` the
+    // failure, and panic on the same stderr.
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .log_internal_errors(false);
     match format {
         LogFormat::Text => builder.init(),
         LogFormat::Json => builder.json().init(),

@@ -7,6 +7,7 @@
 //! frame (1001) → tracked tasks get a grace period to finish → the store checkpoints its WAL and
 //! closes.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
@@ -56,6 +57,8 @@ pub enum ServerError {
     NoHttpListener { pid: u32 },
     #[error("the embedded server did not publish its address within {0:?}")]
     EmbeddedNotReady(Duration),
+    #[error("cannot write the listening address to stderr: {0}")]
+    Stderr(std::io::Error),
 }
 
 /// How long shutdown waits for running tasks before giving up on them.
@@ -98,17 +101,18 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     publish_lock(&mut lock, &config, urls.clone())?;
     for url in urls.iter().filter(|u| u.starts_with("ws://")) {
         // A fixed line, independent of the log format: tools (and the tests) read the port here.
-        eprintln!("appserver: listening on {url}");
+        // Unwritable (stderr on a full device or a closed pipe), nobody learns the address: stop.
+        if let Err(err) = writeln!(std::io::stderr(), "appserver: listening on {url}") {
+            lock.release();
+            return Err(ServerError::Stderr(err));
+        }
     }
 
     let (tools, model, agent) = agent_and_tools(&config)?;
     let registry = restore_windows(&store).await?;
     let state = assemble(config, store, registry, tools, agent, model, cluster);
 
-    let ws_slots = Arc::new(tokio::sync::Semaphore::new(state.config.max_connections));
-    for listener in listeners {
-        state.tasks.spawn(transport::ws::serve(state.clone(), listener, ws_slots.clone()));
-    }
+    transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }

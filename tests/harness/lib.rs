@@ -334,23 +334,102 @@ pub async fn run_to_exit(args: &[&str], cwd: &Path) -> Result<(ExitStatus, Strin
 
 /// Sends a plain HTTP GET and returns (status, body).
 pub async fn http_get(addr: SocketAddr, path: &str, headers: &[(&str, &str)]) -> Result<(u16, String)> {
+    let reply = http_request(addr, "GET", path, headers, b"").await?;
+    Ok((reply.status, reply.body))
+}
+
+/// One HTTP/1.1 answer: status, headers (names lower-cased) and body (chunked bodies decoded).
+#[derive(Debug, Clone)]
+pub struct HttpReply {
+    pub status: u16,
+    pub headers: Vec<(String, String)>,
+    pub body: String,
+}
+
+impl HttpReply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.iter().find(|(n, _)| n.eq_ignore_ascii_case(name)).map(|(_, v)| v.as_str())
+    }
+}
+
+/// One HTTP/1.1 exchange on a connection of its own (`Connection: close`). `Host: ADDR` is sent
+/// unless `headers` name a Host themselves; a body gets its `Content-Length`.
+pub async fn http_request(
+    addr: SocketAddr,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Result<HttpReply> {
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut request = format!("{method} {path} HTTP/1.1\r\nConnection: close\r\n");
+    if !headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("host")) {
+        request.push_str(&format!("Host: {addr}\r\n"));
+    }
+    for (k, v) in headers {
+        request.push_str(&format!("{k}: {v}\r\n"));
+    }
+    if !body.is_empty() || method != "GET" {
+        request.push_str(&format!("Content-Length: {}\r\n", body.len()));
+    }
+    request.push_str("\r\n");
     let exchange = async {
         let mut stream = tokio::net::TcpStream::connect(addr).await?;
-        let mut request = format!("GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n");
-        for (k, v) in headers {
-            request.push_str(&format!("{k}: {v}\r\n"));
-        }
-        request.push_str("\r\n");
         stream.write_all(request.as_bytes()).await?;
-        let mut response = String::new();
-        stream.read_to_string(&mut response).await?;
+        stream.write_all(body).await?;
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await?;
         anyhow::Ok(response)
     };
     let response = tokio::time::timeout(TIMEOUT, exchange).await??;
-    let status = response.split_whitespace().nth(1).and_then(|s| s.parse().ok()).context("no status line")?;
-    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_owned()).unwrap_or_default();
-    Ok((status, body))
+    parse_reply(&response)
+}
+
+/// An MCP `initialize` request, as an outside agent POSTs it to `/mcp`.
+pub const MCP_INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw-agent","version":"1"}}}"#;
+
+/// POSTs an MCP message to `/mcp` (with `headers`, e.g. `Mcp-Session-Id`) on a connection of
+/// its own; the answer (a new session's id in its `mcp-session-id` header).
+pub async fn mcp_post(addr: SocketAddr, message: &str, headers: &[(&str, &str)]) -> Result<HttpReply> {
+    let mut all = vec![("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream")];
+    all.extend_from_slice(headers);
+    http_request(addr, "POST", "/mcp", &all, message.as_bytes()).await
+}
+
+/// Parses an HTTP/1.1 response read to its end.
+pub fn parse_reply(raw: &[u8]) -> Result<HttpReply> {
+    let split = raw.windows(4).position(|w| w == b"\r\n\r\n").context("no complete response head")?;
+    let head = String::from_utf8_lossy(&raw[..split]).into_owned();
+    let mut lines = head.split("\r\n");
+    let status = lines.next().and_then(|l| l.split_whitespace().nth(1)).and_then(|s| s.parse().ok());
+    let headers: Vec<(String, String)> = lines
+        .filter_map(|l| l.split_once(':'))
+        .map(|(n, v)| (n.trim().to_ascii_lowercase(), v.trim().to_owned()))
+        .collect();
+    let mut body = raw[split + 4..].to_vec();
+    if headers.iter().any(|(n, v)| n == "transfer-encoding" && v.eq_ignore_ascii_case("chunked")) {
+        body = dechunk(&body);
+    }
+    let body = String::from_utf8_lossy(&body).into_owned();
+    Ok(HttpReply { status: status.context("no status line")?, headers, body })
+}
+
+fn dechunk(mut raw: &[u8]) -> Vec<u8> {
+    let mut body = Vec::new();
+    while let Some(end) = raw.windows(2).position(|w| w == b"\r\n") {
+        let size = std::str::from_utf8(&raw[..end]).ok().and_then(|s| usize::from_str_radix(s.trim(), 16).ok());
+        let Some(size) = size.filter(|n| *n > 0 && raw.len() >= end + 2 + n) else { break };
+        body.extend_from_slice(&raw[end + 2..end + 2 + size]);
+        raw = &raw[(end + 4 + size).min(raw.len())..];
+    }
+    body
+}
+
+/// A process's resident memory in KiB (`VmRSS` of /proc/PID/status).
+pub fn rss_kib(pid: u32) -> Result<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).context("no VmRSS")?;
+    line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).context("an unreadable VmRSS")
 }
 
 /// Parses a frame that must be JSON.

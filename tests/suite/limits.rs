@@ -67,9 +67,9 @@ async fn connections_past_the_cap_get_503_until_one_leaves() {
     let (status, body) = http_get(server.ws_addr(), "/ws", &upgrade).await.unwrap();
     assert_eq!(status, 503, "{body}");
     assert_eq!(appserver_tests::json(&body)["maxConnections"], 2);
-    // An MCP connection needs a slot too.
-    let (status, body) = http_get(server.ws_addr(), "/mcp", &[("Accept", "text/event-stream")]).await.unwrap();
-    assert_eq!(status, 503, "{body}");
+    // A new MCP session needs a slot too.
+    let reply = appserver_tests::mcp_post(server.ws_addr(), appserver_tests::MCP_INITIALIZE, &[]).await.unwrap();
+    assert_eq!((reply.status, reply.header("retry-after")), (503, Some("1")), "{}", reply.body);
     // Probes are not connections.
     assert_eq!(http_get(server.ws_addr(), "/healthz", &[]).await.unwrap().0, 200);
 

@@ -97,3 +97,29 @@ async fn the_model_comes_from_the_environment_when_no_flag_names_one() {
     assert_eq!(requests.len(), 1, "the turn went to the model named by the environment");
     assert_eq!(requests[0].1["model"], "env-model");
 }
+
+/// stderr on a full device, or on a pipe nobody reads: the server cannot publish its address,
+/// so it stops with exit status 1 (as for any start-up failure), not a panic's 101.
+#[cfg(target_os = "linux")]
+#[tokio::test]
+async fn an_unwritable_stderr_ends_start_up_with_status_1() {
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    let (reader, closed_pipe) = std::io::pipe().unwrap();
+    drop(reader);
+    let cases: [(&str, std::process::Stdio); 2] = [("/dev/full", full.into()), ("a closed pipe", closed_pipe.into())];
+    for (what, stderr) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = tokio::process::Command::new(appserver_tests::server_binary().unwrap())
+            .args(["--listen", "ws://127.0.0.1:0", "--workspace"])
+            .arg(dir.path())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(stderr)
+            .kill_on_drop(true)
+            .spawn()
+            .unwrap();
+        let status = tokio::time::timeout(appserver_tests::TIMEOUT, child.wait()).await.expect("it exits").unwrap();
+        assert_eq!(status.code(), Some(1), "stderr on {what}: {status}");
+        assert!(!dir.path().join(".appserver/server.lock").exists(), "{what}: the lock file is removed");
+    }
+}

@@ -113,7 +113,9 @@ async fn the_page_assets_and_catalog_are_served_with_their_types() {
     let html = get(addr, "/apps/sheet/index.html", &[]).await;
     assert_eq!((html.status, html.header("content-type")), (200, Some("text/html; charset=utf-8")));
     let csp = html.header("content-security-policy").unwrap();
-    assert!(csp.starts_with("default-src 'none'") && csp.contains("connect-src 'none'"), "{csp}");
+    assert!(csp.contains("default-src 'none'") && csp.contains("connect-src 'none'"), "{csp}");
+    // Opened on its own (not in the desktop's sandboxed iframe), the page is still sandboxed.
+    assert!(csp.starts_with("sandbox allow-scripts;"), "{csp}");
     let js = get(addr, "/apps/sheet/js/app.js", &[]).await;
     assert_eq!(js.header("content-type"), Some("text/javascript; charset=utf-8"));
     let bin = get(addr, "/apps/sheet/data.bin", &[]).await;
@@ -144,6 +146,43 @@ async fn app_files_stay_inside_their_folder() {
         assert!(!String::from_utf8_lossy(&reply.body).contains("top secret"), "{path}");
     }
     assert_eq!(get(addr, "/apps/sheet/js/app%2Ejs", &[]).await.status, 200, "percent-encoded names are decoded");
+}
+
+/// A cloned repository can carry `.appserver/apps/x -> ../..` (the workspace) or a link to any
+/// folder: the folder is not served, nor listed, however its files resolve.
+#[cfg(unix)]
+#[tokio::test]
+async fn symlinked_app_folders_are_refused() {
+    let (_dir, ws) = workspace();
+    let apps = ws.join(".appserver/apps");
+    std::os::unix::fs::symlink("../..", apps.join("up")).unwrap();
+    std::os::unix::fs::symlink("sheet", apps.join("alias")).unwrap();
+    std::fs::write(ws.join("app.json"), r#"{"name":"Up","entry":"secret.txt"}"#).unwrap();
+    let server = ws_of(&ws).spawn().await.unwrap();
+    let addr = server.ws_addr();
+    for path in ["/apps/up/secret.txt", "/apps/up/app.json", "/apps/alias/index.html", "/apps/alias/app.json"] {
+        let reply = get(addr, path, &[]).await;
+        assert_eq!(reply.status, 404, "{path}");
+        assert!(!String::from_utf8_lossy(&reply.body).contains("top secret"), "{path}");
+    }
+    let apps = get(addr, "/api/apps", &[]).await.json()["apps"].clone();
+    let ids: Vec<&str> = apps.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["counter", "sheet"], "linked folders are not listed");
+    assert_eq!(get(addr, "/apps/sheet/index.html", &[]).await.status, 200);
+}
+
+/// The whole apps folder a link (to a folder of apps elsewhere, or anywhere): nothing is served.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_symlinked_apps_folder_is_refused() {
+    let (_elsewhere, real) = workspace();
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+    std::os::unix::fs::symlink(real.join(".appserver/apps"), dir.path().join(".appserver/apps")).unwrap();
+    let server = ws_of(dir.path()).spawn().await.unwrap();
+    let addr = server.ws_addr();
+    assert_eq!(get(addr, "/apps/sheet/index.html", &[]).await.status, 404);
+    assert_eq!(get(addr, "/api/apps", &[]).await.json()["apps"], serde_json::json!([]));
 }
 
 #[tokio::test]

@@ -1179,7 +1179,14 @@
       if (app) openWindow(app, w);
     }
   }
+  function forgetToken() {
+    const url = new URL(location.href);
+    if (!url.searchParams.has("token")) return;
+    url.searchParams.delete("token");
+    history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+  }
   async function main() {
+    forgetToken();
     const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
     client = await AppServerClient.connect({
       url,

@@ -366,7 +366,18 @@ function restoreWindows(): void {
 
 // ---- start ----
 
+/** Takes `?token=` out of the address bar and the history entry: the page's own response set
+ * the cookie (HttpOnly) that the page's later requests carry instead, so the token need not
+ * stay where anyone looking at the screen, the history or a shared link would find it. */
+function forgetToken(): void {
+  const url = new URL(location.href);
+  if (!url.searchParams.has("token")) return;
+  url.searchParams.delete("token");
+  history.replaceState(history.state, "", url.pathname + url.search + url.hash);
+}
+
 async function main(): Promise<void> {
+  forgetToken();
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
   client = await AppServerClient.connect({
     url,

@@ -5,9 +5,10 @@
 //!
 //! `handler.rs` implements rmcp's `ServerHandler` for one MCP session (its commands go through
 //! `turns::app_calls`, the gate of calls that are not a thread's own), `tools.rs` holds the tools,
-//! `http.rs` serves the streamable HTTP endpoint `/mcp` on a connection the WebSocket listener
-//! hands over, `sessions.rs` tells a session's running calls when it ends, and `relay.rs` relays
-//! stdio to a server's `/mcp` (`appserver mcp`).
+//! `http.rs` builds the
+//! streamable HTTP service of `/mcp` (served by the transport's HTTP stack), `sessions.rs`
+//! bounds its sessions (a connection slot each, an idle timeout) and tells a session's running
+//! calls when it ends, and `relay.rs` relays stdio to a server's `/mcp` (`appserver mcp`).
 
 pub mod handler;
 pub mod http;

@@ -1,8 +1,9 @@
-//! Transports: bytes in and out, nothing else. Each hands incoming text frames to
-//! `rpc::dispatch` and drains its connection's outgoing queue in a writer task of its own; `/mcp`
-//! on the WebSocket listener is handed to the MCP server (`mcp.rs`).
+//! Transports: bytes in and out, nothing else. stdio hands incoming lines to `rpc::dispatch`;
+//! every WebSocket listener is one HTTP server (`http/`: one middleware stack for every route)
+//! whose `/ws` upgrades to a WebSocket connection (`ws.rs`), whose `/mcp` is the MCP server's
+//! (`mcp.rs`), and which serves the probes and the browser desktop (`web/`).
 
-mod http;
+pub mod http;
 mod mcp;
 pub mod stdio;
 pub mod web;

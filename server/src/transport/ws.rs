@@ -1,19 +1,25 @@
-//! The WebSocket transport: `GET /ws` upgrades (one JSON-RPC message per text frame), `GET
-//! /healthz` and `GET /readyz` answer probes. Each connection is one task that owns its socket:
+//! The WebSocket transport: `GET /ws` upgrades (one JSON-RPC message per text frame). Each
+//! connection is one task that owns its TCP socket (taken back from hyper after the upgrade):
 //! it reads and dispatches frames, writes replies and the connection's outgoing queue, sends
 //! keepalive pings and closes a connection whose pong is late.
 //!
-//! Refusals happen before the upgrade: a wrong or missing token is 401, a foreign browser origin
-//! is 403. A message over the size limit closes the socket with 1009.
+//! Refusals happen before the upgrade, in the HTTP stack (`http/`): a foreign Host or Origin is
+//! 403, a wrong or missing token 401, no free connection slot 503. A message over the size limit
+//! closes the socket with 1009.
 
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::Response;
 use futures_util::{FutureExt, SinkExt, StreamExt};
-use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore, mpsc};
+use hyper_util::rt::TokioIo;
+use tokio::net::TcpStream;
+use tokio::sync::{OwnedSemaphorePermit, mpsc};
 use tokio::time::Instant;
 use tokio_tungstenite::WebSocketStream;
 use tokio_tungstenite::tungstenite::handshake::derive_accept_key;
@@ -22,10 +28,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
-use super::http::{self, RequestHead};
-use super::web;
+use super::http::limits::{self, Slot};
+use super::http::{Edge, refusal};
 use super::ws_frames;
-use crate::mcp::http::McpService;
 use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
@@ -33,182 +38,56 @@ use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
 use crate::telemetry;
 use appserver_protocol::jsonrpc::RequestId;
 
-/// Accepts connections until shutdown. `slots` caps the WebSocket connections served at once
-/// (shared by every listener): an upgrade beyond it is answered 503.
-pub async fn serve(state: Arc<ServerState>, listener: TcpListener, slots: Arc<Semaphore>) {
-    let mcp = crate::mcp::http::service(state.apps.clone(), state.turns.clone(), &state.shutdown);
-    loop {
-        let accepted = tokio::select! {
-            _ = state.shutdown.cancelled() => break,
-            accepted = listener.accept() => accepted,
-        };
-        match accepted {
-            Ok((stream, remote)) => {
-                let _ = stream.set_nodelay(true);
-                let (state2, slots, mcp) = (state.clone(), slots.clone(), mcp.clone());
-                state.tasks.spawn(async move {
-                    if let Err(err) = handle_connection(state2, stream, slots, mcp).await {
-                        tracing::debug!(%remote, error = %err, "HTTP exchange failed");
-                    }
-                });
-            }
-            Err(err) => {
-                // EMFILE and friends: back off briefly instead of spinning.
-                tracing::warn!(error = %err, "accept failed");
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
-    }
-}
-
-async fn handle_connection(
-    state: Arc<ServerState>,
-    mut stream: TcpStream,
-    slots: Arc<Semaphore>,
-    mcp: McpService,
-) -> Result<(), http::HeadError> {
-    let head = match tokio::time::timeout(http::HEAD_TIMEOUT, http::read_head(&mut stream)).await {
-        Ok(head) => head?,
-        Err(_) => return Ok(()),
+/// `GET /ws`: checks the handshake, answers 101, and hands the raw TCP stream (taken back from
+/// hyper once upgraded) to a connection task with the slot the stack reserved for it.
+pub async fn upgrade(State(edge): State<Arc<Edge>>, mut request: Request) -> Response {
+    let headers = request.headers();
+    let key = headers.get(header::SEC_WEBSOCKET_KEY).and_then(|k| k.to_str().ok()).map(str::trim);
+    let Some(key) = key.filter(|k| !k.is_empty() && limits::is_websocket_upgrade(headers)) else {
+        return refusal(StatusCode::BAD_REQUEST, "expected a WebSocket upgrade");
     };
-    const JSON: &str = "application/json";
-    match (head.method.as_str(), head.path.as_str()) {
-        ("GET", "/healthz") => http::respond(&mut stream, 200, "OK", JSON, r#"{"status":"ok"}"#, &[]).await?,
-        ("GET", "/metrics") => metrics(&state, &mut stream, &head).await?,
-        ("GET", "/readyz") => {
-            let (code, reason, body) = readiness(&state);
-            http::respond(&mut stream, code, reason, JSON, &body, &[]).await?
-        }
-        ("GET", "/ws") => {
-            let Ok(slot) = slots.try_acquire_owned() else { return too_many_connections(&state, &mut stream).await };
-            return upgrade(state, stream, head, slot).await;
-        }
-        (_, "/mcp") => {
-            // An MCP connection holds a slot too: `--max-connections` bounds every long-lived one.
-            let Ok(_slot) = slots.try_acquire_owned() else { return too_many_connections(&state, &mut stream).await };
-            super::mcp::serve(state.config.clone(), mcp, stream, head).await
-        }
-        (_, "/healthz" | "/readyz" | "/metrics" | "/ws") => {
-            http::respond(
-                &mut stream,
-                405,
-                "Method Not Allowed",
-                "text/plain",
-                "method not allowed\n",
-                &[("Allow", "GET")],
-            )
-            .await?
-        }
-        _ if state.config.web && web::serves(&head.path) => web::handle(&state, &mut stream, &head).await?,
-        _ => http::respond(&mut stream, 404, "Not Found", "text/plain", "not found\n", &[]).await?,
-    }
-    Ok(())
-}
-
-/// `/readyz`: 200 while the server takes work; 503 when it is shutting down, its database
-/// cannot take writes (file gone, lock lost) or, in cluster mode, NATS is disconnected.
-fn readiness(state: &ServerState) -> (u16, &'static str, String) {
-    let unavailable = |status: &str, reason: String| {
-        (503, "Service Unavailable", serde_json::json!({ "status": status, "reason": reason }).to_string())
-    };
-    if state.shutdown.is_cancelled() || state.turns.draining.is_cancelled() {
-        return (503, "Service Unavailable", r#"{"status":"shuttingDown"}"#.to_owned());
-    }
-    if let Err(err) = state.store.check_writable() {
-        return unavailable("storeUnavailable", err.to_string());
-    }
-    if let Some(cluster) = state.cluster().filter(|c| !c.is_connected()) {
-        return unavailable("clusterUnavailable", format!("NATS at {} is disconnected", cluster.url()));
-    }
-    (200, "OK", r#"{"status":"ready"}"#.to_owned())
-}
-
-/// 503 for a connection past `--max-connections`.
-async fn too_many_connections(state: &ServerState, stream: &mut TcpStream) -> Result<(), http::HeadError> {
-    let max = state.config.max_connections;
-    tracing::warn!(max, "connection refused: too many connections");
-    let body = serde_json::json!({ "error": "too many connections", "maxConnections": max });
-    http::respond(stream, 503, "Service Unavailable", "application/json", &body.to_string(), &[("Retry-After", "1")])
-        .await?;
-    Ok(())
-}
-
-/// `GET /metrics`: the Prometheus text format. Asks for the WebSocket token when one is set
-/// (Prometheus sends it with `authorization: {credentials: …}` or `bearer_token_file`).
-async fn metrics(state: &ServerState, stream: &mut TcpStream, head: &RequestHead) -> std::io::Result<()> {
-    if !http::token_ok(head, state.config.ws_token.as_deref()) {
-        let challenge = [("WWW-Authenticate", "Bearer")];
-        return http::respond(stream, 401, "Unauthorized", "text/plain", "missing or invalid token\n", &challenge)
-            .await;
-    }
-    // The allocator's counts are read per scrape: the call locks each arena in turn.
-    if let Some(heap) = memory::heap_usage() {
-        telemetry::heap(heap.in_use, heap.free);
-    }
-    match telemetry::render() {
-        Some(text) => http::respond(stream, 200, "OK", "text/plain; version=0.0.4; charset=utf-8", &text, &[]).await,
-        None => http::respond(stream, 503, "Service Unavailable", "text/plain", "metrics are off\n", &[]).await,
-    }
-}
-
-async fn upgrade(
-    state: Arc<ServerState>,
-    mut stream: TcpStream,
-    head: RequestHead,
-    slot: OwnedSemaphorePermit,
-) -> Result<(), http::HeadError> {
-    let config = &state.config;
-    if !http::token_ok(&head, config.ws_token.as_deref()) {
-        tracing::warn!("WebSocket upgrade refused: missing or wrong token");
-        http::respond(
-            &mut stream,
-            401,
-            "Unauthorized",
-            "text/plain",
-            "missing or invalid token\n",
-            &[("WWW-Authenticate", "Bearer")],
-        )
-        .await?;
-        return Ok(());
-    }
-    if !http::origin_allowed(head.header("origin"), &config.ws_allowed_origins) {
-        tracing::warn!(origin = head.header("origin").unwrap_or(""), "WebSocket upgrade refused: origin not allowed");
-        http::respond(&mut stream, 403, "Forbidden", "text/plain", "origin not allowed\n", &[]).await?;
-        return Ok(());
-    }
-    let key = head.header("sec-websocket-key").map(str::trim).filter(|k| !k.is_empty());
-    let is_upgrade = head.header_has_token("upgrade", "websocket") && head.header_has_token("connection", "upgrade");
-    let Some(key) = key.filter(|_| is_upgrade) else {
-        http::respond(&mut stream, 400, "Bad Request", "text/plain", "expected a WebSocket upgrade\n", &[]).await?;
-        return Ok(());
-    };
-    if head.header("sec-websocket-version").map(str::trim) != Some("13") {
-        http::respond(
-            &mut stream,
-            426,
-            "Upgrade Required",
-            "text/plain",
-            "unsupported WebSocket version\n",
-            &[("Sec-WebSocket-Version", "13")],
-        )
-        .await?;
-        return Ok(());
+    if headers.get(header::SEC_WEBSOCKET_VERSION).and_then(|v| v.to_str().ok()).map(str::trim) != Some("13") {
+        let mut response = refusal(StatusCode::UPGRADE_REQUIRED, "unsupported WebSocket version");
+        response.headers_mut().insert(header::SEC_WEBSOCKET_VERSION, HeaderValue::from_static("13"));
+        return response;
     }
     let accept = derive_accept_key(key.as_bytes());
-    let response = format!(
-        "HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Accept: {accept}\r\n\r\n"
-    );
-    tokio::io::AsyncWriteExt::write_all(&mut stream, response.as_bytes()).await?;
+    // The stack reserved a slot for every upgrade request (`limits::connections`).
+    let Some(slot) = Slot::take(&request) else {
+        return refusal(StatusCode::SERVICE_UNAVAILABLE, "no connection slot");
+    };
+    let upgraded = hyper::upgrade::on(&mut request);
+    let state = edge.state.clone();
+    edge.state.tasks.spawn(async move {
+        match upgraded.await.map(|io| io.downcast::<TokioIo<TcpStream>>()) {
+            Ok(Ok(parts)) => {
+                // What hyper read past the request head belongs to the WebSocket.
+                let socket = accept_socket(&state, parts.io.into_inner(), parts.read_buf.to_vec()).await;
+                serve_socket(state, socket, slot).await;
+            }
+            Ok(Err(_)) => tracing::error!("WebSocket upgrade: the connection is not a TCP stream"),
+            Err(err) => tracing::debug!(error = %err, "WebSocket upgrade failed"),
+        }
+    });
+    Response::builder()
+        .status(StatusCode::SWITCHING_PROTOCOLS)
+        .header(header::UPGRADE, "websocket")
+        .header(header::CONNECTION, "Upgrade")
+        .header(header::SEC_WEBSOCKET_ACCEPT, accept)
+        .body(Body::empty())
+        .unwrap_or_default()
+}
 
+/// tungstenite over the raw stream, with the bytes already read from it.
+async fn accept_socket(state: &ServerState, stream: TcpStream, read_ahead: Vec<u8>) -> Socket {
+    let max = state.config.max_message_bytes;
     let ws_config = WebSocketConfig::default()
-        .max_message_size(Some(config.max_message_bytes))
-        .max_frame_size(Some(config.max_message_bytes))
+        .max_message_size(Some(max))
+        .max_frame_size(Some(max))
         .read_buffer_size(4 * 1024)
         .write_buffer_size(64 * 1024)
         .max_write_buffer_size(usize::MAX);
-    let socket = WebSocketStream::from_partially_read(stream, head.leftover, Role::Server, Some(ws_config)).await;
-    serve_socket(state, socket, slot).await;
-    Ok(())
+    WebSocketStream::from_partially_read(stream, read_ahead, Role::Server, Some(ws_config)).await
 }
 
 async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {

@@ -94,7 +94,7 @@ pub async fn list(workspace: &Path) -> Vec<CatalogEntry> {
         if !valid_id(&id) {
             continue;
         }
-        match read_app(&dir, &id).await {
+        match read_app(workspace, &id).await {
             Ok(app) => apps.push(app),
             Err(reason) => tracing::warn!(app = %id, %reason, "app left out of the desktop's catalog"),
         }
@@ -106,8 +106,10 @@ pub async fn list(workspace: &Path) -> Vec<CatalogEntry> {
     apps
 }
 
-async fn read_app(dir: &Path, id: &str) -> Result<CatalogEntry, String> {
-    let path = super::files::confined(dir, id, &["app.json".to_owned()]).await.ok_or("no app.json in the folder")?;
+async fn read_app(workspace: &Path, id: &str) -> Result<CatalogEntry, String> {
+    let path = super::files::confined(workspace, id, &["app.json".to_owned()])
+        .await
+        .ok_or("no app.json in the folder (or the folder is a symlink)")?;
     let meta = tokio::fs::metadata(&path).await.map_err(|e| e.to_string())?;
     if meta.len() > MAX_APP_JSON {
         return Err(format!("app.json is larger than {MAX_APP_JSON} bytes"));

@@ -1,32 +1,38 @@
 //! The browser desktop, served on the WebSocket listeners next to `/ws`: the page (`/`), its
 //! bundled scripts and styles (`/assets/*`, embedded in the binary), the catalog of the
 //! workspace's apps (`/api/apps`) and each app's own files (`/apps/<id>/<path>`, confined to the
-//! app's folder). The same token and Origin rules as `/ws` apply; a good `?token=` also sets a
-//! cookie so the page's WebSocket, assets and app iframes get in without the token in each URL.
-//! `--no-web` turns all of it off.
+//! app's folder). The HTTP stack admits each request by the same Host, Origin and token rules
+//! as `/ws` (`http/admission.rs`); a good `?token=` also sets a cookie so the page's WebSocket,
+//! assets and app iframes get in without the token in each URL. `--no-web` turns all of it off.
 
 mod assets;
 mod catalog;
 mod files;
 
-use tokio::io::{AsyncWrite, AsyncWriteExt};
+use std::sync::Arc;
 
-use super::http::{self, RequestHead};
-use crate::rpc::ServerState;
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::header;
+use axum::routing::get;
 
-/// Whether `path` is one of the desktop's routes.
-pub fn serves(path: &str) -> bool {
-    path == "/"
-        || path == "/index.html"
-        || path == "/api/apps"
-        || path.starts_with("/assets/")
-        || path.starts_with("/apps/")
+use super::http::Edge;
+use super::http::admission::{self, TOKEN_COOKIE};
+
+/// The desktop's routes (GET, and HEAD).
+pub fn routes() -> Router<Arc<Edge>> {
+    Router::new()
+        .route("/", get(handle))
+        .route("/index.html", get(handle))
+        .route("/api/apps", get(handle))
+        .route("/assets/{*name}", get(handle))
+        .route("/apps/{*rest}", get(handle))
 }
 
 /// One HTTP response of the desktop.
 pub(crate) struct Response {
     pub status: u16,
-    pub reason: &'static str,
     pub content_type: String,
     pub body: Vec<u8>,
     pub headers: Vec<(&'static str, String)>,
@@ -34,13 +40,12 @@ pub(crate) struct Response {
 
 impl Response {
     pub fn ok(content_type: impl Into<String>, body: Vec<u8>) -> Response {
-        Response { status: 200, reason: "OK", content_type: content_type.into(), body, headers: Vec::new() }
+        Response { status: 200, content_type: content_type.into(), body, headers: Vec::new() }
     }
 
-    pub fn error(status: u16, reason: &'static str, text: &str) -> Response {
+    pub fn error(status: u16, text: &str) -> Response {
         Response {
             status,
-            reason,
             content_type: "text/plain; charset=utf-8".into(),
             body: format!("{text}\n").into_bytes(),
             headers: Vec::new(),
@@ -48,7 +53,7 @@ impl Response {
     }
 
     pub fn not_found() -> Response {
-        Response::error(404, "Not Found", "not found")
+        Response::error(404, "not found")
     }
 
     pub fn with(mut self, name: &'static str, value: impl Into<String>) -> Response {
@@ -57,46 +62,20 @@ impl Response {
     }
 }
 
-/// Answers one request for a desktop route (see [`serves`]).
-pub async fn handle<S: AsyncWrite + Unpin>(
-    state: &ServerState,
-    stream: &mut S,
-    head: &RequestHead,
-) -> std::io::Result<()> {
-    let head_only = head.method == "HEAD";
-    let response = if head.method != "GET" && !head_only {
-        Response::error(405, "Method Not Allowed", "method not allowed").with("Allow", "GET, HEAD")
-    } else if !origin_allowed(head, &state.config.ws_allowed_origins) {
-        tracing::warn!(origin = head.header("origin").unwrap_or(""), path = %head.path, "web request refused: origin not allowed");
-        Response::error(403, "Forbidden", "origin not allowed")
-    } else if !public(head, state.config.ws_token.as_deref()) && !http::token_ok(head, state.config.ws_token.as_deref())
-    {
-        Response::error(401, "Unauthorized", "missing or invalid token").with("WWW-Authenticate", "Bearer")
-    } else {
-        let mut response = route(state, head).await;
-        // A good `?token=` (the link the operator opened): remember it for the page's requests.
-        if let (Some(token), Some(_)) = (head.query_param("token"), &state.config.ws_token) {
+/// Answers a desktop route (the stack has admitted the request).
+async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> axum::response::Response {
+    let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok());
+    let mut response = route(&edge, request.uri().path(), host).await;
+    // A good `?token=` (the link the operator opened): remember it for the page's requests.
+    let query_token = request.uri().query().and_then(|q| admission::query_value(q, "token"));
+    if let (Some(token), Some(expected)) = (query_token, &edge.state.config.ws_token) {
+        if admission::constant_time_eq(token.as_bytes(), expected.as_bytes()) {
             let value = percent_encoding::utf8_percent_encode(&token, percent_encoding::NON_ALPHANUMERIC);
-            response = response
-                .with("Set-Cookie", format!("{}={value}; Path=/; HttpOnly; SameSite=Strict", http::TOKEN_COOKIE));
+            response =
+                response.with("Set-Cookie", format!("{TOKEN_COOKIE}={value}; Path=/; HttpOnly; SameSite=Strict"));
         }
-        response
-    };
-    write(stream, response, head_only).await
-}
-
-/// What needs no token: the bundled assets (the same bytes for everyone, published with the
-/// source; app iframes load the SDK from there), and app files under the key the catalog hands
-/// out (`/apps/~KEY/…`): a sandboxed iframe's requests carry no cookie (its origin is opaque),
-/// so its URL carries a capability derived from the token instead.
-fn public(head: &RequestHead, token: Option<&str>) -> bool {
-    if head.path.starts_with("/assets/") {
-        return true;
     }
-    match (token, head.path.strip_prefix("/apps/~").and_then(|rest| rest.split_once('/'))) {
-        (Some(token), Some((key, _))) => http::constant_time_eq(key.as_bytes(), app_key(token).as_bytes()),
-        _ => false,
-    }
+    into_http(response)
 }
 
 /// The key of the app files' URLs when the server has a token: HMAC-SHA-256 of a fixed label
@@ -111,26 +90,16 @@ pub(crate) fn app_key(token: &str) -> String {
     mac.finalize().into_bytes().iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-/// `/ws`'s rule, except that the static files of `/assets/` and `/apps/` may also be loaded by
-/// a sandboxed app iframe, whose requests say `Origin: null` (its origin is opaque). They are
-/// still behind the token (a cookie a foreign site's frame does not get: `SameSite=Strict`).
-fn origin_allowed(head: &RequestHead, allowed: &[String]) -> bool {
-    let static_file = head.path.starts_with("/assets/") || head.path.starts_with("/apps/");
-    (static_file && head.header("origin").map(str::trim) == Some("null"))
-        || http::origin_allowed(head.header("origin"), allowed)
-}
-
-async fn route(state: &ServerState, head: &RequestHead) -> Response {
-    let path = head.path.as_str();
+async fn route(edge: &Edge, path: &str, host: Option<&str>) -> Response {
     if path == "/" || path == "/index.html" {
         return assets::page();
     }
     if let Some(name) = path.strip_prefix("/assets/") {
         return assets::asset(name);
     }
-    let key = state.config.ws_token.as_deref().map(app_key);
+    let workspace = &edge.state.config.workspace;
     if path == "/api/apps" {
-        return catalog::response(&state.config.workspace, key.as_deref()).await;
+        return catalog::response(workspace, edge.app_key.as_deref()).await;
     }
     // `/apps/~KEY/<id>/…` (the key was checked) or, with the token, `/apps/<id>/…`.
     let rest = path.strip_prefix("/apps/").map(|rest| match rest.strip_prefix('~') {
@@ -138,34 +107,24 @@ async fn route(state: &ServerState, head: &RequestHead) -> Response {
         None => rest,
     });
     match rest {
-        Some(rest) => files::response(&state.config.workspace, rest, head.header("host")).await,
+        Some(rest) => files::response(workspace, rest, host).await,
         None => Response::not_found(),
     }
 }
 
-/// Writes the response with the headers every desktop response carries, and closes.
-async fn write<S: AsyncWrite + Unpin>(stream: &mut S, response: Response, head_only: bool) -> std::io::Result<()> {
-    let mut text = format!(
-        "HTTP/1.1 {} {}\r\nContent-Type: {}\r\nContent-Length: {}\r\nConnection: close\r\nX-Content-Type-Options: nosniff\r\nCache-Control: no-cache\r\nReferrer-Policy: no-referrer\r\n",
-        response.status,
-        response.reason,
-        response.content_type,
-        response.body.len()
-    );
-    for (name, value) in &response.headers {
-        text.push_str(name);
-        text.push_str(": ");
-        // Header values come from us; a line break in one would split the response.
-        text.push_str(&value.replace(['\r', '\n'], " "));
-        text.push_str("\r\n");
+/// The response with the headers every desktop response carries.
+fn into_http(response: Response) -> axum::response::Response {
+    let mut builder = axum::http::Response::builder()
+        .status(response.status)
+        .header(header::CONTENT_TYPE, response.content_type)
+        .header(header::X_CONTENT_TYPE_OPTIONS, "nosniff")
+        .header(header::CACHE_CONTROL, "no-cache")
+        .header(header::REFERRER_POLICY, "no-referrer");
+    for (name, value) in response.headers {
+        // Header values come from us; a line break in one would be refused by the builder.
+        builder = builder.header(name, value.replace(['\r', '\n'], " "));
     }
-    text.push_str("\r\n");
-    stream.write_all(text.as_bytes()).await?;
-    if !head_only {
-        stream.write_all(&response.body).await?;
-    }
-    stream.flush().await?;
-    stream.shutdown().await
+    builder.body(Body::from(response.body)).unwrap_or_default()
 }
 
 /// The Content-Type of a file, by its extension; unknown kinds are opaque bytes (and with
@@ -195,9 +154,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn routes_and_content_types() {
-        assert!(serves("/") && serves("/assets/desktop.js") && serves("/apps/sheet/index.html") && serves("/api/apps"));
-        assert!(!serves("/ws") && !serves("/healthz") && !serves("/other"));
+    fn content_types() {
         assert_eq!(content_type("a/b.HTML"), "text/html; charset=utf-8");
         assert_eq!(content_type("x.js"), "text/javascript; charset=utf-8");
         assert_eq!(content_type("noext"), "application/octet-stream");
