@@ -21,12 +21,12 @@ use crate::item::{
     CommandExecutionOutputDeltaParams, ItemEventParams, PlanUpdatedParams, TextDeltaParams,
     ToolCallArgumentsDeltaParams, TurnDiffUpdatedParams, UsageDeltaParams,
 };
+use crate::jsonrpc::decode_params;
+use crate::model::{ModelListParams, ModelListResult};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
     TerminalResult, TerminalSessionParams, TerminalWriteParams,
 };
-use crate::jsonrpc::decode_params;
-use crate::model::{ModelListParams, ModelListResult};
 use crate::thread::{
     EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
     ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,

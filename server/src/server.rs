@@ -212,7 +212,12 @@ fn assemble(
     config: ServerConfig,
     store: Store,
     registry: AppRegistry,
-    (tools, shell, shutdown, connections): (ToolRegistry, Arc<crate::shell::ShellService>, CancellationToken, Arc<Connections>),
+    (tools, shell, shutdown, connections): (
+        ToolRegistry,
+        Arc<crate::shell::ShellService>,
+        CancellationToken,
+        Arc<Connections>,
+    ),
     agent: Arc<dyn Agent>,
     model: Option<Arc<crate::model::ModelProvider>>,
     cluster: Option<Cluster>,

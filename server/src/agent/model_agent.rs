@@ -437,7 +437,12 @@ mod tests {
             }))
         };
         let result = |id: &str| {
-            item(ItemPayload::ToolResult(ToolResultPayload { call_id: id.into(), result: "[]".into(), success: true, file_changes: Vec::new() }))
+            item(ItemPayload::ToolResult(ToolResultPayload {
+                call_id: id.into(),
+                result: "[]".into(),
+                success: true,
+                file_changes: Vec::new(),
+            }))
         };
         let items = vec![
             item(ItemPayload::UserMessage(UserMessagePayload { text: "hi".into(), ..Default::default() })),

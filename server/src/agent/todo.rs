@@ -43,7 +43,8 @@ fn todo(input: &TodoInput) -> PlanTodo {
 
 /// `TodoWrite`'s result: the list replaced (`merge` false, or no plan yet) or merged by id.
 fn todo_write(existing: Option<Plan>, todos: &[TodoInput], merge: bool) -> Result<Plan, String> {
-    let valid: Vec<&TodoInput> = todos.iter().filter(|t| !t.id.trim().is_empty() && !t.content.trim().is_empty()).collect();
+    let valid: Vec<&TodoInput> =
+        todos.iter().filter(|t| !t.id.trim().is_empty() && !t.content.trim().is_empty()).collect();
     if valid.is_empty() {
         return Err("Error: No valid todo items provided.".to_owned());
     }
@@ -200,10 +201,11 @@ plan_tool!(
             return Err("Error: CreatePlan.plan must contain the complete Markdown plan.".to_owned());
         }
         let (title, overview, content) = parse_markdown(&args.plan);
-        let todos = args.todos.iter().filter(|t| !t.id.trim().is_empty()).map(|t| PlanTodo {
-            status: "pending".to_owned(),
-            ..todo(t)
-        });
+        let todos = args
+            .todos
+            .iter()
+            .filter(|t| !t.id.trim().is_empty())
+            .map(|t| PlanTodo { status: "pending".to_owned(), ..todo(t) });
         Ok(Plan { title, overview, content, todos: todos.collect() })
     }
 );
@@ -218,8 +220,7 @@ pub fn parse_markdown(markdown: &str) -> (String, String, String) {
         Some(i) => lines[i].trim_start().trim_start_matches('#').trim().to_owned(),
         None => lines.iter().find(|l| !l.trim().is_empty()).map_or("Plan".to_owned(), |l| l.trim().to_owned()),
     };
-    let body: Vec<&str> =
-        lines.iter().enumerate().filter(|(i, _)| Some(*i) != title_at).map(|(_, l)| *l).collect();
+    let body: Vec<&str> = lines.iter().enumerate().filter(|(i, _)| Some(*i) != title_at).map(|(_, l)| *l).collect();
     let overview = body
         .iter()
         .skip_while(|l| l.trim().is_empty() || l.trim_start().starts_with('#'))
@@ -243,7 +244,8 @@ mod tests {
         let plan = todo_write(None, &[input("a", "A", "in_progress"), input("b", "B", "bogus")], false).unwrap();
         assert_eq!(plan.title, TASK_TRACKING);
         assert_eq!(plan.todos.iter().map(|t| t.status.as_str()).collect::<Vec<_>>(), ["in_progress", "pending"]);
-        let merged = todo_write(Some(plan.clone()), &[input("a", "A", "completed"), input("c", "C", "")], true).unwrap();
+        let merged =
+            todo_write(Some(plan.clone()), &[input("a", "A", "completed"), input("c", "C", "")], true).unwrap();
         assert_eq!(merged.todos.len(), 3);
         assert_eq!(merged.todos[0].status, "completed");
         let replaced = todo_write(Some(plan), &[input("z", "Z", "pending")], false).unwrap();

@@ -98,7 +98,10 @@ impl Session {
 
 /// The `initialize` result: who we are and exactly what is implemented (`model/list` only when
 /// a model provider is configured).
-pub fn initialize_result(model_configured: bool, sandbox: Option<appserver_protocol::SandboxCapability>) -> InitializeResult {
+pub fn initialize_result(
+    model_configured: bool,
+    sandbox: Option<appserver_protocol::SandboxCapability>,
+) -> InitializeResult {
     InitializeResult {
         server_info: ServerInfo {
             name: SERVER_NAME.to_owned(),

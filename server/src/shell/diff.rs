@@ -62,7 +62,10 @@ pub struct TurnDiff {
 
 #[derive(Debug)]
 enum Tracked {
-    Content { before: Option<String>, now: String },
+    Content {
+        before: Option<String>,
+        now: String,
+    },
     /// Too much content kept already: the diffs of its changes, in order.
     Diffs(Vec<String>),
 }
@@ -115,10 +118,7 @@ mod tests {
     #[test]
     fn unified_diffs_and_the_turn_aggregate() {
         let change = file_change("src/a.txt", Some("one\ntwo\nthree\n"), "one\n2\nthree\n");
-        assert_eq!(
-            change.diff,
-            "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n"
-        );
+        assert_eq!(change.diff, "--- a/src/a.txt\n+++ b/src/a.txt\n@@ -1,3 +1,3 @@\n one\n-two\n+2\n three\n");
         assert_eq!((change.additions, change.deletions, change.kind.as_str()), (1, 1, "update"));
         let added = file_change("b.txt", None, "hi\n");
         assert_eq!(added.diff, "--- /dev/null\n+++ b/b.txt\n@@ -0,0 +1 @@\n+hi\n");

@@ -114,9 +114,9 @@ pub fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -> Resul
     let fd = openat(dir.as_fd(), temp.as_str(), flags, Mode::from_bits_truncate(0o644)).map_err(|e| io(path, e))?;
     let mut file = std::fs::File::from(fd);
     let written = file.write_all(content).and_then(|()| file.sync_data());
-    let renamed = written.map_err(|e| io(path, e)).and_then(|()| {
-        renameat(dir.as_fd(), temp.as_str(), dir.as_fd(), name).map_err(|e| io(path, e))
-    });
+    let renamed = written
+        .map_err(|e| io(path, e))
+        .and_then(|()| renameat(dir.as_fd(), temp.as_str(), dir.as_fd(), name).map_err(|e| io(path, e)));
     if renamed.is_err() {
         let _ = nix::unistd::unlinkat(dir.as_fd(), temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
     }

@@ -40,10 +40,16 @@ pub struct ShellService {
 impl ShellService {
     /// Probes the sandbox (saying so when it is unavailable) and kills what a previous server
     /// of this workspace left running.
-    pub fn new(config: &ServerConfig, clients: Arc<dyn Broadcast>, shutdown: CancellationToken) -> std::io::Result<Self> {
+    pub fn new(
+        config: &ServerConfig,
+        clients: Arc<dyn Broadcast>,
+        shutdown: CancellationToken,
+    ) -> std::io::Result<Self> {
         let sandbox = sandbox::probe();
         match &sandbox.reason {
-            None => tracing::info!(mode = config.shell.sandbox_mode.as_str(), "agent commands are confined with Landlock"),
+            None => {
+                tracing::info!(mode = config.shell.sandbox_mode.as_str(), "agent commands are confined with Landlock")
+            }
             Some(reason) => tracing::warn!(
                 %reason,
                 "agent commands cannot be confined on this host: every command outside fullAccess is asked about, each time"

@@ -245,10 +245,8 @@ mod tests {
         assert_eq!(streamed, buffer.kept());
         assert!(streamed.starts_with("hello wör"));
         assert!(streamed.ends_with("ill end"), "{streamed}");
-        let total: usize = ["hello ", "wörld, ", "this is long ", "and longer still", " end"]
-            .iter()
-            .map(|s| s.chars().count())
-            .sum();
+        let total: usize =
+            ["hello ", "wörld, ", "this is long ", "and longer still", " end"].iter().map(|s| s.chars().count()).sum();
         assert_eq!(buffer.total_chars(), total as u64);
         let mut small = OutputBuffer::new(100, 100);
         assert_eq!(small.push("abc"), "abc");

@@ -185,9 +185,9 @@ fn marked_pids(mark: &str, exact: bool) -> Vec<i32> {
         .filter(|pid| *pid != me)
         .filter(|pid| {
             let Ok(environ) = std::fs::read(format!("/proc/{pid}/environ")) else { return false };
-            environ.split(|b| *b == 0).any(|var| {
-                var.starts_with(needle.as_bytes()) && (!exact || var.len() == needle.len())
-            })
+            environ
+                .split(|b| *b == 0)
+                .any(|var| var.starts_with(needle.as_bytes()) && (!exact || var.len() == needle.len()))
         })
         .collect()
 }
@@ -201,6 +201,8 @@ pub fn shell_path(shell: Option<&str>) -> Result<PathBuf, String> {
             let path = if path.is_absolute() { path } else { PathBuf::from("/bin").join(name) };
             if path.is_file() { Ok(path) } else { Err(format!("the shell {name} does not exist")) }
         }
-        None => Ok(["/bin/bash", "/bin/sh"].iter().map(PathBuf::from).find(|p| p.is_file()).unwrap_or("/bin/sh".into())),
+        None => {
+            Ok(["/bin/bash", "/bin/sh"].iter().map(PathBuf::from).find(|p| p.is_file()).unwrap_or("/bin/sh".into()))
+        }
     }
 }

@@ -218,7 +218,9 @@ pub fn label(notification: &ServerNotification) -> &'static str {
         ServerNotification::ItemCompleted(p) if matches!(p.item.payload, CommandExecution(_)) => {
             "item/completed@commandExecutionStreaming"
         }
-        ServerNotification::CommandExecutionOutputDelta(_) => "item/commandExecution/outputDelta@commandExecutionStreaming",
+        ServerNotification::CommandExecutionOutputDelta(_) => {
+            "item/commandExecution/outputDelta@commandExecutionStreaming"
+        }
         ServerNotification::TerminalStarted(_) => "terminal/started@backgroundTerminals",
         ServerNotification::TerminalOutputDelta(_) => "terminal/outputDelta@backgroundTerminals",
         ServerNotification::TerminalCompleted(_) => "terminal/completed@backgroundTerminals",

@@ -5,9 +5,10 @@
 use std::sync::Arc;
 
 use appserver_protocol::{
-    ChatMessage, CommandExecutionOutputDeltaParams, CommandExecutionPayload, FileChange, InputPart, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
-    ServerNotification, TextDeltaParams, TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload,
-    ToolResultPayload, TurnDiffUpdatedParams, UsageDeltaParams,
+    ChatMessage, CommandExecutionOutputDeltaParams, CommandExecutionPayload, FileChange, InputPart, Item,
+    ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput, ServerNotification, TextDeltaParams,
+    TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload, TurnDiffUpdatedParams,
+    UsageDeltaParams,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;

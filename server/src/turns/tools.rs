@@ -14,8 +14,8 @@ use crate::ports::BoxFuture;
 use crate::ports::Broadcast;
 use crate::shell::ShellService;
 use crate::store::Store;
-use crate::turns::context::{TurnContext, TurnError};
 use crate::threads::ThreadManager;
+use crate::turns::context::{TurnContext, TurnError};
 
 /// What a tool call returns to the agent.
 #[derive(Debug, Clone, PartialEq)]

@@ -102,7 +102,9 @@ async fn run(ctx: &mut TurnContext, call_id: &str, raw: Value) -> Result<ToolOut
     let place = place(ctx);
     let cwd = match resolve(&place.workspace, args.working_dir.as_deref().unwrap_or(".")) {
         Ok(cwd) if cwd.real.is_dir() => cwd,
-        Ok(cwd) => return Ok(ToolOutput::error(format!("Error: the working directory {} does not exist", cwd.display))),
+        Ok(cwd) => {
+            return Ok(ToolOutput::error(format!("Error: the working directory {} does not exist", cwd.display)));
+        }
         Err(reason) => return Ok(ToolOutput::error(format!("Error: workingDir: {reason}"))),
     };
     let shell = match shell_path(args.shell.as_deref()) {
@@ -188,8 +190,9 @@ async fn approve(
     let mut must_ask = false;
     if !cwd.inside || !outside.is_empty() {
         if !place.outside_allowed {
-            return Ok(Err("Error: the command works outside the workspace, and this thread does not allow that."
-                .to_owned()));
+            return Ok(Err(
+                "Error: the command works outside the workspace, and this thread does not allow that.".to_owned()
+            ));
         }
         let named = if cwd.inside { outside.join(", ") } else { cwd_text.clone() };
         reason = format!("{reason} that reaches outside the workspace ({named})");

@@ -215,7 +215,8 @@ async fn write(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnErro
     }
     let change = ctx.record_file_change(&path.display, before.as_deref(), &content);
     let lines = content.lines().count();
-    let mut output = ToolOutput::ok(format!("Successfully wrote {} bytes ({lines} lines) to {}", content.len(), path.display));
+    let mut output =
+        ToolOutput::ok(format!("Successfully wrote {} bytes ({lines} lines) to {}", content.len(), path.display));
     output.file_changes.push(change);
     Ok(output)
 }

@@ -57,7 +57,12 @@ impl Tool for WriteStdinTool {
             // Only this thread's terminals: another thread's are not the agent's to drive.
             match terminals.get(&args.session_id) {
                 Ok(terminal) if terminal.snapshot_thread() == call.thread_id => {}
-                _ => return ToolOutput::error(format!("Error: no background terminal {} in this thread", args.session_id)),
+                _ => {
+                    return ToolOutput::error(format!(
+                        "Error: no background terminal {} in this thread",
+                        args.session_id
+                    ));
+                }
             }
             let yield_time = Duration::from_millis(args.yield_time_ms.unwrap_or(DEFAULT_YIELD_MS));
             let max = args.max_output_chars.unwrap_or(DEFAULT_MAX_OUTPUT_CHARS).max(1) as usize;
