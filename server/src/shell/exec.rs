@@ -3,7 +3,6 @@
 //! on timeout, when it is dropped (an interrupted turn), and once it has exited (so a process it
 //! left behind, such as a daemon, does not outlive it).
 
-use std::path::PathBuf;
 use std::time::Duration;
 
 use tokio::time::{Instant, sleep_until};
@@ -47,7 +46,7 @@ impl ExecResult {
 pub async fn run(
     launcher: &Launcher,
     spec: &ExecSpec,
-    cwd: &PathBuf,
+    cwd: &std::path::Path,
     timeout: Duration,
     mut on_delta: impl FnMut(String),
 ) -> Result<ExecResult, String> {

@@ -160,7 +160,7 @@ impl Terminals {
     pub fn list(&self, thread_id: Option<&str>) -> Vec<BackgroundTerminal> {
         let mut terminals: Vec<Arc<Terminal>> =
             self.map().values().filter(|t| thread_id.is_none_or(|id| t.request.thread_id == id)).cloned().collect();
-        terminals.sort_by(|a, b| a.started.cmp(&b.started));
+        terminals.sort_by_key(|t| t.started);
         terminals.iter().map(|t| t.snapshot(View::Tail(SNAPSHOT_CHARS))).collect()
     }
 
