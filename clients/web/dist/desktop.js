@@ -1087,7 +1087,7 @@
         noteToolCall(p);
         break;
       case "toolResult":
-        node.textContent = `${p.success ? "✔" : "✘"} ${p.result}`;
+        node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
         node.classList.toggle("failed", !p.success);
         if (p.fileChanges?.length) node.append(fileChanges(p.fileChanges));
         break;

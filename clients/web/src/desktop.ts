@@ -112,7 +112,8 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
       noteToolCall(p);
       break;
     case "toolResult":
-      node.textContent = `${p.success ? "✔" : "✘"} ${p.result}`;
+      // Terminal colour codes are the command block's to render, not the result's.
+      node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
       node.classList.toggle("failed", !p.success);
       if (p.fileChanges?.length) node.append(fileChanges(p.fileChanges));
       break;
