@@ -317,7 +317,9 @@ async fn fifty_megabytes_of_output_keep_head_and_tail_in_few_deltas() {
     assert_eq!(done["truncated"], true);
     assert_eq!(done["originalOutputChars"].as_u64(), Some(52_428_800 + 1 + 8));
     assert!(deltas.len() <= 16, "coalesced into {} deltas", deltas.len());
-    eprintln!("50 MiB of output: {} deltas, {} bytes kept", deltas.len(), kept.len());
+    let log = server.stderr();
+    let coalesced = log.lines().find(|l| l.contains("command output coalesced")).unwrap_or_default();
+    eprintln!("50 MiB of output: {} deltas, {} bytes kept; {coalesced}", deltas.len(), kept.len());
 }
 
 #[tokio::test]

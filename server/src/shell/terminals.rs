@@ -207,9 +207,12 @@ impl Terminals {
     pub async fn clean(&self, thread_id: &str) -> Vec<BackgroundTerminal> {
         let terminals: Vec<Arc<Terminal>> =
             self.map().values().filter(|t| t.request.thread_id == thread_id).cloned().collect();
+        // All of them told to stop first, so the waits overlap.
+        for terminal in &terminals {
+            terminal.stop.cancel();
+        }
         let mut out = Vec::new();
         for terminal in terminals {
-            terminal.stop.cancel();
             terminal.wait_until_ended(Duration::from_secs(2)).await;
             self.map().remove(&terminal.id);
             let snapshot = terminal.snapshot(View::Tail(SNAPSHOT_CHARS));
