@@ -359,3 +359,25 @@ async fn command_events_survive_a_sigkill_and_after_seq_gets_the_rest() {
         .collect();
     assert_eq!(streamed, "step1\nstep2\nstep3\nstep4\n");
 }
+
+#[tokio::test]
+async fn a_thread_in_read_only_mode_cannot_write_even_in_the_workspace() {
+    let mock = MockModel::start(Vec::new()).await;
+    let server = server(&mock, &["--approval-policy", "never"]).await;
+    let mut client = streaming_client(&server).await;
+    let init = server.ws_client().await.unwrap().initialize("probe", json!({})).await.unwrap();
+    if init["capabilities"]["sandbox"]["available"] != true {
+        eprintln!("SKIPPED: this kernel has no Landlock ({})", init["capabilities"]["sandbox"]["reason"]);
+        return;
+    }
+    mock.push(exec_call("c1", json!({ "command": "cat marker.txt; echo x > made.txt; echo status=$?" })));
+    mock.push(done());
+    std::fs::write(server.workspace.join("marker.txt"), "readable\n").unwrap();
+    let started = start_thread(&client, json!({ "config": { "sandboxMode": "readOnly" } })).await.unwrap();
+    let thread_id = started["id"].as_str().unwrap().to_owned();
+    let turn_id = start_turn(&client, &thread_id, "go").await;
+    let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
+    let output = items(&events, "item/completed", "commandExecution")[0]["aggregatedOutput"].as_str().unwrap();
+    assert!(output.starts_with("readable\n") && output.contains("status=1"), "{output}");
+    assert!(!server.workspace.join("made.txt").exists());
+}

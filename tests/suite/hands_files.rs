@@ -176,3 +176,19 @@ async fn the_builtin_agent_runs_exec_read_and_write_without_a_model() {
     let (_, events) = run_turn(&mut client, &thread_id, command("read", "notes.txt")).await.unwrap();
     assert!(items(&events, "item/completed", "toolResult")[0]["result"].as_str().unwrap().contains("1\thello"));
 }
+
+#[tokio::test]
+async fn under_untrusted_even_reads_inside_the_workspace_are_asked_about() {
+    let mock = MockModel::start(vec![tool_call("r1", "ReadFile", json!({ "path": "a.txt" })), done()]).await;
+    let server = server(&mock, &["--approval-policy", "untrusted"]).await;
+    std::fs::write(server.workspace.join("a.txt"), "hi\n").unwrap();
+    let mut client = streaming_client(&server).await;
+    let thread_id = thread(&client).await;
+    let turn_id = start_turn(&client, &thread_id, "go").await;
+    let mut events = Vec::new();
+    let asked = answer_approval(&mut client, "accept", &mut events).await;
+    assert_eq!((asked["approvalType"].as_str(), asked["operation"].as_str()), (Some("file"), Some("read")));
+    assert_eq!(asked["scopeKey"], "file:read");
+    events.extend(events_until_turn_ends(&mut client, &turn_id).await.unwrap());
+    assert_eq!(items(&events, "item/completed", "toolResult")[0]["result"], "     1\thi\n");
+}

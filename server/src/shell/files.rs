@@ -109,10 +109,19 @@ pub fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -> Resul
         std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
     }
     let dir = open_dir(parent)?;
+    // A file replaced keeps its permissions (an executable script stays executable).
+    let mode = match nix::sys::stat::fstatat(dir.as_fd(), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(stat) if stat.st_mode & file_type_bits() == regular_file_bits() => {
+            Mode::from_bits_truncate(stat.st_mode & 0o7777)
+        }
+        _ => Mode::from_bits_truncate(0o644),
+    };
     let temp = format!(".{}.appserver-{:016x}.tmp", name.to_string_lossy(), fastrand::u64(..));
     let flags = OFlag::O_WRONLY | OFlag::O_CREAT | OFlag::O_EXCL | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC;
-    let fd = openat(dir.as_fd(), temp.as_str(), flags, Mode::from_bits_truncate(0o644)).map_err(|e| io(path, e))?;
+    let fd = openat(dir.as_fd(), temp.as_str(), flags, mode).map_err(|e| io(path, e))?;
     let mut file = std::fs::File::from(fd);
+    // The umask applied at creation; the replaced file's mode is set exactly.
+    nix::sys::stat::fchmod(&file, mode).map_err(|e| io(path, e))?;
     let written = file.write_all(content).and_then(|()| file.sync_data());
     let renamed = written
         .map_err(|e| io(path, e))
@@ -121,6 +130,15 @@ pub fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -> Resul
         let _ = nix::unistd::unlinkat(dir.as_fd(), temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
     }
     renamed
+}
+
+/// The file-type bits of `st_mode`, and those of a regular file.
+fn file_type_bits() -> u32 {
+    nix::sys::stat::SFlag::S_IFMT.bits()
+}
+
+fn regular_file_bits() -> u32 {
+    nix::sys::stat::SFlag::S_IFREG.bits()
 }
 
 /// The entries of the directory `path` (real, canonical): `[DIR] name` / `[FILE] name`, sorted,
@@ -153,7 +171,10 @@ mod tests {
         let file = root.join("sub/a.txt");
         write_atomic(&file, b"one\n", Some(&root)).unwrap();
         assert_eq!(read_text(&file).unwrap().as_deref(), Some("one\n"));
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
         write_atomic(&file, b"two\n", Some(&root)).unwrap();
+        let mode = std::os::unix::fs::PermissionsExt::mode(&std::fs::metadata(&file).unwrap().permissions());
+        assert_eq!(mode & 0o777, 0o755, "the replaced file keeps its mode");
         assert_eq!(std::fs::read_to_string(&file).unwrap(), "two\n");
         assert_eq!(std::fs::read_dir(root.join("sub")).unwrap().count(), 1, "no temporary file is left");
         // A symlink where the checked file was: reading refuses it.
