@@ -120,9 +120,30 @@ pub struct ServerCapabilities {
     pub command_management: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_catalog_management: Option<bool>,
+    /// `terminal/*` requests and notifications (section 19A).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_terminals: Option<bool>,
+    /// How `Exec` commands are confined on this host (appserver extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxCapability>,
     /// Extension registry keyed by extension name; `true` means its methods are available.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub extensions: BTreeMap<String, Value>,
+}
+
+/// `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
+/// every command outside `fullAccess` is asked about, each time.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SandboxCapability {
+    /// `landlock` on Linux.
+    pub mechanism: String,
+    pub available: bool,
+    /// The workspace's default mode: `readOnly`, `workspaceWrite` or `fullAccess`.
+    pub default_mode: String,
+    /// Why it is unavailable, when it is.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// Params of the `initialized` notification: an empty object.

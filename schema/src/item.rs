@@ -137,6 +137,10 @@ pub struct ToolResultPayload {
     pub call_id: String,
     pub result: String,
     pub success: bool,
+    /// The files this call changed, with their diffs (appserver extension: `WriteFile`,
+    /// `EditFile`); `thread/read` returns them with the item.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub file_changes: Vec<FileChange>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -165,10 +169,41 @@ pub struct CommandExecutionPayload {
     pub source: String,
     pub status: String,
     pub aggregated_output: String,
+    /// The background terminal (`terminal/*`) the command goes on in, when it outlived its call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub output_path: Option<String>,
+    /// Characters the command wrote, when `aggregatedOutput` kept only its head and tail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub original_output_chars: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
+    /// `runInBackground` when the call asked for a background terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub background_reason: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_code: Option<i64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_ms: Option<u64>,
+}
+
+/// One file a tool call changed (appserver extension of `toolResult`, shaped like DotCraft's
+/// `fileChange` structured content).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct FileChange {
+    /// Workspace-relative (absolute when outside the workspace), `/`-separated.
+    pub path: String,
+    /// `add` or `update`.
+    pub kind: String,
+    /// Unified diff (`--- a/path`, `+++ b/path`, hunks).
+    pub diff: String,
+    pub additions: u64,
+    pub deletions: u64,
+    /// Present (`true`) when the diff was cut to its size limit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub truncated: Option<bool>,
 }
 
 /// Rich content returned by dynamic and plugin tools.
@@ -311,6 +346,26 @@ pub struct ToolCallArgumentsDeltaParams {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
     pub delta: String,
+}
+
+/// Params of `item/commandExecution/outputDelta`: the next piece of a `commandExecution` item's
+/// output. The deltas concatenate to the completed item's `aggregatedOutput`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CommandExecutionOutputDeltaParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub item_id: String,
+    pub delta: String,
+}
+
+/// Params of `turn/diff/updated`: the turn's aggregate unified diff after each file change.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TurnDiffUpdatedParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    pub diff: String,
 }
 
 /// Params of `item/usage/delta` (section 6.6).

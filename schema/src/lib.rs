@@ -13,6 +13,7 @@ pub mod jsonrpc;
 pub mod methods;
 pub mod model;
 pub mod schema;
+pub mod terminal;
 pub mod thread;
 pub mod turn;
 
@@ -25,6 +26,7 @@ pub use initialize::*;
 pub use item::*;
 pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification, ServerRequest};
 pub use model::*;
+pub use terminal::*;
 pub use thread::*;
 pub use turn::*;
 

@@ -18,10 +18,15 @@ use crate::channel::{ChannelListParams, ChannelListResult};
 use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
-    ItemEventParams, PlanUpdatedParams, TextDeltaParams, ToolCallArgumentsDeltaParams, UsageDeltaParams,
+    CommandExecutionOutputDeltaParams, ItemEventParams, PlanUpdatedParams, TextDeltaParams,
+    ToolCallArgumentsDeltaParams, TurnDiffUpdatedParams, UsageDeltaParams,
 };
 use crate::jsonrpc::decode_params;
 use crate::model::{ModelListParams, ModelListResult};
+use crate::terminal::{
+    TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
+    TerminalResult, TerminalSessionParams, TerminalWriteParams,
+};
 use crate::thread::{
     EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
     ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,
@@ -197,6 +202,16 @@ request_table! { ClientRequest, client_request_schemas;
     CommandExecute => "command/execute" (CommandExecuteParams) -> CommandResult;
     /// Models of the configured provider (only when one is configured).
     ModelList => "model/list" (ModelListParams) -> ModelListResult;
+    /// Background terminals (section 19A), of one thread or all.
+    TerminalList => "terminal/list" (TerminalListParams) -> TerminalListResult;
+    /// A terminal's output since the last read (waiting up to `waitMs` for some).
+    TerminalRead => "terminal/read" (TerminalReadParams) -> TerminalResult;
+    /// Write to a terminal's stdin, then return its output after `yieldTimeMs`.
+    TerminalWrite => "terminal/write" (TerminalWriteParams) -> TerminalResult;
+    /// Kill a terminal's process group.
+    TerminalStop => "terminal/stop" (TerminalSessionParams) -> TerminalResult;
+    /// Stop every terminal of a thread and forget the finished ones.
+    TerminalClean => "terminal/clean" (TerminalCleanParams) -> TerminalListResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
@@ -226,6 +241,17 @@ notification_table! { ServerNotification, server_notification_schemas;
     ReasoningDelta => "item/reasoning/delta" (TextDeltaParams);
     ToolCallArgumentsDelta => "item/toolCall/argumentsDelta" (ToolCallArgumentsDeltaParams);
     UsageDelta => "item/usage/delta" (UsageDeltaParams);
+    /// Output of a `commandExecution` item (only to clients that declared
+    /// `commandExecutionStreaming`).
+    CommandExecutionOutputDelta => "item/commandExecution/outputDelta" (CommandExecutionOutputDeltaParams);
+    /// The turn's aggregate unified diff, after each file change.
+    TurnDiffUpdated => "turn/diff/updated" (TurnDiffUpdatedParams);
+    /// Background terminal lifecycle (only to clients that declared `backgroundTerminals`).
+    TerminalStarted => "terminal/started" (TerminalEventParams);
+    TerminalOutputDelta => "terminal/outputDelta" (TerminalEventParams);
+    TerminalCompleted => "terminal/completed" (TerminalEventParams);
+    TerminalStalled => "terminal/stalled" (TerminalEventParams);
+    TerminalCleaned => "terminal/cleaned" (TerminalEventParams);
     PlanUpdated => "plan/updated" (PlanUpdatedParams);
     /// An approval was decided (before the `approvalResponse` item's `item/completed`).
     ItemApprovalResolved => "item/approval/resolved" (ItemEventParams);

@@ -89,6 +89,10 @@ pub struct ThreadConfiguration {
     pub automation_task_directory: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub require_approval_outside_workspace: Option<bool>,
+    /// How this thread's commands are confined: `readOnly`, `workspaceWrite` or `fullAccess`
+    /// (appserver extension; default: the workspace's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox_mode: Option<String>,
 }
 
 impl ThreadConfiguration {
@@ -109,7 +113,8 @@ impl ThreadConfiguration {
             agent_instructions,
             approval_policy,
             automation_task_directory,
-            require_approval_outside_workspace
+            require_approval_outside_workspace,
+            sandbox_mode
         );
     }
 }

@@ -49,6 +49,19 @@ pub enum Sub {
         #[command(flatten)]
         run: Box<RunArgs>,
     },
+    /// Internal: run one agent command confined (the server starts commands through this; see
+    /// docs/architecture.md, "The agent's commands").
+    #[command(hide = true)]
+    SandboxExec {
+        #[arg(long, value_parser = sandbox_value)]
+        mode: crate::policy::SandboxMode,
+        #[arg(long, value_name = "DIR")]
+        workspace: PathBuf,
+        /// The shell that runs the command (`-c COMMAND`).
+        #[arg(long, value_name = "PATH")]
+        shell: PathBuf,
+        command: String,
+    },
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -200,6 +213,17 @@ pub struct RunArgs {
     /// Let app/discover fetch web descriptors from loopback and private addresses.
     #[arg(long)]
     allow_private_discovery: bool,
+    /// How the agent's commands are confined: readOnly, workspaceWrite (default) or fullAccess
+    /// [default: the config file's [shell] sandbox_mode].
+    #[arg(long, value_name = "MODE", value_parser = sandbox_value)]
+    sandbox_mode: Option<crate::policy::SandboxMode>,
+    /// Kill a foreground command (and its process group) after this long [default: 120000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    exec_timeout_ms: Option<usize>,
+    /// An environment variable never passed to commands (besides APPSERVER_* and the model
+    /// key's); repeatable.
+    #[arg(long = "exec-hide-env", value_name = "NAME")]
+    exec_hide_env: Vec<String>,
     /// Do not serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the
     /// WebSocket listeners; `/ws` and the probes stay.
     #[arg(long)]
@@ -219,6 +243,8 @@ pub enum Command {
     Mcp(Box<ServerConfig>),
     /// `appserver completions SHELL`
     Completions(clap_complete::Shell),
+    /// `appserver sandbox-exec ...`: confine this process, then become the command.
+    SandboxExec(crate::shell::sandbox::ExecSpec),
 }
 
 /// A parse failure: clap's own (usage, `--help`, `--version`: print with `exit()`), or a value
@@ -252,6 +278,9 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
             Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) })
         }
         Some(Sub::Completions { shell }) => Ok(Command::Completions(shell)),
+        Some(Sub::SandboxExec { mode, workspace, shell, command }) => {
+            Ok(Command::SandboxExec(crate::shell::sandbox::ExecSpec { mode, workspace, shell, command }))
+        }
         Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
         None => Ok(Command::Run(Box::new(run_config(cli.run, cwd, env)?))),
     }
@@ -324,6 +353,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     config.approver_channels = a.approver_channel.iter().cloned().chain(approvals.approver_channels).collect();
     app_limits(&a, file.apps.unwrap_or_default(), &mut config);
     (config.allowed_hosts, config.mcp_idle_timeout) = server_settings(&a, file.server.unwrap_or_default())?;
+    config.shell = shell_settings(&a, file.shell.unwrap_or_default(), file_model.api_key_env.clone(), &config)?;
     config.model = model_settings(&a, file_model, env);
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
@@ -336,6 +366,31 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
         }
     }
     Ok(config)
+}
+
+/// The command settings: flags, then the config file's `[shell]`. The model key's variable is
+/// hidden from commands too.
+fn shell_settings(
+    a: &RunArgs,
+    file: crate::config::FileShell,
+    model_key_env: Option<String>,
+    config: &ServerConfig,
+) -> Result<crate::config::ShellSettings, ConfigError> {
+    let mut shell = crate::config::ShellSettings::default();
+    shell.sandbox_mode = match (a.sandbox_mode, file.sandbox_mode) {
+        (Some(mode), _) => mode,
+        (None, Some(mode)) => crate::policy::SandboxMode::parse(&mode).ok_or_else(|| ConfigError::ConfigFile {
+            path: config_file_path(&config.workspace).display().to_string(),
+            reason: format!("shell.sandbox_mode: expected readOnly, workspaceWrite or fullAccess, not `{mode}`"),
+        })?,
+        (None, None) => shell.sandbox_mode,
+    };
+    let timeout = a.exec_timeout_ms.map(|ms| ms as u64).or(file.timeout_ms.filter(|t| *t > 0));
+    if let Some(ms) = timeout {
+        shell.exec_timeout = Duration::from_millis(ms);
+    }
+    shell.hidden_env = a.exec_hide_env.iter().cloned().chain(file.hidden_env).chain(model_key_env).collect();
+    Ok(shell)
 }
 
 /// The app window bounds: flags, then the config file's `[apps]`.
@@ -477,6 +532,10 @@ fn positive(value: &str) -> Result<usize, String> {
 
 fn durability_value(value: &str) -> Result<Durability, String> {
     Durability::parse(value).ok_or_else(|| "expected normal or full".to_owned())
+}
+
+fn sandbox_value(value: &str) -> Result<crate::policy::SandboxMode, String> {
+    crate::policy::SandboxMode::parse(value).ok_or_else(|| "expected readOnly, workspaceWrite or fullAccess".to_owned())
 }
 
 fn policy_value(value: &str) -> Result<ApprovalPolicy, String> {

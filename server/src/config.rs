@@ -96,6 +96,37 @@ pub struct ServerConfig {
     /// Events each thread's log keeps at least, beyond its current and previous turn
     /// (`--min-kept-events`): how far behind a subscriber may fall and still catch up by `seq`.
     pub min_kept_events: u64,
+    /// The agent's commands (`Exec`) and terminals (`--sandbox-mode`, `--exec-timeout-ms`,
+    /// `--exec-hide-env`, `[shell]`).
+    pub shell: ShellSettings,
+}
+
+/// How the agent's commands run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ShellSettings {
+    /// The workspace's sandbox mode (a thread's `sandboxMode` overrides it).
+    pub sandbox_mode: crate::policy::SandboxMode,
+    /// A foreground command is killed (with its process group) after this long.
+    pub exec_timeout: Duration,
+    /// A background terminal is killed after this long.
+    pub terminal_lifetime: Duration,
+    /// Running background terminals a thread may have at once.
+    pub max_terminals_per_thread: usize,
+    /// Environment variables never passed to commands, besides every `APPSERVER_*` one and the
+    /// model key's variable.
+    pub hidden_env: Vec<String>,
+}
+
+impl Default for ShellSettings {
+    fn default() -> Self {
+        ShellSettings {
+            sandbox_mode: crate::policy::SandboxMode::WorkspaceWrite,
+            exec_timeout: Duration::from_secs(120),
+            terminal_lifetime: Duration::from_secs(3600),
+            max_terminals_per_thread: 8,
+            hidden_env: Vec::new(),
+        }
+    }
 }
 
 /// Cluster mode's NATS connection.
@@ -154,6 +185,17 @@ pub(crate) struct FileConfig {
     pub(crate) apps: Option<FileApps>,
     #[serde(default)]
     pub(crate) server: Option<FileServer>,
+    #[serde(default)]
+    pub(crate) shell: Option<FileShell>,
+}
+
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileShell {
+    pub(crate) sandbox_mode: Option<String>,
+    pub(crate) timeout_ms: Option<u64>,
+    #[serde(default)]
+    pub(crate) hidden_env: Vec<String>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -273,6 +315,7 @@ impl ServerConfig {
             cluster: None,
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             min_kept_events: 4096,
+            shell: ShellSettings::default(),
         }
     }
 

@@ -22,6 +22,7 @@ pub mod policy;
 pub mod ports;
 pub mod rpc;
 pub mod server;
+pub mod shell;
 pub mod store;
 pub mod telemetry;
 pub mod threads;

@@ -28,6 +28,7 @@ fn main() -> ExitCode {
         Ok(Command::Run(config)) => (*config, false),
         Ok(Command::Mcp(config)) => (*config, true),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
+        Ok(Command::SandboxExec(spec)) => return appserver::shell::sandbox::exec(spec),
         Ok(Command::Completions(shell)) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());

@@ -71,6 +71,40 @@ pub struct ApprovalSpec {
     pub reason: String,
     /// For an app command: the call, sent to clients that declared the app extension.
     pub app: Option<AppCommandApproval>,
+    /// Asked about every time, whatever the policy and the consents given before (a path
+    /// outside the workspace, a command that cannot be confined). Under `never` nobody
+    /// answering means `decline`.
+    pub must_ask: bool,
+}
+
+/// How a thread's commands are confined (per workspace, overridable per thread).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SandboxMode {
+    /// Reads anywhere, writes nowhere (but `/dev/null`).
+    ReadOnly,
+    /// Reads anywhere, writes only inside the workspace and the temp directories (the default).
+    WorkspaceWrite,
+    /// Not confined.
+    FullAccess,
+}
+
+impl SandboxMode {
+    pub fn parse(name: &str) -> Option<Self> {
+        match name {
+            "readOnly" => Some(SandboxMode::ReadOnly),
+            "workspaceWrite" => Some(SandboxMode::WorkspaceWrite),
+            "fullAccess" => Some(SandboxMode::FullAccess),
+            _ => None,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SandboxMode::ReadOnly => "readOnly",
+            SandboxMode::WorkspaceWrite => "workspaceWrite",
+            SandboxMode::FullAccess => "fullAccess",
+        }
+    }
 }
 
 /// Whose consent an `acceptAlways` is, remembered next to its scope key: one caller's consent
@@ -144,6 +178,7 @@ impl ApprovalSpec {
             read_only: false,
             reason: reason.into(),
             app: None,
+            must_ask: false,
         }
     }
 
@@ -166,11 +201,20 @@ impl ApprovalSpec {
                 params: params.clone(),
                 caller: None,
             }),
+            must_ask: false,
         }
     }
 
     pub fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
+        self
+    }
+
+    /// Asked about every time (see [`ApprovalSpec::must_ask`]), remembered by nothing: its scope
+    /// key names the exact operation and target.
+    pub fn must_ask(mut self) -> Self {
+        self.must_ask = true;
+        self.scope_key = format!("{}:{}:{}", self.kind, self.operation, self.target);
         self
     }
 

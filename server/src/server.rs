@@ -110,7 +110,12 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
 
     let (tools, model, agent) = agent_and_tools(&config)?;
     let registry = restore_windows(&store).await?;
-    let state = assemble(config, store, registry, tools, agent, model, cluster);
+    let (shutdown, connections) = (CancellationToken::new(), Arc::new(Connections::default()));
+    let shell = crate::shell::ShellService::new(&config, connections.clone(), shutdown.clone()).map_err(|e| {
+        ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
+    })?;
+    let parts = (tools, Arc::new(shell), shutdown, connections);
+    let state = assemble(config, store, registry, parts, agent, model, cluster);
 
     transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
@@ -182,6 +187,10 @@ fn agent_and_tools(
 ) -> Result<(ToolRegistry, Option<Arc<crate::model::ModelProvider>>, Arc<dyn Agent>), ServerError> {
     let mut tools = ToolRegistry::default();
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
+    tools.register(Arc::new(crate::agent::todo::TodoWriteTool));
+    tools.register(Arc::new(crate::agent::todo::UpdateTodosTool));
+    tools.register(Arc::new(crate::agent::todo::CreatePlanTool));
+    crate::agent::hands::register(&mut tools);
     tools.register(Arc::new(crate::agent::app_tools::AppListTool));
     tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
@@ -211,13 +220,18 @@ fn assemble(
     config: ServerConfig,
     store: Store,
     registry: AppRegistry,
-    tools: ToolRegistry,
+    (tools, shell, shutdown, connections): (
+        ToolRegistry,
+        Arc<crate::shell::ShellService>,
+        CancellationToken,
+        Arc<Connections>,
+    ),
     agent: Arc<dyn Agent>,
     model: Option<Arc<crate::model::ModelProvider>>,
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
-    let (shutdown, turn_tasks, tasks) = (CancellationToken::new(), TaskTracker::new(), TaskTracker::new());
+    let (turn_tasks, tasks) = (TaskTracker::new(), TaskTracker::new());
     let mut threads =
         ThreadManager::new(store.clone(), config.max_loaded_threads).keeping_events(config.min_kept_events);
     if let Some(cluster) = &cluster {
@@ -227,7 +241,6 @@ fn assemble(
     let ownership = cluster.as_ref().zip(config.cluster.as_ref()).map(|(cluster, settings)| {
         Arc::new(Ownership::new(store.clone(), cluster.instance_id().to_owned(), settings.lease_ttl))
     });
-    let connections = Arc::new(Connections::default());
     let clients: Arc<dyn Broadcast> = connections.clone();
     let apps = Arc::new(AppService {
         store: store.clone(),
@@ -252,6 +265,7 @@ fn assemble(
             threads: threads.clone(),
             clients: clients.clone(),
             apps: apps.clone(),
+            shell: shell.clone(),
             debug: debug.clone(),
         },
         shutdown: shutdown.clone(),
@@ -270,6 +284,7 @@ fn assemble(
         turns,
         debug,
         model,
+        shell,
         shutdown,
         close_connections: CancellationToken::new(),
         turn_tasks,

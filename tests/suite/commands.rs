@@ -27,7 +27,24 @@ async fn command_list_with_and_without_builtins() {
     assert_eq!(init["capabilities"]["commandManagement"], true);
 
     let all = client.request("command/list", json!({})).await.unwrap();
-    assert_eq!(names(&all), ["/new", "/stop", "/help", "/apps", "/query", "/command", "/plan", "/code-review"]);
+    assert_eq!(
+        names(&all),
+        [
+            "/new",
+            "/stop",
+            "/help",
+            "/apps",
+            "/query",
+            "/command",
+            "/plan",
+            "/exec",
+            "/read",
+            "/write",
+            "/edit",
+            "/diff",
+            "/code-review"
+        ]
+    );
     let first = &all["commands"][0];
     assert_eq!(
         first,
@@ -38,7 +55,10 @@ async fn command_list_with_and_without_builtins() {
     assert_eq!(review["category"], "custom");
 
     let custom = client.request("command/list", json!({ "includeBuiltins": false })).await.unwrap();
-    assert_eq!(names(&custom), ["/apps", "/query", "/command", "/plan", "/code-review"]);
+    assert_eq!(
+        names(&custom),
+        ["/apps", "/query", "/command", "/plan", "/exec", "/read", "/write", "/edit", "/diff", "/code-review"]
+    );
     let zh = client.request("command/list", json!({ "language": "zh" })).await.unwrap();
     assert_eq!(zh["commands"][1]["description"], "停止正在运行的回合");
 

@@ -35,7 +35,12 @@ class Notification:
     @property
     def thread_id(self) -> Optional[str]:
         p = self.params if isinstance(self.params, dict) else {}
-        return p.get("threadId") or (p.get("turn") or {}).get("threadId") or (p.get("thread") or {}).get("id")
+        return (
+            p.get("threadId")
+            or (p.get("turn") or {}).get("threadId")
+            or (p.get("thread") or {}).get("id")
+            or (p.get("terminal") or {}).get("threadId")
+        )
 
     @property
     def turn_id(self) -> Optional[str]:

@@ -312,6 +312,27 @@ ApprovalResponsePayload = TypedDict("ApprovalResponsePayload", {
     "decision": NotRequired[Optional[str]],  # `accept`, `acceptForSession`, `acceptAlways`, `decline` or `cancel`.
 })
 
+# A background terminal session (section 19A.2).
+BackgroundTerminal = TypedDict("BackgroundTerminal", {
+    "sessionId": str,  # `term_…`
+    "threadId": str,
+    "command": str,
+    "workingDirectory": str,
+    "source": str,  # `host` or `sandbox`.
+    "status": str,  # `running`, `completed`, `failed`, `killed`, `timedOut` or `lost`.
+    "output": str,  # Output: for `terminal/read` and `terminal/write` what arrived since the last of them
+    "startedAt": str,
+    "wallTimeMs": int,
+    "originalOutputChars": int,  # Characters the process has written in all.
+    "truncated": bool,  # Whether `output` is only a part of what it covers.
+    "backgroundReason": NotRequired[Optional[str]],
+    "callId": NotRequired[Optional[str]],
+    "completedAt": NotRequired[Optional[str]],
+    "exitCode": NotRequired[Optional[int]],
+    "outputPath": NotRequired[Optional[str]],
+    "turnId": NotRequired[Optional[str]],
+})
+
 # `capabilities.channelAdapter`: the connection is the remote backend of one chat channel.
 ChannelAdapterCapabilities = TypedDict("ChannelAdapterCapabilities", {
     "channelName": str,
@@ -374,6 +395,15 @@ CommandExecuteParams = TypedDict("CommandExecuteParams", {
     "sender": NotRequired[Optional["SenderContext"]],
 })
 
+# Params of `item/commandExecution/outputDelta`: the next piece of a `commandExecution` item's
+# output. The deltas concatenate to the completed item's `aggregatedOutput`.
+CommandExecutionOutputDeltaParams = TypedDict("CommandExecutionOutputDeltaParams", {
+    "threadId": str,
+    "turnId": str,
+    "itemId": str,
+    "delta": str,
+})
+
 CommandExecutionPayload = TypedDict("CommandExecutionPayload", {
     "callId": str,
     "command": str,
@@ -381,8 +411,13 @@ CommandExecutionPayload = TypedDict("CommandExecutionPayload", {
     "source": str,
     "status": str,
     "aggregatedOutput": str,
+    "backgroundReason": NotRequired[Optional[str]],  # `runInBackground` when the call asked for a background terminal.
     "durationMs": NotRequired[Optional[int]],
     "exitCode": NotRequired[Optional[int]],
+    "originalOutputChars": NotRequired[Optional[int]],  # Characters the command wrote, when `aggregatedOutput` kept only its head and tail.
+    "outputPath": NotRequired[Optional[str]],
+    "sessionId": NotRequired[Optional[str]],  # The background terminal (`terminal/*`) the command goes on in, when it outlived its call.
+    "truncated": NotRequired[Optional[bool]],
 })
 
 # A command as `command/list` describes it.
@@ -494,6 +529,17 @@ FileAssociation = TypedDict("FileAssociation", {
     "extensions": List[str],
     "command": str,
     "paramKey": str,
+})
+
+# One file a tool call changed (appserver extension of `toolResult`, shaped like DotCraft's
+# `fileChange` structured content).
+FileChange = TypedDict("FileChange", {
+    "path": str,  # Workspace-relative (absolute when outside the workspace), `/`-separated.
+    "kind": str,  # `add` or `update`.
+    "diff": str,  # Unified diff (`--- a/path`, `+++ b/path`, hunks).
+    "additions": int,
+    "deletions": int,
+    "truncated": NotRequired[Optional[bool]],  # Present (`true`) when the diff was cut to its size limit.
 })
 
 # `"server"` (the server keeps the history) or `"client"` (the client sends `messages`).
@@ -774,6 +820,15 @@ QueuedTurnInput = TypedDict("QueuedTurnInput", {
     "sender": NotRequired[Optional["SenderContext"]],
 })
 
+# `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
+# every command outside `fullAccess` is asked about, each time.
+SandboxCapability = TypedDict("SandboxCapability", {
+    "mechanism": str,  # `landlock` on Linux.
+    "available": bool,
+    "defaultMode": str,  # The workspace's default mode: `readOnly`, `workspaceWrite` or `fullAccess`.
+    "reason": NotRequired[Optional[str]],  # Why it is unavailable, when it is.
+})
+
 # Who sent a message in a group session.
 SenderContext = TypedDict("SenderContext", {
     "senderId": str,
@@ -785,11 +840,13 @@ SenderContext = TypedDict("SenderContext", {
 # What the server implements. A capability that is absent is not implemented.
 ServerCapabilities = TypedDict("ServerCapabilities", {
     "approvalFlow": NotRequired[Optional[bool]],
+    "backgroundTerminals": NotRequired[Optional[bool]],  # `terminal/*` requests and notifications (section 19A).
     "commandManagement": NotRequired[Optional[bool]],
     "configOverride": NotRequired[Optional[bool]],
     "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
+    "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
     "threadManagement": NotRequired[Optional[bool]],
     "threadSubscriptions": NotRequired[Optional[bool]],
 })
@@ -815,6 +872,54 @@ SystemNoticePayload = TypedDict("SystemNoticePayload", {
     "tokensAfter": NotRequired[Optional[int]],
     "tokensBefore": NotRequired[Optional[int]],
     "trigger": NotRequired[Optional[str]],
+})
+
+# Params of `terminal/clean`.
+TerminalCleanParams = TypedDict("TerminalCleanParams", {
+    "threadId": str,
+})
+
+# Params of `terminal/started`, `terminal/outputDelta`, `terminal/completed`, `terminal/stalled`
+# and `terminal/cleaned` (section 19A.4): the terminal's snapshot, and for `outputDelta` the new
+# output.
+TerminalEventParams = TypedDict("TerminalEventParams", {
+    "terminal": "BackgroundTerminal",
+    "delta": NotRequired[Optional[str]],
+})
+
+# Params of `terminal/list`.
+TerminalListParams = TypedDict("TerminalListParams", {
+    "threadId": NotRequired[Optional[str]],
+})
+
+# Result of `terminal/list` and `terminal/clean`.
+TerminalListResult = TypedDict("TerminalListResult", {
+    "terminals": List["BackgroundTerminal"],
+})
+
+# Params of `terminal/read`.
+TerminalReadParams = TypedDict("TerminalReadParams", {
+    "sessionId": str,
+    "maxOutputChars": NotRequired[Optional[int]],
+    "waitMs": NotRequired[Optional[int]],  # Wait up to this long for output (or the end) when none is new.
+})
+
+# Result of `terminal/read`, `terminal/write` and `terminal/stop`.
+TerminalResult = TypedDict("TerminalResult", {
+    "terminal": "BackgroundTerminal",
+})
+
+# Params of `terminal/stop`.
+TerminalSessionParams = TypedDict("TerminalSessionParams", {
+    "sessionId": str,
+})
+
+# Params of `terminal/write`.
+TerminalWriteParams = TypedDict("TerminalWriteParams", {
+    "sessionId": str,
+    "input": str,
+    "maxOutputChars": NotRequired[Optional[int]],
+    "yieldTimeMs": NotRequired[Optional[int]],  # How long to wait for output after writing (default 1000).
 })
 
 # Params of `item/agentMessage/delta` and `item/reasoning/delta`.
@@ -868,6 +973,7 @@ ThreadConfiguration = TypedDict("ThreadConfiguration", {
     "mode": NotRequired[Optional[str]],
     "model": NotRequired[Optional[str]],
     "requireApprovalOutsideWorkspace": NotRequired[Optional[bool]],
+    "sandboxMode": NotRequired[Optional[str]],  # How this thread's commands are confined: `readOnly`, `workspaceWrite` or `fullAccess`
     "toolProfile": NotRequired[Optional[str]],
     "useToolProfileOnly": NotRequired[Optional[bool]],
     "workspaceOverride": NotRequired[Optional[str]],
@@ -1030,6 +1136,7 @@ ToolResultPayload = TypedDict("ToolResultPayload", {
     "callId": str,
     "result": str,
     "success": bool,
+    "fileChanges": NotRequired[List["FileChange"]],  # The files this call changed, with their diffs (appserver extension: `WriteFile`,
 })
 
 # A turn on the wire.
@@ -1049,6 +1156,13 @@ Turn = TypedDict("Turn", {
 TurnCancelledParams = TypedDict("TurnCancelledParams", {
     "turn": "Turn",
     "reason": str,
+})
+
+# Params of `turn/diff/updated`: the turn's aggregate unified diff after each file change.
+TurnDiffUpdatedParams = TypedDict("TurnDiffUpdatedParams", {
+    "threadId": str,
+    "turnId": str,
+    "diff": str,
 })
 
 TurnEnqueueParams = TypedDict("TurnEnqueueParams", {
@@ -1140,7 +1254,7 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1159,6 +1273,11 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "command/list": ("CommandListParams", "CommandListResult"),
     "initialize": ("InitializeParams", "InitializeResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
+    "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
+    "terminal/list": ("TerminalListParams", "TerminalListResult"),
+    "terminal/read": ("TerminalReadParams", "TerminalResult"),
+    "terminal/stop": ("TerminalSessionParams", "TerminalResult"),
+    "terminal/write": ("TerminalWriteParams", "TerminalResult"),
     "thread/archive": ("ThreadIdParams", "EmptyResult"),
     "thread/config/update": ("ThreadConfigUpdateParams", "EmptyResult"),
     "thread/delete": ("ThreadIdParams", "EmptyResult"),
@@ -1189,7 +1308,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/failed", "turn/started"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1200,12 +1319,18 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/unregistered": ("AppUnregisteredParams", None),
     "item/agentMessage/delta": ("TextDeltaParams", None),
     "item/approval/resolved": ("ItemEventParams", None),
+    "item/commandExecution/outputDelta": ("CommandExecutionOutputDeltaParams", None),
     "item/completed": ("ItemEventParams", None),
     "item/reasoning/delta": ("TextDeltaParams", None),
     "item/started": ("ItemEventParams", None),
     "item/toolCall/argumentsDelta": ("ToolCallArgumentsDeltaParams", None),
     "item/usage/delta": ("UsageDeltaParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
+    "terminal/cleaned": ("TerminalEventParams", None),
+    "terminal/completed": ("TerminalEventParams", None),
+    "terminal/outputDelta": ("TerminalEventParams", None),
+    "terminal/stalled": ("TerminalEventParams", None),
+    "terminal/started": ("TerminalEventParams", None),
     "thread/deleted": ("ThreadIdParams", None),
     "thread/queue/updated": ("ThreadQueueUpdatedParams", None),
     "thread/renamed": ("ThreadRenamedParams", None),
@@ -1215,6 +1340,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "thread/statusChanged": ("ThreadStatusChangedParams", None),
     "turn/cancelled": ("TurnCancelledParams", None),
     "turn/completed": ("TurnResult", None),
+    "turn/diff/updated": ("TurnDiffUpdatedParams", None),
     "turn/failed": ("TurnFailedParams", None),
     "turn/started": ("TurnResult", None),
 }
@@ -1279,6 +1405,21 @@ class ClientRequests:
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)
+
+    async def terminal_clean(self, params: "TerminalCleanParams", timeout: Optional[float] = None) -> "TerminalListResult":
+        return await self.request("terminal/clean", params, timeout)
+
+    async def terminal_list(self, params: "TerminalListParams", timeout: Optional[float] = None) -> "TerminalListResult":
+        return await self.request("terminal/list", params, timeout)
+
+    async def terminal_read(self, params: "TerminalReadParams", timeout: Optional[float] = None) -> "TerminalResult":
+        return await self.request("terminal/read", params, timeout)
+
+    async def terminal_stop(self, params: "TerminalSessionParams", timeout: Optional[float] = None) -> "TerminalResult":
+        return await self.request("terminal/stop", params, timeout)
+
+    async def terminal_write(self, params: "TerminalWriteParams", timeout: Optional[float] = None) -> "TerminalResult":
+        return await self.request("terminal/write", params, timeout)
 
     async def thread_archive(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("thread/archive", params, timeout)

@@ -77,7 +77,7 @@ export const TURN_END_METHODS: readonly string[] = ["turn/completed", "turn/fail
 /** The thread a notification is about, if any. */
 export function threadIdOf(n: { params: unknown }): string | undefined {
   const p = n.params as any;
-  return p?.threadId ?? p?.turn?.threadId ?? p?.thread?.id;
+  return p?.threadId ?? p?.turn?.threadId ?? p?.thread?.id ?? p?.terminal?.threadId;
 }
 
 /**

@@ -214,7 +214,7 @@
   var TURN_END_METHODS = ["turn/completed", "turn/failed", "turn/cancelled"];
   function threadIdOf(n) {
     const p = n.params;
-    return p?.threadId ?? p?.turn?.threadId ?? p?.thread?.id;
+    return p?.threadId ?? p?.turn?.threadId ?? p?.thread?.id ?? p?.terminal?.threadId;
   }
   function seqOf(n) {
     const seq = n.params?.seq;
@@ -577,6 +577,136 @@
     }
   };
 
+  // src/hands.ts
+  var COLORS = ["#2e3440", "#e06c75", "#98c379", "#e5c07b", "#61afef", "#c678dd", "#56b6c2", "#dcdfe4"];
+  var BRIGHT = ["#5c6370", "#ff7a85", "#b5e890", "#ffd68a", "#82c3ff", "#e09cff", "#7fdbe6", "#ffffff"];
+  var states = /* @__PURE__ */ new WeakMap();
+  function appendAnsi(pre, text) {
+    const state = states.get(pre) ?? { carry: "", bold: false };
+    states.set(pre, state);
+    let input = state.carry + text;
+    state.carry = "";
+    const cut = input.lastIndexOf("\x1B");
+    if (cut >= 0 && !/^\x1b\[[0-9;?]*[A-Za-z]/.test(input.slice(cut)) && input.length - cut < 32) {
+      state.carry = input.slice(cut);
+      input = input.slice(0, cut);
+    }
+    const pattern = /\x1b\[([0-9;?]*)([A-Za-z])|\x1b[^[]/g;
+    let last = 0;
+    for (let m = pattern.exec(input); m; m = pattern.exec(input)) {
+      span(pre, input.slice(last, m.index), state);
+      last = pattern.lastIndex;
+      if (m[2] === "m") sgr(state, m[1] ?? "");
+    }
+    span(pre, input.slice(last), state);
+  }
+  function span(pre, text, state) {
+    if (!text) return;
+    if (!state.color && !state.bold) {
+      pre.append(text);
+      return;
+    }
+    const s = document.createElement("span");
+    s.textContent = text;
+    if (state.color) s.style.color = state.color;
+    if (state.bold) s.style.fontWeight = "bold";
+    pre.append(s);
+  }
+  function sgr(state, params) {
+    for (const code of (params || "0").split(";").map(Number)) {
+      if (code === 0) Object.assign(state, { color: void 0, bold: false });
+      else if (code === 1) state.bold = true;
+      else if (code === 22) state.bold = false;
+      else if (code === 39) state.color = void 0;
+      else if (code >= 30 && code <= 37) state.color = COLORS[code - 30];
+      else if (code >= 90 && code <= 97) state.color = BRIGHT[code - 90];
+    }
+  }
+  function el(tag, className, text) {
+    const e = document.createElement(tag);
+    e.className = className;
+    if (text !== void 0) e.textContent = text;
+    return e;
+  }
+  function renderCommand(node, payload) {
+    let head = node.querySelector(".command-head");
+    let pre = node.querySelector("pre.terminal");
+    if (!head || !pre) {
+      node.replaceChildren();
+      head = el("div", "command-head");
+      pre = el("pre", "terminal");
+      node.append(head, pre);
+    }
+    const exit = payload.exitCode === void 0 || payload.exitCode === null ? "" : ` · exit ${payload.exitCode}`;
+    const session = payload.sessionId ? ` · ${payload.sessionId}` : "";
+    head.textContent = `$ ${payload.command}   [${payload.status}${exit}${session}]`;
+    node.dataset.commandStatus = payload.status;
+    if (payload.status !== "inProgress") {
+      pre.replaceChildren();
+      states.delete(pre);
+      appendAnsi(pre, payload.aggregatedOutput ?? "");
+    }
+  }
+  function appendCommandOutput(node, delta) {
+    const pre = node.querySelector("pre.terminal");
+    if (pre) appendAnsi(pre, delta);
+  }
+  function diffBlock(diff) {
+    const pre = el("pre", "diff");
+    for (const line of diff.split("\n")) {
+      const kind = line.startsWith("+++") || line.startsWith("---") ? "file" : line.startsWith("@@") ? "hunk" : line[0] === "+" ? "add" : line[0] === "-" ? "del" : "ctx";
+      pre.append(el("span", `line ${kind}`, `${line}
+`));
+    }
+    return pre;
+  }
+  function fileChanges(changes) {
+    const box = el("div", "file-changes");
+    for (const c of changes) {
+      box.append(el("div", "file-change-head", `${c.kind === "add" ? "Added" : "Changed"} ${c.path} (+${c.additions} −${c.deletions})`));
+      box.append(diffBlock(c.diff));
+    }
+    return box;
+  }
+  function renderPlan(target, plan) {
+    target.replaceChildren();
+    target.hidden = !plan;
+    if (!plan) return;
+    target.append(el("div", "plan-title", plan.title));
+    if (plan.overview) target.append(el("div", "plan-overview muted", plan.overview));
+    const list = el("ul", "plan-todos");
+    for (const t of plan.todos ?? []) {
+      const mark = t.status === "completed" ? "☑" : t.status === "in_progress" ? "▶" : t.status === "cancelled" ? "☒" : "☐";
+      const li = el("li", `todo ${t.status}`, `${mark} ${t.content}`);
+      li.dataset.id = t.id;
+      list.append(li);
+    }
+    target.append(list);
+  }
+  var recentCalls = [];
+  function noteToolCall(payload) {
+    if (!payload?.callId) return;
+    const at = recentCalls.findIndex((c) => c.callId === payload.callId);
+    if (at >= 0) recentCalls.splice(at, 1);
+    recentCalls.push(payload);
+    if (recentCalls.length > 50) recentCalls.shift();
+  }
+  function approvalDetail(params) {
+    if (params.approvalType === "shell") {
+      const pre = el("pre", "terminal approval-command");
+      pre.textContent = `${params.target} $ ${params.operation}`;
+      return pre;
+    }
+    if (params.approvalType !== "file" || params.operation !== "write" && params.operation !== "edit") return void 0;
+    const target = String(params.target ?? "");
+    const call = [...recentCalls].reverse().find((c) => (c.toolName === "WriteFile" || c.toolName === "EditFile") && target.endsWith(String(c.arguments?.path ?? "").replace(/^\.\//, "")));
+    if (!call) return void 0;
+    const a = call.arguments ?? {};
+    const lines = (text, sign) => String(text ?? "").replace(/\n$/, "").split("\n").map((l) => `${sign}${l}`);
+    const diff = call.toolName === "WriteFile" ? [`+++ ${a.path}`, ...lines(a.content, "+")] : [`--- ${a.path}`, `+++ ${a.path}`, ...lines(a.oldText, "-"), ...lines(a.newText, "+")];
+    return diffBlock(diff.join("\n"));
+  }
+
   // src/host.ts
   var MCP_PROTOCOL_VERSION = "2026-01-26";
   var FRAME_WAIT_MS = 1e4;
@@ -881,7 +1011,7 @@
   var catalog = [];
   var hosts = [];
   var ignoredMessages = 0;
-  function el(tag, className, text) {
+  function el2(tag, className, text) {
     const e = document.createElement(tag);
     if (className) e.className = className;
     if (text !== void 0) e.textContent = text;
@@ -899,7 +1029,7 @@
   }
   function addThreadEntry(t, first) {
     if (document.querySelector(`#threads li[data-id="${t.id}"]`)) return;
-    const li = el("li", "thread", t.displayName || "New thread");
+    const li = el2("li", "thread", t.displayName || "New thread");
     li.dataset.id = t.id;
     li.title = t.id;
     li.addEventListener("click", () => void openThread(t.id));
@@ -925,6 +1055,8 @@
     const { thread } = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 });
     $("thread-title").textContent = thread.displayName || thread.id;
     $("messages").replaceChildren();
+    renderPlan($("plan"), thread.plan);
+    $("turn-diff").replaceChildren();
     for (const turn of thread.turns ?? []) for (const item of turn.items ?? []) renderItem(turn.id, item);
     await client.request("thread/subscribe", { threadId: id, replayRecent: true });
   }
@@ -935,7 +1067,7 @@
     const p = item.payload ?? {};
     let node = itemElement(turnId, item.id);
     if (!node) {
-      node = el("div", `item ${item.type}`);
+      node = el2("div", `item ${item.type}`);
       node.dataset.key = `${turnId}/${item.id}`;
       $("messages").append(node);
     }
@@ -952,10 +1084,15 @@
         break;
       case "toolCall":
         node.textContent = `${p.toolName}(${p.arguments === void 0 ? "…" : JSON.stringify(p.arguments)})`;
+        noteToolCall(p);
         break;
       case "toolResult":
-        node.textContent = `${p.success ? "✔" : "✘"} ${p.result}`;
+        node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
         node.classList.toggle("failed", !p.success);
+        if (p.fileChanges?.length) node.append(fileChanges(p.fileChanges));
+        break;
+      case "commandExecution":
+        renderCommand(node, p);
         break;
       case "approvalRequest":
         node.textContent = `Approval asked: ${p.operation}`;
@@ -1012,11 +1149,14 @@
       case "app/externalCall": {
         const line = `${callerText(p.caller)}: ${p.command} on ${p.windowId} ${p.status}`;
         const list = $("activity");
-        list.prepend(el("li", `external ${p.status}`, line));
+        list.prepend(el2("li", `external ${p.status}`, line));
         while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
         hosts.find((h) => h.windowId === p.windowId)?.showEvent(line);
         return;
       }
+      case "plan/updated":
+        if (p.threadId === currentThread) renderPlan($("plan"), p);
+        return;
       case "thread/runtimeChanged":
         if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
         return;
@@ -1039,8 +1179,16 @@
       case "item/reasoning/delta":
         appendDelta(p, "reasoningContent");
         break;
+      case "item/commandExecution/outputDelta": {
+        const node = itemElement(p.turnId, p.itemId);
+        if (node) appendCommandOutput(node, p.delta);
+        break;
+      }
+      case "turn/diff/updated":
+        $("turn-diff").replaceChildren(diffBlock(p.diff));
+        break;
       case "turn/failed":
-        $("messages").append(el("div", "item error", `Turn failed: ${p.error ?? ""}`));
+        $("messages").append(el2("div", "item error", `Turn failed: ${p.error ?? ""}`));
         break;
     }
   }
@@ -1050,7 +1198,7 @@
     const command = commands.find((c) => c.name === `/${name}`);
     if (command && command.category === "builtin") {
       const result = await client.request("command/execute", { threadId, command: text });
-      if (result.message) $("messages").append(el("div", "item systemNotice", result.message));
+      if (result.message) $("messages").append(el2("div", "item systemNotice", result.message));
       if (result.thread) {
         addThreadEntry(result.thread, true);
         await openThread(result.thread.id);
@@ -1067,8 +1215,8 @@
     const matches = word === void 0 ? [] : commands.filter((c) => c.name.startsWith(word));
     list.replaceChildren(
       ...matches.map((c) => {
-        const li = el("li", "completion");
-        li.append(el("b", void 0, c.name), el("span", void 0, ` ${c.description}`));
+        const li = el2("li", "completion");
+        li.append(el2("b", void 0, c.name), el2("span", void 0, ` ${c.description}`));
         li.dataset.name = c.name;
         li.addEventListener("mousedown", (e) => {
           e.preventDefault();
@@ -1104,7 +1252,7 @@
       if (!text) return;
       input.value = "";
       updateCompletions();
-      send(text).catch((err) => $("messages").append(el("div", "item error", String(err?.message ?? err))));
+      send(text).catch((err) => $("messages").append(el2("div", "item error", String(err?.message ?? err))));
     });
   }
   var shownApproval;
@@ -1116,6 +1264,8 @@
       $("approval-caller").textContent = params.app?.caller ? `Asked by ${callerText(params.app.caller)}` : "";
       $("approval-reason").textContent = params.reason ?? "";
       $("approval-scope").textContent = params.scopeKey;
+      const detail = approvalDetail(params);
+      $("approval-detail").replaceChildren(...detail ? [detail] : []);
       const buttons = dialog.querySelectorAll("button[data-decision]");
       const done = (decision) => {
         for (const b of buttons) b.onclick = null;
@@ -1133,7 +1283,7 @@
     catalog = (await response.json()).apps;
     $("apps").replaceChildren(
       ...catalog.map((app) => {
-        const li = el("li", "app");
+        const li = el2("li", "app");
         li.dataset.app = app.id;
         if (app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon)) {
           const img = document.createElement("img");
@@ -1191,7 +1341,7 @@
     client = await AppServerClient.connect({
       url,
       clientInfo: { name: "appserver-desktop", version: "0.1.0" },
-      capabilities: { approvalSupport: true, extensions: { appProtocol: true } },
+      capabilities: { approvalSupport: true, commandExecutionStreaming: true, extensions: { appProtocol: true } },
       reconnect: true
     });
     client.onReconnect(() => setStatus("connected"));

@@ -1,9 +1,11 @@
 // The desktop page: connects to the server it was served by (the TypeScript SDK over the same
 // origin's /ws), lists the user's threads, shows a thread with its streaming agent text,
 // reasoning, tool calls and results, sends messages and slash commands (completed from
-// `command/list`), asks the user about approvals, and hosts app windows (host.ts).
+// `command/list`), asks the user about approvals, shows the agent's commands, diffs and plan
+// (hands.ts), and hosts app windows (host.ts).
 
 import { AppServerClient, type Notification } from "../../typescript/src/index.js";
+import { appendCommandOutput, approvalDetail, diffBlock, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
 import { listen, WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
 
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
@@ -74,6 +76,8 @@ async function openThread(id: string): Promise<void> {
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
   $("thread-title").textContent = thread.displayName || thread.id;
   $("messages").replaceChildren();
+  renderPlan($("plan"), thread.plan);
+  $("turn-diff").replaceChildren();
   for (const turn of thread.turns ?? []) for (const item of turn.items ?? []) renderItem(turn.id, item);
   await client.request("thread/subscribe", { threadId: id, replayRecent: true } as Json);
 }
@@ -105,10 +109,16 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
       break;
     case "toolCall":
       node.textContent = `${p.toolName}(${p.arguments === undefined ? "…" : JSON.stringify(p.arguments)})`;
+      noteToolCall(p);
       break;
     case "toolResult":
-      node.textContent = `${p.success ? "✔" : "✘"} ${p.result}`;
+      // Terminal colour codes are the command block's to render, not the result's.
+      node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
       node.classList.toggle("failed", !p.success);
+      if (p.fileChanges?.length) node.append(fileChanges(p.fileChanges));
+      break;
+    case "commandExecution":
+      renderCommand(node, p);
       break;
     case "approvalRequest":
       node.textContent = `Approval asked: ${p.operation}`;
@@ -179,6 +189,9 @@ function onNotification(n: Notification): void {
       hosts.find((h) => h.windowId === p.windowId)?.showEvent(line);
       return;
     }
+    case "plan/updated":
+      if (p.threadId === currentThread) renderPlan($("plan"), p);
+      return;
     case "thread/runtimeChanged":
       if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
       return;
@@ -201,6 +214,14 @@ function onNotification(n: Notification): void {
       break;
     case "item/reasoning/delta":
       appendDelta(p, "reasoningContent");
+      break;
+    case "item/commandExecution/outputDelta": {
+      const node = itemElement(p.turnId, p.itemId);
+      if (node) appendCommandOutput(node, p.delta);
+      break;
+    }
+    case "turn/diff/updated":
+      $("turn-diff").replaceChildren(diffBlock(p.diff));
       break;
     case "turn/failed":
       $("messages").append(el("div", "item error", `Turn failed: ${p.error ?? ""}`));
@@ -293,6 +314,8 @@ function askApproval(params: Json): Promise<{ decision: string }> {
     $("approval-caller").textContent = params.app?.caller ? `Asked by ${callerText(params.app.caller)}` : "";
     $("approval-reason").textContent = params.reason ?? "";
     $("approval-scope").textContent = params.scopeKey;
+    const detail = approvalDetail(params);
+    $("approval-detail").replaceChildren(...(detail ? [detail] : []));
     const buttons = dialog.querySelectorAll<HTMLButtonElement>("button[data-decision]");
     const done = (decision: string) => {
       for (const b of buttons) b.onclick = null;
@@ -382,7 +405,7 @@ async function main(): Promise<void> {
   client = await AppServerClient.connect({
     url,
     clientInfo: { name: "appserver-desktop", version: "0.1.0" },
-    capabilities: { approvalSupport: true, extensions: { appProtocol: true } } as Json,
+    capabilities: { approvalSupport: true, commandExecutionStreaming: true, extensions: { appProtocol: true } } as Json,
     reconnect: true,
   });
   client.onReconnect(() => setStatus("connected"));

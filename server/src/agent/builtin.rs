@@ -15,7 +15,9 @@ pub const NO_MODEL_REPLY: &str = "No language model is configured, so I cannot a
 To use one, point appserver at an OpenAI-compatible endpoint: set APPSERVER_MODEL (and APPSERVER_BASE_URL, \
 APPSERVER_API_KEY), or add a [model] section to .appserver/config.toml, then restart the server. \
 These commands work without a model: /apps lists the registered apps, /query WINDOW KEY reads an app's state \
-(KEY \"manifest\" describes the app), /command WINDOW NAME JSON runs an app command, and /plan JSON records a plan.";
+(KEY \"manifest\" describes the app), /command WINDOW NAME JSON runs an app command, /plan JSON records a plan, \
+/exec COMMAND runs a shell command, /read PATH reads a file, /write PATH TEXT and /edit PATH OLD => NEW change one, \
+and /diff shows the workspace's uncommitted changes (git diff).";
 
 #[derive(Debug, Default)]
 pub struct BuiltinAgent;
@@ -60,7 +62,7 @@ async fn run_command(turn: &mut TurnContext, name: &str, args: &str) -> Result<S
         Ok(Some(call)) => call,
         Ok(None) => {
             return Ok(format!(
-                "Unknown command /{name}. Without a model I understand /apps, /query WINDOW KEY and /command WINDOW NAME JSON."
+                "Unknown command /{name}. Without a model I understand /apps, /query WINDOW KEY, /command WINDOW NAME JSON, /plan JSON, /exec COMMAND, /read PATH, /write PATH TEXT, /edit PATH OLD => NEW and /diff."
             ));
         }
         Err(usage) => return Ok(usage),
@@ -114,6 +116,24 @@ pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Val
             })?;
             Ok(Some(("update_plan", plan)))
         }
+        "exec" if args.is_empty() => Err("Usage: /exec COMMAND (for example /exec ls -la)".to_owned()),
+        "exec" => Ok(Some(("Exec", json!({ "command": args })))),
+        "read" if args.is_empty() => Err("Usage: /read PATH (a file, or a directory to list)".to_owned()),
+        "read" => Ok(Some(("ReadFile", json!({ "path": args })))),
+        // The workspace's uncommitted changes, through the same approved command path.
+        "diff" => Ok(Some(("Exec", json!({ "command": format!("git diff --no-color {args}").trim() })))),
+        "write" => match args.split_once(char::is_whitespace) {
+            Some((path, content)) => {
+                Ok(Some(("WriteFile", json!({ "path": path, "content": format!("{}\n", content.trim_start()) }))))
+            }
+            None => Err("Usage: /write PATH TEXT (the file becomes TEXT and a newline)".to_owned()),
+        },
+        "edit" => {
+            let usage = || "Usage: /edit PATH OLD => NEW".to_owned();
+            let (path, rest) = args.split_once(char::is_whitespace).ok_or_else(usage)?;
+            let (old, new) = rest.split_once(" => ").ok_or_else(usage)?;
+            Ok(Some(("EditFile", json!({ "path": path, "oldText": old.trim(), "newText": new.trim() }))))
+        }
         "debug-block" => Ok(Some(("debug_block", json!({})))),
         "debug-gated" => {
             let mut words = args.split_whitespace();
@@ -141,5 +161,12 @@ mod tests {
         assert!(parse_command("query", "w1").is_err());
         assert!(parse_command("command", "w1 setCells {bad").is_err());
         assert!(parse_command("frobnicate", "").unwrap().is_none());
+        assert_eq!(parse_command("exec", "ls -la").unwrap().unwrap(), ("Exec", json!({ "command": "ls -la" })));
+        assert_eq!(parse_command("read", "src/a.rs").unwrap().unwrap().1, json!({ "path": "src/a.rs" }));
+        assert_eq!(parse_command("diff", "").unwrap().unwrap().1, json!({ "command": "git diff --no-color" }));
+        let (tool, args) = parse_command("edit", "a.txt one two => three").unwrap().unwrap();
+        assert_eq!((tool, args), ("EditFile", json!({ "path": "a.txt", "oldText": "one two", "newText": "three" })));
+        assert_eq!(parse_command("write", "a.txt hi there").unwrap().unwrap().1["content"], "hi there\n");
+        assert!(parse_command("exec", " ").is_err() && parse_command("edit", "a.txt x").is_err());
     }
 }

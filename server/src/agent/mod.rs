@@ -1,5 +1,7 @@
 //! The agents (the built-in one used when no model is configured, and the model agent) and the
-//! tools they can call: `update_plan`, dynamic client tools, the app tools and the debug tools.
+//! tools they can call: `update_plan` and DotCraft's plan tools (`TodoWrite`, `UpdateTodos`,
+//! `CreatePlan`), the hands (`Exec`, the file tools), dynamic client tools, the app tools and the
+//! debug tools.
 //! The interfaces they implement (`Agent`, `Tool`) belong to the turn runner (`turns`).
 
 pub mod app_tools;
@@ -7,8 +9,10 @@ mod builtin;
 pub mod debug_tools;
 pub mod discover_tool;
 pub mod dynamic;
+pub mod hands;
 mod model_agent;
 pub mod plan;
+pub mod todo;
 
 pub use builtin::BuiltinAgent;
 pub use model_agent::ModelAgent;

@@ -265,6 +265,7 @@ async fn run_call(
                         call_id: call.call_id.clone(),
                         result: message.clone(),
                         success: false,
+                        file_changes: Vec::new(),
                     };
                     ctx.record(ItemPayload::ToolResult(result)).await?;
                     Ok(message)
@@ -436,7 +437,12 @@ mod tests {
             }))
         };
         let result = |id: &str| {
-            item(ItemPayload::ToolResult(ToolResultPayload { call_id: id.into(), result: "[]".into(), success: true }))
+            item(ItemPayload::ToolResult(ToolResultPayload {
+                call_id: id.into(),
+                result: "[]".into(),
+                success: true,
+                file_changes: Vec::new(),
+            }))
         };
         let items = vec![
             item(ItemPayload::UserMessage(UserMessagePayload { text: "hi".into(), ..Default::default() })),

@@ -11,8 +11,8 @@ use crate::store::ThreadWrite;
 use crate::threads::broadcast;
 use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
-const PRIORITIES: &[&str] = &["high", "medium", "low"];
-const STATUSES: &[&str] = &["pending", "in_progress", "completed", "cancelled"];
+pub const PRIORITIES: &[&str] = &["high", "medium", "low"];
+pub const STATUSES: &[&str] = &["pending", "in_progress", "completed", "cancelled"];
 
 #[derive(Debug)]
 pub struct UpdatePlanTool;
@@ -94,34 +94,44 @@ impl Tool for UpdatePlanTool {
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
-            let plan = match parse_plan(call.arguments) {
+            let plan = match parse_plan(call.arguments.clone()) {
                 Ok(plan) => plan,
                 Err(message) => return ToolOutput::error(message),
             };
-            let write = ThreadWrite::SavePlan { thread_id: call.thread_id.to_owned(), plan: plan.clone() };
-            let written = match call.env.threads.loaded(call.thread_id) {
-                Some(handle) => handle.fence.write(&call.env.store, write).await,
-                None => call.env.store.write(write).await,
-            };
-            if let Err(err) = written {
-                return ToolOutput::error(format!("cannot save the plan: {err}"));
-            }
             let done = plan.todos.iter().filter(|t| t.status == "completed").count();
             let summary = format!("Plan \"{}\" saved: {} todos, {done} completed.", plan.title, plan.todos.len());
-            let updated = ServerNotification::PlanUpdated(PlanUpdatedParams {
-                thread_id: call.thread_id.to_owned(),
-                plan: plan.clone(),
-            });
-            match call.env.threads.loaded(call.thread_id) {
-                Some(handle) => {
-                    handle.state().plan = Some(plan);
-                    handle.broadcast(call.env.clients.as_ref(), &updated);
-                }
-                None => broadcast(call.env.clients.as_ref(), &updated),
+            match save_plan(&call, plan).await {
+                Ok(()) => ToolOutput::ok(summary),
+                Err(message) => ToolOutput::error(message),
             }
-            ToolOutput::ok(summary)
         })
     }
+}
+
+/// The thread's current plan, if it has one.
+pub fn current_plan(call: &ToolCall<'_>) -> Option<Plan> {
+    call.env.threads.loaded(call.thread_id).and_then(|handle| handle.state().plan.clone())
+}
+
+/// Saves a thread's plan (its latest snapshot, fenced by the thread's lease) and broadcasts
+/// `plan/updated` with the complete snapshot.
+pub async fn save_plan(call: &ToolCall<'_>, plan: Plan) -> Result<(), String> {
+    let write = ThreadWrite::SavePlan { thread_id: call.thread_id.to_owned(), plan: plan.clone() };
+    let written = match call.env.threads.loaded(call.thread_id) {
+        Some(handle) => handle.fence.write(&call.env.store, write).await,
+        None => call.env.store.write(write).await,
+    };
+    written.map_err(|err| format!("cannot save the plan: {err}"))?;
+    let updated =
+        ServerNotification::PlanUpdated(PlanUpdatedParams { thread_id: call.thread_id.to_owned(), plan: plan.clone() });
+    match call.env.threads.loaded(call.thread_id) {
+        Some(handle) => {
+            handle.state().plan = Some(plan);
+            handle.broadcast(call.env.clients.as_ref(), &updated);
+        }
+        None => broadcast(call.env.clients.as_ref(), &updated),
+    }
+    Ok(())
 }
 
 #[cfg(test)]

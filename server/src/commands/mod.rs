@@ -41,6 +41,11 @@ pub const APP_COMMANDS: &[Described] = &[
     ("query", "Read an app's state: /query WINDOW KEY", "读取应用状态：/query 窗口 键"),
     ("command", "Run an app command: /command WINDOW NAME JSON", "执行应用命令：/command 窗口 命令 JSON"),
     ("plan", "Record a plan: /plan JSON", "记录计划：/plan JSON"),
+    ("exec", "Run a shell command: /exec COMMAND", "执行命令：/exec 命令"),
+    ("read", "Read a file or list a directory: /read PATH", "读取文件或列出目录：/read 路径"),
+    ("write", "Write a file: /write PATH TEXT", "写入文件：/write 路径 文本"),
+    ("edit", "Edit a file: /edit PATH OLD => NEW", "编辑文件：/edit 路径 旧 => 新"),
+    ("diff", "Show the workspace's uncommitted changes (git diff)", "显示工作区未提交的更改（git diff）"),
 ];
 
 fn info(name: &str, description: &str, category: &str) -> CommandInfo {

@@ -207,7 +207,7 @@ fn handle_initialize(state: &ServerState, peer: &Peer, request: &Request) -> Str
     match peer.session.initialize(params) {
         Ok(()) => {
             tracing::info!(conn = %peer.id, %client, "client initialized");
-            reply_text(&request.id, &session::initialize_result(state.model.is_some()))
+            reply_text(&request.id, &session::initialize_result(state.model.is_some(), Some(state.shell.capability())))
         }
         Err(err) => error_text(&request.id, &err),
     }

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, threads, turns};
+use super::handlers::{apps, channels, commands, terminals, threads, turns};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -55,6 +55,11 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::AppDescriptorApprove(p) => answer(id, apps::handle_app_descriptor_approve(ctx, p)),
         R::CommandList(p) => answer(id, commands::handle_command_list(ctx, p)),
         R::CommandExecute(p) => answer(id, commands::handle_command_execute(ctx, p)),
+        R::TerminalList(p) => answer(id, terminals::handle_list(ctx, p)),
+        R::TerminalRead(p) => answer(id, terminals::handle_read(ctx, p)),
+        R::TerminalWrite(p) => answer(id, terminals::handle_write(ctx, p)),
+        R::TerminalStop(p) => answer(id, terminals::handle_stop(ctx, p)),
+        R::TerminalClean(p) => answer(id, terminals::handle_clean(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

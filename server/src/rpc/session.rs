@@ -29,6 +29,26 @@ impl ClientSession {
     pub fn opted_out(&self, method: &str) -> bool {
         self.opt_out.contains(method)
     }
+
+    /// Whether the client declared a capability that gates notifications (`threads::label`).
+    pub fn declared(&self, capability: &str) -> bool {
+        let c = &self.capabilities;
+        match capability {
+            "commandExecutionStreaming" => c.command_execution_streaming.unwrap_or(false),
+            "backgroundTerminals" => c.background_terminals.unwrap_or(false),
+            "toolExecutionLifecycle" => c.tool_execution_lifecycle.unwrap_or(false),
+            _ => false,
+        }
+    }
+
+    /// Whether a notification delivered under `label` (`method` or `method@capability`) is for
+    /// this client.
+    pub fn wants(&self, label: &str) -> bool {
+        match label.split_once('@') {
+            Some((method, capability)) => self.declared(capability) && !self.opted_out(method),
+            None => !self.opted_out(label),
+        }
+    }
 }
 
 /// The handshake state of one connection. `initialize` can succeed once; the opt-out list is
@@ -70,15 +90,18 @@ impl Session {
         self.client.get()
     }
 
-    /// Ready, and not opted out of `method`.
-    pub fn wants_notification(&self, method: &str) -> bool {
-        self.is_ready() && self.client.get().is_some_and(|c| !c.opted_out(method))
+    /// Ready, not opted out of the method, and with the capability a label may require.
+    pub fn wants_notification(&self, label: &str) -> bool {
+        self.is_ready() && self.client.get().is_some_and(|c| c.wants(label))
     }
 }
 
 /// The `initialize` result: who we are and exactly what is implemented (`model/list` only when
 /// a model provider is configured).
-pub fn initialize_result(model_configured: bool) -> InitializeResult {
+pub fn initialize_result(
+    model_configured: bool,
+    sandbox: Option<appserver_protocol::SandboxCapability>,
+) -> InitializeResult {
     InitializeResult {
         server_info: ServerInfo {
             name: SERVER_NAME.to_owned(),
@@ -94,6 +117,8 @@ pub fn initialize_result(model_configured: bool) -> InitializeResult {
             config_override: Some(true),
             command_management: Some(true),
             model_catalog_management: model_configured.then_some(true),
+            background_terminals: Some(true),
+            sandbox,
             extensions: [("appProtocol".to_owned(), serde_json::Value::Bool(true))].into_iter().collect(),
         },
     }
@@ -123,5 +148,15 @@ mod tests {
         assert!(!s.wants_notification("item/agentMessage/delta"));
         assert!(s.wants_notification("item/agentMessage"), "matching is exact");
         assert!(s.client().unwrap().approval_support());
+        assert!(!s.wants_notification("item/started@commandExecutionStreaming"), "not declared");
+        let streaming = Session::default();
+        let mut p = params(&["terminal/outputDelta"]);
+        p.capabilities.command_execution_streaming = Some(true);
+        p.capabilities.background_terminals = Some(true);
+        streaming.initialize(p).unwrap();
+        streaming.mark_ready();
+        assert!(streaming.wants_notification("item/started@commandExecutionStreaming"));
+        assert!(streaming.wants_notification("terminal/started@backgroundTerminals"));
+        assert!(!streaming.wants_notification("terminal/outputDelta@backgroundTerminals"), "opted out");
     }
 }

@@ -28,6 +28,8 @@ pub struct ServerState {
     pub debug: Arc<DebugHooks>,
     /// The configured model provider (`None`: the built-in agent answers).
     pub model: Option<Arc<crate::model::ModelProvider>>,
+    /// The agent's commands and background terminals (`terminal/*`).
+    pub shell: Arc<crate::shell::ShellService>,
     /// Cancelled once, when the server starts shutting down: listeners stop accepting and
     /// running turns are cancelled (their tokens are its children).
     pub shutdown: CancellationToken,

@@ -209,7 +209,7 @@ impl ThreadHandle {
     /// Publishes a thread-scoped (turn/item) notification to this thread's recipients.
     pub fn publish(&self, notification: &ServerNotification) {
         match notification.to_frame() {
-            Ok(text) => self.hub.publish(notification.method(), text),
+            Ok(text) => self.hub.publish(label(notification), text),
             Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
         }
     }
@@ -233,14 +233,39 @@ impl ThreadHandle {
 pub fn frame(notification: &ServerNotification) -> Result<(&'static str, String), StoreError> {
     let method = notification.method();
     let text = notification.to_frame().map_err(|err| StoreError::Write(format!("cannot serialize {method}: {err}")))?;
-    Ok((method, text))
+    Ok((label(notification), text))
+}
+
+/// The label a notification is delivered (and logged) under: its method, and for what only
+/// clients with a capability get, `method@capability` (a `commandExecution` item and its
+/// output for `commandExecutionStreaming`, `terminal/*` for `backgroundTerminals`). Recipients
+/// check it (`rpc::session`), also on events caught up from the log.
+pub fn label(notification: &ServerNotification) -> &'static str {
+    use appserver_protocol::ItemPayload::CommandExecution;
+    match notification {
+        ServerNotification::ItemStarted(p) if matches!(p.item.payload, CommandExecution(_)) => {
+            "item/started@commandExecutionStreaming"
+        }
+        ServerNotification::ItemCompleted(p) if matches!(p.item.payload, CommandExecution(_)) => {
+            "item/completed@commandExecutionStreaming"
+        }
+        ServerNotification::CommandExecutionOutputDelta(_) => {
+            "item/commandExecution/outputDelta@commandExecutionStreaming"
+        }
+        ServerNotification::TerminalStarted(_) => "terminal/started@backgroundTerminals",
+        ServerNotification::TerminalOutputDelta(_) => "terminal/outputDelta@backgroundTerminals",
+        ServerNotification::TerminalCompleted(_) => "terminal/completed@backgroundTerminals",
+        ServerNotification::TerminalStalled(_) => "terminal/stalled@backgroundTerminals",
+        ServerNotification::TerminalCleaned(_) => "terminal/cleaned@backgroundTerminals",
+        other => other.method(),
+    }
 }
 
 /// Sends a workspace-wide notification to every initialized connection that wants it.
 pub fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification) {
     match notification.to_frame() {
         Ok(text) => {
-            connections.broadcast(notification.method(), &OutFrame::from(text));
+            connections.broadcast(label(notification), &OutFrame::from(text));
         }
         Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
     }
@@ -249,7 +274,7 @@ pub fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification)
 /// Sends a workspace-wide notification about one thread: held while the thread is unannounced.
 pub fn broadcast_about(connections: &dyn Broadcast, gate: &AnnounceGate, notification: &ServerNotification) {
     match notification.to_frame() {
-        Ok(text) => gate.broadcast(connections, notification.method(), OutFrame::from(text)),
+        Ok(text) => gate.broadcast(connections, label(notification), OutFrame::from(text)),
         Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
     }
 }

@@ -5,15 +5,17 @@
 use std::sync::Arc;
 
 use appserver_protocol::{
-    ChatMessage, InputPart, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
-    ServerNotification, TextDeltaParams, TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload,
-    ToolResultPayload, UsageDeltaParams,
+    ChatMessage, CommandExecutionOutputDeltaParams, CommandExecutionPayload, FileChange, InputPart, Item,
+    ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput, ServerNotification, TextDeltaParams,
+    TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload, TurnDiffUpdatedParams,
+    UsageDeltaParams,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::TurnService;
 use crate::clock;
+use crate::shell::diff::TurnDiff;
 use crate::store::{StoreError, ThreadWrite, item_id};
 use crate::threads::{Publication, ThreadHandle};
 use crate::turns::tools::{ToolCall, ToolOutput, ToolRegistry};
@@ -66,6 +68,8 @@ pub struct TurnContext {
     unconfirmed: Vec<(Publication, String)>,
     next_item_seq: u32,
     pub(crate) usage: TokenUsage,
+    /// The files this turn changed, for `turn/diff/updated`.
+    diff: TurnDiff,
 }
 
 impl TurnContext {
@@ -92,6 +96,7 @@ impl TurnContext {
             unconfirmed: Vec::new(),
             next_item_seq: 2,
             usage: TokenUsage::default(),
+            diff: TurnDiff::default(),
         }
     }
 
@@ -176,6 +181,35 @@ impl TurnContext {
             call_id,
             delta: delta.to_owned(),
         }));
+    }
+
+    /// Appends output to an open `commandExecution` item: `item/commandExecution/outputDelta`,
+    /// a numbered thread event (only clients that declared `commandExecutionStreaming` get it).
+    pub fn append_output(&mut self, item_id: &str, delta: &str) {
+        if delta.is_empty() {
+            return;
+        }
+        let Some(open) = self.open.iter_mut().find(|o| o.item.id == item_id) else { return };
+        open.text.push_str(delta);
+        self.publish(ServerNotification::CommandExecutionOutputDelta(CommandExecutionOutputDeltaParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            item_id: item_id.to_owned(),
+            delta: delta.to_owned(),
+        }));
+    }
+
+    /// Records a file change of this turn and sends `turn/diff/updated` with the turn's
+    /// aggregate diff; returns the change (its unified diff) for the call's `toolResult`.
+    pub fn record_file_change(&mut self, path: &str, before: Option<&str>, after: &str) -> FileChange {
+        let change = crate::shell::diff::file_change(path, before, after);
+        self.diff.record(path, before, after, &change);
+        self.publish(ServerNotification::TurnDiffUpdated(TurnDiffUpdatedParams {
+            thread_id: self.thread_id.clone(),
+            turn_id: self.turn_id.clone(),
+            diff: self.diff.render(),
+        }));
+        change
     }
 
     /// Completes an open item with its final payload (or, for text items, the accumulated text):
@@ -308,6 +342,10 @@ impl TurnContext {
         };
         let output = match (tool, gate) {
             (Some(_), crate::turns::approvals::Gate::Declined(message)) => ToolOutput::error(message),
+            (Some(tool), crate::turns::approvals::Gate::Proceed) if tool.in_turn().is_some() => {
+                let turn_tool = tool.in_turn().ok_or_else(|| TurnError::Agent("tool vanished".into()))?;
+                turn_tool.run_in_turn(self, call_id, arguments).await?
+            }
             (Some(tool), crate::turns::approvals::Gate::Proceed) => {
                 // What the tool does (an app command, a request to a client) follows its item.
                 self.handle.hub.flush().await;
@@ -323,8 +361,12 @@ impl TurnContext {
             }
             (None, _) => ToolOutput::error(format!("Tool {name} is not available on this server.")),
         };
-        let result =
-            ToolResultPayload { call_id: call_id.to_owned(), result: output.result.clone(), success: output.success };
+        let result = ToolResultPayload {
+            call_id: call_id.to_owned(),
+            result: output.result.clone(),
+            success: output.success,
+            file_changes: output.file_changes.clone(),
+        };
         self.record(ItemPayload::ToolResult(result)).await?;
         Ok(output)
     }
@@ -414,6 +456,13 @@ fn completed_item(open: &OpenItem, payload: Option<ItemPayload>) -> Item {
                 let arguments = serde_json::from_str(&open.text).unwrap_or(Value::String(open.text.clone()));
                 ItemPayload::ToolCall(ToolCallPayload { arguments, ..call.clone() })
             }
+            // Completed without its result: the turn stopped while it ran (its process group is
+            // killed with the tool); what it had printed stays.
+            ItemPayload::CommandExecution(command) => ItemPayload::CommandExecution(CommandExecutionPayload {
+                status: "cancelled".to_owned(),
+                aggregated_output: open.text.clone(),
+                ..command.clone()
+            }),
             other => other.clone(),
         },
     };

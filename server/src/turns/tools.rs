@@ -12,8 +12,10 @@ use crate::apps::service::AppService;
 use crate::debug::DebugHooks;
 use crate::ports::BoxFuture;
 use crate::ports::Broadcast;
+use crate::shell::ShellService;
 use crate::store::Store;
 use crate::threads::ThreadManager;
+use crate::turns::context::{TurnContext, TurnError};
 
 /// What a tool call returns to the agent.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,15 +23,17 @@ pub struct ToolOutput {
     pub success: bool,
     /// The model-visible result (JSON text for structured results).
     pub result: String,
+    /// The files the call changed (recorded on its `toolResult` item).
+    pub file_changes: Vec<appserver_protocol::FileChange>,
 }
 
 impl ToolOutput {
     pub fn ok(result: impl Into<String>) -> Self {
-        ToolOutput { success: true, result: result.into() }
+        ToolOutput { success: true, result: result.into(), file_changes: Vec::new() }
     }
 
     pub fn error(message: impl Into<String>) -> Self {
-        ToolOutput { success: false, result: message.into() }
+        ToolOutput { success: false, result: message.into(), file_changes: Vec::new() }
     }
 
     /// A successful structured result, as JSON text.
@@ -39,13 +43,15 @@ impl ToolOutput {
 }
 
 /// What tools may reach: the store and the loaded threads (for `update_plan`), every client
-/// (to announce what a tool changed), the apps (for `app_*`) and the debug hooks.
+/// (to announce what a tool changed), the apps (for `app_*`), the commands and terminals (for
+/// `Exec` and the file tools) and the debug hooks.
 #[derive(Debug, Clone)]
 pub struct ToolEnv {
     pub store: Store,
     pub threads: Arc<ThreadManager>,
     pub clients: Arc<dyn Broadcast>,
     pub apps: Arc<AppService>,
+    pub shell: Arc<ShellService>,
     pub debug: Arc<DebugHooks>,
 }
 
@@ -70,6 +76,22 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
         None
     }
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;
+    /// A tool that works inside the turn (its own items, approvals and deltas: `Exec`, the file
+    /// tools) runs through this instead of [`Tool::run`].
+    fn in_turn(&self) -> Option<&dyn TurnTool> {
+        None
+    }
+}
+
+/// A tool that gets the turn itself: it asks its own approvals (`approvals::gate`), starts
+/// and streams its own items, and records file changes.
+pub trait TurnTool: Send + Sync {
+    fn run_in_turn<'a>(
+        &'a self,
+        ctx: &'a mut TurnContext,
+        call_id: &'a str,
+        arguments: Value,
+    ) -> BoxFuture<'a, Result<ToolOutput, TurnError>>;
 }
 
 /// The tools available to agents, by name.

@@ -402,6 +402,36 @@ export interface ApprovalResponsePayload {
   decision?: string | null;
 }
 
+/** A background terminal session (section 19A.2). */
+export interface BackgroundTerminal {
+  /** `term_…` */
+  sessionId: string;
+  threadId: string;
+  command: string;
+  workingDirectory: string;
+  /** `host` or `sandbox`. */
+  source: string;
+  /** `running`, `completed`, `failed`, `killed`, `timedOut` or `lost`. */
+  status: string;
+  /**
+   * Output: for `terminal/read` and `terminal/write` what arrived since the last of them
+   * (its tail, at most `maxOutputChars`); elsewhere the tail of everything kept.
+   */
+  output: string;
+  startedAt: string;
+  wallTimeMs: number;
+  /** Characters the process has written in all. */
+  originalOutputChars: number;
+  /** Whether `output` is only a part of what it covers. */
+  truncated: boolean;
+  backgroundReason?: string | null;
+  callId?: string | null;
+  completedAt?: string | null;
+  exitCode?: number | null;
+  outputPath?: string | null;
+  turnId?: string | null;
+}
+
 /** `capabilities.channelAdapter`: the connection is the remote backend of one chat channel. */
 export interface ChannelAdapterCapabilities {
   channelName: string;
@@ -492,6 +522,17 @@ export interface CommandExecuteParams {
   sender?: SenderContext | null;
 }
 
+/**
+ * Params of `item/commandExecution/outputDelta`: the next piece of a `commandExecution` item's
+ * output. The deltas concatenate to the completed item's `aggregatedOutput`.
+ */
+export interface CommandExecutionOutputDeltaParams {
+  threadId: string;
+  turnId: string;
+  itemId: string;
+  delta: string;
+}
+
 export interface CommandExecutionPayload {
   callId: string;
   command: string;
@@ -499,8 +540,16 @@ export interface CommandExecutionPayload {
   source: string;
   status: string;
   aggregatedOutput: string;
+  /** `runInBackground` when the call asked for a background terminal. */
+  backgroundReason?: string | null;
   durationMs?: number | null;
   exitCode?: number | null;
+  /** Characters the command wrote, when `aggregatedOutput` kept only its head and tail. */
+  originalOutputChars?: number | null;
+  outputPath?: string | null;
+  /** The background terminal (`terminal/*`) the command goes on in, when it outlived its call. */
+  sessionId?: string | null;
+  truncated?: boolean | null;
 }
 
 /** A command as `command/list` describes it. */
@@ -624,6 +673,23 @@ export interface FileAssociation {
   extensions: string[];
   command: string;
   paramKey: string;
+}
+
+/**
+ * One file a tool call changed (appserver extension of `toolResult`, shaped like DotCraft's
+ * `fileChange` structured content).
+ */
+export interface FileChange {
+  /** Workspace-relative (absolute when outside the workspace), `/`-separated. */
+  path: string;
+  /** `add` or `update`. */
+  kind: string;
+  /** Unified diff (`--- a/path`, `+++ b/path`, hunks). */
+  diff: string;
+  additions: number;
+  deletions: number;
+  /** Present (`true`) when the diff was cut to its size limit. */
+  truncated?: boolean | null;
 }
 
 /** `"server"` (the server keeps the history) or `"client"` (the client sends `messages`). */
@@ -903,6 +969,20 @@ export interface QueuedTurnInput {
   sender?: SenderContext | null;
 }
 
+/**
+ * `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
+ * every command outside `fullAccess` is asked about, each time.
+ */
+export interface SandboxCapability {
+  /** `landlock` on Linux. */
+  mechanism: string;
+  available: boolean;
+  /** The workspace's default mode: `readOnly`, `workspaceWrite` or `fullAccess`. */
+  defaultMode: string;
+  /** Why it is unavailable, when it is. */
+  reason?: string | null;
+}
+
 /** Who sent a message in a group session. */
 export interface SenderContext {
   senderId: string;
@@ -914,12 +994,16 @@ export interface SenderContext {
 /** What the server implements. A capability that is absent is not implemented. */
 export interface ServerCapabilities {
   approvalFlow?: boolean | null;
+  /** `terminal/*` requests and notifications (section 19A). */
+  backgroundTerminals?: boolean | null;
   commandManagement?: boolean | null;
   configOverride?: boolean | null;
   /** Extension registry keyed by extension name; `true` means its methods are available. */
   extensions?: { [key: string]: unknown };
   modeSwitch?: boolean | null;
   modelCatalogManagement?: boolean | null;
+  /** How `Exec` commands are confined on this host (appserver extension). */
+  sandbox?: SandboxCapability | null;
   threadManagement?: boolean | null;
   threadSubscriptions?: boolean | null;
 }
@@ -948,6 +1032,58 @@ export interface SystemNoticePayload {
   tokensAfter?: number | null;
   tokensBefore?: number | null;
   trigger?: string | null;
+}
+
+/** Params of `terminal/clean`. */
+export interface TerminalCleanParams {
+  threadId: string;
+}
+
+/**
+ * Params of `terminal/started`, `terminal/outputDelta`, `terminal/completed`, `terminal/stalled`
+ * and `terminal/cleaned` (section 19A.4): the terminal's snapshot, and for `outputDelta` the new
+ * output.
+ */
+export interface TerminalEventParams {
+  terminal: BackgroundTerminal;
+  delta?: string | null;
+}
+
+/** Params of `terminal/list`. */
+export interface TerminalListParams {
+  threadId?: string | null;
+}
+
+/** Result of `terminal/list` and `terminal/clean`. */
+export interface TerminalListResult {
+  terminals: BackgroundTerminal[];
+}
+
+/** Params of `terminal/read`. */
+export interface TerminalReadParams {
+  sessionId: string;
+  maxOutputChars?: number | null;
+  /** Wait up to this long for output (or the end) when none is new. */
+  waitMs?: number | null;
+}
+
+/** Result of `terminal/read`, `terminal/write` and `terminal/stop`. */
+export interface TerminalResult {
+  terminal: BackgroundTerminal;
+}
+
+/** Params of `terminal/stop`. */
+export interface TerminalSessionParams {
+  sessionId: string;
+}
+
+/** Params of `terminal/write`. */
+export interface TerminalWriteParams {
+  sessionId: string;
+  input: string;
+  maxOutputChars?: number | null;
+  /** How long to wait for output after writing (default 1000). */
+  yieldTimeMs?: number | null;
 }
 
 /** Params of `item/agentMessage/delta` and `item/reasoning/delta`. */
@@ -1008,6 +1144,11 @@ export interface ThreadConfiguration {
   mode?: string | null;
   model?: string | null;
   requireApprovalOutsideWorkspace?: boolean | null;
+  /**
+   * How this thread's commands are confined: `readOnly`, `workspaceWrite` or `fullAccess`
+   * (appserver extension; default: the workspace's).
+   */
+  sandboxMode?: string | null;
   toolProfile?: string | null;
   useToolProfileOnly?: boolean | null;
   workspaceOverride?: string | null;
@@ -1194,6 +1335,11 @@ export interface ToolResultPayload {
   callId: string;
   result: string;
   success: boolean;
+  /**
+   * The files this call changed, with their diffs (appserver extension: `WriteFile`,
+   * `EditFile`); `thread/read` returns them with the item.
+   */
+  fileChanges?: FileChange[];
 }
 
 /** A turn on the wire. */
@@ -1214,6 +1360,13 @@ export interface Turn {
 export interface TurnCancelledParams {
   turn: Turn;
   reason: string;
+}
+
+/** Params of `turn/diff/updated`: the turn's aggregate unified diff after each file change. */
+export interface TurnDiffUpdatedParams {
+  threadId: string;
+  turnId: string;
+  diff: string;
 }
 
 export interface TurnEnqueueParams {
@@ -1325,6 +1478,11 @@ export interface ClientRequestMap {
   "command/list": { params: CommandListParams; result: CommandListResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
+  "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
+  "terminal/list": { params: TerminalListParams; result: TerminalListResult };
+  "terminal/read": { params: TerminalReadParams; result: TerminalResult };
+  "terminal/stop": { params: TerminalSessionParams; result: TerminalResult };
+  "terminal/write": { params: TerminalWriteParams; result: TerminalResult };
   "thread/archive": { params: ThreadIdParams; result: EmptyResult };
   "thread/config/update": { params: ThreadConfigUpdateParams; result: EmptyResult };
   "thread/delete": { params: ThreadIdParams; result: EmptyResult };
@@ -1362,12 +1520,18 @@ export interface ServerNotificationMap {
   "app/unregistered": AppUnregisteredParams;
   "item/agentMessage/delta": TextDeltaParams;
   "item/approval/resolved": ItemEventParams;
+  "item/commandExecution/outputDelta": CommandExecutionOutputDeltaParams;
   "item/completed": ItemEventParams;
   "item/reasoning/delta": TextDeltaParams;
   "item/started": ItemEventParams;
   "item/toolCall/argumentsDelta": ToolCallArgumentsDeltaParams;
   "item/usage/delta": UsageDeltaParams;
   "plan/updated": PlanUpdatedParams;
+  "terminal/cleaned": TerminalEventParams;
+  "terminal/completed": TerminalEventParams;
+  "terminal/outputDelta": TerminalEventParams;
+  "terminal/stalled": TerminalEventParams;
+  "terminal/started": TerminalEventParams;
   "thread/deleted": ThreadIdParams;
   "thread/queue/updated": ThreadQueueUpdatedParams;
   "thread/renamed": ThreadRenamedParams;
@@ -1377,6 +1541,7 @@ export interface ServerNotificationMap {
   "thread/statusChanged": ThreadStatusChangedParams;
   "turn/cancelled": TurnCancelledParams;
   "turn/completed": TurnResult;
+  "turn/diff/updated": TurnDiffUpdatedParams;
   "turn/failed": TurnFailedParams;
   "turn/started": TurnResult;
 }

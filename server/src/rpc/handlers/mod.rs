@@ -5,5 +5,6 @@
 pub mod apps;
 pub mod channels;
 pub mod commands;
+pub mod terminals;
 pub mod threads;
 pub mod turns;

@@ -469,6 +469,8 @@ pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     }
     ctx.state.store.write(ThreadWrite::DeleteThread(p.thread_id.clone())).await?;
     ctx.state.threads.remove(&p.thread_id);
+    // Its background terminals die with it.
+    ctx.state.shell.terminals.clean(&p.thread_id).await;
     let notification = ServerNotification::ThreadDeleted(ThreadIdParams { thread_id: p.thread_id });
     let server = ctx.state.clone();
     ctx.after_reply(move || handle.broadcast(server.connections.as_ref(), &notification));

@@ -63,12 +63,19 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
             state.session_approvals.contains(&spec.scope_key),
         )
     };
-    if !policy.requires_approval(spec.read_only) || session_approved {
-        return Ok(Gate::Proceed);
+    if !spec.must_ask {
+        if !policy.requires_approval(spec.read_only) || session_approved {
+            return Ok(Gate::Proceed);
+        }
+        if turns.store.always_approved(&workspace, &caller_key, &spec.scope_key).await? {
+            return Ok(Gate::Proceed);
+        }
     }
-    if turns.store.always_approved(&workspace, &caller_key, &spec.scope_key).await? {
-        return Ok(Gate::Proceed);
-    }
+    // What must be asked about is never approved by nobody answering.
+    let fallback = match (spec.must_ask, policy.fallback()) {
+        (true, ApprovalDecision::Accept) => ApprovalDecision::Decline,
+        (_, fallback) => fallback,
+    };
 
     let request_id = format!("approval_{:03}", NEXT_REQUEST.fetch_add(1, Ordering::Relaxed));
     let payload = ApprovalRequestPayload {
@@ -96,13 +103,13 @@ pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, Tu
     let outcome = if policy == ApprovalPolicy::Interrupt {
         Outcome::Fallback(ApprovalDecision::Cancel)
     } else {
-        ask_clients(ctx, &turns, &handle, params, spec.app.clone()).await?
+        ask_clients(ctx, &turns, &handle, params, spec.app.clone(), fallback).await?
     };
 
     let (decision, timed_out) = match outcome {
         Outcome::Answered(decision) => (decision, false),
         Outcome::Fallback(decision) => (decision, false),
-        Outcome::TimedOut => (policy.fallback(), true),
+        Outcome::TimedOut => (fallback, true),
     };
     ctx.complete(&item_id, None).await?;
     if timed_out {
@@ -130,6 +137,8 @@ async fn apply(
 ) -> Result<Gate, TurnError> {
     match decision {
         ApprovalDecision::Accept => Ok(Gate::Proceed),
+        // What must be asked each time is not remembered.
+        ApprovalDecision::AcceptForSession | ApprovalDecision::AcceptAlways if spec.must_ask => Ok(Gate::Proceed),
         ApprovalDecision::AcceptForSession => {
             handle.state().session_approvals.insert(spec.scope_key.clone());
             Ok(Gate::Proceed)
@@ -170,16 +179,12 @@ async fn ask_clients(
     handle: &Arc<ThreadHandle>,
     params: ApprovalRequestParams,
     app: Option<AppCommandApproval>,
+    policy_fallback: ApprovalDecision,
 ) -> Result<Outcome, TurnError> {
     // The request follows its item: everything published before it goes out first.
     handle.hub.flush().await;
     let recipients: Vec<Arc<dyn Client>> =
         handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect();
-    let policy_fallback = {
-        let state = handle.state();
-        let configured = state.record.configuration.as_ref().and_then(|c| c.approval_policy.as_deref());
-        ApprovalPolicy::effective(configured, turns.config.approval_policy).fallback()
-    };
     let cluster = turns.cluster.as_ref();
     if recipients.is_empty() && cluster.is_none() {
         return Ok(Outcome::Fallback(policy_fallback));

@@ -1,0 +1,97 @@
+//! The agent's hands: DotCraft's core tools, by DotCraft's names and argument names. `Exec` and
+//! `WriteStdin` run commands (confined, streamed as a `commandExecution` item, background
+//! terminals); `ReadFile`, `WriteFile`, `EditFile`, `GrepFiles` and `FindFiles` work on the
+//! workspace's files (checked paths, atomic writes, unified diffs). Each asks its own approval
+//! with DotCraft's shapes: `shell` (the command, the working directory) or `file` (`read`,
+//! `write`, `edit`, `list` and the path); a path outside the workspace is asked about every time.
+
+pub mod exec;
+pub mod files;
+pub mod search;
+pub mod stdin;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use serde::de::DeserializeOwned;
+
+use crate::policy::{ApprovalSpec, SandboxMode};
+use crate::shell::paths::Resolved;
+use crate::shell::{ShellService, canonical_workspace};
+use crate::turns::approvals::{Gate, gate};
+use crate::turns::context::{TurnContext, TurnError};
+use crate::turns::tools::ToolRegistry;
+
+/// Registers the hands.
+pub fn register(tools: &mut ToolRegistry) {
+    tools.register(Arc::new(exec::ExecTool));
+    tools.register(Arc::new(stdin::WriteStdinTool));
+    tools.register(Arc::new(files::ReadFileTool));
+    tools.register(Arc::new(files::WriteFileTool));
+    tools.register(Arc::new(files::EditFileTool));
+    tools.register(Arc::new(search::GrepFilesTool));
+    tools.register(Arc::new(search::FindFilesTool));
+}
+
+/// Where a thread's tools work: its workspace, its sandbox mode, and what it says about paths
+/// outside the workspace (`requireApprovalOutsideWorkspace`: `false` refuses them outright).
+#[derive(Debug, Clone)]
+pub struct Place {
+    pub workspace: PathBuf,
+    pub mode: SandboxMode,
+    pub outside_allowed: bool,
+    pub shell: Arc<ShellService>,
+}
+
+pub fn place(ctx: &TurnContext) -> Place {
+    let shell = ctx.turns().tool_env.shell.clone();
+    let state = ctx.handle.state();
+    let configuration = state.record.configuration.as_ref();
+    Place {
+        workspace: canonical_workspace(&state.record.workspace_path),
+        mode: shell.mode_for(configuration),
+        outside_allowed: configuration.and_then(|c| c.require_approval_outside_workspace) != Some(false),
+        shell: shell.clone(),
+    }
+}
+
+/// The arguments of a call, or the message the model gets for bad ones.
+pub fn arguments<T: DeserializeOwned>(tool: &str, arguments: serde_json::Value) -> Result<T, String> {
+    serde_json::from_value(arguments).map_err(|e| format!("Error: invalid arguments for {tool}: {e}"))
+}
+
+/// Asks for a `file` operation (`read`, `write`, `edit`, `list`) on `path` when the thread's
+/// policy says so; a path outside the workspace (or leaving it through a symlink) every time.
+/// `Ok(Err(message))`: refused or declined, the call fails with the message.
+pub async fn gate_file(
+    ctx: &mut TurnContext,
+    place: &Place,
+    path: &Resolved,
+    operation: &str,
+) -> Result<Result<(), String>, TurnError> {
+    let target = path.real.to_string_lossy().into_owned();
+    let spec = if path.inside {
+        let read_only = matches!(operation, "read" | "list");
+        ApprovalSpec::new("file", operation, &target, format!("The agent wants to {operation} {}", path.display))
+            .read_only(read_only)
+    } else {
+        if !place.outside_allowed {
+            return Ok(Err(format!(
+                "Error: {} is outside the workspace, and this thread does not allow that.",
+                path.display
+            )));
+        }
+        let how = if path.escapes { " (through a symlink that leaves the workspace)" } else { "" };
+        ApprovalSpec::new(
+            "file",
+            operation,
+            &target,
+            format!("The agent wants to {operation} {target}, outside the workspace{how}"),
+        )
+        .must_ask()
+    };
+    Ok(match gate(ctx, &spec).await? {
+        Gate::Proceed => Ok(()),
+        Gate::Declined(message) => Err(format!("Error: {operation} of {} was not approved. {message}", path.display)),
+    })
+}
