@@ -48,13 +48,20 @@ pub fn roots(workspace: &Path, aai_home: Option<&Path>) -> Vec<PathBuf> {
     roots
 }
 
-/// Every `<root>/*/aai.json` with its fingerprint, in a stable order.
+/// Every `<root>/*/aai.json` with its fingerprint, in a stable order. In the workspace's own
+/// folder (the first root: a cloned repository can carry `.appserver/apps/x -> ../../..`), an app
+/// folder or descriptor that is a symlink is left out, as the desktop's file routes refuse it; the
+/// user's own folder (`~/.aai`) may hold symlinks the user made.
 fn scan(roots: &[PathBuf]) -> BTreeMap<PathBuf, Fingerprint> {
     let mut found = BTreeMap::new();
-    for root in roots {
+    for (n, root) in roots.iter().enumerate() {
         let Ok(entries) = std::fs::read_dir(root) else { continue };
         for entry in entries.flatten() {
             let path = entry.path().join("aai.json");
+            if n == 0 && (is_symlink(&entry.path()) || is_symlink(&path)) {
+                tracing::warn!(path = %entry.path().display(), "a symlinked app folder or descriptor in the workspace is ignored");
+                continue;
+            }
             if let Ok(meta) = std::fs::metadata(&path) {
                 if meta.is_file() && found.len() < MAX_DESCRIPTORS {
                     found.insert(path, (meta.modified().ok(), meta.len()));
@@ -63,6 +70,10 @@ fn scan(roots: &[PathBuf]) -> BTreeMap<PathBuf, Fingerprint> {
         }
     }
     found
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|meta| meta.file_type().is_symlink())
 }
 
 /// A registered descriptor app.
@@ -319,5 +330,30 @@ pub(crate) fn host_for(
             };
             Ok(Arc::new(HttpHost::new(spec, token)?))
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A cloned repository's `.appserver/apps/x -> elsewhere` (or an `aai.json` symlink) is not
+    /// read; the user's own folder may link.
+    #[cfg(unix)]
+    #[test]
+    fn symlinked_app_folders_in_the_workspace_are_not_scanned() {
+        let dir = tempfile::tempdir().unwrap();
+        let (apps, home, outside) = (dir.path().join("apps"), dir.path().join("home"), dir.path().join("outside"));
+        for folder in [apps.join("real"), home.join("mine"), outside.clone(), apps.join("file-link")] {
+            std::fs::create_dir_all(&folder).unwrap();
+        }
+        for folder in [apps.join("real"), outside.clone()] {
+            std::fs::write(folder.join("aai.json"), "{}").unwrap();
+        }
+        std::os::unix::fs::symlink(&outside, apps.join("linked")).unwrap();
+        std::os::unix::fs::symlink(outside.join("aai.json"), apps.join("file-link").join("aai.json")).unwrap();
+        std::os::unix::fs::symlink(&outside, home.join("users-own-link")).unwrap();
+        let found: Vec<PathBuf> = scan(&[apps.clone(), home.clone()]).into_keys().collect();
+        assert_eq!(found, vec![apps.join("real").join("aai.json"), home.join("users-own-link").join("aai.json")]);
     }
 }
