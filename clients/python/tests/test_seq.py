@@ -123,7 +123,8 @@ def test_a_subscriber_that_reconnects_gets_the_turn_it_missed_once_then_live_one
 
 def test_a_gap_the_server_no_longer_keeps_is_reported_and_live_events_go_on():
     async def body():
-        async with running_server() as server:
+        # Only the current and the previous turn's events kept (by default the last 4,096 too).
+        async with running_server(["--min-kept-events", "0"]) as server:
             proxy = await Proxy(server.url).start()
             user, watcher, resyncs = await connected(server.url, proxy)
             try:
@@ -131,8 +132,8 @@ def test_a_gap_the_server_no_longer_keeps_is_reported_and_live_events_go_on():
                 first, _ = await run_turn(user, thread_id, "one")
                 await until_turn_end(stream, first)
 
-                # The log keeps the current turn's events and the previous turn's: three turns
-                # later, the events right after the watcher's last are gone.
+                # The log keeps the current turn's events and the previous turn's here: three
+                # turns later, the events right after the watcher's last are gone.
                 back = asyncio.Event()
                 watcher.on_reconnect(back.set)
                 proxy.cut()

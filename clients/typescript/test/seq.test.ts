@@ -129,7 +129,8 @@ test("a subscriber that reconnects gets the turn it missed, each event once, the
 });
 
 test("a gap the server no longer keeps is reported with onResyncNeeded, and live events go on", OPTIONS, async () => {
-  const server = await startServer();
+  // Only the current and the previous turn's events kept (by default the last 4,096 too).
+  const server = await startServer(["--min-kept-events", "0"]);
   const proxy = await startProxy(server.url);
   const user = await AppServerClient.connect({ url: server.url });
   const watcher = await AppServerClient.connect({ url: proxy.url, reconnect: RECONNECT });
