@@ -24,6 +24,10 @@ pub const SERVER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The identity of the threads the bridge starts (DotCraft's built-in `acp` origin).
 pub const CHANNEL: &str = "acp";
 pub const USER: &str = "local";
+/// Editor requests handled at once (a prompt holds one for its turn); one more is refused.
+pub const MAX_IN_FLIGHT: usize = 64;
+/// Sessions one bridge follows (each a subscription to its thread).
+pub const MAX_SESSIONS: usize = 1024;
 /// The modes a session can be in (`thread/mode/set`).
 const MODES: &[(&str, &str)] = &[("agent", "Agent"), ("plan", "Plan")];
 
@@ -43,6 +47,7 @@ pub struct Bridge {
     pub editor: Arc<Peer>,
     pub server: Arc<Peer>,
     state: Mutex<State>,
+    in_flight: Arc<tokio::sync::Semaphore>,
 }
 
 fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
@@ -63,7 +68,8 @@ fn invalid(message: impl Into<String>) -> ErrorObject {
 
 impl Bridge {
     pub fn new(editor: Arc<Peer>, server: Arc<Peer>) -> Arc<Bridge> {
-        Arc::new(Bridge { editor, server, state: Mutex::new(State::default()) })
+        let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+        Arc::new(Bridge { editor, server, state: Mutex::new(State::default()), in_flight })
     }
 
     pub fn state(&self) -> MutexGuard<'_, State> {
@@ -79,7 +85,19 @@ impl Bridge {
         let result = loop {
             tokio::select! {
                 message = from_editor.recv() => match message {
-                    Some(message) => tokio::spawn(self.clone().editor_message(message)),
+                    Some(message) => match self.in_flight.clone().try_acquire_owned() {
+                        Ok(permit) => {
+                            let bridge = self.clone();
+                            tokio::spawn(async move {
+                                bridge.editor_message(message).await;
+                                drop(permit);
+                            })
+                        }
+                        Err(_) => {
+                            self.refuse(message).await;
+                            continue;
+                        }
+                    },
                     None => break Ok(()),
                 },
                 message = from_server.recv() => match message {
@@ -95,6 +113,24 @@ impl Bridge {
         self.server.close();
         self.editor.close();
         result
+    }
+
+    /// A request beyond [`MAX_IN_FLIGHT`]: refused at once (a notification is dropped).
+    async fn refuse(&self, message: Incoming) {
+        if let Some(id) = message.id {
+            let refused = error(-32001, format!("too many requests in flight (at most {MAX_IN_FLIGHT}); retry later"));
+            let _ = self.editor.respond(&id, Err(refused)).await;
+        }
+    }
+
+    /// Adds a session, unless the bridge already follows [`MAX_SESSIONS`].
+    fn add_session(&self, id: &str, session: Session) -> Result<(), ErrorObject> {
+        let mut state = self.state();
+        if state.sessions.len() >= MAX_SESSIONS && !state.sessions.contains_key(id) {
+            return Err(error(-32001, format!("this bridge already follows {MAX_SESSIONS} sessions")));
+        }
+        state.sessions.insert(id.to_owned(), session);
+        Ok(())
     }
 
     /// A request or notification from the editor.
@@ -228,7 +264,7 @@ impl Bridge {
         let started = self.server.request("thread/start", &start, SERVER_TIMEOUT).await.map_err(relayed)?;
         let thread = &started["thread"];
         let id = str_at(thread, "id").to_owned();
-        self.state().sessions.insert(id.clone(), Session::new(str_at(thread, "workspacePath").to_owned()));
+        self.add_session(&id, Session::new(str_at(thread, "workspacePath").to_owned()))?;
         let subscribe = json!({ "threadId": id });
         self.server.request("thread/subscribe", &subscribe, SERVER_TIMEOUT).await.map_err(relayed)?;
         let mut result = self.session_settings(&thread["configuration"]);
@@ -255,7 +291,7 @@ impl Bridge {
         if thread["plan"].is_object() {
             history.push(updates::plan(&thread["plan"]));
         }
-        self.state().sessions.insert(id.clone(), session);
+        self.add_session(&id, session)?;
         for update in history {
             self.send_update(&id, update).await;
         }
@@ -330,5 +366,22 @@ impl Bridge {
         for update in updates {
             self.send_update(&thread, update).await;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_bridge_follows_a_bounded_number_of_sessions() {
+        let (editor, _e) = mpsc::channel(1);
+        let (server, _s) = mpsc::channel(1);
+        let bridge = Bridge::new(Peer::new(editor), Peer::new(server));
+        for n in 0..MAX_SESSIONS {
+            bridge.add_session(&format!("thread_{n}"), Session::new("/w".into())).unwrap();
+        }
+        assert_eq!(bridge.add_session("one_more", Session::new("/w".into())).unwrap_err().code, -32001);
+        assert!(bridge.add_session("thread_7", Session::new("/w".into())).is_ok(), "loading a followed one again");
     }
 }
