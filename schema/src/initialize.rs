@@ -51,9 +51,10 @@ pub struct ClientCapabilities {
     /// Present when the connection is a chat-platform channel adapter.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_adapter: Option<ChannelAdapterCapabilities>,
-    /// ACP tool proxy capabilities (accepted, not used by this server).
+    /// ACP tool proxy (section 11.3): the `ext/acp/*` requests the client handles for the
+    /// threads it starts or resumes.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub acp_extensions: Option<Value>,
+    pub acp_extensions: Option<crate::acp::AcpExtensions>,
     /// Desktop Node REPL capability (accepted, not used by this server).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub node_repl: Option<Value>,

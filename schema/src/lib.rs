@@ -1,6 +1,7 @@
 //! Wire types of the appserver protocol (DotCraft AppServer protocol v1 plus the app protocol
 //! extension). Only serde + schemars types live here; the server converts them at its edge.
 
+pub mod acp;
 pub mod app;
 pub mod approval;
 pub mod caller;
@@ -17,6 +18,7 @@ pub mod terminal;
 pub mod thread;
 pub mod turn;
 
+pub use acp::*;
 pub use app::*;
 pub use approval::*;
 pub use caller::*;

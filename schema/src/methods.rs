@@ -6,6 +6,10 @@ use schemars::{JsonSchema, Schema, SchemaGenerator};
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
+use crate::acp::{
+    AcpReadTextFileParams, AcpReadTextFileResult, AcpTerminalCreateParams, AcpTerminalCreateResult,
+    AcpTerminalExitStatus, AcpTerminalOutputResult, AcpTerminalParams, AcpWriteTextFileParams,
+};
 use crate::app::{
     AppCommandParams, AppCommandResult, AppDescriptorApproveParams, AppDescriptorApproveResult, AppDiscoverParams,
     AppDiscoverResult, AppEmitParams, AppEventParams, AppExternalCallParams, AppInteractionParams, AppListParams,
@@ -272,4 +276,18 @@ request_table! { ServerRequest, server_request_schemas;
     ExtAppCommand => "ext/app/command" (ExtAppCommandParams) -> AppCommandResult;
     /// Run a dynamic tool the client declared on `thread/start`.
     DynamicToolCall => "item/tool/call" (DynamicToolCallParams) -> DynamicToolCallResult;
+    /// ACP tool proxy: read a text file as the editor has it (section 11.3).
+    AcpReadTextFile => "ext/acp/fs/readTextFile" (AcpReadTextFileParams) -> AcpReadTextFileResult;
+    /// ACP tool proxy: write a text file through the editor.
+    AcpWriteTextFile => "ext/acp/fs/writeTextFile" (AcpWriteTextFileParams) -> EmptyResult;
+    /// ACP tool proxy: start a command in an editor terminal.
+    AcpTerminalCreate => "ext/acp/terminal/create" (AcpTerminalCreateParams) -> AcpTerminalCreateResult;
+    /// ACP tool proxy: an editor terminal's output so far.
+    AcpTerminalGetOutput => "ext/acp/terminal/getOutput" (AcpTerminalParams) -> AcpTerminalOutputResult;
+    /// ACP tool proxy: wait until an editor terminal's command has exited.
+    AcpTerminalWaitForExit => "ext/acp/terminal/waitForExit" (AcpTerminalParams) -> AcpTerminalExitStatus;
+    /// ACP tool proxy: kill an editor terminal's command (the terminal stays).
+    AcpTerminalKill => "ext/acp/terminal/kill" (AcpTerminalParams) -> EmptyResult;
+    /// ACP tool proxy: release an editor terminal (killing its command if still running).
+    AcpTerminalRelease => "ext/acp/terminal/release" (AcpTerminalParams) -> EmptyResult;
 }

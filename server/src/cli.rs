@@ -49,6 +49,15 @@ pub enum Sub {
         #[command(flatten)]
         run: Box<RunArgs>,
     },
+    /// Serve the Agent Client Protocol on stdio for an editor that spawns appserver as its agent
+    /// (Zed, JetBrains IDEs, Neovim, ...): sessions are threads of the workspace's running server
+    /// (found through .appserver/server.lock), or, when none runs, of one started in this process
+    /// on ws://127.0.0.1:0. Takes the server flags, used only for the embedded server. See
+    /// docs/acp.md.
+    Acp {
+        #[command(flatten)]
+        run: Box<RunArgs>,
+    },
     /// Internal: run one agent command confined (the server starts commands through this; see
     /// docs/architecture.md, "The agent's commands").
     #[command(hide = true)]
@@ -241,6 +250,9 @@ pub enum Command {
     /// `appserver mcp [FLAGS]`: MCP on stdio; the configuration of the server to start when
     /// none runs.
     Mcp(Box<ServerConfig>),
+    /// `appserver acp [FLAGS]`: ACP on stdio; the configuration of the server to start when
+    /// none runs.
+    Acp(Box<ServerConfig>),
     /// `appserver completions SHELL`
     Completions(clap_complete::Shell),
     /// `appserver sandbox-exec ...`: confine this process, then become the command.
@@ -282,6 +294,7 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
             Ok(Command::SandboxExec(crate::shell::sandbox::ExecSpec { mode, workspace, shell, command }))
         }
         Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
+        Some(Sub::Acp { run }) => Ok(Command::Acp(Box::new(run_config(*run, cwd, env)?))),
         None => Ok(Command::Run(Box::new(run_config(cli.run, cwd, env)?))),
     }
 }

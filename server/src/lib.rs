@@ -5,6 +5,7 @@
 //! domain modules → `store` (the only module that touches the database). `server` wires them together
 //! and owns start-up and shutdown. See docs/architecture.md.
 
+pub mod acp;
 pub mod agent;
 pub mod apps;
 pub mod channels;

@@ -1,5 +1,5 @@
 //! The `appserver` binary: parse the command line, set up logging on stderr, run the server (or
-//! `locate` / `completions`, or MCP on stdio with `mcp`). Exit status: 0 after a clean shutdown,
+//! `locate` / `completions`, or MCP on stdio with `mcp`, or ACP on stdio with `acp`). Exit status: 0 after a clean shutdown,
 //! 1 when the server fails (start-up included: a stderr it cannot write the listening address
 //! to is one), 2 for a bad command line.
 
@@ -24,9 +24,10 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (config, mcp) = match cli::parse(std::env::args_os().skip(1), &cwd) {
-        Ok(Command::Run(config)) => (*config, false),
-        Ok(Command::Mcp(config)) => (*config, true),
+    let (config, front) = match cli::parse(std::env::args_os().skip(1), &cwd) {
+        Ok(Command::Run(config)) => (*config, Front::Server),
+        Ok(Command::Mcp(config)) => (*config, Front::Mcp),
+        Ok(Command::Acp(config)) => (*config, Front::Acp),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::SandboxExec(spec)) => return appserver::shell::sandbox::exec(spec),
         Ok(Command::Completions(shell)) => {
@@ -50,10 +51,10 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    let result = if mcp {
-        runtime.block_on(appserver::server::mcp_stdio(config))
-    } else {
-        runtime.block_on(appserver::server::run(config))
+    let result = match front {
+        Front::Mcp => runtime.block_on(appserver::server::mcp_stdio(config)).map_err(|e| e.to_string()),
+        Front::Acp => runtime.block_on(appserver::acp::acp_stdio(config)).map_err(|e| e.to_string()),
+        Front::Server => runtime.block_on(appserver::server::run(config)).map_err(|e| e.to_string()),
     };
     // A blocking stdin read may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
@@ -64,6 +65,13 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What stdio serves: the server's own protocol (or none), MCP, or ACP.
+enum Front {
+    Server,
+    Mcp,
+    Acp,
 }
 
 /// `appserver locate`: the lock file of the workspace's running server on stdout, as JSON.

@@ -15,7 +15,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use appserver_protocol::jsonrpc::ErrorObject;
-use appserver_protocol::{ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams};
+use appserver_protocol::{
+    AcpExtensions, ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams,
+};
 use bytes::Bytes;
 use serde_json::value::RawValue;
 
@@ -87,6 +89,19 @@ pub type Answer = Result<Box<RawValue>, CallError>;
 /// A request already on its way; awaiting it yields the answer.
 pub type PendingAnswer<'a> = BoxFuture<'a, Answer>;
 
+/// A request of the ACP tool proxy (`ext/acp/*`, DotCraft AppServer protocol section 11.3): what
+/// the agent's file and command tools ask of an editor through the client that fronts it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcpCall {
+    ReadTextFile,
+    WriteTextFile,
+    TerminalCreate,
+    TerminalGetOutput,
+    TerminalWaitForExit,
+    TerminalKill,
+    TerminalRelease,
+}
+
 /// Something the domain notifies and asks: a connected client.
 pub trait Client: Send + Sync + fmt::Debug {
     fn id(&self) -> ConnectionId;
@@ -130,6 +145,18 @@ pub trait Client: Send + Sync + fmt::Debug {
 
     /// Asks the client to run one of the dynamic tools it declared.
     fn call_tool<'a>(&'a self, params: &'a DynamicToolCallParams, timeout: Duration) -> PendingAnswer<'a>;
+
+    /// What the client declared it does for the agent's tools in an editor
+    /// (`capabilities.acpExtensions`), if anything.
+    fn acp_extensions(&self) -> Option<AcpExtensions> {
+        None
+    }
+
+    /// Sends an ACP tool proxy request (`params` carry the thread's id); waits at most `timeout`.
+    fn acp_call<'a>(&'a self, call: AcpCall, params: serde_json::Value, timeout: Duration) -> PendingAnswer<'a> {
+        let _ = (call, params, timeout);
+        Box::pin(std::future::ready(Err(CallError::Closed)))
+    }
 }
 
 /// Something that answers an app window's queries and commands.

@@ -52,7 +52,7 @@ pub enum ServerError {
     #[error(transparent)]
     Relay(#[from] crate::mcp::relay::RelayError),
     #[error(
-        "the running appserver (pid {pid}) has no WebSocket listener to reach its /mcp; restart it with --listen ws://127.0.0.1:0"
+        "the running appserver (pid {pid}) has no WebSocket listener to relay to; restart it with --listen ws://127.0.0.1:0"
     )]
     NoHttpListener { pid: u32 },
     #[error("the embedded server did not publish its address within {0:?}")]
@@ -403,15 +403,42 @@ impl ShutdownSignal {
 /// How long `appserver mcp` waits for the server it starts to publish its address.
 const EMBEDDED_START: Duration = Duration::from_secs(30);
 
-/// `appserver mcp`: MCP on stdio. When the workspace has a running server, stdio is relayed to its
-/// `/mcp` (one server per workspace and database: the lock forbids a second one, and the apps
-/// and approving clients are connected to that one). When none runs, a server is started in this
-/// process on `ws://127.0.0.1:0` (stdio belongs to MCP), published in the lock file like any
-/// other so app hosts and clients can find and join it, and stdio is relayed to it; it stops
-/// when the agent closes stdin.
-pub async fn mcp_stdio(mut config: ServerConfig) -> Result<(), ServerError> {
+/// A server `appserver mcp` or `appserver acp` relays to: the workspace's running one, or one
+/// started in this process (which [`Attached::finish`] stops).
+#[derive(Debug)]
+pub struct Attached {
+    /// Its WebSocket URL (`ws://HOST:PORT/ws`, a wildcard address as loopback).
+    pub ws_url: String,
+    /// The token it requires, if any.
+    pub token: Option<String>,
+    embedded: Option<(tokio::task::JoinHandle<Result<(), ServerError>>, CancellationToken)>,
+}
+
+impl Attached {
+    pub fn is_embedded(&self) -> bool {
+        self.embedded.is_some()
+    }
+
+    /// Stops the embedded server, if this process started one, and waits for it.
+    pub async fn finish(self) -> Result<(), ServerError> {
+        match self.embedded {
+            Some((task, stop)) => {
+                stop.cancel();
+                task.await.unwrap_or(Ok(()))
+            }
+            None => Ok(()),
+        }
+    }
+}
+
+/// The workspace's running server (one server per workspace and database: the lock forbids a
+/// second one, and the apps and approving clients are connected to that one), or, when none
+/// runs, one started in this process on `ws://127.0.0.1:0` (stdio belongs to the relay), published
+/// in the lock file like any other so app hosts and clients can find and join it. When two start
+/// at once, the one that loses the workspace lock attaches to the other's.
+pub async fn attach(mut config: ServerConfig) -> Result<Attached, ServerError> {
     if let Some(info) = crate::lock::locate(&config.workspace)? {
-        return relay_to(&info).await;
+        return running(&info, None);
     }
     config.listen.retain(|l| *l != ListenAddr::Stdio);
     if config.listen.is_empty() {
@@ -421,13 +448,15 @@ pub async fn mcp_stdio(mut config: ServerConfig) -> Result<(), ServerError> {
     let stop = CancellationToken::new();
     let mut server = Some(tokio::spawn(run_until(config, stop.clone())));
     let deadline = tokio::time::Instant::now() + EMBEDDED_START;
-    let url = loop {
+    loop {
         match crate::lock::locate(&workspace)? {
             Some(info) if info.pid == std::process::id() && info.ws_url.is_some() => {
-                break mcp_url(info.ws_url.as_deref().unwrap_or_default());
+                let mut attached = running(&info, token)?;
+                attached.embedded = server.take().map(|task| (task, stop));
+                return Ok(attached);
             }
-            // Another `appserver mcp` (or server) took the workspace first: use that one.
-            Some(info) if server.is_none() && info.ws_url.is_some() => return relay_to(&info).await,
+            // Another server took the workspace first: use that one.
+            Some(info) if server.is_none() && info.ws_url.is_some() => return running(&info, None),
             _ => {}
         }
         if tokio::time::Instant::now() > deadline {
@@ -441,30 +470,42 @@ pub async fn mcp_stdio(mut config: ServerConfig) -> Result<(), ServerError> {
             Some(task) => tokio::select! {
                 ended = task => match ended.unwrap_or(Ok(())) {
                     Err(ServerError::Lock(LockError::Held { .. })) => server = None,
-                    other => return other,
+                    Err(err) => return Err(err),
+                    Ok(()) => return Err(ServerError::EmbeddedNotReady(EMBEDDED_START)),
                 },
                 _ = wait => {}
             },
             None => wait.await,
         }
-    };
-    tracing::info!(%url, "no server was running: started one in this process; relaying MCP on stdio to it");
-    let relayed = crate::mcp::relay::relay_stdio(&url, token).await;
-    stop.cancel();
-    let served = match server {
-        Some(task) => task.await.unwrap_or(Ok(())),
-        None => Ok(()),
-    };
-    relayed?;
-    served
+    }
 }
 
-/// Relays stdio to the `/mcp` of the running server `info` describes.
-async fn relay_to(info: &LockInfo) -> Result<(), ServerError> {
-    let url = info.ws_url.as_deref().map(mcp_url).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
-    let token = info.token_file.as_deref().and_then(read_token);
-    tracing::info!(%url, pid = info.pid, "relaying MCP on stdio to the running server");
-    Ok(crate::mcp::relay::relay_stdio(&url, token).await?)
+/// The running server `info` describes (its token from the lock's token file unless given).
+fn running(info: &LockInfo, token: Option<String>) -> Result<Attached, ServerError> {
+    let ws_url = info.ws_url.as_deref().map(loopback).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
+    let token = token.or_else(|| info.token_file.as_deref().and_then(read_token));
+    Ok(Attached { ws_url, token, embedded: None })
+}
+
+/// A wildcard listening address is reached on loopback.
+fn loopback(ws_url: &str) -> String {
+    ws_url.replacen("ws://0.0.0.0:", "ws://127.0.0.1:", 1).replacen("ws://[::]:", "ws://[::1]:", 1)
+}
+
+/// `appserver mcp`: MCP on stdio, relayed to the `/mcp` of the server [`attach`] finds or starts;
+/// an embedded server stops when the agent closes stdin.
+pub async fn mcp_stdio(config: ServerConfig) -> Result<(), ServerError> {
+    let attached = attach(config).await?;
+    let url = mcp_url(&attached.ws_url);
+    if attached.is_embedded() {
+        tracing::info!(%url, "no server was running: started one in this process; relaying MCP on stdio to it");
+    } else {
+        tracing::info!(%url, "relaying MCP on stdio to the running server");
+    }
+    let relayed = crate::mcp::relay::relay_stdio(&url, attached.token.clone()).await;
+    let served = attached.finish().await;
+    relayed?;
+    served
 }
 
 /// `ws://ADDR/ws` → `http://ADDR/mcp` (a wildcard address is reached on loopback).

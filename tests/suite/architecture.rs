@@ -18,6 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["transport"],
     &["lock"],
     &["server", "cli", "lib", "main"],
+    &["acp"],
 ];
 
 /// The domain: never imports the JSON-RPC layer, the transports or the server's assembly.

@@ -2,6 +2,7 @@
 
 mod aai_descriptors;
 mod aai_web;
+mod acp;
 mod app_approvals;
 mod app_limits;
 mod app_log_order;

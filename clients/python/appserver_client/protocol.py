@@ -9,6 +9,75 @@ from typing import Any, Dict, List, Literal, NotRequired, Optional, Tuple, Typed
 
 PROTOCOL_VERSION = "1"
 
+# An environment variable of an editor terminal.
+AcpEnvVariable = TypedDict("AcpEnvVariable", {
+    "name": str,
+    "value": str,
+})
+
+# `capabilities.acpExtensions` of `initialize`: which `ext/acp/*` requests the client handles.
+AcpExtensions = TypedDict("AcpExtensions", {
+    "extensions": NotRequired[List[str]],  # Custom extension families (`ext/acp/<family>/<method>`); accepted, none is used by this
+    "fsReadTextFile": NotRequired[Optional[bool]],  # `ext/acp/fs/readTextFile`.
+    "fsWriteTextFile": NotRequired[Optional[bool]],  # `ext/acp/fs/writeTextFile`.
+    "terminalCreate": NotRequired[Optional[bool]],  # `ext/acp/terminal/*`.
+})
+
+# Params of `ext/acp/fs/readTextFile` (server → client): the file's text as the editor has it
+# (unsaved changes included).
+AcpReadTextFileParams = TypedDict("AcpReadTextFileParams", {
+    "threadId": str,
+    "path": str,  # Absolute path.
+    "limit": NotRequired[Optional[int]],  # Lines to read.
+    "line": NotRequired[Optional[int]],  # First line to read, 1-based.
+})
+
+AcpReadTextFileResult = TypedDict("AcpReadTextFileResult", {
+    "content": str,
+})
+
+# Params of `ext/acp/terminal/create` (server → client): the editor starts `command` with
+# `args` (no shell in between) in `cwd`, in a terminal it shows.
+AcpTerminalCreateParams = TypedDict("AcpTerminalCreateParams", {
+    "threadId": str,
+    "command": str,
+    "args": NotRequired[List[str]],
+    "cwd": NotRequired[Optional[str]],
+    "env": NotRequired[List["AcpEnvVariable"]],
+    "outputByteLimit": NotRequired[Optional[int]],  # The most output the editor keeps (its tail, cut at a character boundary).
+})
+
+AcpTerminalCreateResult = TypedDict("AcpTerminalCreateResult", {
+    "terminalId": str,
+})
+
+# How an editor terminal's command ended: its exit code, or the signal that ended it.
+AcpTerminalExitStatus = TypedDict("AcpTerminalExitStatus", {
+    "exitCode": NotRequired[Optional[int]],
+    "signal": NotRequired[Optional[str]],
+})
+
+# Result of `ext/acp/terminal/getOutput`.
+AcpTerminalOutputResult = TypedDict("AcpTerminalOutputResult", {
+    "output": str,
+    "exitStatus": NotRequired[Optional["AcpTerminalExitStatus"]],
+    "truncated": NotRequired[bool],
+})
+
+# Params of `ext/acp/terminal/getOutput`, `…/waitForExit`, `…/kill` and `…/release`.
+AcpTerminalParams = TypedDict("AcpTerminalParams", {
+    "threadId": str,
+    "terminalId": str,
+})
+
+# Params of `ext/acp/fs/writeTextFile` (server → client): the editor writes the file (its
+# buffer, if open), creating it when absent. Result: `{}`.
+AcpWriteTextFileParams = TypedDict("AcpWriteTextFileParams", {
+    "threadId": str,
+    "path": str,  # Absolute path.
+    "content": str,
+})
+
 AppCaller = TypedDict("AppCaller", {
     "kind": Literal["agent"],
     "threadId": str,
@@ -367,7 +436,7 @@ ChatMessage = TypedDict("ChatMessage", {
 # What the client can handle. Every member is optional; absent members take the defaults of
 # section 3.2 of the protocol.
 ClientCapabilities = TypedDict("ClientCapabilities", {
-    "acpExtensions": NotRequired[Any],  # ACP tool proxy capabilities (accepted, not used by this server).
+    "acpExtensions": NotRequired[Optional["AcpExtensions"]],  # ACP tool proxy (section 11.3): the `ext/acp/*` requests the client handles for the
     "approvalSupport": NotRequired[Optional[bool]],  # Whether the client answers `item/approval/request`. Default `true`.
     "backgroundTerminals": NotRequired[Optional[bool]],
     "browserUse": NotRequired[Any],  # Desktop browser capability (accepted, not used by this server).
@@ -1345,10 +1414,17 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "turn/started": ("TurnResult", None),
 }
 
-ServerRequestMethod = Literal["ext/app/command", "ext/app/query", "item/approval/request", "item/tool/call"]
+ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "item/approval/request", "item/tool/call"]
 
 # method -> (params type name, result type name or None)
 SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
+    "ext/acp/fs/readTextFile": ("AcpReadTextFileParams", "AcpReadTextFileResult"),
+    "ext/acp/fs/writeTextFile": ("AcpWriteTextFileParams", "EmptyResult"),
+    "ext/acp/terminal/create": ("AcpTerminalCreateParams", "AcpTerminalCreateResult"),
+    "ext/acp/terminal/getOutput": ("AcpTerminalParams", "AcpTerminalOutputResult"),
+    "ext/acp/terminal/kill": ("AcpTerminalParams", "EmptyResult"),
+    "ext/acp/terminal/release": ("AcpTerminalParams", "EmptyResult"),
+    "ext/acp/terminal/waitForExit": ("AcpTerminalParams", "AcpTerminalExitStatus"),
     "ext/app/command": ("ExtAppCommandParams", "AppCommandResult"),
     "ext/app/query": ("ExtAppQueryParams", "AppQueryResult"),
     "item/approval/request": ("ApprovalRequestParams", "ApprovalDecisionResult"),

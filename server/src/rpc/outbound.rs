@@ -6,12 +6,14 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use appserver_protocol::{ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams};
+use appserver_protocol::{
+    AcpExtensions, ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams,
+};
 use serde_json::Value;
 
 use super::{Connections, Peer};
 use crate::ports::{
-    Answer, AppHost, BoxFuture, Broadcast, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer,
+    AcpCall, Answer, AppHost, BoxFuture, Broadcast, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer,
 };
 use crate::telemetry;
 
@@ -23,6 +25,19 @@ pub const TOOL_CALL: &str = "item/tool/call";
 pub const APP_QUERY: &str = "ext/app/query";
 /// `ext/app/command`: run a command in a window.
 pub const APP_COMMAND: &str = "ext/app/command";
+
+/// The method of an ACP tool proxy request (section 11.3).
+pub fn acp_method(call: AcpCall) -> &'static str {
+    match call {
+        AcpCall::ReadTextFile => "ext/acp/fs/readTextFile",
+        AcpCall::WriteTextFile => "ext/acp/fs/writeTextFile",
+        AcpCall::TerminalCreate => "ext/acp/terminal/create",
+        AcpCall::TerminalGetOutput => "ext/acp/terminal/getOutput",
+        AcpCall::TerminalWaitForExit => "ext/acp/terminal/waitForExit",
+        AcpCall::TerminalKill => "ext/acp/terminal/kill",
+        AcpCall::TerminalRelease => "ext/acp/terminal/release",
+    }
+}
 
 impl Client for Peer {
     fn id(&self) -> ConnectionId {
@@ -70,6 +85,14 @@ impl Client for Peer {
 
     fn call_tool<'a>(&'a self, params: &'a DynamicToolCallParams, timeout: Duration) -> PendingAnswer<'a> {
         Box::pin(self.request(TOOL_CALL, params, timeout))
+    }
+
+    fn acp_extensions(&self) -> Option<AcpExtensions> {
+        self.session.client().and_then(|c| c.capabilities.acp_extensions.clone()).filter(AcpExtensions::any)
+    }
+
+    fn acp_call<'a>(&'a self, call: AcpCall, params: Value, timeout: Duration) -> PendingAnswer<'a> {
+        Box::pin(async move { self.request(acp_method(call), &params, timeout).await })
     }
 }
 

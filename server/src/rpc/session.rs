@@ -107,7 +107,8 @@ pub fn initialize_result(
             name: SERVER_NAME.to_owned(),
             version: env!("CARGO_PKG_VERSION").to_owned(),
             protocol_version: PROTOCOL_VERSION.to_owned(),
-            extensions: None,
+            // The ACP tool proxy (section 11.3): `capabilities.acpExtensions` is honoured.
+            extensions: Some(vec!["acp".to_owned()]),
         },
         capabilities: ServerCapabilities {
             thread_management: Some(true),

@@ -89,6 +89,23 @@ impl Launcher {
         self.env.iter().map(|(name, _)| name.to_string_lossy().into_owned())
     }
 
+    /// The program and arguments that run `spec` confined (`appserver sandbox-exec …`), for a
+    /// process started by someone else: an editor's terminal (the agent's `Exec` through ACP).
+    pub fn sandbox_argv(&self, spec: &ExecSpec) -> (String, Vec<String>) {
+        let args = vec![
+            "sandbox-exec".to_owned(),
+            "--mode".to_owned(),
+            spec.mode.as_str().to_owned(),
+            "--workspace".to_owned(),
+            spec.workspace.to_string_lossy().into_owned(),
+            "--shell".to_owned(),
+            spec.shell.to_string_lossy().into_owned(),
+            "--".to_owned(),
+            spec.command.clone(),
+        ];
+        (self.exe.to_string_lossy().into_owned(), args)
+    }
+
     /// Starts `spec` in `cwd`. With `stdin`, the command's stdin is a pipe; else `/dev/null`.
     pub fn spawn(&self, spec: &ExecSpec, cwd: &Path, stdin: bool) -> std::io::Result<Running> {
         let mark = format!("{}-{}", self.key, self.next.fetch_add(1, Ordering::Relaxed));

@@ -82,6 +82,9 @@ pub struct ThreadState {
     /// Tools declared on `thread/start` and the connection that serves them.
     pub dynamic_tools: Vec<DynamicToolSpec>,
     pub dynamic_tools_owner: Option<ConnectionId>,
+    /// The connection that fronts an editor for this thread (it declared `acpExtensions` and
+    /// started or last resumed the thread): the agent's file and command tools go through it.
+    pub editor: Option<ConnectionId>,
     /// Which connection queued each input: it gets that turn's notifications inline.
     pub queued_by: HashMap<String, ConnectionId>,
     /// The latest plan snapshot (`plan/updated`).
@@ -157,6 +160,7 @@ impl ThreadHandle {
                 deleted: false,
                 dynamic_tools: Vec::new(),
                 dynamic_tools_owner: None,
+                editor: None,
                 queued_by: HashMap::new(),
                 plan,
                 pending_approval: None,

@@ -4,6 +4,93 @@
 
 export const PROTOCOL_VERSION = "1";
 
+/** An environment variable of an editor terminal. */
+export interface AcpEnvVariable {
+  name: string;
+  value: string;
+}
+
+/** `capabilities.acpExtensions` of `initialize`: which `ext/acp/*` requests the client handles. */
+export interface AcpExtensions {
+  /**
+   * Custom extension families (`ext/acp/<family>/<method>`); accepted, none is used by this
+   * server.
+   */
+  extensions?: string[];
+  /** `ext/acp/fs/readTextFile`. */
+  fsReadTextFile?: boolean | null;
+  /** `ext/acp/fs/writeTextFile`. */
+  fsWriteTextFile?: boolean | null;
+  /** `ext/acp/terminal/*`. */
+  terminalCreate?: boolean | null;
+}
+
+/**
+ * Params of `ext/acp/fs/readTextFile` (server → client): the file's text as the editor has it
+ * (unsaved changes included).
+ */
+export interface AcpReadTextFileParams {
+  threadId: string;
+  /** Absolute path. */
+  path: string;
+  /** Lines to read. */
+  limit?: number | null;
+  /** First line to read, 1-based. */
+  line?: number | null;
+}
+
+export interface AcpReadTextFileResult {
+  content: string;
+}
+
+/**
+ * Params of `ext/acp/terminal/create` (server → client): the editor starts `command` with
+ * `args` (no shell in between) in `cwd`, in a terminal it shows.
+ */
+export interface AcpTerminalCreateParams {
+  threadId: string;
+  command: string;
+  args?: string[];
+  cwd?: string | null;
+  env?: AcpEnvVariable[];
+  /** The most output the editor keeps (its tail, cut at a character boundary). */
+  outputByteLimit?: number | null;
+}
+
+export interface AcpTerminalCreateResult {
+  terminalId: string;
+}
+
+/** How an editor terminal's command ended: its exit code, or the signal that ended it. */
+export interface AcpTerminalExitStatus {
+  exitCode?: number | null;
+  signal?: string | null;
+}
+
+/** Result of `ext/acp/terminal/getOutput`. */
+export interface AcpTerminalOutputResult {
+  output: string;
+  exitStatus?: AcpTerminalExitStatus | null;
+  truncated?: boolean;
+}
+
+/** Params of `ext/acp/terminal/getOutput`, `…/waitForExit`, `…/kill` and `…/release`. */
+export interface AcpTerminalParams {
+  threadId: string;
+  terminalId: string;
+}
+
+/**
+ * Params of `ext/acp/fs/writeTextFile` (server → client): the editor writes the file (its
+ * buffer, if open), creating it when absent. Result: `{}`.
+ */
+export interface AcpWriteTextFileParams {
+  threadId: string;
+  /** Absolute path. */
+  path: string;
+  content: string;
+}
+
 /**
  * Who made an app query or command. A name the caller gave itself is a *declared* name: the
  * server shows it, and never treats it as proof of who the caller is.
@@ -474,8 +561,11 @@ export interface ChatMessage {
  * section 3.2 of the protocol.
  */
 export interface ClientCapabilities {
-  /** ACP tool proxy capabilities (accepted, not used by this server). */
-  acpExtensions?: unknown;
+  /**
+   * ACP tool proxy (section 11.3): the `ext/acp/*` requests the client handles for the
+   * threads it starts or resumes.
+   */
+  acpExtensions?: AcpExtensions | null;
   /** Whether the client answers `item/approval/request`. Default `true`. */
   approvalSupport?: boolean | null;
   backgroundTerminals?: boolean | null;
@@ -1548,6 +1638,13 @@ export interface ServerNotificationMap {
 
 /** Requests the server sends to a client: params and the result the client answers with. */
 export interface ServerRequestMap {
+  "ext/acp/fs/readTextFile": { params: AcpReadTextFileParams; result: AcpReadTextFileResult };
+  "ext/acp/fs/writeTextFile": { params: AcpWriteTextFileParams; result: EmptyResult };
+  "ext/acp/terminal/create": { params: AcpTerminalCreateParams; result: AcpTerminalCreateResult };
+  "ext/acp/terminal/getOutput": { params: AcpTerminalParams; result: AcpTerminalOutputResult };
+  "ext/acp/terminal/kill": { params: AcpTerminalParams; result: EmptyResult };
+  "ext/acp/terminal/release": { params: AcpTerminalParams; result: EmptyResult };
+  "ext/acp/terminal/waitForExit": { params: AcpTerminalParams; result: AcpTerminalExitStatus };
   "ext/app/command": { params: ExtAppCommandParams; result: AppCommandResult };
   "ext/app/query": { params: ExtAppQueryParams; result: AppQueryResult };
   "item/approval/request": { params: ApprovalRequestParams; result: ApprovalDecisionResult };

@@ -121,11 +121,12 @@ async fn run(ctx: &mut TurnContext, call_id: &str, raw: Value) -> Result<ToolOut
         mode = SandboxMode::FullAccess;
     }
     let spec = ExecSpec { mode, workspace: place.workspace.clone(), shell, command: args.command.clone() };
+    let in_editor = super::editor::editor(ctx).filter(|e| e.terminals() && !args.run_in_background);
     let payload = CommandExecutionPayload {
         call_id: call_id.to_owned(),
         command: args.command.clone(),
         working_directory: cwd.real.to_string_lossy().into_owned(),
-        source: "host".to_owned(),
+        source: if in_editor.is_some() { "editor" } else { "host" }.to_owned(),
         status: "inProgress".to_owned(),
         ..Default::default()
     };
@@ -136,6 +137,13 @@ async fn run(ctx: &mut TurnContext, call_id: &str, raw: Value) -> Result<ToolOut
     }
     let shell = place.shell.clone();
     let timeout = shell.settings.exec_timeout;
+    if let Some(editor) = in_editor {
+        let argv = shell.launcher.sandbox_argv(&spec);
+        return Ok(match super::terminal::run(ctx, editor, (&spec, argv), (&item_id, payload), timeout).await? {
+            Ok(result) => model_result(&result, max_chars, timeout),
+            Err(message) => ToolOutput::error(format!("Error: {message}")),
+        });
+    }
     let result =
         exec::run(&shell.launcher, &spec, &cwd.real, timeout, |delta| ctx.append_output(&item_id, &delta)).await;
     let result = match result {

@@ -4,9 +4,12 @@
 //! the workspace every time. A change is written atomically, recorded with its unified diff on
 //! the call's `toolResult` (`fileChanges`) and announced with `turn/diff/updated`.
 
+use std::path::Path;
+
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::editor::{Editor, editor, text_before};
 use super::{arguments, gate_file, place};
 use crate::ports::BoxFuture;
 use crate::shell::files::{self, FileError};
@@ -123,10 +126,20 @@ async fn read(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
             Err(err) => failure(err),
         });
     }
-    let text = match files::read_text(&path.real) {
-        Ok(Some(text)) => text,
-        Ok(None) => return Ok(ToolOutput::error(format!("Error: File not found: {}", path.display))),
-        Err(err) => return Ok(failure(err)),
+    let text = match editor(ctx).filter(Editor::reads) {
+        Some(editor) => {
+            // The request follows the call's item: what was published before it goes out first.
+            ctx.handle.hub.flush().await;
+            match editor.read(&path.real).await {
+                Ok(text) => text,
+                Err(message) => return Ok(ToolOutput::error(format!("Error: {}: {message}", path.display))),
+            }
+        }
+        None => match files::read_text(&path.real) {
+            Ok(Some(text)) => text,
+            Ok(None) => return Ok(ToolOutput::error(format!("Error: File not found: {}", path.display))),
+            Err(err) => return Ok(failure(err)),
+        },
     };
     let paged = args.offset > 0 || args.limit > 0;
     if !paged && text.len() > MAX_UNPAGED_BYTES {
@@ -201,17 +214,19 @@ async fn write(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnErro
         Ok(path) => path,
         Err(output) => return Ok(output),
     };
-    let before = match files::read_text(&path.real) {
+    let editor = editor(ctx);
+    ctx.handle.hub.flush().await;
+    let before = match text_before(editor.as_ref(), &path.real).await {
         Ok(before) => before,
-        Err(err) => return Ok(failure(err)),
+        Err(message) => return Ok(ToolOutput::error(format!("Error: {}: {message}", path.display))),
     };
     let content = match &before {
         Some(old) if old.contains("\r\n") => args.content.replace("\r\n", "\n").replace('\n', "\r\n"),
         _ => args.content.replace("\r\n", "\n"),
     };
     let within = place(ctx).workspace;
-    if let Err(err) = files::write_atomic(&path.real, content.as_bytes(), path.inside.then_some(within.as_path())) {
-        return Ok(failure(err));
+    if let Err(message) = store(editor.as_ref(), &path, &content, path.inside.then_some(within.as_path())).await {
+        return Ok(ToolOutput::error(message));
     }
     let change = ctx.record_file_change(&path.display, before.as_deref(), &content);
     let lines = content.lines().count();
@@ -272,17 +287,19 @@ async fn edit(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
         Ok(path) => path,
         Err(output) => return Ok(output),
     };
-    let before = match files::read_text(&path.real) {
+    let editor = editor(ctx);
+    ctx.handle.hub.flush().await;
+    let before = match text_before(editor.as_ref(), &path.real).await {
         Ok(Some(before)) => before,
         Ok(None) => return Ok(ToolOutput::error(format!("Error: File not found: {}", path.display))),
-        Err(err) => return Ok(failure(err)),
+        Err(message) => return Ok(ToolOutput::error(format!("Error: {}: {message}", path.display))),
     };
     let after = match replace(&before, &args.old_text, &args.new_text, args.replace_all) {
         Ok(after) => after,
         Err(message) => return Ok(ToolOutput::error(format!("Error: {message} in {}", path.display))),
     };
-    if let Err(err) = files::write_atomic(&path.real, after.as_bytes(), None) {
-        return Ok(failure(err));
+    if let Err(message) = store(editor.as_ref(), &path, &after, None).await {
+        return Ok(ToolOutput::error(message));
     }
     let change = ctx.record_file_change(&path.display, Some(&before), &after);
     let mut output = ToolOutput::ok(format!(
@@ -291,6 +308,18 @@ async fn edit(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
     ));
     output.file_changes.push(change);
     Ok(output)
+}
+
+/// Writes a change: through the editor when it writes (the edit lands in its buffer), else
+/// atomically to disk. `Err` is the message the model reads.
+async fn store(editor: Option<&Editor>, path: &Resolved, content: &str, within: Option<&Path>) -> Result<(), String> {
+    match editor.filter(|e| e.writes()) {
+        Some(_) if content.len() as u64 > files::MAX_FILE_BYTES => {
+            Err(format!("Error: {}", FileError::TooLarge { path: path.display.clone(), size: content.len() as u64 }))
+        }
+        Some(editor) => editor.write(&path.real, content).await.map_err(|m| format!("Error: {}: {m}", path.display)),
+        None => files::write_atomic(&path.real, content.as_bytes(), within).map_err(|err| format!("Error: {err}")),
+    }
 }
 
 /// `old` replaced by `new` in `text` (line endings matched to the file's): exactly once unless

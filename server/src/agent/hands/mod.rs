@@ -5,10 +5,12 @@
 //! with DotCraft's shapes: `shell` (the command, the working directory) or `file` (`read`,
 //! `write`, `edit`, `list` and the path); a path outside the workspace is asked about every time.
 
+pub mod editor;
 pub mod exec;
 pub mod files;
 pub mod search;
 pub mod stdin;
+pub mod terminal;
 
 use std::path::PathBuf;
 use std::sync::Arc;

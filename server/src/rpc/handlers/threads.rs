@@ -149,6 +149,9 @@ pub async fn create_thread(
             state.dynamic_tools = dynamic_tools;
             state.dynamic_tools_owner = Some(ctx.peer.id);
         }
+        if fronts_editor(ctx) {
+            state.editor = Some(ctx.peer.id);
+        }
         wire::thread(&state, Vec::new())
     };
     // Everything about the thread waits for this (hub.rs), so no client hears of the thread
@@ -177,6 +180,13 @@ pub fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
     }
 }
 
+/// Whether the calling connection fronts an editor (it declared `acpExtensions` the server
+/// uses): the threads it starts or resumes have their file and command tools run through it.
+fn fronts_editor(ctx: &RequestCtx) -> bool {
+    use crate::ports::Client;
+    ctx.peer.acp_extensions().is_some()
+}
+
 pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadResumeParams) -> Result<ThreadResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let (ticket, previous) = {
@@ -188,6 +198,9 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadResumeParams) -> Re
         }
         state.record.status = ThreadStatus::Active;
         state.record.last_active_at = UtcTime::now().rfc3339();
+        if fronts_editor(ctx) {
+            state.editor = Some(ctx.peer.id);
+        }
         let write = ThreadWrite::SetStatus {
             thread_id: p.thread_id.clone(),
             status: ThreadStatus::Active,
