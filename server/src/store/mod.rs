@@ -31,6 +31,13 @@ pub use thread_writes::ThreadWrite;
 pub use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
 pub use writer::FaultKind;
 
+/// Registers the SQLite VFS the store's writer opens its connection with (each commit's WAL
+/// frames in one write) and returns its name: for the benchmark's SQLite floor, which must write
+/// the way the store does.
+pub fn writer_vfs() -> Result<&'static str, String> {
+    sqlite::coalesce::register()
+}
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

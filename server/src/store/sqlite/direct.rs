@@ -23,7 +23,9 @@ const STATEMENT_CACHE: usize = 256;
 /// on the file), foreign keys on, `synchronous` as `durability` says, the same busy timeout.
 pub(in crate::store) fn open(path: &Path, durability: Durability) -> Result<Connection, sqlx::Error> {
     let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let conn = Connection::open_with_flags(path, flags).map_err(error)?;
+    // Each commit's WAL frames in one write (`coalesce.rs`).
+    let vfs = super::coalesce::register().map_err(sqlx::Error::Protocol)?;
+    let conn = Connection::open_with_flags_and_vfs(path, flags, vfs).map_err(error)?;
     conn.busy_timeout(Duration::from_secs(5)).map_err(error)?;
     conn.pragma_update(None, "foreign_keys", "ON").map_err(error)?;
     let sync = match durability {

@@ -4,6 +4,7 @@
 //! the server is noticed (`file.rs`). The schema is `migrations/sqlite/`.
 
 pub(super) mod checkpoint;
+pub(super) mod coalesce;
 pub(super) mod direct;
 mod file;
 
