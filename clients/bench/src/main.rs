@@ -14,6 +14,7 @@
 
 mod floors;
 mod measure;
+mod pinning;
 mod scenarios;
 mod sqlite_floor;
 
@@ -21,7 +22,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use scenarios::{cluster, fan_out, memory, persistence, round_trips, stdio, thread_store};
+use scenarios::{cluster, fan_out, memory, persistence, round_trips, stdio, thread_store, write_profile};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -45,7 +46,10 @@ fn main() -> ExitCode {
             }
             Some("echo-stdio") => floors::echo_stdio(arg(1)).await,
             Some("-h" | "--help") => {
-                println!("usage: appserver-bench [--quick] [--scale] [--only GROUP[,GROUP...]]");
+                println!(
+                    "usage: appserver-bench [--quick] [--scale] [--only GROUP[,GROUP...]] [--client-cores LIST] [--server-cores LIST]"
+                );
+                println!("  --client-cores, --server-cores: CPU lists as taskset takes them (`0-1`, `2-15`); the benchmark and its clients run on the first, appserver and every comparator on the second");
                 println!("groups: {}; with --scale also {}", GROUPS.join(", "), SCALE_GROUPS.join(", "));
                 println!(
                     "with --scale or --only also {} (needs APPSERVER_BENCH_POSTGRES=postgres://… and APPSERVER_BENCH_NATS=nats://…; without them its row says skipped)",
@@ -66,6 +70,9 @@ fn main() -> ExitCode {
                     )),
                     None => {
                         let flag = |f: &str| args.iter().any(|a| a == f);
+                        let pinning = pinning::configure(&args)?;
+                        println!("{}", pinning::describe(&pinning));
+                        println!();
                         run(flag("--quick"), flag("--scale"), &only).await
                     }
                 }
@@ -82,7 +89,7 @@ fn main() -> ExitCode {
 }
 
 /// The row groups of every run, in table order; `--only` picks some of them.
-const GROUPS: &[&str] = &["round-trips", "stdio", "fan-out", "persistence", "thread-store", "memory"];
+const GROUPS: &[&str] = &["round-trips", "stdio", "fan-out", "persistence", "write-profile", "thread-store", "memory"];
 /// The curves `--scale` adds (or `--only` names).
 const SCALE_GROUPS: &[&str] = &["scale-list", "scale-read", "scale-replay", "scale-fan-out", "scale-memory"];
 /// Groups that need outside services (PostgreSQL and NATS, named by environment variables): run
@@ -114,6 +121,7 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
             "stdio" => stdio::stdio(sizes).await?,
             "fan-out" => vec![fan_out::fan_out(sizes.deltas, sizes.subscribers, sizes.fan_turns).await?],
             "persistence" => persistence::persistence(sizes).await?,
+            "write-profile" => write_profile::write_profile(sizes).await?,
             "thread-store" => {
                 let mut rows = thread_store::list_curve(&[sizes.threads], false).await?;
                 rows.extend(thread_store::read_curve(&[sizes.read_items]).await?);

@@ -200,6 +200,7 @@ impl Floor {
             .stderr(Stdio::inherit())
             .kill_on_drop(true)
             .spawn()?;
+        crate::pinning::pin_server(child.id())?;
         let stdout = child.stdout.take().context("stdout")?;
         let mut lines = BufReader::new(stdout).lines();
         let addr = tokio::time::timeout(Duration::from_secs(20), lines.next_line())
@@ -242,4 +243,33 @@ pub fn kib(k: u64) -> String {
 /// `1.2 MB` for a byte count.
 pub fn bytes(b: usize) -> String {
     if b >= 1_000_000 { format!("{:.1} MB", b as f64 / 1e6) } else { format!("{:.1} KB", b as f64 / 1e3) }
+}
+
+/// The calling thread's id (from `/proc/thread-self`, a link to `<pid>/task/<tid>`).
+pub fn this_thread_id() -> Option<u32> {
+    let link = std::fs::read_link("/proc/thread-self").ok()?;
+    link.file_name()?.to_str()?.parse().ok()
+}
+
+/// CPU time a thread of this process has run (`/proc/self/task/<tid>/schedstat`, nanoseconds);
+/// zero when it cannot be read.
+pub fn thread_cpu(tid: u32) -> Duration {
+    std::fs::read_to_string(format!("/proc/self/task/{tid}/schedstat"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next()?.parse().ok())
+        .map(Duration::from_nanos)
+        .unwrap_or_default()
+}
+
+/// CPU time (user + system) a whole process has used, all its threads, dead ones included
+/// (`/proc/<pid>/stat`, clock ticks of 10 ms: measure long enough for that to vanish).
+pub fn process_cpu(pid: u32) -> Result<Duration> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat"))?;
+    // Fields after the command name, which is in parentheses and may hold spaces.
+    let rest = stat.rsplit_once(')').context("malformed /proc/<pid>/stat")?.1;
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // utime and stime are the 14th and 15th fields of the whole line: 12th and 13th after `)`.
+    let ticks: u64 =
+        fields.get(11..13).context("short /proc/<pid>/stat")?.iter().filter_map(|f| f.parse::<u64>().ok()).sum();
+    Ok(Duration::from_millis(ticks * 10))
 }

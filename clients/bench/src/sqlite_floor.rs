@@ -1,6 +1,6 @@
 //! The persistence floors: SQLite with no server around it, committing the way appserver's store
 //! does — one writer thread calling its own connection directly (rusqlite, prepared statements
-//! cached), whatever has queued (up to 512 units) in one transaction, each unit in its own
+//! cached, the store's VFS that writes each commit's WAL frames at once), whatever has queued (up to 512 units) in one transaction, each unit in its own
 //! SAVEPOINT, each caller answered after the commit — or one commit per unit, and with
 //! `synchronous=NORMAL` or `FULL`; and for context the same grouping through sqlx's driver, as
 //! appserver's writer committed before this round.
@@ -41,6 +41,8 @@ pub enum Unit {
 /// A database in a temporary directory behind one group-commit writer thread.
 pub struct Floor {
     tx: mpsc::UnboundedSender<Submitted>,
+    /// The writer's and checkpointer's thread ids, for their CPU time ([`Floor::cpu`]).
+    threads: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
     _dir: tempfile::TempDir,
 }
 
@@ -60,6 +62,12 @@ impl Floor {
         let dir = tempfile::tempdir()?;
         let conn = Connection::open(dir.path().join("floor.db"))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
+        // The writer's connection on the store's own VFS (each commit's WAL frames in one
+        // write), so the floor writes the way appserver does.
+        drop(conn);
+        let vfs = appserver::store::writer_vfs().map_err(|e| anyhow::anyhow!(e))?;
+        let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let conn = Connection::open_with_flags_and_vfs(dir.path().join("floor.db"), flags, vfs)?;
         conn.pragma_update(None, "synchronous", if commit.full_sync { "FULL" } else { "NORMAL" })?;
         conn.execute_batch(SCHEMA)?;
         let (tx, rx) = mpsc::unbounded_channel();
@@ -70,17 +78,27 @@ impl Floor {
             let sync = if commit.full_sync { "FULL" } else { "NORMAL" };
             sqlx::query(&format!("PRAGMA synchronous={sync}")).execute(&mut conn).await?;
             tokio::spawn(through_sqlx::writer(conn, rx, commit.max_batch));
-            return Ok(Floor { tx, _dir: dir });
+            return Ok(Floor { tx, threads: Default::default(), _dir: dir });
         }
         // Checkpoints as appserver's store runs them: a PASSIVE one on a connection and thread of
         // their own at most every 100 ms after commits, the writer's own only past 16,384 pages.
         conn.pragma_update(None, "wal_autocheckpoint", 16_384)?;
-        let checkpoints = checkpointer(Connection::open(dir.path().join("floor.db"))?)?;
+        let threads = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let checkpoints = checkpointer(Connection::open(dir.path().join("floor.db"))?, threads.clone())?;
         let runtime = tokio::runtime::Handle::current();
-        std::thread::Builder::new()
-            .name("floor-writer".to_owned())
-            .spawn(move || runtime.block_on(writer(conn, rx, commit.max_batch, checkpoints)))?;
-        Ok(Floor { tx, _dir: dir })
+        let mine = threads.clone();
+        std::thread::Builder::new().name("floor-writer".to_owned()).spawn(move || {
+            register_server_thread(&mine);
+            runtime.block_on(writer(conn, rx, commit.max_batch, checkpoints))
+        })?;
+        Ok(Floor { tx, threads, _dir: dir })
+    }
+
+    /// CPU time the floor's own threads (writer and checkpointer) have used so far; zero for the
+    /// sqlx floor, whose work runs on sqlx's worker thread.
+    pub fn cpu(&self) -> Duration {
+        let threads = self.threads.lock().map(|t| t.clone()).unwrap_or_default();
+        threads.iter().map(|tid| crate::measure::thread_cpu(*tid)).sum()
     }
 
     /// Submits one unit and waits until it has committed.
@@ -88,6 +106,19 @@ impl Floor {
         let (tx, rx) = oneshot::channel();
         self.tx.send((unit, tx)).ok().context("the floor's writer stopped")?;
         rx.await.context("the floor's writer stopped")?.map_err(|e| anyhow::anyhow!(e))
+    }
+}
+
+/// Records the calling thread as one of the floor's and pins it where the server runs: the floor
+/// stands for a server, so it gets the server's cores.
+fn register_server_thread(threads: &std::sync::Mutex<Vec<u32>>) {
+    if let Some(tid) = crate::measure::this_thread_id() {
+        if let Ok(mut threads) = threads.lock() {
+            threads.push(tid);
+        }
+    }
+    if let Err(err) = crate::pinning::pin_this_thread_to_server() {
+        eprintln!("appserver-bench: {err:#}");
     }
 }
 
@@ -125,9 +156,13 @@ async fn writer(
 }
 
 /// The floor's checkpoint thread; it ends when the writer drops the sender.
-fn checkpointer(conn: Connection) -> Result<std::sync::mpsc::SyncSender<()>> {
+fn checkpointer(
+    conn: Connection,
+    threads: std::sync::Arc<std::sync::Mutex<Vec<u32>>>,
+) -> Result<std::sync::mpsc::SyncSender<()>> {
     let (tx, rx) = std::sync::mpsc::sync_channel::<()>(1);
     std::thread::Builder::new().name("floor-checkpoint".to_owned()).spawn(move || {
+        register_server_thread(&threads);
         while rx.recv().is_ok() {
             let began = Instant::now();
             let _ = conn.query_row("PRAGMA wal_checkpoint(PASSIVE)", [], |_| Ok(()));

@@ -9,6 +9,7 @@ pub mod persistence;
 pub mod round_trips;
 pub mod stdio;
 pub mod thread_store;
+pub mod write_profile;
 
 use std::time::Duration;
 
@@ -107,7 +108,9 @@ pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"initialized","params
 
 /// The real server in a workspace of its own (a workspace takes one server).
 pub async fn bench_server(args: &[&str]) -> Result<ServerProcess> {
-    ServerBuilder::ws().env("APPSERVER_LOG", "warn").args(args.iter().copied()).spawn().await
+    let server = ServerBuilder::ws().env("APPSERVER_LOG", "warn").args(args.iter().copied()).spawn().await?;
+    crate::pinning::pin_server(server.pid())?;
+    Ok(server)
 }
 
 /// A raw connection that has done the handshake.
