@@ -21,7 +21,7 @@ pub enum Reply {
     /// `data:` events, then the connection stays open until the client closes it.
     Stall(Vec<Value>),
     /// `data:` events sent one at a time with a pause between them (a model's pace), then
-    /// `data: [DONE]`.
+    /// `data: [DONE]`; `{sent_us}` in an event is replaced by the time it is sent.
     Paced(Vec<Value>, std::time::Duration),
     /// An HTTP error with a JSON body.
     Status(u16, Value),
@@ -126,7 +126,11 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
                 return;
             }
             for c in chunks {
-                if stream.write_all(format!("data: {c}\n\n").as_bytes()).await.is_err() {
+                // `{sent_us}` in a chunk becomes the time it is sent (µs since the Unix epoch), so
+                // a client can tell how long a delta took to reach it (the benchmark's lag).
+                let sent = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+                let text = c.to_string().replace("{sent_us}", &sent.as_micros().to_string());
+                if stream.write_all(format!("data: {text}\n\n").as_bytes()).await.is_err() {
                     return;
                 }
                 tokio::time::sleep(pause).await;

@@ -38,6 +38,12 @@ pub fn writer_vfs() -> Result<&'static str, String> {
     sqlite::coalesce::register()
 }
 
+/// Writes this process has made to write-ahead logs through [`writer_vfs`] so far (the
+/// benchmark's floor reports its writes per turn with it).
+pub fn writer_vfs_writes() -> u64 {
+    sqlite::coalesce::wal_writes_total()
+}
+
 use std::path::PathBuf;
 use std::sync::Arc;
 

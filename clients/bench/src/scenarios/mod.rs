@@ -8,6 +8,7 @@ pub mod memory;
 pub mod persistence;
 pub mod round_trips;
 pub mod stdio;
+pub mod streaming;
 pub mod thread_store;
 pub mod write_profile;
 
@@ -44,6 +45,9 @@ pub struct Sizes {
     pub rounds: usize,
     /// Deltas of each turn of the cluster row.
     pub cluster_deltas: usize,
+    /// Turns streaming at once in the streaming row, and the deltas each streams at 50/s.
+    pub streaming_turns: usize,
+    pub streaming_deltas: usize,
 }
 
 pub const FULL: Sizes = Sizes {
@@ -62,6 +66,8 @@ pub const FULL: Sizes = Sizes {
     idle: 1000,
     rounds: 5,
     cluster_deltas: 2000,
+    streaming_turns: 1000,
+    streaming_deltas: 50,
 };
 
 pub const QUICK: Sizes = Sizes {
@@ -80,6 +86,8 @@ pub const QUICK: Sizes = Sizes {
     idle: 100,
     rounds: 2,
     cluster_deltas: 300,
+    streaming_turns: 40,
+    streaming_deltas: 10,
 };
 
 /// One line of the table.

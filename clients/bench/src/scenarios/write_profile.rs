@@ -14,7 +14,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
-use super::{Row, Sizes, bench_server, client, row, start_thread, verdict};
+use super::{NO_TARGET, Row, Sizes, bench_server, client, row, start_thread, verdict};
 use crate::measure;
 use crate::sqlite_floor::{self, SAME_GROUPING};
 
@@ -27,32 +27,43 @@ pub async fn write_profile(sizes: Sizes) -> Result<Vec<Row>> {
     let server = bench_server(&[]).await?;
     let pid = server.pid().context("the server has no pid")?;
     let mut rows = Vec::new();
-    let sequential = sizes.turns_per_thread.max(20);
-    match strace_available().await {
-        true => {
-            let mut c = client(&server).await?;
-            let thread = start_thread(&c).await?;
-            // One turn first, so the thread's pages and the statements are warm as in steady state.
-            turns_on(&mut c, &thread, 1).await?;
-            let trace = Trace::attach(pid).await?;
-            turns_on(&mut c, &thread, sequential).await?;
-            let counts = trace.finish().await?;
-            rows.push(syscall_row("sequential simple turns, one thread", &counts, sequential));
-
-            let trace = Trace::attach(pid).await?;
-            let (turns, _) = concurrent_turns(&server, sizes).await?;
-            let counts = trace.finish().await?;
-            rows.push(syscall_row(&format!("concurrent turns, {} threads", sizes.item_threads), &counts, turns));
-        }
-        false => rows.push(row(
-            "database writes per simple turn",
+    match syscall_rows(&server, pid, sizes).await {
+        Ok(syscalls) => rows.extend(syscalls),
+        Err(why) => rows.push(row(
+            "database writes per turn: skipped",
             "skipped".to_owned(),
             "—".to_owned(),
-            "strace is not installed (Debian's `strace`)".to_owned(),
-            "not judged".to_owned(),
+            format!("{why:#}"),
+            NO_TARGET.to_owned(),
         )),
     }
     rows.push(cpu_row(&server, pid, sizes).await?);
+    Ok(rows)
+}
+
+/// The syscall rows: sequential turns on one thread, then the items row's concurrent shape, each
+/// traced with strace; an error when strace is missing or may not attach (ptrace refused).
+async fn syscall_rows(server: &ServerProcess, pid: u32, sizes: Sizes) -> Result<Vec<Row>> {
+    if !strace_available().await {
+        bail!("strace is not installed (Debian's `strace`)");
+    }
+    let sequential = sizes.turns_per_thread.max(20);
+    let mut c = client(server).await?;
+    let thread = start_thread(&c).await?;
+    // One turn first, so the thread's pages and the statements are warm as in steady state.
+    turns_on(&mut c, &thread, 1).await?;
+    let trace = Trace::attach(pid).await?;
+    let items = turns_on(&mut c, &thread, sequential).await?;
+    let counts = trace.finish().await?;
+    let floor = floor_writes(1, sequential, items.div_ceil(sequential)).await?;
+    let mut rows = vec![syscall_row("sequential simple turns, one thread", &counts, sequential, floor)];
+
+    let trace = Trace::attach(pid).await?;
+    let (turns, items) = concurrent_turns(server, sizes).await?;
+    let counts = trace.finish().await?;
+    let floor = floor_writes(sizes.item_threads, sizes.turns_per_thread, items.div_ceil(turns.max(1))).await?;
+    let shape = format!("concurrent turns, {} threads", sizes.item_threads);
+    rows.push(syscall_row(&shape, &counts, turns, floor));
     Ok(rows)
 }
 
@@ -110,13 +121,23 @@ async fn cpu_row(server: &ServerProcess, pid: u32, sizes: Sizes) -> Result<Row> 
     ))
 }
 
-fn syscall_row(shape: &str, counts: &Counts, turns: usize) -> Row {
+/// The SQLite floor's writes to its log per turn, writing a turn's units (its start, `items`
+/// items, its end) from `threads` writers at once, `turns` each, as the store's VFS counts them.
+async fn floor_writes(threads: usize, turns: usize, items: usize) -> Result<f64> {
+    let floor = sqlite_floor::Floor::open(SAME_GROUPING).await?;
+    let before = appserver::store::writer_vfs_writes();
+    sqlite_floor::turns(&floor, threads, 0, turns, items).await?;
+    let writes = appserver::store::writer_vfs_writes() - before;
+    Ok(writes as f64 / (threads * turns).max(1) as f64)
+}
+
+fn syscall_row(shape: &str, counts: &Counts, turns: usize, floor: f64) -> Row {
     let per = |n: usize| n as f64 / turns.max(1) as f64;
     let writes = per(counts.database_writes);
     row(
         &format!("database writes per turn ({shape})"),
         format!("{writes:.1}"),
-        "—".to_owned(),
+        format!("SQLite floor, the same units per turn: {floor:.1} writes to its log"),
         format!(
             "per turn: {:.1} writes to the database file, {:.1} to its WAL, {:.2} fsyncs, {:.1} socket sends; {turns} turns, strace -f",
             per(counts.database_file_writes),
