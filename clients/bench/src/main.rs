@@ -22,7 +22,9 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use scenarios::{cluster, fan_out, memory, persistence, round_trips, stdio, streaming, thread_store, write_profile};
+use scenarios::{
+    cluster, fan_out, memory, noisy, persistence, round_trips, stdio, streaming, thread_store, write_profile,
+};
 
 fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
@@ -89,8 +91,17 @@ fn main() -> ExitCode {
 }
 
 /// The row groups of every run, in table order; `--only` picks some of them.
-const GROUPS: &[&str] =
-    &["round-trips", "stdio", "fan-out", "persistence", "write-profile", "streaming", "thread-store", "memory"];
+const GROUPS: &[&str] = &[
+    "round-trips",
+    "stdio",
+    "fan-out",
+    "persistence",
+    "write-profile",
+    "streaming",
+    "noisy",
+    "thread-store",
+    "memory",
+];
 /// The curves `--scale` adds (or `--only` names).
 const SCALE_GROUPS: &[&str] = &["scale-list", "scale-read", "scale-replay", "scale-fan-out", "scale-memory"];
 /// Groups that need outside services (PostgreSQL and NATS, named by environment variables): run
@@ -124,6 +135,7 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
             "persistence" => persistence::persistence(sizes).await?,
             "write-profile" => write_profile::write_profile(sizes).await?,
             "streaming" => streaming::streaming(sizes.streaming_turns, sizes.streaming_deltas).await?,
+            "noisy" => noisy::noisy(sizes.noisy_megabytes).await?,
             "thread-store" => {
                 let mut rows = thread_store::list_curve(&[sizes.threads], false).await?;
                 rows.extend(thread_store::read_curve(&[sizes.read_items]).await?);

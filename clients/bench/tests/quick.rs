@@ -21,6 +21,7 @@ const ROWS: &[&str] = &[
     "database writes per turn (concurrent",
     "server CPU per item completed",
     "concurrent streaming turns:",
+    "a noisy command:",
     "thread/list first page and a page",
     "thread/read of a",
     "memory per idle initialized WebSocket connection",

@@ -5,6 +5,7 @@
 pub mod cluster;
 pub mod fan_out;
 pub mod memory;
+pub mod noisy;
 pub mod persistence;
 pub mod round_trips;
 pub mod stdio;
@@ -48,6 +49,8 @@ pub struct Sizes {
     /// Turns streaming at once in the streaming row, and the deltas each streams at 50/s.
     pub streaming_turns: usize,
     pub streaming_deltas: usize,
+    /// Megabytes the noisy command writes.
+    pub noisy_megabytes: usize,
 }
 
 pub const FULL: Sizes = Sizes {
@@ -68,6 +71,7 @@ pub const FULL: Sizes = Sizes {
     cluster_deltas: 2000,
     streaming_turns: 1000,
     streaming_deltas: 50,
+    noisy_megabytes: 50,
 };
 
 pub const QUICK: Sizes = Sizes {
@@ -88,6 +92,7 @@ pub const QUICK: Sizes = Sizes {
     cluster_deltas: 300,
     streaming_turns: 40,
     streaming_deltas: 10,
+    noisy_megabytes: 5,
 };
 
 /// One line of the table.
