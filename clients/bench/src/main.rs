@@ -15,6 +15,7 @@
 mod floors;
 mod measure;
 mod pinning;
+mod postgres_floor;
 mod scenarios;
 mod sqlite_floor;
 
@@ -23,7 +24,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use scenarios::{
-    cluster, fan_out, memory, noisy, persistence, round_trips, stdio, streaming, thread_store, write_profile,
+    cluster, fan_out, memory, noisy, persistence, postgres_store, round_trips, stdio, streaming, thread_store,
+    write_profile,
 };
 
 fn main() -> ExitCode {
@@ -54,7 +56,7 @@ fn main() -> ExitCode {
                 println!("  --client-cores, --server-cores: CPU lists as taskset takes them (`0-1`, `2-15`); the benchmark and its clients run on the first, appserver and every comparator on the second");
                 println!("groups: {}; with --scale also {}", GROUPS.join(", "), SCALE_GROUPS.join(", "));
                 println!(
-                    "with --scale or --only also {} (needs APPSERVER_BENCH_POSTGRES=postgres://… and APPSERVER_BENCH_NATS=nats://…; without them its row says skipped)",
+                    "with --scale or --only also {} (postgres needs APPSERVER_BENCH_POSTGRES=postgres://…, cluster also APPSERVER_BENCH_NATS=nats://…; without them the row says skipped)",
                     SERVICE_GROUPS.join(", ")
                 );
                 Ok(())
@@ -106,7 +108,7 @@ const GROUPS: &[&str] = &[
 const SCALE_GROUPS: &[&str] = &["scale-list", "scale-read", "scale-replay", "scale-fan-out", "scale-memory"];
 /// Groups that need outside services (PostgreSQL and NATS, named by environment variables): run
 /// with `--scale` or when `--only` names them, a row saying "skipped" without the services.
-const SERVICE_GROUPS: &[&str] = &["cluster"];
+const SERVICE_GROUPS: &[&str] = &["cluster", "postgres"];
 
 async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
     let sizes = if quick { scenarios::QUICK } else { scenarios::FULL };
@@ -160,6 +162,7 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
                 rows
             }
             "cluster" => cluster::cluster(sizes.cluster_deltas, sizes.rounds).await?,
+            "postgres" => postgres_store::postgres_store(sizes).await?,
             other => anyhow::bail!("unknown group `{other}`"),
         };
         for r in &rows {

@@ -109,6 +109,17 @@ impl Floor {
     }
 }
 
+/// A floor that takes units and answers each after its commit (SQLite's or PostgreSQL's).
+pub trait UnitSink {
+    fn write(&self, unit: Unit) -> impl std::future::Future<Output = Result<()>>;
+}
+
+impl UnitSink for Floor {
+    async fn write(&self, unit: Unit) -> Result<()> {
+        Floor::write(self, unit).await
+    }
+}
+
 /// Records the calling thread as one of the floor's and pins it where the server runs: the floor
 /// stands for a server, so it gets the server's cores.
 fn register_server_thread(threads: &std::sync::Mutex<Vec<u32>>) {
@@ -281,7 +292,13 @@ mod through_sqlx {
 /// `threads` concurrent writers, each running `turns` turns of `items` items, every unit awaited
 /// before the next as a turn announces each write after its commit: a turn start, each item,
 /// the turn's end. Numbers turns from `first_turn`. Returns the time taken.
-pub async fn turns(floor: &Floor, threads: usize, first_turn: usize, turns: usize, items: usize) -> Result<Duration> {
+pub async fn turns(
+    floor: &impl UnitSink,
+    threads: usize,
+    first_turn: usize,
+    turns: usize,
+    items: usize,
+) -> Result<Duration> {
     let start = Instant::now();
     let writers = (0..threads).map(|thread| async move {
         for turn in first_turn..first_turn + turns {

@@ -21,7 +21,7 @@ use super::{NO_TARGET, Row, appserver_ws, bench_server, client, row, start_threa
 use crate::measure::{self, Ws, count, micros};
 
 const MEASUREMENT: &str = "cluster: one turn's events to a subscriber on another instance";
-const POSTGRES_VAR: &str = "APPSERVER_BENCH_POSTGRES";
+pub(super) const POSTGRES_VAR: &str = "APPSERVER_BENCH_POSTGRES";
 const NATS_VAR: &str = "APPSERVER_BENCH_NATS";
 /// The bound on each wait for PostgreSQL.
 const DB_TIMEOUT: Duration = Duration::from_secs(20);
@@ -43,7 +43,7 @@ pub async fn cluster(deltas: usize, rounds: usize) -> Result<Vec<Row>> {
             return Ok(vec![skipped(&missing.join(" and "))]);
         }
     };
-    let db = BenchDatabase::create(&base).await?;
+    let db = BenchDatabase::create(&base, "").await?;
     eprintln!("appserver-bench: cluster on database {} and NATS {nats}", db.name);
     let measured = measure_cluster(&db.url, &nats, deltas, rounds.max(MIN_ROUNDS)).await;
     if let Err(err) = db.drop_now().await {
@@ -64,16 +64,16 @@ fn skipped(missing: &str) -> Row {
     )
 }
 
-/// A database of this run's own on the server `base` (`appserver_bench_<pid>`).
-struct BenchDatabase {
+/// A database of this run's own on the server `base` (`appserver_bench_<pid><suffix>`).
+pub(super) struct BenchDatabase {
     base: String,
-    name: String,
-    url: String,
+    pub(super) name: String,
+    pub(super) url: String,
 }
 
 impl BenchDatabase {
-    async fn create(base: &str) -> Result<BenchDatabase> {
-        let name = format!("appserver_bench_{}", std::process::id());
+    pub(super) async fn create(base: &str, suffix: &str) -> Result<BenchDatabase> {
+        let name = format!("appserver_bench_{}{suffix}", std::process::id());
         let mut conn = connect(base).await?;
         // A leftover of an earlier run with the same process id.
         execute(&mut conn, &format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)")).await?;
@@ -83,7 +83,7 @@ impl BenchDatabase {
     }
 
     /// Drops the database, ending its sessions (the instances may not have gone yet).
-    async fn drop_now(self) -> Result<()> {
+    pub(super) async fn drop_now(self) -> Result<()> {
         let mut conn = connect(&self.base).await?;
         execute(&mut conn, &format!("DROP DATABASE IF EXISTS {} WITH (FORCE)", self.name)).await?;
         let _ = tokio::time::timeout(DB_TIMEOUT, conn.close()).await;

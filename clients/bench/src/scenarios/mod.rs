@@ -7,6 +7,7 @@ pub mod fan_out;
 pub mod memory;
 pub mod noisy;
 pub mod persistence;
+pub mod postgres_store;
 pub mod round_trips;
 pub mod stdio;
 pub mod streaming;
