@@ -4,14 +4,20 @@
 // `command/list`), asks the user about approvals, shows the agent's commands, diffs and plan
 // (hands.ts), and hosts app windows (host.ts).
 
-import { AppServerClient, type Notification } from "../../typescript/src/index.js";
-import { appendCommandOutput, approvalDetail, diffBlock, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
+import { RpcError, seqOf, type AppServerClient, type Notification } from "../../typescript/src/index.js";
+import { ApprovalQueue } from "./approvals.js";
+import { Connection, type ConnectionState } from "./connection.js";
+import { renderMarkdown, renderMarkdownSoon } from "./markdown.js";
+import { Outbox, type OutboxEntry } from "./outbox.js";
+import { setupTheme } from "./theme.js";
+import { appendCommandOutput, diffBlock, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
 import { listen, WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
 
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
 const THREAD_PAGE = 30;
 const WINDOWS_KEY = "appserver.desktop.windows";
 const THREAD_KEY = "appserver.desktop.thread";
+const TITLE = "appserver desktop";
 
 type Json = any;
 
@@ -32,10 +38,6 @@ function el(tag: string, className?: string, text?: string): HTMLElement {
   return e;
 }
 
-function setStatus(text: string): void {
-  $("status").textContent = text;
-}
-
 // ---- threads ----
 
 async function loadThreads(more = false): Promise<void> {
@@ -48,17 +50,61 @@ async function loadThreads(more = false): Promise<void> {
 
 function addThreadEntry(t: Json, first: boolean): void {
   if (document.querySelector(`#threads li[data-id="${t.id}"]`)) return;
-  const li = el("li", "thread", t.displayName || "New thread");
+  const li = el("li", "thread");
   li.dataset.id = t.id;
-  li.title = t.id;
-  li.addEventListener("click", () => void openThread(t.id));
+  const open = el("button", "thread-open") as HTMLButtonElement;
+  open.type = "button";
+  open.title = t.id;
+  threadNames.set(t.id, t.displayName ?? "");
+  open.append(el("span", "name", threadTitle(t.displayName)), el("span", "badge"));
+  open.addEventListener("click", () => void openThread(t.id));
+  li.append(open);
   if (first) $("threads").prepend(li);
   else $("threads").append(li);
   markCurrent();
+  showApprovalCounts();
+}
+
+/** What each thread is called on the server (`displayName`). */
+const threadNames = new Map<string, string>();
+
+/** A thread's title for the user: its name, unless it has none or it is a slash command. */
+function threadTitle(name: string | null | undefined): string {
+  return name && !name.startsWith("/") ? name : "New thread";
+}
+
+/** A title from the first real message: its first line, cut at 60 characters. */
+function titleFrom(text: string): string {
+  const line = text.trim().split("\n", 1)[0]!.trim();
+  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
+}
+
+function showThreadName(threadId: string, name: string): void {
+  threadNames.set(threadId, name);
+  const label = document.querySelector(`#threads li[data-id="${threadId}"] .name`);
+  if (label) label.textContent = threadTitle(name);
+  if (threadId === currentThread) $("thread-title").textContent = threadTitle(name);
+}
+
+/** Pending approvals per thread, shown on the thread list. */
+let approvalsPerThread = new Map<string, number>();
+
+function showApprovalCounts(): void {
+  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) {
+    const n = approvalsPerThread.get(li.dataset.id!) ?? 0;
+    const badge = li.querySelector<HTMLElement>(".badge");
+    if (!badge) continue;
+    badge.textContent = n ? String(n) : "";
+    badge.title = n ? `${n} approval${n === 1 ? "" : "s"} pending` : "";
+    li.classList.toggle("asking", n > 0);
+  }
 }
 
 function markCurrent(): void {
-  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) li.classList.toggle("current", li.dataset.id === currentThread);
+  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) {
+    li.classList.toggle("current", li.dataset.id === currentThread);
+    li.querySelector("button")?.setAttribute("aria-current", String(li.dataset.id === currentThread));
+  }
 }
 
 async function newThread(): Promise<string> {
@@ -74,7 +120,9 @@ async function openThread(id: string): Promise<void> {
   sessionStorage.setItem(THREAD_KEY, id);
   markCurrent();
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
-  $("thread-title").textContent = thread.displayName || thread.id;
+  threadNames.set(thread.id, thread.displayName ?? "");
+  $("thread-title").textContent = threadTitle(thread.displayName);
+  setRunning(thread.runtime?.running ? runningTurn(thread) ?? "" : undefined);
   $("messages").replaceChildren();
   renderPlan($("plan"), thread.plan);
   $("turn-diff").replaceChildren();
@@ -102,7 +150,11 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
       node.textContent = p.text ?? "";
       break;
     case "agentMessage":
-      if (item.status === "completed" || p.text) node.textContent = p.text ?? node.textContent;
+      if (item.status === "completed" || p.text) {
+        const text = p.text ?? agentText.get(node) ?? "";
+        agentText.set(node, text);
+        renderMarkdown(node, text);
+      }
       break;
     case "reasoningContent":
       if (item.status === "completed" || p.text) node.textContent = p.text ?? node.textContent;
@@ -136,10 +188,20 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
   return node;
 }
 
+/** An agent message's Markdown source, as streamed so far. */
+const agentText = new WeakMap<HTMLElement, string>();
+
 function appendDelta(n: Json, type: string): void {
   let node = itemElement(n.turnId, n.itemId);
   if (!node) node = renderItem(n.turnId, { id: n.itemId, type, status: "started", payload: {} });
-  if (node) node.textContent = (node.textContent ?? "") + n.delta;
+  if (!node) return;
+  if (type === "agentMessage") {
+    const text = (agentText.get(node) ?? "") + n.delta;
+    agentText.set(node, text);
+    renderMarkdownSoon(node, text);
+  } else {
+    node.textContent = (node.textContent ?? "") + n.delta;
+  }
 }
 
 /** Most outside-agent calls listed in the sidebar. */
@@ -168,9 +230,7 @@ function onNotification(n: Notification): void {
       if (p.thread?.userId === IDENTITY.userId) addThreadEntry(p.thread, true);
       return;
     case "thread/renamed": {
-      const li = document.querySelector(`#threads li[data-id="${p.threadId}"]`);
-      if (li) li.textContent = p.displayName;
-      if (p.threadId === currentThread) $("thread-title").textContent = p.displayName;
+      showThreadName(p.threadId, p.displayName);
       return;
     }
     case "app/event": {
@@ -193,11 +253,11 @@ function onNotification(n: Notification): void {
       if (p.threadId === currentThread) renderPlan($("plan"), p);
       return;
     case "thread/runtimeChanged":
-      if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
+      if (p.threadId === currentThread) setRunning(p.runtime?.running ? (runningTurnId ?? "") : undefined);
       return;
     case "item/approval/resolved":
       // Decided elsewhere, or withdrawn (the call was cancelled): the question is void.
-      if (shownApproval && shownApproval.requestId === p.item?.payload?.requestId) shownApproval.close();
+      if (typeof p.item?.payload?.requestId === "string") approvals.withdraw(p.item.payload.requestId);
       break;
   }
   if (p?.threadId !== currentThread && p?.turn?.threadId !== currentThread) return;
@@ -225,19 +285,37 @@ function onNotification(n: Notification): void {
       break;
     case "turn/failed":
       $("messages").append(el("div", "item error", `Turn failed: ${p.error ?? ""}`));
+      setRunning(undefined);
+      break;
+    case "turn/started":
+      setRunning(p.turn?.id ?? "");
+      break;
+    case "turn/completed":
+    case "turn/cancelled":
+      setRunning(undefined);
       break;
   }
 }
 
 // ---- composer ----
 
-async function send(text: string): Promise<void> {
-  const threadId = currentThread ?? (await newThread());
+/** Sends an outbox entry: starts its thread first when it has none (once: the thread is recorded
+ * on the entry before anything else is sent). */
+async function sendEntry(entry: OutboxEntry, save: () => void): Promise<void> {
+  if (!entry.threadId) {
+    const { thread }: Json = await client.request("thread/start", { identity: IDENTITY } as Json);
+    entry.threadId = thread.id;
+    save();
+    addThreadEntry(thread, true);
+    if (!currentThread) await openThread(thread.id);
+  }
+  const threadId = entry.threadId!;
+  const text = entry.text;
   const name = text.startsWith("/") ? text.slice(1).split(/\s/, 1)[0] : undefined;
   const command = commands.find((c) => c.name === `/${name}`);
   if (command && command.category === "builtin") {
     const result: Json = await client.request("command/execute", { threadId, command: text } as Json);
-    if (result.message) $("messages").append(el("div", "item systemNotice", result.message));
+    if (result.message && threadId === currentThread) $("messages").append(el("div", "item systemNotice", result.message));
     if (result.thread) {
       addThreadEntry(result.thread, true);
       await openThread(result.thread.id);
@@ -245,6 +323,52 @@ async function send(text: string): Promise<void> {
     return;
   }
   await client.request("turn/start", { threadId, input: [{ type: "text", text }] } as Json);
+  // The first real message names the thread (a slash command or an app's message never does).
+  const known = threadNames.get(threadId);
+  if (!known || known.startsWith("/")) {
+    const displayName = titleFrom(text);
+    await client.request("thread/rename", { threadId, displayName } as Json).catch(() => {});
+    showThreadName(threadId, displayName);
+  }
+}
+
+// ---- the running turn ----
+
+/** The current thread's running turn (`""`: running, turn unknown yet), or undefined. */
+let runningTurnId: string | undefined;
+
+function runningTurn(thread: Json): string | undefined {
+  const turns: Json[] = thread.turns ?? [];
+  return [...turns].reverse().find((t) => t.status === "running" || t.status === "waitingApproval")?.id;
+}
+
+function setRunning(turnId: string | undefined): void {
+  runningTurnId = turnId;
+  document.body.classList.toggle("running", turnId !== undefined);
+  $("stop").hidden = turnId === undefined;
+}
+
+/** The Stop button: interrupts the running turn. */
+async function stopTurn(): Promise<void> {
+  const threadId = currentThread;
+  if (!threadId || runningTurnId === undefined) return;
+  let turnId = runningTurnId;
+  if (!turnId) {
+    const { thread }: Json = await client.request("thread/read", { threadId, includeTurns: true, turnsLimit: 3 } as Json);
+    turnId = runningTurn(thread) ?? "";
+  }
+  if (turnId) await client.request("turn/interrupt", { threadId, turnId } as Json);
+}
+
+/** Whether a send of `entry` that the connection cut reached its thread: a user message with its
+ * text in a turn started since (a few minutes of clock difference allowed). */
+async function entryDelivered(entry: OutboxEntry): Promise<boolean> {
+  if (!entry.threadId) return false;
+  const { thread }: Json = await client.request("thread/read", { threadId: entry.threadId, includeTurns: true, turnsLimit: 10 } as Json);
+  const since = (entry.sentAt ?? entry.queuedAt) - 5 * 60_000;
+  return (thread.turns ?? []).some(
+    (turn: Json) => Date.parse(turn.startedAt) >= since && (turn.items ?? []).some((i: Json) => i.type === "userMessage" && i.payload?.text === entry.text),
+  );
 }
 
 function updateCompletions(): void {
@@ -292,42 +416,28 @@ function setupComposer(): void {
     e.preventDefault();
     const text = input.value.trim();
     if (!text) return;
+    try {
+      // Kept (localStorage) until the server has it; shown under the messages meanwhile.
+      outbox.add(currentThread, text);
+    } catch (err: any) {
+      $("messages").append(el("div", "item error", String(err?.message ?? err)));
+      return;
+    }
     input.value = "";
     updateCompletions();
-    send(text).catch((err) => $("messages").append(el("div", "item error", String(err?.message ?? err))));
   });
 }
 
 // ---- approvals ----
 
-/** The approval the dialog shows, so a withdrawn one can be closed. */
-let shownApproval: { requestId: string; close: () => void } | undefined;
-
-function askApproval(params: Json): Promise<{ decision: string }> {
-  return new Promise((resolve) => {
-    const dialog = $("approval") as HTMLDialogElement;
-    const what =
-      params.approvalType === "app" && params.app
-        ? `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId}) with ${JSON.stringify(params.app.params ?? {})}`
-        : `${params.operation} (in ${params.target})`;
-    $("approval-what").textContent = what;
-    $("approval-caller").textContent = params.app?.caller ? `Asked by ${callerText(params.app.caller)}` : "";
-    $("approval-reason").textContent = params.reason ?? "";
-    $("approval-scope").textContent = params.scopeKey;
-    const detail = approvalDetail(params);
-    $("approval-detail").replaceChildren(...(detail ? [detail] : []));
-    const buttons = dialog.querySelectorAll<HTMLButtonElement>("button[data-decision]");
-    const done = (decision: string) => {
-      for (const b of buttons) b.onclick = null;
-      if (shownApproval?.requestId === params.requestId) shownApproval = undefined;
-      dialog.close();
-      resolve({ decision });
-    };
-    shownApproval = { requestId: params.requestId, close: () => done("cancel") };
-    for (const b of buttons) b.onclick = () => done(b.dataset.decision!);
-    dialog.showModal();
-  });
-}
+const approvals = new ApprovalQueue({
+  callerText,
+  changed(total, perThread) {
+    document.title = total ? `(${total}) ${TITLE}` : TITLE;
+    approvalsPerThread = perThread;
+    showApprovalCounts();
+  },
+});
 
 // ---- apps ----
 
@@ -399,18 +509,89 @@ function forgetToken(): void {
   history.replaceState(history.state, "", url.pathname + url.search + url.hash);
 }
 
-async function main(): Promise<void> {
+/** What the top bar says about the connection. */
+function showConnection(state: ConnectionState, text: string): void {
+  const status = $("status");
+  status.textContent = text;
+  status.dataset.state = state;
+  document.body.dataset.connection = state;
+  $("reconnect-now").hidden = state === "connected" || state === "connecting";
+  $("reconnect-now").textContent = state === "offline" ? "Retry" : "Retry now";
+  outbox?.refresh();
+}
+
+/** A connection is up: on the first, the page is set up; on a later one, it catches up. */
+async function connected(next: AppServerClient, first: boolean): Promise<void> {
+  client = next;
+  client.onApproval((params) => approvals.ask(params) as Json);
+  if (first) {
+    commands = ((await client.request("command/list", {} as Json)) as Json).commands;
+    await Promise.all([loadThreads(), loadCatalog()]);
+    const previous = sessionStorage.getItem(THREAD_KEY);
+    if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
+    restoreWindows();
+    document.body.dataset.ready = "true";
+  } else {
+    for (const host of hosts) host.attach(client);
+    await catchUp();
+    await loadThreads();
+  }
+  await outbox.flush();
+}
+
+/** After a reconnect: the current thread's events since the last one seen (`afterSeq`), or the
+ * thread read again when the server no longer has them. */
+async function catchUp(): Promise<void> {
+  const id = currentThread;
+  if (!id) return;
+  const afterSeq = lastSeqs.get(id);
+  if (afterSeq === undefined) return openThread(id);
+  try {
+    await client.request("thread/subscribe", { threadId: id, afterSeq } as Json);
+  } catch (err) {
+    if (!(err instanceof RpcError) || err.code !== -32602) throw err;
+    await openThread(id);
+  }
+}
+
+/** Per thread, the highest event number seen (for `afterSeq` on reconnect). */
+const lastSeqs = new Map<string, number>();
+
+function received(n: Notification): void {
+  const numbered = seqOf(n);
+  if (numbered) {
+    const last = lastSeqs.get(numbered.threadId);
+    if (last !== undefined && numbered.seq <= last) return;
+    lastSeqs.set(numbered.threadId, numbered.seq);
+  }
+  onNotification(n);
+}
+
+let outbox: Outbox;
+
+function main(): void {
   forgetToken();
+  setupTheme($("theme-toggle") as HTMLButtonElement);
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
-  client = await AppServerClient.connect({
-    url,
-    clientInfo: { name: "appserver-desktop", version: "0.1.0" },
-    capabilities: { approvalSupport: true, commandExecutionStreaming: true, extensions: { appProtocol: true } } as Json,
-    reconnect: true,
-  });
-  client.onReconnect(() => setStatus("connected"));
-  setStatus("connected");
-  client.onApproval((params) => askApproval(params) as Json);
+  const connection = new Connection(
+    {
+      url,
+      clientInfo: { name: "appserver-desktop", version: "0.1.0" },
+      capabilities: { approvalSupport: true, commandExecutionStreaming: true, extensions: { appProtocol: true } } as Json,
+    },
+    {
+      connected,
+      disconnected: () => {
+        // Its approvals cannot be answered on another connection; its turn state is unknown.
+        approvals.clear();
+        setRunning(undefined);
+      },
+      notification: received,
+      state: showConnection,
+    },
+  );
+  outbox = new Outbox({ send: sendEntry, delivered: entryDelivered, connected: () => connection.connected }, $("outbox"));
+  $("reconnect-now").addEventListener("click", () => connection.retryNow());
   listen(
     () => hosts,
     (why) => {
@@ -420,18 +601,11 @@ async function main(): Promise<void> {
       console.warn(`desktop: ignored ${why}`);
     },
   );
-  void (async () => {
-    for await (const n of client.notifications()) onNotification(n);
-  })();
   setupComposer();
-  $("new-thread").addEventListener("click", () => void newThread());
+  $("new-thread").addEventListener("click", () => void newThread().catch((err) => $("messages").append(el("div", "item error", `Cannot start a thread: ${String(err?.message ?? err)}`))));
+  $("stop").addEventListener("click", () => void stopTurn().catch((err) => $("messages").append(el("div", "item error", `Cannot stop: ${String(err?.message ?? err)}`))));
   $("more-threads").addEventListener("click", () => void loadThreads(true));
-  commands = ((await client.request("command/list", {} as Json)) as Json).commands;
-  await Promise.all([loadThreads(), loadCatalog()]);
-  const previous = sessionStorage.getItem(THREAD_KEY);
-  if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
-  restoreWindows();
-  document.body.dataset.ready = "true";
+  connection.start();
 }
 
-main().catch((err) => setStatus(`cannot connect: ${String(err?.message ?? err)}`));
+main();
