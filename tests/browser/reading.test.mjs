@@ -110,7 +110,7 @@ test("a slash command does not name a thread; the first real message does", OPTI
     // Empty panes say what to do.
     const hint = (selector) => page.evaluate((s) => getComputedStyle(document.querySelector(s), "::before").content, selector);
     assert.match(await hint("#threads"), /New thread starts one/);
-    assert.match(await hint("#windows"), /Open one from Apps/);
+    assert.match(await hint("#desk"), /Open one from Apps/);
     await page.screenshot({ path: join(IMAGES, "desktop-empty.png") });
     await page.click("#new-thread");
     await page.waitForSelector("#threads li.current");

@@ -11,11 +11,12 @@ import { renderMarkdown, renderMarkdownSoon } from "./markdown.js";
 import { Outbox, type OutboxEntry } from "./outbox.js";
 import { setupTheme } from "./theme.js";
 import { appendCommandOutput, diffBlock, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
-import { listen, WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
+import { Desk } from "./desk.js";
+import { listen } from "./host.js";
+import { setupKeys, showPane } from "./keys.js";
 
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
 const THREAD_PAGE = 30;
-const WINDOWS_KEY = "appserver.desktop.windows";
 const THREAD_KEY = "appserver.desktop.thread";
 const TITLE = "appserver desktop";
 
@@ -27,8 +28,10 @@ let client: AppServerClient;
 let currentThread: string | undefined;
 let threadCursor: string | undefined;
 let commands: Array<{ name: string; description: string; category: string }> = [];
-let catalog: CatalogApp[] = [];
-const hosts: WindowHost[] = [];
+const desk = new Desk(
+  () => client,
+  () => showPane("desk"),
+);
 let ignoredMessages = 0;
 
 function el(tag: string, className?: string, text?: string): HTMLElement {
@@ -57,7 +60,10 @@ function addThreadEntry(t: Json, first: boolean): void {
   open.title = t.id;
   threadNames.set(t.id, t.displayName ?? "");
   open.append(el("span", "name", threadTitle(t.displayName)), el("span", "badge"));
-  open.addEventListener("click", () => void openThread(t.id));
+  open.addEventListener("click", () => {
+    showPane("chat");
+    void openThread(t.id);
+  });
   li.append(open);
   if (first) $("threads").prepend(li);
   else $("threads").append(li);
@@ -235,8 +241,7 @@ function onNotification(n: Notification): void {
     }
     case "app/event": {
       // A streaming command's progress, shown in its window's title bar.
-      const host = hosts.find((h) => h.windowId === p.windowId);
-      host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
+      desk.find(p.windowId)?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
       return;
     }
     case "app/externalCall": {
@@ -246,7 +251,7 @@ function onNotification(n: Notification): void {
       const list = $("activity");
       list.prepend(el("li", `external ${p.status}`, line));
       while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
-      hosts.find((h) => h.windowId === p.windowId)?.showEvent(line);
+      desk.find(p.windowId)?.showEvent(line);
       return;
     }
     case "plan/updated":
@@ -371,15 +376,22 @@ async function entryDelivered(entry: OutboxEntry): Promise<boolean> {
   );
 }
 
+/** The completion the arrow keys chose (-1: none chosen, Tab takes the first). */
+let chosen = -1;
+
 function updateCompletions(): void {
   const input = $("input") as HTMLTextAreaElement;
   const list = $("completions");
   const text = input.value;
   const word = /^\/\S*$/.test(text) ? text : undefined;
   const matches = word === undefined ? [] : commands.filter((c) => c.name.startsWith(word));
+  chosen = Math.min(chosen, matches.length - 1);
   list.replaceChildren(
-    ...matches.map((c) => {
+    ...matches.map((c, i) => {
       const li = el("li", "completion");
+      li.id = `completion-${i}`;
+      li.setAttribute("role", "option");
+      li.setAttribute("aria-selected", String(i === chosen));
       li.append(el("b", undefined, c.name), el("span", undefined, ` ${c.description}`));
       li.dataset.name = c.name;
       li.addEventListener("mousedown", (e) => {
@@ -390,23 +402,39 @@ function updateCompletions(): void {
     }),
   );
   list.hidden = matches.length === 0;
+  input.setAttribute("aria-expanded", String(matches.length > 0));
+  if (chosen >= 0) input.setAttribute("aria-activedescendant", `completion-${chosen}`);
+  else input.removeAttribute("aria-activedescendant");
+  list.querySelector(`#completion-${chosen}`)?.scrollIntoView({ block: "nearest" });
 }
 
 function complete(name: string): void {
   const input = $("input") as HTMLTextAreaElement;
   input.value = `${name} `;
   input.focus();
+  chosen = -1;
   updateCompletions();
 }
 
 function setupComposer(): void {
   const input = $("input") as HTMLTextAreaElement;
-  input.addEventListener("input", updateCompletions);
+  input.addEventListener("input", () => {
+    chosen = -1;
+    updateCompletions();
+  });
   input.addEventListener("keydown", (e) => {
-    const first = document.querySelector<HTMLElement>("#completions li");
-    if (e.key === "Tab" && first && !$("completions").hidden) {
+    const options = [...document.querySelectorAll<HTMLElement>("#completions li")];
+    const open = options.length > 0 && !$("completions").hidden;
+    if (open && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
       e.preventDefault();
-      complete(first.dataset.name!);
+      chosen = (chosen + (e.key === "ArrowDown" ? 1 : options.length - 1 + (chosen < 0 ? 1 : 0))) % options.length;
+      updateCompletions();
+    } else if (open && e.key === "Escape") {
+      e.preventDefault();
+      $("completions").hidden = true;
+    } else if (open && (e.key === "Tab" || (e.key === "Enter" && chosen >= 0))) {
+      e.preventDefault();
+      complete(options[Math.max(chosen, 0)]!.dataset.name!);
     } else if (e.key === "Enter" && !e.shiftKey) {
       e.preventDefault();
       $("composer").dispatchEvent(new Event("submit", { cancelable: true }));
@@ -439,64 +467,6 @@ const approvals = new ApprovalQueue({
   },
 });
 
-// ---- apps ----
-
-async function loadCatalog(): Promise<void> {
-  const response = await fetch("/api/apps", { credentials: "same-origin" });
-  catalog = (await response.json()).apps;
-  $("apps").replaceChildren(
-    ...catalog.map((app) => {
-      const li = el("li", "app");
-      li.dataset.app = app.id;
-      if (app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon)) {
-        // An image in the app's folder, next to its entry page.
-        const img = document.createElement("img");
-        img.className = "icon";
-        img.alt = "";
-        img.src = app.entry.slice(0, app.entry.indexOf(`/${app.id}/`) + app.id.length + 2) + app.icon;
-        li.append(img, ` ${app.name}`);
-      } else {
-        li.textContent = `${app.icon ?? "▣"} ${app.name}`;
-      }
-      li.title = app.description ?? app.name;
-      li.addEventListener("click", () => openWindow(app));
-      return li;
-    }),
-  );
-}
-
-function saveWindows(): void {
-  sessionStorage.setItem(WINDOWS_KEY, JSON.stringify(hosts.filter((h) => h.element.isConnected).map((h) => h.saved())));
-}
-
-function openWindow(app: CatalogApp, saved?: SavedWindow): WindowHost {
-  const slot = saved?.slot ?? `slot_${Math.random().toString(36).slice(2, 10)}`;
-  const host = new WindowHost(client, app, slot, saved?.windowId, {
-    changed: () => {
-      for (let i = hosts.length - 1; i >= 0; i--) if (!hosts[i]!.element.isConnected) hosts.splice(i, 1);
-      saveWindows();
-    },
-    log: (text) => console.info(text),
-  });
-  hosts.push(host);
-  $("windows").append(host.element);
-  saveWindows();
-  return host;
-}
-
-function restoreWindows(): void {
-  let saved: SavedWindow[] = [];
-  try {
-    saved = JSON.parse(sessionStorage.getItem(WINDOWS_KEY) ?? "[]");
-  } catch {
-    saved = [];
-  }
-  for (const w of saved) {
-    const app = catalog.find((a) => a.id === w.appId);
-    if (app) openWindow(app, w);
-  }
-}
-
 // ---- start ----
 
 /** Takes `?token=` out of the address bar and the history entry: the page's own response set
@@ -526,13 +496,13 @@ async function connected(next: AppServerClient, first: boolean): Promise<void> {
   client.onApproval((params) => approvals.ask(params) as Json);
   if (first) {
     commands = ((await client.request("command/list", {} as Json)) as Json).commands;
-    await Promise.all([loadThreads(), loadCatalog()]);
+    await Promise.all([loadThreads(), desk.loadCatalog()]);
     const previous = sessionStorage.getItem(THREAD_KEY);
     if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
-    restoreWindows();
+    desk.restore();
     document.body.dataset.ready = "true";
   } else {
-    for (const host of hosts) host.attach(client);
+    desk.attach(client);
     await catchUp();
     await loadThreads();
   }
@@ -572,6 +542,7 @@ let outbox: Outbox;
 function main(): void {
   forgetToken();
   setupTheme($("theme-toggle") as HTMLButtonElement);
+  setupKeys({ approvals: () => approvals.open(), tile: () => desk.tile() });
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
   const connection = new Connection(
     {
@@ -593,7 +564,7 @@ function main(): void {
   outbox = new Outbox({ send: sendEntry, delivered: entryDelivered, connected: () => connection.connected }, $("outbox"));
   $("reconnect-now").addEventListener("click", () => connection.retryNow());
   listen(
-    () => hosts,
+    () => desk.hosts,
     (why) => {
       ignoredMessages++;
       $("ignored").textContent = `ignored ${ignoredMessages} foreign message${ignoredMessages === 1 ? "" : "s"}`;
