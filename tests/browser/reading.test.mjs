@@ -114,7 +114,7 @@ test("a slash command does not name a thread; the first real message does", OPTI
     await page.screenshot({ path: join(IMAGES, "desktop-empty.png") });
     await page.click("#new-thread");
     await page.waitForSelector("#threads li.current");
-    assert.equal(await page.textContent("#thread-title"), "New thread");
+    await page.locator("#thread-title", { hasText: "New thread" }).waitFor();
     assert.match(await hint("#messages"), /No messages yet/);
     await say(page, '/plan {"title":"Ship","todos":[{"id":"a","content":"Write it","status":"pending"}]}');
     await page.locator("#plan li.todo", { hasText: "Write it" }).waitFor();

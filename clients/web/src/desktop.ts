@@ -125,6 +125,7 @@ async function openThread(id: string): Promise<void> {
   currentThread = id;
   sessionStorage.setItem(THREAD_KEY, id);
   markCurrent();
+  $("thread-title").textContent = threadTitle(threadNames.get(id));
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
   threadNames.set(thread.id, thread.displayName ?? "");
   $("thread-title").textContent = threadTitle(thread.displayName);
