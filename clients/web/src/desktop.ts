@@ -14,9 +14,9 @@ import { appendCommandOutput, diffBlock, fileChanges, noteToolCall, renderComman
 import { Desk } from "./desk.js";
 import { listen } from "./host.js";
 import { setupKeys, showPane } from "./keys.js";
+import { ThreadList, titleFrom } from "./threads.js";
 
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
-const THREAD_PAGE = 30;
 const THREAD_KEY = "appserver.desktop.thread";
 const TITLE = "appserver desktop";
 
@@ -26,7 +26,6 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 
 let client: AppServerClient;
 let currentThread: string | undefined;
-let threadCursor: string | undefined;
 let commands: Array<{ name: string; description: string; category: string }> = [];
 const desk = new Desk(
   () => client,
@@ -43,79 +42,40 @@ function el(tag: string, className?: string, text?: string): HTMLElement {
 
 // ---- threads ----
 
-async function loadThreads(more = false): Promise<void> {
-  const page: Json = await client.request("thread/list", { identity: IDENTITY, limit: THREAD_PAGE, cursor: more ? threadCursor : undefined } as Json);
-  if (!more) $("threads").replaceChildren();
-  for (const t of page.data) addThreadEntry(t, false);
-  threadCursor = page.nextCursor ?? undefined;
-  $("more-threads").hidden = !threadCursor;
-}
-
-function addThreadEntry(t: Json, first: boolean): void {
-  if (document.querySelector(`#threads li[data-id="${t.id}"]`)) return;
-  const li = el("li", "thread");
-  li.dataset.id = t.id;
-  const open = el("button", "thread-open") as HTMLButtonElement;
-  open.type = "button";
-  open.title = t.id;
-  threadNames.set(t.id, t.displayName ?? "");
-  open.append(el("span", "name", threadTitle(t.displayName)), el("span", "badge"));
-  open.addEventListener("click", () => {
+const threads = new ThreadList({
+  client: () => client,
+  identity: IDENTITY,
+  open: (id) => {
     showPane("chat");
-    void openThread(t.id);
-  });
-  li.append(open);
-  if (first) $("threads").prepend(li);
-  else $("threads").append(li);
-  markCurrent();
-  showApprovalCounts();
-}
+    void openThread(id);
+  },
+  closed: () => {
+    // The open thread was archived or deleted: nothing is open now.
+    if (currentThread) void client.request("thread/unsubscribe", { threadId: currentThread }).catch(() => {});
+    currentThread = undefined;
+    sessionStorage.removeItem(THREAD_KEY);
+    threads.select(undefined);
+    $("messages").replaceChildren();
+    renderPlan($("plan"), undefined);
+    $("turn-diff").replaceChildren();
+    setRunning(undefined);
+  },
+  error: (text) => $("messages").append(el("div", "item error", text)),
+});
 
-/** What each thread is called on the server (`displayName`). */
-const threadNames = new Map<string, string>();
-
-/** A thread's title for the user: its name, unless it has none or it is a slash command. */
-function threadTitle(name: string | null | undefined): string {
-  return name && !name.startsWith("/") ? name : "New thread";
-}
-
-/** A title from the first real message: its first line, cut at 60 characters. */
-function titleFrom(text: string): string {
-  const line = text.trim().split("\n", 1)[0]!.trim();
-  return line.length > 60 ? `${line.slice(0, 59)}…` : line;
-}
-
-function showThreadName(threadId: string, name: string): void {
-  threadNames.set(threadId, name);
-  const label = document.querySelector(`#threads li[data-id="${threadId}"] .name`);
-  if (label) label.textContent = threadTitle(name);
-  if (threadId === currentThread) $("thread-title").textContent = threadTitle(name);
-}
-
-/** Pending approvals per thread, shown on the thread list. */
-let approvalsPerThread = new Map<string, number>();
-
-function showApprovalCounts(): void {
-  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) {
-    const n = approvalsPerThread.get(li.dataset.id!) ?? 0;
-    const badge = li.querySelector<HTMLElement>(".badge");
-    if (!badge) continue;
-    badge.textContent = n ? String(n) : "";
-    badge.title = n ? `${n} approval${n === 1 ? "" : "s"} pending` : "";
-    li.classList.toggle("asking", n > 0);
-  }
-}
-
-function markCurrent(): void {
-  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) {
-    li.classList.toggle("current", li.dataset.id === currentThread);
-    li.querySelector("button")?.setAttribute("aria-current", String(li.dataset.id === currentThread));
+/** New thread (the button, Alt+N): started, opened, and the message box focused. */
+async function startThread(): Promise<void> {
+  try {
+    await newThread();
+    $("input").focus();
+  } catch (err: any) {
+    $("messages").append(el("div", "item error", `Cannot start a thread: ${String(err?.message ?? err)}`));
   }
 }
 
 async function newThread(): Promise<string> {
   const { thread } = await client.request("thread/start", { identity: IDENTITY } as Json);
-  addThreadEntry(thread, true);
+  threads.add(thread, true);
   await openThread(thread.id);
   return thread.id;
 }
@@ -124,11 +84,9 @@ async function openThread(id: string): Promise<void> {
   if (currentThread && currentThread !== id) await client.request("thread/unsubscribe", { threadId: currentThread }).catch(() => {});
   currentThread = id;
   sessionStorage.setItem(THREAD_KEY, id);
-  markCurrent();
-  $("thread-title").textContent = threadTitle(threadNames.get(id));
+  threads.select(id);
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
-  threadNames.set(thread.id, thread.displayName ?? "");
-  $("thread-title").textContent = threadTitle(thread.displayName);
+  threads.showName(thread.id, thread.displayName ?? "");
   setRunning(thread.runtime?.running ? runningTurn(thread) ?? "" : undefined);
   $("messages").replaceChildren();
   renderPlan($("plan"), thread.plan);
@@ -234,10 +192,10 @@ function onNotification(n: Notification): void {
   const p: Json = n.params;
   switch (n.method) {
     case "thread/started":
-      if (p.thread?.userId === IDENTITY.userId) addThreadEntry(p.thread, true);
+      if (p.thread?.userId === IDENTITY.userId) threads.add(p.thread, true);
       return;
     case "thread/renamed": {
-      showThreadName(p.threadId, p.displayName);
+      threads.showName(p.threadId, p.displayName);
       return;
     }
     case "app/event": {
@@ -259,7 +217,11 @@ function onNotification(n: Notification): void {
       if (p.threadId === currentThread) renderPlan($("plan"), p);
       return;
     case "thread/runtimeChanged":
+      threads.showRunning(p.threadId, !!p.runtime?.running);
       if (p.threadId === currentThread) setRunning(p.runtime?.running ? (runningTurnId ?? "") : undefined);
+      return;
+    case "thread/deleted":
+      threads.remove(p.threadId);
       return;
     case "item/approval/resolved":
       // Decided elsewhere, or withdrawn (the call was cancelled): the question is void.
@@ -312,7 +274,7 @@ async function sendEntry(entry: OutboxEntry, save: () => void): Promise<void> {
     const { thread }: Json = await client.request("thread/start", { identity: IDENTITY } as Json);
     entry.threadId = thread.id;
     save();
-    addThreadEntry(thread, true);
+    threads.add(thread, true);
     if (!currentThread) await openThread(thread.id);
   }
   const threadId = entry.threadId!;
@@ -323,18 +285,18 @@ async function sendEntry(entry: OutboxEntry, save: () => void): Promise<void> {
     const result: Json = await client.request("command/execute", { threadId, command: text } as Json);
     if (result.message && threadId === currentThread) $("messages").append(el("div", "item systemNotice", result.message));
     if (result.thread) {
-      addThreadEntry(result.thread, true);
+      threads.add(result.thread, true);
       await openThread(result.thread.id);
     }
     return;
   }
   await client.request("turn/start", { threadId, input: [{ type: "text", text }] } as Json);
   // The first real message names the thread (a slash command or an app's message never does).
-  const known = threadNames.get(threadId);
+  const known = threads.name(threadId);
   if (!known || known.startsWith("/")) {
     const displayName = titleFrom(text);
     await client.request("thread/rename", { threadId, displayName } as Json).catch(() => {});
-    showThreadName(threadId, displayName);
+    threads.showName(threadId, displayName);
   }
 }
 
@@ -463,8 +425,7 @@ const approvals = new ApprovalQueue({
   callerText,
   changed(total, perThread) {
     document.title = total ? `(${total}) ${TITLE}` : TITLE;
-    approvalsPerThread = perThread;
-    showApprovalCounts();
+    threads.showApprovals(perThread);
   },
 });
 
@@ -497,7 +458,7 @@ async function connected(next: AppServerClient, first: boolean): Promise<void> {
   client.onApproval((params) => approvals.ask(params) as Json);
   if (first) {
     commands = ((await client.request("command/list", {} as Json)) as Json).commands;
-    await Promise.all([loadThreads(), desk.loadCatalog()]);
+    await Promise.all([threads.load(), desk.loadCatalog()]);
     const previous = sessionStorage.getItem(THREAD_KEY);
     if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
     desk.restore();
@@ -505,7 +466,7 @@ async function connected(next: AppServerClient, first: boolean): Promise<void> {
   } else {
     desk.attach(client);
     await catchUp();
-    await loadThreads();
+    await threads.load();
   }
   await outbox.flush();
 }
@@ -543,7 +504,7 @@ let outbox: Outbox;
 function main(): void {
   forgetToken();
   setupTheme($("theme-toggle") as HTMLButtonElement);
-  setupKeys({ approvals: () => approvals.open(), tile: () => desk.tile() });
+  setupKeys({ newThread: () => void startThread(), approvals: () => approvals.open(), tile: () => desk.tile() });
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
   const connection = new Connection(
     {
@@ -574,9 +535,8 @@ function main(): void {
     },
   );
   setupComposer();
-  $("new-thread").addEventListener("click", () => void newThread().catch((err) => $("messages").append(el("div", "item error", `Cannot start a thread: ${String(err?.message ?? err)}`))));
+  $("new-thread").addEventListener("click", () => void startThread());
   $("stop").addEventListener("click", () => void stopTurn().catch((err) => $("messages").append(el("div", "item error", `Cannot stop: ${String(err?.message ?? err)}`))));
-  $("more-threads").addEventListener("click", () => void loadThreads(true));
   connection.start();
 }
 

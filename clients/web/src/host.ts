@@ -397,6 +397,9 @@ function button(text: string, title: string, onClick: () => void): HTMLButtonEle
 /** Routes window messages to their host: only from one of our iframes, with an expected origin. */
 export function listen(hosts: () => WindowHost[], ignored: (why: string) => void): void {
   window.addEventListener("message", (event: MessageEvent) => {
+    // The sender's window is gone (a frame reloaded or closed, its last words such as
+    // `app/unloading`): nobody to answer, and nothing foreign about it.
+    if (event.source === null) return;
     const host = hosts().find((h) => h.frame.contentWindow !== null && h.frame.contentWindow === event.source);
     if (!host) return ignored(`a message from an unknown source (origin ${event.origin})`);
     // A sandboxed iframe's origin is "null"; an app page served without the sandbox has ours.

@@ -1,5 +1,5 @@
 // Keyboard access and the narrow layout. Shortcuts (also listed in the page's help, `?` button):
-// Alt+1 the threads, Alt+2 the apps, Alt+3 the composer, Alt+4 the windows, Alt+A the approval
+// Alt+1 the threads, Alt+2 the apps, Alt+3 the composer, Alt+4 the windows, Alt+N a new thread, Alt+A the approval
 // queue, Alt+T tile the windows; in a list (threads, apps, approvals, minimized windows) the
 // arrow keys, Home and End move between its entries. On a narrow screen (under 760 px) the
 // three panes — threads and apps, the conversation, the windows — are tabs, one shown at a time.
@@ -11,6 +11,7 @@ export const SHORTCUTS: Array<[string, string]> = [
   ["Alt+2", "the apps"],
   ["Alt+3", "the message box"],
   ["Alt+4", "the app windows"],
+  ["Alt+N", "a new thread"],
   ["Alt+A", "the approval queue"],
   ["Alt+T", "tile the windows"],
   ["↑ ↓ Home End", "move in a list"],
@@ -40,6 +41,7 @@ function focusFirst(...selectors: string[]): void {
 }
 
 export interface KeyActions {
+  newThread(): void;
   approvals(): void;
   tile(): void;
 }
@@ -88,6 +90,10 @@ function shortcut(e: KeyboardEvent, actions: KeyActions): boolean {
     case "Digit4":
       showPane("desk");
       focusFirst(".window:not(.minimized) header", "#taskbar button", "#tile");
+      return true;
+    case "KeyN":
+      showPane("chat");
+      actions.newThread();
       return true;
     case "KeyA":
       actions.approvals();

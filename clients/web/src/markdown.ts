@@ -61,7 +61,8 @@ export function renderMarkdown(target: HTMLElement, text: string): void {
     target.textContent = text;
     return;
   }
-  const html = marked.parse(text) as string;
+  // Terminal escape sequences (a command's output quoted by the agent) are not text.
+  const html = marked.parse(text.replace(/\x1b\[[0-9;?]*[A-Za-z]|\x1b[^[]/g, "")) as string;
   const fragment = DOMPurify.sanitize(html, PURIFY);
   for (const code of fragment.querySelectorAll<HTMLElement>("pre code")) highlight(code);
   target.replaceChildren(fragment);
