@@ -1,7 +1,8 @@
 // The approval queue, from the user's side in headless Chromium against the real server: two
 // requests pending at once, both listed and answered in the reverse order; Escape keeps a
 // request (minimized to the top bar's queue) and it is answered from there; 5 KB of params shown
-// whole in a scrollable block inside the viewport.
+// whole in a scrollable block inside the viewport; a command or params that do not fit what the
+// app declared can only be declined.
 // Screenshots go to docs/images.
 
 import assert from "node:assert/strict";
@@ -155,6 +156,35 @@ test("5 KB of params are shown whole, in a block that scrolls inside the viewpor
     await page.screenshot({ path: join(IMAGES, "desktop-approval-long.png") });
     await page.click("dialog#approval button[data-decision=decline]");
     await page.locator(".item.toolResult", { hasText: "✘" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a request whose command or params do not fit what the app declared can only be declined", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors, win } = await sheetAndThread(server);
+    await say(page, `/command ${win} setCells {"cells":{"A1":7},"colour":"red"}`);
+    await page.locator("dialog#approval[open]").waitFor();
+    const problem = page.locator("#approval-problem");
+    await problem.waitFor();
+    assert.match(await problem.textContent(), /params\.cells\.A1 should be string, not integer/);
+    for (const decision of ["accept", "acceptForSession", "acceptAlways"]) {
+      assert.equal(await page.isDisabled(`dialog#approval button[data-decision=${decision}]`), true, decision);
+    }
+    assert.match(await page.textContent("#approval-list li"), /invalid/);
+    await page.screenshot({ path: join(IMAGES, "desktop-approval-invalid.png") });
+    await page.click("dialog#approval button[data-decision=decline]");
+    await page.locator(".item.toolResult", { hasText: "✘" }).waitFor();
+    // A command the sheet does not have.
+    await say(page, `/command ${win} dropTables {}`);
+    await page.locator("dialog#approval[open]").waitFor();
+    assert.match(await problem.textContent(), /the app has no command `dropTables`/);
+    assert.equal(await page.isDisabled("dialog#approval button[data-decision=accept]"), true);
+    await page.click("dialog#approval button[data-decision=decline]");
+    await page.locator(".item.toolResult").nth(1).waitFor();
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();

@@ -1,12 +1,14 @@
 // The approval queue: every pending `item/approval/request` is kept until it is answered, decided
 // elsewhere or withdrawn, and each can be answered in any order. The dialog lists them all and
 // shows the selected one in full (who asks, the app and command or the shell command, the params
-// or the change in a scrollable monospace block), after checking the request's shape: a
-// malformed one can only be declined. Escape (or "Later") minimizes the dialog to the queue
+// or the change in a scrollable monospace block), after checking the request's shape and, for a
+// window hosted here, that the command is one its app declared and the params fit its schema:
+// an invalid one can only be declined. Escape (or "Later") minimizes the dialog to the queue
 // button in the top bar and never answers; the pending count is in the page title, on that
 // button and on each thread in the thread list.
 
 import { approvalDetail } from "./hands.js";
+import { checkSchema } from "./schema-check.js";
 
 type Json = any;
 
@@ -28,6 +30,9 @@ interface Pending {
 export interface ApprovalEvents {
   /** Who made an app call, for the user. */
   callerText(caller: Json): string;
+  /** The commands of a window this page hosts, as its app declared them (undefined: not hosted
+   * here, or not registered yet: nothing to check against). */
+  commands(windowId: string): Record<string, { params?: unknown }> | undefined;
   /** The queue changed: its size, and the pending count of each thread. */
   changed(total: number, perThread: Map<string, number>): void;
 }
@@ -103,7 +108,7 @@ export class ApprovalQueue {
       let requestId = typeof params?.requestId === "string" && params.requestId ? params.requestId : `local_${Math.random().toString(36).slice(2)}`;
       // The queue's key must be unique even if a (broken) server reuses one.
       if (this.pending.some((p) => p.requestId === requestId)) requestId = `${requestId}#${Math.random().toString(36).slice(2)}`;
-      this.pending.push({ params, requestId, problems: validateApproval(params), resolve });
+      this.pending.push({ params, requestId, problems: [...validateApproval(params), ...this.checkCommand(params)], resolve });
       // A dialog already open keeps what the user is reading; a closed one opens on the new request.
       if (!this.dialog.open || this.selected === undefined) this.selected = requestId;
       this.render();
@@ -111,6 +116,18 @@ export class ApprovalQueue {
       this.focusSelected();
       this.changed();
     });
+  }
+
+  /** An app command on a window hosted here: the command must be one the app declared, and the
+   * params must fit its schema. */
+  private checkCommand(params: Json): string[] {
+    const app = params?.approvalType === "app" ? params.app : undefined;
+    if (!app || typeof app.windowId !== "string" || typeof app.command !== "string") return [];
+    const commands = this.events.commands(app.windowId);
+    if (!commands) return [];
+    const command = Object.prototype.hasOwnProperty.call(commands, app.command) ? commands[app.command] : undefined;
+    if (!command) return [`the app has no command \`${app.command}\``];
+    return command.params ? checkSchema(command.params, app.params ?? {}).map((p) => `the params do not fit the command: ${p}`) : [];
   }
 
   /** The request was decided elsewhere or withdrawn: it leaves the queue (the answer is void). */
@@ -184,7 +201,7 @@ export class ApprovalQueue {
         b.type = "button";
         b.append(el("span", "n", `${i + 1}.`), ` ${approvalSummary(p.params)}`);
         if (p.params?.app?.caller) b.append(el("span", "who", ` · ${this.events.callerText(p.params.app.caller)}`));
-        if (p.problems.length) b.append(el("span", "bad", " · malformed"));
+        if (p.problems.length) b.append(el("span", "bad", " · invalid"));
         b.setAttribute("aria-current", String(p.requestId === this.selected));
         b.addEventListener("click", () => {
           this.selected = p.requestId;
@@ -209,7 +226,7 @@ export class ApprovalQueue {
     text("approval-scope", typeof params.scopeKey === "string" ? params.scopeKey : "");
     const problem = document.getElementById("approval-problem")!;
     problem.hidden = p.problems.length === 0;
-    problem.textContent = p.problems.length ? `This request is malformed and can only be declined: ${p.problems.join("; ")}.` : "";
+    problem.textContent = p.problems.length ? `This request cannot be accepted, only declined: ${p.problems.join("; ")}.` : "";
     const detail: HTMLElement[] = [];
     if (params.approvalType === "app" && params.app) {
       const pre = el("pre", "params", paramsText(params.app.params).slice(0, MAX_PARAMS_CHARS));

@@ -423,6 +423,7 @@ function setupComposer(): void {
 
 const approvals = new ApprovalQueue({
   callerText,
+  commands: (windowId) => desk.find(windowId)?.commands(),
   changed(total, perThread) {
     document.title = total ? `(${total}) ${TITLE}` : TITLE;
     threads.showApprovals(perThread);

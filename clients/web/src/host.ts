@@ -361,6 +361,13 @@ export class WindowHost {
     this.register(this.declared).catch((err) => this.events.log(`${this.app.name}: registering again failed: ${String(err?.message ?? err)}`));
   }
 
+  /** The commands the app declared at its registration (undefined before it registered). */
+  commands(): Record<string, { params?: unknown }> | undefined {
+    if (!this.windowId || this.declared === undefined) return undefined;
+    const commands = this.declared?.commands;
+    return commands && typeof commands === "object" ? commands : {};
+  }
+
   /** The window's latest app event (`app/event`). */
   showEvent(text: string): void {
     (this.element.querySelector(".event") as HTMLElement).textContent = text;
