@@ -2,8 +2,8 @@
 // is killed (as a crash would) and the page says so at once, counts down to its next attempt,
 // keeps a message typed meanwhile in its outbox (and localStorage), and when the server is back
 // on the same workspace and port sends it, catching up the thread's events, so it arrives exactly
-// once; a message the server refuses is shown failed, with Retry and Discard. Screenshots go to
-// docs/images.
+// once; a server that hangs without closing anything is found by the heartbeat; a message the
+// server refuses is shown failed, with Retry and Discard. Screenshots go to docs/images.
 
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -89,6 +89,28 @@ test("a message the server refuses is shown failed, with Retry and Discard", OPT
     await page.locator("#outbox li button", { hasText: "Discard" }).click();
     await page.locator("#outbox").waitFor({ state: "hidden" });
     assert.equal(await page.evaluate((key) => localStorage.getItem(key), OUTBOX), "[]");
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a server that hangs is noticed by the heartbeat, and the page reconnects when it goes on", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    server.pause();
+    // The socket stays open: only the heartbeat (every 10 s, 5 s to answer) can tell.
+    await page.locator("#status:not([data-state=connected])").waitFor({ timeout: 25_000 });
+    await say(page, "sent to a hung server");
+    await page.locator("#outbox li", { hasText: "sent to a hung server" }).waitFor();
+    server.resume();
+    await page.locator("#status[data-state=connected]").waitFor({ timeout: 25_000 });
+    await page.locator(".item.userMessage", { hasText: "sent to a hung server" }).waitFor();
+    await page.locator("#outbox").waitFor({ state: "hidden" });
+    assert.equal(await page.locator(".item.userMessage", { hasText: "sent to a hung server" }).count(), 1);
+    assert.deepEqual(errors, []);
   } finally {
     await server.stop();
   }

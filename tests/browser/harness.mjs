@@ -64,6 +64,7 @@ export async function startServer(args = [], again = undefined) {
   );
   const kill = async () => {
     if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGCONT");
       const exited = new Promise((resolve) => child.once("exit", resolve));
       child.kill("SIGKILL");
       await within(exited, "the server to exit");
@@ -76,6 +77,9 @@ export async function startServer(args = [], again = undefined) {
     stderr: () => stderr,
     /** Kills the server (SIGKILL, as a crash would), keeping its workspace for a restart. */
     kill,
+    /** Stops the server without closing anything (SIGSTOP: a hung process), and lets it go on. */
+    pause: () => child.kill("SIGSTOP"),
+    resume: () => child.kill("SIGCONT"),
     async stop() {
       await kill();
       rmSync(workspace, { recursive: true, force: true });

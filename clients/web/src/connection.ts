@@ -3,9 +3,9 @@
 // (the browser is offline, or the attempts ran out: "Retry"). A dropped WebSocket is noticed at
 // once (its close event ends the client's notification stream) and each reconnect is a fresh
 // `AppServerClient`, handed to the page to catch up (`afterSeq`), host its windows again and
-// send its outbox.
+// send its outbox. A server that hangs without closing the socket is found by a heartbeat.
 
-import { AppServerClient, type ConnectOptions, type Notification } from "../../typescript/src/index.js";
+import { AppServerClient, TimeoutError, type ConnectOptions, type Notification } from "../../typescript/src/index.js";
 
 export type ConnectionState = "connecting" | "connected" | "reconnecting" | "offline";
 
@@ -15,6 +15,11 @@ const DELAYS_S = [1, 2, 3, 5, 8, 10];
 const MAX_ATTEMPTS = 12;
 /** Bound on opening a connection. */
 const CONNECT_TIMEOUT_MS = 5_000;
+/** A connection that is up but says nothing (a hung server, a dead network path) is found by a
+ * heartbeat: a cheap request every HEARTBEAT_MS that must be answered (any answer, an error
+ * included) within HEARTBEAT_TIMEOUT_MS. */
+const HEARTBEAT_MS = 10_000;
+const HEARTBEAT_TIMEOUT_MS = 5_000;
 
 export interface ConnectionEvents {
   /** A new connection is up (`first`: the page's first). Its failure drops the connection. */
@@ -33,6 +38,7 @@ export class Connection {
   private timer: ReturnType<typeof setTimeout> | undefined;
   private ticker: ReturnType<typeof setInterval> | undefined;
   private connecting = false;
+  private heartbeat: ReturnType<typeof setInterval> | undefined;
 
   constructor(
     private readonly options: ConnectOptions,
@@ -80,6 +86,7 @@ export class Connection {
     this.everConnected = true;
     this.attempt = 0;
     this.set("connected", "connected");
+    this.beat(client);
     // The stream ends (with an error) when the socket closes: that is the drop, noticed at once.
     void (async () => {
       try {
@@ -99,8 +106,21 @@ export class Connection {
     }
   }
 
+  private beat(client: AppServerClient): void {
+    clearInterval(this.heartbeat);
+    this.heartbeat = setInterval(() => {
+      client.request("command/list", {} as any, { timeoutMs: HEARTBEAT_TIMEOUT_MS }).catch((err) => {
+        if (!(err instanceof TimeoutError) || this.client !== client) return;
+        // No answer: the connection is as good as gone (its close may never come).
+        this.dropped(client);
+        client.close();
+      });
+    }, HEARTBEAT_MS);
+  }
+
   private dropped(client: AppServerClient): void {
     if (this.client !== client) return;
+    clearInterval(this.heartbeat);
     this.client = undefined;
     this.events.disconnected();
     this.attempt = 0;
