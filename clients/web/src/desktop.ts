@@ -10,7 +10,7 @@ import { Connection, type ConnectionState } from "./connection.js";
 import { renderMarkdown, renderMarkdownSoon } from "./markdown.js";
 import { Outbox, type OutboxEntry } from "./outbox.js";
 import { setupTheme } from "./theme.js";
-import { appendCommandOutput, diffBlock, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
+import { appendCommandOutput, diffView, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
 import { Desk } from "./desk.js";
 import { listen } from "./host.js";
 import { setupKeys, showPane } from "./keys.js";
@@ -249,7 +249,7 @@ function onNotification(n: Notification): void {
       break;
     }
     case "turn/diff/updated":
-      $("turn-diff").replaceChildren(diffBlock(p.diff));
+      $("turn-diff").replaceChildren(diffView(p.diff));
       break;
     case "turn/failed":
       $("messages").append(el("div", "item error", `Turn failed: ${p.error ?? ""}`));
