@@ -97,7 +97,7 @@ test("windows move, resize, minimize, maximize and tile, and a reload keeps thei
   }
 });
 
-test("at 390 px the page fits and every pane is reached through its tabs", OPTIONS, async () => {
+test("at 390 px (and 360 px) the page fits and every pane is reached through its tabs", OPTIONS, async () => {
   const server = await startServer();
   try {
     const { page, errors } = await openDesktop(browser, server.base, "/", { width: 390, height: 780 });
@@ -138,6 +138,13 @@ test("at 390 px the page fits and every pane is reached through its tabs", OPTIO
     assert.equal(await inView("dialog#approval button[data-decision=accept]"), true);
     await page.click("dialog#approval button[data-decision=accept]");
     await page.locator(".item.toolResult", { hasText: "✔" }).waitFor();
+    // Down to 360 px, every pane still fits.
+    await page.setViewportSize({ width: 360, height: 740 });
+    for (const pane of ["threads", "chat", "desk"]) {
+      await page.click(`#tabs button[data-pane="${pane}"]`);
+      assert.equal(await fits(), true, pane);
+    }
+    assert.equal(await inView('.window[data-app="sheet"]'), true);
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();
@@ -171,6 +178,22 @@ test("keyboard only: open an app, answer an approval, switch threads", OPTIONS, 
     // Ask, and answer with the keyboard: Tab to Accept, Enter.
     await press("Alt+3");
     assert.equal(await focused(), "input");
+    // The completions take the arrow keys: the second, chosen with Enter; Escape closes the list.
+    await page.keyboard.type("/");
+    await page.locator("#completions li").nth(1).waitFor();
+    const second = await page.getAttribute("#completions li >> nth=1", "data-name");
+    await press("ArrowDown");
+    await press("ArrowDown");
+    assert.equal(await page.getAttribute("#completions li >> nth=1", "aria-selected"), "true");
+    assert.equal(await page.getAttribute("#input", "aria-activedescendant"), "completion-1");
+    await press("Enter");
+    assert.equal(await page.inputValue("#input"), `${second} `);
+    await page.fill("#input", "");
+    await page.keyboard.type("/");
+    await page.locator("#completions li").first().waitFor();
+    await press("Escape");
+    assert.equal(await page.isHidden("#completions"), true);
+    await page.fill("#input", "");
     await page.keyboard.type(`/command ${win} setCells {"cells":{"E8":"keys"}}`);
     await press("Enter");
     await page.locator("dialog#approval[open]").waitFor();
