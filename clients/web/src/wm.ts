@@ -44,8 +44,8 @@ export class WindowManager {
   }
 
   /** Takes a window onto the desk, with its remembered layout (or its app's, or a cascade). */
-  add(w: Managed, saved?: Layout): void {
-    const layout = saved ?? this.appLayout(w.app.id) ?? this.cascade();
+  add(w: Managed, saved?: unknown): void {
+    const layout = validLayout(saved) ?? this.appLayout(w.app.id) ?? this.cascade();
     if (!saved && layout.state === "minimized") layout.state = "normal";
     this.windows.set(w.slot, { w, layout: { ...layout } });
     this.decorate(w);
@@ -96,8 +96,8 @@ export class WindowManager {
 
   private appLayout(appId: string): Layout | undefined {
     try {
-      const saved = JSON.parse(localStorage.getItem(APP_KEY + appId) ?? "null");
-      if (saved && ["x", "y", "w", "h"].every((k) => typeof saved[k] === "number")) return { ...saved, state: saved.state === "maximized" ? "maximized" : "normal" };
+      const saved = validLayout(JSON.parse(localStorage.getItem(APP_KEY + appId) ?? "null"));
+      if (saved) return { ...saved, state: saved.state === "maximized" ? "maximized" : "normal" };
     } catch {
       // A broken entry: the default layout.
     }
@@ -252,6 +252,16 @@ export class WindowManager {
       }),
     );
   }
+}
+
+/** A layout read back from storage, if it is one (storage is the user's, and may hold anything). */
+export function validLayout(value: unknown): Layout | undefined {
+  const v = value as Record<string, unknown> | null;
+  if (!v || typeof v !== "object") return undefined;
+  const n = (k: string) => typeof v[k] === "number" && Number.isFinite(v[k]) && Math.abs(v[k] as number) < 100_000;
+  if (!["x", "y", "w", "h"].every(n)) return undefined;
+  const state = v.state === "minimized" || v.state === "maximized" ? v.state : "normal";
+  return { x: v.x as number, y: v.y as number, w: v.w as number, h: v.h as number, state };
 }
 
 function control(text: string, title: string, onClick: () => void): HTMLButtonElement {
