@@ -115,3 +115,25 @@ test("a server that hangs is noticed by the heartbeat, and the page reconnects w
     await server.stop();
   }
 });
+
+test("without network the page says offline, and comes back when the network does", OPTIONS, async () => {
+  const server = await startServer();
+  let again;
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    await server.kill();
+    await page.locator("#status[data-state=reconnecting]").waitFor({ timeout: 3_000 });
+    await page.context().setOffline(true);
+    await page.locator("#status[data-state=offline]", { hasText: "no network" }).waitFor();
+    assert.equal(await page.textContent("#reconnect-now"), "Retry");
+    await page.screenshot({ path: join(IMAGES, "desktop-offline.png") });
+    again = await startServer([], { workspace: server.workspace, port: server.port });
+    await page.context().setOffline(false);
+    await page.locator("#status[data-state=connected]").waitFor();
+    assert.equal(await page.isHidden("#reconnect-now"), true);
+    assert.deepEqual(errors, []);
+  } finally {
+    if (again) await again.stop();
+    else await server.stop();
+  }
+});
