@@ -138,6 +138,10 @@ test("at 390 px (and 360 px) the page fits and every pane is reached through its
     assert.equal(await inView("dialog#approval button[data-decision=accept]"), true);
     await page.click("dialog#approval button[data-decision=accept]");
     await page.locator(".item.toolResult", { hasText: "✔" }).waitFor();
+    // Between the layouts, three columns that fit.
+    await page.setViewportSize({ width: 800, height: 740 });
+    assert.equal(await fits(), true, "800 px");
+    assert.equal(await inView("#windows"), true);
     // Down to 360 px, every pane still fits.
     await page.setViewportSize({ width: 360, height: 740 });
     for (const pane of ["threads", "chat", "desk"]) {
