@@ -245,3 +245,22 @@ test("reloading and closing windows is not reported as foreign messages", OPTION
     await server.stop();
   }
 });
+
+test("clicking into an app brings its window to the front", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    await openApp(page, "sheet");
+    await openApp(page, "jobs");
+    const z = (app) => page.locator(`.window[data-app="${app}"]`).evaluate((w) => Number(w.style.zIndex));
+    assert.ok((await z("jobs")) > (await z("sheet")));
+    // The sheet lies under the jobs window, a strip of its left edge still showing: click there.
+    const frame = await page.locator('.window[data-app="sheet"] iframe').boundingBox();
+    await page.mouse.click(frame.x + 8, frame.y + 150);
+    for (let i = 0; i < 100 && (await z("sheet")) < (await z("jobs")); i++) await new Promise((r) => setTimeout(r, 20));
+    assert.ok((await z("sheet")) > (await z("jobs")));
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});

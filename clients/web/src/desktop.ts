@@ -14,7 +14,7 @@ import { appendCommandOutput, diffView, fileChanges, noteToolCall, renderCommand
 import { Desk } from "./desk.js";
 import { listen } from "./host.js";
 import { setupKeys, showPane } from "./keys.js";
-import { ThreadList, titleFrom } from "./threads.js";
+import { ThreadList, threadTitle, titleFrom } from "./threads.js";
 
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
 const THREAD_KEY = "appserver.desktop.thread";
@@ -180,7 +180,9 @@ function callerText(caller: Json): string {
     case "app":
       return `app ${caller.appId} (${caller.windowId})`;
     case "agent":
-      return `the agent of thread ${caller.threadId}`;
+      return threads.name(caller.threadId) === undefined
+        ? `the agent of thread ${caller.threadId}`
+        : `the agent of thread "${threadTitle(threads.name(caller.threadId))}" (${caller.threadId})`;
     case "client":
       return `client "${caller.declaredName}" (declared name)`;
     default:

@@ -38,6 +38,15 @@ export class WindowManager {
     private readonly taskbar: HTMLElement,
     private readonly changed: () => void,
   ) {
+    // A click into an app's iframe never reaches the page; the page only sees its own window
+    // lose focus, to that iframe: its window comes to the front.
+    window.addEventListener("blur", () =>
+      setTimeout(() => {
+        const frame = document.activeElement;
+        if (frame?.tagName !== "IFRAME") return;
+        for (const { w } of this.windows.values()) if (w.element.contains(frame)) this.raise(w);
+      }),
+    );
     new ResizeObserver(() => {
       for (const { w, layout } of this.windows.values()) this.apply(w, layout);
     }).observe(desk);
