@@ -184,3 +184,36 @@ test("Stop interrupts the running turn, and the running mark survives a reload",
     await server.stop();
   }
 });
+
+test("a message sent while a turn runs waits in the thread's queue, and runs after it", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    const win = await openApp(page, "sheet");
+    await page.frameLocator('.window[data-app="sheet"] iframe').locator("#info", { hasText: win }).waitFor();
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, `/command ${win} setCells {"cells":{"A1":"first"}}`);
+    await page.locator("dialog#approval[open]").waitFor();
+    await page.keyboard.press("Escape");
+    await say(page, "after this one");
+    await say(page, "never mind this");
+    await page.locator("#queued li", { hasText: "never mind this" }).waitFor();
+    assert.equal(await page.locator("#queued li").count(), 2);
+    assert.equal(await page.isHidden("#outbox"), true, "nothing failed");
+    await page.screenshot({ path: join(IMAGES, "desktop-queued.png") });
+    await page.locator("#queued li", { hasText: "never mind this" }).locator("button", { hasText: "Remove" }).click();
+    await page.locator("#queued li", { hasText: "never mind this" }).waitFor({ state: "detached" });
+    // The running turn ends: the queued message runs, once.
+    await page.click("#approval-queue");
+    await page.click("dialog#approval button[data-decision=accept]");
+    await page.locator(".item.userMessage", { hasText: "after this one" }).waitFor();
+    await page.locator("#queued").waitFor({ state: "hidden" });
+    await page.locator(".item.agentMessage[data-status=completed]", { hasText: "No language model" }).waitFor();
+    assert.equal(await page.locator(".item.userMessage", { hasText: "after this one" }).count(), 1);
+    assert.equal(await page.locator(".item.userMessage", { hasText: "never mind this" }).count(), 0);
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});

@@ -19,6 +19,8 @@ import { ThreadList, threadTitle, titleFrom } from "./threads.js";
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
 const THREAD_KEY = "appserver.desktop.thread";
 const TITLE = "appserver desktop";
+/** `turn/start` refused: a turn is already running on the thread. */
+const TURN_IN_PROGRESS = -32012;
 
 type Json = any;
 
@@ -57,6 +59,7 @@ const threads = new ThreadList({
     threads.select(undefined);
     $("messages").replaceChildren();
     renderPlan($("plan"), undefined);
+    renderQueue(undefined);
     $("turn-diff").replaceChildren();
     setRunning(undefined);
   },
@@ -90,6 +93,7 @@ async function openThread(id: string): Promise<void> {
   setRunning(thread.runtime?.running ? runningTurn(thread) ?? "" : undefined);
   $("messages").replaceChildren();
   renderPlan($("plan"), thread.plan);
+  renderQueue(thread.queuedInputs);
   $("turn-diff").replaceChildren();
   for (const turn of thread.turns ?? []) for (const item of turn.items ?? []) renderItem(turn.id, item);
   await client.request("thread/subscribe", { threadId: id, replayRecent: true } as Json);
@@ -215,6 +219,9 @@ function onNotification(n: Notification): void {
       desk.find(p.windowId)?.showEvent(line);
       return;
     }
+    case "thread/queue/updated":
+      if (p.threadId === currentThread) renderQueue(p.queuedInputs);
+      return;
     case "plan/updated":
       if (p.threadId === currentThread) renderPlan($("plan"), p);
       return;
@@ -292,7 +299,14 @@ async function sendEntry(entry: OutboxEntry, save: () => void): Promise<void> {
     }
     return;
   }
-  await client.request("turn/start", { threadId, input: [{ type: "text", text }] } as Json);
+  const input = [{ type: "text", text }];
+  try {
+    await client.request("turn/start", { threadId, input } as Json);
+  } catch (err) {
+    // A turn is running: the message waits in the thread's queue and runs after it.
+    if (!(err instanceof RpcError) || err.code !== TURN_IN_PROGRESS) throw err;
+    await client.request("turn/enqueue", { threadId, input } as Json);
+  }
   // The first real message names the thread (a slash command or an app's message never does).
   const known = threads.name(threadId);
   if (!known || known.startsWith("/")) {
@@ -300,6 +314,31 @@ async function sendEntry(entry: OutboxEntry, save: () => void): Promise<void> {
     await client.request("thread/rename", { threadId, displayName } as Json).catch(() => {});
     threads.showName(threadId, displayName);
   }
+}
+
+/** The thread's queued inputs (sent while a turn ran), each with Remove. */
+function renderQueue(queued: Json[] | undefined): void {
+  const list = $("queued");
+  const threadId = currentThread;
+  list.replaceChildren(
+    ...(queued ?? []).map((q) => {
+      const li = el("li", "queued-input");
+      li.dataset.id = q.id;
+      li.append(el("span", "text", q.displayText), el("span", "outbox-status", "Queued: runs after the current turn"));
+      const remove = el("button", undefined, "Remove") as HTMLButtonElement;
+      remove.type = "button";
+      remove.addEventListener("click", () => {
+        if (!threadId) return;
+        client
+          .request("turn/queue/remove", { threadId, queuedInputId: q.id } as Json)
+          .then((r: Json) => threadId === currentThread && renderQueue(r.queuedInputs))
+          .catch((err) => $("messages").append(el("div", "item error", `Cannot remove it: ${String(err?.message ?? err)}`)));
+      });
+      li.append(remove);
+      return li;
+    }),
+  );
+  list.hidden = list.children.length === 0;
 }
 
 // ---- the running turn ----
@@ -336,8 +375,12 @@ async function entryDelivered(entry: OutboxEntry): Promise<boolean> {
   if (!entry.threadId) return false;
   const { thread }: Json = await client.request("thread/read", { threadId: entry.threadId, includeTurns: true, turnsLimit: 10 } as Json);
   const since = (entry.sentAt ?? entry.queuedAt) - 5 * 60_000;
-  return (thread.turns ?? []).some(
-    (turn: Json) => Date.parse(turn.startedAt) >= since && (turn.items ?? []).some((i: Json) => i.type === "userMessage" && i.payload?.text === entry.text),
+  const queued = (thread.queuedInputs ?? []).some((q: Json) => q.displayText === entry.text && Date.parse(q.createdAt) >= since);
+  return (
+    queued ||
+    (thread.turns ?? []).some(
+      (turn: Json) => Date.parse(turn.startedAt) >= since && (turn.items ?? []).some((i: Json) => i.type === "userMessage" && i.payload?.text === entry.text),
+    )
   );
 }
 
