@@ -74,3 +74,30 @@ test("axe finds no serious or critical violation on the main screens", OPTIONS, 
     await server.stop();
   }
 });
+
+test("axe finds no serious or critical violation on the agent's hands: command output, diffs, the plan", OPTIONS, async () => {
+  const server = await startServer(["--approval-policy", "never"]);
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    await page.click("#new-thread");
+    await page.waitForSelector("#threads li.current");
+    await say(page, "/exec printf 'plain \\033[31mred\\033[0m \\033[32mgreen\\033[0m done\\n'");
+    await page.locator(".item.commandExecution[data-command-status=completed]").waitFor();
+    await say(page, "/write notes.txt first line");
+    await page.locator(".item.toolResult pre.diff").waitFor();
+    await say(page, '/plan {"title":"Ship","todos":[{"id":"a","content":"Write it","status":"completed"},{"id":"b","content":"Test it","status":"in_progress"}]}');
+    await page.locator("#plan .plan-progress").waitFor();
+    await page.locator("#changes").evaluate((d) => (d.open = true));
+    const found = await audit(page, "unified diff, command, plan");
+    await page.locator(".item.toolResult .diff-toggle").first().click();
+    await page.locator(".item.toolResult table.diff-split").waitFor();
+    found.push(...(await audit(page, "diff side by side")));
+    await page.click("#theme-toggle");
+    await page.click("#theme-toggle");
+    found.push(...(await audit(page, "the same, dark")));
+    assert.deepEqual(found, []);
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
