@@ -1,8 +1,9 @@
-// The desktop page: connects to the server it was served by (the TypeScript SDK over the same
-// origin's /ws), lists the user's threads, shows a thread with its streaming agent text,
-// reasoning, tool calls and results, sends messages and slash commands (completed from
-// `command/list`), asks the user about approvals, shows the agent's commands, diffs and plan
-// (hands.ts), and hosts app windows (host.ts).
+// The desktop page: connects to the server it was served by (connection.ts: the TypeScript SDK
+// over the same origin's /ws, reconnecting), shows a thread with its streaming agent text
+// (Markdown, markdown.ts), reasoning, tool calls and results, the agent's commands, diffs and
+// plan (hands.ts), sends messages and slash commands (completed from `command/list`) through the
+// outbox (outbox.ts), and wires the thread list (threads.ts), the approval queue (approvals.ts),
+// the apps and their windows (desk.ts, wm.ts, host.ts), the theme (theme.ts) and the keys (keys.ts).
 
 import { RpcError, seqOf, type AppServerClient, type Notification } from "../../typescript/src/index.js";
 import { ApprovalQueue } from "./approvals.js";
