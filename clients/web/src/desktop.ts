@@ -529,6 +529,9 @@ async function catchUp(): Promise<void> {
     await client.request("thread/subscribe", { threadId: id, afterSeq } as Json);
   } catch (err) {
     if (!(err instanceof RpcError) || err.code !== -32602) throw err;
+    // The server cannot serve those events (too old, or its numbering restarted): read the
+    // thread again, and take its events as they come from now on.
+    lastSeqs.delete(id);
     await openThread(id);
   }
 }
