@@ -219,6 +219,12 @@ test("keyboard only: open an app, answer an approval, switch threads", OPTIONS, 
     assert.deepEqual([after.left - before.left, after.height - before.height], [20, 20]);
     await press("Alt+m");
     await page.locator('#taskbar button[data-app="sheet"]').waitFor();
+    // The shortcuts are listed behind the ? button.
+    await page.click("#help");
+    await page.locator("dialog#shortcuts[open] dt", { hasText: "Alt+N" }).waitFor();
+    await page.screenshot({ path: join(IMAGES, "desktop-shortcuts.png") });
+    await press("Escape");
+    await page.locator("dialog#shortcuts:not([open])").waitFor({ state: "attached" });
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();
