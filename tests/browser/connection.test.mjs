@@ -82,7 +82,7 @@ test("a message the server refuses is shown failed, with Retry and Discard", OPT
     await page.waitForSelector("body[data-ready=true]");
     const entry = page.locator("#outbox li.failed", { hasText: "to a lost thread" });
     await entry.waitFor();
-    assert.match(await entry.textContent(), /Not sent: /);
+    assert.match(await entry.textContent(), /Not sent: .*\(to “thr_gone”\)/);
     await entry.locator("button", { hasText: "Retry" }).click();
     await page.locator("#outbox li.failed", { hasText: "to a lost thread" }).waitFor();
     await page.screenshot({ path: join(IMAGES, "desktop-outbox-failed.png") });

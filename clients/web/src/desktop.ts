@@ -89,6 +89,7 @@ async function openThread(id: string): Promise<void> {
   currentThread = id;
   sessionStorage.setItem(THREAD_KEY, id);
   threads.select(id);
+  outbox.refresh();
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
   threads.showName(thread.id, thread.displayName ?? "");
   setRunning(thread.runtime?.running ? runningTurn(thread) ?? "" : undefined);
@@ -573,7 +574,16 @@ function main(): void {
       state: showConnection,
     },
   );
-  outbox = new Outbox({ send: sendEntry, delivered: entryDelivered, connected: () => connection.connected }, $("outbox"));
+  outbox = new Outbox(
+    {
+      send: sendEntry,
+      delivered: entryDelivered,
+      connected: () => connection.connected,
+      current: () => currentThread,
+      title: (threadId) => (threads.name(threadId) === undefined ? threadId : threadTitle(threads.name(threadId))),
+    },
+    $("outbox"),
+  );
   $("reconnect-now").addEventListener("click", () => connection.retryNow());
   listen(
     () => desk.hosts,

@@ -30,6 +30,10 @@ export interface OutboxEntry {
 export interface OutboxPort {
   /** Sends one entry (starting its thread first when it has none, and recording it on the entry). */
   send(entry: OutboxEntry, save: () => void): Promise<void>;
+  /** The thread the user has open (an entry for another thread says which it goes to). */
+  current(): string | undefined;
+  /** A thread's title, for an entry that goes to a thread not open. */
+  title(threadId: string): string;
   /** Whether an earlier, cut send of this entry reached the thread. */
   delivered(entry: OutboxEntry): Promise<boolean>;
   connected(): boolean;
@@ -139,6 +143,7 @@ export class Outbox {
         status.textContent =
           e.state === "failed" ? `Not sent: ${e.error}` : e.state === "sending" ? "Sending…" : this.port.connected() ? "Queued" : "Waiting for the connection: sent when it is back";
         li.append(text, status);
+        if (e.threadId && e.threadId !== this.port.current()) status.textContent += ` (to “${this.port.title(e.threadId)}”)`;
         if (e.state !== "sending") {
           if (e.state === "failed") li.append(button("Retry", () => this.retry(e.id)));
           li.append(button(e.state === "failed" ? "Discard" : "Cancel", () => this.remove(e.id)));
