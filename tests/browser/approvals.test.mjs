@@ -190,3 +190,26 @@ test("a request whose command or params do not fit what the app declared can onl
     await server.stop();
   }
 });
+
+test("an approval pending when the connection drops is asked again once it is back, and answered", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const { page, errors, win, sheet } = await sheetAndThread(server);
+    await say(page, `/command ${win} setCells {"cells":{"D4":"again"}}`);
+    await page.locator("dialog#approval[open]").waitFor();
+    // A hung server: the heartbeat drops the connection; its request cannot be answered there.
+    server.pause();
+    await page.locator("#status:not([data-state=connected])").waitFor({ timeout: 25_000 });
+    await page.locator("dialog#approval:not([open])").waitFor({ state: "attached" });
+    await page.locator(".item.systemNotice", { hasText: "The connection dropped with 1 approval pending" }).waitFor();
+    server.resume();
+    await page.locator("#status[data-state=connected]").waitFor({ timeout: 25_000 });
+    await page.locator("dialog#approval[open]").waitFor();
+    assert.match(await page.textContent("#approval-detail pre.params"), /"D4": "again"/);
+    await page.click("dialog#approval button[data-decision=accept]");
+    await sheet.locator("#D4", { hasText: "again" }).waitFor();
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});

@@ -566,8 +566,14 @@ function main(): void {
     {
       connected,
       disconnected: () => {
-        // Its approvals cannot be answered on another connection; its turn state is unknown.
+        // Its approvals cannot be answered on another connection (the server asks the new one
+        // about those still pending); its turn state is unknown.
+        const pending = approvals.size;
         approvals.clear();
+        if (pending) {
+          const text = `The connection dropped with ${pending} approval${pending === 1 ? "" : "s"} pending: still-waiting requests are asked again once it is back.`;
+          $("messages").append(el("div", "item systemNotice", text));
+        }
         setRunning(undefined);
       },
       notification: received,
