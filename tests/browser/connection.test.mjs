@@ -127,6 +127,13 @@ test("without network the page says offline, and comes back when the network doe
     await page.locator("#status[data-state=offline]", { hasText: "no network" }).waitFor();
     assert.equal(await page.textContent("#reconnect-now"), "Retry");
     await page.screenshot({ path: join(IMAGES, "desktop-offline.png") });
+    // It stays so: no countdown runs while there is no network.
+    const states = [];
+    for (let i = 0; i < 6; i++) {
+      states.push(await page.getAttribute("#status", "data-state"));
+      await new Promise((resolve) => setTimeout(resolve, 250));
+    }
+    assert.deepEqual([...new Set(states)], ["offline"]);
     again = await startServer([], { workspace: server.workspace, port: server.port });
     await page.context().setOffline(false);
     await page.locator("#status[data-state=connected]").waitFor();

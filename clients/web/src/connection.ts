@@ -48,7 +48,10 @@ export class Connection {
       if (this.state === "offline" || this.state === "reconnecting") this.retryNow();
     });
     window.addEventListener("offline", () => {
-      if (this.state !== "connected") this.set("offline", "offline: the browser has no network");
+      if (this.state === "connected") return;
+      // No countdown while there is no network: the browser going online retries.
+      this.clearTimers();
+      this.set("offline", "offline: the browser has no network");
     });
   }
 
