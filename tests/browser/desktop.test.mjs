@@ -10,7 +10,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { IMAGES, launchBrowser, openApp, openDesktop, reasoningToolCall, say, startMockModel, startServer, textReply } from "./harness.mjs";
+import { IMAGES, launchBrowser, mcpPost, openApp, openDesktop, reasoningToolCall, say, startMockModel, startServer, textReply } from "./harness.mjs";
 
 const OPTIONS = { timeout: 90_000 };
 let browser;
@@ -130,7 +130,7 @@ test("an agent command waits for the page that reloads, then reaches the app", O
     await page.route("**/assets/desktop.js", async (route) => {
       requested();
       await held;
-      await route.continue();
+      await route.fallback();
     });
     const reloaded = page.reload();
     await scriptRequested;
@@ -308,21 +308,6 @@ test("a model's reasoning, its call of a view's tool and its streamed answer are
     await model.close();
   }
 });
-
-/** One JSON-RPC message over MCP streamable HTTP (plain fetch: the desktop test needs no MCP SDK);
- * the answer is a JSON body or the `data:` line of an SSE event. */
-async function mcpPost(base, session, message) {
-  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
-  if (session.id) headers["mcp-session-id"] = session.id;
-  if (session.version) headers["mcp-protocol-version"] = session.version;
-  const response = await fetch(`${base}/mcp`, { method: "POST", headers, body: JSON.stringify(message) });
-  session.id ??= response.headers.get("mcp-session-id");
-  const text = await response.text();
-  if (!("id" in message)) return null;
-  const data = text.startsWith("{") ? text : text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).find((l) => l.trim().startsWith("{"));
-  assert.ok(data, `no JSON-RPC answer from /mcp (${response.status}): ${text}`);
-  return JSON.parse(data);
-}
 
 test("an outside agent's app command is approved in the desktop and shown as its activity", OPTIONS, async () => {
   const server = await startServer();

@@ -3,7 +3,7 @@
 // /usr/bin/chromium, or $CHROMIUM) driven by playwright-core.
 
 import { spawn } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,15 +32,19 @@ export function within(promise, what, ms = TIMEOUT_MS) {
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
 
-/** Starts a server with the example apps in its workspace; `base` is its http:// origin. */
-export async function startServer(args = []) {
-  const workspace = mkdtempSync(join(tmpdir(), "appserver-web-"));
-  const apps = join(workspace, ".appserver/apps");
-  mkdirSync(apps, { recursive: true });
-  cpSync(join(root, "clients/web/apps"), apps, { recursive: true });
+/** Starts a server with the example apps in its workspace; `base` is its http:// origin.
+ * `again: {workspace, port}` starts one on an earlier server's workspace and port (a restart). */
+export async function startServer(args = [], again = undefined) {
+  const workspace = again?.workspace ?? mkdtempSync(join(tmpdir(), "appserver-web-"));
+  if (!again) {
+    const apps = join(workspace, ".appserver/apps");
+    mkdirSync(apps, { recursive: true });
+    cpSync(join(root, "clients/web/apps"), apps, { recursive: true });
+  }
   const env = { ...process.env };
   for (const v of ["APPSERVER_MODEL", "APPSERVER_BASE_URL", "APPSERVER_API_KEY"]) delete env[v];
-  const child = spawn(serverBinary(), ["--workspace", workspace, "--listen", "ws://127.0.0.1:0", ...args], {
+  const listen = `ws://127.0.0.1:${again?.port ?? 0}`;
+  const child = spawn(serverBinary(), ["--workspace", workspace, "--listen", listen, ...args], {
     stdio: ["pipe", "ignore", "pipe"],
     env,
   });
@@ -58,16 +62,26 @@ export async function startServer(args = []) {
     }),
     "the server's address",
   );
+  const kill = async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill("SIGCONT");
+      const exited = new Promise((resolve) => child.once("exit", resolve));
+      child.kill("SIGKILL");
+      await within(exited, "the server to exit");
+    }
+  };
   return {
     base: url,
+    port: Number(new URL(url).port),
     workspace,
     stderr: () => stderr,
+    /** Kills the server (SIGKILL, as a crash would), keeping its workspace for a restart. */
+    kill,
+    /** Stops the server without closing anything (SIGSTOP: a hung process), and lets it go on. */
+    pause: () => child.kill("SIGSTOP"),
+    resume: () => child.kill("SIGCONT"),
     async stop() {
-      if (child.exitCode === null) {
-        const exited = new Promise((resolve) => child.once("exit", resolve));
-        child.kill("SIGKILL");
-        await within(exited, "the server to exit");
-      }
+      await kill();
       rmSync(workspace, { recursive: true, force: true });
     },
   };
@@ -76,15 +90,36 @@ export async function startServer(args = []) {
 export async function launchBrowser() {
   return chromium.launch({
     executablePath: process.env.CHROMIUM ?? "/usr/bin/chromium",
-    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage"],
+    // A page answered by useWebDist has, to Chromium, no network address of its own: its
+    // Local Network Access checks would then refuse it 127.0.0.1 (only while working on the page).
+    args: ["--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", ...(process.env.APPSERVER_WEB_DIST ? ["--disable-features=LocalNetworkAccessChecks"] : [])],
     timeout: TIMEOUT_MS,
   });
 }
 
+/** While working on the page: with $APPSERVER_WEB_DIST (a clients/web/dist folder), the page's
+ * own files are answered from there instead of the binary's embedded copy (the server's headers,
+ * its Content-Security-Policy included, are kept), so a rebuilt bundle needs no rebuilt server.
+ * CI never sets it: the suite tests what the binary serves. */
+export async function useWebDist(page) {
+  const dist = process.env.APPSERVER_WEB_DIST;
+  if (!dist) return;
+  const files = { "/": "index.html", "/assets/desktop.js": "desktop.js", "/assets/desktop.css": "desktop.css", "/assets/appserver-app.js": "appserver-app.js" };
+  await page.route(
+    (url) => url.pathname in files,
+    async (route) => {
+      const response = await route.fetch();
+      const body = readFileSync(join(resolve(dist), files[new URL(route.request().url()).pathname]));
+      await route.fulfill({ response, body });
+    },
+  );
+}
+
 /** A page on the desktop, ready (connected, threads and apps listed). */
-export async function openDesktop(browser, base, path = "/") {
-  const page = await browser.newPage({ viewport: { width: 1400, height: 800 } });
+export async function openDesktop(browser, base, path = "/", viewport = { width: 1400, height: 800 }, options = {}) {
+  const page = await browser.newPage({ viewport: viewport ?? { width: 1400, height: 800 }, ...options });
   page.setDefaultTimeout(TIMEOUT_MS);
+  await useWebDist(page);
   const errors = [];
   page.on("pageerror", (err) => errors.push(String(err)));
   await page.goto(base + path);
@@ -154,4 +189,47 @@ export function textReply(...pieces) {
     { choices: [{ index: 0, delta: {}, finish_reason: "stop" }] },
     { choices: [], usage: { prompt_tokens: 10, completion_tokens: 2 } },
   ];
+}
+
+/** One JSON-RPC message over MCP streamable HTTP (plain fetch: the desktop test needs no MCP SDK);
+ * the answer is a JSON body or the `data:` line of an SSE event. */
+export async function mcpPost(base, session, message) {
+  const headers = { "content-type": "application/json", accept: "application/json, text/event-stream" };
+  if (session.id) headers["mcp-session-id"] = session.id;
+  if (session.version) headers["mcp-protocol-version"] = session.version;
+  const response = await fetch(`${base}/mcp`, { method: "POST", headers, body: JSON.stringify(message) });
+  session.id ??= response.headers.get("mcp-session-id");
+  const text = await response.text();
+  if (!("id" in message)) return null;
+  const data = text.startsWith("{") ? text : text.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5)).find((l) => l.trim().startsWith("{"));
+  if (!data) throw new Error(`no JSON-RPC answer from /mcp (${response.status}): ${text}`);
+  return JSON.parse(data);
+}
+
+/** An outside agent on /mcp, initialized; `call(name, args)` sends a `tools/call` and resolves with its answer. */
+export async function mcpAgent(base, name = "outside-agent") {
+  const session = {};
+  const init = await mcpPost(base, session, {
+    jsonrpc: "2.0",
+    id: 1,
+    method: "initialize",
+    params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name, version: "1.0" } },
+  });
+  session.version = init.result.protocolVersion;
+  await mcpPost(base, session, { jsonrpc: "2.0", method: "notifications/initialized" });
+  let next = 2;
+  return {
+    call: (tool, args) => mcpPost(base, session, { jsonrpc: "2.0", id: next++, method: "tools/call", params: { name: tool, arguments: args } }),
+  };
+}
+
+/** Waits until `fn` (run in the page) returns true: `page.waitForFunction` needs eval, which
+ * the page's Content-Security-Policy refuses. */
+export async function until(page, fn, arg, what = "a condition in the page") {
+  const deadline = Date.now() + TIMEOUT_MS;
+  for (;;) {
+    if (await page.evaluate(fn, arg)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
 }

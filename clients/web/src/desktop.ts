@@ -1,17 +1,27 @@
-// The desktop page: connects to the server it was served by (the TypeScript SDK over the same
-// origin's /ws), lists the user's threads, shows a thread with its streaming agent text,
-// reasoning, tool calls and results, sends messages and slash commands (completed from
-// `command/list`), asks the user about approvals, shows the agent's commands, diffs and plan
-// (hands.ts), and hosts app windows (host.ts).
+// The desktop page: connects to the server it was served by (connection.ts: the TypeScript SDK
+// over the same origin's /ws, reconnecting), shows a thread with its streaming agent text
+// (Markdown, markdown.ts), reasoning, tool calls and results, the agent's commands, diffs and
+// plan (hands.ts), sends messages and slash commands (completed from `command/list`) through the
+// outbox (outbox.ts), and wires the thread list (threads.ts), the approval queue (approvals.ts),
+// the apps and their windows (desk.ts, wm.ts, host.ts), the theme (theme.ts) and the keys (keys.ts).
 
-import { AppServerClient, type Notification } from "../../typescript/src/index.js";
-import { appendCommandOutput, approvalDetail, diffBlock, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
-import { listen, WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
+import { RpcError, seqOf, type AppServerClient, type Notification } from "../../typescript/src/index.js";
+import { ApprovalQueue } from "./approvals.js";
+import { Connection, type ConnectionState } from "./connection.js";
+import { renderMarkdown, renderMarkdownSoon } from "./markdown.js";
+import { Outbox, type OutboxEntry } from "./outbox.js";
+import { setupTheme } from "./theme.js";
+import { appendCommandOutput, diffView, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
+import { Desk } from "./desk.js";
+import { listen } from "./host.js";
+import { setupKeys, showPane } from "./keys.js";
+import { ThreadList, threadTitle, titleFrom } from "./threads.js";
 
 const IDENTITY = { channelName: "web", userId: "desktop-user", channelContext: "desktop" };
-const THREAD_PAGE = 30;
-const WINDOWS_KEY = "appserver.desktop.windows";
 const THREAD_KEY = "appserver.desktop.thread";
+const TITLE = "appserver desktop";
+/** `turn/start` refused: a turn is already running on the thread. */
+const TURN_IN_PROGRESS = -32012;
 
 type Json = any;
 
@@ -19,10 +29,11 @@ const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as 
 
 let client: AppServerClient;
 let currentThread: string | undefined;
-let threadCursor: string | undefined;
 let commands: Array<{ name: string; description: string; category: string }> = [];
-let catalog: CatalogApp[] = [];
-const hosts: WindowHost[] = [];
+const desk = new Desk(
+  () => client,
+  () => showPane("desk"),
+);
 let ignoredMessages = 0;
 
 function el(tag: string, className?: string, text?: string): HTMLElement {
@@ -32,38 +43,43 @@ function el(tag: string, className?: string, text?: string): HTMLElement {
   return e;
 }
 
-function setStatus(text: string): void {
-  $("status").textContent = text;
-}
-
 // ---- threads ----
 
-async function loadThreads(more = false): Promise<void> {
-  const page: Json = await client.request("thread/list", { identity: IDENTITY, limit: THREAD_PAGE, cursor: more ? threadCursor : undefined } as Json);
-  if (!more) $("threads").replaceChildren();
-  for (const t of page.data) addThreadEntry(t, false);
-  threadCursor = page.nextCursor ?? undefined;
-  $("more-threads").hidden = !threadCursor;
-}
+const threads = new ThreadList({
+  client: () => client,
+  identity: IDENTITY,
+  open: (id) => {
+    showPane("chat");
+    void openThread(id);
+  },
+  closed: () => {
+    // The open thread was archived or deleted: nothing is open now.
+    if (currentThread) void client.request("thread/unsubscribe", { threadId: currentThread }).catch(() => {});
+    currentThread = undefined;
+    sessionStorage.removeItem(THREAD_KEY);
+    threads.select(undefined);
+    $("messages").replaceChildren();
+    renderPlan($("plan"), undefined);
+    renderQueue(undefined);
+    $("turn-diff").replaceChildren();
+    setRunning(undefined);
+  },
+  error: (text) => $("messages").append(el("div", "item error", text)),
+});
 
-function addThreadEntry(t: Json, first: boolean): void {
-  if (document.querySelector(`#threads li[data-id="${t.id}"]`)) return;
-  const li = el("li", "thread", t.displayName || "New thread");
-  li.dataset.id = t.id;
-  li.title = t.id;
-  li.addEventListener("click", () => void openThread(t.id));
-  if (first) $("threads").prepend(li);
-  else $("threads").append(li);
-  markCurrent();
-}
-
-function markCurrent(): void {
-  for (const li of document.querySelectorAll<HTMLElement>("#threads li")) li.classList.toggle("current", li.dataset.id === currentThread);
+/** New thread (the button, Alt+N): started, opened, and the message box focused. */
+async function startThread(): Promise<void> {
+  try {
+    await newThread();
+    $("input").focus();
+  } catch (err: any) {
+    $("messages").append(el("div", "item error", `Cannot start a thread: ${String(err?.message ?? err)}`));
+  }
 }
 
 async function newThread(): Promise<string> {
   const { thread } = await client.request("thread/start", { identity: IDENTITY } as Json);
-  addThreadEntry(thread, true);
+  threads.add(thread, true);
   await openThread(thread.id);
   return thread.id;
 }
@@ -72,11 +88,14 @@ async function openThread(id: string): Promise<void> {
   if (currentThread && currentThread !== id) await client.request("thread/unsubscribe", { threadId: currentThread }).catch(() => {});
   currentThread = id;
   sessionStorage.setItem(THREAD_KEY, id);
-  markCurrent();
+  threads.select(id);
+  outbox.refresh();
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
-  $("thread-title").textContent = thread.displayName || thread.id;
+  threads.showName(thread.id, thread.displayName ?? "");
+  setRunning(thread.runtime?.running ? runningTurn(thread) ?? "" : undefined);
   $("messages").replaceChildren();
   renderPlan($("plan"), thread.plan);
+  renderQueue(thread.queuedInputs);
   $("turn-diff").replaceChildren();
   for (const turn of thread.turns ?? []) for (const item of turn.items ?? []) renderItem(turn.id, item);
   await client.request("thread/subscribe", { threadId: id, replayRecent: true } as Json);
@@ -102,7 +121,11 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
       node.textContent = p.text ?? "";
       break;
     case "agentMessage":
-      if (item.status === "completed" || p.text) node.textContent = p.text ?? node.textContent;
+      if (item.status === "completed" || p.text) {
+        const text = p.text ?? agentText.get(node) ?? "";
+        agentText.set(node, text);
+        renderMarkdown(node, text);
+      }
       break;
     case "reasoningContent":
       if (item.status === "completed" || p.text) node.textContent = p.text ?? node.textContent;
@@ -136,10 +159,20 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
   return node;
 }
 
+/** An agent message's Markdown source, as streamed so far. */
+const agentText = new WeakMap<HTMLElement, string>();
+
 function appendDelta(n: Json, type: string): void {
   let node = itemElement(n.turnId, n.itemId);
   if (!node) node = renderItem(n.turnId, { id: n.itemId, type, status: "started", payload: {} });
-  if (node) node.textContent = (node.textContent ?? "") + n.delta;
+  if (!node) return;
+  if (type === "agentMessage") {
+    const text = (agentText.get(node) ?? "") + n.delta;
+    agentText.set(node, text);
+    renderMarkdownSoon(node, text);
+  } else {
+    node.textContent = (node.textContent ?? "") + n.delta;
+  }
 }
 
 /** Most outside-agent calls listed in the sidebar. */
@@ -153,7 +186,9 @@ function callerText(caller: Json): string {
     case "app":
       return `app ${caller.appId} (${caller.windowId})`;
     case "agent":
-      return `the agent of thread ${caller.threadId}`;
+      return threads.name(caller.threadId) === undefined
+        ? `the agent of thread ${caller.threadId}`
+        : `the agent of thread "${threadTitle(threads.name(caller.threadId))}" (${caller.threadId})`;
     case "client":
       return `client "${caller.declaredName}" (declared name)`;
     default:
@@ -165,18 +200,15 @@ function onNotification(n: Notification): void {
   const p: Json = n.params;
   switch (n.method) {
     case "thread/started":
-      if (p.thread?.userId === IDENTITY.userId) addThreadEntry(p.thread, true);
+      if (p.thread?.userId === IDENTITY.userId) threads.add(p.thread, true);
       return;
     case "thread/renamed": {
-      const li = document.querySelector(`#threads li[data-id="${p.threadId}"]`);
-      if (li) li.textContent = p.displayName;
-      if (p.threadId === currentThread) $("thread-title").textContent = p.displayName;
+      threads.showName(p.threadId, p.displayName);
       return;
     }
     case "app/event": {
       // A streaming command's progress, shown in its window's title bar.
-      const host = hosts.find((h) => h.windowId === p.windowId);
-      host?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
+      desk.find(p.windowId)?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
       return;
     }
     case "app/externalCall": {
@@ -186,18 +218,25 @@ function onNotification(n: Notification): void {
       const list = $("activity");
       list.prepend(el("li", `external ${p.status}`, line));
       while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
-      hosts.find((h) => h.windowId === p.windowId)?.showEvent(line);
+      desk.find(p.windowId)?.showEvent(line);
       return;
     }
+    case "thread/queue/updated":
+      if (p.threadId === currentThread) renderQueue(p.queuedInputs);
+      return;
     case "plan/updated":
       if (p.threadId === currentThread) renderPlan($("plan"), p);
       return;
     case "thread/runtimeChanged":
-      if (p.threadId === currentThread) document.body.classList.toggle("running", !!p.runtime?.running);
+      threads.showRunning(p.threadId, !!p.runtime?.running);
+      if (p.threadId === currentThread) setRunning(p.runtime?.running ? (runningTurnId ?? "") : undefined);
+      return;
+    case "thread/deleted":
+      threads.remove(p.threadId);
       return;
     case "item/approval/resolved":
       // Decided elsewhere, or withdrawn (the call was cancelled): the question is void.
-      if (shownApproval && shownApproval.requestId === p.item?.payload?.requestId) shownApproval.close();
+      if (typeof p.item?.payload?.requestId === "string") approvals.withdraw(p.item.payload.requestId);
       break;
   }
   if (p?.threadId !== currentThread && p?.turn?.threadId !== currentThread) return;
@@ -221,31 +260,134 @@ function onNotification(n: Notification): void {
       break;
     }
     case "turn/diff/updated":
-      $("turn-diff").replaceChildren(diffBlock(p.diff));
+      $("turn-diff").replaceChildren(diffView(p.diff));
       break;
     case "turn/failed":
       $("messages").append(el("div", "item error", `Turn failed: ${p.error ?? ""}`));
+      setRunning(undefined);
+      break;
+    case "turn/started":
+      setRunning(p.turn?.id ?? "");
+      break;
+    case "turn/completed":
+    case "turn/cancelled":
+      setRunning(undefined);
       break;
   }
 }
 
 // ---- composer ----
 
-async function send(text: string): Promise<void> {
-  const threadId = currentThread ?? (await newThread());
+/** Sends an outbox entry: starts its thread first when it has none (once: the thread is recorded
+ * on the entry before anything else is sent). */
+async function sendEntry(entry: OutboxEntry, save: () => void): Promise<void> {
+  if (!entry.threadId) {
+    const { thread }: Json = await client.request("thread/start", { identity: IDENTITY } as Json);
+    entry.threadId = thread.id;
+    save();
+    threads.add(thread, true);
+    if (!currentThread) await openThread(thread.id);
+  }
+  const threadId = entry.threadId!;
+  const text = entry.text;
   const name = text.startsWith("/") ? text.slice(1).split(/\s/, 1)[0] : undefined;
   const command = commands.find((c) => c.name === `/${name}`);
   if (command && command.category === "builtin") {
     const result: Json = await client.request("command/execute", { threadId, command: text } as Json);
-    if (result.message) $("messages").append(el("div", "item systemNotice", result.message));
+    if (result.message && threadId === currentThread) $("messages").append(el("div", "item systemNotice", result.message));
     if (result.thread) {
-      addThreadEntry(result.thread, true);
+      threads.add(result.thread, true);
       await openThread(result.thread.id);
     }
     return;
   }
-  await client.request("turn/start", { threadId, input: [{ type: "text", text }] } as Json);
+  const input = [{ type: "text", text }];
+  try {
+    await client.request("turn/start", { threadId, input } as Json);
+  } catch (err) {
+    // A turn is running: the message waits in the thread's queue and runs after it.
+    if (!(err instanceof RpcError) || err.code !== TURN_IN_PROGRESS) throw err;
+    await client.request("turn/enqueue", { threadId, input } as Json);
+  }
+  // The first real message names the thread (a slash command or an app's message never does).
+  const known = threads.name(threadId);
+  if (!known || known.startsWith("/")) {
+    const displayName = titleFrom(text);
+    await client.request("thread/rename", { threadId, displayName } as Json).catch(() => {});
+    threads.showName(threadId, displayName);
+  }
 }
+
+/** The thread's queued inputs (sent while a turn ran), each with Remove. */
+function renderQueue(queued: Json[] | undefined): void {
+  const list = $("queued");
+  const threadId = currentThread;
+  list.replaceChildren(
+    ...(queued ?? []).map((q) => {
+      const li = el("li", "queued-input");
+      li.dataset.id = q.id;
+      li.append(el("span", "text", q.displayText), el("span", "outbox-status", "Queued: runs after the current turn"));
+      const remove = el("button", undefined, "Remove") as HTMLButtonElement;
+      remove.type = "button";
+      remove.addEventListener("click", () => {
+        if (!threadId) return;
+        client
+          .request("turn/queue/remove", { threadId, queuedInputId: q.id } as Json)
+          .then((r: Json) => threadId === currentThread && renderQueue(r.queuedInputs))
+          .catch((err) => $("messages").append(el("div", "item error", `Cannot remove it: ${String(err?.message ?? err)}`)));
+      });
+      li.append(remove);
+      return li;
+    }),
+  );
+  list.hidden = list.children.length === 0;
+}
+
+// ---- the running turn ----
+
+/** The current thread's running turn (`""`: running, turn unknown yet), or undefined. */
+let runningTurnId: string | undefined;
+
+function runningTurn(thread: Json): string | undefined {
+  const turns: Json[] = thread.turns ?? [];
+  return [...turns].reverse().find((t) => t.status === "running" || t.status === "waitingApproval")?.id;
+}
+
+function setRunning(turnId: string | undefined): void {
+  runningTurnId = turnId;
+  document.body.classList.toggle("running", turnId !== undefined);
+  $("stop").hidden = turnId === undefined;
+}
+
+/** The Stop button: interrupts the running turn. */
+async function stopTurn(): Promise<void> {
+  const threadId = currentThread;
+  if (!threadId || runningTurnId === undefined) return;
+  let turnId = runningTurnId;
+  if (!turnId) {
+    const { thread }: Json = await client.request("thread/read", { threadId, includeTurns: true, turnsLimit: 3 } as Json);
+    turnId = runningTurn(thread) ?? "";
+  }
+  if (turnId) await client.request("turn/interrupt", { threadId, turnId } as Json);
+}
+
+/** Whether a send of `entry` that the connection cut reached its thread: a user message with its
+ * text in a turn started since (a few minutes of clock difference allowed). */
+async function entryDelivered(entry: OutboxEntry): Promise<boolean> {
+  if (!entry.threadId) return false;
+  const { thread }: Json = await client.request("thread/read", { threadId: entry.threadId, includeTurns: true, turnsLimit: 10 } as Json);
+  const since = (entry.sentAt ?? entry.queuedAt) - 5 * 60_000;
+  const queued = (thread.queuedInputs ?? []).some((q: Json) => q.displayText === entry.text && Date.parse(q.createdAt) >= since);
+  return (
+    queued ||
+    (thread.turns ?? []).some(
+      (turn: Json) => Date.parse(turn.startedAt) >= since && (turn.items ?? []).some((i: Json) => i.type === "userMessage" && i.payload?.text === entry.text),
+    )
+  );
+}
+
+/** The completion the arrow keys chose (-1: none chosen, Tab takes the first). */
+let chosen = -1;
 
 function updateCompletions(): void {
   const input = $("input") as HTMLTextAreaElement;
@@ -253,9 +395,13 @@ function updateCompletions(): void {
   const text = input.value;
   const word = /^\/\S*$/.test(text) ? text : undefined;
   const matches = word === undefined ? [] : commands.filter((c) => c.name.startsWith(word));
+  chosen = Math.min(chosen, matches.length - 1);
   list.replaceChildren(
-    ...matches.map((c) => {
+    ...matches.map((c, i) => {
       const li = el("li", "completion");
+      li.id = `completion-${i}`;
+      li.setAttribute("role", "option");
+      li.setAttribute("aria-selected", String(i === chosen));
       li.append(el("b", undefined, c.name), el("span", undefined, ` ${c.description}`));
       li.dataset.name = c.name;
       li.addEventListener("mousedown", (e) => {
@@ -266,23 +412,39 @@ function updateCompletions(): void {
     }),
   );
   list.hidden = matches.length === 0;
+  input.setAttribute("aria-expanded", String(matches.length > 0));
+  if (chosen >= 0) input.setAttribute("aria-activedescendant", `completion-${chosen}`);
+  else input.removeAttribute("aria-activedescendant");
+  list.querySelector(`#completion-${chosen}`)?.scrollIntoView({ block: "nearest" });
 }
 
 function complete(name: string): void {
   const input = $("input") as HTMLTextAreaElement;
   input.value = `${name} `;
   input.focus();
+  chosen = -1;
   updateCompletions();
 }
 
 function setupComposer(): void {
   const input = $("input") as HTMLTextAreaElement;
-  input.addEventListener("input", updateCompletions);
+  input.addEventListener("input", () => {
+    chosen = -1;
+    updateCompletions();
+  });
   input.addEventListener("keydown", (e) => {
-    const first = document.querySelector<HTMLElement>("#completions li");
-    if (e.key === "Tab" && first && !$("completions").hidden) {
+    const options = [...document.querySelectorAll<HTMLElement>("#completions li")];
+    const open = options.length > 0 && !$("completions").hidden;
+    if (open && (e.key === "ArrowDown" || e.key === "ArrowUp")) {
       e.preventDefault();
-      complete(first.dataset.name!);
+      chosen = (chosen + (e.key === "ArrowDown" ? 1 : options.length - 1 + (chosen < 0 ? 1 : 0))) % options.length;
+      updateCompletions();
+    } else if (open && e.key === "Escape") {
+      e.preventDefault();
+      $("completions").hidden = true;
+    } else if (open && (e.key === "Tab" || (e.key === "Enter" && chosen >= 0))) {
+      e.preventDefault();
+      complete(options[Math.max(chosen, 0)]!.dataset.name!);
     } else if (e.key === "Enter" && !e.shiftKey) {
       e.preventDefault();
       $("composer").dispatchEvent(new Event("submit", { cancelable: true }));
@@ -292,100 +454,28 @@ function setupComposer(): void {
     e.preventDefault();
     const text = input.value.trim();
     if (!text) return;
+    try {
+      // Kept (localStorage) until the server has it; shown under the messages meanwhile.
+      outbox.add(currentThread, text);
+    } catch (err: any) {
+      $("messages").append(el("div", "item error", String(err?.message ?? err)));
+      return;
+    }
     input.value = "";
     updateCompletions();
-    send(text).catch((err) => $("messages").append(el("div", "item error", String(err?.message ?? err))));
   });
 }
 
 // ---- approvals ----
 
-/** The approval the dialog shows, so a withdrawn one can be closed. */
-let shownApproval: { requestId: string; close: () => void } | undefined;
-
-function askApproval(params: Json): Promise<{ decision: string }> {
-  return new Promise((resolve) => {
-    const dialog = $("approval") as HTMLDialogElement;
-    const what =
-      params.approvalType === "app" && params.app
-        ? `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId}) with ${JSON.stringify(params.app.params ?? {})}`
-        : `${params.operation} (in ${params.target})`;
-    $("approval-what").textContent = what;
-    $("approval-caller").textContent = params.app?.caller ? `Asked by ${callerText(params.app.caller)}` : "";
-    $("approval-reason").textContent = params.reason ?? "";
-    $("approval-scope").textContent = params.scopeKey;
-    const detail = approvalDetail(params);
-    $("approval-detail").replaceChildren(...(detail ? [detail] : []));
-    const buttons = dialog.querySelectorAll<HTMLButtonElement>("button[data-decision]");
-    const done = (decision: string) => {
-      for (const b of buttons) b.onclick = null;
-      if (shownApproval?.requestId === params.requestId) shownApproval = undefined;
-      dialog.close();
-      resolve({ decision });
-    };
-    shownApproval = { requestId: params.requestId, close: () => done("cancel") };
-    for (const b of buttons) b.onclick = () => done(b.dataset.decision!);
-    dialog.showModal();
-  });
-}
-
-// ---- apps ----
-
-async function loadCatalog(): Promise<void> {
-  const response = await fetch("/api/apps", { credentials: "same-origin" });
-  catalog = (await response.json()).apps;
-  $("apps").replaceChildren(
-    ...catalog.map((app) => {
-      const li = el("li", "app");
-      li.dataset.app = app.id;
-      if (app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon)) {
-        // An image in the app's folder, next to its entry page.
-        const img = document.createElement("img");
-        img.className = "icon";
-        img.alt = "";
-        img.src = app.entry.slice(0, app.entry.indexOf(`/${app.id}/`) + app.id.length + 2) + app.icon;
-        li.append(img, ` ${app.name}`);
-      } else {
-        li.textContent = `${app.icon ?? "▣"} ${app.name}`;
-      }
-      li.title = app.description ?? app.name;
-      li.addEventListener("click", () => openWindow(app));
-      return li;
-    }),
-  );
-}
-
-function saveWindows(): void {
-  sessionStorage.setItem(WINDOWS_KEY, JSON.stringify(hosts.filter((h) => h.element.isConnected).map((h) => h.saved())));
-}
-
-function openWindow(app: CatalogApp, saved?: SavedWindow): WindowHost {
-  const slot = saved?.slot ?? `slot_${Math.random().toString(36).slice(2, 10)}`;
-  const host = new WindowHost(client, app, slot, saved?.windowId, {
-    changed: () => {
-      for (let i = hosts.length - 1; i >= 0; i--) if (!hosts[i]!.element.isConnected) hosts.splice(i, 1);
-      saveWindows();
-    },
-    log: (text) => console.info(text),
-  });
-  hosts.push(host);
-  $("windows").append(host.element);
-  saveWindows();
-  return host;
-}
-
-function restoreWindows(): void {
-  let saved: SavedWindow[] = [];
-  try {
-    saved = JSON.parse(sessionStorage.getItem(WINDOWS_KEY) ?? "[]");
-  } catch {
-    saved = [];
-  }
-  for (const w of saved) {
-    const app = catalog.find((a) => a.id === w.appId);
-    if (app) openWindow(app, w);
-  }
-}
+const approvals = new ApprovalQueue({
+  callerText,
+  commands: (windowId) => desk.find(windowId)?.commands(),
+  changed(total, perThread) {
+    document.title = total ? `(${total}) ${TITLE}` : TITLE;
+    threads.showApprovals(perThread);
+  },
+});
 
 // ---- start ----
 
@@ -399,20 +489,110 @@ function forgetToken(): void {
   history.replaceState(history.state, "", url.pathname + url.search + url.hash);
 }
 
-async function main(): Promise<void> {
+/** What the top bar says about the connection. */
+function showConnection(state: ConnectionState, text: string): void {
+  const status = $("status");
+  status.textContent = text;
+  status.dataset.state = state;
+  document.body.dataset.connection = state;
+  $("reconnect-now").hidden = state === "connected" || state === "connecting";
+  $("reconnect-now").textContent = state === "offline" ? "Retry" : "Retry now";
+  outbox?.refresh();
+}
+
+/** A connection is up: on the first, the page is set up; on a later one, it catches up. */
+async function connected(next: AppServerClient, first: boolean): Promise<void> {
+  client = next;
+  client.onApproval((params) => approvals.ask(params) as Json);
+  if (first) {
+    commands = ((await client.request("command/list", {} as Json)) as Json).commands;
+    await Promise.all([threads.load(), desk.loadCatalog()]);
+    const previous = sessionStorage.getItem(THREAD_KEY);
+    if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
+    desk.restore();
+    document.body.dataset.ready = "true";
+  } else {
+    desk.attach(client);
+    await catchUp();
+    await threads.load();
+  }
+  await outbox.flush();
+}
+
+/** After a reconnect: the current thread's events since the last one seen (`afterSeq`), or the
+ * thread read again when the server no longer has them. */
+async function catchUp(): Promise<void> {
+  const id = currentThread;
+  if (!id) return;
+  const afterSeq = lastSeqs.get(id);
+  if (afterSeq === undefined) return openThread(id);
+  try {
+    await client.request("thread/subscribe", { threadId: id, afterSeq } as Json);
+  } catch (err) {
+    if (!(err instanceof RpcError) || err.code !== -32602) throw err;
+    // The server cannot serve those events (too old, or its numbering restarted): read the
+    // thread again, and take its events as they come from now on.
+    lastSeqs.delete(id);
+    await openThread(id);
+  }
+}
+
+/** Per thread, the highest event number seen (for `afterSeq` on reconnect). */
+const lastSeqs = new Map<string, number>();
+
+function received(n: Notification): void {
+  const numbered = seqOf(n);
+  if (numbered) {
+    const last = lastSeqs.get(numbered.threadId);
+    if (last !== undefined && numbered.seq <= last) return;
+    lastSeqs.set(numbered.threadId, numbered.seq);
+  }
+  onNotification(n);
+}
+
+let outbox: Outbox;
+
+function main(): void {
   forgetToken();
+  setupTheme($("theme-toggle") as HTMLButtonElement);
+  setupKeys({ newThread: () => void startThread(), approvals: () => approvals.open(), tile: () => desk.tile() });
   const url = `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/ws`;
-  client = await AppServerClient.connect({
-    url,
-    clientInfo: { name: "appserver-desktop", version: "0.1.0" },
-    capabilities: { approvalSupport: true, commandExecutionStreaming: true, extensions: { appProtocol: true } } as Json,
-    reconnect: true,
-  });
-  client.onReconnect(() => setStatus("connected"));
-  setStatus("connected");
-  client.onApproval((params) => askApproval(params) as Json);
+  const connection = new Connection(
+    {
+      url,
+      clientInfo: { name: "appserver-desktop", version: "0.1.0" },
+      capabilities: { approvalSupport: true, commandExecutionStreaming: true, extensions: { appProtocol: true } } as Json,
+    },
+    {
+      connected,
+      disconnected: () => {
+        // Its approvals cannot be answered on another connection (the server asks the new one
+        // about those still pending); its turn state is unknown.
+        const pending = approvals.size;
+        approvals.clear();
+        if (pending) {
+          const text = `The connection dropped with ${pending} approval${pending === 1 ? "" : "s"} pending: still-waiting requests are asked again once it is back.`;
+          $("messages").append(el("div", "item systemNotice", text));
+        }
+        setRunning(undefined);
+      },
+      notification: received,
+      state: showConnection,
+    },
+  );
+  outbox = new Outbox(
+    {
+      send: sendEntry,
+      delivered: entryDelivered,
+      connected: () => connection.connected,
+      current: () => currentThread,
+      title: (threadId) => (threads.name(threadId) === undefined ? threadId : threadTitle(threads.name(threadId))),
+    },
+    $("outbox"),
+  );
+  $("reconnect-now").addEventListener("click", () => connection.retryNow());
   listen(
-    () => hosts,
+    () => desk.hosts,
     (why) => {
       ignoredMessages++;
       $("ignored").textContent = `ignored ${ignoredMessages} foreign message${ignoredMessages === 1 ? "" : "s"}`;
@@ -420,18 +600,10 @@ async function main(): Promise<void> {
       console.warn(`desktop: ignored ${why}`);
     },
   );
-  void (async () => {
-    for await (const n of client.notifications()) onNotification(n);
-  })();
   setupComposer();
-  $("new-thread").addEventListener("click", () => void newThread());
-  $("more-threads").addEventListener("click", () => void loadThreads(true));
-  commands = ((await client.request("command/list", {} as Json)) as Json).commands;
-  await Promise.all([loadThreads(), loadCatalog()]);
-  const previous = sessionStorage.getItem(THREAD_KEY);
-  if (previous) await openThread(previous).catch(() => sessionStorage.removeItem(THREAD_KEY));
-  restoreWindows();
-  document.body.dataset.ready = "true";
+  $("new-thread").addEventListener("click", () => void startThread());
+  $("stop").addEventListener("click", () => void stopTurn().catch((err) => $("messages").append(el("div", "item error", `Cannot stop: ${String(err?.message ?? err)}`))));
+  connection.start();
 }
 
-main().catch((err) => setStatus(`cannot connect: ${String(err?.message ?? err)}`));
+main();

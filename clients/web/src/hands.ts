@@ -1,6 +1,6 @@
 // What the agent's hands look like in the desktop: a command's live output in a terminal-styled
-// block (ANSI colours rendered, other escape sequences dropped), a file change's unified diff,
-// the thread's plan, and what a shell or file approval is about (the full command; for a write
+// block (ANSI colours rendered, other escape sequences dropped), a file change's diff (unified,
+// or side by side), the thread's plan as a checklist with its progress, and what a shell or file approval is about (the full command; for a write
 // or an edit, the change the agent asked for, from its tool call's arguments).
 
 type Json = any;
@@ -106,12 +106,77 @@ export function diffBlock(diff: string): HTMLElement {
   return pre;
 }
 
+const DIFF_KEY = "appserver.desktop.diff";
+
+function splitPreferred(): boolean {
+  return localStorage.getItem(DIFF_KEY) === "split";
+}
+
+/** A unified diff as two columns: the old lines on the left, the new on the right, a removed
+ * run beside the added run that replaces it. */
+export function splitDiff(diff: string): HTMLElement {
+  const table = el("table", "diff-split");
+  const row = (left: [string, string] | undefined, right: [string, string] | undefined) => {
+    const tr = document.createElement("tr");
+    for (const side of [left, right]) {
+      const td = el("td", side ? side[0] : "empty", side ? side[1] : "");
+      tr.append(td);
+    }
+    table.append(tr);
+  };
+  let dels: string[] = [];
+  let adds: string[] = [];
+  const flush = () => {
+    for (let i = 0; i < Math.max(dels.length, adds.length); i++) {
+      row(i < dels.length ? ["del", dels[i]!] : undefined, i < adds.length ? ["add", adds[i]!] : undefined);
+    }
+    dels = [];
+    adds = [];
+  };
+  for (const line of diff.replace(/\n$/, "").split("\n")) {
+    if (line.startsWith("+++") || line.startsWith("---")) {
+      flush();
+      row(["file", line], ["file", ""]);
+    } else if (line.startsWith("@@")) {
+      flush();
+      row(["hunk", line], ["hunk", ""]);
+    } else if (line[0] === "-") dels.push(line.slice(1));
+    else if (line[0] === "+") adds.push(line.slice(1));
+    else {
+      flush();
+      row(["ctx", line.slice(1)], ["ctx", line.slice(1)]);
+    }
+  }
+  flush();
+  return table;
+}
+
+/** A diff with its view's switch: unified (the default) or side by side (remembered). */
+export function diffView(diff: string): HTMLElement {
+  const box = el("div", "diff-view");
+  const toggle = el("button", "diff-toggle") as HTMLButtonElement;
+  toggle.type = "button";
+  const show = (split: boolean) => {
+    box.dataset.view = split ? "split" : "unified";
+    toggle.textContent = split ? "Unified" : "Side by side";
+    toggle.setAttribute("aria-label", split ? "Show the diff unified" : "Show the diff side by side");
+    box.replaceChildren(toggle, split ? splitDiff(diff) : diffBlock(diff));
+  };
+  toggle.addEventListener("click", () => {
+    const split = box.dataset.view !== "split";
+    localStorage.setItem(DIFF_KEY, split ? "split" : "unified");
+    show(split);
+  });
+  show(splitPreferred());
+  return box;
+}
+
 /** The diffs of a `toolResult`'s `fileChanges`. */
 export function fileChanges(changes: Json[]): HTMLElement {
   const box = el("div", "file-changes");
   for (const c of changes) {
     box.append(el("div", "file-change-head", `${c.kind === "add" ? "Added" : "Changed"} ${c.path} (+${c.additions} −${c.deletions})`));
-    box.append(diffBlock(c.diff));
+    box.append(diffView(c.diff));
   }
   return box;
 }
@@ -123,10 +188,15 @@ export function renderPlan(target: HTMLElement, plan: Json | undefined): void {
   if (!plan) return;
   target.append(el("div", "plan-title", plan.title));
   if (plan.overview) target.append(el("div", "plan-overview muted", plan.overview));
+  const todos: Json[] = plan.todos ?? [];
+  const done = todos.filter((t) => t.status === "completed").length;
+  if (todos.length) target.append(el("div", "plan-progress muted", `${done} of ${todos.length} done`));
   const list = el("ul", "plan-todos");
-  for (const t of plan.todos ?? []) {
+  list.setAttribute("aria-label", "The plan's tasks");
+  for (const t of todos) {
     const mark = t.status === "completed" ? "☑" : t.status === "in_progress" ? "▶" : t.status === "cancelled" ? "☒" : "☐";
     const li = el("li", `todo ${t.status}`, `${mark} ${t.content}`);
+    li.setAttribute("aria-label", `${String(t.status).replace("_", " ")}: ${t.content}`);
     li.dataset.id = t.id;
     list.append(li);
   }

@@ -12,6 +12,7 @@
 // applies the app's permission (`permissions.callApps`) and approval to calls on other windows.
 
 import { AppError, RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { currentTheme } from "./theme.js";
 
 export interface CatalogApp {
   id: string;
@@ -36,6 +37,8 @@ const MCP_PROTOCOL_VERSION = "2026-01-26";
 const FRAME_WAIT_MS = 10_000;
 /** Retries of a registration the server refused because it still sees the previous page. */
 const REGISTER_ATTEMPTS = 40;
+/** How long a new document has to register (either dialect) before the window says it did not start. */
+export const READY_TIMEOUT_MS = 10_000;
 
 type Json = any;
 
@@ -55,9 +58,11 @@ export class WindowHost {
   private readonly pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void; timer: any }>();
   private mcpTools: string[] = [];
   private mcpHasTools = false;
+  /** What the app declared at its latest registration, to register it again on a new connection. */
+  private declared: Json | undefined;
 
   constructor(
-    private readonly client: AppServerClient,
+    private client: AppServerClient,
     readonly app: CatalogApp,
     readonly slot: string,
     windowId: string | undefined,
@@ -73,7 +78,7 @@ export class WindowHost {
     title.textContent = `${app.icon && !app.icon.includes(".") ? app.icon + " " : ""}${app.name}`;
     const id = document.createElement("code");
     id.className = "window-id";
-    id.textContent = windowId ?? "registering…";
+    id.textContent = windowId ?? "starting…";
     const reload = button("⟳", "Reload the app (its state comes back by replay)", () => this.reload());
     reload.classList.add("reload");
     const close = button("✕", "Close the window (its log is kept)", () => void this.close());
@@ -86,7 +91,32 @@ export class WindowHost {
     this.frame.setAttribute("sandbox", "allow-scripts");
     this.frame.title = app.name;
     this.frame.src = app.entry;
-    this.element.append(bar, this.frame);
+    const failure = document.createElement("div");
+    failure.className = "failure";
+    failure.setAttribute("role", "alert");
+    failure.hidden = true;
+    this.element.append(bar, failure, this.frame);
+    this.watchStart();
+  }
+
+  private startTimer: ReturnType<typeof setTimeout> | undefined;
+
+  /** A document that never registers (broken, or not an app at all) is said to have failed, with a retry. */
+  private watchStart(): void {
+    clearTimeout(this.startTimer);
+    this.showFailure(undefined);
+    this.startTimer = setTimeout(() => {
+      if (this.frameReady) return;
+      this.showFailure(`${this.app.name} did not start: its page did not register within ${READY_TIMEOUT_MS / 1000} s (a broken app, or a page that is not an app).`);
+    }, READY_TIMEOUT_MS);
+  }
+
+  private showFailure(text: string | undefined): void {
+    const box = this.element.querySelector<HTMLElement>(".failure")!;
+    box.hidden = text === undefined;
+    this.element.classList.toggle("failed", text !== undefined);
+    if (text === undefined) return box.replaceChildren();
+    box.replaceChildren(text, " ", button("Retry", "Load the app again", () => this.reload()));
   }
 
   private get idLabel(): HTMLElement {
@@ -159,7 +189,7 @@ export class WindowHost {
           hostInfo: { name: "appserver-desktop", version: "0.1.0" },
           hostCapabilities: { serverTools: {}, message: { text: {} }, logging: {} },
           hostContext: {
-            theme: matchMedia("(prefers-color-scheme: dark)").matches ? "dark" : "light",
+            theme: currentTheme(),
             displayMode: "inline",
             availableDisplayModes: ["inline"],
             platform: "web",
@@ -193,6 +223,7 @@ export class WindowHost {
         break;
       case "app/unloading":
         this.setFrameReady(false);
+        this.watchStart();
         break;
       case "ui/notifications/initialized":
         void this.registerMcpView();
@@ -257,6 +288,7 @@ export class WindowHost {
   /** Registers (or registers again) the window on the page's connection; the server replays its
    * log. The app's id, name and permissions are the folder's (`app.json`), never the iframe's. */
   private async register(declared: Json): Promise<Json> {
+    this.declared = declared;
     const { permissions: _ignored, ...own } = declared ?? {};
     const manifest = { ...own, appId: this.app.id, name: this.app.name, permissions: this.app.permissions ?? undefined };
     this.setFrameReady(false);
@@ -275,6 +307,8 @@ export class WindowHost {
         this.idLabel.textContent = registration.windowId;
         this.element.dataset.windowId = registration.windowId;
         this.setFrameReady(true);
+        clearTimeout(this.startTimer);
+        this.showFailure(undefined);
         this.events.changed();
         return { windowId: registration.windowId, replayed: registration.replayed, failed: registration.failed };
       } catch (err) {
@@ -319,6 +353,21 @@ export class WindowHost {
     if (ready) for (const waiter of this.readyWaiters.splice(0)) waiter();
   }
 
+  /** The page has a new connection (after a drop): the window is registered on it again, under
+   * its id, and the server's replay of its log brings the app back to its state. */
+  attach(client: AppServerClient): void {
+    this.client = client;
+    if (this.declared === undefined) return;
+    this.register(this.declared).catch((err) => this.events.log(`${this.app.name}: registering again failed: ${String(err?.message ?? err)}`));
+  }
+
+  /** The commands the app declared at its registration (undefined before it registered). */
+  commands(): Record<string, { params?: unknown }> | undefined {
+    if (!this.windowId || this.declared === undefined) return undefined;
+    const commands = this.declared?.commands;
+    return commands && typeof commands === "object" ? commands : {};
+  }
+
   /** The window's latest app event (`app/event`). */
   showEvent(text: string): void {
     (this.element.querySelector(".event") as HTMLElement).textContent = text;
@@ -326,11 +375,13 @@ export class WindowHost {
 
   reload(): void {
     this.setFrameReady(false);
+    this.watchStart();
     this.mcpTools = [];
     this.frame.src = this.app.entry;
   }
 
   async close(): Promise<void> {
+    clearTimeout(this.startTimer);
     this.element.remove();
     if (this.windowId) await this.client.unregisterApp(this.windowId).catch(() => {});
     this.events.changed();
@@ -353,6 +404,9 @@ function button(text: string, title: string, onClick: () => void): HTMLButtonEle
 /** Routes window messages to their host: only from one of our iframes, with an expected origin. */
 export function listen(hosts: () => WindowHost[], ignored: (why: string) => void): void {
   window.addEventListener("message", (event: MessageEvent) => {
+    // The sender's window is gone (a frame reloaded or closed, its last words such as
+    // `app/unloading`): nobody to answer, and nothing foreign about it.
+    if (event.source === null) return;
     const host = hosts().find((h) => h.frame.contentWindow !== null && h.frame.contentWindow === event.source);
     if (!host) return ignored(`a message from an unknown source (origin ${event.origin})`);
     // A sandboxed iframe's origin is "null"; an app page served without the sandbox has ours.

@@ -1,0 +1,107 @@
+// The apps list and the desk: the workspace's apps (the catalog, `/api/apps`) as buttons, each
+// opening a window (host.ts) on the desk, whose window manager (wm.ts) moves, sizes, minimizes,
+// maximizes and tiles them. The open windows — their app, window id and layout — are kept in
+// sessionStorage, so a reload of the page reopens them where they were, under the same ids.
+
+import type { AppServerClient } from "../../typescript/src/index.js";
+import { WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
+import { WindowManager, type Layout } from "./wm.js";
+
+const WINDOWS_KEY = "appserver.desktop.windows";
+
+type Saved = SavedWindow & { layout?: Layout };
+
+export class Desk {
+  readonly hosts: WindowHost[] = [];
+  catalog: CatalogApp[] = [];
+  private readonly wm: WindowManager;
+
+  constructor(
+    private readonly client: () => AppServerClient,
+    /** A window was opened by the user (the page shows the desk, on a narrow screen). */
+    private readonly opened: (host: WindowHost) => void,
+  ) {
+    this.wm = new WindowManager(document.getElementById("desk")!, document.getElementById("taskbar")!, () => this.save());
+    document.getElementById("tile")!.addEventListener("click", () => this.tile());
+  }
+
+  tile(): void {
+    this.wm.tile();
+  }
+
+  async loadCatalog(): Promise<void> {
+    const response = await fetch("/api/apps", { credentials: "same-origin" });
+    this.catalog = (await response.json()).apps;
+    document.getElementById("apps")!.replaceChildren(...this.catalog.map((app) => this.appEntry(app)));
+  }
+
+  private appEntry(app: CatalogApp): HTMLElement {
+    const li = document.createElement("li");
+    li.className = "app";
+    li.dataset.app = app.id;
+    const open = document.createElement("button");
+    open.type = "button";
+    open.className = "app-open";
+    if (app.icon && /\.(svg|png|jpe?g|gif|webp)$/i.test(app.icon)) {
+      // An image in the app's folder, next to its entry page.
+      const img = document.createElement("img");
+      img.className = "icon";
+      img.alt = "";
+      img.src = app.entry.slice(0, app.entry.indexOf(`/${app.id}/`) + app.id.length + 2) + app.icon;
+      open.append(img, ` ${app.name}`);
+    } else {
+      open.textContent = `${app.icon ?? "▣"} ${app.name}`;
+    }
+    open.title = app.description ?? app.name;
+    open.addEventListener("click", () => this.opened(this.open(app)));
+    li.append(open);
+    return li;
+  }
+
+  private save(): void {
+    const open = this.hosts.filter((h) => h.element.isConnected).map((h) => ({ ...h.saved(), layout: this.wm.layout(h.slot) }));
+    sessionStorage.setItem(WINDOWS_KEY, JSON.stringify(open));
+  }
+
+  open(app: CatalogApp, saved?: Saved): WindowHost {
+    const slot = saved?.slot ?? `slot_${Math.random().toString(36).slice(2, 10)}`;
+    const host = new WindowHost(this.client(), app, slot, saved?.windowId, {
+      changed: () => {
+        for (let i = this.hosts.length - 1; i >= 0; i--) {
+          if (this.hosts[i]!.element.isConnected) continue;
+          this.wm.remove(this.hosts[i]!.slot);
+          this.hosts.splice(i, 1);
+        }
+        this.save();
+      },
+      log: (text) => console.info(text),
+    });
+    this.hosts.push(host);
+    this.wm.add(host, saved?.layout);
+    this.save();
+    return host;
+  }
+
+  /** Reopens the windows of this tab's previous page. */
+  restore(): void {
+    let saved: Saved[] = [];
+    try {
+      saved = JSON.parse(sessionStorage.getItem(WINDOWS_KEY) ?? "[]");
+    } catch {
+      saved = [];
+    }
+    for (const w of Array.isArray(saved) ? saved : []) {
+      const app = this.catalog.find((a) => a.id === w.appId);
+      if (app) this.open(app, w);
+    }
+  }
+
+  /** A new connection: every window registers on it again. */
+  attach(client: AppServerClient): void {
+    for (const host of this.hosts) host.attach(client);
+  }
+
+  find(windowId: string): WindowHost | undefined {
+    return this.hosts.find((h) => h.windowId === windowId);
+  }
+}
