@@ -196,9 +196,14 @@ async fn read_file_ref(path: &str, workspace: &Path, budget: &mut u64) -> String
     }
 }
 
-/// A display name from the first message: its first line, at most 60 characters.
+/// A display name from the first real message: its first line, at most 60 characters; none for
+/// a message that is a slash command (`/query win_1 cells`), so the thread is named by the first
+/// message a person wrote.
 pub fn title_from(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
+    if line.starts_with('/') {
+        return None;
+    }
     let mut title: String = line.chars().take(60).collect();
     if line.chars().count() > 60 {
         title.push('…');
@@ -229,6 +234,8 @@ mod tests {
         ];
         assert_eq!(display_text(&input), "look at @src/a.rs /query w1 cells $browser");
         assert_eq!(title_from("\n  Fix the login bug\nmore").as_deref(), Some("Fix the login bug"));
+        assert_eq!(title_from("/command win_1 setCells {}"), None);
+        assert_eq!(title_from("  /query w1 cells\nwhat is in A1?"), None);
     }
 
     #[tokio::test]
