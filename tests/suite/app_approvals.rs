@@ -85,3 +85,48 @@ async fn spec_only_clients_get_a_shell_approval_and_app_clients_the_app_fields()
     assert_eq!(item["target"], server.workspace.display().to_string());
     assert_eq!(sheet.cells().get("A1").map(String::as_str), Some("from agent"));
 }
+
+#[tokio::test]
+async fn a_command_that_cannot_run_is_refused_without_asking_anyone() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut client = server.ws_client().await.unwrap();
+    client
+        .initialize("app-aware", json!({ "approvalSupport": true, "extensions": { "appProtocol": true } }))
+        .await
+        .unwrap();
+    let sheet = host(&server, SheetOptions::default()).await;
+    let w = sheet.window_id.clone();
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    // Params that do not fit setCells's schema, then a command the app never declared.
+    let cases = [
+        (format!(r#"{w} setCells {{"nope":1}}"#), "INVALID_PARAMS"),
+        (format!(r#"{w} eraseEverything {{}}"#), "UNKNOWN_TOOL"),
+    ];
+    for (args, code) in cases {
+        let turn = client
+            .request("turn/start", json!({ "threadId": thread_id, "input": command("command", &args) }))
+            .await
+            .unwrap();
+        let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+        // The turn ends on its own: no approval request came (one would hold the turn until
+        // answered), and the call's item says why it failed.
+        let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
+        assert!(
+            !events.iter().any(|e| matches!(e, Event::Request { method, .. } if method == "item/approval/request")),
+            "{args}: asked for approval of a call that cannot run"
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| e.method() == Some("item/started") && e.params()["item"]["type"] == "approvalRequest"),
+            "{args}: an approvalRequest item"
+        );
+        let failed = events.iter().find(|e| {
+            let item = &e.params()["item"];
+            e.method() == Some("item/completed") && item["type"] == "toolResult" && item["payload"]["success"] == false
+        });
+        let result = failed.map(|e| e.params()["item"]["payload"]["result"].to_string()).unwrap_or_default();
+        assert!(result.contains(code), "{args}: the call's result does not fail with {code}: {result}");
+    }
+    assert!(sheet.cells().is_empty(), "the app was never called");
+}

@@ -106,6 +106,8 @@ impl Tool for AppCommandTool {
         let window_id = arguments.get("windowId")?.as_str()?;
         let command = arguments.get("command")?.as_str()?;
         let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
+        // A call that cannot run is not put to the user: it fails without an approval.
+        service::check_before_approval(&env.apps, window_id, command, &params).ok()?;
         app_command_spec(&env.apps, window_id, command, &params)
     }
 

@@ -65,6 +65,12 @@ pub async fn command(turns: &TurnService, call: AppCall<'_>) -> Result<Outcome, 
             announce(apps, &call, &params, status, detail);
         }
     };
+    // A call that cannot run (an undeclared command, params that do not fit) is refused before
+    // anyone is asked to approve it.
+    if let Err(err) = service::check_before_approval(apps, call.window_id, call.command, &params) {
+        tell("failed", json!(format!("{}: {err}", err.code())));
+        return Ok(Outcome::Failed(err));
+    }
     if let Some(spec) = app_command_spec(apps, call.window_id, call.command, &params) {
         let spec = spec.called_by(&call.caller);
         let gated = OutsideCall { caller: &call.caller, spec: &spec, session: call.session, withdrawn: call.withdrawn };
