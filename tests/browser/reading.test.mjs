@@ -3,7 +3,8 @@
 // javascript: payload made inert, links opened safely and code highlighted; the OS's dark theme
 // (and the toggle) followed by the page and told to an MCP Apps view; a thread named by its first
 // real message, not a slash command; the Stop button while a turn runs; empty panes that say what
-// to do; an app page that never registers shown as failed, with a retry. Screenshots go to
+// to do; an app page that never registers shown as failed, with a retry; a malformed app.json
+// listed with what is wrong. Screenshots go to
 // docs/images.
 
 import assert from "node:assert/strict";
@@ -148,6 +149,24 @@ test("an app page that never registers is shown as failed, with a retry", OPTION
     await failure.locator("button", { hasText: "Retry" }).click();
     assert.equal(await failure.isHidden(), true);
     await failure.waitFor();
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a malformed app.json is listed with what is wrong, and cannot be opened", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    const dir = join(server.workspace, ".appserver/apps/mangled");
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "app.json"), '{ "name": "Mangled", ');
+    const { page } = await openDesktop(browser, server.base);
+    const entry = page.locator('#apps li[data-app="mangled"]');
+    await entry.waitFor();
+    assert.match(await entry.locator(".app-error").textContent(), /^app\.json: EOF/);
+    assert.equal(await entry.locator("button").count(), 0, "a broken app offers nothing to open");
+    // The working apps are still listed beside it.
+    assert.equal(await page.locator('#apps li[data-app="sheet"] button.app-open').count(), 1);
   } finally {
     await server.stop();
   }

@@ -106,6 +106,11 @@ async fn the_page_assets_and_catalog_are_served_with_their_types() {
     let apps = catalog.json()["apps"].clone();
     let ids: Vec<&str> = apps.as_array().unwrap().iter().map(|a| a["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["counter", "sheet"], "the broken app is left out");
+    // ... and named, with what is wrong, for the desktop to show.
+    let problems = catalog.json()["problems"].clone();
+    assert_eq!(problems.as_array().map(Vec::len), Some(1), "{problems}");
+    assert_eq!(problems[0]["id"], "broken");
+    assert!(problems[0]["error"].as_str().unwrap().starts_with("app.json: EOF"), "{problems}");
     assert_eq!(apps[0]["dialect"], "mcp-apps");
     assert_eq!(apps[0]["entry"], "/apps/counter/index.html");
     assert_eq!(apps[1]["fileAssociations"][0]["command"], "openCsv");

@@ -31,8 +31,25 @@ export class Desk {
 
   async loadCatalog(): Promise<void> {
     const response = await fetch("/api/apps", { credentials: "same-origin" });
-    this.catalog = (await response.json()).apps;
-    document.getElementById("apps")!.replaceChildren(...this.catalog.map((app) => this.appEntry(app)));
+    const body = (await response.json()) as { apps: CatalogApp[]; problems?: { id: string; error: string }[] };
+    this.catalog = body.apps;
+    const broken = (body.problems ?? []).map((problem) => this.brokenEntry(problem));
+    document.getElementById("apps")!.replaceChildren(...this.catalog.map((app) => this.appEntry(app)), ...broken);
+  }
+
+  /** An app folder the server could not read: listed, not openable, with what is wrong. */
+  private brokenEntry(problem: { id: string; error: string }): HTMLElement {
+    const li = document.createElement("li");
+    li.className = "app app-broken";
+    li.dataset.app = problem.id;
+    const name = document.createElement("span");
+    name.textContent = `⚠ ${problem.id}`;
+    const why = document.createElement("small");
+    why.className = "app-error";
+    why.textContent = problem.error;
+    li.title = `${problem.id} cannot be opened: ${problem.error}`;
+    li.append(name, why);
+    return li;
   }
 
   private appEntry(app: CatalogApp): HTMLElement {

@@ -1,7 +1,8 @@
 //! `GET /api/apps`: the apps the desktop can open, one per `<workspace>/.appserver/apps/<id>/`
 //! folder holding an `app.json` (`name`, `icon`, `description`, `entry`, `dialect`,
-//! `fileAssociations`, `permissions`). A folder whose `app.json` is missing or malformed is left out (and
-//! logged), so one broken app does not hide the others.
+//! `fileAssociations`, `permissions`). A folder whose `app.json` is missing or malformed is left out
+//! of `apps` (and logged), so one broken app does not hide the others, and listed under `problems`
+//! with what is wrong, so the desktop can say so instead of the app vanishing.
 
 use std::path::{Path, PathBuf};
 
@@ -70,25 +71,34 @@ pub fn valid_id(id: &str) -> bool {
         && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// An app folder that could not be listed, and why.
+#[derive(Debug, Serialize)]
+pub struct CatalogProblem {
+    pub id: String,
+    pub error: String,
+}
+
 /// `key`: the server's app key (it has a token): entries are `/apps/~KEY/<id>/…`.
 pub async fn response(workspace: &Path, key: Option<&str>) -> Response {
-    let mut apps = list(workspace).await;
+    let (mut apps, problems) = list(workspace).await;
     if let Some(key) = key {
         for app in &mut apps {
             app.entry = app.entry.replacen("/apps/", &format!("/apps/~{key}/"), 1);
         }
     }
-    let body = serde_json::json!({ "apps": apps }).to_string().into_bytes();
+    let body = serde_json::json!({ "apps": apps, "problems": problems }).to_string().into_bytes();
     Response::ok("application/json", body)
 }
 
-/// Every app with a readable `app.json`, sorted by id.
-pub async fn list(workspace: &Path) -> Vec<CatalogEntry> {
+/// Every app with a readable `app.json`, sorted by id, and the folders that have none (or a
+/// malformed one), with why.
+pub async fn list(workspace: &Path) -> (Vec<CatalogEntry>, Vec<CatalogProblem>) {
     let dir = apps_dir(workspace);
     let Ok(mut entries) = tokio::fs::read_dir(&dir).await else {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     };
     let mut apps = Vec::new();
+    let mut problems = Vec::new();
     while let Ok(Some(entry)) = entries.next_entry().await {
         let id = entry.file_name().to_string_lossy().into_owned();
         if !valid_id(&id) {
@@ -96,14 +106,18 @@ pub async fn list(workspace: &Path) -> Vec<CatalogEntry> {
         }
         match read_app(workspace, &id).await {
             Ok(app) => apps.push(app),
-            Err(reason) => tracing::warn!(app = %id, %reason, "app left out of the desktop's catalog"),
+            Err(reason) => {
+                tracing::warn!(app = %id, %reason, "app left out of the desktop's catalog");
+                problems.push(CatalogProblem { id, error: reason });
+            }
         }
-        if apps.len() >= MAX_APPS {
+        if apps.len() + problems.len() >= MAX_APPS {
             break;
         }
     }
     apps.sort_by(|a, b| a.id.cmp(&b.id));
-    apps
+    problems.sort_by(|a, b| a.id.cmp(&b.id));
+    (apps, problems)
 }
 
 async fn read_app(workspace: &Path, id: &str) -> Result<CatalogEntry, String> {
