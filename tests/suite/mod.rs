@@ -32,6 +32,7 @@ mod http_stack;
 mod limits;
 mod lock;
 mod mcp;
+mod mcp_clients;
 mod mcp_sessions;
 mod metrics;
 mod model;
