@@ -33,6 +33,7 @@ mod limits;
 mod lock;
 mod mcp;
 mod mcp_clients;
+mod mcp_host;
 mod mcp_sessions;
 mod metrics;
 mod model;

@@ -1,0 +1,145 @@
+//! MCP management (section 22 of the DotCraft AppServer protocol): the `McpServerConfig` and
+//! `McpServerStatus` wire DTOs, the params and results of `mcp/list`, `mcp/get`, `mcp/upsert`,
+//! `mcp/remove`, `mcp/status/list` and `mcp/test`, and the `mcp/status/updated` notification.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// How an MCP server is reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum McpTransportKind {
+    Stdio,
+    StreamableHttp,
+}
+
+/// Where a server's definition comes from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerOrigin {
+    /// `workspace` or `plugin`.
+    pub kind: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_display_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub declared_name: Option<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// One MCP server definition (section 22.2). Secrets are references: `bearerTokenEnvVar` and
+/// `envHttpHeaders` name environment variables; `envVars` names variables passed through.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerConfig {
+    pub name: String,
+    #[serde(default = "yes")]
+    pub enabled: bool,
+    pub transport: McpTransportKind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub args: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_vars: Option<Vec<String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bearer_token_env_var: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub http_headers: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub env_http_headers: Option<BTreeMap<String, String>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub startup_timeout_sec: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_timeout_sec: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<McpServerOrigin>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+}
+
+/// A server's runtime state (section 22.7).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpServerStatus {
+    pub name: String,
+    pub enabled: bool,
+    /// `starting`, `ready`, `failed`, `disabled` or `stopped`.
+    pub startup_state: String,
+    pub tool_count: u32,
+    #[serde(default)]
+    pub resource_count: u32,
+    #[serde(default)]
+    pub resource_template_count: u32,
+    #[serde(default)]
+    pub last_error: Option<String>,
+    pub transport: McpTransportKind,
+}
+
+/// Params of `mcp/list` and `mcp/status/list`: none.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpListParams {}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpListResult {
+    pub servers: Vec<McpServerConfig>,
+}
+
+/// Params of `mcp/get` and `mcp/remove`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpNameParams {
+    pub name: String,
+}
+
+/// Result of `mcp/get` and `mcp/upsert`: the server as stored.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerResult {
+    pub server: McpServerConfig,
+}
+
+/// Params of `mcp/upsert` and `mcp/test`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpServerParams {
+    pub server: McpServerConfig,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpRemoveResult {
+    pub removed: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpStatusListResult {
+    pub servers: Vec<McpServerStatus>,
+}
+
+/// Result of `mcp/test`: a failure is a successful response with `success: false`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpTestResult {
+    pub success: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_count: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_code: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error_message: Option<String>,
+}
+
+/// Params of `mcp/status/updated`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpStatusUpdatedParams {
+    pub server: McpServerStatus,
+}

@@ -1,0 +1,46 @@
+//! Handlers of section 22's MCP management methods. Writing a definition (`mcp/upsert`,
+//! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
+//! only a client acting for the workspace's owner may (not a channel adapter bridging others).
+
+use appserver_protocol::{
+    McpListResult, McpNameParams, McpRemoveResult, McpServerParams, McpServerResult, McpStatusListResult, McpTestResult,
+};
+
+use crate::mcphost::McpHostError;
+use crate::rpc::RequestCtx;
+
+fn owner_only(ctx: &RequestCtx) -> Result<(), McpHostError> {
+    if crate::turns::approvals::approvers::acts_for_owner(&*ctx.peer, &ctx.state.config) {
+        Ok(())
+    } else {
+        Err(McpHostError::NotOwner)
+    }
+}
+
+pub async fn handle_list(ctx: &RequestCtx) -> Result<McpListResult, McpHostError> {
+    Ok(McpListResult { servers: ctx.state.turns.tool_env.mcp.list() })
+}
+
+pub async fn handle_get(ctx: &RequestCtx, p: McpNameParams) -> Result<McpServerResult, McpHostError> {
+    Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.get(&p.name)? })
+}
+
+pub async fn handle_upsert(ctx: &RequestCtx, p: McpServerParams) -> Result<McpServerResult, McpHostError> {
+    owner_only(ctx)?;
+    Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.upsert(p.server).await? })
+}
+
+pub async fn handle_remove(ctx: &RequestCtx, p: McpNameParams) -> Result<McpRemoveResult, McpHostError> {
+    owner_only(ctx)?;
+    ctx.state.turns.tool_env.mcp.remove(&p.name).await?;
+    Ok(McpRemoveResult { removed: true })
+}
+
+pub async fn handle_status_list(ctx: &RequestCtx) -> Result<McpStatusListResult, McpHostError> {
+    Ok(McpStatusListResult { servers: ctx.state.turns.tool_env.mcp.statuses() })
+}
+
+pub async fn handle_test(ctx: &RequestCtx, p: McpServerParams) -> Result<McpTestResult, McpHostError> {
+    owner_only(ctx)?;
+    Ok(ctx.state.turns.tool_env.mcp.test(p.server).await)
+}
