@@ -22,7 +22,7 @@ fn definition(name: &str, log: &Path) -> Value {
         "args": ["--log", log.display().to_string()] })
 }
 
-fn code(err: &appserver_client::ClientError) -> i64 {
+pub(super) fn code(err: &appserver_client::ClientError) -> i64 {
     match err {
         appserver_client::ClientError::Rpc(e) => e.code,
         other => panic!("not a JSON-RPC error: {other:?}"),
@@ -30,7 +30,7 @@ fn code(err: &appserver_client::ClientError) -> i64 {
 }
 
 /// Waits until `mcp/status/list` shows `name` in `state`; its status.
-async fn wait_state(client: &Client, name: &str, state: &str) -> Value {
+pub(super) async fn wait_state(client: &Client, name: &str, state: &str) -> Value {
     tokio::time::timeout(TIMEOUT * 2, async {
         loop {
             let list = client.request("mcp/status/list", json!({})).await.unwrap();
@@ -120,7 +120,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     assert_eq!(serde_json::from_str::<Value>(&file).unwrap(), json!({ "servers": [] }));
 }
 
-fn call(id: &str, tool: &str, args: Value) -> Reply {
+pub(super) fn call(id: &str, tool: &str, args: Value) -> Reply {
     let text = args.to_string();
     Reply::Sse(tool_calls_reply(&[(id, tool, vec![text.as_str()])]))
 }
@@ -146,7 +146,7 @@ async fn server_with_tools(mock: &MockModel, workspace: &Path, args: &[&str]) ->
         .unwrap()
 }
 
-fn tool_results(events: &[Event]) -> Vec<Value> {
+pub(super) fn tool_results(events: &[Event]) -> Vec<Value> {
     events
         .iter()
         .filter(|e| e.method() == Some("item/completed") && e.params()["item"]["type"] == "toolResult")
@@ -265,4 +265,63 @@ async fn an_interrupt_cancels_the_mcp_call_on_its_server() {
     let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/cancelled"));
     logged("cancelled slow").await;
+}
+
+/// Runs the turn to its end, answering approval requests with `decisions` in order (then
+/// `accept`); the approval requests and the events.
+pub(super) async fn run_answering(client: &mut Client, thread: &str, decisions: &[&str]) -> (Vec<Value>, Vec<Event>) {
+    let turn = client.request("turn/start", json!({ "threadId": thread, "input": text("go") })).await.unwrap();
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    let (mut asked, mut events) = (Vec::new(), Vec::new());
+    tokio::time::timeout(TIMEOUT * 3, async {
+        loop {
+            match client.next_event().await.unwrap() {
+                Event::Request { id, method, params, .. } if method == "item/approval/request" => {
+                    let decision = decisions.get(asked.len()).copied().unwrap_or("accept");
+                    asked.push(params);
+                    client.respond(&id, json!({ "decision": decision }));
+                }
+                event => {
+                    let ends = appserver_tests::ends_turn(&event, &turn_id);
+                    events.push(event);
+                    if ends {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("the turn ends");
+    (asked, events)
+}
+
+/// appserver's own `/mcp` (another server, with a token) as a streamable HTTP MCP server: the
+/// bearer token comes from the environment variable the definition names; without it the
+/// probe fails.
+#[tokio::test]
+async fn a_streamable_http_server_with_a_bearer_token_from_the_environment() {
+    let target = ServerBuilder::ws().args(["--ws-token", "s3cret"]).spawn().await.unwrap();
+    let url = format!("{}/mcp", target.http_base());
+    let host = ServerBuilder::ws().env("TARGET_TOKEN", "s3cret").spawn().await.unwrap();
+    let client = host.ws_client_initialized().await.unwrap();
+    let without = json!({ "name": "apps", "transport": "streamableHttp", "url": url });
+    let probe = client.request("mcp/test", json!({ "server": without })).await.unwrap();
+    assert_eq!(probe["success"], false, "{probe}");
+    let unset =
+        json!({ "name": "apps", "transport": "streamableHttp", "url": url, "bearerTokenEnvVar": "NOT_SET_ANYWHERE" });
+    let probe = client.request("mcp/test", json!({ "server": unset })).await.unwrap();
+    assert!(
+        probe["errorMessage"].as_str().unwrap().contains("bearerTokenEnvVar: `NOT_SET_ANYWHERE` is not set"),
+        "{probe}"
+    );
+    let with =
+        json!({ "name": "apps", "transport": "streamableHttp", "url": url, "bearerTokenEnvVar": "TARGET_TOKEN" });
+    let probe = client.request("mcp/test", json!({ "server": with.clone() })).await.unwrap();
+    assert_eq!(probe, json!({ "success": true, "toolCount": 4 }));
+    client.request("mcp/upsert", json!({ "server": with })).await.unwrap();
+    let ready = wait_state(&client, "apps", "ready").await;
+    assert_eq!((ready["toolCount"].as_u64(), ready["transport"].as_str()), (Some(4), Some("streamableHttp")));
+    let file = std::fs::read_to_string(host.workspace.join(".appserver/mcp.json")).unwrap();
+    assert!(!file.contains("s3cret"), "the token is never written: {file}");
 }

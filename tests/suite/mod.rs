@@ -34,6 +34,7 @@ mod lock;
 mod mcp;
 mod mcp_clients;
 mod mcp_host;
+mod mcp_npm;
 mod mcp_sessions;
 mod metrics;
 mod model;
