@@ -143,3 +143,35 @@ pub struct McpTestResult {
 pub struct McpStatusUpdatedParams {
     pub server: McpServerStatus,
 }
+
+/// Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
+/// HTML of an MCP Apps view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpResourceReadParams {
+    pub server: String,
+    pub uri: String,
+}
+
+/// The resource's contents as the MCP server gave them (`[{uri, mimeType, text | blob, _meta}]`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpResourceReadResult {
+    pub contents: Vec<serde_json::Value>,
+}
+
+/// Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
+/// (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpViewOfferedParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    /// The `mcp_call` tool call: one view instance per call.
+    pub call_id: String,
+    pub server: String,
+    pub tool: String,
+    pub resource_uri: String,
+    /// The tool's input (for the view's `ui/notifications/tool-input`).
+    pub arguments: serde_json::Value,
+    /// The tool's result as the MCP server gave it (for `ui/notifications/tool-result`).
+    pub result: serde_json::Value,
+}

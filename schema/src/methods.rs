@@ -27,8 +27,8 @@ use crate::item::{
 };
 use crate::jsonrpc::decode_params;
 use crate::mcp::{
-    McpListParams, McpListResult, McpNameParams, McpRemoveResult, McpServerParams, McpServerResult,
-    McpStatusListResult, McpStatusUpdatedParams, McpTestResult,
+    McpListParams, McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult,
+    McpServerParams, McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewOfferedParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
 use crate::terminal::{
@@ -220,6 +220,8 @@ request_table! { ClientRequest, client_request_schemas;
     McpStatusList => "mcp/status/list" (McpListParams) -> McpStatusListResult;
     /// Probe a definition without keeping it.
     McpTest => "mcp/test" (McpServerParams) -> McpTestResult;
+    /// Read a `ui://` resource (an MCP Apps view's HTML) of a running server (appserver extension).
+    McpResourcesRead => "mcp/resources/read" (McpResourceReadParams) -> McpResourceReadResult;
     /// Background terminals (section 19A), of one thread or all.
     TerminalList => "terminal/list" (TerminalListParams) -> TerminalListResult;
     /// A terminal's output since the last read (waiting up to `waitMs` for some).
@@ -281,6 +283,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     AppExternalCall => "app/externalCall" (AppExternalCallParams);
     /// One MCP server's runtime state changed (section 22.10).
     McpStatusUpdated => "mcp/status/updated" (McpStatusUpdatedParams);
+    /// The agent called a tool that declares an MCP Apps view (appserver extension).
+    McpViewOffered => "mcp/view/offered" (McpViewOfferedParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

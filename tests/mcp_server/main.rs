@@ -1,7 +1,8 @@
 //! A small MCP server over stdio (rmcp's server), for the tests of appserver as an MCP host:
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
-//! progress notification per step; cancellable) and `env {name}` (a variable of its
-//! environment). With `--log PATH` it appends what happened to that file (`called add`,
+//! progress notification per step; cancellable), `env {name}` (a variable of its
+//! environment) and `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! resource). With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -9,8 +10,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
 };
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
@@ -46,7 +49,7 @@ fn number(args: &JsonObject, name: &str) -> i64 {
 
 impl ServerHandler for TestServer {
     fn get_info(&self) -> ServerConfig {
-        ServerConfig::new(ServerCapabilities::builder().enable_tools().build())
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
             .with_server_info(Implementation::new("mcp-test-server", "1.0"))
     }
 
@@ -87,7 +90,34 @@ impl ServerHandler for TestServer {
                 object(json!({ "name": { "type": "string" } })),
                 ToolAnnotations::with_title("Env").read_only(true),
             ),
+            board(),
         ]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![Resource::new(VIEW, "Board view")]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != VIEW {
+            return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
+        }
+        let html = "<!doctype html><html><body><h1 id=title>Board</h1></body></html>";
+        let contents = ResourceContents::TextResourceContents {
+            uri: VIEW.into(),
+            mime_type: Some("text/html;profile=mcp-app".into()),
+            text: html.into(),
+            meta: None,
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
     }
 
     async fn call_tool(
@@ -101,6 +131,7 @@ impl ServerHandler for TestServer {
             "echo" => text(args.get("text").and_then(Value::as_str).unwrap_or_default()),
             "add" => text((number(&args, "a") + number(&args, "b")).to_string()),
             "wipe" => text("wiped"),
+            "board" => text(format!("board {}", args.get("title").and_then(Value::as_str).unwrap_or_default())),
             "env" => {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
                 text(std::env::var(name).unwrap_or_else(|_| "<unset>".into()))
@@ -129,6 +160,18 @@ impl ServerHandler for TestServer {
         };
         Ok(result.into())
     }
+}
+
+/// The view of `board`.
+const VIEW: &str = "ui://board/view.html";
+
+/// An MCP Apps tool: its result is shown by the view `ui://board/view.html`.
+fn board() -> Tool {
+    let schema = json!({ "type": "object", "properties": { "title": { "type": "string" } } });
+    let mut board = tool("board", "Show a board", schema, ToolAnnotations::with_title("Board").read_only(true));
+    let Value::Object(meta) = json!({ "ui": { "resourceUri": VIEW } }) else { unreachable!() };
+    board.meta = Some(MetaObject(meta));
+    board
 }
 
 #[tokio::main(flavor = "current_thread")]

@@ -83,7 +83,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     })
     .await
     .expect("mcp/status/updated: ready");
-    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(5)));
+    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(6)));
     assert_eq!(ready["transport"], "stdio");
     let status = wait_state(&client, "tools", "ready").await;
     assert_eq!(status["lastError"], Value::Null);
@@ -97,7 +97,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
 
     // mcp/test probes without keeping anything.
     let probe = client.request("mcp/test", json!({ "server": definition("probe", &log) })).await.unwrap();
-    assert_eq!(probe, json!({ "success": true, "toolCount": 5 }));
+    assert_eq!(probe, json!({ "success": true, "toolCount": 6 }));
     let broken = json!({ "name": "broken", "transport": "stdio", "command": "/nonexistent/mcp-server" });
     let probe = client.request("mcp/test", json!({ "server": broken })).await.unwrap();
     assert_eq!((probe["success"].as_bool(), probe["errorCode"].as_str()), (Some(false), Some("McpServerTestFailed")));
@@ -218,7 +218,7 @@ async fn the_agent_lists_describes_and_calls_mcp_tools_with_approval() {
     assert_eq!(listed["servers"][0]["state"], "ready");
     let names: Vec<&str> =
         listed["servers"][0]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["echo", "add", "wipe", "slow", "env"]);
+    assert_eq!(names, ["echo", "add", "wipe", "slow", "env", "board"]);
     assert!(listed["servers"][0]["tools"][0].get("inputSchema").is_none(), "schemas only on demand");
     let described: Value = serde_json::from_str(&texts[1]).unwrap();
     assert_eq!(described["inputSchema"]["properties"]["a"]["type"], "integer");
@@ -324,4 +324,42 @@ async fn a_streamable_http_server_with_a_bearer_token_from_the_environment() {
     assert_eq!((ready["toolCount"].as_u64(), ready["transport"].as_str()), (Some(4), Some("streamableHttp")));
     let file = std::fs::read_to_string(host.workspace.join(".appserver/mcp.json")).unwrap();
     assert!(!file.contains("s3cret"), "the token is never written: {file}");
+}
+
+/// A tool that declares an MCP Apps view (`_meta.ui.resourceUri`): its call is offered to the
+/// thread's clients as `mcp/view/offered` (the call id, the tool's input and result), the result
+/// names the view, and the view's HTML is read with `mcp/resources/read` (only `ui://`).
+#[tokio::test]
+async fn a_tool_with_a_view_is_offered_to_the_threads_clients() {
+    let mock = MockModel::start(vec![
+        call("c1", "mcp_call", json!({ "server": "tools", "tool": "board", "arguments": { "title": "Q3" } })),
+        Reply::Sse(text_reply(&["Done."], (1, 1))),
+    ])
+    .await;
+    let (workspace, _log) = workspace_with_tools();
+    let server = server_with_tools(&mock, workspace.path(), &[]).await;
+    let mut client = server.ws_client_initialized().await.unwrap();
+    wait_state(&client, "tools", "ready").await;
+    let thread = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let (asked, events) = run_answering(&mut client, &thread, &[]).await;
+    assert!(asked.is_empty(), "a read-only tool is not asked about");
+    let offered =
+        events.iter().find(|e| e.method() == Some("mcp/view/offered")).expect("mcp/view/offered").params().clone();
+    assert_eq!((offered["server"].as_str(), offered["tool"].as_str()), (Some("tools"), Some("board")));
+    assert_eq!(offered["resourceUri"], "ui://board/view.html");
+    assert_eq!(offered["threadId"], thread.as_str());
+    assert_eq!(offered["callId"], "c1");
+    assert_eq!(offered["arguments"], json!({ "title": "Q3" }));
+    assert_eq!(offered["result"]["content"][0]["text"], "board Q3");
+    let result: Value = serde_json::from_str(tool_results(&events)[0]["result"].as_str().unwrap()).unwrap();
+    assert_eq!(result["view"]["resourceUri"], "ui://board/view.html");
+
+    let read = client.request("mcp/resources/read", json!({ "server": "tools", "uri": "ui://board/view.html" })).await;
+    let read = read.unwrap();
+    assert_eq!(read["contents"][0]["mimeType"], "text/html;profile=mcp-app");
+    assert!(read["contents"][0]["text"].as_str().unwrap().contains("<h1 id=title>Board</h1>"), "{read}");
+    let err = client.request("mcp/resources/read", json!({ "server": "tools", "uri": "file:///etc/passwd" })).await;
+    assert_eq!(code(&err.unwrap_err()), -32072);
+    let err = client.request("mcp/resources/read", json!({ "server": "nope", "uri": "ui://x" })).await;
+    assert_eq!(code(&err.unwrap_err()), -32070);
 }

@@ -831,6 +831,18 @@ McpRemoveResult = TypedDict("McpRemoveResult", {
     "removed": bool,
 })
 
+# Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
+# HTML of an MCP Apps view.
+McpResourceReadParams = TypedDict("McpResourceReadParams", {
+    "server": str,
+    "uri": str,
+})
+
+# The resource's contents as the MCP server gave them (`[{uri, mimeType, text | blob, _meta}]`).
+McpResourceReadResult = TypedDict("McpResourceReadResult", {
+    "contents": List[Any],
+})
+
 # One MCP server definition (section 22.2). Secrets are references: `bearerTokenEnvVar` and
 # `envHttpHeaders` name environment variables; `envVars` names variables passed through.
 McpServerConfig = TypedDict("McpServerConfig", {
@@ -901,6 +913,19 @@ McpTestResult = TypedDict("McpTestResult", {
 
 # How an MCP server is reached.
 McpTransportKind = Literal["stdio", "streamableHttp"]
+
+# Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
+# (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
+McpViewOfferedParams = TypedDict("McpViewOfferedParams", {
+    "threadId": str,
+    "turnId": str,
+    "callId": str,  # The `mcp_call` tool call: one view instance per call.
+    "server": str,
+    "tool": str,
+    "resourceUri": str,
+    "arguments": Any,  # The tool's input (for the view's `ui/notifications/tool-input`).
+    "result": Any,  # The tool's result as the MCP server gave it (for `ui/notifications/tool-result`).
+})
 
 # One model of the provider's catalog.
 ModelCatalogItem = TypedDict("ModelCatalogItem", {
@@ -1412,7 +1437,7 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/status/list", "mcp/test", "mcp/upsert", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1433,6 +1458,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/get": ("McpNameParams", "McpServerResult"),
     "mcp/list": ("McpListParams", "McpListResult"),
     "mcp/remove": ("McpNameParams", "McpRemoveResult"),
+    "mcp/resources/read": ("McpResourceReadParams", "McpResourceReadResult"),
     "mcp/status/list": ("McpListParams", "McpStatusListResult"),
     "mcp/test": ("McpServerParams", "McpTestResult"),
     "mcp/upsert": ("McpServerParams", "McpServerResult"),
@@ -1472,7 +1498,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1490,6 +1516,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "item/toolCall/argumentsDelta": ("ToolCallArgumentsDeltaParams", None),
     "item/usage/delta": ("UsageDeltaParams", None),
     "mcp/status/updated": ("McpStatusUpdatedParams", None),
+    "mcp/view/offered": ("McpViewOfferedParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
     "terminal/completed": ("TerminalEventParams", None),
@@ -1583,6 +1610,9 @@ class ClientRequests:
 
     async def mcp_remove(self, params: "McpNameParams", timeout: Optional[float] = None) -> "McpRemoveResult":
         return await self.request("mcp/remove", params, timeout)
+
+    async def mcp_resources_read(self, params: "McpResourceReadParams", timeout: Optional[float] = None) -> "McpResourceReadResult":
+        return await self.request("mcp/resources/read", params, timeout)
 
     async def mcp_status_list(self, params: "McpListParams", timeout: Optional[float] = None) -> "McpStatusListResult":
         return await self.request("mcp/status/list", params, timeout)

@@ -11,6 +11,8 @@ use rmcp::model::{JsonObject, Tool as McpTool};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
+use appserver_protocol::{McpViewOfferedParams, ServerNotification};
+
 use crate::mcphost::connection::CallError;
 use crate::policy::ApprovalSpec;
 use crate::ports::BoxFuture;
@@ -25,6 +27,13 @@ fn text_arg(arguments: &Value, name: &str) -> Result<String, ToolOutput> {
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| ToolOutput::error(format!("INVALID_PARAMS: `{name}` (a string) is required")))
+}
+
+/// The MCP Apps view a tool declares (`_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`).
+pub fn view_of(tool: &McpTool) -> Option<String> {
+    let meta = tool.meta.as_ref()?;
+    let uri = meta.get("ui").and_then(|ui| ui.get("resourceUri")).or_else(|| meta.get("ui/resourceUri"))?;
+    uri.as_str().filter(|u| u.starts_with("ui://")).map(str::to_owned)
 }
 
 fn hints(tool: &McpTool) -> (bool, bool) {
@@ -176,9 +185,11 @@ impl Tool for McpCallTool {
                 Some(Value::Object(map)) => map.clone(),
                 Some(_) => return ToolOutput::error("INVALID_PARAMS: `arguments` must be an object"),
             };
-            if let Err(e) = find(call.env, &server, &tool) {
-                return e;
-            }
+            let view = match find(call.env, &server, &tool) {
+                Ok(found) => view_of(&found),
+                Err(e) => return e,
+            };
+            let input = Value::Object(arguments.clone());
             let Some(connection) = call.env.mcp.connection(&server) else {
                 return ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}`"));
             };
@@ -200,6 +211,10 @@ impl Tool for McpCallTool {
                     if steps > 0 {
                         answer["progressNotifications"] = json!(steps);
                     }
+                    if let Some(uri) = view {
+                        answer["view"] = json!({ "resourceUri": uri });
+                        offer_view(&call, &server, &tool, &uri, input, &result);
+                    }
                     let mut text = answer.to_string();
                     if text.len() > MAX_RESULT {
                         text = format!(
@@ -217,4 +232,27 @@ impl Tool for McpCallTool {
             }
         })
     }
+}
+
+/// Tells the thread's clients that this call has a view they may render (`mcp/view/offered`).
+fn offer_view(
+    call: &ToolCall<'_>,
+    server: &str,
+    tool: &str,
+    uri: &str,
+    input: Value,
+    result: &rmcp::model::CallToolResult,
+) {
+    let Some(thread) = call.env.threads.loaded(call.thread_id) else { return };
+    let offered = McpViewOfferedParams {
+        thread_id: call.thread_id.to_owned(),
+        turn_id: call.turn_id.to_owned(),
+        call_id: call.call_id.to_owned(),
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+        resource_uri: uri.to_owned(),
+        arguments: input,
+        result: serde_json::to_value(result).unwrap_or(Value::Null),
+    };
+    thread.publish(&ServerNotification::McpViewOffered(offered));
 }

@@ -38,6 +38,8 @@ pub enum McpHostError {
     Storage(String),
     #[error("only a client acting for the workspace's owner may change or probe MCP servers")]
     NotOwner,
+    #[error("{0}")]
+    Unavailable(String),
 }
 
 #[derive(Debug, Default)]

@@ -156,6 +156,7 @@ impl From<McpHostError> for RpcError {
             McpHostError::NameConflict(..) => error_codes::MCP_SERVER_NAME_CONFLICT,
             McpHostError::ReadOnly(_) | McpHostError::NotOwner => error_codes::MCP_SERVER_READ_ONLY,
             McpHostError::Storage(_) => error_codes::INTERNAL_ERROR,
+            McpHostError::Unavailable(_) => error_codes::MCP_SERVER_TEST_FAILED,
         };
         RpcError::new(code, err.to_string())
     }

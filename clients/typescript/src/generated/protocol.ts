@@ -997,6 +997,20 @@ export interface McpRemoveResult {
 }
 
 /**
+ * Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
+ * HTML of an MCP Apps view.
+ */
+export interface McpResourceReadParams {
+  server: string;
+  uri: string;
+}
+
+/** The resource's contents as the MCP server gave them (`[{uri, mimeType, text | blob, _meta}]`). */
+export interface McpResourceReadResult {
+  contents: unknown[];
+}
+
+/**
  * One MCP server definition (section 22.2). Secrets are references: `bearerTokenEnvVar` and
  * `envHttpHeaders` name environment variables; `envVars` names variables passed through.
  */
@@ -1070,6 +1084,24 @@ export interface McpTestResult {
 
 /** How an MCP server is reached. */
 export type McpTransportKind = "stdio" | "streamableHttp";
+
+/**
+ * Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
+ * (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
+ */
+export interface McpViewOfferedParams {
+  threadId: string;
+  turnId: string;
+  /** The `mcp_call` tool call: one view instance per call. */
+  callId: string;
+  server: string;
+  tool: string;
+  resourceUri: string;
+  /** The tool's input (for the view's `ui/notifications/tool-input`). */
+  arguments: unknown;
+  /** The tool's result as the MCP server gave it (for `ui/notifications/tool-result`). */
+  result: unknown;
+}
 
 /** One model of the provider's catalog. */
 export interface ModelCatalogItem {
@@ -1665,6 +1697,7 @@ export interface ClientRequestMap {
   "mcp/get": { params: McpNameParams; result: McpServerResult };
   "mcp/list": { params: McpListParams; result: McpListResult };
   "mcp/remove": { params: McpNameParams; result: McpRemoveResult };
+  "mcp/resources/read": { params: McpResourceReadParams; result: McpResourceReadResult };
   "mcp/status/list": { params: McpListParams; result: McpStatusListResult };
   "mcp/test": { params: McpServerParams; result: McpTestResult };
   "mcp/upsert": { params: McpServerParams; result: McpServerResult };
@@ -1718,6 +1751,7 @@ export interface ServerNotificationMap {
   "item/toolCall/argumentsDelta": ToolCallArgumentsDeltaParams;
   "item/usage/delta": UsageDeltaParams;
   "mcp/status/updated": McpStatusUpdatedParams;
+  "mcp/view/offered": McpViewOfferedParams;
   "plan/updated": PlanUpdatedParams;
   "terminal/cleaned": TerminalEventParams;
   "terminal/completed": TerminalEventParams;

@@ -1,9 +1,11 @@
 //! Handlers of section 22's MCP management methods. Writing a definition (`mcp/upsert`,
 //! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
 //! only a client acting for the workspace's owner may (not a channel adapter bridging others).
+//! `mcp/resources/read` (appserver extension) reads an MCP Apps view's `ui://` HTML.
 
 use appserver_protocol::{
-    McpListResult, McpNameParams, McpRemoveResult, McpServerParams, McpServerResult, McpStatusListResult, McpTestResult,
+    McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult, McpServerParams,
+    McpServerResult, McpStatusListResult, McpTestResult,
 };
 
 use crate::mcphost::McpHostError;
@@ -43,4 +45,18 @@ pub async fn handle_status_list(ctx: &RequestCtx) -> Result<McpStatusListResult,
 pub async fn handle_test(ctx: &RequestCtx, p: McpServerParams) -> Result<McpTestResult, McpHostError> {
     owner_only(ctx)?;
     Ok(ctx.state.turns.tool_env.mcp.test(p.server).await)
+}
+
+/// `mcp/resources/read`: a `ui://` resource (an MCP Apps view's HTML) of a running server; other
+/// resources are not read through here.
+pub async fn handle_resources_read(
+    ctx: &RequestCtx,
+    p: McpResourceReadParams,
+) -> Result<McpResourceReadResult, McpHostError> {
+    if !p.uri.starts_with("ui://") {
+        return Err(McpHostError::Validation(format!("uri: `{}` is not a ui:// resource", p.uri)));
+    }
+    let connection = ctx.state.turns.tool_env.mcp.connection(&p.server).ok_or(McpHostError::NotFound(p.server))?;
+    let contents = connection.read_resource(&p.uri).await.map_err(|e| McpHostError::Unavailable(e.to_string()))?;
+    Ok(McpResourceReadResult { contents })
 }
