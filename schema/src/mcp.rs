@@ -175,3 +175,30 @@ pub struct McpViewOfferedParams {
     /// The tool's result as the MCP server gave it (for `ui/notifications/tool-result`).
     pub result: serde_json::Value,
 }
+
+/// Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
+/// tool, relayed by the client that renders the view.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpViewCallParams {
+    /// The tool call that created the view (`mcp/view/offered`'s `callId`).
+    pub call_id: String,
+    pub server: String,
+    pub tool: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub arguments: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// What became of a view's call: `status` `done` (`result`: the server's `CallToolResult`;
+/// `seq`: its entry in the view's log, absent for a read-only tool), `declined` or `cancelled`
+/// (not approved / withdrawn: it did not run; `error` says why), or `failed` (`error`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpViewCallResult {
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub seq: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}

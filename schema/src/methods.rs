@@ -28,7 +28,8 @@ use crate::item::{
 use crate::jsonrpc::decode_params;
 use crate::mcp::{
     McpListParams, McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult,
-    McpServerParams, McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewOfferedParams,
+    McpServerParams, McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewCallParams,
+    McpViewCallResult, McpViewOfferedParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
 use crate::terminal::{
@@ -222,6 +223,8 @@ request_table! { ClientRequest, client_request_schemas;
     McpTest => "mcp/test" (McpServerParams) -> McpTestResult;
     /// Read a `ui://` resource (an MCP Apps view's HTML) of a running server (appserver extension).
     McpResourcesRead => "mcp/resources/read" (McpResourceReadParams) -> McpResourceReadResult;
+    /// A view's call of its own server's tool, gated and logged per view (appserver extension).
+    McpViewCall => "mcp/view/call" (McpViewCallParams) -> McpViewCallResult;
     /// Background terminals (section 19A), of one thread or all.
     TerminalList => "terminal/list" (TerminalListParams) -> TerminalListResult;
     /// A terminal's output since the last read (waiting up to `waitMs` for some).

@@ -914,6 +914,25 @@ McpTestResult = TypedDict("McpTestResult", {
 # How an MCP server is reached.
 McpTransportKind = Literal["stdio", "streamableHttp"]
 
+# Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
+# tool, relayed by the client that renders the view.
+McpViewCallParams = TypedDict("McpViewCallParams", {
+    "callId": str,  # The tool call that created the view (`mcp/view/offered`'s `callId`).
+    "server": str,
+    "tool": str,
+    "arguments": NotRequired[Optional[Dict[str, Any]]],
+})
+
+# What became of a view's call: `status` `done` (`result`: the server's `CallToolResult`;
+# `seq`: its entry in the view's log, absent for a read-only tool), `declined` or `cancelled`
+# (not approved / withdrawn: it did not run; `error` says why), or `failed` (`error`).
+McpViewCallResult = TypedDict("McpViewCallResult", {
+    "status": str,
+    "error": NotRequired[Optional[str]],
+    "result": NotRequired[Any],
+    "seq": NotRequired[Optional[int]],
+})
+
 # Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
 # (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
 McpViewOfferedParams = TypedDict("McpViewOfferedParams", {
@@ -1437,7 +1456,7 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1462,6 +1481,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/status/list": ("McpListParams", "McpStatusListResult"),
     "mcp/test": ("McpServerParams", "McpTestResult"),
     "mcp/upsert": ("McpServerParams", "McpServerResult"),
+    "mcp/view/call": ("McpViewCallParams", "McpViewCallResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
@@ -1622,6 +1642,9 @@ class ClientRequests:
 
     async def mcp_upsert(self, params: "McpServerParams", timeout: Optional[float] = None) -> "McpServerResult":
         return await self.request("mcp/upsert", params, timeout)
+
+    async def mcp_view_call(self, params: "McpViewCallParams", timeout: Optional[float] = None) -> "McpViewCallResult":
+        return await self.request("mcp/view/call", params, timeout)
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)

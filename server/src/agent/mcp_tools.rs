@@ -152,26 +152,8 @@ impl Tool for McpCallTool {
         let server = arguments.get("server")?.as_str()?;
         let tool = arguments.get("tool")?.as_str()?;
         let found = env.mcp.connection(server)?.tool(tool)?;
-        let (read_only, destructive) = hints(&found);
         let args = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
-        let mut rendered = format!("mcp {server} {tool} {args}");
-        if rendered.len() > 300 {
-            let mut end = 300;
-            while !rendered.is_char_boundary(end) {
-                end -= 1;
-            }
-            rendered.truncate(end);
-            rendered.push('…');
-        }
-        let mut spec = ApprovalSpec::new("shell", &rendered, &env.apps.config.workspace.display().to_string(), "");
-        spec.scope_key = format!("mcp:{server}:{tool}");
-        spec.reason = format!(
-            "The agent wants to call the tool `{tool}` of the MCP server `{server}`{}.",
-            if destructive { " (it declares that it may destroy data)" } else { "" }
-        );
-        spec.read_only = read_only;
-        spec.must_ask = destructive;
-        Some(spec)
+        Some(crate::mcphost::approval_spec(server, &found, &args, &env.apps.config.workspace.display().to_string()))
     }
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {

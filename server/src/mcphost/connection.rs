@@ -441,15 +441,27 @@ fn spawn(config: &McpServerConfig, workspace: &std::path::Path) -> Result<tokio:
 }
 
 async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    let mut lines = BufReader::new(stderr).lines();
-    while let Ok(Some(mut line)) = lines.next_line().await {
-        if line.len() > MAX_STDERR_LINE {
-            let mut end = MAX_STDERR_LINE;
-            while !line.is_char_boundary(end) {
-                end -= 1;
-            }
-            line.truncate(end);
+    use tokio::io::AsyncReadExt;
+    let mut reader = BufReader::new(stderr);
+    loop {
+        // At most MAX_STDERR_LINE bytes are held: the rest of a longer line is read and dropped.
+        let mut line = Vec::new();
+        match (&mut reader).take(MAX_STDERR_LINE as u64).read_until(b'\n', &mut line).await {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
         }
-        tracing::info!(server = %server, "MCP server stderr: {line}");
+        if line.last() != Some(&b'\n') && line.len() == MAX_STDERR_LINE {
+            let mut rest = Vec::new();
+            loop {
+                rest.clear();
+                match (&mut reader).take(MAX_STDERR_LINE as u64).read_until(b'\n', &mut rest).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(_) if rest.last() == Some(&b'\n') => break,
+                    Ok(_) => {}
+                }
+            }
+        }
+        let text = String::from_utf8_lossy(&line);
+        tracing::info!(server = %server, "MCP server stderr: {}", text.trim_end());
     }
 }

@@ -19,6 +19,7 @@ use appserver_protocol::{
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use crate::policy::{ApprovalSpec, SessionConsents};
 use crate::ports::Broadcast;
 use crate::threads::broadcast;
 use connection::Connection;
@@ -60,6 +61,43 @@ pub struct McpHost {
     inner: Mutex<Inner>,
     /// One write (upsert, remove) at a time, so the file and the running servers agree.
     writes: tokio::sync::Mutex<()>,
+    /// "Accept for session" answers to views' calls (while the server runs).
+    pub view_consents: SessionConsents,
+    /// One view call logged at a time (each takes the next number of its view's log).
+    pub view_log: tokio::sync::Mutex<()>,
+}
+
+/// What a call of `tool` on `server` asks approval for: a `shell` approval rendering the call,
+/// scope key `mcp:<server>:<tool>`; read-only when the tool says `readOnlyHint: true`, asked
+/// every time when it says `destructiveHint: true`.
+pub fn approval_spec(
+    server: &str,
+    tool: &rmcp::model::Tool,
+    arguments: &serde_json::Value,
+    workspace: &str,
+) -> ApprovalSpec {
+    let annotations = tool.annotations.as_ref();
+    let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
+    let destructive = !read_only && annotations.and_then(|a| a.destructive_hint) == Some(true);
+    let name = tool.name.as_ref();
+    let mut rendered = format!("mcp {server} {name} {arguments}");
+    if rendered.len() > 300 {
+        let mut end = 300;
+        while !rendered.is_char_boundary(end) {
+            end -= 1;
+        }
+        rendered.truncate(end);
+        rendered.push('…');
+    }
+    let mut spec = ApprovalSpec::new("shell", &rendered, workspace, "");
+    spec.scope_key = format!("mcp:{server}:{name}");
+    spec.reason = format!(
+        "The agent wants to call the tool `{name}` of the MCP server `{server}`{}.",
+        if destructive { " (it declares that it may destroy data)" } else { "" }
+    );
+    spec.read_only = read_only;
+    spec.must_ask = destructive;
+    spec
 }
 
 fn key(name: &str) -> String {
@@ -101,7 +139,16 @@ impl McpHost {
                 inner.unreadable = Some(err.to_string());
             }
         }
-        Arc::new(McpHost { workspace, clients, shutdown, tasks, inner: Mutex::new(inner), writes: Default::default() })
+        Arc::new(McpHost {
+            workspace,
+            clients,
+            shutdown,
+            tasks,
+            inner: Mutex::new(inner),
+            writes: Default::default(),
+            view_consents: SessionConsents::default(),
+            view_log: Default::default(),
+        })
     }
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {

@@ -67,6 +67,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::McpStatusList(_) => answer(id, mcp::handle_status_list(ctx)),
         R::McpTest(p) => answer(id, mcp::handle_test(ctx, p)),
         R::McpResourcesRead(p) => answer(id, mcp::handle_resources_read(ctx, p)),
+        R::McpViewCall(p) => answer(id, mcp::handle_view_call(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

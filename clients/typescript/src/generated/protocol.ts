@@ -1086,6 +1086,30 @@ export interface McpTestResult {
 export type McpTransportKind = "stdio" | "streamableHttp";
 
 /**
+ * Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
+ * tool, relayed by the client that renders the view.
+ */
+export interface McpViewCallParams {
+  /** The tool call that created the view (`mcp/view/offered`'s `callId`). */
+  callId: string;
+  server: string;
+  tool: string;
+  arguments?: { [key: string]: unknown } | null;
+}
+
+/**
+ * What became of a view's call: `status` `done` (`result`: the server's `CallToolResult`;
+ * `seq`: its entry in the view's log, absent for a read-only tool), `declined` or `cancelled`
+ * (not approved / withdrawn: it did not run; `error` says why), or `failed` (`error`).
+ */
+export interface McpViewCallResult {
+  status: string;
+  error?: string | null;
+  result?: unknown;
+  seq?: number | null;
+}
+
+/**
  * Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
  * (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
  */
@@ -1701,6 +1725,7 @@ export interface ClientRequestMap {
   "mcp/status/list": { params: McpListParams; result: McpStatusListResult };
   "mcp/test": { params: McpServerParams; result: McpTestResult };
   "mcp/upsert": { params: McpServerParams; result: McpServerResult };
+  "mcp/view/call": { params: McpViewCallParams; result: McpViewCallResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };
