@@ -1,8 +1,8 @@
 //! A small MCP server over stdio (rmcp's server), for the tests of appserver as an MCP host:
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
-//! environment) and `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
-//! resource). With `--log PATH` it appends what happened to that file (`called add`,
+//! environment), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! resource) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -91,6 +91,7 @@ impl ServerHandler for TestServer {
                 ToolAnnotations::with_title("Env").read_only(true),
             ),
             board(),
+            tool("crash", "Exit at once", object(json!({})), ToolAnnotations::with_title("Crash").read_only(true)),
         ]))
     }
 
@@ -131,6 +132,7 @@ impl ServerHandler for TestServer {
             "echo" => text(args.get("text").and_then(Value::as_str).unwrap_or_default()),
             "add" => text((number(&args, "a") + number(&args, "b")).to_string()),
             "wipe" => text("wiped"),
+            "crash" => std::process::exit(3),
             "board" => text(format!("board {}", args.get("title").and_then(Value::as_str).unwrap_or_default())),
             "env" => {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -180,6 +182,7 @@ async fn main() {
     let log = args.iter().position(|a| a == "--log").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     eprintln!("mcp-test-server started");
     let server = TestServer { log };
+    server.note(&format!("started {}", std::process::id()));
     let Ok(running) = server.serve(rmcp::transport::io::stdio()).await else { return };
     let _ = running.waiting().await;
 }

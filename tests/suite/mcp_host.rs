@@ -83,7 +83,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     })
     .await
     .expect("mcp/status/updated: ready");
-    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(6)));
+    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(7)));
     assert_eq!(ready["transport"], "stdio");
     let status = wait_state(&client, "tools", "ready").await;
     assert_eq!(status["lastError"], Value::Null);
@@ -97,7 +97,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
 
     // mcp/test probes without keeping anything.
     let probe = client.request("mcp/test", json!({ "server": definition("probe", &log) })).await.unwrap();
-    assert_eq!(probe, json!({ "success": true, "toolCount": 6 }));
+    assert_eq!(probe, json!({ "success": true, "toolCount": 7 }));
     let broken = json!({ "name": "broken", "transport": "stdio", "command": "/nonexistent/mcp-server" });
     let probe = client.request("mcp/test", json!({ "server": broken })).await.unwrap();
     assert_eq!((probe["success"].as_bool(), probe["errorCode"].as_str()), (Some(false), Some("McpServerTestFailed")));
@@ -218,7 +218,7 @@ async fn the_agent_lists_describes_and_calls_mcp_tools_with_approval() {
     assert_eq!(listed["servers"][0]["state"], "ready");
     let names: Vec<&str> =
         listed["servers"][0]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
-    assert_eq!(names, ["echo", "add", "wipe", "slow", "env", "board"]);
+    assert_eq!(names, ["echo", "add", "wipe", "slow", "env", "board", "crash"]);
     assert!(listed["servers"][0]["tools"][0].get("inputSchema").is_none(), "schemas only on demand");
     let described: Value = serde_json::from_str(&texts[1]).unwrap();
     assert_eq!(described["inputSchema"]["properties"]["a"]["type"], "integer");
@@ -418,4 +418,49 @@ async fn a_views_calls_are_approved_and_logged_per_view() {
     assert_eq!(calls.matches("called add").count(), 1, "the declined call never ran: {calls}");
     let err = client.request("mcp/view/call", json!({ "callId": "c1", "server": "tools", "tool": "nope" })).await;
     assert_eq!(code(&err.unwrap_err()), -32070);
+}
+
+/// The pids the test server logged as it started.
+fn started(log: &Path) -> Vec<u32> {
+    std::fs::read_to_string(log)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.strip_prefix("started ").and_then(|p| p.parse().ok()))
+        .collect()
+}
+
+/// A stdio server that exits is started again (after its backoff) and is ready again; a removed
+/// one's program is killed.
+#[tokio::test]
+async fn a_server_that_exits_is_restarted_and_a_removed_one_is_killed() {
+    let (workspace, log) = workspace_with_tools();
+    let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_state(&client, "tools", "ready").await;
+    assert_eq!(started(&log).len(), 1);
+    let crash = json!({ "callId": "c1", "server": "tools", "tool": "crash" });
+    let answer = client.request("mcp/view/call", crash).await.unwrap();
+    assert_eq!(answer["status"], "failed", "{answer}");
+    let restarted = tokio::time::timeout(TIMEOUT, async {
+        while started(&log).len() < 2 {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    restarted.await.expect("started again");
+    wait_state(&client, "tools", "ready").await;
+    let pid = *started(&log).last().unwrap();
+    client.request("mcp/remove", json!({ "name": "tools" })).await.unwrap();
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let gone = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            if stat.is_empty() || stat.rsplit(')').next().is_some_and(|rest| rest.trim_start().starts_with('Z')) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    gone.await.expect("the removed server's program is killed");
 }
