@@ -121,6 +121,12 @@ pub struct ServerCapabilities {
     pub command_management: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_catalog_management: Option<bool>,
+    /// `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_management: Option<bool>,
+    /// `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_status: Option<bool>,
     /// `terminal/*` requests and notifications (section 19A).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_terminals: Option<bool>,

@@ -29,6 +29,12 @@ pub mod error_codes {
     pub const COMMAND_NOT_FOUND: i64 = -32060;
     pub const COMMAND_PERMISSION_DENIED: i64 = -32061;
     pub const COMMAND_SERVICE_UNAVAILABLE: i64 = -32062;
+    /// Section 22.11.
+    pub const MCP_SERVER_NOT_FOUND: i64 = -32070;
+    pub const MCP_SERVER_VALIDATION_FAILED: i64 = -32072;
+    pub const MCP_SERVER_TEST_FAILED: i64 = -32073;
+    pub const MCP_SERVER_NAME_CONFLICT: i64 = -32074;
+    pub const MCP_SERVER_READ_ONLY: i64 = -32075;
 }
 
 /// A request id exactly as it appeared on the wire: the raw JSON text of a string, a number or

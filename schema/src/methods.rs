@@ -26,6 +26,11 @@ use crate::item::{
     ToolCallArgumentsDeltaParams, TurnDiffUpdatedParams, UsageDeltaParams,
 };
 use crate::jsonrpc::decode_params;
+use crate::mcp::{
+    McpListParams, McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult,
+    McpServerParams, McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewCallParams,
+    McpViewCallResult, McpViewOfferedParams,
+};
 use crate::model::{ModelListParams, ModelListResult};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
@@ -206,6 +211,20 @@ request_table! { ClientRequest, client_request_schemas;
     CommandExecute => "command/execute" (CommandExecuteParams) -> CommandResult;
     /// Models of the configured provider (only when one is configured).
     ModelList => "model/list" (ModelListParams) -> ModelListResult;
+    /// MCP servers the agent may use (section 22): their definitions.
+    McpList => "mcp/list" (McpListParams) -> McpListResult;
+    McpGet => "mcp/get" (McpNameParams) -> McpServerResult;
+    /// Create or replace a workspace MCP server definition.
+    McpUpsert => "mcp/upsert" (McpServerParams) -> McpServerResult;
+    McpRemove => "mcp/remove" (McpNameParams) -> McpRemoveResult;
+    /// Every server's runtime state.
+    McpStatusList => "mcp/status/list" (McpListParams) -> McpStatusListResult;
+    /// Probe a definition without keeping it.
+    McpTest => "mcp/test" (McpServerParams) -> McpTestResult;
+    /// Read a `ui://` resource (an MCP Apps view's HTML) of a running server (appserver extension).
+    McpResourcesRead => "mcp/resources/read" (McpResourceReadParams) -> McpResourceReadResult;
+    /// A view's call of its own server's tool, gated and logged per view (appserver extension).
+    McpViewCall => "mcp/view/call" (McpViewCallParams) -> McpViewCallResult;
     /// Background terminals (section 19A), of one thread or all.
     TerminalList => "terminal/list" (TerminalListParams) -> TerminalListResult;
     /// A terminal's output since the last read (waiting up to `waitMs` for some).
@@ -265,6 +284,10 @@ notification_table! { ServerNotification, server_notification_schemas;
     AppEvent => "app/event" (AppEventParams);
     /// An outside agent (an MCP client) or an app ran, or was refused, an app command.
     AppExternalCall => "app/externalCall" (AppExternalCallParams);
+    /// One MCP server's runtime state changed (section 22.10).
+    McpStatusUpdated => "mcp/status/updated" (McpStatusUpdatedParams);
+    /// The agent called a tool that declares an MCP Apps view (appserver extension).
+    McpViewOffered => "mcp/view/offered" (McpViewOfferedParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

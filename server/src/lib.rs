@@ -17,6 +17,7 @@ pub mod config;
 pub mod debug;
 pub mod lock;
 pub mod mcp;
+pub mod mcphost;
 pub mod memory;
 pub mod model;
 pub mod policy;

@@ -129,6 +129,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
     state.tasks.spawn(watch);
     state.tasks.spawn(crate::apps::idle::forget_idle_windows(state.apps.clone(), state.shutdown.child_token()));
+    state.turns.tool_env.mcp.start();
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
@@ -195,6 +196,9 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
     tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
+    tools.register(Arc::new(crate::agent::mcp_tools::McpServersTool));
+    tools.register(Arc::new(crate::agent::mcp_tools::McpToolTool));
+    tools.register(Arc::new(crate::agent::mcp_tools::McpCallTool));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -253,6 +257,7 @@ fn assemble(
         descriptors: Default::default(),
     });
     let debug = Arc::new(DebugHooks::default());
+    let mcp = crate::mcphost::McpHost::new(config.workspace.clone(), clients.clone(), shutdown.clone(), tasks.clone());
     let turns = Arc::new(TurnService {
         config: config.clone(),
         store: store.clone(),
@@ -267,6 +272,7 @@ fn assemble(
             apps: apps.clone(),
             shell: shell.clone(),
             debug: debug.clone(),
+            mcp,
         },
         shutdown: shutdown.clone(),
         draining: CancellationToken::new(),

@@ -4,8 +4,10 @@ hosted, and approvals are answered, by appserver's own Python SDK."""
 
 import asyncio
 import json
+import os
 
 from mcp import Client, StdioServerParameters
+from mcp.shared.exceptions import MCPError
 from mcp.types import Implementation
 from sheet import MANIFEST, Sheet
 from support import TIMEOUT, running_server, server_binary
@@ -46,7 +48,7 @@ def test_tools_resources_query_and_approved_and_declined_commands():
                 window = (await host.register_app(MANIFEST, sheet.handlers)).window_id
                 async with Client(mcp_url(server), client_info=AGENT) as agent:
                     tools = {t.name: t for t in (await agent.list_tools()).tools}
-                    assert sorted(tools) == ["app_command", "app_list", "app_query"]
+                    assert sorted(tools) == ["app_command", "app_discover", "app_list", "app_query"]
                     assert tools["app_query"].annotations.read_only_hint is True
                     assert tools["app_command"].annotations.destructive_hint is True
                     assert tools["app_command"].input_schema["required"] == ["windowId", "command"]
@@ -124,6 +126,64 @@ def test_a_listening_agent_is_told_when_an_app_registers():
                         assert type(event).__name__ == "ResourcesListChanged"
                     resources = (await agent.list_resources(cache_mode="refresh")).resources
                     assert [str(r.uri) for r in resources] == [f"app://{window}"]
+            finally:
+                await host.close()
+
+    run(body())
+
+
+def test_a_descriptor_apps_resource_is_a_valid_url_for_the_python_sdk():
+    """A descriptor app is window `aai:<id>`; its resource `app://aai%3A<id>` is a URL the SDK
+    accepts (`app://aai:<id>` made it refuse the whole `resources/list`)."""
+
+    async def body():
+        async with running_server() as server:
+            folder = os.path.join(server.workspace, ".appserver", "apps", "notes")
+            os.makedirs(folder)
+            descriptor = {
+                "schema_version": "1.0",
+                "app": {"id": "com.example.notes", "name": "Notes"},
+                "execution": {"type": "http", "base_url": "http://127.0.0.1:9"},
+                "tools": [{"name": "echo", "description": "Echo"}],
+            }
+            with open(os.path.join(folder, "aai.json"), "w") as f:
+                json.dump(descriptor, f)
+            async with Client(mcp_url(server), client_info=AGENT) as agent:
+                while True:
+                    resources = (await agent.list_resources(cache_mode="refresh")).resources
+                    if resources:
+                        break
+                    await asyncio.sleep(0.05)
+                assert [str(r.uri) for r in resources] == ["app://aai%3Acom.example.notes"]
+                manifest = json.loads((await agent.read_resource(str(resources[0].uri))).contents[0].text)
+                assert manifest["appId"] == "com.example.notes"
+
+    run(body())
+
+
+def test_an_unknown_tool_is_a_protocol_error_and_a_large_result_arrives_whole():
+    """An unknown tool is JSON-RPC -32602 (not a tool result); a result over 1 MiB (an SSE event
+    that large fails this SDK) arrives, answered as plain JSON."""
+
+    async def body():
+        async with running_server(["--approval-policy", "never"]) as server:
+            host = await AppServerClient.connect(server.url, capabilities={"approvalSupport": False})
+            try:
+                sheet = Sheet()
+                window = (await host.register_app(MANIFEST, sheet.handlers)).window_id
+                async with Client(mcp_url(server), client_info=AGENT) as agent:
+                    try:
+                        await agent.call_tool("no_such_tool", {})
+                        raise AssertionError("an unknown tool must be an error")
+                    except MCPError as err:
+                        assert err.error.code == -32602
+                    big = "x" * 1_500_000
+                    call = {"windowId": window, "command": "setCells", "params": {"cells": {"A1": big}}}
+                    done = await agent.call_tool("app_command", call)
+                    assert done.is_error is False, text(done)
+                    cells = await agent.call_tool("app_query", {"windowId": window, "stateKey": "cells"})
+                    assert cells.is_error is False
+                    assert len(json.loads(text(cells))["A1"]) == 1_500_000
             finally:
                 await host.close()
 

@@ -300,3 +300,60 @@ async fn an_http_app_is_called_with_its_paths_methods_and_token() {
     let descriptor = std::fs::read_to_string(apps_dir.join("notes").join("aai.json")).unwrap();
     assert!(!descriptor.contains("s3cret"));
 }
+
+/// The AAI gateway's published shapes (fixtures in tests/fixtures/aai_gateway, written from its
+/// schemas): a 1.x camelCase descriptor with localized names and a 1.0 one whose tools give their
+/// `execution.path` load as apps; one appserver cannot run (a 2.0 skill) is logged with the field
+/// at fault.
+#[tokio::test]
+async fn the_gateways_published_descriptor_versions_load_or_say_which_field_cannot_run() {
+    let home = tempfile::tempdir().unwrap();
+    let gateway = Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join("aai_gateway");
+    for (dir, file) in [("wiki", "camel-1.x-http.json"), ("tasks", "snake-1.0-http.json"), ("notes", "v2-skill.json")] {
+        std::fs::create_dir_all(home.path().join(dir)).unwrap();
+        std::fs::copy(gateway.join(file), home.path().join(dir).join("aai.json")).unwrap();
+    }
+    let server = server_with_home(home.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    let wiki = wait_listed(&client, "aai:com.example.wiki", true, None).await;
+    assert_eq!((wiki["name"].as_str(), wiki["kind"].as_str()), (Some("Wiki"), Some("http")));
+    let tasks = wait_listed(&client, "aai:com.example.tasks", true, None).await;
+    assert_eq!(tasks["commandCount"], 2);
+    let refused = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            if server.stderr().contains("access.protocol: `skill`") {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    });
+    refused.await.expect("the skill descriptor's refusal names the field");
+}
+
+/// A program that pretty-prints its replies (one JSON object over several lines) is understood;
+/// a request it never answers fails with the timeout that applied (the descriptor's 2 s, not
+/// the caller's 5 s).
+#[tokio::test]
+async fn multi_line_replies_parse_and_the_timeout_message_states_the_limit_that_applied() {
+    let home = tempfile::tempdir().unwrap();
+    let mut descriptor = counter_descriptor_args("A pretty counter", json!([fixture(), "--pretty"]));
+    descriptor["execution"]["timeout_ms"] = json!(2000);
+    write_descriptor(home.path(), "counter", &descriptor);
+    let server = server_with_home(home.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_listed(&client, COUNTER, true, None).await;
+    approve(&client, COUNTER).await;
+    tokio::time::timeout(TIMEOUT, async {
+        while wait_listed(&client, COUNTER, true, None).await["live"] != true {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the approved program is live");
+    assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 3 })).await.unwrap(), json!({ "count": 3 }));
+    let hang = json!({ "windowId": COUNTER, "command": "hang", "params": {}, "timeoutMs": 5000 });
+    let err = client.request("app/command", hang).await.unwrap_err();
+    assert_eq!(data_code(&err).1, "TIMEOUT");
+    assert!(err.to_string().contains("within 2000 ms"), "{err}");
+    assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["count"], 3);
+}

@@ -144,7 +144,7 @@ async fn bad_calls_are_refused_with_their_codes() {
 }
 
 /// A host that registers the sheet manifest and then never answers anything.
-async fn silent_host(server: &ServerProcess, window: Option<&str>) -> (Client, String) {
+pub(super) async fn silent_host(server: &ServerProcess, window: Option<&str>) -> (Client, String) {
     let client = server.ws_client_initialized().await.unwrap();
     let mut params = json!({ "manifest": appserver_client::sheet::manifest() });
     if let Some(w) = window {

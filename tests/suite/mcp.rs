@@ -106,7 +106,7 @@ async fn tools_resources_and_queries_over_streamable_http() {
 
     let tools = within("tools/list", client.list_all_tools()).await.unwrap();
     let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-    assert_eq!(names, ["app_list", "app_query", "app_command"]);
+    assert_eq!(names, ["app_list", "app_query", "app_command", "app_discover"]);
     let hints = |i: usize| {
         let a = tools[i].annotations.clone().expect("annotations");
         (a.read_only_hint, a.destructive_hint, a.idempotent_hint)
@@ -248,7 +248,7 @@ async fn mcp_follows_the_token_and_origin_rules_of_ws() {
             .unwrap();
     assert_eq!(status, 403);
     let (client, _changed) = connect_http(&server, Some("s3cret")).await;
-    assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 3);
+    assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 4);
 }
 
 async fn connect_stdio(workspace: &std::path::Path) -> McpClient {
@@ -279,7 +279,7 @@ async fn appserver_mcp_relays_stdio_to_the_running_server() {
 async fn appserver_mcp_starts_a_server_when_none_runs() {
     let dir = tempfile::tempdir().unwrap();
     let client = connect_stdio(dir.path()).await;
-    assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 3);
+    assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 4);
     // The embedded server is published like any other, so apps and clients can join it.
     let lock: Value =
         serde_json::from_str(&std::fs::read_to_string(dir.path().join(".appserver/server.lock")).unwrap()).unwrap();
@@ -293,7 +293,7 @@ async fn two_appserver_mcp_started_at_once_share_one_server() {
     let dir = tempfile::tempdir().unwrap();
     let (first, second) = tokio::join!(connect_stdio(dir.path()), connect_stdio(dir.path()));
     for client in [&first, &second] {
-        assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 3);
+        assert_eq!(within("tools/list", client.list_all_tools()).await.unwrap().len(), 4);
     }
     second.cancel().await.ok();
     first.cancel().await.ok();

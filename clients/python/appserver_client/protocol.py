@@ -815,6 +815,137 @@ ItemEventParams = TypedDict("ItemEventParams", {
 
 ItemStatus = Literal["started", "streaming", "completed"]
 
+# Params of `mcp/list` and `mcp/status/list`: none.
+McpListParams = Dict[str, Any]
+
+McpListResult = TypedDict("McpListResult", {
+    "servers": List["McpServerConfig"],
+})
+
+# Params of `mcp/get` and `mcp/remove`.
+McpNameParams = TypedDict("McpNameParams", {
+    "name": str,
+})
+
+McpRemoveResult = TypedDict("McpRemoveResult", {
+    "removed": bool,
+})
+
+# Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
+# HTML of an MCP Apps view.
+McpResourceReadParams = TypedDict("McpResourceReadParams", {
+    "server": str,
+    "uri": str,
+})
+
+# The resource's contents as the MCP server gave them (`[{uri, mimeType, text | blob, _meta}]`).
+McpResourceReadResult = TypedDict("McpResourceReadResult", {
+    "contents": List[Any],
+})
+
+# One MCP server definition (section 22.2). Secrets are references: `bearerTokenEnvVar` and
+# `envHttpHeaders` name environment variables; `envVars` names variables passed through.
+McpServerConfig = TypedDict("McpServerConfig", {
+    "name": str,
+    "transport": "McpTransportKind",
+    "args": NotRequired[Optional[List[str]]],
+    "bearerTokenEnvVar": NotRequired[Optional[str]],
+    "command": NotRequired[Optional[str]],
+    "cwd": NotRequired[Optional[str]],
+    "enabled": NotRequired[bool],
+    "env": NotRequired[Optional[Dict[str, str]]],
+    "envHttpHeaders": NotRequired[Optional[Dict[str, str]]],
+    "envVars": NotRequired[Optional[List[str]]],
+    "httpHeaders": NotRequired[Optional[Dict[str, str]]],
+    "origin": NotRequired[Optional["McpServerOrigin"]],
+    "readOnly": NotRequired[Optional[bool]],
+    "startupTimeoutSec": NotRequired[Optional[float]],
+    "toolTimeoutSec": NotRequired[Optional[float]],
+    "url": NotRequired[Optional[str]],
+})
+
+# Where a server's definition comes from.
+McpServerOrigin = TypedDict("McpServerOrigin", {
+    "kind": str,  # `workspace` or `plugin`.
+    "declaredName": NotRequired[Optional[str]],
+    "pluginDisplayName": NotRequired[Optional[str]],
+    "pluginId": NotRequired[Optional[str]],
+})
+
+# Params of `mcp/upsert` and `mcp/test`.
+McpServerParams = TypedDict("McpServerParams", {
+    "server": "McpServerConfig",
+})
+
+# Result of `mcp/get` and `mcp/upsert`: the server as stored.
+McpServerResult = TypedDict("McpServerResult", {
+    "server": "McpServerConfig",
+})
+
+# A server's runtime state (section 22.7).
+McpServerStatus = TypedDict("McpServerStatus", {
+    "name": str,
+    "enabled": bool,
+    "startupState": str,  # `starting`, `ready`, `failed`, `disabled` or `stopped`.
+    "toolCount": int,
+    "transport": "McpTransportKind",
+    "lastError": NotRequired[Optional[str]],
+    "resourceCount": NotRequired[int],
+    "resourceTemplateCount": NotRequired[int],
+})
+
+McpStatusListResult = TypedDict("McpStatusListResult", {
+    "servers": List["McpServerStatus"],
+})
+
+# Params of `mcp/status/updated`.
+McpStatusUpdatedParams = TypedDict("McpStatusUpdatedParams", {
+    "server": "McpServerStatus",
+})
+
+# Result of `mcp/test`: a failure is a successful response with `success: false`.
+McpTestResult = TypedDict("McpTestResult", {
+    "success": bool,
+    "errorCode": NotRequired[Optional[str]],
+    "errorMessage": NotRequired[Optional[str]],
+    "toolCount": NotRequired[Optional[int]],
+})
+
+# How an MCP server is reached.
+McpTransportKind = Literal["stdio", "streamableHttp"]
+
+# Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
+# tool, relayed by the client that renders the view.
+McpViewCallParams = TypedDict("McpViewCallParams", {
+    "callId": str,  # The tool call that created the view (`mcp/view/offered`'s `callId`).
+    "server": str,
+    "tool": str,
+    "arguments": NotRequired[Optional[Dict[str, Any]]],
+})
+
+# What became of a view's call: `status` `done` (`result`: the server's `CallToolResult`;
+# `seq`: its entry in the view's log, absent for a read-only tool), `declined` or `cancelled`
+# (not approved / withdrawn: it did not run; `error` says why), or `failed` (`error`).
+McpViewCallResult = TypedDict("McpViewCallResult", {
+    "status": str,
+    "error": NotRequired[Optional[str]],
+    "result": NotRequired[Any],
+    "seq": NotRequired[Optional[int]],
+})
+
+# Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
+# (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
+McpViewOfferedParams = TypedDict("McpViewOfferedParams", {
+    "threadId": str,
+    "turnId": str,
+    "callId": str,  # The `mcp_call` tool call: one view instance per call.
+    "server": str,
+    "tool": str,
+    "resourceUri": str,
+    "arguments": Any,  # The tool's input (for the view's `ui/notifications/tool-input`).
+    "result": Any,  # The tool's result as the MCP server gave it (for `ui/notifications/tool-result`).
+})
+
 # One model of the provider's catalog.
 ModelCatalogItem = TypedDict("ModelCatalogItem", {
     "id": str,
@@ -913,6 +1044,8 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "commandManagement": NotRequired[Optional[bool]],
     "configOverride": NotRequired[Optional[bool]],
     "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
+    "mcpManagement": NotRequired[Optional[bool]],  # `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22).
+    "mcpStatus": NotRequired[Optional[bool]],  # `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
@@ -1323,7 +1456,7 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1341,6 +1474,14 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "command/execute": ("CommandExecuteParams", "CommandResult"),
     "command/list": ("CommandListParams", "CommandListResult"),
     "initialize": ("InitializeParams", "InitializeResult"),
+    "mcp/get": ("McpNameParams", "McpServerResult"),
+    "mcp/list": ("McpListParams", "McpListResult"),
+    "mcp/remove": ("McpNameParams", "McpRemoveResult"),
+    "mcp/resources/read": ("McpResourceReadParams", "McpResourceReadResult"),
+    "mcp/status/list": ("McpListParams", "McpStatusListResult"),
+    "mcp/test": ("McpServerParams", "McpTestResult"),
+    "mcp/upsert": ("McpServerParams", "McpServerResult"),
+    "mcp/view/call": ("McpViewCallParams", "McpViewCallResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
@@ -1377,7 +1518,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1394,6 +1535,8 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "item/started": ("ItemEventParams", None),
     "item/toolCall/argumentsDelta": ("ToolCallArgumentsDeltaParams", None),
     "item/usage/delta": ("UsageDeltaParams", None),
+    "mcp/status/updated": ("McpStatusUpdatedParams", None),
+    "mcp/view/offered": ("McpViewOfferedParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
     "terminal/completed": ("TerminalEventParams", None),
@@ -1478,6 +1621,30 @@ class ClientRequests:
 
     async def initialize(self, params: "InitializeParams", timeout: Optional[float] = None) -> "InitializeResult":
         return await self.request("initialize", params, timeout)
+
+    async def mcp_get(self, params: "McpNameParams", timeout: Optional[float] = None) -> "McpServerResult":
+        return await self.request("mcp/get", params, timeout)
+
+    async def mcp_list(self, params: "McpListParams", timeout: Optional[float] = None) -> "McpListResult":
+        return await self.request("mcp/list", params, timeout)
+
+    async def mcp_remove(self, params: "McpNameParams", timeout: Optional[float] = None) -> "McpRemoveResult":
+        return await self.request("mcp/remove", params, timeout)
+
+    async def mcp_resources_read(self, params: "McpResourceReadParams", timeout: Optional[float] = None) -> "McpResourceReadResult":
+        return await self.request("mcp/resources/read", params, timeout)
+
+    async def mcp_status_list(self, params: "McpListParams", timeout: Optional[float] = None) -> "McpStatusListResult":
+        return await self.request("mcp/status/list", params, timeout)
+
+    async def mcp_test(self, params: "McpServerParams", timeout: Optional[float] = None) -> "McpTestResult":
+        return await self.request("mcp/test", params, timeout)
+
+    async def mcp_upsert(self, params: "McpServerParams", timeout: Optional[float] = None) -> "McpServerResult":
+        return await self.request("mcp/upsert", params, timeout)
+
+    async def mcp_view_call(self, params: "McpViewCallParams", timeout: Optional[float] = None) -> "McpViewCallResult":
+        return await self.request("mcp/view/call", params, timeout)
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)

@@ -10,6 +10,7 @@ pub mod debug_tools;
 pub mod discover_tool;
 pub mod dynamic;
 pub mod hands;
+pub mod mcp_tools;
 mod model_agent;
 pub mod plan;
 pub mod todo;

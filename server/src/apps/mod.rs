@@ -129,6 +129,10 @@ pub struct AppWindow {
     /// The window's latest `app/emit` events (at most [`RECENT_EVENTS`]), so a caller that cannot
     /// receive notifications (an MCP agent) can read a streaming command's run.
     recent_events: Mutex<VecDeque<AppEventParams>>,
+    /// The ids of the latest runs its streaming commands started (at most [`RECENT_EVENTS`]).
+    runs: Mutex<VecDeque<String>>,
+    /// Counts the events kept, so a follower of a run wakes on each new one.
+    emitted: watch::Sender<u64>,
     /// The "accept for session" answers to this window's app when it calls other apps: kept
     /// while the server runs.
     pub consents: crate::policy::SessionConsents,
@@ -241,6 +245,8 @@ impl AppWindow {
             inner: Mutex::new(inner),
             ready: watch::Sender::new(ready),
             recent_events: Mutex::new(VecDeque::new()),
+            runs: Mutex::new(VecDeque::new()),
+            emitted: watch::Sender::new(0),
             consents: Default::default(),
         }
     }
@@ -256,6 +262,32 @@ impl AppWindow {
             events.pop_front();
         }
         events.push_back(event);
+        drop(events);
+        self.emitted.send_modify(|n| *n += 1);
+    }
+
+    /// Notes a run a streaming command started (its answer's `runId`), so reading it before its
+    /// first event is not an unknown run.
+    pub fn remember_run(&self, run_id: &str) {
+        let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
+        if runs.iter().any(|r| r == run_id) {
+            return;
+        }
+        if runs.len() == RECENT_EVENTS {
+            runs.pop_front();
+        }
+        runs.push_back(run_id.to_owned());
+    }
+
+    /// Whether `run_id` is a run this window started or emitted events for (among the latest).
+    pub fn knows_run(&self, run_id: &str) -> bool {
+        self.runs.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|r| r == run_id)
+            || self.events().iter().any(|e| e.run_id == run_id)
+    }
+
+    /// A receiver that changes whenever an event is kept.
+    pub fn watch_events(&self) -> watch::Receiver<u64> {
+        self.emitted.subscribe()
     }
 
     /// The kept events of one run, oldest first.

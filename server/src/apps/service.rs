@@ -66,9 +66,11 @@ fn call_timeout(timeout_ms: Option<u64>) -> Duration {
 pub(super) fn host_error(window_id: &str, what: &str, timeout: Duration, err: CallError) -> AppError {
     match err {
         CallError::Closed => AppError::NotLive(window_id.to_owned()),
-        CallError::Timeout(_) => AppError::Timeout(format!(
+        // The limit that applied: the caller's, or the app's own when that is shorter (a
+        // descriptor's `timeout_ms`).
+        CallError::Timeout(applied) => AppError::Timeout(format!(
             "the app in window {window_id} did not answer {what} within {} ms",
-            timeout.as_millis()
+            applied.min(timeout).as_millis()
         )),
         CallError::Rejected(error) => {
             let code = error
@@ -349,15 +351,20 @@ async fn command_with(
     check_declared(&checked, window_id, command, &params)?;
     let timeout = call_timeout(timeout_ms);
     let call = Call { command, params, caller, fence };
-    match host_for(apps, &window).await? {
+    let result = match host_for(apps, &window).await? {
         Hosted::Here(host) => {
             if let Some(reason) = host.held() {
                 return Err(AppError::PermissionDenied(reason));
             }
-            run_logged(&apps.store, &window, host.as_ref(), call, timeout).await
+            run_logged(&apps.store, &window, host.as_ref(), call, timeout).await?
         }
-        Hosted::Elsewhere(host) => host.run(call, timeout).await,
+        Hosted::Elsewhere(host) => host.run(call, timeout).await?,
+    };
+    // A streaming command's run, readable (over MCP) before its first event.
+    if let Some(run_id) = result.get("runId").and_then(Value::as_str) {
+        window.remember_run(run_id);
     }
+    Ok(result)
 }
 
 /// Whether `command` is one the window's app declared and `params` fit its schema: the check

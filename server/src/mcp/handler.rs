@@ -1,10 +1,12 @@
 //! One MCP session: rmcp's `ServerHandler` over the app service. Tools (`tools.rs`), one
 //! resource per app window (`app://<windowId>`, its name and description; reading it gives the
-//! manifest), and `notifications/resources/list_changed` whenever an app registers or leaves.
+//! manifest; `uris.rs`), and `notifications/resources/list_changed` whenever an app registers or
+//! leaves. A streaming `app_command` of a client that asked for progress is followed to its end
+//! (`progress.rs`).
 
 use std::sync::Arc;
 
-use appserver_protocol::AppCaller;
+use appserver_protocol::{AppCaller, AppDiscoverParams};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, Implementation, JsonObject, ListResourcesResult,
     ListToolsResult, PaginatedRequestParams, ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult,
@@ -15,22 +17,20 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio_util::sync::{CancellationToken, DropGuard};
 
+use super::progress::{self, Ended, Follower};
 use super::sessions::SessionEnds;
-use super::tools;
+use super::{tools, uris};
 use crate::apps::service::{self, AppService};
+use crate::apps::web;
 use crate::policy::SessionConsents;
 use crate::turns::TurnService;
 use crate::turns::app_calls::{self, AppCall, Outcome};
 
-/// The URI scheme of app resources: `app://<windowId>` (the manifest) and
-/// `app://<windowId>/runs/<runId>` (a streaming command's events).
-pub const RESOURCE_SCHEME: &str = "app://";
-const RUNS: &str = "/runs/";
-
 const INSTRUCTIONS: &str = "appserver's registered apps (spreadsheets, editors, canvases, ...). Call app_list (or \
      list the resources) to see them, read an app's manifest (the resource app://<windowId>, or \
      app_query(windowId, \"manifest\")) before using it, read state with app_query and change it with app_command. \
-     Every app_command is approved by the user (or the workspace policy) and recorded in the app's replay log.";
+     Every app_command is approved by the user (or the workspace policy) and recorded in the app's replay log. \
+     app_discover loads a web app by its URL.";
 
 /// The MCP server of one session (one client).
 #[derive(Debug, Clone)]
@@ -74,6 +74,15 @@ impl McpSession {
             (Ok(w), Ok(c)) => (w, c),
             (Err(e), _) | (_, Err(e)) => return Ok(e),
         };
+        let timeout_ms = match args.get("timeoutMs") {
+            None | Some(Value::Null) => None,
+            Some(v) => match v.as_u64() {
+                Some(ms) => Some(ms),
+                None => {
+                    return Ok(tools::failure("INVALID_PARAMS: `timeoutMs` must be a whole number of milliseconds"));
+                }
+            },
+        };
         let session = session_id(context);
         let caller = AppCaller::Mcp {
             session_id: session.clone().unwrap_or_else(|| self.local_id.to_string()),
@@ -95,7 +104,7 @@ impl McpSession {
             window_id: &window,
             command: &command,
             params: args.get("params").cloned(),
-            timeout_ms: None,
+            timeout_ms,
             session: &self.consents,
             withdrawn: &withdrawn,
         };
@@ -103,11 +112,56 @@ impl McpSession {
             .await
             .map_err(|e| ErrorData::internal_error(format!("approval: {e}"), None))?;
         Ok(match outcome {
-            Outcome::Done(result) => tools::with_run_link(tools::success(&result), &window, &result),
+            Outcome::Done(result) => match result.get("runId").and_then(Value::as_str) {
+                Some(run_id) if context.meta.get_progress_token().is_some() => {
+                    self.follow(&window, &command, run_id, &result, timeout_ms, context).await
+                }
+                _ => tools::with_run_link(tools::success(&result), &window, &result),
+            },
             Outcome::Declined(message) => tools::failure(message),
             Outcome::Withdrawn => tools::failure("CANCELLED: the call was withdrawn before it was approved."),
             Outcome::Failed(err) => tools::app_failure(&err),
         })
+    }
+
+    /// A streaming command's run, followed for a client that asked for progress: the answer is
+    /// the command's (`runId`) with the run's events, once the run ended or the limit passed.
+    async fn follow(
+        &self,
+        window_id: &str,
+        command: &str,
+        run_id: &str,
+        result: &Value,
+        timeout_ms: Option<u64>,
+        context: &RequestContext<RoleServer>,
+    ) -> CallToolResult {
+        let (Some(window), Some(token)) = (self.apps.registry.get(window_id), context.meta.get_progress_token()) else {
+            return tools::with_run_link(tools::success(result), window_id, result);
+        };
+        let terminal = progress::terminal_event(&window, command);
+        let limit = progress::limit(timeout_ms);
+        let to = Follower { peer: &context.peer, token, limit, stop: &context.ct };
+        let (events, ended) = progress::follow(&window, run_id, terminal.as_deref(), to).await;
+        let mut value = result.clone();
+        if let Value::Object(map) = &mut value {
+            map.insert("events".into(), Value::Array(events));
+            let ended = match ended {
+                Ended::Finished => "finished".to_owned(),
+                Ended::TimedOut(after) => format!("still running after {} ms", after.as_millis()),
+                Ended::Cancelled => "cancelled".to_owned(),
+            };
+            map.insert("run".into(), Value::String(ended));
+        }
+        tools::with_run_link(tools::success(&value), window_id, &value)
+    }
+
+    async fn discover(&self, args: &JsonObject) -> CallToolResult {
+        let text = |member: &str| args.get(member).and_then(Value::as_str).map(str::to_owned);
+        let params = AppDiscoverParams { url: text("url"), name: text("name") };
+        match web::discover(&self.apps, params).await {
+            Ok(result) => tools::success(&serde_json::to_value(&result).unwrap_or(Value::Null)),
+            Err(err) => tools::app_failure(&err),
+        }
     }
 
     async fn resources(&self) -> Vec<Resource> {
@@ -119,7 +173,7 @@ impl McpSession {
                     Some(d) if !d.is_empty() => d.to_owned(),
                     _ => format!("The app {} ({})", app.name, app.app_id),
                 };
-                Resource::new(format!("{RESOURCE_SCHEME}{}", app.window_id), app.name)
+                Resource::new(uris::window(&app.window_id), app.name)
                     .with_description(description)
                     .with_mime_type("application/json")
             })
@@ -220,8 +274,14 @@ impl ServerHandler for McpSession {
             "app_list" => tools::list(&self.apps).await,
             "app_query" => tools::query(&self.apps, &args).await,
             "app_command" => self.command(args, &context).await?,
+            "app_discover" => self.discover(&args).await,
+            // A tool that does not exist is a protocol error (the MCP specification's
+            // "Unknown tools" -32602), unlike a tool's own failure.
             other => {
-                tools::failure(format!("UNKNOWN_TOOL: no tool `{other}` (tools: app_list, app_query, app_command)"))
+                return Err(ErrorData::invalid_params(
+                    format!("unknown tool `{other}` (tools: app_list, app_query, app_command, app_discover)"),
+                    None,
+                ));
             }
         };
         Ok(result.into())
@@ -241,19 +301,22 @@ impl ServerHandler for McpSession {
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
         let not_found = || ErrorData::resource_not_found(format!("no app resource {}", request.uri), None);
-        let path = request.uri.strip_prefix(RESOURCE_SCHEME).ok_or_else(not_found)?;
-        let value = match path.split_once(RUNS) {
+        let (window_id, run_id) = uris::parse(&request.uri).ok_or_else(not_found)?;
+        let value = match run_id {
             // `app://<windowId>/runs/<runId>`: a streaming command's events so far.
-            Some((window_id, run_id)) => {
-                let window = self.apps.registry.get(window_id).ok_or_else(not_found)?;
+            Some(run_id) => {
+                let window = self.apps.registry.get(&window_id).ok_or_else(not_found)?;
+                if !window.knows_run(&run_id) {
+                    return Err(not_found());
+                }
                 let events: Vec<Value> = window
-                    .run_events(run_id)
+                    .run_events(&run_id)
                     .into_iter()
                     .map(|e| json!({ "type": e.event_type, "payload": e.payload }))
                     .collect();
                 json!({ "windowId": window_id, "runId": run_id, "events": events })
             }
-            None => service::query(&self.apps, path, "manifest", None).await.map_err(|_| not_found())?,
+            None => service::query(&self.apps, &window_id, "manifest", None).await.map_err(|_| not_found())?,
         };
         let text = serde_json::to_string_pretty(&value).unwrap_or_default();
         let contents = ResourceContents::TextResourceContents {

@@ -91,6 +91,11 @@ impl Sessions {
         }
     }
 
+    /// Whether the session `id` is open (without counting this as activity).
+    pub fn is_live(&self, id: &str) -> bool {
+        lock(&self.live).contains_key(id)
+    }
+
     fn touch(&self, id: &SessionId) -> bool {
         match lock(&self.live).get_mut(id) {
             Some(live) => {

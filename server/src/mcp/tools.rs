@@ -1,5 +1,6 @@
-//! The MCP tools: the built-in agent's `app_list`, `app_query` and `app_command` (same names,
-//! descriptions and input schemas, taken from `agent::app_tools`), with MCP tool annotations, and
+//! The MCP tools: the built-in agent's `app_list`, `app_query`, `app_command` and
+//! `app_discover` (same names, descriptions and input schemas, taken from `agent::app_tools` and
+//! `agent::discover_tool`; `app_command` also takes `timeoutMs`), with MCP tool annotations, and
 //! what each call does. Failures are tool errors (`isError: true`) whose text starts with the
 //! app error code (`APP_NOT_FOUND: …`), exactly as the built-in agent sees them.
 
@@ -9,6 +10,7 @@ use rmcp::model::{CallToolResult, ContentBlock, JsonObject, Tool, ToolAnnotation
 use serde_json::{Value, json};
 
 use crate::agent::app_tools::{AppCommandTool, AppListTool, AppQueryTool};
+use crate::agent::discover_tool::AppDiscoverTool;
 use crate::apps::{AppError, service};
 use crate::turns::tools::Tool as AgentTool;
 
@@ -23,20 +25,46 @@ fn describe(tool: &dyn AgentTool, annotations: ToolAnnotations) -> Tool {
     Tool::new(tool.name().to_owned(), tool.description().to_owned(), schema(tool)).with_annotations(annotations)
 }
 
-/// The three tools as `tools/list` gives them.
+/// `app_command`'s input schema: the agent's, with the call's limit.
+fn command_schema() -> Arc<JsonObject> {
+    let mut schema = (*schema(&AppCommandTool)).clone();
+    if let Some(Value::Object(properties)) = schema.get_mut("properties") {
+        properties.insert(
+            "timeoutMs".into(),
+            json!({ "type": "integer", "minimum": 1, "description": "Longest the command may take (default 5000, \
+                at most 600000); for a streaming command followed with progress, how long its run is followed \
+                (default 60000)." }),
+        );
+    }
+    Arc::new(schema)
+}
+
+/// The tools as `tools/list` gives them.
 pub fn definitions() -> Vec<Tool> {
+    let mut command = describe(
+        &AppCommandTool,
+        ToolAnnotations::with_title("Run an app command")
+            .read_only(false)
+            .destructive(true)
+            .idempotent(false)
+            .open_world(false),
+    );
+    command.input_schema = command_schema();
     vec![
         describe(&AppListTool, ToolAnnotations::with_title("List apps").read_only(true).open_world(false)),
         describe(&AppQueryTool, ToolAnnotations::with_title("Read app state").read_only(true).open_world(false)),
         // A command changes the app's state (it may overwrite data) and running it twice may
         // not be the same as running it once.
+        command,
+        // Discovery fetches a site's descriptor and registers its app: it changes what is
+        // registered, not any app's state, and reaches outside.
         describe(
-            &AppCommandTool,
-            ToolAnnotations::with_title("Run an app command")
+            &AppDiscoverTool,
+            ToolAnnotations::with_title("Load a web app")
                 .read_only(false)
-                .destructive(true)
-                .idempotent(false)
-                .open_world(false),
+                .destructive(false)
+                .idempotent(true)
+                .open_world(true),
         ),
     ]
 }
@@ -55,7 +83,7 @@ pub fn success(value: &Value) -> CallToolResult {
 /// reads them from the resource `app://<windowId>/runs/<runId>`, named in a second text block.
 pub fn with_run_link(mut result: CallToolResult, window_id: &str, value: &Value) -> CallToolResult {
     if let Some(run_id) = value.get("runId").and_then(Value::as_str) {
-        let uri = format!("app://{window_id}/runs/{run_id}");
+        let uri = super::uris::run(window_id, run_id);
         result
             .content
             .push(ContentBlock::text(format!("This command streams events: read the resource {uri} to follow them.")));
@@ -103,7 +131,7 @@ mod tests {
     fn annotations_follow_what_each_tool_does() {
         let tools = definitions();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
-        assert_eq!(names, ["app_list", "app_query", "app_command"]);
+        assert_eq!(names, ["app_list", "app_query", "app_command", "app_discover"]);
         let read_only = |t: &Tool| t.annotations.as_ref().and_then(|a| a.read_only_hint);
         assert_eq!(read_only(&tools[0]), Some(true));
         assert_eq!(read_only(&tools[1]), Some(true));
@@ -113,6 +141,9 @@ mod tests {
             (Some(false), Some(true), Some(false))
         );
         assert_eq!(tools[2].input_schema.get("required"), Some(&json!(["windowId", "command"])));
+        assert_eq!(tools[2].input_schema["properties"]["timeoutMs"]["type"], "integer");
+        let discover = tools[3].annotations.as_ref().expect("annotated");
+        assert_eq!((discover.read_only_hint, discover.open_world_hint), (Some(false), Some(true)));
     }
 
     #[test]

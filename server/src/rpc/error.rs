@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::apps::AppError;
 use crate::commands::CommandError;
+use crate::mcphost::McpHostError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
 
@@ -144,6 +145,20 @@ impl From<CommandError> for RpcError {
             CommandError::Session(session) => RpcError::from(session),
             other => RpcError::new(code, other.to_string()),
         }
+    }
+}
+
+impl From<McpHostError> for RpcError {
+    fn from(err: McpHostError) -> Self {
+        let code = match &err {
+            McpHostError::NotFound(_) => error_codes::MCP_SERVER_NOT_FOUND,
+            McpHostError::Validation(_) => error_codes::MCP_SERVER_VALIDATION_FAILED,
+            McpHostError::NameConflict(..) => error_codes::MCP_SERVER_NAME_CONFLICT,
+            McpHostError::ReadOnly(_) | McpHostError::NotOwner => error_codes::MCP_SERVER_READ_ONLY,
+            McpHostError::Storage(_) => error_codes::INTERNAL_ERROR,
+            McpHostError::Unavailable(_) => error_codes::MCP_SERVER_TEST_FAILED,
+        };
+        RpcError::new(code, err.to_string())
     }
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, terminals, threads, turns};
+use super::handlers::{apps, channels, commands, mcp, terminals, threads, turns};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -60,6 +60,14 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::TerminalWrite(p) => answer(id, terminals::handle_write(ctx, p)),
         R::TerminalStop(p) => answer(id, terminals::handle_stop(ctx, p)),
         R::TerminalClean(p) => answer(id, terminals::handle_clean(ctx, p)),
+        R::McpList(_) => answer(id, mcp::handle_list(ctx)),
+        R::McpGet(p) => answer(id, mcp::handle_get(ctx, p)),
+        R::McpUpsert(p) => answer(id, mcp::handle_upsert(ctx, p)),
+        R::McpRemove(p) => answer(id, mcp::handle_remove(ctx, p)),
+        R::McpStatusList(_) => answer(id, mcp::handle_status_list(ctx)),
+        R::McpTest(p) => answer(id, mcp::handle_test(ctx, p)),
+        R::McpResourcesRead(p) => answer(id, mcp::handle_resources_read(ctx, p)),
+        R::McpViewCall(p) => answer(id, mcp::handle_view_call(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

@@ -118,6 +118,8 @@ pub fn initialize_result(
             config_override: Some(true),
             command_management: Some(true),
             model_catalog_management: model_configured.then_some(true),
+            mcp_management: Some(true),
+            mcp_status: Some(true),
             background_terminals: Some(true),
             sandbox,
             extensions: [("appProtocol".to_owned(), serde_json::Value::Bool(true))].into_iter().collect(),

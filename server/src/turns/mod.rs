@@ -11,6 +11,7 @@ pub mod input;
 pub mod ownership;
 pub mod runner;
 pub mod tools;
+pub mod view_calls;
 
 use std::sync::Arc;
 

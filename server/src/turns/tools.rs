@@ -44,7 +44,7 @@ impl ToolOutput {
 
 /// What tools may reach: the store and the loaded threads (for `update_plan`), every client
 /// (to announce what a tool changed), the apps (for `app_*`), the commands and terminals (for
-/// `Exec` and the file tools) and the debug hooks.
+/// `Exec` and the file tools), the debug hooks and the MCP servers (for `mcp_*`).
 #[derive(Debug, Clone)]
 pub struct ToolEnv {
     pub store: Store,
@@ -53,6 +53,8 @@ pub struct ToolEnv {
     pub apps: Arc<AppService>,
     pub shell: Arc<ShellService>,
     pub debug: Arc<DebugHooks>,
+    /// The MCP servers the agent uses (`mcp_*`).
+    pub mcp: Arc<crate::mcphost::McpHost>,
 }
 
 /// Everything a running tool may use.

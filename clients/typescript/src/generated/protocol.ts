@@ -980,6 +980,153 @@ export interface ItemEventParams {
 
 export type ItemStatus = "started" | "streaming" | "completed";
 
+/** Params of `mcp/list` and `mcp/status/list`: none. */
+export type McpListParams = { [key: string]: unknown };
+
+export interface McpListResult {
+  servers: McpServerConfig[];
+}
+
+/** Params of `mcp/get` and `mcp/remove`. */
+export interface McpNameParams {
+  name: string;
+}
+
+export interface McpRemoveResult {
+  removed: boolean;
+}
+
+/**
+ * Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
+ * HTML of an MCP Apps view.
+ */
+export interface McpResourceReadParams {
+  server: string;
+  uri: string;
+}
+
+/** The resource's contents as the MCP server gave them (`[{uri, mimeType, text | blob, _meta}]`). */
+export interface McpResourceReadResult {
+  contents: unknown[];
+}
+
+/**
+ * One MCP server definition (section 22.2). Secrets are references: `bearerTokenEnvVar` and
+ * `envHttpHeaders` name environment variables; `envVars` names variables passed through.
+ */
+export interface McpServerConfig {
+  name: string;
+  transport: McpTransportKind;
+  args?: string[] | null;
+  bearerTokenEnvVar?: string | null;
+  command?: string | null;
+  cwd?: string | null;
+  enabled?: boolean;
+  env?: { [key: string]: string } | null;
+  envHttpHeaders?: { [key: string]: string } | null;
+  envVars?: string[] | null;
+  httpHeaders?: { [key: string]: string } | null;
+  origin?: McpServerOrigin | null;
+  readOnly?: boolean | null;
+  startupTimeoutSec?: number | null;
+  toolTimeoutSec?: number | null;
+  url?: string | null;
+}
+
+/** Where a server's definition comes from. */
+export interface McpServerOrigin {
+  /** `workspace` or `plugin`. */
+  kind: string;
+  declaredName?: string | null;
+  pluginDisplayName?: string | null;
+  pluginId?: string | null;
+}
+
+/** Params of `mcp/upsert` and `mcp/test`. */
+export interface McpServerParams {
+  server: McpServerConfig;
+}
+
+/** Result of `mcp/get` and `mcp/upsert`: the server as stored. */
+export interface McpServerResult {
+  server: McpServerConfig;
+}
+
+/** A server's runtime state (section 22.7). */
+export interface McpServerStatus {
+  name: string;
+  enabled: boolean;
+  /** `starting`, `ready`, `failed`, `disabled` or `stopped`. */
+  startupState: string;
+  toolCount: number;
+  transport: McpTransportKind;
+  lastError?: string | null;
+  resourceCount?: number;
+  resourceTemplateCount?: number;
+}
+
+export interface McpStatusListResult {
+  servers: McpServerStatus[];
+}
+
+/** Params of `mcp/status/updated`. */
+export interface McpStatusUpdatedParams {
+  server: McpServerStatus;
+}
+
+/** Result of `mcp/test`: a failure is a successful response with `success: false`. */
+export interface McpTestResult {
+  success: boolean;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  toolCount?: number | null;
+}
+
+/** How an MCP server is reached. */
+export type McpTransportKind = "stdio" | "streamableHttp";
+
+/**
+ * Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
+ * tool, relayed by the client that renders the view.
+ */
+export interface McpViewCallParams {
+  /** The tool call that created the view (`mcp/view/offered`'s `callId`). */
+  callId: string;
+  server: string;
+  tool: string;
+  arguments?: { [key: string]: unknown } | null;
+}
+
+/**
+ * What became of a view's call: `status` `done` (`result`: the server's `CallToolResult`;
+ * `seq`: its entry in the view's log, absent for a read-only tool), `declined` or `cancelled`
+ * (not approved / withdrawn: it did not run; `error` says why), or `failed` (`error`).
+ */
+export interface McpViewCallResult {
+  status: string;
+  error?: string | null;
+  result?: unknown;
+  seq?: number | null;
+}
+
+/**
+ * Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
+ * (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
+ */
+export interface McpViewOfferedParams {
+  threadId: string;
+  turnId: string;
+  /** The `mcp_call` tool call: one view instance per call. */
+  callId: string;
+  server: string;
+  tool: string;
+  resourceUri: string;
+  /** The tool's input (for the view's `ui/notifications/tool-input`). */
+  arguments: unknown;
+  /** The tool's result as the MCP server gave it (for `ui/notifications/tool-result`). */
+  result: unknown;
+}
+
 /** One model of the provider's catalog. */
 export interface ModelCatalogItem {
   id: string;
@@ -1090,6 +1237,10 @@ export interface ServerCapabilities {
   configOverride?: boolean | null;
   /** Extension registry keyed by extension name; `true` means its methods are available. */
   extensions?: { [key: string]: unknown };
+  /** `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22). */
+  mcpManagement?: boolean | null;
+  /** `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22). */
+  mcpStatus?: boolean | null;
   modeSwitch?: boolean | null;
   modelCatalogManagement?: boolean | null;
   /** How `Exec` commands are confined on this host (appserver extension). */
@@ -1567,6 +1718,14 @@ export interface ClientRequestMap {
   "command/execute": { params: CommandExecuteParams; result: CommandResult };
   "command/list": { params: CommandListParams; result: CommandListResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
+  "mcp/get": { params: McpNameParams; result: McpServerResult };
+  "mcp/list": { params: McpListParams; result: McpListResult };
+  "mcp/remove": { params: McpNameParams; result: McpRemoveResult };
+  "mcp/resources/read": { params: McpResourceReadParams; result: McpResourceReadResult };
+  "mcp/status/list": { params: McpListParams; result: McpStatusListResult };
+  "mcp/test": { params: McpServerParams; result: McpTestResult };
+  "mcp/upsert": { params: McpServerParams; result: McpServerResult };
+  "mcp/view/call": { params: McpViewCallParams; result: McpViewCallResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };
@@ -1616,6 +1775,8 @@ export interface ServerNotificationMap {
   "item/started": ItemEventParams;
   "item/toolCall/argumentsDelta": ToolCallArgumentsDeltaParams;
   "item/usage/delta": UsageDeltaParams;
+  "mcp/status/updated": McpStatusUpdatedParams;
+  "mcp/view/offered": McpViewOfferedParams;
   "plan/updated": PlanUpdatedParams;
   "terminal/cleaned": TerminalEventParams;
   "terminal/completed": TerminalEventParams;

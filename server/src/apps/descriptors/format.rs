@@ -1,6 +1,8 @@
 //! The aai.json descriptor file (the AAI spec's shape): `schema_version`, `app {id, name,
 //! description}`, `execution {type, …}` and `tools [{name, description, parameters, returns}]`,
-//! read into a manifest (tools become commands) and how to run the app.
+//! read into a manifest (tools become commands) and how to run the app. The AAI gateway's other
+//! published shapes (1.0 without `app`, 1.x camelCase, 2.0 `access`/`exposure`) are read into
+//! the same by `versions.rs`.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -8,6 +10,8 @@ use std::path::{Path, PathBuf};
 use appserver_protocol::{AppCommandDescriptor, AppManifest};
 use serde::Deserialize;
 use serde_json::Value;
+
+use super::versions::{self, Shape, ToolCall};
 
 /// Largest descriptor file read.
 pub const MAX_DESCRIPTOR_BYTES: u64 = 1024 * 1024;
@@ -55,6 +59,26 @@ pub enum Execution {
         #[serde(default)]
         timeout_ms: Option<u64>,
     },
+    /// An MCP server (a 2.0 descriptor's `access`): its tools are the app's commands.
+    #[serde(skip)]
+    Mcp(McpTransport),
+}
+
+/// How an MCP server described by a 2.0 descriptor is reached.
+#[derive(Debug, Clone, PartialEq)]
+pub enum McpTransport {
+    Stdio {
+        command: String,
+        args: Vec<String>,
+        env: BTreeMap<String, String>,
+        cwd: Option<String>,
+        timeout_ms: Option<u64>,
+    },
+    Http {
+        url: String,
+        headers: BTreeMap<String, String>,
+        timeout_ms: Option<u64>,
+    },
 }
 
 /// A bearer token from an environment variable or a file; never the token itself.
@@ -85,13 +109,44 @@ pub struct Tool {
     pub path: Option<String>,
     #[serde(default)]
     pub method: Option<String>,
+    /// The AAI 1.0 spelling of `path` and `method`.
+    #[serde(default)]
+    pub execution: Option<ToolCall>,
+}
+
+impl Tool {
+    /// The tool's path under `base_url`, when it gives one.
+    pub fn http_path(&self) -> Option<&str> {
+        self.path.as_deref().or(self.execution.as_ref().map(|e| e.path.as_str()))
+    }
+
+    /// The tool's HTTP method, when it gives one.
+    pub fn http_method(&self) -> Option<&str> {
+        self.method.as_deref().or(self.execution.as_ref().and_then(|e| e.method.as_deref()))
+    }
 }
 
 impl Descriptor {
-    /// Parses a descriptor; the error names the field.
+    /// Parses a descriptor of any published shape; the error names the field.
     pub fn parse(text: &str) -> Result<Descriptor, String> {
-        let mut de = serde_json::Deserializer::from_str(text);
-        let descriptor: Descriptor = serde_path_to_error::deserialize(&mut de).map_err(|e| e.to_string())?;
+        Descriptor::parse_named(text, None)
+    }
+
+    /// [`Descriptor::parse`], `folder` naming the app when the descriptor does not (2.0).
+    pub fn parse_named(text: &str, folder: Option<&str>) -> Result<Descriptor, String> {
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let descriptor = match versions::shape(&value)? {
+            Shape::Spec => {
+                let kind = value.pointer("/execution/type").and_then(Value::as_str).unwrap_or("stdio");
+                if !matches!(kind, "stdio" | "http") {
+                    return Err(versions::unrunnable("execution.type", kind));
+                }
+                versions::read::<Descriptor>(value)?
+            }
+            Shape::Platforms => versions::from_platforms(value)?,
+            Shape::Camel => versions::from_camel(value)?,
+            Shape::Access => versions::from_access(value, folder)?,
+        };
         if descriptor.app.id.trim().is_empty() || descriptor.app.id.len() > 200 {
             return Err("app.id: must be 1 to 200 characters".into());
         }
@@ -139,6 +194,7 @@ impl Descriptor {
         match self.execution {
             Execution::Stdio { .. } => "stdio",
             Execution::Http { .. } => "http",
+            Execution::Mcp(_) => "mcp",
         }
     }
 }

@@ -7,6 +7,7 @@
 
 pub mod format;
 pub mod pins;
+pub mod versions;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -175,7 +176,9 @@ async fn read(path: &Path) -> Result<(String, Descriptor), String> {
         return Err(format!("over {MAX_DESCRIPTOR_BYTES} bytes"));
     }
     let text = tokio::fs::read_to_string(path).await.map_err(|e| e.to_string())?;
-    let descriptor = Descriptor::parse(&text)?;
+    // A 2.0 descriptor is named by its folder.
+    let folder = path.parent().and_then(Path::file_name).and_then(|n| n.to_str());
+    let descriptor = Descriptor::parse_named(&text, folder)?;
     Ok((text, descriptor))
 }
 
@@ -306,16 +309,17 @@ pub(crate) fn host_for(
     match &descriptor.execution {
         // Only `load` starts a program, once it is approved.
         Execution::Stdio { .. } => Err("execution.type: a stdio program runs only once it is approved".into()),
+        Execution::Mcp(_) => Err("access.protocol: MCP servers described by aai.json are not run yet".into()),
         Execution::Http { base_url, auth, timeout_ms } => {
             if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
                 return Err(format!("execution.base_url: `{base_url}` is not an http(s) URL"));
             }
             let mut endpoints = HashMap::new();
             for tool in &descriptor.tools {
-                let method = tool.method.as_deref().unwrap_or("POST").to_ascii_uppercase();
+                let method = tool.http_method().unwrap_or("POST").to_ascii_uppercase();
                 let method = reqwest::Method::from_bytes(method.as_bytes())
                     .map_err(|_| format!("tools.{}.method: `{method}` is not an HTTP method", tool.name))?;
-                let path = tool.path.clone().unwrap_or_else(|| format!("/{}", tool.name));
+                let path = tool.http_path().map_or_else(|| format!("/{}", tool.name), str::to_owned);
                 let path = if path.starts_with('/') { path } else { format!("/{path}") };
                 endpoints.insert(tool.name.clone(), Endpoint { method, path });
             }

@@ -231,24 +231,38 @@ fn spawn(spec: &StdioSpec) -> std::io::Result<Running> {
     Ok(Running { child, stdin, lines })
 }
 
-/// Forwards stdout lines (at most [`MAX_LINE`] bytes; a longer one ends the reading).
+/// Forwards each JSON message the program writes on stdout: one per line, or one spread over
+/// several lines (pretty-printed), read until it is complete. A message (or line) over
+/// [`MAX_LINE`] bytes ends the reading; a line that cannot start a message is passed on as it is.
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Vec<u8>>) {
     let mut reader = BufReader::new(stdout);
+    let mut message = Vec::new();
     loop {
-        let mut line = Vec::new();
-        match (&mut reader).take(MAX_LINE as u64 + 1).read_until(b'\n', &mut line).await {
+        let room = (MAX_LINE + 1).saturating_sub(message.len()) as u64;
+        match (&mut reader).take(room).read_until(b'\n', &mut message).await {
             Ok(0) | Err(_) => return,
-            Ok(_) if line.len() > MAX_LINE => {
-                tracing::warn!("app program wrote a line over {MAX_LINE} bytes; its output is no longer read");
+            Ok(_) if message.len() > MAX_LINE => {
+                tracing::warn!("app program wrote a message over {MAX_LINE} bytes; its output is no longer read");
                 return;
             }
-            Ok(_) => {
-                if tx.send(line).await.is_err() {
-                    return;
-                }
-            }
+            Ok(_) => {}
+        }
+        if message.iter().all(u8::is_ascii_whitespace) {
+            message.clear();
+            continue;
+        }
+        if incomplete(&message) {
+            continue;
+        }
+        if tx.send(std::mem::take(&mut message)).await.is_err() {
+            return;
         }
     }
+}
+
+/// Whether `text` is the start of a JSON value that more lines may complete.
+fn incomplete(text: &[u8]) -> bool {
+    matches!(serde_json::from_slice::<serde::de::IgnoredAny>(text), Err(e) if e.is_eof())
 }
 
 async fn log_stderr(app_id: String, stderr: impl AsyncRead + Unpin) {
@@ -382,4 +396,30 @@ fn deliver(app_id: &str, pending: &mut HashMap<String, oneshot::Sender<Answer>>,
         }
     };
     let _ = reply.send(answer);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    async fn messages(output: &'static [u8]) -> Vec<String> {
+        let (tx, mut rx) = mpsc::channel(8);
+        read_lines(output, tx).await;
+        let mut all = Vec::new();
+        while let Ok(m) = rx.try_recv() {
+            all.push(String::from_utf8(m).unwrap());
+        }
+        all
+    }
+
+    #[tokio::test]
+    async fn a_pretty_printed_reply_is_one_message() {
+        let out = b"{\n  \"request_id\": \"req_1\",\n  \"status\": \"success\",\n  \"result\": {\"n\": 1}\n}\n\n{\"request_id\":\"req_2\"}\nnot json\n";
+        let all = messages(out).await;
+        assert_eq!(all.len(), 3, "{all:?}");
+        let first: Value = serde_json::from_str(&all[0]).unwrap();
+        assert_eq!(first["result"]["n"], 1);
+        assert_eq!(all[1].trim(), "{\"request_id\":\"req_2\"}");
+        assert_eq!(all[2].trim(), "not json");
+    }
 }

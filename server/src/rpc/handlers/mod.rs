@@ -5,6 +5,7 @@
 pub mod apps;
 pub mod channels;
 pub mod commands;
+pub mod mcp;
 pub mod terminals;
 pub mod threads;
 pub mod turns;

@@ -1,0 +1,240 @@
+//! The agent's view of the MCP servers, loaded on demand so that many servers do not flood its
+//! context: `mcp_servers` (each server's state and tool names), `mcp_tool` (one tool's
+//! description, input schema and annotations) and `mcp_call` (a call, namespaced by server:
+//! `{server, tool, arguments}`). A call is approved like any gated tool, scope
+//! `mcp:<server>:<tool>`: a tool that declares `readOnlyHint: true` counts as read-only (asked
+//! only under `untrusted`), one that declares `destructiveHint: true` is asked about every time;
+//! it is withdrawn (`notifications/cancelled`) when the turn is interrupted.
+
+use appserver_protocol::McpServerStatus;
+use rmcp::model::{JsonObject, Tool as McpTool};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use appserver_protocol::{McpViewOfferedParams, ServerNotification};
+
+use crate::mcphost::connection::CallError;
+use crate::policy::ApprovalSpec;
+use crate::ports::BoxFuture;
+use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
+
+/// Most characters of a result given to the agent.
+const MAX_RESULT: usize = 200_000;
+
+fn text_arg(arguments: &Value, name: &str) -> Result<String, ToolOutput> {
+    arguments
+        .get(name)
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .ok_or_else(|| ToolOutput::error(format!("INVALID_PARAMS: `{name}` (a string) is required")))
+}
+
+/// The MCP Apps view a tool declares (`_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`).
+pub fn view_of(tool: &McpTool) -> Option<String> {
+    let meta = tool.meta.as_ref()?;
+    let uri = meta.get("ui").and_then(|ui| ui.get("resourceUri")).or_else(|| meta.get("ui/resourceUri"))?;
+    uri.as_str().filter(|u| u.starts_with("ui://")).map(str::to_owned)
+}
+
+fn hints(tool: &McpTool) -> (bool, bool) {
+    let annotations = tool.annotations.as_ref();
+    let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
+    let destructive = annotations.and_then(|a| a.destructive_hint) == Some(true);
+    (read_only, destructive && !read_only)
+}
+
+#[derive(Debug)]
+pub struct McpServersTool;
+
+impl Tool for McpServersTool {
+    fn name(&self) -> &str {
+        "mcp_servers"
+    }
+
+    fn description(&self) -> &str {
+        "List the MCP servers you can use: each server's name, state and tool names (readOnly marks tools that \
+         change nothing). Get a tool's description and input schema with mcp_tool, call it with mcp_call."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": {} })
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let servers: Vec<Value> = call
+                .env
+                .mcp
+                .connections()
+                .iter()
+                .map(|c| {
+                    let McpServerStatus { name, startup_state, last_error, .. } = c.status();
+                    let tools: Vec<Value> =
+                        c.tools().iter().map(|t| json!({ "name": t.name, "readOnly": hints(t).0 })).collect();
+                    json!({ "server": name, "state": startup_state, "lastError": last_error, "tools": tools })
+                })
+                .collect();
+            ToolOutput::json(&json!({ "servers": servers }))
+        })
+    }
+}
+
+#[derive(Debug)]
+pub struct McpToolTool;
+
+impl Tool for McpToolTool {
+    fn name(&self) -> &str {
+        "mcp_tool"
+    }
+
+    fn description(&self) -> &str {
+        "Describe one tool of an MCP server: its description, the JSON Schema of its arguments and its annotations."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": { "server": { "type": "string" }, "tool": { "type": "string" } },
+            "required": ["server", "tool"] })
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let (server, tool) = match (text_arg(&call.arguments, "server"), text_arg(&call.arguments, "tool")) {
+                (Ok(s), Ok(t)) => (s, t),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            match find(call.env, &server, &tool) {
+                Ok(found) => ToolOutput::json(&json!({
+                    "server": server,
+                    "tool": found.name,
+                    "description": found.description,
+                    "inputSchema": *found.input_schema,
+                    "annotations": found.annotations,
+                })),
+                Err(e) => e,
+            }
+        })
+    }
+}
+
+fn find(env: &ToolEnv, server: &str, tool: &str) -> Result<McpTool, ToolOutput> {
+    let Some(connection) = env.mcp.connection(server) else {
+        return Err(ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}` (mcp_servers lists them)")));
+    };
+    connection.tool(tool).ok_or_else(|| {
+        let names: Vec<String> = connection.tools().iter().map(|t| t.name.to_string()).collect();
+        ToolOutput::error(format!(
+            "UNKNOWN_TOOL: MCP server `{server}` has no tool `{tool}` (tools: {})",
+            names.join(", ")
+        ))
+    })
+}
+
+#[derive(Debug)]
+pub struct McpCallTool;
+
+impl Tool for McpCallTool {
+    fn name(&self) -> &str {
+        "mcp_call"
+    }
+
+    fn description(&self) -> &str {
+        "Call a tool of an MCP server: {server, tool, arguments}. Read its input schema with mcp_tool first. \
+         Calls that may change something are approved by the user."
+    }
+
+    fn input_schema(&self) -> Value {
+        json!({ "type": "object", "properties": {
+            "server": { "type": "string" }, "tool": { "type": "string" }, "arguments": { "type": "object" } },
+            "required": ["server", "tool"] })
+    }
+
+    fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
+        let server = arguments.get("server")?.as_str()?;
+        let tool = arguments.get("tool")?.as_str()?;
+        let found = env.mcp.connection(server)?.tool(tool)?;
+        let args = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
+        Some(crate::mcphost::approval_spec(server, &found, &args, &env.apps.config.workspace.display().to_string()))
+    }
+
+    fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let (server, tool) = match (text_arg(&call.arguments, "server"), text_arg(&call.arguments, "tool")) {
+                (Ok(s), Ok(t)) => (s, t),
+                (Err(e), _) | (_, Err(e)) => return e,
+            };
+            let arguments: JsonObject = match call.arguments.get("arguments") {
+                None | Some(Value::Null) => JsonObject::new(),
+                Some(Value::Object(map)) => map.clone(),
+                Some(_) => return ToolOutput::error("INVALID_PARAMS: `arguments` must be an object"),
+            };
+            let view = match find(call.env, &server, &tool) {
+                Ok(found) => view_of(&found),
+                Err(e) => return e,
+            };
+            let input = Value::Object(arguments.clone());
+            let Some(connection) = call.env.mcp.connection(&server) else {
+                return ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}`"));
+            };
+            let (progress, mut updates) = mpsc::unbounded_channel();
+            let outcome = connection.call(&tool, arguments, Some(progress), call.cancel).await;
+            let mut steps = 0;
+            while updates.try_recv().is_ok() {
+                steps += 1;
+            }
+            match outcome {
+                Ok(result) => {
+                    let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
+                    let texts: Vec<&str> =
+                        content.as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
+                    let mut answer = json!({ "server": server, "tool": tool, "content": texts.join("\n") });
+                    if let Some(structured) = &result.structured_content {
+                        answer["structuredContent"] = structured.clone();
+                    }
+                    if steps > 0 {
+                        answer["progressNotifications"] = json!(steps);
+                    }
+                    if let Some(uri) = view {
+                        answer["view"] = json!({ "resourceUri": uri });
+                        offer_view(&call, &server, &tool, &uri, input, &result);
+                    }
+                    let mut text = answer.to_string();
+                    if text.len() > MAX_RESULT {
+                        text = format!(
+                            "{}… (cut at {MAX_RESULT} characters)",
+                            &texts.join("\n").chars().take(MAX_RESULT).collect::<String>()
+                        );
+                    }
+                    if result.is_error == Some(true) { ToolOutput::error(text) } else { ToolOutput::ok(text) }
+                }
+                Err(CallError::Cancelled) => {
+                    ToolOutput::error("CANCELLED: the call was cancelled (the server was told)")
+                }
+                Err(e @ CallError::Timeout { .. }) => ToolOutput::error(format!("TIMEOUT: {e}")),
+                Err(e) => ToolOutput::error(format!("MCP_ERROR: {e}")),
+            }
+        })
+    }
+}
+
+/// Tells the thread's clients that this call has a view they may render (`mcp/view/offered`).
+fn offer_view(
+    call: &ToolCall<'_>,
+    server: &str,
+    tool: &str,
+    uri: &str,
+    input: Value,
+    result: &rmcp::model::CallToolResult,
+) {
+    let Some(thread) = call.env.threads.loaded(call.thread_id) else { return };
+    let offered = McpViewOfferedParams {
+        thread_id: call.thread_id.to_owned(),
+        turn_id: call.turn_id.to_owned(),
+        call_id: call.call_id.to_owned(),
+        server: server.to_owned(),
+        tool: tool.to_owned(),
+        resource_uri: uri.to_owned(),
+        arguments: input,
+        result: serde_json::to_value(result).unwrap_or(Value::Null),
+    };
+    thread.publish(&ServerNotification::McpViewOffered(offered));
+}

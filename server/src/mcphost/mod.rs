@@ -1,0 +1,313 @@
+//! appserver as an MCP host: the MCP servers the agent uses as tools. Their definitions are
+//! managed with section 22's methods (`mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove`,
+//! `mcp/status/list`, `mcp/test`) and kept in the workspace (`config.rs`); each enabled one is
+//! connected in the background by its supervisor (`connection.rs`), its state announced as
+//! `mcp/status/updated`; the agent sees them through three tools (`agent::mcp_tools`): the
+//! servers and their tool names, one tool's schema when asked, and a call (approved like any
+//! gated tool, scope `mcp:<server>:<tool>`).
+
+pub mod config;
+pub mod connection;
+
+use std::collections::HashMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use appserver_protocol::{
+    McpServerConfig, McpServerOrigin, McpServerStatus, McpStatusUpdatedParams, McpTestResult, ServerNotification,
+};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use crate::policy::{ApprovalSpec, SessionConsents};
+use crate::ports::Broadcast;
+use crate::threads::broadcast;
+use connection::Connection;
+
+/// Why an MCP management request failed (section 22.11).
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum McpHostError {
+    #[error("no MCP server named `{0}`")]
+    NotFound(String),
+    #[error("invalid MCP server: {0}")]
+    Validation(String),
+    #[error("the name `{0}` is taken by `{1}` (names are compared without case)")]
+    NameConflict(String, String),
+    #[error("the MCP server `{0}` is read-only")]
+    ReadOnly(String),
+    #[error("the MCP configuration cannot be kept: {0}")]
+    Storage(String),
+    #[error("only a client acting for the workspace's owner may change or probe MCP servers")]
+    NotOwner,
+    #[error("{0}")]
+    Unavailable(String),
+}
+
+#[derive(Debug, Default)]
+struct Inner {
+    configs: Vec<McpServerConfig>,
+    connections: HashMap<String, Arc<Connection>>,
+    /// Why the definitions file could not be read (writes are refused until it is fixed).
+    unreadable: Option<String>,
+}
+
+/// The MCP servers of the workspace.
+#[derive(Debug)]
+pub struct McpHost {
+    workspace: PathBuf,
+    clients: Arc<dyn Broadcast>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+    inner: Mutex<Inner>,
+    /// One write (upsert, remove) at a time, so the file and the running servers agree.
+    writes: tokio::sync::Mutex<()>,
+    /// "Accept for session" answers to views' calls (while the server runs).
+    pub view_consents: SessionConsents,
+    /// One view call logged at a time (each takes the next number of its view's log).
+    pub view_log: tokio::sync::Mutex<()>,
+}
+
+/// What a call of `tool` on `server` asks approval for: a `shell` approval rendering the call,
+/// scope key `mcp:<server>:<tool>`; read-only when the tool says `readOnlyHint: true`, asked
+/// every time when it says `destructiveHint: true`.
+pub fn approval_spec(
+    server: &str,
+    tool: &rmcp::model::Tool,
+    arguments: &serde_json::Value,
+    workspace: &str,
+) -> ApprovalSpec {
+    let annotations = tool.annotations.as_ref();
+    let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
+    let destructive = !read_only && annotations.and_then(|a| a.destructive_hint) == Some(true);
+    let name = tool.name.as_ref();
+    let mut rendered = format!("mcp {server} {name} {arguments}");
+    if rendered.len() > 300 {
+        let mut end = 300;
+        while !rendered.is_char_boundary(end) {
+            end -= 1;
+        }
+        rendered.truncate(end);
+        rendered.push('…');
+    }
+    let mut spec = ApprovalSpec::new("shell", &rendered, workspace, "");
+    spec.scope_key = format!("mcp:{server}:{name}");
+    spec.reason = format!(
+        "The agent wants to call the tool `{name}` of the MCP server `{server}`{}.",
+        if destructive { " (it declares that it may destroy data)" } else { "" }
+    );
+    spec.read_only = read_only;
+    spec.must_ask = destructive;
+    spec
+}
+
+fn key(name: &str) -> String {
+    name.to_ascii_lowercase()
+}
+
+/// A definition as listed: workspace origin, editable.
+fn listed(mut config: McpServerConfig) -> McpServerConfig {
+    config.origin = Some(McpServerOrigin {
+        kind: "workspace".into(),
+        plugin_id: None,
+        plugin_display_name: None,
+        declared_name: None,
+    });
+    config.read_only = Some(false);
+    config
+}
+
+/// A definition as stored: its origin and read-only flag are implied.
+fn stored(mut config: McpServerConfig) -> McpServerConfig {
+    config.origin = None;
+    config.read_only = None;
+    config
+}
+
+impl McpHost {
+    /// The host of `workspace`'s servers (read from its definitions file; none are started).
+    pub fn new(
+        workspace: PathBuf,
+        clients: Arc<dyn Broadcast>,
+        shutdown: CancellationToken,
+        tasks: TaskTracker,
+    ) -> Arc<McpHost> {
+        let mut inner = Inner::default();
+        match config::load(&workspace) {
+            Ok(configs) => inner.configs = configs,
+            Err(err) => {
+                tracing::error!(error = %err, "MCP servers not read");
+                inner.unreadable = Some(err.to_string());
+            }
+        }
+        Arc::new(McpHost {
+            workspace,
+            clients,
+            shutdown,
+            tasks,
+            inner: Mutex::new(inner),
+            writes: Default::default(),
+            view_consents: SessionConsents::default(),
+            view_log: Default::default(),
+        })
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Inner> {
+        self.inner.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Starts every defined server in the background.
+    pub fn start(self: &Arc<Self>) {
+        let configs = self.lock().configs.clone();
+        for config in configs {
+            self.run(config);
+        }
+    }
+
+    /// Starts `config`'s server (replacing a running one of the same name) and announces its
+    /// state changes until it is stopped.
+    fn run(&self, config: McpServerConfig) {
+        let connection = Connection::new(config.clone(), self.shutdown.child_token());
+        if let Some(previous) = self.lock().connections.insert(key(&config.name), connection.clone()) {
+            previous.stop.cancel();
+        }
+        self.tasks.spawn(connection.clone().supervise(self.workspace.clone()));
+        let (clients, mut states) = (self.clients.clone(), connection.watch());
+        let stop = connection.stop.clone();
+        self.tasks.spawn(async move {
+            loop {
+                let status = states.borrow_and_update().clone();
+                broadcast(
+                    clients.as_ref(),
+                    &ServerNotification::McpStatusUpdated(McpStatusUpdatedParams { server: status }),
+                );
+                tokio::select! {
+                    changed = states.changed() => if changed.is_err() { return },
+                    _ = stop.cancelled() => return,
+                }
+            }
+        });
+    }
+
+    /// `mcp/list`.
+    pub fn list(&self) -> Vec<McpServerConfig> {
+        self.lock().configs.iter().cloned().map(listed).collect()
+    }
+
+    /// `mcp/get`.
+    pub fn get(&self, name: &str) -> Result<McpServerConfig, McpHostError> {
+        let inner = self.lock();
+        let found = inner.configs.iter().find(|c| key(&c.name) == key(name)).cloned();
+        found.map(listed).ok_or_else(|| McpHostError::NotFound(name.to_owned()))
+    }
+
+    /// `mcp/upsert`: validated, written, then (re)started.
+    pub async fn upsert(&self, server: McpServerConfig) -> Result<McpServerConfig, McpHostError> {
+        config::validate(&server)?;
+        let server = stored(server);
+        let _write = self.writes.lock().await;
+        let configs = {
+            let inner = self.lock();
+            if let Some(why) = &inner.unreadable {
+                return Err(McpHostError::Storage(why.clone()));
+            }
+            let mut configs = inner.configs.clone();
+            match configs.iter().position(|c| key(&c.name) == key(&server.name)) {
+                Some(i) if configs[i].name != server.name => {
+                    return Err(McpHostError::NameConflict(server.name.clone(), configs[i].name.clone()));
+                }
+                Some(i) => configs[i] = server.clone(),
+                None if configs.len() >= config::MAX_SERVERS => {
+                    return Err(McpHostError::Validation(format!("at most {} servers", config::MAX_SERVERS)));
+                }
+                None => configs.push(server.clone()),
+            }
+            configs
+        };
+        let workspace = self.workspace.clone();
+        let saved = configs.clone();
+        tokio::task::spawn_blocking(move || config::save(&workspace, &saved))
+            .await
+            .map_err(|e| McpHostError::Storage(e.to_string()))??;
+        self.lock().configs = configs;
+        self.run(server.clone());
+        Ok(listed(server))
+    }
+
+    /// `mcp/remove`: forgotten, written, then stopped.
+    pub async fn remove(&self, name: &str) -> Result<(), McpHostError> {
+        let _write = self.writes.lock().await;
+        let configs = {
+            let inner = self.lock();
+            if let Some(why) = &inner.unreadable {
+                return Err(McpHostError::Storage(why.clone()));
+            }
+            let mut configs = inner.configs.clone();
+            let before = configs.len();
+            configs.retain(|c| key(&c.name) != key(name));
+            if configs.len() == before {
+                return Err(McpHostError::NotFound(name.to_owned()));
+            }
+            configs
+        };
+        let workspace = self.workspace.clone();
+        let saved = configs.clone();
+        tokio::task::spawn_blocking(move || config::save(&workspace, &saved))
+            .await
+            .map_err(|e| McpHostError::Storage(e.to_string()))??;
+        let removed = {
+            let mut inner = self.lock();
+            inner.configs = configs;
+            inner.connections.remove(&key(name))
+        };
+        if let Some(connection) = removed {
+            connection.stop.cancel();
+            let status = connection::status_of(&connection.config, "stopped", None);
+            broadcast(
+                self.clients.as_ref(),
+                &ServerNotification::McpStatusUpdated(McpStatusUpdatedParams { server: status }),
+            );
+        }
+        Ok(())
+    }
+
+    /// `mcp/status/list`.
+    pub fn statuses(&self) -> Vec<McpServerStatus> {
+        let inner = self.lock();
+        inner
+            .configs
+            .iter()
+            .map(|c| match inner.connections.get(&key(&c.name)) {
+                Some(connection) => connection.status(),
+                None => connection::status_of(c, if c.enabled { "stopped" } else { "disabled" }, None),
+            })
+            .collect()
+    }
+
+    /// `mcp/test`: validates and probes `server` without keeping it.
+    pub async fn test(&self, server: McpServerConfig) -> McpTestResult {
+        let failed = |code: &str, message: String| McpTestResult {
+            success: false,
+            tool_count: None,
+            error_code: Some(code.to_owned()),
+            error_message: Some(message),
+        };
+        if let Err(err) = config::validate(&server) {
+            return failed("McpServerValidationFailed", err.to_string());
+        }
+        match connection::probe(stored(server), &self.workspace, &self.shutdown).await {
+            Ok(tools) => McpTestResult { success: true, tool_count: Some(tools), ..Default::default() },
+            Err(message) => failed("McpServerTestFailed", message),
+        }
+    }
+
+    /// The running server `name`.
+    pub fn connection(&self, name: &str) -> Option<Arc<Connection>> {
+        self.lock().connections.get(&key(name)).cloned()
+    }
+
+    /// Every defined server's connection (those not running are absent).
+    pub fn connections(&self) -> Vec<Arc<Connection>> {
+        let inner = self.lock();
+        inner.configs.iter().filter_map(|c| inner.connections.get(&key(&c.name)).cloned()).collect()
+    }
+}

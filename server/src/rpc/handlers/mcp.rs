@@ -1,0 +1,91 @@
+//! Handlers of section 22's MCP management methods. Writing a definition (`mcp/upsert`,
+//! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
+//! only a client acting for the workspace's owner may (not a channel adapter bridging others).
+//! `mcp/resources/read` (appserver extension) reads an MCP Apps view's `ui://` HTML;
+//! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`).
+
+use appserver_protocol::{
+    McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult, McpServerParams,
+    McpServerResult, McpStatusListResult, McpTestResult, McpViewCallParams, McpViewCallResult,
+};
+
+use crate::mcphost::McpHostError;
+use crate::rpc::{RequestCtx, RpcError};
+
+fn owner_only(ctx: &RequestCtx) -> Result<(), McpHostError> {
+    if crate::turns::approvals::approvers::acts_for_owner(&*ctx.peer, &ctx.state.config) {
+        Ok(())
+    } else {
+        Err(McpHostError::NotOwner)
+    }
+}
+
+pub async fn handle_list(ctx: &RequestCtx) -> Result<McpListResult, McpHostError> {
+    Ok(McpListResult { servers: ctx.state.turns.tool_env.mcp.list() })
+}
+
+pub async fn handle_get(ctx: &RequestCtx, p: McpNameParams) -> Result<McpServerResult, McpHostError> {
+    Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.get(&p.name)? })
+}
+
+pub async fn handle_upsert(ctx: &RequestCtx, p: McpServerParams) -> Result<McpServerResult, McpHostError> {
+    owner_only(ctx)?;
+    Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.upsert(p.server).await? })
+}
+
+pub async fn handle_remove(ctx: &RequestCtx, p: McpNameParams) -> Result<McpRemoveResult, McpHostError> {
+    owner_only(ctx)?;
+    ctx.state.turns.tool_env.mcp.remove(&p.name).await?;
+    Ok(McpRemoveResult { removed: true })
+}
+
+pub async fn handle_status_list(ctx: &RequestCtx) -> Result<McpStatusListResult, McpHostError> {
+    Ok(McpStatusListResult { servers: ctx.state.turns.tool_env.mcp.statuses() })
+}
+
+pub async fn handle_test(ctx: &RequestCtx, p: McpServerParams) -> Result<McpTestResult, McpHostError> {
+    owner_only(ctx)?;
+    Ok(ctx.state.turns.tool_env.mcp.test(p.server).await)
+}
+
+/// `mcp/resources/read`: a `ui://` resource (an MCP Apps view's HTML) of a running server; other
+/// resources are not read through here.
+pub async fn handle_resources_read(
+    ctx: &RequestCtx,
+    p: McpResourceReadParams,
+) -> Result<McpResourceReadResult, McpHostError> {
+    if !p.uri.starts_with("ui://") {
+        return Err(McpHostError::Validation(format!("uri: `{}` is not a ui:// resource", p.uri)));
+    }
+    let connection = ctx.state.turns.tool_env.mcp.connection(&p.server).ok_or(McpHostError::NotFound(p.server))?;
+    let contents = connection.read_resource(&p.uri).await.map_err(|e| McpHostError::Unavailable(e.to_string()))?;
+    Ok(McpResourceReadResult { contents })
+}
+
+/// `mcp/view/call`: withdrawn if this connection closes while its approval is pending.
+pub async fn handle_view_call(ctx: &RequestCtx, p: McpViewCallParams) -> Result<McpViewCallResult, RpcError> {
+    use crate::turns::view_calls::{self, ViewCall, ViewOutcome};
+    let withdrawn = ctx.peer.closed().clone();
+    let call = ViewCall {
+        call_id: &p.call_id,
+        server: &p.server,
+        tool: &p.tool,
+        arguments: p.arguments.unwrap_or_default(),
+        withdrawn: &withdrawn,
+    };
+    let answer = |status: &str, error: Option<String>| McpViewCallResult {
+        status: status.into(),
+        result: None,
+        seq: None,
+        error,
+    };
+    Ok(match view_calls::call(&ctx.state.turns, call).await? {
+        ViewOutcome::Done { result, seq } => {
+            McpViewCallResult { status: "done".into(), result: Some(result), seq, error: None }
+        }
+        ViewOutcome::NotFound(why) => return Err(McpHostError::NotFound(why).into()),
+        ViewOutcome::Declined(why) => answer("declined", Some(why)),
+        ViewOutcome::Withdrawn => answer("cancelled", Some("the call was withdrawn before it ran".into())),
+        ViewOutcome::Failed(why) => answer("failed", Some(why)),
+    })
+}

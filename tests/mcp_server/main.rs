@@ -1,0 +1,188 @@
+//! A small MCP server over stdio (rmcp's server), for the tests of appserver as an MCP host:
+//! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
+//! progress notification per step; cancellable), `env {name}` (a variable of its
+//! environment), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! resource) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! `cancelled slow`); it writes `mcp-test-server started` to stderr.
+
+use std::io::Write;
+use std::sync::Arc;
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ListResourcesResult, ListToolsResult, MetaObject, PaginatedRequestParams, ProgressNotificationParam,
+    ReadResourceRequestParams, ReadResourceResponse, ReadResourceResult, Resource, ResourceContents,
+    ServerCapabilities, ServerConfig, Tool, ToolAnnotations,
+};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Value, json};
+
+#[derive(Clone)]
+struct TestServer {
+    log: Option<Arc<str>>,
+}
+
+impl TestServer {
+    fn note(&self, line: &str) {
+        if let Some(path) = &self.log {
+            if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path.as_ref()) {
+                let _ = writeln!(file, "{line}");
+            }
+        }
+    }
+}
+
+fn tool(name: &str, description: &str, schema: Value, annotations: ToolAnnotations) -> Tool {
+    let Value::Object(schema) = schema else { unreachable!() };
+    Tool::new(name.to_owned(), description.to_owned(), Arc::new(schema)).with_annotations(annotations)
+}
+
+fn text(t: impl Into<String>) -> CallToolResult {
+    CallToolResult::success(vec![ContentBlock::text(t.into())])
+}
+
+fn number(args: &JsonObject, name: &str) -> i64 {
+    args.get(name).and_then(Value::as_i64).unwrap_or(0)
+}
+
+impl ServerHandler for TestServer {
+    fn get_info(&self) -> ServerConfig {
+        ServerConfig::new(ServerCapabilities::builder().enable_tools().enable_resources().build())
+            .with_server_info(Implementation::new("mcp-test-server", "1.0"))
+    }
+
+    async fn list_tools(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let object = |props: Value| json!({ "type": "object", "properties": props });
+        Ok(ListToolsResult::with_all_items(vec![
+            tool(
+                "echo",
+                "Echo the text",
+                object(json!({ "text": { "type": "string" } })),
+                ToolAnnotations::with_title("Echo").read_only(true),
+            ),
+            tool(
+                "add",
+                "Add a and b",
+                object(json!({ "a": { "type": "integer" }, "b": { "type": "integer" } })),
+                ToolAnnotations::with_title("Add").read_only(false).destructive(false),
+            ),
+            tool(
+                "wipe",
+                "Wipe everything",
+                object(json!({})),
+                ToolAnnotations::with_title("Wipe").read_only(false).destructive(true),
+            ),
+            tool(
+                "slow",
+                "Count steps slowly, with progress",
+                object(json!({ "steps": { "type": "integer" }, "ms": { "type": "integer" } })),
+                ToolAnnotations::with_title("Slow").read_only(true),
+            ),
+            tool(
+                "env",
+                "A variable of the server's environment",
+                object(json!({ "name": { "type": "string" } })),
+                ToolAnnotations::with_title("Env").read_only(true),
+            ),
+            board(),
+            tool("crash", "Exit at once", object(json!({})), ToolAnnotations::with_title("Crash").read_only(true)),
+        ]))
+    }
+
+    async fn list_resources(
+        &self,
+        _request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListResourcesResult, ErrorData> {
+        Ok(ListResourcesResult::with_all_items(vec![Resource::new(VIEW, "Board view")]))
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        if request.uri != VIEW {
+            return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
+        }
+        let html = "<!doctype html><html><body><h1 id=title>Board</h1></body></html>";
+        let contents = ResourceContents::TextResourceContents {
+            uri: VIEW.into(),
+            mime_type: Some("text/html;profile=mcp-app".into()),
+            text: html.into(),
+            meta: None,
+        };
+        Ok(ReadResourceResult::new(vec![contents]).into())
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let args = request.arguments.unwrap_or_default();
+        self.note(&format!("called {}", request.name));
+        let result = match request.name.as_ref() {
+            "echo" => text(args.get("text").and_then(Value::as_str).unwrap_or_default()),
+            "add" => text((number(&args, "a") + number(&args, "b")).to_string()),
+            "wipe" => text("wiped"),
+            "crash" => std::process::exit(3),
+            "board" => text(format!("board {}", args.get("title").and_then(Value::as_str).unwrap_or_default())),
+            "env" => {
+                let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
+                text(std::env::var(name).unwrap_or_else(|_| "<unset>".into()))
+            }
+            "slow" => {
+                let (steps, ms) = (number(&args, "steps").max(1), number(&args, "ms").max(1) as u64);
+                let token = context.meta.get_progress_token();
+                for step in 1..=steps {
+                    tokio::select! {
+                        _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                        _ = context.ct.cancelled() => {
+                            self.note("cancelled slow");
+                            return Err(ErrorData::internal_error("cancelled", None));
+                        }
+                    }
+                    if let Some(token) = &token {
+                        let mut progress =
+                            ProgressNotificationParam::new(token.clone(), step as f64).with_total(steps as f64);
+                        progress.message = Some(format!("step {step}"));
+                        let _ = context.peer.notify_progress(progress).await;
+                    }
+                }
+                text(format!("{steps} steps"))
+            }
+            other => return Err(ErrorData::invalid_params(format!("unknown tool `{other}`"), None)),
+        };
+        Ok(result.into())
+    }
+}
+
+/// The view of `board`.
+const VIEW: &str = "ui://board/view.html";
+
+/// An MCP Apps tool: its result is shown by the view `ui://board/view.html`.
+fn board() -> Tool {
+    let schema = json!({ "type": "object", "properties": { "title": { "type": "string" } } });
+    let mut board = tool("board", "Show a board", schema, ToolAnnotations::with_title("Board").read_only(true));
+    let Value::Object(meta) = json!({ "ui": { "resourceUri": VIEW } }) else { unreachable!() };
+    board.meta = Some(MetaObject(meta));
+    board
+}
+
+#[tokio::main(flavor = "current_thread")]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let log = args.iter().position(|a| a == "--log").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
+    eprintln!("mcp-test-server started");
+    let server = TestServer { log };
+    server.note(&format!("started {}", std::process::id()));
+    let Ok(running) = server.serve(rmcp::transport::io::stdio()).await else { return };
+    let _ = running.waiting().await;
+}
