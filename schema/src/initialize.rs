@@ -121,6 +121,15 @@ pub struct ServerCapabilities {
     pub command_management: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_catalog_management: Option<bool>,
+    /// `workspace/config/schema|update` and `workspace/configChanged` (section 25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_config_management: Option<bool>,
+    /// `externalChannel/*` (section 23).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_channel_management: Option<bool>,
+    /// `channel/status` (section 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_status: Option<bool>,
     /// `terminal/*` requests and notifications (section 19A).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_terminals: Option<bool>,

@@ -29,6 +29,9 @@ pub mod error_codes {
     pub const COMMAND_NOT_FOUND: i64 = -32060;
     pub const COMMAND_PERMISSION_DENIED: i64 = -32061;
     pub const COMMAND_SERVICE_UNAVAILABLE: i64 = -32062;
+    pub const EXTERNAL_CHANNEL_NOT_FOUND: i64 = -32080;
+    pub const EXTERNAL_CHANNEL_VALIDATION_FAILED: i64 = -32081;
+    pub const EXTERNAL_CHANNEL_NAME_CONFLICT: i64 = -32082;
 }
 
 /// A request id exactly as it appeared on the wire: the raw JSON text of a string, a number or

@@ -14,9 +14,11 @@ pub mod jsonrpc;
 pub mod methods;
 pub mod model;
 pub mod schema;
+pub mod subagent;
 pub mod terminal;
 pub mod thread;
 pub mod turn;
+pub mod workspace;
 
 pub use acp::*;
 pub use app::*;
@@ -28,9 +30,11 @@ pub use initialize::*;
 pub use item::*;
 pub use methods::{ClientNotification, ClientRequest, Method, MethodSchema, ServerNotification, ServerRequest};
 pub use model::*;
+pub use subagent::*;
 pub use terminal::*;
 pub use thread::*;
 pub use turn::*;
+pub use workspace::*;
 
 /// `serverInfo.protocolVersion`.
 pub const PROTOCOL_VERSION: &str = "1";

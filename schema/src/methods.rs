@@ -18,7 +18,11 @@ use crate::app::{
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
-use crate::channel::{ChannelListParams, ChannelListResult};
+use crate::channel::{
+    ChannelListParams, ChannelListResult, ChannelStatusParams, ChannelStatusResult, ExternalChannelListParams,
+    ExternalChannelListResult, ExternalChannelNameParams, ExternalChannelResult, ExternalChannelUpsertParams,
+    RemovedResult,
+};
 use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
@@ -27,6 +31,7 @@ use crate::item::{
 };
 use crate::jsonrpc::decode_params;
 use crate::model::{ModelListParams, ModelListResult};
+use crate::subagent::{SubAgentChildrenListParams, SubAgentChildrenListResult};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
     TerminalResult, TerminalSessionParams, TerminalWriteParams,
@@ -41,6 +46,10 @@ use crate::turn::{
     DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,
     TurnEnqueueResult, TurnFailedParams, TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams,
     TurnSteerParams, TurnSteerResult,
+};
+use crate::workspace::{
+    CommitMessageSuggestParams, CommitMessageSuggestResult, WelcomeSuggestionsParams, WelcomeSuggestionsResult,
+    WorkspaceConfigChangedParams, WorkspaceConfigSchemaParams, WorkspaceConfigSchemaResult, WorkspaceConfigValues,
 };
 
 /// A method of the protocol, named by a marker type (`methods::Initialize`).
@@ -216,6 +225,23 @@ request_table! { ClientRequest, client_request_schemas;
     TerminalStop => "terminal/stop" (TerminalSessionParams) -> TerminalResult;
     /// Stop every terminal of a thread and forget the finished ones.
     TerminalClean => "terminal/clean" (TerminalCleanParams) -> TerminalListResult;
+    /// The config file's sections and fields, and when a change of each takes effect (section 25.2).
+    WorkspaceConfigSchema => "workspace/config/schema" (WorkspaceConfigSchemaParams) -> WorkspaceConfigSchemaResult;
+    /// Write workspace defaults into `.appserver/config.toml`; echoes what was written (section 25.3).
+    WorkspaceConfigUpdate => "workspace/config/update" (WorkspaceConfigValues) -> WorkspaceConfigValues;
+    /// A commit message for the diff of some paths, from the model (section 5.3).
+    WorkspaceCommitMessageSuggest => "workspace/commitMessage/suggest" (CommitMessageSuggestParams) -> CommitMessageSuggestResult;
+    /// Welcome-screen suggestions from the workspace's recent threads (section 5.4).
+    WelcomeSuggestions => "welcome/suggestions" (WelcomeSuggestionsParams) -> WelcomeSuggestionsResult;
+    /// The configured external channels and whether an adapter of each is connected (section 20).
+    ChannelStatus => "channel/status" (ChannelStatusParams) -> ChannelStatusResult;
+    /// External channel configs (section 23).
+    ExternalChannelList => "externalChannel/list" (ExternalChannelListParams) -> ExternalChannelListResult;
+    ExternalChannelGet => "externalChannel/get" (ExternalChannelNameParams) -> ExternalChannelResult;
+    ExternalChannelUpsert => "externalChannel/upsert" (ExternalChannelUpsertParams) -> ExternalChannelResult;
+    ExternalChannelRemove => "externalChannel/remove" (ExternalChannelNameParams) -> RemovedResult;
+    /// A thread's sub-agent children (section 24.10).
+    SubAgentChildrenList => "subagent/children/list" (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
@@ -265,6 +291,9 @@ notification_table! { ServerNotification, server_notification_schemas;
     AppEvent => "app/event" (AppEventParams);
     /// An outside agent (an MCP client) or an app ran, or was refused, an app command.
     AppExternalCall => "app/externalCall" (AppExternalCallParams);
+    /// The workspace's configuration was written (section 25.5; not to clients that declared
+    /// `configChange: false`).
+    WorkspaceConfigChanged => "workspace/configChanged" (WorkspaceConfigChangedParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

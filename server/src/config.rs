@@ -187,6 +187,69 @@ pub(crate) struct FileConfig {
     pub(crate) server: Option<FileServer>,
     #[serde(default)]
     pub(crate) shell: Option<FileShell>,
+    /// `workspace/config/update`'s switches (read where they are used, not at start-up).
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) welcome: Option<FileWelcome>,
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) skills: Option<FileSkills>,
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) memory: Option<FileMemory>,
+    /// `externalChannel/*` (protocol section 23): `[external_channels.<name>]`.
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) external_channels: Option<std::collections::BTreeMap<String, FileExternalChannel>>,
+}
+
+/// `[welcome]`: personalized `welcome/suggestions` (default on).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileWelcome {
+    pub(crate) suggestions_enabled: Option<bool>,
+}
+
+/// `[skills]`: skill self-learning (DotCraft's `Skills.SelfLearning.Enabled`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileSkills {
+    pub(crate) self_learning_enabled: Option<bool>,
+}
+
+/// `[memory]`: long-term memory consolidation (DotCraft's `Memory.AutoConsolidateEnabled`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileMemory {
+    pub(crate) auto_consolidate_enabled: Option<bool>,
+}
+
+/// `[external_channels.<name>]`: one external channel adapter's config.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileExternalChannel {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) transport: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) working_directory: Option<String>,
+    pub(crate) env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]

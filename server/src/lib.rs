@@ -29,3 +29,4 @@ pub mod telemetry;
 pub mod threads;
 pub mod transport;
 pub mod turns;
+pub mod workspace;

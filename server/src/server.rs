@@ -275,6 +275,7 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
+    let config_file = crate::workspace::ConfigFile::new(&config.workspace);
     Arc::new(ServerState {
         config,
         store,
@@ -290,6 +291,7 @@ fn assemble(
         turn_tasks,
         tasks,
         cluster,
+        config_file,
     })
 }
 

@@ -11,7 +11,7 @@ const LAYERS: &[&[&str]] = &[
     &["store", "debug", "channels", "cluster"],
     &["config"],
     &["model", "threads"],
-    &["commands", "apps", "shell"],
+    &["commands", "apps", "shell", "workspace"],
     &["turns"],
     &["agent"],
     &["rpc", "mcp"],
@@ -38,6 +38,7 @@ const DOMAIN: &[&str] = &[
     "telemetry",
     "cluster",
     "memory",
+    "workspace",
 ];
 
 const MAX_FILE_LINES: usize = 600;

@@ -424,6 +424,21 @@ ChannelListResult = TypedDict("ChannelListResult", {
     "channels": List["ChannelInfo"],
 })
 
+# One configured channel's state (protocol section 20.2).
+ChannelStatusInfo = TypedDict("ChannelStatusInfo", {
+    "name": str,
+    "category": str,  # `social` or `external`.
+    "enabled": bool,  # Configured as enabled.
+    "running": bool,  # An adapter for it is connected now.
+})
+
+# `channel/status` params: an empty object (or omitted).
+ChannelStatusParams = Dict[str, Any]
+
+ChannelStatusResult = TypedDict("ChannelStatusResult", {
+    "channels": List["ChannelStatusInfo"],
+})
+
 # A history message sent by the client when the thread uses `historyMode = "client"`.
 ChatMessage = TypedDict("ChatMessage", {
     "role": str,  # `system`, `user`, `assistant` or `tool`.
@@ -519,6 +534,37 @@ CommandResult = TypedDict("CommandResult", {
     "thread": NotRequired[Optional["Thread"]],
 })
 
+# Params of `workspace/commitMessage/suggest`.
+CommitMessageSuggestParams = TypedDict("CommitMessageSuggestParams", {
+    "threadId": str,  # The thread whose conversation gives the context.
+    "paths": List[str],  # Paths relative to the workspace root; not empty.
+    "maxDiffChars": NotRequired[Optional[int]],
+})
+
+# Result of `workspace/commitMessage/suggest`.
+CommitMessageSuggestResult = TypedDict("CommitMessageSuggestResult", {
+    "message": str,  # Subject line, then optionally a blank line and a body.
+})
+
+# One field of the config file.
+ConfigFieldSchema = TypedDict("ConfigFieldSchema", {
+    "key": str,  # The key inside its section (`model`, `api_key`, ...).
+    "type": str,  # `string`, `password`, `boolean`, `integer`, `enum`, `stringList`.
+    "reload": "ReloadBehavior",
+    "sensitive": NotRequired[bool],
+    "subsystemKey": NotRequired[Optional[str]],  # Present only when `reload` is `subsystemRestart`.
+    "updateField": NotRequired[Optional[str]],  # The `workspace/config/update` field that writes it, when one does.
+    "values": NotRequired[List[str]],  # The allowed values of an `enum` field.
+})
+
+# One section (TOML table) of the config file.
+ConfigSectionSchema = TypedDict("ConfigSectionSchema", {
+    "section": str,
+    "order": int,
+    "fields": List["ConfigFieldSchema"],
+    "path": NotRequired[Optional[str]],  # The TOML table (`model`, `approvals`, ...); `null` for the top level.
+})
+
 # Rich content returned by dynamic and plugin tools.
 ContentItem = TypedDict("ContentItem", {
     "type": str,  # `text` or `image`.
@@ -590,6 +636,38 @@ ExtAppCommandParams = TypedDict("ExtAppCommandParams", {
 ExtAppQueryParams = TypedDict("ExtAppQueryParams", {
     "windowId": str,
     "stateKey": str,
+})
+
+# An external channel's configuration (protocol section 23.2).
+ExternalChannelConfig = TypedDict("ExternalChannelConfig", {
+    "name": str,  # The key, compared case-insensitively.
+    "enabled": bool,
+    "transport": str,  # `subprocess` or `websocket` (anything else is refused with -32081).
+    "args": NotRequired[Optional[List[str]]],
+    "command": NotRequired[Optional[str]],  # Required for `subprocess`, refused for `websocket`.
+    "env": NotRequired[Optional[Dict[str, str]]],
+    "workingDirectory": NotRequired[Optional[str]],
+})
+
+# `externalChannel/list` params: an empty object (or omitted).
+ExternalChannelListParams = Dict[str, Any]
+
+ExternalChannelListResult = TypedDict("ExternalChannelListResult", {
+    "channels": List["ExternalChannelConfig"],
+})
+
+# Params of `externalChannel/get` and `externalChannel/remove`.
+ExternalChannelNameParams = TypedDict("ExternalChannelNameParams", {
+    "name": str,
+})
+
+# Result of `externalChannel/get` and `externalChannel/upsert`.
+ExternalChannelResult = TypedDict("ExternalChannelResult", {
+    "channel": "ExternalChannelConfig",
+})
+
+ExternalChannelUpsertParams = TypedDict("ExternalChannelUpsertParams", {
+    "channel": "ExternalChannelConfig",
 })
 
 # Files an app opens: a file whose extension matches runs `command` with its content under
@@ -889,6 +967,14 @@ QueuedTurnInput = TypedDict("QueuedTurnInput", {
     "sender": NotRequired[Optional["SenderContext"]],
 })
 
+# When a changed field takes effect.
+ReloadBehavior = Literal["processRestart", "subsystemRestart", "hot"]
+
+# Result of `externalChannel/remove`.
+RemovedResult = TypedDict("RemovedResult", {
+    "removed": bool,
+})
+
 # `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
 # every command outside `fullAccess` is asked about, each time.
 SandboxCapability = TypedDict("SandboxCapability", {
@@ -910,14 +996,17 @@ SenderContext = TypedDict("SenderContext", {
 ServerCapabilities = TypedDict("ServerCapabilities", {
     "approvalFlow": NotRequired[Optional[bool]],
     "backgroundTerminals": NotRequired[Optional[bool]],  # `terminal/*` requests and notifications (section 19A).
+    "channelStatus": NotRequired[Optional[bool]],  # `channel/status` (section 20).
     "commandManagement": NotRequired[Optional[bool]],
     "configOverride": NotRequired[Optional[bool]],
     "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
+    "externalChannelManagement": NotRequired[Optional[bool]],  # `externalChannel/*` (section 23).
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
     "threadManagement": NotRequired[Optional[bool]],
     "threadSubscriptions": NotRequired[Optional[bool]],
+    "workspaceConfigManagement": NotRequired[Optional[bool]],  # `workspace/config/schema|update` and `workspace/configChanged` (section 25).
 })
 
 ServerInfo = TypedDict("ServerInfo", {
@@ -933,6 +1022,40 @@ SessionIdentity = TypedDict("SessionIdentity", {
     "channelContext": NotRequired[Optional[str]],
     "userId": NotRequired[Optional[str]],
     "workspacePath": NotRequired[Optional[str]],  # Defaults to the server's workspace when omitted.
+})
+
+# One child.
+SubAgentChild = TypedDict("SubAgentChild", {
+    "edge": "SubAgentEdge",
+    "thread": NotRequired[Optional["Thread"]],
+})
+
+# Params of `subagent/children/list`.
+SubAgentChildrenListParams = TypedDict("SubAgentChildrenListParams", {
+    "parentThreadId": str,
+    "includeClosed": NotRequired[bool],  # Also list closed edges. Default `false`.
+    "includeThreads": NotRequired[bool],  # Include each child's thread (as `thread/read` returns it, without turns). Default `false`.
+})
+
+# Result of `subagent/children/list`: oldest child first.
+SubAgentChildrenListResult = TypedDict("SubAgentChildrenListResult", {
+    "data": List["SubAgentChild"],
+})
+
+# A parent/child edge.
+SubAgentEdge = TypedDict("SubAgentEdge", {
+    "parentThreadId": str,
+    "childThreadId": str,
+    "depth": int,
+    "profileName": str,
+    "runtimeType": str,
+    "supportsSendInput": bool,
+    "supportsResume": bool,
+    "supportsClose": bool,
+    "status": str,  # `open` or `closed`.
+    "agentNickname": NotRequired[Optional[str]],
+    "agentRole": NotRequired[Optional[str]],
+    "parentTurnId": NotRequired[Optional[str]],
 })
 
 SystemNoticePayload = TypedDict("SystemNoticePayload", {
@@ -1323,7 +1446,54 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+WelcomeSuggestionItem = TypedDict("WelcomeSuggestionItem", {
+    "title": str,
+    "prompt": str,
+    "reason": NotRequired[Optional[str]],
+})
+
+# Params of `welcome/suggestions`.
+WelcomeSuggestionsParams = TypedDict("WelcomeSuggestionsParams", {
+    "identity": "SessionIdentity",
+    "maxItems": NotRequired[Optional[int]],
+})
+
+# Result of `welcome/suggestions`.
+WelcomeSuggestionsResult = TypedDict("WelcomeSuggestionsResult", {
+    "items": List["WelcomeSuggestionItem"],
+    "source": str,  # `dynamic` or `none`.
+    "generatedAt": str,
+    "fingerprint": str,
+})
+
+# `workspace/configChanged`: something in the workspace's configuration was written.
+WorkspaceConfigChangedParams = TypedDict("WorkspaceConfigChangedParams", {
+    "source": str,  # The method that wrote it.
+    "regions": List[str],  # Coarse tags of what changed (`workspace.model`, `externalChannel`, ...).
+    "changedAt": str,  # ISO 8601 UTC.
+})
+
+# Params of `workspace/config/schema`: an empty object (or omitted).
+WorkspaceConfigSchemaParams = Dict[str, Any]
+
+# Result of `workspace/config/schema`.
+WorkspaceConfigSchemaResult = TypedDict("WorkspaceConfigSchemaResult", {
+    "sections": List["ConfigSectionSchema"],
+})
+
+# Params (and, echoing what was written, result) of `workspace/config/update`. An absent field
+# is left alone; `null` removes the key.
+WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
+    "apiKey": NotRequired[Optional[str]],
+    "defaultApprovalPolicy": NotRequired[Optional[str]],
+    "endPoint": NotRequired[Optional[str]],
+    "memoryAutoConsolidateEnabled": NotRequired[Optional[bool]],
+    "model": NotRequired[Optional[str]],
+    "skillsSelfLearningEnabled": NotRequired[Optional[bool]],
+    "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
+})
+
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "initialize", "model/list", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1338,10 +1508,16 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/register": ("AppRegisterParams", "AppRegisterResult"),
     "app/unregister": ("AppUnregisterParams", "EmptyResult"),
     "channel/list": ("ChannelListParams", "ChannelListResult"),
+    "channel/status": ("ChannelStatusParams", "ChannelStatusResult"),
     "command/execute": ("CommandExecuteParams", "CommandResult"),
     "command/list": ("CommandListParams", "CommandListResult"),
+    "externalChannel/get": ("ExternalChannelNameParams", "ExternalChannelResult"),
+    "externalChannel/list": ("ExternalChannelListParams", "ExternalChannelListResult"),
+    "externalChannel/remove": ("ExternalChannelNameParams", "RemovedResult"),
+    "externalChannel/upsert": ("ExternalChannelUpsertParams", "ExternalChannelResult"),
     "initialize": ("InitializeParams", "InitializeResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
+    "subagent/children/list": ("SubAgentChildrenListParams", "SubAgentChildrenListResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
     "terminal/read": ("TerminalReadParams", "TerminalResult"),
@@ -1366,6 +1542,10 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "turn/queue/remove": ("TurnQueueRemoveParams", "QueuedInputsResult"),
     "turn/start": ("TurnStartParams", "TurnResult"),
     "turn/steer": ("TurnSteerParams", "TurnSteerResult"),
+    "welcome/suggestions": ("WelcomeSuggestionsParams", "WelcomeSuggestionsResult"),
+    "workspace/commitMessage/suggest": ("CommitMessageSuggestParams", "CommitMessageSuggestResult"),
+    "workspace/config/schema": ("WorkspaceConfigSchemaParams", "WorkspaceConfigSchemaResult"),
+    "workspace/config/update": ("WorkspaceConfigValues", "WorkspaceConfigValues"),
 }
 
 ClientNotificationMethod = Literal["app/emit", "app/interaction", "initialized"]
@@ -1377,7 +1557,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1412,6 +1592,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "turn/diff/updated": ("TurnDiffUpdatedParams", None),
     "turn/failed": ("TurnFailedParams", None),
     "turn/started": ("TurnResult", None),
+    "workspace/configChanged": ("WorkspaceConfigChangedParams", None),
 }
 
 ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "item/approval/request", "item/tool/call"]
@@ -1470,17 +1651,35 @@ class ClientRequests:
     async def channel_list(self, params: "ChannelListParams", timeout: Optional[float] = None) -> "ChannelListResult":
         return await self.request("channel/list", params, timeout)
 
+    async def channel_status(self, params: "ChannelStatusParams", timeout: Optional[float] = None) -> "ChannelStatusResult":
+        return await self.request("channel/status", params, timeout)
+
     async def command_execute(self, params: "CommandExecuteParams", timeout: Optional[float] = None) -> "CommandResult":
         return await self.request("command/execute", params, timeout)
 
     async def command_list(self, params: "CommandListParams", timeout: Optional[float] = None) -> "CommandListResult":
         return await self.request("command/list", params, timeout)
 
+    async def externalChannel_get(self, params: "ExternalChannelNameParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
+        return await self.request("externalChannel/get", params, timeout)
+
+    async def externalChannel_list(self, params: "ExternalChannelListParams", timeout: Optional[float] = None) -> "ExternalChannelListResult":
+        return await self.request("externalChannel/list", params, timeout)
+
+    async def externalChannel_remove(self, params: "ExternalChannelNameParams", timeout: Optional[float] = None) -> "RemovedResult":
+        return await self.request("externalChannel/remove", params, timeout)
+
+    async def externalChannel_upsert(self, params: "ExternalChannelUpsertParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
+        return await self.request("externalChannel/upsert", params, timeout)
+
     async def initialize(self, params: "InitializeParams", timeout: Optional[float] = None) -> "InitializeResult":
         return await self.request("initialize", params, timeout)
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)
+
+    async def subagent_children_list(self, params: "SubAgentChildrenListParams", timeout: Optional[float] = None) -> "SubAgentChildrenListResult":
+        return await self.request("subagent/children/list", params, timeout)
 
     async def terminal_clean(self, params: "TerminalCleanParams", timeout: Optional[float] = None) -> "TerminalListResult":
         return await self.request("terminal/clean", params, timeout)
@@ -1553,3 +1752,15 @@ class ClientRequests:
 
     async def turn_steer(self, params: "TurnSteerParams", timeout: Optional[float] = None) -> "TurnSteerResult":
         return await self.request("turn/steer", params, timeout)
+
+    async def welcome_suggestions(self, params: "WelcomeSuggestionsParams", timeout: Optional[float] = None) -> "WelcomeSuggestionsResult":
+        return await self.request("welcome/suggestions", params, timeout)
+
+    async def workspace_commitMessage_suggest(self, params: "CommitMessageSuggestParams", timeout: Optional[float] = None) -> "CommitMessageSuggestResult":
+        return await self.request("workspace/commitMessage/suggest", params, timeout)
+
+    async def workspace_config_schema(self, params: "WorkspaceConfigSchemaParams", timeout: Optional[float] = None) -> "WorkspaceConfigSchemaResult":
+        return await self.request("workspace/config/schema", params, timeout)
+
+    async def workspace_config_update(self, params: "WorkspaceConfigValues", timeout: Optional[float] = None) -> "WorkspaceConfigValues":
+        return await self.request("workspace/config/update", params, timeout)

@@ -7,6 +7,7 @@ use crate::apps::AppError;
 use crate::commands::CommandError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
+use crate::workspace::WorkspaceError;
 
 /// A JSON-RPC error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -144,6 +145,26 @@ impl From<CommandError> for RpcError {
             CommandError::Session(session) => RpcError::from(session),
             other => RpcError::new(code, other.to_string()),
         }
+    }
+}
+
+impl From<WorkspaceError> for RpcError {
+    fn from(err: WorkspaceError) -> Self {
+        let err = match err {
+            WorkspaceError::Store(store) => return RpcError::from(store),
+            other => other,
+        };
+        let code = match &err {
+            WorkspaceError::InvalidParams(_) => error_codes::INVALID_PARAMS,
+            WorkspaceError::ThreadNotFound(_) => error_codes::THREAD_NOT_FOUND,
+            WorkspaceError::ChannelNotFound(_) => error_codes::EXTERNAL_CHANNEL_NOT_FOUND,
+            WorkspaceError::ChannelInvalid(_) => error_codes::EXTERNAL_CHANNEL_VALIDATION_FAILED,
+            WorkspaceError::ChannelConflict(_) => error_codes::EXTERNAL_CHANNEL_NAME_CONFLICT,
+            // The suggestion could not be made (no model, not a repository, nothing changed,
+            // the model failed or said nothing): `data.code` says which.
+            _ => error_codes::INTERNAL_ERROR,
+        };
+        RpcError::new(code, err.to_string()).with_data(json!({ "code": err.code() }))
     }
 }
 

@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, terminals, threads, turns};
+use super::handlers::{apps, channels, commands, subagents, terminals, threads, turns, workspace};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -60,6 +60,16 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::TerminalWrite(p) => answer(id, terminals::handle_write(ctx, p)),
         R::TerminalStop(p) => answer(id, terminals::handle_stop(ctx, p)),
         R::TerminalClean(p) => answer(id, terminals::handle_clean(ctx, p)),
+        R::WorkspaceConfigSchema(p) => answer(id, workspace::handle_config_schema(ctx, p)),
+        R::WorkspaceConfigUpdate(p) => answer(id, workspace::handle_config_update(ctx, p)),
+        R::WorkspaceCommitMessageSuggest(p) => answer(id, workspace::handle_commit_message_suggest(ctx, p)),
+        R::WelcomeSuggestions(p) => answer(id, workspace::handle_welcome_suggestions(ctx, p)),
+        R::ChannelStatus(p) => answer(id, channels::handle_channel_status(ctx, p)),
+        R::ExternalChannelList(p) => answer(id, channels::handle_external_list(ctx, p)),
+        R::ExternalChannelGet(p) => answer(id, channels::handle_external_get(ctx, p)),
+        R::ExternalChannelUpsert(p) => answer(id, channels::handle_external_upsert(ctx, p)),
+        R::ExternalChannelRemove(p) => answer(id, channels::handle_external_remove(ctx, p)),
+        R::SubAgentChildrenList(p) => answer(id, subagents::handle_children_list(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

@@ -42,6 +42,9 @@ pub struct ServerState {
     pub tasks: TaskTracker,
     /// Cluster mode's NATS connection (`--cluster`); `None` when the server runs alone.
     pub cluster: Option<Cluster>,
+    /// `<workspace>/.appserver/config.toml`, as `workspace/config/update` and
+    /// `externalChannel/*` edit it.
+    pub config_file: Arc<crate::workspace::ConfigFile>,
 }
 
 impl ServerState {

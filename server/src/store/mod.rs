@@ -19,6 +19,7 @@ mod retry;
 #[cfg(test)]
 mod retry_tests;
 mod sqlite;
+mod subagents;
 mod thread_writes;
 mod threads;
 mod writer;
@@ -27,6 +28,7 @@ pub use apps::{AppWrite, DescriptorPin, WindowRecord};
 pub use events::{EventWrite, StoredEvent};
 pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;
+pub use subagents::{EdgeRecord, MAX_CHILDREN_LISTED};
 pub use thread_writes::ThreadWrite;
 pub use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
 pub use writer::FaultKind;

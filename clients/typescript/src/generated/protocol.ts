@@ -545,6 +545,24 @@ export interface ChannelListResult {
   channels: ChannelInfo[];
 }
 
+/** One configured channel's state (protocol section 20.2). */
+export interface ChannelStatusInfo {
+  name: string;
+  /** `social` or `external`. */
+  category: string;
+  /** Configured as enabled. */
+  enabled: boolean;
+  /** An adapter for it is connected now. */
+  running: boolean;
+}
+
+/** `channel/status` params: an empty object (or omitted). */
+export type ChannelStatusParams = { [key: string]: unknown };
+
+export interface ChannelStatusResult {
+  channels: ChannelStatusInfo[];
+}
+
 /** A history message sent by the client when the thread uses `historyMode = "client"`. */
 export interface ChatMessage {
   /** `system`, `user`, `assistant` or `tool`. */
@@ -677,6 +695,46 @@ export interface CommandResult {
   thread?: Thread | null;
 }
 
+/** Params of `workspace/commitMessage/suggest`. */
+export interface CommitMessageSuggestParams {
+  /** The thread whose conversation gives the context. */
+  threadId: string;
+  /** Paths relative to the workspace root; not empty. */
+  paths: string[];
+  maxDiffChars?: number | null;
+}
+
+/** Result of `workspace/commitMessage/suggest`. */
+export interface CommitMessageSuggestResult {
+  /** Subject line, then optionally a blank line and a body. */
+  message: string;
+}
+
+/** One field of the config file. */
+export interface ConfigFieldSchema {
+  /** The key inside its section (`model`, `api_key`, ...). */
+  key: string;
+  /** `string`, `password`, `boolean`, `integer`, `enum`, `stringList`. */
+  type: string;
+  reload: ReloadBehavior;
+  sensitive?: boolean;
+  /** Present only when `reload` is `subsystemRestart`. */
+  subsystemKey?: string | null;
+  /** The `workspace/config/update` field that writes it, when one does. */
+  updateField?: string | null;
+  /** The allowed values of an `enum` field. */
+  values?: string[];
+}
+
+/** One section (TOML table) of the config file. */
+export interface ConfigSectionSchema {
+  section: string;
+  order: number;
+  fields: ConfigFieldSchema[];
+  /** The TOML table (`model`, `approvals`, ...); `null` for the top level. */
+  path?: string | null;
+}
+
 /** Rich content returned by dynamic and plugin tools. */
 export interface ContentItem {
   /** `text` or `image`. */
@@ -753,6 +811,41 @@ export interface ExtAppCommandParams {
 export interface ExtAppQueryParams {
   windowId: string;
   stateKey: string;
+}
+
+/** An external channel's configuration (protocol section 23.2). */
+export interface ExternalChannelConfig {
+  /** The key, compared case-insensitively. */
+  name: string;
+  enabled: boolean;
+  /** `subprocess` or `websocket` (anything else is refused with -32081). */
+  transport: string;
+  args?: string[] | null;
+  /** Required for `subprocess`, refused for `websocket`. */
+  command?: string | null;
+  env?: { [key: string]: string } | null;
+  workingDirectory?: string | null;
+}
+
+/** `externalChannel/list` params: an empty object (or omitted). */
+export type ExternalChannelListParams = { [key: string]: unknown };
+
+export interface ExternalChannelListResult {
+  channels: ExternalChannelConfig[];
+}
+
+/** Params of `externalChannel/get` and `externalChannel/remove`. */
+export interface ExternalChannelNameParams {
+  name: string;
+}
+
+/** Result of `externalChannel/get` and `externalChannel/upsert`. */
+export interface ExternalChannelResult {
+  channel: ExternalChannelConfig;
+}
+
+export interface ExternalChannelUpsertParams {
+  channel: ExternalChannelConfig;
 }
 
 /**
@@ -1059,6 +1152,14 @@ export interface QueuedTurnInput {
   sender?: SenderContext | null;
 }
 
+/** When a changed field takes effect. */
+export type ReloadBehavior = "processRestart" | "subsystemRestart" | "hot";
+
+/** Result of `externalChannel/remove`. */
+export interface RemovedResult {
+  removed: boolean;
+}
+
 /**
  * `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
  * every command outside `fullAccess` is asked about, each time.
@@ -1086,16 +1187,22 @@ export interface ServerCapabilities {
   approvalFlow?: boolean | null;
   /** `terminal/*` requests and notifications (section 19A). */
   backgroundTerminals?: boolean | null;
+  /** `channel/status` (section 20). */
+  channelStatus?: boolean | null;
   commandManagement?: boolean | null;
   configOverride?: boolean | null;
   /** Extension registry keyed by extension name; `true` means its methods are available. */
   extensions?: { [key: string]: unknown };
+  /** `externalChannel/*` (section 23). */
+  externalChannelManagement?: boolean | null;
   modeSwitch?: boolean | null;
   modelCatalogManagement?: boolean | null;
   /** How `Exec` commands are confined on this host (appserver extension). */
   sandbox?: SandboxCapability | null;
   threadManagement?: boolean | null;
   threadSubscriptions?: boolean | null;
+  /** `workspace/config/schema|update` and `workspace/configChanged` (section 25). */
+  workspaceConfigManagement?: boolean | null;
 }
 
 export interface ServerInfo {
@@ -1114,6 +1221,43 @@ export interface SessionIdentity {
   userId?: string | null;
   /** Defaults to the server's workspace when omitted. */
   workspacePath?: string | null;
+}
+
+/** One child. */
+export interface SubAgentChild {
+  edge: SubAgentEdge;
+  thread?: Thread | null;
+}
+
+/** Params of `subagent/children/list`. */
+export interface SubAgentChildrenListParams {
+  parentThreadId: string;
+  /** Also list closed edges. Default `false`. */
+  includeClosed?: boolean;
+  /** Include each child's thread (as `thread/read` returns it, without turns). Default `false`. */
+  includeThreads?: boolean;
+}
+
+/** Result of `subagent/children/list`: oldest child first. */
+export interface SubAgentChildrenListResult {
+  data: SubAgentChild[];
+}
+
+/** A parent/child edge. */
+export interface SubAgentEdge {
+  parentThreadId: string;
+  childThreadId: string;
+  depth: number;
+  profileName: string;
+  runtimeType: string;
+  supportsSendInput: boolean;
+  supportsResume: boolean;
+  supportsClose: boolean;
+  /** `open` or `closed`. */
+  status: string;
+  agentNickname?: string | null;
+  agentRole?: string | null;
+  parentTurnId?: string | null;
 }
 
 export interface SystemNoticePayload {
@@ -1551,6 +1695,59 @@ export interface UserMessagePayload {
   triggerRefId?: string | null;
 }
 
+export interface WelcomeSuggestionItem {
+  title: string;
+  prompt: string;
+  reason?: string | null;
+}
+
+/** Params of `welcome/suggestions`. */
+export interface WelcomeSuggestionsParams {
+  identity: SessionIdentity;
+  maxItems?: number | null;
+}
+
+/** Result of `welcome/suggestions`. */
+export interface WelcomeSuggestionsResult {
+  items: WelcomeSuggestionItem[];
+  /** `dynamic` or `none`. */
+  source: string;
+  generatedAt: string;
+  fingerprint: string;
+}
+
+/** `workspace/configChanged`: something in the workspace's configuration was written. */
+export interface WorkspaceConfigChangedParams {
+  /** The method that wrote it. */
+  source: string;
+  /** Coarse tags of what changed (`workspace.model`, `externalChannel`, ...). */
+  regions: string[];
+  /** ISO 8601 UTC. */
+  changedAt: string;
+}
+
+/** Params of `workspace/config/schema`: an empty object (or omitted). */
+export type WorkspaceConfigSchemaParams = { [key: string]: unknown };
+
+/** Result of `workspace/config/schema`. */
+export interface WorkspaceConfigSchemaResult {
+  sections: ConfigSectionSchema[];
+}
+
+/**
+ * Params (and, echoing what was written, result) of `workspace/config/update`. An absent field
+ * is left alone; `null` removes the key.
+ */
+export interface WorkspaceConfigValues {
+  apiKey?: string | null;
+  defaultApprovalPolicy?: string | null;
+  endPoint?: string | null;
+  memoryAutoConsolidateEnabled?: boolean | null;
+  model?: string | null;
+  skillsSelfLearningEnabled?: boolean | null;
+  welcomeSuggestionsEnabled?: boolean | null;
+}
+
 /** Requests a client sends: params and result. */
 export interface ClientRequestMap {
   "app/command": { params: AppCommandParams; result: AppCommandResult };
@@ -1564,10 +1761,16 @@ export interface ClientRequestMap {
   "app/register": { params: AppRegisterParams; result: AppRegisterResult };
   "app/unregister": { params: AppUnregisterParams; result: EmptyResult };
   "channel/list": { params: ChannelListParams; result: ChannelListResult };
+  "channel/status": { params: ChannelStatusParams; result: ChannelStatusResult };
   "command/execute": { params: CommandExecuteParams; result: CommandResult };
   "command/list": { params: CommandListParams; result: CommandListResult };
+  "externalChannel/get": { params: ExternalChannelNameParams; result: ExternalChannelResult };
+  "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
+  "externalChannel/remove": { params: ExternalChannelNameParams; result: RemovedResult };
+  "externalChannel/upsert": { params: ExternalChannelUpsertParams; result: ExternalChannelResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
+  "subagent/children/list": { params: SubAgentChildrenListParams; result: SubAgentChildrenListResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };
   "terminal/read": { params: TerminalReadParams; result: TerminalResult };
@@ -1592,6 +1795,10 @@ export interface ClientRequestMap {
   "turn/queue/remove": { params: TurnQueueRemoveParams; result: QueuedInputsResult };
   "turn/start": { params: TurnStartParams; result: TurnResult };
   "turn/steer": { params: TurnSteerParams; result: TurnSteerResult };
+  "welcome/suggestions": { params: WelcomeSuggestionsParams; result: WelcomeSuggestionsResult };
+  "workspace/commitMessage/suggest": { params: CommitMessageSuggestParams; result: CommitMessageSuggestResult };
+  "workspace/config/schema": { params: WorkspaceConfigSchemaParams; result: WorkspaceConfigSchemaResult };
+  "workspace/config/update": { params: WorkspaceConfigValues; result: WorkspaceConfigValues };
 }
 
 /** Notifications a client sends. The value is the params. */
@@ -1634,6 +1841,7 @@ export interface ServerNotificationMap {
   "turn/diff/updated": TurnDiffUpdatedParams;
   "turn/failed": TurnFailedParams;
   "turn/started": TurnResult;
+  "workspace/configChanged": WorkspaceConfigChangedParams;
 }
 
 /** Requests the server sends to a client: params and the result the client answers with. */

@@ -5,6 +5,8 @@
 pub mod apps;
 pub mod channels;
 pub mod commands;
+pub mod subagents;
 pub mod terminals;
 pub mod threads;
 pub mod turns;
+pub mod workspace;
