@@ -31,6 +31,10 @@ use crate::item::{
 };
 use crate::jsonrpc::decode_params;
 use crate::model::{ModelListParams, ModelListResult};
+use crate::skill::{
+    SkillNameParams, SkillResult, SkillsListParams, SkillsListResult, SkillsReadResult, SkillsRestoreResult,
+    SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
+};
 use crate::subagent::{SubAgentChildrenListParams, SubAgentChildrenListResult};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
@@ -242,6 +246,16 @@ request_table! { ClientRequest, client_request_schemas;
     ExternalChannelRemove => "externalChannel/remove" (ExternalChannelNameParams) -> RemovedResult;
     /// A thread's sub-agent children (section 24.10).
     SubAgentChildrenList => "subagent/children/list" (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
+    /// Installed skills, workspace ones first (section 18).
+    SkillsList => "skills/list" (SkillsListParams) -> SkillsListResult;
+    /// A skill's raw `SKILL.md` with its frontmatter parsed.
+    SkillsRead => "skills/read" (SkillNameParams) -> SkillsReadResult;
+    /// A skill's body as the agent gets it.
+    SkillsView => "skills/view" (SkillNameParams) -> SkillsViewResult;
+    SkillsRestoreOriginal => "skills/restoreOriginal" (SkillNameParams) -> SkillsRestoreResult;
+    SkillsSetEnabled => "skills/setEnabled" (SkillsSetEnabledParams) -> SkillResult;
+    /// Delete a workspace or user skill's folder.
+    SkillsUninstall => "skills/uninstall" (SkillNameParams) -> SkillsUninstallResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;

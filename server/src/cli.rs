@@ -219,6 +219,10 @@ pub struct RunArgs {
     /// The user's directory of app descriptors (`DIR/*/aai.json`) [default: ~/.aai].
     #[arg(long, value_name = "DIR", env = "APPSERVER_AAI_HOME")]
     aai_home: Option<PathBuf>,
+    /// The user's skill folder (`DIR/<name>/SKILL.md`), after the workspace's
+    /// `.appserver/skills` [default: ~/.appserver/skills].
+    #[arg(long, value_name = "DIR", env = "APPSERVER_SKILLS_HOME")]
+    skills_home: Option<PathBuf>,
     /// Let app/discover fetch web descriptors from loopback and private addresses.
     #[arg(long)]
     allow_private_discovery: bool,
@@ -334,7 +338,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     if let Some(events) = a.min_kept_events {
         config.min_kept_events = events;
     }
-    config.aai_home = a.aai_home.clone().map(absolute);
+    (config.aai_home, config.skills_home) = (a.aai_home.clone().map(absolute), skills_home(&a, absolute, env));
     config.allow_private_discovery = a.allow_private_discovery;
     config.web = !a.no_web;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
@@ -422,6 +426,18 @@ fn app_limits(a: &RunArgs, file: FileApps, config: &mut ServerConfig) {
 
 /// The model settings: flags, then the config file's `[model]` (its `api_key_env` read from
 /// the environment); `None` without a model name.
+/// `--skills-home`, or `~/.appserver/skills`.
+fn skills_home(
+    a: &RunArgs,
+    absolute: impl Fn(PathBuf) -> PathBuf,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    a.skills_home.clone().map(absolute).or_else(|| {
+        let home = env("HOME").filter(|h| !h.is_empty())?;
+        Some(PathBuf::from(home).join(".appserver").join("skills"))
+    })
+}
+
 fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Option<String>) -> Option<ModelSettings> {
     let model = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty())?;
     Some(ModelSettings {

@@ -82,6 +82,9 @@ pub struct ServerConfig {
     pub model: Option<ModelSettings>,
     /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
     pub aai_home: Option<PathBuf>,
+    /// The user's skill folder (`--skills-home`; default `~/.appserver/skills`), after the
+    /// workspace's `.appserver/skills`.
+    pub skills_home: Option<PathBuf>,
     /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
     pub allow_private_discovery: bool,
     /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
@@ -223,6 +226,8 @@ pub(crate) struct FileWelcome {
 )]
 pub(crate) struct FileSkills {
     pub(crate) self_learning_enabled: Option<bool>,
+    /// Skills disabled with `skills/setEnabled`.
+    pub(crate) disabled: Option<Vec<String>>,
 }
 
 /// `[memory]`: long-term memory consolidation (DotCraft's `Memory.AutoConsolidateEnabled`).
@@ -373,6 +378,7 @@ impl ServerConfig {
             app_window_forget_after: DEFAULT_APP_WINDOW_FORGET_AFTER,
             model: None,
             aai_home: None,
+            skills_home: None,
             allow_private_discovery: false,
             web: true,
             cluster: None,

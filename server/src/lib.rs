@@ -24,6 +24,7 @@ pub mod ports;
 pub mod rpc;
 pub mod server;
 pub mod shell;
+pub mod skills;
 pub mod store;
 pub mod telemetry;
 pub mod threads;

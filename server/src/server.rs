@@ -108,14 +108,16 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         }
     }
 
-    let (tools, model, agent) = agent_and_tools(&config)?;
+    let config_file = crate::workspace::ConfigFile::new(&config.workspace);
+    let skills = crate::skills::SkillCatalog::new(&config.workspace, config.skills_home.clone(), config_file.clone());
+    let (tools, model, agent) = agent_and_tools(&config, &skills)?;
     let registry = restore_windows(&store).await?;
     let (shutdown, connections) = (CancellationToken::new(), Arc::new(Connections::default()));
     let shell = crate::shell::ShellService::new(&config, connections.clone(), shutdown.clone()).map_err(|e| {
         ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
     })?;
     let parts = (tools, Arc::new(shell), shutdown, connections);
-    let state = assemble(config, store, registry, parts, agent, model, cluster);
+    let state = assemble(config, store, registry, parts, AgentParts { agent, model, config_file, skills }, cluster);
 
     transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
@@ -184,6 +186,7 @@ async fn bind_listeners(config: &ServerConfig) -> Result<(Vec<TcpListener>, Vec<
 #[allow(clippy::type_complexity)]
 fn agent_and_tools(
     config: &ServerConfig,
+    skills: &Arc<crate::skills::SkillCatalog>,
 ) -> Result<(ToolRegistry, Option<Arc<crate::model::ModelProvider>>, Arc<dyn Agent>), ServerError> {
     let mut tools = ToolRegistry::default();
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
@@ -195,6 +198,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppQueryTool));
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
     tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
+    tools.register(Arc::new(crate::agent::skill_tool::SkillViewTool { skills: skills.clone() }));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -208,11 +212,19 @@ fn agent_and_tools(
     let agent: Arc<dyn Agent> = match &model {
         Some(provider) => {
             tracing::info!(model = %provider.settings.model, base_url = %provider.settings.base_url, "model agent");
-            Arc::new(crate::agent::ModelAgent::new(provider.clone()))
+            Arc::new(crate::agent::ModelAgent::new(provider.clone(), skills.clone()))
         }
         None => Arc::new(BuiltinAgent),
     };
     Ok((tools, model, agent))
+}
+
+/// The agent, the model it uses, and the workspace files it reads (config, skills).
+struct AgentParts {
+    agent: Arc<dyn Agent>,
+    model: Option<Arc<crate::model::ModelProvider>>,
+    config_file: Arc<crate::workspace::ConfigFile>,
+    skills: Arc<crate::skills::SkillCatalog>,
 }
 
 /// Wires the service handles together: each part gets only the handles it needs.
@@ -226,8 +238,7 @@ fn assemble(
         CancellationToken,
         Arc<Connections>,
     ),
-    agent: Arc<dyn Agent>,
-    model: Option<Arc<crate::model::ModelProvider>>,
+    AgentParts { agent, model, config_file, skills }: AgentParts,
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
@@ -275,7 +286,6 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
-    let config_file = crate::workspace::ConfigFile::new(&config.workspace);
     Arc::new(ServerState {
         config,
         store,
@@ -292,6 +302,7 @@ fn assemble(
         tasks,
         cluster,
         config_file,
+        skills,
     })
 }
 

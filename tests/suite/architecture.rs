@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["model", "threads"],
     &["commands", "apps", "shell", "workspace"],
+    &["skills"],
     &["turns"],
     &["agent"],
     &["rpc", "mcp"],
@@ -39,6 +40,7 @@ const DOMAIN: &[&str] = &[
     "cluster",
     "memory",
     "workspace",
+    "skills",
 ];
 
 const MAX_FILE_LINES: usize = 600;

@@ -39,6 +39,7 @@ mod model;
 mod postgres;
 mod recovery;
 mod shutdown;
+mod skills;
 mod startup;
 mod stdio;
 mod suggestions;

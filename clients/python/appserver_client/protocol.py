@@ -1004,6 +1004,7 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
+    "skillsManagement": NotRequired[Optional[bool]],  # `skills/*` (section 18).
     "threadManagement": NotRequired[Optional[bool]],
     "threadSubscriptions": NotRequired[Optional[bool]],
     "workspaceConfigManagement": NotRequired[Optional[bool]],  # `workspace/config/schema|update` and `workspace/configChanged` (section 25).
@@ -1022,6 +1023,69 @@ SessionIdentity = TypedDict("SessionIdentity", {
     "channelContext": NotRequired[Optional[str]],
     "userId": NotRequired[Optional[str]],
     "workspacePath": NotRequired[Optional[str]],  # Defaults to the server's workspace when omitted.
+})
+
+# One installed skill.
+SkillInfo = TypedDict("SkillInfo", {
+    "name": str,  # The skill's folder name.
+    "description": str,  # Frontmatter `description` (the name when there is none).
+    "source": str,  # `workspace` or `user`.
+    "available": bool,  # Whether the requirements (`bins`, `env`) are met here.
+    "enabled": bool,  # Not disabled with `skills/setEnabled`.
+    "path": str,  # Absolute path of its `SKILL.md`.
+    "metadata": Dict[str, str],  # The frontmatter's top-level keys.
+    "unavailableReason": NotRequired[Optional[str]],
+})
+
+# Params naming one skill.
+SkillNameParams = TypedDict("SkillNameParams", {
+    "name": str,
+})
+
+SkillResult = TypedDict("SkillResult", {
+    "skill": "SkillInfo",
+})
+
+# Params of `skills/list`.
+SkillsListParams = TypedDict("SkillsListParams", {
+    "includeUnavailable": NotRequired[Optional[bool]],  # Default `true`: list skills whose requirements are not met too.
+})
+
+SkillsListResult = TypedDict("SkillsListResult", {
+    "skills": List["SkillInfo"],
+})
+
+# Result of `skills/read`: the raw `SKILL.md`.
+SkillsReadResult = TypedDict("SkillsReadResult", {
+    "name": str,
+    "content": str,
+    "metadata": NotRequired[Optional[Dict[str, str]]],  # `null` when the file has no frontmatter.
+})
+
+# Result of `skills/restoreOriginal`.
+SkillsRestoreResult = TypedDict("SkillsRestoreResult", {
+    "name": str,
+    "restored": bool,  # Whether an adaptation was restored (never: this server makes none).
+})
+
+SkillsSetEnabledParams = TypedDict("SkillsSetEnabledParams", {
+    "name": str,
+    "enabled": bool,
+})
+
+# Result of `skills/uninstall`.
+SkillsUninstallResult = TypedDict("SkillsUninstallResult", {
+    "name": str,
+    "uninstalled": bool,
+    "source": str,
+    "removedSourcePath": str,
+    "removedVariantCount": int,
+})
+
+# Result of `skills/view`: the body the agent gets (frontmatter stripped).
+SkillsViewResult = TypedDict("SkillsViewResult", {
+    "name": str,
+    "content": str,
 })
 
 # One child.
@@ -1493,7 +1557,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "initialize", "model/list", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "initialize", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1517,6 +1581,12 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "externalChannel/upsert": ("ExternalChannelUpsertParams", "ExternalChannelResult"),
     "initialize": ("InitializeParams", "InitializeResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
+    "skills/list": ("SkillsListParams", "SkillsListResult"),
+    "skills/read": ("SkillNameParams", "SkillsReadResult"),
+    "skills/restoreOriginal": ("SkillNameParams", "SkillsRestoreResult"),
+    "skills/setEnabled": ("SkillsSetEnabledParams", "SkillResult"),
+    "skills/uninstall": ("SkillNameParams", "SkillsUninstallResult"),
+    "skills/view": ("SkillNameParams", "SkillsViewResult"),
     "subagent/children/list": ("SubAgentChildrenListParams", "SubAgentChildrenListResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
@@ -1677,6 +1747,24 @@ class ClientRequests:
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)
+
+    async def skills_list(self, params: "SkillsListParams", timeout: Optional[float] = None) -> "SkillsListResult":
+        return await self.request("skills/list", params, timeout)
+
+    async def skills_read(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsReadResult":
+        return await self.request("skills/read", params, timeout)
+
+    async def skills_restoreOriginal(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsRestoreResult":
+        return await self.request("skills/restoreOriginal", params, timeout)
+
+    async def skills_setEnabled(self, params: "SkillsSetEnabledParams", timeout: Optional[float] = None) -> "SkillResult":
+        return await self.request("skills/setEnabled", params, timeout)
+
+    async def skills_uninstall(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsUninstallResult":
+        return await self.request("skills/uninstall", params, timeout)
+
+    async def skills_view(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsViewResult":
+        return await self.request("skills/view", params, timeout)
 
     async def subagent_children_list(self, params: "SubAgentChildrenListParams", timeout: Optional[float] = None) -> "SubAgentChildrenListResult":
         return await self.request("subagent/children/list", params, timeout)

@@ -12,6 +12,7 @@ pub mod dynamic;
 pub mod hands;
 mod model_agent;
 pub mod plan;
+pub mod skill_tool;
 pub mod todo;
 
 pub use builtin::BuiltinAgent;

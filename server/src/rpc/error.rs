@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::apps::AppError;
 use crate::commands::CommandError;
+use crate::skills::SkillError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
 use crate::workspace::WorkspaceError;
@@ -165,6 +166,17 @@ impl From<WorkspaceError> for RpcError {
             _ => error_codes::INTERNAL_ERROR,
         };
         RpcError::new(code, err.to_string()).with_data(json!({ "code": err.code() }))
+    }
+}
+
+impl From<SkillError> for RpcError {
+    fn from(err: SkillError) -> Self {
+        match err {
+            SkillError::Config(config) => RpcError::from(config),
+            SkillError::NotFound(_) => RpcError::new(error_codes::SKILL_NOT_FOUND, err.to_string()),
+            SkillError::InvalidParams(_) => RpcError::invalid_params(err.to_string()),
+            SkillError::Io { .. } => RpcError::internal(err),
+        }
     }
 }
 

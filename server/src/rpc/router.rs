@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, subagents, terminals, threads, turns, workspace};
+use super::handlers::{apps, channels, commands, skills, subagents, terminals, threads, turns, workspace};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -70,6 +70,12 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::ExternalChannelUpsert(p) => answer(id, channels::handle_external_upsert(ctx, p)),
         R::ExternalChannelRemove(p) => answer(id, channels::handle_external_remove(ctx, p)),
         R::SubAgentChildrenList(p) => answer(id, subagents::handle_children_list(ctx, p)),
+        R::SkillsList(p) => answer(id, skills::handle_list(ctx, p)),
+        R::SkillsRead(p) => answer(id, skills::handle_read(ctx, p)),
+        R::SkillsView(p) => answer(id, skills::handle_view(ctx, p)),
+        R::SkillsRestoreOriginal(p) => answer(id, skills::handle_restore(ctx, p)),
+        R::SkillsSetEnabled(p) => answer(id, skills::handle_set_enabled(ctx, p)),
+        R::SkillsUninstall(p) => answer(id, skills::handle_uninstall(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

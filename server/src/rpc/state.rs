@@ -45,6 +45,8 @@ pub struct ServerState {
     /// `<workspace>/.appserver/config.toml`, as `workspace/config/update` and
     /// `externalChannel/*` edit it.
     pub config_file: Arc<crate::workspace::ConfigFile>,
+    /// The workspace's and the user's skills (`skills/*`, the agent's `SkillView`).
+    pub skills: Arc<crate::skills::SkillCatalog>,
 }
 
 impl ServerState {

@@ -71,7 +71,7 @@ impl ConfigFile {
             let mut doc = file.read_blocking()?;
             let out = edit(&mut doc)?;
             let text = doc.to_string();
-            check(&text).map_err(|reason| WorkspaceError::InvalidParams(reason))?;
+            check(&text).map_err(WorkspaceError::InvalidParams)?;
             if text.len() > MAX_CONFIG_BYTES {
                 return Err(WorkspaceError::InvalidParams(format!(
                     "the config file would exceed {MAX_CONFIG_BYTES} bytes"

@@ -123,130 +123,127 @@ pub fn welcome_suggestions_enabled(doc: &DocumentMut) -> bool {
     doc.get("welcome").and_then(|t| t.get("suggestions_enabled")).and_then(Item::as_bool).unwrap_or(true)
 }
 
-fn field(key: &str, kind: &str, reload: ReloadBehavior, update_field: Option<&str>) -> ConfigFieldSchema {
-    ConfigFieldSchema {
-        key: key.to_owned(),
-        kind: kind.to_owned(),
-        sensitive: kind == "password",
-        reload,
-        subsystem_key: None,
-        values: Vec::new(),
-        update_field: update_field.map(str::to_owned),
-    }
+/// One key of the schema: (key, type, takes effect at once, the update field that writes it).
+type FieldRow = (&'static str, &'static str, bool, Option<&'static str>);
+
+/// Every table of the config file and its keys.
+const SECTIONS: &[(&str, &str, &[FieldRow])] = &[
+    (
+        "Model",
+        "model",
+        &[
+            ("model", "string", false, Some("model")),
+            ("base_url", "string", false, Some("endPoint")),
+            ("api_key", "password", false, Some("apiKey")),
+            ("api_key_env", "string", false, None),
+            ("max_steps", "integer", false, None),
+            ("max_retries", "integer", false, None),
+            ("idle_timeout_ms", "integer", false, None),
+            ("instructions", "string", false, None),
+        ],
+    ),
+    (
+        "Approvals",
+        "approvals",
+        &[
+            ("policy", "enum", false, Some("defaultApprovalPolicy")),
+            ("timeout_ms", "integer", false, None),
+            ("approver_channels", "stringList", false, None),
+        ],
+    ),
+    ("Welcome", "welcome", &[("suggestions_enabled", "boolean", true, Some("welcomeSuggestionsEnabled"))]),
+    (
+        "Skills",
+        "skills",
+        &[
+            ("self_learning_enabled", "boolean", false, Some("skillsSelfLearningEnabled")),
+            ("disabled", "stringList", true, None),
+        ],
+    ),
+    ("Memory", "memory", &[("auto_consolidate_enabled", "boolean", false, Some("memoryAutoConsolidateEnabled"))]),
+    (
+        "External channels",
+        "external_channels",
+        &[
+            ("enabled", "boolean", true, None),
+            ("transport", "enum", true, None),
+            ("command", "string", true, None),
+            ("args", "stringList", true, None),
+            ("working_directory", "string", true, None),
+            ("env", "table", true, None),
+        ],
+    ),
+    (
+        "Shell",
+        "shell",
+        &[
+            ("sandbox_mode", "enum", false, None),
+            ("timeout_ms", "integer", false, None),
+            ("hidden_env", "stringList", false, None),
+        ],
+    ),
+    ("Store", "store", &[("durability", "enum", false, None)]),
+    (
+        "Apps",
+        "apps",
+        &[
+            ("max_windows", "integer", false, None),
+            ("max_windows_per_connection", "integer", false, None),
+            ("forget_after_ms", "integer", false, None),
+        ],
+    ),
+    (
+        "Server",
+        "server",
+        &[("allowed_hosts", "stringList", false, None), ("mcp_idle_timeout_ms", "integer", false, None)],
+    ),
+    (
+        "Cluster",
+        "cluster",
+        &[
+            ("url", "string", false, None),
+            ("namespace", "string", false, None),
+            ("lease_ttl_seconds", "integer", false, None),
+            ("tls_ca_file", "string", false, None),
+        ],
+    ),
+];
+
+/// The allowed values of an `enum` key.
+fn values(path: &str, key: &str) -> Vec<String> {
+    let list: &[&str] = match (path, key) {
+        ("approvals", "policy") => &["autoApprove", "onRequest", "untrusted", "never", "interrupt"],
+        ("shell", "sandbox_mode") => &["readOnly", "workspaceWrite", "fullAccess"],
+        ("store", "durability") => &["normal", "full"],
+        ("external_channels", "transport") => &["subprocess", "websocket"],
+        _ => &[],
+    };
+    list.iter().map(|v| (*v).to_owned()).collect()
 }
 
 /// The schema of the config file: every section and field, and when a change takes effect.
 pub fn schema() -> Vec<ConfigSectionSchema> {
-    use ReloadBehavior::{Hot, ProcessRestart as Restart};
-    let section = |order: u32, name: &str, path: &str, fields: Vec<ConfigFieldSchema>| ConfigSectionSchema {
-        section: name.to_owned(),
-        order,
-        path: Some(path.to_owned()),
-        fields,
-    };
-    let mut policy = field("policy", "enum", Restart, Some("defaultApprovalPolicy"));
-    policy.values = ["autoApprove", "onRequest", "untrusted", "never", "interrupt"].map(str::to_owned).to_vec();
-    let mut sandbox = field("sandbox_mode", "enum", Restart, None);
-    sandbox.values = ["readOnly", "workspaceWrite", "fullAccess"].map(str::to_owned).to_vec();
-    vec![
-        section(
-            0,
-            "Model",
-            "model",
-            vec![
-                field("model", "string", Restart, Some("model")),
-                field("base_url", "string", Restart, Some("endPoint")),
-                field("api_key", "password", Restart, Some("apiKey")),
-                field("api_key_env", "string", Restart, None),
-                field("max_steps", "integer", Restart, None),
-                field("max_retries", "integer", Restart, None),
-                field("idle_timeout_ms", "integer", Restart, None),
-                field("instructions", "string", Restart, None),
-            ],
-        ),
-        section(
-            1,
-            "Approvals",
-            "approvals",
-            vec![
-                policy,
-                field("timeout_ms", "integer", Restart, None),
-                field("approver_channels", "stringList", Restart, None),
-            ],
-        ),
-        section(
-            2,
-            "Welcome",
-            "welcome",
-            vec![field("suggestions_enabled", "boolean", Hot, Some("welcomeSuggestionsEnabled"))],
-        ),
-        section(
-            3,
-            "Skills",
-            "skills",
-            vec![field("self_learning_enabled", "boolean", Restart, Some("skillsSelfLearningEnabled"))],
-        ),
-        section(
-            4,
-            "Memory",
-            "memory",
-            vec![field("auto_consolidate_enabled", "boolean", Restart, Some("memoryAutoConsolidateEnabled"))],
-        ),
-        section(
-            5,
-            "External channels",
-            "external_channels",
-            vec![
-                field("enabled", "boolean", Hot, None),
-                field("transport", "enum", Hot, None),
-                field("command", "string", Hot, None),
-                field("args", "stringList", Hot, None),
-                field("working_directory", "string", Hot, None),
-                field("env", "table", Hot, None),
-            ],
-        ),
-        section(
-            6,
-            "Shell",
-            "shell",
-            vec![
-                sandbox,
-                field("timeout_ms", "integer", Restart, None),
-                field("hidden_env", "stringList", Restart, None),
-            ],
-        ),
-        section(7, "Store", "store", vec![field("durability", "enum", Restart, None)]),
-        section(
-            8,
-            "Apps",
-            "apps",
-            vec![
-                field("max_windows", "integer", Restart, None),
-                field("max_windows_per_connection", "integer", Restart, None),
-                field("forget_after_ms", "integer", Restart, None),
-            ],
-        ),
-        section(
-            9,
-            "Server",
-            "server",
-            vec![
-                field("allowed_hosts", "stringList", Restart, None),
-                field("mcp_idle_timeout_ms", "integer", Restart, None),
-            ],
-        ),
-        section(
-            10,
-            "Cluster",
-            "cluster",
-            vec![
-                field("url", "string", Restart, None),
-                field("namespace", "string", Restart, None),
-                field("lease_ttl_seconds", "integer", Restart, None),
-                field("tls_ca_file", "string", Restart, None),
-            ],
-        ),
-    ]
+    SECTIONS
+        .iter()
+        .zip(0u32..)
+        .map(|((name, path, fields), order)| ConfigSectionSchema {
+            section: (*name).to_owned(),
+            order,
+            path: Some((*path).to_owned()),
+            fields: fields
+                .iter()
+                .map(|(key, kind, hot, update)| ConfigFieldSchema {
+                    key: (*key).to_owned(),
+                    kind: (*kind).to_owned(),
+                    sensitive: *kind == "password",
+                    reload: if *hot { ReloadBehavior::Hot } else { ReloadBehavior::ProcessRestart },
+                    subsystem_key: None,
+                    values: values(path, key),
+                    update_field: update.map(str::to_owned),
+                })
+                .collect(),
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1199,6 +1199,8 @@ export interface ServerCapabilities {
   modelCatalogManagement?: boolean | null;
   /** How `Exec` commands are confined on this host (appserver extension). */
   sandbox?: SandboxCapability | null;
+  /** `skills/*` (section 18). */
+  skillsManagement?: boolean | null;
   threadManagement?: boolean | null;
   threadSubscriptions?: boolean | null;
   /** `workspace/config/schema|update` and `workspace/configChanged` (section 25). */
@@ -1221,6 +1223,79 @@ export interface SessionIdentity {
   userId?: string | null;
   /** Defaults to the server's workspace when omitted. */
   workspacePath?: string | null;
+}
+
+/** One installed skill. */
+export interface SkillInfo {
+  /** The skill's folder name. */
+  name: string;
+  /** Frontmatter `description` (the name when there is none). */
+  description: string;
+  /** `workspace` or `user`. */
+  source: string;
+  /** Whether the requirements (`bins`, `env`) are met here. */
+  available: boolean;
+  /** Not disabled with `skills/setEnabled`. */
+  enabled: boolean;
+  /** Absolute path of its `SKILL.md`. */
+  path: string;
+  /** The frontmatter's top-level keys. */
+  metadata: { [key: string]: string };
+  unavailableReason?: string | null;
+}
+
+/** Params naming one skill. */
+export interface SkillNameParams {
+  name: string;
+}
+
+export interface SkillResult {
+  skill: SkillInfo;
+}
+
+/** Params of `skills/list`. */
+export interface SkillsListParams {
+  /** Default `true`: list skills whose requirements are not met too. */
+  includeUnavailable?: boolean | null;
+}
+
+export interface SkillsListResult {
+  skills: SkillInfo[];
+}
+
+/** Result of `skills/read`: the raw `SKILL.md`. */
+export interface SkillsReadResult {
+  name: string;
+  content: string;
+  /** `null` when the file has no frontmatter. */
+  metadata?: { [key: string]: string } | null;
+}
+
+/** Result of `skills/restoreOriginal`. */
+export interface SkillsRestoreResult {
+  name: string;
+  /** Whether an adaptation was restored (never: this server makes none). */
+  restored: boolean;
+}
+
+export interface SkillsSetEnabledParams {
+  name: string;
+  enabled: boolean;
+}
+
+/** Result of `skills/uninstall`. */
+export interface SkillsUninstallResult {
+  name: string;
+  uninstalled: boolean;
+  source: string;
+  removedSourcePath: string;
+  removedVariantCount: number;
+}
+
+/** Result of `skills/view`: the body the agent gets (frontmatter stripped). */
+export interface SkillsViewResult {
+  name: string;
+  content: string;
 }
 
 /** One child. */
@@ -1770,6 +1845,12 @@ export interface ClientRequestMap {
   "externalChannel/upsert": { params: ExternalChannelUpsertParams; result: ExternalChannelResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
+  "skills/list": { params: SkillsListParams; result: SkillsListResult };
+  "skills/read": { params: SkillNameParams; result: SkillsReadResult };
+  "skills/restoreOriginal": { params: SkillNameParams; result: SkillsRestoreResult };
+  "skills/setEnabled": { params: SkillsSetEnabledParams; result: SkillResult };
+  "skills/uninstall": { params: SkillNameParams; result: SkillsUninstallResult };
+  "skills/view": { params: SkillNameParams; result: SkillsViewResult };
   "subagent/children/list": { params: SubAgentChildrenListParams; result: SubAgentChildrenListResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };

@@ -5,6 +5,7 @@
 pub mod apps;
 pub mod channels;
 pub mod commands;
+pub mod skills;
 pub mod subagents;
 pub mod terminals;
 pub mod threads;
