@@ -35,7 +35,7 @@ use crate::skill::{
     SkillNameParams, SkillResult, SkillsListParams, SkillsListResult, SkillsReadResult, SkillsRestoreResult,
     SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
 };
-use crate::subagent::{SubAgentChildrenListParams, SubAgentChildrenListResult};
+use crate::subagent::{SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentGraphChangedParams};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
     TerminalResult, TerminalSessionParams, TerminalWriteParams,
@@ -308,6 +308,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     /// The workspace's configuration was written (section 25.5; not to clients that declared
     /// `configChange: false`).
     WorkspaceConfigChanged => "workspace/configChanged" (WorkspaceConfigChangedParams);
+    /// A sub-agent edge was made or changed (section 6.5).
+    SubAgentGraphChanged => "subagent/graphChanged" (SubAgentGraphChangedParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

@@ -48,6 +48,15 @@ pub struct SubAgentChild {
     pub thread: Option<Thread>,
 }
 
+/// `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
+/// `subagent/children/list`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubAgentGraphChangedParams {
+    pub parent_thread_id: String,
+    pub child_thread_id: String,
+}
+
 /// Result of `subagent/children/list`: oldest child first.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct SubAgentChildrenListResult {

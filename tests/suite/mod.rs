@@ -42,6 +42,7 @@ mod shutdown;
 mod skills;
 mod startup;
 mod stdio;
+mod subagents;
 mod suggestions;
 mod threads;
 mod timeouts;

@@ -1122,6 +1122,13 @@ SubAgentEdge = TypedDict("SubAgentEdge", {
     "parentTurnId": NotRequired[Optional[str]],
 })
 
+# `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
+# `subagent/children/list`.
+SubAgentGraphChangedParams = TypedDict("SubAgentGraphChangedParams", {
+    "parentThreadId": str,
+    "childThreadId": str,
+})
+
 SystemNoticePayload = TypedDict("SystemNoticePayload", {
     "kind": str,
     "mode": NotRequired[Optional[str]],
@@ -1627,7 +1634,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "subagent/graphChanged", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1645,6 +1652,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "item/toolCall/argumentsDelta": ("ToolCallArgumentsDeltaParams", None),
     "item/usage/delta": ("UsageDeltaParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
+    "subagent/graphChanged": ("SubAgentGraphChangedParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
     "terminal/completed": ("TerminalEventParams", None),
     "terminal/outputDelta": ("TerminalEventParams", None),

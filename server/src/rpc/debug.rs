@@ -158,7 +158,13 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
                 status: p.status.unwrap_or_else(|| "open".into()),
                 created_at: crate::clock::now_rfc3339(),
             };
+            let changed = appserver_protocol::SubAgentGraphChangedParams {
+                parent_thread_id: edge.parent_thread_id.clone(),
+                child_thread_id: edge.child_thread_id.clone(),
+            };
             state.store.write(crate::store::ThreadWrite::LinkChild(Box::new(edge))).await?;
+            let notification = appserver_protocol::ServerNotification::SubAgentGraphChanged(changed);
+            crate::threads::broadcast(state.connections.as_ref(), &notification);
             Ok(reply_text(&request.id, &json!({})))
         }
         other => Err(RpcError::method_not_found(other)),

@@ -82,6 +82,7 @@ pub async fn suggestions(
         cross_channel_origins: Vec::new(),
         channel_name: None,
         include_archived: false,
+        include_sub_agents: false,
         after: None,
         limit: EVIDENCE_THREADS,
     };

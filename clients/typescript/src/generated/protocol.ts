@@ -1335,6 +1335,15 @@ export interface SubAgentEdge {
   parentTurnId?: string | null;
 }
 
+/**
+ * `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
+ * `subagent/children/list`.
+ */
+export interface SubAgentGraphChangedParams {
+  parentThreadId: string;
+  childThreadId: string;
+}
+
 export interface SystemNoticePayload {
   kind: string;
   mode?: string | null;
@@ -1905,6 +1914,7 @@ export interface ServerNotificationMap {
   "item/toolCall/argumentsDelta": ToolCallArgumentsDeltaParams;
   "item/usage/delta": UsageDeltaParams;
   "plan/updated": PlanUpdatedParams;
+  "subagent/graphChanged": SubAgentGraphChangedParams;
   "terminal/cleaned": TerminalEventParams;
   "terminal/completed": TerminalEventParams;
   "terminal/outputDelta": TerminalEventParams;
