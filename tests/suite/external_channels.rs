@@ -95,3 +95,21 @@ async fn channel_status_says_which_configured_channels_have_an_adapter_connected
         ] })
     );
 }
+
+#[tokio::test]
+async fn the_number_of_channels_and_their_lists_are_bounded() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    for i in 0..64 {
+        let channel = json!({ "name": format!("c{i}"), "enabled": true, "transport": "websocket" });
+        client.request("externalChannel/upsert", json!({ "channel": channel })).await.unwrap();
+    }
+    let one_more = json!({ "name": "c64", "enabled": true, "transport": "websocket" });
+    assert_eq!(code(client.request("externalChannel/upsert", json!({ "channel": one_more })).await), -32081);
+    // Replacing one of the 64 is still fine.
+    let replace = json!({ "name": "C0", "enabled": false, "transport": "websocket" });
+    client.request("externalChannel/upsert", json!({ "channel": replace })).await.unwrap();
+    let env: serde_json::Map<String, Value> = (0..65).map(|i| (format!("V{i}"), json!("x"))).collect();
+    let big = json!({ "name": "c1", "enabled": true, "transport": "subprocess", "command": "x", "env": env });
+    assert_eq!(code(client.request("externalChannel/upsert", json!({ "channel": big })).await), -32081);
+}

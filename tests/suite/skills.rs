@@ -146,3 +146,15 @@ async fn the_agent_sees_names_and_descriptions_and_loads_a_body_on_demand() {
     let tool_message = second["messages"].as_array().unwrap().iter().find(|m| m["role"] == "tool").unwrap();
     assert!(tool_message["content"].as_str().unwrap().contains("REVIEW-BODY-MARKER"), "{tool_message}");
 }
+
+#[tokio::test]
+async fn an_oversized_skill_file_is_not_read() {
+    let (workspace, home) = setup();
+    let huge = format!("---\ndescription: huge\n---\n{}", "x".repeat(300 * 1024));
+    skill(&workspace.path().join(".appserver/skills"), "huge", &huge);
+    let home_arg = home.path().display().to_string();
+    let server =
+        ServerBuilder::ws().workspace(workspace.path()).args(["--skills-home", &home_arg]).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    assert_eq!(code(client.request("skills/read", json!({ "name": "huge" })).await), -32040);
+}

@@ -139,3 +139,39 @@ async fn a_model_written_by_update_is_the_model_after_a_restart() {
     let (path, _) = mock.requests().into_iter().next().expect("a request reached the endpoint from the file");
     assert!(path.ends_with("/models"), "{path}");
 }
+
+#[tokio::test]
+async fn concurrent_writers_lose_nothing_and_hand_edits_are_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    write_config(dir.path(), COMMENTED);
+    let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    let a = server.ws_client_initialized().await.unwrap();
+    let b = server.ws_client_initialized().await.unwrap();
+    // Twenty channels from two clients at once, and config updates between them.
+    let mut pending = Vec::new();
+    for i in 0..20 {
+        let client = if i % 2 == 0 { &a } else { &b };
+        let channel = json!({ "name": format!("ch{i}"), "enabled": true, "transport": "websocket" });
+        pending.push(client.start_request("externalChannel/upsert", json!({ "channel": channel })).unwrap());
+        pending.push(client.start_request("workspace/config/update", json!({ "model": format!("m{i}") })).unwrap());
+    }
+    for answer in pending {
+        let answer = tokio::time::timeout(appserver_tests::TIMEOUT, answer).await.unwrap().unwrap();
+        assert!(answer.result.is_ok(), "{answer:?}");
+    }
+    let listed = a.request("externalChannel/list", json!({})).await.unwrap();
+    assert_eq!(listed["channels"].as_array().unwrap().len(), 20, "no upsert lost");
+
+    // Edited by hand while the server runs: the next write starts from the file as it is now.
+    let text = std::fs::read_to_string(config_path(dir.path())).unwrap();
+    std::fs::write(config_path(dir.path()), format!("# added by hand\n{text}")).unwrap();
+    a.request("workspace/config/update", json!({ "apiKey": "k" })).await.unwrap();
+    let text = std::fs::read_to_string(config_path(dir.path())).unwrap();
+    assert!(text.starts_with("# added by hand\n") && text.contains("api_key = \"k\""), "{text}");
+
+    // Broken by hand: a write is refused with the reason and leaves the file alone.
+    std::fs::write(config_path(dir.path()), "[model\n").unwrap();
+    let error = rpc_error(a.request("workspace/config/update", json!({ "model": "x" })).await);
+    assert_eq!(error.data.unwrap()["code"], "CONFIG_FILE", "{}", error.message);
+    assert_eq!(std::fs::read_to_string(config_path(dir.path())).unwrap(), "[model\n");
+}
