@@ -121,6 +121,9 @@ pub struct ServerCapabilities {
     pub command_management: Option<bool>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub model_catalog_management: Option<bool>,
+    /// `cron/*` (section 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron_management: Option<bool>,
     /// `skills/*` (section 18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_management: Option<bool>,

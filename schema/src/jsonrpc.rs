@@ -26,6 +26,7 @@ pub mod error_codes {
     pub const TURN_NOT_FOUND: i64 = -32013;
     pub const TURN_NOT_RUNNING: i64 = -32014;
     pub const APPROVAL_TIMEOUT: i64 = -32020;
+    pub const CRON_JOB_NOT_FOUND: i64 = -32031;
     pub const SKILL_NOT_FOUND: i64 = -32040;
     pub const COMMAND_NOT_FOUND: i64 = -32060;
     pub const COMMAND_PERMISSION_DENIED: i64 = -32061;

@@ -24,6 +24,10 @@ use crate::channel::{
     RemovedResult,
 };
 use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
+use crate::cron::{
+    CronEnableParams, CronJobIdParams, CronJobResult, CronListParams, CronListResult, CronRunResult,
+    CronStateChangedParams, JobResultParams,
+};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
     CommandExecutionOutputDeltaParams, ItemEventParams, PlanUpdatedParams, TextDeltaParams,
@@ -256,6 +260,12 @@ request_table! { ClientRequest, client_request_schemas;
     SkillsSetEnabled => "skills/setEnabled" (SkillsSetEnabledParams) -> SkillResult;
     /// Delete a workspace or user skill's folder.
     SkillsUninstall => "skills/uninstall" (SkillNameParams) -> SkillsUninstallResult;
+    /// Scheduled jobs (section 16).
+    CronList => "cron/list" (CronListParams) -> CronListResult;
+    CronRemove => "cron/remove" (CronJobIdParams) -> RemovedResult;
+    CronEnable => "cron/enable" (CronEnableParams) -> CronJobResult;
+    /// Queue one run of a job now.
+    CronRun => "cron/run" (CronJobIdParams) -> CronRunResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
@@ -310,6 +320,10 @@ notification_table! { ServerNotification, server_notification_schemas;
     WorkspaceConfigChanged => "workspace/configChanged" (WorkspaceConfigChangedParams);
     /// A sub-agent edge was made or changed (section 6.5).
     SubAgentGraphChanged => "subagent/graphChanged" (SubAgentGraphChangedParams);
+    /// A cron job changed, ran, or was removed (section 16.8).
+    CronStateChanged => "cron/stateChanged" (CronStateChangedParams);
+    /// A cron run's result (section 6.9).
+    JobResult => "system/jobResult" (JobResultParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

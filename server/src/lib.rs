@@ -14,6 +14,7 @@ pub mod clock;
 pub mod cluster;
 pub mod commands;
 pub mod config;
+pub mod cron;
 pub mod debug;
 pub mod lock;
 pub mod mcp;

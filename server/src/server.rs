@@ -110,20 +110,23 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
 
     let config_file = crate::workspace::ConfigFile::new(&config.workspace);
     let skills = crate::skills::SkillCatalog::new(&config.workspace, config.skills_home.clone(), config_file.clone());
-    let (tools, model, agent) = agent_and_tools(&config, &skills)?;
+    let cron_slot = Arc::new(std::sync::OnceLock::new());
+    let (tools, model, agent) = agent_and_tools(&config, &skills, &cron_slot)?;
     let registry = restore_windows(&store).await?;
     let (shutdown, connections) = (CancellationToken::new(), Arc::new(Connections::default()));
     let shell = crate::shell::ShellService::new(&config, connections.clone(), shutdown.clone()).map_err(|e| {
         ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
     })?;
     let parts = (tools, Arc::new(shell), shutdown, connections);
-    let state = assemble(config, store, registry, parts, AgentParts { agent, model, config_file, skills }, cluster);
+    let state =
+        assemble(config, store, registry, parts, AgentParts { agent, model, config_file, skills, cron_slot }, cluster);
 
     transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
     state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
     start_cluster_tasks(&state);
     let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
@@ -187,6 +190,7 @@ async fn bind_listeners(config: &ServerConfig) -> Result<(Vec<TcpListener>, Vec<
 fn agent_and_tools(
     config: &ServerConfig,
     skills: &Arc<crate::skills::SkillCatalog>,
+    cron_slot: &Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 ) -> Result<(ToolRegistry, Option<Arc<crate::model::ModelProvider>>, Arc<dyn Agent>), ServerError> {
     let mut tools = ToolRegistry::default();
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
@@ -199,6 +203,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
     tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
     tools.register(Arc::new(crate::agent::skill_tool::SkillViewTool { skills: skills.clone() }));
+    tools.register(Arc::new(crate::agent::cron_tool::CronTool { service: cron_slot.clone() }));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -225,6 +230,8 @@ struct AgentParts {
     model: Option<Arc<crate::model::ModelProvider>>,
     config_file: Arc<crate::workspace::ConfigFile>,
     skills: Arc<crate::skills::SkillCatalog>,
+    /// Where the agent's `Cron` tool finds the cron service once it exists.
+    cron_slot: Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 }
 
 /// Wires the service handles together: each part gets only the handles it needs.
@@ -238,7 +245,7 @@ fn assemble(
         CancellationToken,
         Arc<Connections>,
     ),
-    AgentParts { agent, model, config_file, skills }: AgentParts,
+    AgentParts { agent, model, config_file, skills, cron_slot }: AgentParts,
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
@@ -286,6 +293,8 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
+    let cron = crate::cron::CronService::new(store.clone(), turns.clone(), threads.clone(), clients.clone());
+    let _ = cron_slot.set(cron.clone());
     Arc::new(ServerState {
         config,
         store,
@@ -303,6 +312,7 @@ fn assemble(
         cluster,
         config_file,
         skills,
+        cron,
     })
 }
 

@@ -14,6 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["commands", "apps", "shell", "workspace"],
     &["skills"],
     &["turns"],
+    &["cron"],
     &["agent"],
     &["rpc", "mcp"],
     &["transport"],
@@ -41,6 +42,7 @@ const DOMAIN: &[&str] = &[
     "memory",
     "workspace",
     "skills",
+    "cron",
 ];
 
 const MAX_FILE_LINES: usize = 600;

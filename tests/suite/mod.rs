@@ -20,6 +20,7 @@ mod cluster_fencing;
 mod cluster_threads;
 mod command_confinement;
 mod commands;
+mod cron;
 mod dotcraft_clients;
 mod durability;
 mod errors;

@@ -573,6 +573,72 @@ ContentItem = TypedDict("ContentItem", {
     "text": NotRequired[Optional[str]],
 })
 
+CronEnableParams = TypedDict("CronEnableParams", {
+    "jobId": str,
+    "enabled": bool,
+})
+
+CronJobIdParams = TypedDict("CronJobIdParams", {
+    "jobId": str,
+})
+
+# One job.
+CronJobInfo = TypedDict("CronJobInfo", {
+    "id": str,
+    "name": str,
+    "schedule": "CronSchedule",
+    "enabled": bool,
+    "createdAtMs": int,
+    "deleteAfterRun": bool,
+    "state": "CronJobState",
+})
+
+CronJobResult = TypedDict("CronJobResult", {
+    "job": "CronJobInfo",
+})
+
+CronJobState = TypedDict("CronJobState", {
+    "lastError": NotRequired[Optional[str]],
+    "lastResult": NotRequired[Optional[str]],  # The agent's answer, at most 500 characters.
+    "lastRunAtMs": NotRequired[Optional[int]],
+    "lastStatus": NotRequired[Optional[str]],  # `ok` or `error`.
+    "lastThreadId": NotRequired[Optional[str]],
+    "nextRunAtMs": NotRequired[Optional[int]],
+})
+
+CronListParams = TypedDict("CronListParams", {
+    "includeDisabled": NotRequired[bool],
+})
+
+CronListResult = TypedDict("CronListResult", {
+    "jobs": List["CronJobInfo"],
+})
+
+CronRunResult = TypedDict("CronRunResult", {
+    "queued": bool,
+    "job": "CronJobInfo",
+})
+
+# When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
+# `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
+# an appserver extension).
+CronSchedule = TypedDict("CronSchedule", {
+    "kind": str,
+    "atMs": NotRequired[Optional[int]],
+    "dailyHour": NotRequired[Optional[int]],
+    "dailyMinute": NotRequired[Optional[int]],
+    "everyMs": NotRequired[Optional[int]],
+    "expr": NotRequired[Optional[str]],
+    "initialDelayMs": NotRequired[Optional[int]],
+    "tz": NotRequired[Optional[str]],
+})
+
+# `cron/stateChanged`.
+CronStateChangedParams = TypedDict("CronStateChangedParams", {
+    "job": "CronJobInfo",
+    "removed": bool,
+})
+
 # Params of `item/tool/call` (server → client): run a dynamic tool the client declared on
 # `thread/start` (section 11.3).
 DynamicToolCallParams = TypedDict("DynamicToolCallParams", {
@@ -893,6 +959,22 @@ ItemEventParams = TypedDict("ItemEventParams", {
 
 ItemStatus = Literal["started", "streaming", "completed"]
 
+# `system/jobResult` (section 6.9).
+JobResultParams = TypedDict("JobResultParams", {
+    "source": str,  # `cron`.
+    "error": NotRequired[Optional[str]],
+    "jobId": NotRequired[Optional[str]],
+    "jobName": NotRequired[Optional[str]],
+    "result": NotRequired[Optional[str]],
+    "threadId": NotRequired[Optional[str]],
+    "tokenUsage": NotRequired[Optional["JobTokenUsage"]],
+})
+
+JobTokenUsage = TypedDict("JobTokenUsage", {
+    "inputTokens": int,
+    "outputTokens": int,
+})
+
 # One model of the provider's catalog.
 ModelCatalogItem = TypedDict("ModelCatalogItem", {
     "id": str,
@@ -999,6 +1081,7 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "channelStatus": NotRequired[Optional[bool]],  # `channel/status` (section 20).
     "commandManagement": NotRequired[Optional[bool]],
     "configOverride": NotRequired[Optional[bool]],
+    "cronManagement": NotRequired[Optional[bool]],  # `cron/*` (section 16).
     "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
     "externalChannelManagement": NotRequired[Optional[bool]],  # `externalChannel/*` (section 23).
     "modeSwitch": NotRequired[Optional[bool]],
@@ -1564,7 +1647,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "initialize", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "initialize", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1582,6 +1665,10 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "channel/status": ("ChannelStatusParams", "ChannelStatusResult"),
     "command/execute": ("CommandExecuteParams", "CommandResult"),
     "command/list": ("CommandListParams", "CommandListResult"),
+    "cron/enable": ("CronEnableParams", "CronJobResult"),
+    "cron/list": ("CronListParams", "CronListResult"),
+    "cron/remove": ("CronJobIdParams", "RemovedResult"),
+    "cron/run": ("CronJobIdParams", "CronRunResult"),
     "externalChannel/get": ("ExternalChannelNameParams", "ExternalChannelResult"),
     "externalChannel/list": ("ExternalChannelListParams", "ExternalChannelListResult"),
     "externalChannel/remove": ("ExternalChannelNameParams", "RemovedResult"),
@@ -1634,7 +1721,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "subagent/graphChanged", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "plan/updated", "subagent/graphChanged", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1643,6 +1730,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/registered": ("AppRegisteredParams", None),
     "app/replayed": ("AppReplayedParams", None),
     "app/unregistered": ("AppUnregisteredParams", None),
+    "cron/stateChanged": ("CronStateChangedParams", None),
     "item/agentMessage/delta": ("TextDeltaParams", None),
     "item/approval/resolved": ("ItemEventParams", None),
     "item/commandExecution/outputDelta": ("CommandExecutionOutputDeltaParams", None),
@@ -1653,6 +1741,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "item/usage/delta": ("UsageDeltaParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
     "subagent/graphChanged": ("SubAgentGraphChangedParams", None),
+    "system/jobResult": ("JobResultParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
     "terminal/completed": ("TerminalEventParams", None),
     "terminal/outputDelta": ("TerminalEventParams", None),
@@ -1737,6 +1826,18 @@ class ClientRequests:
 
     async def command_list(self, params: "CommandListParams", timeout: Optional[float] = None) -> "CommandListResult":
         return await self.request("command/list", params, timeout)
+
+    async def cron_enable(self, params: "CronEnableParams", timeout: Optional[float] = None) -> "CronJobResult":
+        return await self.request("cron/enable", params, timeout)
+
+    async def cron_list(self, params: "CronListParams", timeout: Optional[float] = None) -> "CronListResult":
+        return await self.request("cron/list", params, timeout)
+
+    async def cron_remove(self, params: "CronJobIdParams", timeout: Optional[float] = None) -> "RemovedResult":
+        return await self.request("cron/remove", params, timeout)
+
+    async def cron_run(self, params: "CronJobIdParams", timeout: Optional[float] = None) -> "CronRunResult":
+        return await self.request("cron/run", params, timeout)
 
     async def externalChannel_get(self, params: "ExternalChannelNameParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
         return await self.request("externalChannel/get", params, timeout)

@@ -6,6 +6,7 @@
 
 pub mod app_tools;
 mod builtin;
+pub mod cron_tool;
 pub mod debug_tools;
 pub mod discover_tool;
 pub mod dynamic;

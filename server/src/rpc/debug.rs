@@ -143,6 +143,13 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
             state.apps.web.clock.advance(params.ms);
             Ok(reply_text(&request.id, &json!({})))
         }
+        // Moves the cron clock forward by `ms` and looks for due jobs at once.
+        "debug/cron/advance" => {
+            let params: AdvanceParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.cron.clock.advance(params.ms);
+            state.cron.wake();
+            Ok(reply_text(&request.id, &json!({})))
+        }
         // Makes a thread a sub-agent child of another, as the spawn tool will.
         "debug/subagent/link" => {
             let p: LinkParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;

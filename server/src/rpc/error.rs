@@ -5,6 +5,7 @@ use serde_json::{Value, json};
 
 use crate::apps::AppError;
 use crate::commands::CommandError;
+use crate::cron::CronError;
 use crate::skills::SkillError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
@@ -166,6 +167,17 @@ impl From<WorkspaceError> for RpcError {
             _ => error_codes::INTERNAL_ERROR,
         };
         RpcError::new(code, err.to_string()).with_data(json!({ "code": err.code() }))
+    }
+}
+
+impl From<CronError> for RpcError {
+    fn from(err: CronError) -> Self {
+        match err {
+            CronError::Store(store) => RpcError::from(store),
+            CronError::NotFound(_) => RpcError::new(error_codes::CRON_JOB_NOT_FOUND, err.to_string()),
+            CronError::Invalid(_) => RpcError::invalid_params(err.to_string()),
+            CronError::Busy => RpcError::new(error_codes::SERVER_OVERLOADED, err.to_string()),
+        }
     }
 }
 

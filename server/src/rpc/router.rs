@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, skills, subagents, terminals, threads, turns, workspace};
+use super::handlers::{apps, channels, commands, cron, skills, subagents, terminals, threads, turns, workspace};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -76,6 +76,10 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::SkillsRestoreOriginal(p) => answer(id, skills::handle_restore(ctx, p)),
         R::SkillsSetEnabled(p) => answer(id, skills::handle_set_enabled(ctx, p)),
         R::SkillsUninstall(p) => answer(id, skills::handle_uninstall(ctx, p)),
+        R::CronList(p) => answer(id, cron::handle_list(ctx, p)),
+        R::CronRemove(p) => answer(id, cron::handle_remove(ctx, p)),
+        R::CronEnable(p) => answer(id, cron::handle_enable(ctx, p)),
+        R::CronRun(p) => answer(id, cron::handle_run(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

@@ -121,6 +121,7 @@ pub fn initialize_result(
             command_management: Some(true),
             model_catalog_management: model_configured.then_some(true),
             background_terminals: Some(true),
+            cron_management: Some(true),
             skills_management: Some(true),
             workspace_config_management: Some(true),
             external_channel_management: Some(true),

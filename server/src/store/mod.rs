@@ -10,6 +10,7 @@
 mod apps;
 #[cfg(test)]
 mod backend_tests;
+mod cron;
 mod db;
 mod events;
 mod leases;
@@ -25,6 +26,7 @@ mod threads;
 mod writer;
 
 pub use apps::{AppWrite, DescriptorPin, WindowRecord};
+pub use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub use events::{EventWrite, StoredEvent};
 pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;
@@ -134,6 +136,7 @@ pub enum WriteOp {
     Thread(ThreadWrite),
     App(AppWrite),
     Event(EventWrite),
+    Cron(CronWrite),
     /// Several writes that must commit together.
     All(Vec<WriteOp>),
 }
@@ -209,6 +212,7 @@ fn apply<'a>(
             WriteOp::Thread(op) => thread_writes::apply(conn, op).await,
             WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::Event(op) => events::apply(conn, op).await,
+            WriteOp::Cron(op) => cron::apply(conn, op).await,
             WriteOp::All(ops) => {
                 for op in ops {
                     apply(conn, op).await?;

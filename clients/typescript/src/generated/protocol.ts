@@ -744,6 +744,76 @@ export interface ContentItem {
   text?: string | null;
 }
 
+export interface CronEnableParams {
+  jobId: string;
+  enabled: boolean;
+}
+
+export interface CronJobIdParams {
+  jobId: string;
+}
+
+/** One job. */
+export interface CronJobInfo {
+  id: string;
+  name: string;
+  schedule: CronSchedule;
+  enabled: boolean;
+  createdAtMs: number;
+  deleteAfterRun: boolean;
+  state: CronJobState;
+}
+
+export interface CronJobResult {
+  job: CronJobInfo;
+}
+
+export interface CronJobState {
+  lastError?: string | null;
+  /** The agent's answer, at most 500 characters. */
+  lastResult?: string | null;
+  lastRunAtMs?: number | null;
+  /** `ok` or `error`. */
+  lastStatus?: string | null;
+  lastThreadId?: string | null;
+  nextRunAtMs?: number | null;
+}
+
+export interface CronListParams {
+  includeDisabled?: boolean;
+}
+
+export interface CronListResult {
+  jobs: CronJobInfo[];
+}
+
+export interface CronRunResult {
+  queued: boolean;
+  job: CronJobInfo;
+}
+
+/**
+ * When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
+ * `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
+ * an appserver extension).
+ */
+export interface CronSchedule {
+  kind: string;
+  atMs?: number | null;
+  dailyHour?: number | null;
+  dailyMinute?: number | null;
+  everyMs?: number | null;
+  expr?: string | null;
+  initialDelayMs?: number | null;
+  tz?: string | null;
+}
+
+/** `cron/stateChanged`. */
+export interface CronStateChangedParams {
+  job: CronJobInfo;
+  removed: boolean;
+}
+
 /**
  * Params of `item/tool/call` (server → client): run a dynamic tool the client declared on
  * `thread/start` (section 11.3).
@@ -1073,6 +1143,23 @@ export interface ItemEventParams {
 
 export type ItemStatus = "started" | "streaming" | "completed";
 
+/** `system/jobResult` (section 6.9). */
+export interface JobResultParams {
+  /** `cron`. */
+  source: string;
+  error?: string | null;
+  jobId?: string | null;
+  jobName?: string | null;
+  result?: string | null;
+  threadId?: string | null;
+  tokenUsage?: JobTokenUsage | null;
+}
+
+export interface JobTokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
 /** One model of the provider's catalog. */
 export interface ModelCatalogItem {
   id: string;
@@ -1191,6 +1278,8 @@ export interface ServerCapabilities {
   channelStatus?: boolean | null;
   commandManagement?: boolean | null;
   configOverride?: boolean | null;
+  /** `cron/*` (section 16). */
+  cronManagement?: boolean | null;
   /** Extension registry keyed by extension name; `true` means its methods are available. */
   extensions?: { [key: string]: unknown };
   /** `externalChannel/*` (section 23). */
@@ -1848,6 +1937,10 @@ export interface ClientRequestMap {
   "channel/status": { params: ChannelStatusParams; result: ChannelStatusResult };
   "command/execute": { params: CommandExecuteParams; result: CommandResult };
   "command/list": { params: CommandListParams; result: CommandListResult };
+  "cron/enable": { params: CronEnableParams; result: CronJobResult };
+  "cron/list": { params: CronListParams; result: CronListResult };
+  "cron/remove": { params: CronJobIdParams; result: RemovedResult };
+  "cron/run": { params: CronJobIdParams; result: CronRunResult };
   "externalChannel/get": { params: ExternalChannelNameParams; result: ExternalChannelResult };
   "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
   "externalChannel/remove": { params: ExternalChannelNameParams; result: RemovedResult };
@@ -1905,6 +1998,7 @@ export interface ServerNotificationMap {
   "app/registered": AppRegisteredParams;
   "app/replayed": AppReplayedParams;
   "app/unregistered": AppUnregisteredParams;
+  "cron/stateChanged": CronStateChangedParams;
   "item/agentMessage/delta": TextDeltaParams;
   "item/approval/resolved": ItemEventParams;
   "item/commandExecution/outputDelta": CommandExecutionOutputDeltaParams;
@@ -1915,6 +2009,7 @@ export interface ServerNotificationMap {
   "item/usage/delta": UsageDeltaParams;
   "plan/updated": PlanUpdatedParams;
   "subagent/graphChanged": SubAgentGraphChangedParams;
+  "system/jobResult": JobResultParams;
   "terminal/cleaned": TerminalEventParams;
   "terminal/completed": TerminalEventParams;
   "terminal/outputDelta": TerminalEventParams;

@@ -5,6 +5,7 @@
 pub mod apps;
 pub mod channels;
 pub mod commands;
+pub mod cron;
 pub mod skills;
 pub mod subagents;
 pub mod terminals;
