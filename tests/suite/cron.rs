@@ -122,3 +122,47 @@ async fn jobs_are_disabled_run_by_hand_and_removed() {
     assert_eq!(code(client.request("cron/remove", json!({ "jobId": job_id })).await), -32031);
     assert_eq!(code(client.request("cron/run", json!({ "jobId": "nope" })).await), -32031);
 }
+
+/// Two instances on one database, both of whose clocks pass the run: it fires once.
+#[tokio::test]
+async fn in_cluster_mode_a_run_fires_on_one_instance_only() {
+    let Some(mut cluster) =
+        appserver_tests::cluster::Cluster::new("in_cluster_mode_a_run_fires_on_one_instance_only").await
+    else {
+        return;
+    };
+    let mock = MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["Drink water now!"], (7, 4))),
+    ])
+    .await;
+    let a = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let b = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let thread = start_thread(&on_a, json!({})).await.unwrap();
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    run_turn(&mut on_a, &thread_id, text("hourly please")).await.unwrap();
+    let job = on_b.request("cron/list", json!({})).await.unwrap()["jobs"][0].clone();
+    let next = job["state"]["nextRunAtMs"].as_i64().unwrap();
+
+    for client in [&on_b, &on_a] {
+        client.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    }
+    let result = tokio::select! {
+        event = on_a.wait_for("system/jobResult") => event.unwrap(),
+        event = on_b.wait_for("system/jobResult") => event.unwrap(),
+    };
+    assert_eq!(result.params()["result"], "Drink water now!", "{:?}", result.params());
+    // Both schedulers looked again; still one run, and the job moved on by one slot.
+    for client in [&on_b, &on_a] {
+        client.request("debug/cron/advance", json!({ "ms": 0 })).await.unwrap();
+    }
+    let job = on_a.request("cron/list", json!({})).await.unwrap()["jobs"][0].clone();
+    assert_eq!(job["state"]["nextRunAtMs"].as_i64().unwrap(), next + HOUR);
+    assert_eq!(job["state"]["lastStatus"], "ok", "{job}");
+    assert_eq!(mock.requests().len(), 3, "the run reached the model once");
+    drop((a, b));
+    cluster.db.drop_now();
+}
