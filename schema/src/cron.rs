@@ -103,6 +103,18 @@ pub struct JobTokenUsage {
     pub output_tokens: u64,
 }
 
+/// `heartbeat/trigger` params: an empty object (or omitted).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeartbeatTriggerParams {}
+
+/// Result of `heartbeat/trigger`: the agent's answer, or why the run failed; both `null` when
+/// there is no `HEARTBEAT.md`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct HeartbeatTriggerResult {
+    pub result: Option<String>,
+    pub error: Option<String>,
+}
+
 /// `system/jobResult` (section 6.9).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]

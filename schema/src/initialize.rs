@@ -124,6 +124,9 @@ pub struct ServerCapabilities {
     /// `cron/*` (section 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron_management: Option<bool>,
+    /// `heartbeat/trigger` (section 17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_management: Option<bool>,
     /// `skills/*` (section 18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_management: Option<bool>,

@@ -26,7 +26,7 @@ use crate::channel::{
 use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
 use crate::cron::{
     CronEnableParams, CronJobIdParams, CronJobResult, CronListParams, CronListResult, CronRunResult,
-    CronStateChangedParams, JobResultParams,
+    CronStateChangedParams, HeartbeatTriggerParams, HeartbeatTriggerResult, JobResultParams,
 };
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
@@ -266,6 +266,8 @@ request_table! { ClientRequest, client_request_schemas;
     CronEnable => "cron/enable" (CronEnableParams) -> CronJobResult;
     /// Queue one run of a job now.
     CronRun => "cron/run" (CronJobIdParams) -> CronRunResult;
+    /// Run `.appserver/HEARTBEAT.md` now, on the heartbeat thread (section 17); long-running.
+    HeartbeatTrigger => "heartbeat/trigger" (HeartbeatTriggerParams) -> HeartbeatTriggerResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;

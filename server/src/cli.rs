@@ -345,14 +345,8 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
 
     let file = read_config_file(&config.workspace)?;
     let file_model = file.model.unwrap_or_default();
-    config.durability = match (a.durability, file.store.and_then(|s| s.durability)) {
-        (Some(durability), _) => durability,
-        (None, Some(durability)) => Durability::parse(&durability).ok_or_else(|| ConfigError::ConfigFile {
-            path: config_file_path(&config.workspace).display().to_string(),
-            reason: format!("store.durability: expected normal or full, not `{durability}`"),
-        })?,
-        (None, None) => Durability::Normal,
-    };
+    config.heartbeat_interval = heartbeat_interval(file.heartbeat.and_then(|h| h.interval_ms))?;
+    config.durability = durability(a.durability, file.store.and_then(|s| s.durability), &config.workspace)?;
     let approvals = file.approvals.unwrap_or_default();
     config.approval_policy = match (a.approval_policy, approvals.policy) {
         (Some(policy), _) => policy,
@@ -426,6 +420,30 @@ fn app_limits(a: &RunArgs, file: FileApps, config: &mut ServerConfig) {
 
 /// The model settings: flags, then the config file's `[model]` (its `api_key_env` read from
 /// the environment); `None` without a model name.
+/// `--durability`, else `[store] durability`, else `normal`.
+fn durability(flag: Option<Durability>, file: Option<String>, workspace: &Path) -> Result<Durability, ConfigError> {
+    Ok(match (flag, file) {
+        (Some(durability), _) => durability,
+        (None, Some(durability)) => Durability::parse(&durability).ok_or_else(|| ConfigError::ConfigFile {
+            path: config_file_path(workspace).display().to_string(),
+            reason: format!("store.durability: expected normal or full, not `{durability}`"),
+        })?,
+        (None, None) => Durability::Normal,
+    })
+}
+
+/// `[heartbeat] interval_ms`: at least a minute.
+fn heartbeat_interval(ms: Option<u64>) -> Result<Option<Duration>, ConfigError> {
+    match ms {
+        Some(ms) if ms < 60_000 => Err(ConfigError::InvalidValue {
+            flag: "[heartbeat] interval_ms".into(),
+            value: ms.to_string(),
+            reason: "at least 60000".into(),
+        }),
+        other => Ok(other.map(Duration::from_millis)),
+    }
+}
+
 /// `--skills-home`, or `~/.appserver/skills`.
 fn skills_home(
     a: &RunArgs,

@@ -82,6 +82,9 @@ pub struct ServerConfig {
     pub model: Option<ModelSettings>,
     /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
     pub aai_home: Option<PathBuf>,
+    /// How often the heartbeat runs on its own (`[heartbeat] interval_ms`, at least a minute);
+    /// `None`: only on `heartbeat/trigger`.
+    pub heartbeat_interval: Option<Duration>,
     /// The user's skill folder (`--skills-home`; default `~/.appserver/skills`), after the
     /// workspace's `.appserver/skills`.
     pub skills_home: Option<PathBuf>,
@@ -200,6 +203,9 @@ pub(crate) struct FileConfig {
     #[allow(dead_code, reason = "checked at start-up; read where used")]
     #[serde(default)]
     pub(crate) memory: Option<FileMemory>,
+    /// `[heartbeat] interval_ms`: run HEARTBEAT.md periodically.
+    #[serde(default)]
+    pub(crate) heartbeat: Option<FileHeartbeat>,
     /// `externalChannel/*` (protocol section 23): `[external_channels.<name>]`.
     #[allow(dead_code, reason = "checked at start-up; read where used")]
     #[serde(default)]
@@ -239,6 +245,13 @@ pub(crate) struct FileSkills {
 )]
 pub(crate) struct FileMemory {
     pub(crate) auto_consolidate_enabled: Option<bool>,
+}
+
+/// `[heartbeat]`: how often `.appserver/HEARTBEAT.md` runs on its own.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileHeartbeat {
+    pub(crate) interval_ms: Option<u64>,
 }
 
 /// `[external_channels.<name>]`: one external channel adapter's config.
@@ -379,6 +392,7 @@ impl ServerConfig {
             model: None,
             aai_home: None,
             skills_home: None,
+            heartbeat_interval: None,
             allow_private_discovery: false,
             web: true,
             cluster: None,

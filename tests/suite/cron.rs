@@ -166,3 +166,45 @@ async fn in_cluster_mode_a_run_fires_on_one_instance_only() {
     drop((a, b));
     cluster.db.drop_now();
 }
+
+/// `heartbeat/trigger` runs `.appserver/HEARTBEAT.md` on the heartbeat thread; without the file
+/// there is nothing to run. With `[heartbeat] interval_ms` it also runs when the clock passes it.
+#[tokio::test]
+async fn the_heartbeat_runs_its_file_on_demand_and_on_its_interval() {
+    let mock = MockModel::start(vec![
+        Reply::Sse(text_reply(&["HEARTBEAT_OK"], (5, 1))),
+        Reply::Sse(text_reply(&["Checked again."], (5, 1))),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+    std::fs::write(dir.path().join(".appserver/config.toml"), "[heartbeat]\ninterval_ms = 600000\n").unwrap();
+    let server = ServerBuilder::ws()
+        .workspace(dir.path())
+        .mock_model(&mock)
+        .arg("--enable-debug-methods")
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = server.ws_client().await.unwrap();
+    let init = client.initialize("desktop", json!({})).await.unwrap();
+    assert_eq!(init["capabilities"]["heartbeatManagement"], true);
+
+    let nothing = client.request("heartbeat/trigger", json!({})).await.unwrap();
+    assert_eq!(nothing, json!({ "result": null, "error": null }), "no HEARTBEAT.md yet");
+    assert!(mock.requests().is_empty());
+
+    std::fs::write(dir.path().join(".appserver/HEARTBEAT.md"), "Check the inbox and report.\n").unwrap();
+    let ran = client.request("heartbeat/trigger", json!({})).await.unwrap();
+    assert_eq!(ran, json!({ "result": "HEARTBEAT_OK", "error": null }));
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!((result["source"].clone(), result["result"].clone()), (json!("heartbeat"), json!("HEARTBEAT_OK")));
+    let thread_id = result["threadId"].as_str().unwrap().to_owned();
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    assert_eq!(read["thread"]["originChannel"], "heartbeat");
+    assert!(mock.requests()[0].1["messages"].to_string().contains("Check the inbox and report."));
+
+    client.request("debug/cron/advance", json!({ "ms": 600_000 })).await.unwrap();
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!((result["result"].clone(), result["threadId"].clone()), (json!("Checked again."), json!(thread_id)));
+}

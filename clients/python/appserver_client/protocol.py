@@ -755,6 +755,16 @@ FileChange = TypedDict("FileChange", {
     "truncated": NotRequired[Optional[bool]],  # Present (`true`) when the diff was cut to its size limit.
 })
 
+# `heartbeat/trigger` params: an empty object (or omitted).
+HeartbeatTriggerParams = Dict[str, Any]
+
+# Result of `heartbeat/trigger`: the agent's answer, or why the run failed; both `null` when
+# there is no `HEARTBEAT.md`.
+HeartbeatTriggerResult = TypedDict("HeartbeatTriggerResult", {
+    "error": NotRequired[Optional[str]],
+    "result": NotRequired[Optional[str]],
+})
+
 # `"server"` (the server keeps the history) or `"client"` (the client sends `messages`).
 HistoryMode = Literal["server", "client"]
 
@@ -1084,6 +1094,7 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "cronManagement": NotRequired[Optional[bool]],  # `cron/*` (section 16).
     "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
     "externalChannelManagement": NotRequired[Optional[bool]],  # `externalChannel/*` (section 23).
+    "heartbeatManagement": NotRequired[Optional[bool]],  # `heartbeat/trigger` (section 17).
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
@@ -1647,7 +1658,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "initialize", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1673,6 +1684,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "externalChannel/list": ("ExternalChannelListParams", "ExternalChannelListResult"),
     "externalChannel/remove": ("ExternalChannelNameParams", "RemovedResult"),
     "externalChannel/upsert": ("ExternalChannelUpsertParams", "ExternalChannelResult"),
+    "heartbeat/trigger": ("HeartbeatTriggerParams", "HeartbeatTriggerResult"),
     "initialize": ("InitializeParams", "InitializeResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
     "skills/list": ("SkillsListParams", "SkillsListResult"),
@@ -1850,6 +1862,9 @@ class ClientRequests:
 
     async def externalChannel_upsert(self, params: "ExternalChannelUpsertParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
         return await self.request("externalChannel/upsert", params, timeout)
+
+    async def heartbeat_trigger(self, params: "HeartbeatTriggerParams", timeout: Optional[float] = None) -> "HeartbeatTriggerResult":
+        return await self.request("heartbeat/trigger", params, timeout)
 
     async def initialize(self, params: "InitializeParams", timeout: Optional[float] = None) -> "InitializeResult":
         return await self.request("initialize", params, timeout)

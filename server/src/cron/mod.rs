@@ -5,6 +5,7 @@
 //! A run missed while no server was up fires once when one starts; the runs missed before it are
 //! skipped. The time comes from a [`Clock`] tests can move forward.
 
+pub mod heartbeat;
 pub mod run;
 pub mod schedule;
 
@@ -43,10 +44,10 @@ pub enum CronError {
     Store(#[from] StoreError),
 }
 
-/// A run to execute.
+/// A run to execute: a job's, or (`None`) the heartbeat's.
 #[derive(Debug)]
 struct Queued {
-    id: String,
+    id: Option<String>,
 }
 
 /// The jobs, their scheduler and their runner.
@@ -60,6 +61,9 @@ pub struct CronService {
     wake: Notify,
     queue: mpsc::Sender<Queued>,
     receiver: std::sync::Mutex<Option<mpsc::Receiver<Queued>>>,
+    /// The periodic heartbeat's interval and next run (cron clock, milliseconds).
+    heartbeat_every: Option<i64>,
+    next_heartbeat: std::sync::Mutex<Option<i64>>,
 }
 
 /// The wire form of a stored job.
@@ -90,15 +94,20 @@ impl CronService {
         clients: Arc<dyn Broadcast>,
     ) -> Arc<CronService> {
         let (queue, receiver) = mpsc::channel(QUEUE);
+        let heartbeat_every = turns.config.heartbeat_interval.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
+        let clock = Clock::default();
+        let next_heartbeat = heartbeat_every.map(|every| clock.now().unix_millis.saturating_add(every));
         Arc::new(CronService {
             store,
             turns,
             threads,
             clients,
-            clock: Clock::default(),
+            clock,
             wake: Notify::new(),
             queue,
             receiver: std::sync::Mutex::new(Some(receiver)),
+            heartbeat_every,
+            next_heartbeat: std::sync::Mutex::new(next_heartbeat),
         })
     }
 
@@ -184,7 +193,7 @@ impl CronService {
     /// Queues one run now (enabled or not).
     pub async fn run_now(&self, id: &str) -> Result<CronJobInfo, CronError> {
         let job = self.get(id).await?;
-        self.queue.try_send(Queued { id: id.to_owned() }).map_err(|_| CronError::Busy)?;
+        self.queue.try_send(Queued { id: Some(id.to_owned()) }).map_err(|_| CronError::Busy)?;
         Ok(info(&job))
     }
 
@@ -208,7 +217,10 @@ impl CronService {
                         _ = stop.cancelled() => None,
                     };
                     let Some(queued) = queued else { return };
-                    service.execute(&queued.id).await;
+                    match queued.id {
+                        Some(id) => service.execute(&id).await,
+                        None => drop(service.heartbeat().await),
+                    }
                 }
             }
         };
@@ -230,6 +242,13 @@ impl CronService {
     /// Claims each due job's run (moving its next run on) and queues the runs this instance won.
     async fn claim_due(&self) -> Result<(), StoreError> {
         let now = self.now();
+        if let Some(every) = self.heartbeat_every {
+            let mut next = self.next_heartbeat.lock().unwrap_or_else(|p| p.into_inner());
+            if next.is_some_and(|at| at <= now) {
+                *next = Some(now.saturating_add(every));
+                let _ = self.queue.try_send(Queued { id: None });
+            }
+        }
         for job in self.store.due_cron_jobs(now).await? {
             let Some(expected) = job.next_run_at_ms else { continue };
             let schedule: CronSchedule = serde_json::from_str(&job.schedule).unwrap_or_default();
@@ -237,7 +256,7 @@ impl CronService {
             let claim = CronWrite::Claim { id: job.id.clone(), expected, next };
             match self.store.write(claim).await {
                 Ok(()) => {
-                    if self.queue.try_send(Queued { id: job.id.clone() }).is_err() {
+                    if self.queue.try_send(Queued { id: Some(job.id.clone()) }).is_err() {
                         tracing::warn!(job = %job.id, "the cron run queue is full; this run is skipped");
                     }
                 }

@@ -80,6 +80,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::CronRemove(p) => answer(id, cron::handle_remove(ctx, p)),
         R::CronEnable(p) => answer(id, cron::handle_enable(ctx, p)),
         R::CronRun(p) => answer(id, cron::handle_run(ctx, p)),
+        R::HeartbeatTrigger(p) => answer(id, cron::handle_heartbeat(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

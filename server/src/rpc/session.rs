@@ -122,6 +122,7 @@ pub fn initialize_result(
             model_catalog_management: model_configured.then_some(true),
             background_terminals: Some(true),
             cron_management: Some(true),
+            heartbeat_management: Some(true),
             skills_management: Some(true),
             workspace_config_management: Some(true),
             external_channel_management: Some(true),

@@ -945,6 +945,18 @@ export interface FileChange {
   truncated?: boolean | null;
 }
 
+/** `heartbeat/trigger` params: an empty object (or omitted). */
+export type HeartbeatTriggerParams = { [key: string]: unknown };
+
+/**
+ * Result of `heartbeat/trigger`: the agent's answer, or why the run failed; both `null` when
+ * there is no `HEARTBEAT.md`.
+ */
+export interface HeartbeatTriggerResult {
+  error?: string | null;
+  result?: string | null;
+}
+
 /** `"server"` (the server keeps the history) or `"client"` (the client sends `messages`). */
 export type HistoryMode = "server" | "client";
 
@@ -1284,6 +1296,8 @@ export interface ServerCapabilities {
   extensions?: { [key: string]: unknown };
   /** `externalChannel/*` (section 23). */
   externalChannelManagement?: boolean | null;
+  /** `heartbeat/trigger` (section 17). */
+  heartbeatManagement?: boolean | null;
   modeSwitch?: boolean | null;
   modelCatalogManagement?: boolean | null;
   /** How `Exec` commands are confined on this host (appserver extension). */
@@ -1945,6 +1959,7 @@ export interface ClientRequestMap {
   "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
   "externalChannel/remove": { params: ExternalChannelNameParams; result: RemovedResult };
   "externalChannel/upsert": { params: ExternalChannelUpsertParams; result: ExternalChannelResult };
+  "heartbeat/trigger": { params: HeartbeatTriggerParams; result: HeartbeatTriggerResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
   "skills/list": { params: SkillsListParams; result: SkillsListResult };

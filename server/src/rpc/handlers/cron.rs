@@ -1,7 +1,9 @@
-//! Handlers of `cron/list|remove|enable|run` (protocol section 16).
+//! Handlers of `cron/list|remove|enable|run` (protocol section 16) and `heartbeat/trigger`
+//! (section 17).
 
 use appserver_protocol::{
-    CronEnableParams, CronJobIdParams, CronJobResult, CronListParams, CronListResult, CronRunResult, RemovedResult,
+    CronEnableParams, CronJobIdParams, CronJobResult, CronListParams, CronListResult, CronRunResult,
+    HeartbeatTriggerParams, HeartbeatTriggerResult, RemovedResult,
 };
 
 use crate::cron::CronError;
@@ -18,6 +20,14 @@ pub async fn handle_remove(ctx: &RequestCtx, p: CronJobIdParams) -> Result<Remov
 
 pub async fn handle_enable(ctx: &RequestCtx, p: CronEnableParams) -> Result<CronJobResult, CronError> {
     Ok(CronJobResult { job: ctx.state.cron.enable(&p.job_id, p.enabled).await? })
+}
+
+pub async fn handle_heartbeat(
+    ctx: &RequestCtx,
+    _: HeartbeatTriggerParams,
+) -> Result<HeartbeatTriggerResult, CronError> {
+    let (result, error) = ctx.state.cron.heartbeat().await;
+    Ok(HeartbeatTriggerResult { result, error })
 }
 
 pub async fn handle_run(ctx: &RequestCtx, p: CronJobIdParams) -> Result<CronRunResult, CronError> {
