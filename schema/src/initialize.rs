@@ -127,6 +127,24 @@ pub struct ServerCapabilities {
     /// `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_status: Option<bool>,
+    /// `cron/*` (section 16).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cron_management: Option<bool>,
+    /// `heartbeat/trigger` (section 17).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub heartbeat_management: Option<bool>,
+    /// `skills/*` (section 18).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub skills_management: Option<bool>,
+    /// `workspace/config/schema|update` and `workspace/configChanged` (section 25).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub workspace_config_management: Option<bool>,
+    /// `externalChannel/*` (section 23).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub external_channel_management: Option<bool>,
+    /// `channel/status` (section 20).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_status: Option<bool>,
     /// `terminal/*` requests and notifications (section 19A).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub background_terminals: Option<bool>,

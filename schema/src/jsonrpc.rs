@@ -26,6 +26,8 @@ pub mod error_codes {
     pub const TURN_NOT_FOUND: i64 = -32013;
     pub const TURN_NOT_RUNNING: i64 = -32014;
     pub const APPROVAL_TIMEOUT: i64 = -32020;
+    pub const CRON_JOB_NOT_FOUND: i64 = -32031;
+    pub const SKILL_NOT_FOUND: i64 = -32040;
     pub const COMMAND_NOT_FOUND: i64 = -32060;
     pub const COMMAND_PERMISSION_DENIED: i64 = -32061;
     pub const COMMAND_SERVICE_UNAVAILABLE: i64 = -32062;
@@ -35,6 +37,9 @@ pub mod error_codes {
     pub const MCP_SERVER_TEST_FAILED: i64 = -32073;
     pub const MCP_SERVER_NAME_CONFLICT: i64 = -32074;
     pub const MCP_SERVER_READ_ONLY: i64 = -32075;
+    pub const EXTERNAL_CHANNEL_NOT_FOUND: i64 = -32080;
+    pub const EXTERNAL_CHANNEL_VALIDATION_FAILED: i64 = -32081;
+    pub const EXTERNAL_CHANNEL_NAME_CONFLICT: i64 = -32082;
 }
 
 /// A request id exactly as it appeared on the wire: the raw JSON text of a string, a number or

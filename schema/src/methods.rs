@@ -18,8 +18,16 @@ use crate::app::{
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
-use crate::channel::{ChannelListParams, ChannelListResult};
+use crate::channel::{
+    ChannelListParams, ChannelListResult, ChannelStatusParams, ChannelStatusResult, ExternalChannelListParams,
+    ExternalChannelListResult, ExternalChannelNameParams, ExternalChannelResult, ExternalChannelUpsertParams,
+    RemovedResult,
+};
 use crate::command::{CommandExecuteParams, CommandListParams, CommandListResult, CommandResult};
+use crate::cron::{
+    CronEnableParams, CronJobIdParams, CronJobResult, CronListParams, CronListResult, CronRunResult,
+    CronStateChangedParams, HeartbeatTriggerParams, HeartbeatTriggerResult, JobResultParams,
+};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
     CommandExecutionOutputDeltaParams, ItemEventParams, PlanUpdatedParams, TextDeltaParams,
@@ -32,6 +40,11 @@ use crate::mcp::{
     McpViewCallResult, McpViewOfferedParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
+use crate::skill::{
+    SkillNameParams, SkillResult, SkillsListParams, SkillsListResult, SkillsReadResult, SkillsRestoreResult,
+    SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
+};
+use crate::subagent::{SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentGraphChangedParams};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
     TerminalResult, TerminalSessionParams, TerminalWriteParams,
@@ -46,6 +59,10 @@ use crate::turn::{
     DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,
     TurnEnqueueResult, TurnFailedParams, TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams,
     TurnSteerParams, TurnSteerResult,
+};
+use crate::workspace::{
+    CommitMessageSuggestParams, CommitMessageSuggestResult, WelcomeSuggestionsParams, WelcomeSuggestionsResult,
+    WorkspaceConfigChangedParams, WorkspaceConfigSchemaParams, WorkspaceConfigSchemaResult, WorkspaceConfigValues,
 };
 
 /// A method of the protocol, named by a marker type (`methods::Initialize`).
@@ -235,6 +252,41 @@ request_table! { ClientRequest, client_request_schemas;
     TerminalStop => "terminal/stop" (TerminalSessionParams) -> TerminalResult;
     /// Stop every terminal of a thread and forget the finished ones.
     TerminalClean => "terminal/clean" (TerminalCleanParams) -> TerminalListResult;
+    /// The config file's sections and fields, and when a change of each takes effect (section 25.2).
+    WorkspaceConfigSchema => "workspace/config/schema" (WorkspaceConfigSchemaParams) -> WorkspaceConfigSchemaResult;
+    /// Write workspace defaults into `.appserver/config.toml`; echoes what was written (section 25.3).
+    WorkspaceConfigUpdate => "workspace/config/update" (WorkspaceConfigValues) -> WorkspaceConfigValues;
+    /// A commit message for the diff of some paths, from the model (section 5.3).
+    WorkspaceCommitMessageSuggest => "workspace/commitMessage/suggest" (CommitMessageSuggestParams) -> CommitMessageSuggestResult;
+    /// Welcome-screen suggestions from the workspace's recent threads (section 5.4).
+    WelcomeSuggestions => "welcome/suggestions" (WelcomeSuggestionsParams) -> WelcomeSuggestionsResult;
+    /// The configured external channels and whether an adapter of each is connected (section 20).
+    ChannelStatus => "channel/status" (ChannelStatusParams) -> ChannelStatusResult;
+    /// External channel configs (section 23).
+    ExternalChannelList => "externalChannel/list" (ExternalChannelListParams) -> ExternalChannelListResult;
+    ExternalChannelGet => "externalChannel/get" (ExternalChannelNameParams) -> ExternalChannelResult;
+    ExternalChannelUpsert => "externalChannel/upsert" (ExternalChannelUpsertParams) -> ExternalChannelResult;
+    ExternalChannelRemove => "externalChannel/remove" (ExternalChannelNameParams) -> RemovedResult;
+    /// A thread's sub-agent children (section 24.10).
+    SubAgentChildrenList => "subagent/children/list" (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
+    /// Installed skills, workspace ones first (section 18).
+    SkillsList => "skills/list" (SkillsListParams) -> SkillsListResult;
+    /// A skill's raw `SKILL.md` with its frontmatter parsed.
+    SkillsRead => "skills/read" (SkillNameParams) -> SkillsReadResult;
+    /// A skill's body as the agent gets it.
+    SkillsView => "skills/view" (SkillNameParams) -> SkillsViewResult;
+    SkillsRestoreOriginal => "skills/restoreOriginal" (SkillNameParams) -> SkillsRestoreResult;
+    SkillsSetEnabled => "skills/setEnabled" (SkillsSetEnabledParams) -> SkillResult;
+    /// Delete a workspace or user skill's folder.
+    SkillsUninstall => "skills/uninstall" (SkillNameParams) -> SkillsUninstallResult;
+    /// Scheduled jobs (section 16).
+    CronList => "cron/list" (CronListParams) -> CronListResult;
+    CronRemove => "cron/remove" (CronJobIdParams) -> RemovedResult;
+    CronEnable => "cron/enable" (CronEnableParams) -> CronJobResult;
+    /// Queue one run of a job now.
+    CronRun => "cron/run" (CronJobIdParams) -> CronRunResult;
+    /// Run `.appserver/HEARTBEAT.md` now, on the heartbeat thread (section 17); long-running.
+    HeartbeatTrigger => "heartbeat/trigger" (HeartbeatTriggerParams) -> HeartbeatTriggerResult;
 }
 
 notification_table! { ClientNotification, client_notification_schemas;
@@ -288,6 +340,15 @@ notification_table! { ServerNotification, server_notification_schemas;
     McpStatusUpdated => "mcp/status/updated" (McpStatusUpdatedParams);
     /// The agent called a tool that declares an MCP Apps view (appserver extension).
     McpViewOffered => "mcp/view/offered" (McpViewOfferedParams);
+    /// The workspace's configuration was written (section 25.5; not to clients that declared
+    /// `configChange: false`).
+    WorkspaceConfigChanged => "workspace/configChanged" (WorkspaceConfigChangedParams);
+    /// A sub-agent edge was made or changed (section 6.5).
+    SubAgentGraphChanged => "subagent/graphChanged" (SubAgentGraphChangedParams);
+    /// A cron job changed, ran, or was removed (section 16.8).
+    CronStateChanged => "cron/stateChanged" (CronStateChangedParams);
+    /// A cron run's result (section 6.9).
+    JobResult => "system/jobResult" (JobResultParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;

@@ -219,6 +219,10 @@ pub struct RunArgs {
     /// The user's directory of app descriptors (`DIR/*/aai.json`) [default: ~/.aai].
     #[arg(long, value_name = "DIR", env = "APPSERVER_AAI_HOME")]
     aai_home: Option<PathBuf>,
+    /// The user's skill folder (`DIR/<name>/SKILL.md`), after the workspace's
+    /// `.appserver/skills` [default: ~/.appserver/skills].
+    #[arg(long, value_name = "DIR", env = "APPSERVER_SKILLS_HOME")]
+    skills_home: Option<PathBuf>,
     /// Let app/discover fetch web descriptors from loopback and private addresses.
     #[arg(long)]
     allow_private_discovery: bool,
@@ -334,21 +338,15 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     if let Some(events) = a.min_kept_events {
         config.min_kept_events = events;
     }
-    config.aai_home = a.aai_home.clone().map(absolute);
+    (config.aai_home, config.skills_home) = (a.aai_home.clone().map(absolute), skills_home(&a, absolute, env));
     config.allow_private_discovery = a.allow_private_discovery;
     config.web = !a.no_web;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
 
     let file = read_config_file(&config.workspace)?;
     let file_model = file.model.unwrap_or_default();
-    config.durability = match (a.durability, file.store.and_then(|s| s.durability)) {
-        (Some(durability), _) => durability,
-        (None, Some(durability)) => Durability::parse(&durability).ok_or_else(|| ConfigError::ConfigFile {
-            path: config_file_path(&config.workspace).display().to_string(),
-            reason: format!("store.durability: expected normal or full, not `{durability}`"),
-        })?,
-        (None, None) => Durability::Normal,
-    };
+    config.heartbeat_interval = heartbeat_interval(file.heartbeat.and_then(|h| h.interval_ms))?;
+    config.durability = durability(a.durability, file.store.and_then(|s| s.durability), &config.workspace)?;
     let approvals = file.approvals.unwrap_or_default();
     config.approval_policy = match (a.approval_policy, approvals.policy) {
         (Some(policy), _) => policy,
@@ -422,6 +420,42 @@ fn app_limits(a: &RunArgs, file: FileApps, config: &mut ServerConfig) {
 
 /// The model settings: flags, then the config file's `[model]` (its `api_key_env` read from
 /// the environment); `None` without a model name.
+/// `--durability`, else `[store] durability`, else `normal`.
+fn durability(flag: Option<Durability>, file: Option<String>, workspace: &Path) -> Result<Durability, ConfigError> {
+    Ok(match (flag, file) {
+        (Some(durability), _) => durability,
+        (None, Some(durability)) => Durability::parse(&durability).ok_or_else(|| ConfigError::ConfigFile {
+            path: config_file_path(workspace).display().to_string(),
+            reason: format!("store.durability: expected normal or full, not `{durability}`"),
+        })?,
+        (None, None) => Durability::Normal,
+    })
+}
+
+/// `[heartbeat] interval_ms`: at least a minute.
+fn heartbeat_interval(ms: Option<u64>) -> Result<Option<Duration>, ConfigError> {
+    match ms {
+        Some(ms) if ms < 60_000 => Err(ConfigError::InvalidValue {
+            flag: "[heartbeat] interval_ms".into(),
+            value: ms.to_string(),
+            reason: "at least 60000".into(),
+        }),
+        other => Ok(other.map(Duration::from_millis)),
+    }
+}
+
+/// `--skills-home`, or `~/.appserver/skills`.
+fn skills_home(
+    a: &RunArgs,
+    absolute: impl Fn(PathBuf) -> PathBuf,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<PathBuf> {
+    a.skills_home.clone().map(absolute).or_else(|| {
+        let home = env("HOME").filter(|h| !h.is_empty())?;
+        Some(PathBuf::from(home).join(".appserver").join("skills"))
+    })
+}
+
 fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Option<String>) -> Option<ModelSettings> {
     let model = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty())?;
     Some(ModelSettings {

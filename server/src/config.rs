@@ -82,6 +82,12 @@ pub struct ServerConfig {
     pub model: Option<ModelSettings>,
     /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
     pub aai_home: Option<PathBuf>,
+    /// How often the heartbeat runs on its own (`[heartbeat] interval_ms`, at least a minute);
+    /// `None`: only on `heartbeat/trigger`.
+    pub heartbeat_interval: Option<Duration>,
+    /// The user's skill folder (`--skills-home`; default `~/.appserver/skills`), after the
+    /// workspace's `.appserver/skills`.
+    pub skills_home: Option<PathBuf>,
     /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
     pub allow_private_discovery: bool,
     /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
@@ -187,6 +193,81 @@ pub(crate) struct FileConfig {
     pub(crate) server: Option<FileServer>,
     #[serde(default)]
     pub(crate) shell: Option<FileShell>,
+    /// `workspace/config/update`'s switches (read where they are used, not at start-up).
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) welcome: Option<FileWelcome>,
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) skills: Option<FileSkills>,
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) memory: Option<FileMemory>,
+    /// `[heartbeat] interval_ms`: run HEARTBEAT.md periodically.
+    #[serde(default)]
+    pub(crate) heartbeat: Option<FileHeartbeat>,
+    /// `externalChannel/*` (protocol section 23): `[external_channels.<name>]`.
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) external_channels: Option<std::collections::BTreeMap<String, FileExternalChannel>>,
+}
+
+/// `[welcome]`: personalized `welcome/suggestions` (default on).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileWelcome {
+    pub(crate) suggestions_enabled: Option<bool>,
+}
+
+/// `[skills]`: skill self-learning (DotCraft's `Skills.SelfLearning.Enabled`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileSkills {
+    pub(crate) self_learning_enabled: Option<bool>,
+    /// Skills disabled with `skills/setEnabled`.
+    pub(crate) disabled: Option<Vec<String>>,
+}
+
+/// `[memory]`: long-term memory consolidation (DotCraft's `Memory.AutoConsolidateEnabled`).
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileMemory {
+    pub(crate) auto_consolidate_enabled: Option<bool>,
+}
+
+/// `[heartbeat]`: how often `.appserver/HEARTBEAT.md` runs on its own.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct FileHeartbeat {
+    pub(crate) interval_ms: Option<u64>,
+}
+
+/// `[external_channels.<name>]`: one external channel adapter's config.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileExternalChannel {
+    pub(crate) enabled: Option<bool>,
+    pub(crate) transport: Option<String>,
+    pub(crate) command: Option<String>,
+    pub(crate) args: Option<Vec<String>>,
+    pub(crate) working_directory: Option<String>,
+    pub(crate) env: Option<std::collections::BTreeMap<String, String>>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]
@@ -310,6 +391,8 @@ impl ServerConfig {
             app_window_forget_after: DEFAULT_APP_WINDOW_FORGET_AFTER,
             model: None,
             aai_home: None,
+            skills_home: None,
+            heartbeat_interval: None,
             allow_private_discovery: false,
             web: true,
             cluster: None,

@@ -108,20 +108,25 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         }
     }
 
-    let (tools, model, agent) = agent_and_tools(&config)?;
+    let config_file = crate::workspace::ConfigFile::new(&config.workspace);
+    let skills = crate::skills::SkillCatalog::new(&config.workspace, config.skills_home.clone(), config_file.clone());
+    let cron_slot = Arc::new(std::sync::OnceLock::new());
+    let (tools, model, agent) = agent_and_tools(&config, &skills, &cron_slot)?;
     let registry = restore_windows(&store).await?;
     let (shutdown, connections) = (CancellationToken::new(), Arc::new(Connections::default()));
     let shell = crate::shell::ShellService::new(&config, connections.clone(), shutdown.clone()).map_err(|e| {
         ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
     })?;
     let parts = (tools, Arc::new(shell), shutdown, connections);
-    let state = assemble(config, store, registry, parts, agent, model, cluster);
+    let state =
+        assemble(config, store, registry, parts, AgentParts { agent, model, config_file, skills, cron_slot }, cluster);
 
     transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
     state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
     start_cluster_tasks(&state);
     let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
@@ -185,6 +190,8 @@ async fn bind_listeners(config: &ServerConfig) -> Result<(Vec<TcpListener>, Vec<
 #[allow(clippy::type_complexity)]
 fn agent_and_tools(
     config: &ServerConfig,
+    skills: &Arc<crate::skills::SkillCatalog>,
+    cron_slot: &Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 ) -> Result<(ToolRegistry, Option<Arc<crate::model::ModelProvider>>, Arc<dyn Agent>), ServerError> {
     let mut tools = ToolRegistry::default();
     tools.register(Arc::new(crate::agent::plan::UpdatePlanTool));
@@ -199,6 +206,8 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::mcp_tools::McpServersTool));
     tools.register(Arc::new(crate::agent::mcp_tools::McpToolTool));
     tools.register(Arc::new(crate::agent::mcp_tools::McpCallTool));
+    tools.register(Arc::new(crate::agent::skill_tool::SkillViewTool { skills: skills.clone() }));
+    tools.register(Arc::new(crate::agent::cron_tool::CronTool { service: cron_slot.clone() }));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));
@@ -212,11 +221,21 @@ fn agent_and_tools(
     let agent: Arc<dyn Agent> = match &model {
         Some(provider) => {
             tracing::info!(model = %provider.settings.model, base_url = %provider.settings.base_url, "model agent");
-            Arc::new(crate::agent::ModelAgent::new(provider.clone()))
+            Arc::new(crate::agent::ModelAgent::new(provider.clone(), skills.clone()))
         }
         None => Arc::new(BuiltinAgent),
     };
     Ok((tools, model, agent))
+}
+
+/// The agent, the model it uses, and the workspace files it reads (config, skills).
+struct AgentParts {
+    agent: Arc<dyn Agent>,
+    model: Option<Arc<crate::model::ModelProvider>>,
+    config_file: Arc<crate::workspace::ConfigFile>,
+    skills: Arc<crate::skills::SkillCatalog>,
+    /// Where the agent's `Cron` tool finds the cron service once it exists.
+    cron_slot: Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 }
 
 /// Wires the service handles together: each part gets only the handles it needs.
@@ -230,8 +249,7 @@ fn assemble(
         CancellationToken,
         Arc<Connections>,
     ),
-    agent: Arc<dyn Agent>,
-    model: Option<Arc<crate::model::ModelProvider>>,
+    AgentParts { agent, model, config_file, skills, cron_slot }: AgentParts,
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
@@ -281,6 +299,8 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
+    let cron = crate::cron::CronService::new(store.clone(), turns.clone(), threads.clone(), clients.clone());
+    let _ = cron_slot.set(cron.clone());
     Arc::new(ServerState {
         config,
         store,
@@ -296,6 +316,9 @@ fn assemble(
         turn_tasks,
         tasks,
         cluster,
+        config_file,
+        skills,
+        cron,
     })
 }
 

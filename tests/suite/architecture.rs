@@ -11,8 +11,10 @@ const LAYERS: &[&[&str]] = &[
     &["store", "debug", "channels", "cluster"],
     &["config"],
     &["model", "threads"],
-    &["commands", "apps", "shell", "mcphost"],
+    &["commands", "apps", "shell", "mcphost", "workspace"],
+    &["skills"],
     &["turns"],
+    &["cron"],
     &["agent"],
     &["rpc", "mcp"],
     &["transport"],
@@ -39,6 +41,9 @@ const DOMAIN: &[&str] = &[
     "telemetry",
     "cluster",
     "memory",
+    "workspace",
+    "skills",
+    "cron",
 ];
 
 const MAX_FILE_LINES: usize = 600;

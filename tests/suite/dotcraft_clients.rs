@@ -1,4 +1,6 @@
 //! What DotCraft's own clients (their SDKs, terminal and desktop clients, a chat adapter) rely on:
+//! the desktop's four ungated requests (external channels, sub-agent children, workspace config,
+//! commit messages) answered for real,
 //! `channel/list`, an `expandedPrompt` submitted as text, `toolCall` arguments on every path, and
 //! the order of notifications about a new thread and of a replay.
 
@@ -259,4 +261,80 @@ async fn replay_recent_does_not_replay_a_finished_turn_as_live() {
         }
     }
     assert!(before.iter().all(|m| !m.starts_with("turn/") && !m.starts_with("item/")), "replayed: {before:?}");
+}
+
+// The desktop's ungated requests -------------------------------------------------------------------
+
+/// DotCraft's desktop sends these four without checking a capability, with these shapes (its
+/// source: the channels panel, the sub-agent dock, the model picker, the commit dialog); each
+/// gets a real answer.
+#[tokio::test]
+async fn the_desktops_four_ungated_requests_get_real_answers() {
+    let dir = tempfile::tempdir().unwrap();
+    super::suggestions::repository(dir.path());
+    let call = tool_calls_reply(&[("c1", "CommitSuggest", vec![r#"{"message":"Greet the world"}"#])]);
+    let mock = MockModel::start(vec![Reply::Sse(call)]).await;
+    let server = ServerBuilder::ws()
+        .workspace(dir.path())
+        .mock_model(&mock)
+        .arg("--enable-debug-methods")
+        .spawn()
+        .await
+        .unwrap();
+    // A client that declares nothing, like the desktop's first connection.
+    let client = server.ws_client_initialized().await.unwrap();
+
+    // The channels panel.
+    let channel = json!({ "name": "weixin", "enabled": true, "transport": "websocket", "command": null, "args": null,
+        "workingDirectory": null, "env": null });
+    client.request("externalChannel/upsert", json!({ "channel": channel })).await.unwrap();
+    let listed = client.request("externalChannel/list", json!({})).await.unwrap();
+    assert_eq!(listed, json!({ "channels": [{ "name": "weixin", "enabled": true, "transport": "websocket" }] }));
+
+    // The sub-agent dock: a parent's children, closed ones included, with their threads.
+    let parent = thread_id(&client).await;
+    let child = thread_id(&client).await;
+    let closed = thread_id(&client).await;
+    for (id, status) in [(&child, "open"), (&closed, "closed")] {
+        let link =
+            json!({ "parentThreadId": parent, "childThreadId": id, "agentNickname": "Lovelace", "status": status });
+        client.request("debug/subagent/link", link).await.unwrap();
+    }
+    let children = client
+        .request(
+            "subagent/children/list",
+            json!({ "parentThreadId": parent, "includeClosed": true, "includeThreads": true }),
+        )
+        .await
+        .unwrap();
+    let data = children["data"].as_array().unwrap();
+    let ids: Vec<&Value> = data.iter().map(|c| &c["edge"]["childThreadId"]).collect();
+    assert_eq!(ids, [&json!(child), &json!(closed)]);
+    assert_eq!(data[0]["edge"]["parentThreadId"], json!(parent));
+    assert_eq!(data[0]["edge"]["agentNickname"], "Lovelace");
+    assert_eq!(data[0]["edge"]["status"], "open");
+    assert_eq!(data[0]["thread"]["id"], json!(child));
+    let open_only = client.request("subagent/children/list", json!({ "parentThreadId": parent })).await.unwrap();
+    assert_eq!(open_only["data"].as_array().unwrap().len(), 1);
+    assert!(open_only["data"][0].get("thread").is_none(), "threads only when asked");
+    let childless = client.request("subagent/children/list", json!({ "parentThreadId": child })).await.unwrap();
+    assert_eq!(childless, json!({ "data": [] }));
+    // Children are hidden from thread/list unless asked for.
+    let listed = client.request("thread/list", json!({ "identity": identity("test", "user-1") })).await.unwrap();
+    assert_eq!(listed["data"].as_array().unwrap().iter().map(|t| &t["id"]).collect::<Vec<_>>(), [&json!(parent)]);
+    let with_children = json!({ "identity": identity("test", "user-1"), "includeSubAgents": true });
+    assert_eq!(client.request("thread/list", with_children).await.unwrap()["data"].as_array().unwrap().len(), 3);
+
+    // The model picker: `Default` is sent as null.
+    let picked = client.request("workspace/config/update", json!({ "model": "gpt-4o-mini" })).await.unwrap();
+    assert_eq!(picked, json!({ "model": "gpt-4o-mini" }));
+    let default = client.request("workspace/config/update", json!({ "model": null })).await.unwrap();
+    assert_eq!(default, json!({ "model": null }));
+
+    // The commit dialog: workspace-relative paths of the files the agent wrote.
+    let suggested = client
+        .request("workspace/commitMessage/suggest", json!({ "threadId": parent, "paths": ["hello.txt"] }))
+        .await
+        .unwrap();
+    assert_eq!(suggested, json!({ "message": "Greet the world" }));
 }

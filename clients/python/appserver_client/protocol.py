@@ -424,6 +424,21 @@ ChannelListResult = TypedDict("ChannelListResult", {
     "channels": List["ChannelInfo"],
 })
 
+# One configured channel's state (protocol section 20.2).
+ChannelStatusInfo = TypedDict("ChannelStatusInfo", {
+    "name": str,
+    "category": str,  # `social` or `external`.
+    "enabled": bool,  # Configured as enabled.
+    "running": bool,  # An adapter for it is connected now.
+})
+
+# `channel/status` params: an empty object (or omitted).
+ChannelStatusParams = Dict[str, Any]
+
+ChannelStatusResult = TypedDict("ChannelStatusResult", {
+    "channels": List["ChannelStatusInfo"],
+})
+
 # A history message sent by the client when the thread uses `historyMode = "client"`.
 ChatMessage = TypedDict("ChatMessage", {
     "role": str,  # `system`, `user`, `assistant` or `tool`.
@@ -519,12 +534,109 @@ CommandResult = TypedDict("CommandResult", {
     "thread": NotRequired[Optional["Thread"]],
 })
 
+# Params of `workspace/commitMessage/suggest`.
+CommitMessageSuggestParams = TypedDict("CommitMessageSuggestParams", {
+    "threadId": str,  # The thread whose conversation gives the context.
+    "paths": List[str],  # Paths relative to the workspace root; not empty.
+    "maxDiffChars": NotRequired[Optional[int]],
+})
+
+# Result of `workspace/commitMessage/suggest`.
+CommitMessageSuggestResult = TypedDict("CommitMessageSuggestResult", {
+    "message": str,  # Subject line, then optionally a blank line and a body.
+})
+
+# One field of the config file.
+ConfigFieldSchema = TypedDict("ConfigFieldSchema", {
+    "key": str,  # The key inside its section (`model`, `api_key`, ...).
+    "type": str,  # `string`, `password`, `boolean`, `integer`, `enum`, `stringList`.
+    "reload": "ReloadBehavior",
+    "sensitive": NotRequired[bool],
+    "subsystemKey": NotRequired[Optional[str]],  # Present only when `reload` is `subsystemRestart`.
+    "updateField": NotRequired[Optional[str]],  # The `workspace/config/update` field that writes it, when one does.
+    "values": NotRequired[List[str]],  # The allowed values of an `enum` field.
+})
+
+# One section (TOML table) of the config file.
+ConfigSectionSchema = TypedDict("ConfigSectionSchema", {
+    "section": str,
+    "order": int,
+    "fields": List["ConfigFieldSchema"],
+    "path": NotRequired[Optional[str]],  # The TOML table (`model`, `approvals`, ...); `null` for the top level.
+})
+
 # Rich content returned by dynamic and plugin tools.
 ContentItem = TypedDict("ContentItem", {
     "type": str,  # `text` or `image`.
     "dataBase64": NotRequired[Optional[str]],
     "mediaType": NotRequired[Optional[str]],
     "text": NotRequired[Optional[str]],
+})
+
+CronEnableParams = TypedDict("CronEnableParams", {
+    "jobId": str,
+    "enabled": bool,
+})
+
+CronJobIdParams = TypedDict("CronJobIdParams", {
+    "jobId": str,
+})
+
+# One job.
+CronJobInfo = TypedDict("CronJobInfo", {
+    "id": str,
+    "name": str,
+    "schedule": "CronSchedule",
+    "enabled": bool,
+    "createdAtMs": int,
+    "deleteAfterRun": bool,
+    "state": "CronJobState",
+})
+
+CronJobResult = TypedDict("CronJobResult", {
+    "job": "CronJobInfo",
+})
+
+CronJobState = TypedDict("CronJobState", {
+    "lastError": NotRequired[Optional[str]],
+    "lastResult": NotRequired[Optional[str]],  # The agent's answer, at most 500 characters.
+    "lastRunAtMs": NotRequired[Optional[int]],
+    "lastStatus": NotRequired[Optional[str]],  # `ok` or `error`.
+    "lastThreadId": NotRequired[Optional[str]],
+    "nextRunAtMs": NotRequired[Optional[int]],
+})
+
+CronListParams = TypedDict("CronListParams", {
+    "includeDisabled": NotRequired[bool],
+})
+
+CronListResult = TypedDict("CronListResult", {
+    "jobs": List["CronJobInfo"],
+})
+
+CronRunResult = TypedDict("CronRunResult", {
+    "queued": bool,
+    "job": "CronJobInfo",
+})
+
+# When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
+# `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
+# an appserver extension).
+CronSchedule = TypedDict("CronSchedule", {
+    "kind": str,
+    "atMs": NotRequired[Optional[int]],
+    "dailyHour": NotRequired[Optional[int]],
+    "dailyMinute": NotRequired[Optional[int]],
+    "everyMs": NotRequired[Optional[int]],
+    "expr": NotRequired[Optional[str]],
+    "initialDelayMs": NotRequired[Optional[int]],
+    "tz": NotRequired[Optional[str]],
+})
+
+# `cron/stateChanged`.
+CronStateChangedParams = TypedDict("CronStateChangedParams", {
+    "job": "CronJobInfo",
+    "removed": bool,
 })
 
 # Params of `item/tool/call` (server → client): run a dynamic tool the client declared on
@@ -592,6 +704,38 @@ ExtAppQueryParams = TypedDict("ExtAppQueryParams", {
     "stateKey": str,
 })
 
+# An external channel's configuration (protocol section 23.2).
+ExternalChannelConfig = TypedDict("ExternalChannelConfig", {
+    "name": str,  # The key, compared case-insensitively.
+    "enabled": bool,
+    "transport": str,  # `subprocess` or `websocket` (anything else is refused with -32081).
+    "args": NotRequired[Optional[List[str]]],
+    "command": NotRequired[Optional[str]],  # Required for `subprocess`, refused for `websocket`.
+    "env": NotRequired[Optional[Dict[str, str]]],
+    "workingDirectory": NotRequired[Optional[str]],
+})
+
+# `externalChannel/list` params: an empty object (or omitted).
+ExternalChannelListParams = Dict[str, Any]
+
+ExternalChannelListResult = TypedDict("ExternalChannelListResult", {
+    "channels": List["ExternalChannelConfig"],
+})
+
+# Params of `externalChannel/get` and `externalChannel/remove`.
+ExternalChannelNameParams = TypedDict("ExternalChannelNameParams", {
+    "name": str,
+})
+
+# Result of `externalChannel/get` and `externalChannel/upsert`.
+ExternalChannelResult = TypedDict("ExternalChannelResult", {
+    "channel": "ExternalChannelConfig",
+})
+
+ExternalChannelUpsertParams = TypedDict("ExternalChannelUpsertParams", {
+    "channel": "ExternalChannelConfig",
+})
+
 # Files an app opens: a file whose extension matches runs `command` with its content under
 # `paramKey`.
 FileAssociation = TypedDict("FileAssociation", {
@@ -609,6 +753,16 @@ FileChange = TypedDict("FileChange", {
     "additions": int,
     "deletions": int,
     "truncated": NotRequired[Optional[bool]],  # Present (`true`) when the diff was cut to its size limit.
+})
+
+# `heartbeat/trigger` params: an empty object (or omitted).
+HeartbeatTriggerParams = Dict[str, Any]
+
+# Result of `heartbeat/trigger`: the agent's answer, or why the run failed; both `null` when
+# there is no `HEARTBEAT.md`.
+HeartbeatTriggerResult = TypedDict("HeartbeatTriggerResult", {
+    "error": NotRequired[Optional[str]],
+    "result": NotRequired[Optional[str]],
 })
 
 # `"server"` (the server keeps the history) or `"client"` (the client sends `messages`).
@@ -815,6 +969,22 @@ ItemEventParams = TypedDict("ItemEventParams", {
 
 ItemStatus = Literal["started", "streaming", "completed"]
 
+# `system/jobResult` (section 6.9).
+JobResultParams = TypedDict("JobResultParams", {
+    "source": str,  # `cron`.
+    "error": NotRequired[Optional[str]],
+    "jobId": NotRequired[Optional[str]],
+    "jobName": NotRequired[Optional[str]],
+    "result": NotRequired[Optional[str]],
+    "threadId": NotRequired[Optional[str]],
+    "tokenUsage": NotRequired[Optional["JobTokenUsage"]],
+})
+
+JobTokenUsage = TypedDict("JobTokenUsage", {
+    "inputTokens": int,
+    "outputTokens": int,
+})
+
 # Params of `mcp/list` and `mcp/status/list`: none.
 McpListParams = Dict[str, Any]
 
@@ -1020,6 +1190,14 @@ QueuedTurnInput = TypedDict("QueuedTurnInput", {
     "sender": NotRequired[Optional["SenderContext"]],
 })
 
+# When a changed field takes effect.
+ReloadBehavior = Literal["processRestart", "subsystemRestart", "hot"]
+
+# Result of `externalChannel/remove`.
+RemovedResult = TypedDict("RemovedResult", {
+    "removed": bool,
+})
+
 # `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
 # every command outside `fullAccess` is asked about, each time.
 SandboxCapability = TypedDict("SandboxCapability", {
@@ -1041,16 +1219,22 @@ SenderContext = TypedDict("SenderContext", {
 ServerCapabilities = TypedDict("ServerCapabilities", {
     "approvalFlow": NotRequired[Optional[bool]],
     "backgroundTerminals": NotRequired[Optional[bool]],  # `terminal/*` requests and notifications (section 19A).
+    "channelStatus": NotRequired[Optional[bool]],  # `channel/status` (section 20).
     "commandManagement": NotRequired[Optional[bool]],
     "configOverride": NotRequired[Optional[bool]],
+    "cronManagement": NotRequired[Optional[bool]],  # `cron/*` (section 16).
     "extensions": NotRequired[Dict[str, Any]],  # Extension registry keyed by extension name; `true` means its methods are available.
+    "externalChannelManagement": NotRequired[Optional[bool]],  # `externalChannel/*` (section 23).
+    "heartbeatManagement": NotRequired[Optional[bool]],  # `heartbeat/trigger` (section 17).
     "mcpManagement": NotRequired[Optional[bool]],  # `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22).
     "mcpStatus": NotRequired[Optional[bool]],  # `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
+    "skillsManagement": NotRequired[Optional[bool]],  # `skills/*` (section 18).
     "threadManagement": NotRequired[Optional[bool]],
     "threadSubscriptions": NotRequired[Optional[bool]],
+    "workspaceConfigManagement": NotRequired[Optional[bool]],  # `workspace/config/schema|update` and `workspace/configChanged` (section 25).
 })
 
 ServerInfo = TypedDict("ServerInfo", {
@@ -1066,6 +1250,110 @@ SessionIdentity = TypedDict("SessionIdentity", {
     "channelContext": NotRequired[Optional[str]],
     "userId": NotRequired[Optional[str]],
     "workspacePath": NotRequired[Optional[str]],  # Defaults to the server's workspace when omitted.
+})
+
+# One installed skill.
+SkillInfo = TypedDict("SkillInfo", {
+    "name": str,  # The skill's folder name.
+    "description": str,  # Frontmatter `description` (the name when there is none).
+    "source": str,  # `workspace` or `user`.
+    "available": bool,  # Whether the requirements (`bins`, `env`) are met here.
+    "enabled": bool,  # Not disabled with `skills/setEnabled`.
+    "path": str,  # Absolute path of its `SKILL.md`.
+    "metadata": Dict[str, str],  # The frontmatter's top-level keys.
+    "unavailableReason": NotRequired[Optional[str]],
+})
+
+# Params naming one skill.
+SkillNameParams = TypedDict("SkillNameParams", {
+    "name": str,
+})
+
+SkillResult = TypedDict("SkillResult", {
+    "skill": "SkillInfo",
+})
+
+# Params of `skills/list`.
+SkillsListParams = TypedDict("SkillsListParams", {
+    "includeUnavailable": NotRequired[Optional[bool]],  # Default `true`: list skills whose requirements are not met too.
+})
+
+SkillsListResult = TypedDict("SkillsListResult", {
+    "skills": List["SkillInfo"],
+})
+
+# Result of `skills/read`: the raw `SKILL.md`.
+SkillsReadResult = TypedDict("SkillsReadResult", {
+    "name": str,
+    "content": str,
+    "metadata": NotRequired[Optional[Dict[str, str]]],  # `null` when the file has no frontmatter.
+})
+
+# Result of `skills/restoreOriginal`.
+SkillsRestoreResult = TypedDict("SkillsRestoreResult", {
+    "name": str,
+    "restored": bool,  # Whether an adaptation was restored (never: this server makes none).
+})
+
+SkillsSetEnabledParams = TypedDict("SkillsSetEnabledParams", {
+    "name": str,
+    "enabled": bool,
+})
+
+# Result of `skills/uninstall`.
+SkillsUninstallResult = TypedDict("SkillsUninstallResult", {
+    "name": str,
+    "uninstalled": bool,
+    "source": str,
+    "removedSourcePath": str,
+    "removedVariantCount": int,
+})
+
+# Result of `skills/view`: the body the agent gets (frontmatter stripped).
+SkillsViewResult = TypedDict("SkillsViewResult", {
+    "name": str,
+    "content": str,
+})
+
+# One child.
+SubAgentChild = TypedDict("SubAgentChild", {
+    "edge": "SubAgentEdge",
+    "thread": NotRequired[Optional["Thread"]],
+})
+
+# Params of `subagent/children/list`.
+SubAgentChildrenListParams = TypedDict("SubAgentChildrenListParams", {
+    "parentThreadId": str,
+    "includeClosed": NotRequired[bool],  # Also list closed edges. Default `false`.
+    "includeThreads": NotRequired[bool],  # Include each child's thread (as `thread/read` returns it, without turns). Default `false`.
+})
+
+# Result of `subagent/children/list`: oldest child first.
+SubAgentChildrenListResult = TypedDict("SubAgentChildrenListResult", {
+    "data": List["SubAgentChild"],
+})
+
+# A parent/child edge.
+SubAgentEdge = TypedDict("SubAgentEdge", {
+    "parentThreadId": str,
+    "childThreadId": str,
+    "depth": int,
+    "profileName": str,
+    "runtimeType": str,
+    "supportsSendInput": bool,
+    "supportsResume": bool,
+    "supportsClose": bool,
+    "status": str,  # `open` or `closed`.
+    "agentNickname": NotRequired[Optional[str]],
+    "agentRole": NotRequired[Optional[str]],
+    "parentTurnId": NotRequired[Optional[str]],
+})
+
+# `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
+# `subagent/children/list`.
+SubAgentGraphChangedParams = TypedDict("SubAgentGraphChangedParams", {
+    "parentThreadId": str,
+    "childThreadId": str,
 })
 
 SystemNoticePayload = TypedDict("SystemNoticePayload", {
@@ -1456,7 +1744,54 @@ UserMessagePayload = TypedDict("UserMessagePayload", {
     "triggerRefId": NotRequired[Optional[str]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "command/execute", "command/list", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer"]
+WelcomeSuggestionItem = TypedDict("WelcomeSuggestionItem", {
+    "title": str,
+    "prompt": str,
+    "reason": NotRequired[Optional[str]],
+})
+
+# Params of `welcome/suggestions`.
+WelcomeSuggestionsParams = TypedDict("WelcomeSuggestionsParams", {
+    "identity": "SessionIdentity",
+    "maxItems": NotRequired[Optional[int]],
+})
+
+# Result of `welcome/suggestions`.
+WelcomeSuggestionsResult = TypedDict("WelcomeSuggestionsResult", {
+    "items": List["WelcomeSuggestionItem"],
+    "source": str,  # `dynamic` or `none`.
+    "generatedAt": str,
+    "fingerprint": str,
+})
+
+# `workspace/configChanged`: something in the workspace's configuration was written.
+WorkspaceConfigChangedParams = TypedDict("WorkspaceConfigChangedParams", {
+    "source": str,  # The method that wrote it.
+    "regions": List[str],  # Coarse tags of what changed (`workspace.model`, `externalChannel`, ...).
+    "changedAt": str,  # ISO 8601 UTC.
+})
+
+# Params of `workspace/config/schema`: an empty object (or omitted).
+WorkspaceConfigSchemaParams = Dict[str, Any]
+
+# Result of `workspace/config/schema`.
+WorkspaceConfigSchemaResult = TypedDict("WorkspaceConfigSchemaResult", {
+    "sections": List["ConfigSectionSchema"],
+})
+
+# Params (and, echoing what was written, result) of `workspace/config/update`. An absent field
+# is left alone; `null` removes the key.
+WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
+    "apiKey": NotRequired[Optional[str]],
+    "defaultApprovalPolicy": NotRequired[Optional[str]],
+    "endPoint": NotRequired[Optional[str]],
+    "memoryAutoConsolidateEnabled": NotRequired[Optional[bool]],
+    "model": NotRequired[Optional[str]],
+    "skillsSelfLearningEnabled": NotRequired[Optional[bool]],
+    "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
+})
+
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1471,8 +1806,18 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/register": ("AppRegisterParams", "AppRegisterResult"),
     "app/unregister": ("AppUnregisterParams", "EmptyResult"),
     "channel/list": ("ChannelListParams", "ChannelListResult"),
+    "channel/status": ("ChannelStatusParams", "ChannelStatusResult"),
     "command/execute": ("CommandExecuteParams", "CommandResult"),
     "command/list": ("CommandListParams", "CommandListResult"),
+    "cron/enable": ("CronEnableParams", "CronJobResult"),
+    "cron/list": ("CronListParams", "CronListResult"),
+    "cron/remove": ("CronJobIdParams", "RemovedResult"),
+    "cron/run": ("CronJobIdParams", "CronRunResult"),
+    "externalChannel/get": ("ExternalChannelNameParams", "ExternalChannelResult"),
+    "externalChannel/list": ("ExternalChannelListParams", "ExternalChannelListResult"),
+    "externalChannel/remove": ("ExternalChannelNameParams", "RemovedResult"),
+    "externalChannel/upsert": ("ExternalChannelUpsertParams", "ExternalChannelResult"),
+    "heartbeat/trigger": ("HeartbeatTriggerParams", "HeartbeatTriggerResult"),
     "initialize": ("InitializeParams", "InitializeResult"),
     "mcp/get": ("McpNameParams", "McpServerResult"),
     "mcp/list": ("McpListParams", "McpListResult"),
@@ -1483,6 +1828,13 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/upsert": ("McpServerParams", "McpServerResult"),
     "mcp/view/call": ("McpViewCallParams", "McpViewCallResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
+    "skills/list": ("SkillsListParams", "SkillsListResult"),
+    "skills/read": ("SkillNameParams", "SkillsReadResult"),
+    "skills/restoreOriginal": ("SkillNameParams", "SkillsRestoreResult"),
+    "skills/setEnabled": ("SkillsSetEnabledParams", "SkillResult"),
+    "skills/uninstall": ("SkillNameParams", "SkillsUninstallResult"),
+    "skills/view": ("SkillNameParams", "SkillsViewResult"),
+    "subagent/children/list": ("SubAgentChildrenListParams", "SubAgentChildrenListResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
     "terminal/read": ("TerminalReadParams", "TerminalResult"),
@@ -1507,6 +1859,10 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "turn/queue/remove": ("TurnQueueRemoveParams", "QueuedInputsResult"),
     "turn/start": ("TurnStartParams", "TurnResult"),
     "turn/steer": ("TurnSteerParams", "TurnSteerResult"),
+    "welcome/suggestions": ("WelcomeSuggestionsParams", "WelcomeSuggestionsResult"),
+    "workspace/commitMessage/suggest": ("CommitMessageSuggestParams", "CommitMessageSuggestResult"),
+    "workspace/config/schema": ("WorkspaceConfigSchemaParams", "WorkspaceConfigSchemaResult"),
+    "workspace/config/update": ("WorkspaceConfigValues", "WorkspaceConfigValues"),
 }
 
 ClientNotificationMethod = Literal["app/emit", "app/interaction", "initialized"]
@@ -1518,7 +1874,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1527,6 +1883,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/registered": ("AppRegisteredParams", None),
     "app/replayed": ("AppReplayedParams", None),
     "app/unregistered": ("AppUnregisteredParams", None),
+    "cron/stateChanged": ("CronStateChangedParams", None),
     "item/agentMessage/delta": ("TextDeltaParams", None),
     "item/approval/resolved": ("ItemEventParams", None),
     "item/commandExecution/outputDelta": ("CommandExecutionOutputDeltaParams", None),
@@ -1538,6 +1895,8 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/status/updated": ("McpStatusUpdatedParams", None),
     "mcp/view/offered": ("McpViewOfferedParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
+    "subagent/graphChanged": ("SubAgentGraphChangedParams", None),
+    "system/jobResult": ("JobResultParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
     "terminal/completed": ("TerminalEventParams", None),
     "terminal/outputDelta": ("TerminalEventParams", None),
@@ -1555,6 +1914,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "turn/diff/updated": ("TurnDiffUpdatedParams", None),
     "turn/failed": ("TurnFailedParams", None),
     "turn/started": ("TurnResult", None),
+    "workspace/configChanged": ("WorkspaceConfigChangedParams", None),
 }
 
 ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "item/approval/request", "item/tool/call"]
@@ -1613,11 +1973,41 @@ class ClientRequests:
     async def channel_list(self, params: "ChannelListParams", timeout: Optional[float] = None) -> "ChannelListResult":
         return await self.request("channel/list", params, timeout)
 
+    async def channel_status(self, params: "ChannelStatusParams", timeout: Optional[float] = None) -> "ChannelStatusResult":
+        return await self.request("channel/status", params, timeout)
+
     async def command_execute(self, params: "CommandExecuteParams", timeout: Optional[float] = None) -> "CommandResult":
         return await self.request("command/execute", params, timeout)
 
     async def command_list(self, params: "CommandListParams", timeout: Optional[float] = None) -> "CommandListResult":
         return await self.request("command/list", params, timeout)
+
+    async def cron_enable(self, params: "CronEnableParams", timeout: Optional[float] = None) -> "CronJobResult":
+        return await self.request("cron/enable", params, timeout)
+
+    async def cron_list(self, params: "CronListParams", timeout: Optional[float] = None) -> "CronListResult":
+        return await self.request("cron/list", params, timeout)
+
+    async def cron_remove(self, params: "CronJobIdParams", timeout: Optional[float] = None) -> "RemovedResult":
+        return await self.request("cron/remove", params, timeout)
+
+    async def cron_run(self, params: "CronJobIdParams", timeout: Optional[float] = None) -> "CronRunResult":
+        return await self.request("cron/run", params, timeout)
+
+    async def externalChannel_get(self, params: "ExternalChannelNameParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
+        return await self.request("externalChannel/get", params, timeout)
+
+    async def externalChannel_list(self, params: "ExternalChannelListParams", timeout: Optional[float] = None) -> "ExternalChannelListResult":
+        return await self.request("externalChannel/list", params, timeout)
+
+    async def externalChannel_remove(self, params: "ExternalChannelNameParams", timeout: Optional[float] = None) -> "RemovedResult":
+        return await self.request("externalChannel/remove", params, timeout)
+
+    async def externalChannel_upsert(self, params: "ExternalChannelUpsertParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
+        return await self.request("externalChannel/upsert", params, timeout)
+
+    async def heartbeat_trigger(self, params: "HeartbeatTriggerParams", timeout: Optional[float] = None) -> "HeartbeatTriggerResult":
+        return await self.request("heartbeat/trigger", params, timeout)
 
     async def initialize(self, params: "InitializeParams", timeout: Optional[float] = None) -> "InitializeResult":
         return await self.request("initialize", params, timeout)
@@ -1648,6 +2038,27 @@ class ClientRequests:
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)
+
+    async def skills_list(self, params: "SkillsListParams", timeout: Optional[float] = None) -> "SkillsListResult":
+        return await self.request("skills/list", params, timeout)
+
+    async def skills_read(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsReadResult":
+        return await self.request("skills/read", params, timeout)
+
+    async def skills_restoreOriginal(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsRestoreResult":
+        return await self.request("skills/restoreOriginal", params, timeout)
+
+    async def skills_setEnabled(self, params: "SkillsSetEnabledParams", timeout: Optional[float] = None) -> "SkillResult":
+        return await self.request("skills/setEnabled", params, timeout)
+
+    async def skills_uninstall(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsUninstallResult":
+        return await self.request("skills/uninstall", params, timeout)
+
+    async def skills_view(self, params: "SkillNameParams", timeout: Optional[float] = None) -> "SkillsViewResult":
+        return await self.request("skills/view", params, timeout)
+
+    async def subagent_children_list(self, params: "SubAgentChildrenListParams", timeout: Optional[float] = None) -> "SubAgentChildrenListResult":
+        return await self.request("subagent/children/list", params, timeout)
 
     async def terminal_clean(self, params: "TerminalCleanParams", timeout: Optional[float] = None) -> "TerminalListResult":
         return await self.request("terminal/clean", params, timeout)
@@ -1720,3 +2131,15 @@ class ClientRequests:
 
     async def turn_steer(self, params: "TurnSteerParams", timeout: Optional[float] = None) -> "TurnSteerResult":
         return await self.request("turn/steer", params, timeout)
+
+    async def welcome_suggestions(self, params: "WelcomeSuggestionsParams", timeout: Optional[float] = None) -> "WelcomeSuggestionsResult":
+        return await self.request("welcome/suggestions", params, timeout)
+
+    async def workspace_commitMessage_suggest(self, params: "CommitMessageSuggestParams", timeout: Optional[float] = None) -> "CommitMessageSuggestResult":
+        return await self.request("workspace/commitMessage/suggest", params, timeout)
+
+    async def workspace_config_schema(self, params: "WorkspaceConfigSchemaParams", timeout: Optional[float] = None) -> "WorkspaceConfigSchemaResult":
+        return await self.request("workspace/config/schema", params, timeout)
+
+    async def workspace_config_update(self, params: "WorkspaceConfigValues", timeout: Optional[float] = None) -> "WorkspaceConfigValues":
+        return await self.request("workspace/config/update", params, timeout)

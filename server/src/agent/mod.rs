@@ -6,6 +6,7 @@
 
 pub mod app_tools;
 mod builtin;
+pub mod cron_tool;
 pub mod debug_tools;
 pub mod discover_tool;
 pub mod dynamic;
@@ -13,6 +14,7 @@ pub mod hands;
 pub mod mcp_tools;
 mod model_agent;
 pub mod plan;
+pub mod skill_tool;
 pub mod todo;
 
 pub use builtin::BuiltinAgent;

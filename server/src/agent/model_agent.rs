@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 use super::dynamic;
 use crate::model::{ChatDelta, ModelError, ModelProvider};
 use crate::ports::BoxFuture;
+use crate::skills::SkillCatalog;
 use crate::threads::wire;
 use crate::turns::agent::Agent;
 use crate::turns::context::{TurnContext, TurnError};
@@ -30,17 +31,22 @@ before you command an app. Use update_plan to record a plan for longer tasks. Be
 #[derive(Debug)]
 pub struct ModelAgent {
     provider: Arc<ModelProvider>,
+    /// The skills whose names and descriptions the agent is told about.
+    skills: Arc<SkillCatalog>,
 }
 
 impl ModelAgent {
-    pub fn new(provider: Arc<ModelProvider>) -> Self {
-        ModelAgent { provider }
+    pub fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>) -> Self {
+        ModelAgent { provider, skills }
     }
 }
 
 impl Agent for ModelAgent {
     fn run<'a>(&'a self, turn: &'a mut TurnContext) -> BoxFuture<'a, Result<(), TurnError>> {
-        Box::pin(run(&self.provider, turn))
+        Box::pin(async move {
+            let skills = self.skills.instructions().await;
+            run(&self.provider, skills.as_deref(), turn).await
+        })
     }
 }
 
@@ -59,7 +65,7 @@ struct PendingCall {
     item: Option<String>,
 }
 
-async fn run(provider: &ModelProvider, ctx: &mut TurnContext) -> Result<(), TurnError> {
+async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnContext) -> Result<(), TurnError> {
     let (model, instructions, history_mode, dynamic_tools) = {
         let state = ctx.handle.state();
         let config = state.record.configuration.clone().unwrap_or_default();
@@ -71,7 +77,7 @@ async fn run(provider: &ModelProvider, ctx: &mut TurnContext) -> Result<(), Turn
         )
     };
     let (tools, targets) = tool_specs(ctx, &dynamic_tools);
-    let mut messages = vec![system_message(provider, instructions.as_deref())];
+    let mut messages = vec![system_message(provider, skills, instructions.as_deref())];
     match history_mode {
         HistoryMode::Server => messages.extend(stored_history(ctx).await?),
         HistoryMode::Client => {
@@ -279,9 +285,9 @@ fn model_error(err: ModelError) -> TurnError {
     TurnError::Agent(format!("Model request failed: {err}"))
 }
 
-fn system_message(provider: &ModelProvider, thread_instructions: Option<&str>) -> Value {
+fn system_message(provider: &ModelProvider, skills: Option<&str>, thread_instructions: Option<&str>) -> Value {
     let mut text = SYSTEM_PROMPT.to_owned();
-    for extra in [provider.settings.instructions.as_deref(), thread_instructions].into_iter().flatten() {
+    for extra in [skills, provider.settings.instructions.as_deref(), thread_instructions].into_iter().flatten() {
         text.push_str("\n\n");
         text.push_str(extra);
     }

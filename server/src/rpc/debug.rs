@@ -52,6 +52,18 @@ struct ThreadParams {
     thread_id: String,
 }
 
+/// `debug/subagent/link`: records a sub-agent edge (until the spawn tool makes them).
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LinkParams {
+    parent_thread_id: String,
+    child_thread_id: String,
+    #[serde(default)]
+    agent_nickname: Option<String>,
+    #[serde(default)]
+    status: Option<String>,
+}
+
 pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Request) -> Result<String, RpcError> {
     match request.method.as_str() {
         // Holds its in-flight permit for `ms` milliseconds (or until the connection closes).
@@ -129,6 +141,37 @@ pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Reques
         "debug/clock/advance" => {
             let params: AdvanceParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
             state.apps.web.clock.advance(params.ms);
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // Moves the cron clock forward by `ms` and looks for due jobs at once.
+        "debug/cron/advance" => {
+            let params: AdvanceParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            state.cron.clock.advance(params.ms);
+            state.cron.wake();
+            Ok(reply_text(&request.id, &json!({})))
+        }
+        // Makes a thread a sub-agent child of another, as the spawn tool will.
+        "debug/subagent/link" => {
+            let p: LinkParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
+            let edge = crate::store::EdgeRecord {
+                parent_thread_id: p.parent_thread_id,
+                child_thread_id: p.child_thread_id,
+                parent_turn_id: None,
+                depth: 1,
+                agent_nickname: p.agent_nickname,
+                agent_role: Some("default".into()),
+                profile_name: "native".into(),
+                runtime_type: "native".into(),
+                status: p.status.unwrap_or_else(|| "open".into()),
+                created_at: crate::clock::now_rfc3339(),
+            };
+            let changed = appserver_protocol::SubAgentGraphChangedParams {
+                parent_thread_id: edge.parent_thread_id.clone(),
+                child_thread_id: edge.child_thread_id.clone(),
+            };
+            state.store.write(crate::store::ThreadWrite::LinkChild(Box::new(edge))).await?;
+            let notification = appserver_protocol::ServerNotification::SubAgentGraphChanged(changed);
+            crate::threads::broadcast(state.connections.as_ref(), &notification);
             Ok(reply_text(&request.id, &json!({})))
         }
         other => Err(RpcError::method_not_found(other)),

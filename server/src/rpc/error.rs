@@ -5,9 +5,12 @@ use serde_json::{Value, json};
 
 use crate::apps::AppError;
 use crate::commands::CommandError;
+use crate::cron::CronError;
 use crate::mcphost::McpHostError;
+use crate::skills::SkillError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
+use crate::workspace::WorkspaceError;
 
 /// A JSON-RPC error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
@@ -159,6 +162,48 @@ impl From<McpHostError> for RpcError {
             McpHostError::Unavailable(_) => error_codes::MCP_SERVER_TEST_FAILED,
         };
         RpcError::new(code, err.to_string())
+    }
+}
+
+impl From<WorkspaceError> for RpcError {
+    fn from(err: WorkspaceError) -> Self {
+        let err = match err {
+            WorkspaceError::Store(store) => return RpcError::from(store),
+            other => other,
+        };
+        let code = match &err {
+            WorkspaceError::InvalidParams(_) => error_codes::INVALID_PARAMS,
+            WorkspaceError::ThreadNotFound(_) => error_codes::THREAD_NOT_FOUND,
+            WorkspaceError::ChannelNotFound(_) => error_codes::EXTERNAL_CHANNEL_NOT_FOUND,
+            WorkspaceError::ChannelInvalid(_) => error_codes::EXTERNAL_CHANNEL_VALIDATION_FAILED,
+            WorkspaceError::ChannelConflict(_) => error_codes::EXTERNAL_CHANNEL_NAME_CONFLICT,
+            // The suggestion could not be made (no model, not a repository, nothing changed,
+            // the model failed or said nothing): `data.code` says which.
+            _ => error_codes::INTERNAL_ERROR,
+        };
+        RpcError::new(code, err.to_string()).with_data(json!({ "code": err.code() }))
+    }
+}
+
+impl From<CronError> for RpcError {
+    fn from(err: CronError) -> Self {
+        match err {
+            CronError::Store(store) => RpcError::from(store),
+            CronError::NotFound(_) => RpcError::new(error_codes::CRON_JOB_NOT_FOUND, err.to_string()),
+            CronError::Invalid(_) => RpcError::invalid_params(err.to_string()),
+            CronError::Busy => RpcError::new(error_codes::SERVER_OVERLOADED, err.to_string()),
+        }
+    }
+}
+
+impl From<SkillError> for RpcError {
+    fn from(err: SkillError) -> Self {
+        match err {
+            SkillError::Config(config) => RpcError::from(config),
+            SkillError::NotFound(_) => RpcError::new(error_codes::SKILL_NOT_FOUND, err.to_string()),
+            SkillError::InvalidParams(_) => RpcError::invalid_params(err.to_string()),
+            SkillError::Io { .. } => RpcError::internal(err),
+        }
     }
 }
 

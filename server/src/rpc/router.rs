@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, mcp, terminals, threads, turns};
+use super::handlers::{apps, channels, commands, cron, mcp, skills, subagents, terminals, threads, turns, workspace};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -68,6 +68,27 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::McpTest(p) => answer(id, mcp::handle_test(ctx, p)),
         R::McpResourcesRead(p) => answer(id, mcp::handle_resources_read(ctx, p)),
         R::McpViewCall(p) => answer(id, mcp::handle_view_call(ctx, p)),
+        R::WorkspaceConfigSchema(p) => answer(id, workspace::handle_config_schema(ctx, p)),
+        R::WorkspaceConfigUpdate(p) => answer(id, workspace::handle_config_update(ctx, p)),
+        R::WorkspaceCommitMessageSuggest(p) => answer(id, workspace::handle_commit_message_suggest(ctx, p)),
+        R::WelcomeSuggestions(p) => answer(id, workspace::handle_welcome_suggestions(ctx, p)),
+        R::ChannelStatus(p) => answer(id, channels::handle_channel_status(ctx, p)),
+        R::ExternalChannelList(p) => answer(id, channels::handle_external_list(ctx, p)),
+        R::ExternalChannelGet(p) => answer(id, channels::handle_external_get(ctx, p)),
+        R::ExternalChannelUpsert(p) => answer(id, channels::handle_external_upsert(ctx, p)),
+        R::ExternalChannelRemove(p) => answer(id, channels::handle_external_remove(ctx, p)),
+        R::SubAgentChildrenList(p) => answer(id, subagents::handle_children_list(ctx, p)),
+        R::SkillsList(p) => answer(id, skills::handle_list(ctx, p)),
+        R::SkillsRead(p) => answer(id, skills::handle_read(ctx, p)),
+        R::SkillsView(p) => answer(id, skills::handle_view(ctx, p)),
+        R::SkillsRestoreOriginal(p) => answer(id, skills::handle_restore(ctx, p)),
+        R::SkillsSetEnabled(p) => answer(id, skills::handle_set_enabled(ctx, p)),
+        R::SkillsUninstall(p) => answer(id, skills::handle_uninstall(ctx, p)),
+        R::CronList(p) => answer(id, cron::handle_list(ctx, p)),
+        R::CronRemove(p) => answer(id, cron::handle_remove(ctx, p)),
+        R::CronEnable(p) => answer(id, cron::handle_enable(ctx, p)),
+        R::CronRun(p) => answer(id, cron::handle_run(ctx, p)),
+        R::HeartbeatTrigger(p) => answer(id, cron::handle_heartbeat(ctx, p)),
         R::ModelList(_) => Box::pin(async move {
             match &ctx.state.model {
                 Some(provider) => Ok(reply_text(id, &provider.list_models().await)),

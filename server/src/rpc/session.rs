@@ -37,6 +37,8 @@ impl ClientSession {
             "commandExecutionStreaming" => c.command_execution_streaming.unwrap_or(false),
             "backgroundTerminals" => c.background_terminals.unwrap_or(false),
             "toolExecutionLifecycle" => c.tool_execution_lifecycle.unwrap_or(false),
+            // On unless declared off (section 25.4).
+            "configChange" => c.config_change.unwrap_or(true),
             _ => false,
         }
     }
@@ -121,8 +123,19 @@ pub fn initialize_result(
             mcp_management: Some(true),
             mcp_status: Some(true),
             background_terminals: Some(true),
+            cron_management: Some(true),
+            heartbeat_management: Some(true),
+            skills_management: Some(true),
+            workspace_config_management: Some(true),
+            external_channel_management: Some(true),
+            channel_status: Some(true),
             sandbox,
-            extensions: [("appProtocol".to_owned(), serde_json::Value::Bool(true))].into_iter().collect(),
+            extensions: [
+                ("appProtocol".to_owned(), serde_json::Value::Bool(true)),
+                ("welcomeSuggestions".to_owned(), serde_json::Value::Bool(true)),
+            ]
+            .into_iter()
+            .collect(),
         },
     }
 }

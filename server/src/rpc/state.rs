@@ -42,6 +42,13 @@ pub struct ServerState {
     pub tasks: TaskTracker,
     /// Cluster mode's NATS connection (`--cluster`); `None` when the server runs alone.
     pub cluster: Option<Cluster>,
+    /// `<workspace>/.appserver/config.toml`, as `workspace/config/update` and
+    /// `externalChannel/*` edit it.
+    pub config_file: Arc<crate::workspace::ConfigFile>,
+    /// The workspace's and the user's skills (`skills/*`, the agent's `SkillView`).
+    pub skills: Arc<crate::skills::SkillCatalog>,
+    /// Scheduled jobs (`cron/*`).
+    pub cron: Arc<crate::cron::CronService>,
 }
 
 impl ServerState {

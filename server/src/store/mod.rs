@@ -10,6 +10,7 @@
 mod apps;
 #[cfg(test)]
 mod backend_tests;
+mod cron;
 mod db;
 mod events;
 mod leases;
@@ -19,14 +20,17 @@ mod retry;
 #[cfg(test)]
 mod retry_tests;
 mod sqlite;
+mod subagents;
 mod thread_writes;
 mod threads;
 mod writer;
 
 pub use apps::{AppWrite, DescriptorPin, WindowRecord};
+pub use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub use events::{EventWrite, StoredEvent};
 pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;
+pub use subagents::{EdgeRecord, MAX_CHILDREN_LISTED};
 pub use thread_writes::ThreadWrite;
 pub use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
 pub use writer::FaultKind;
@@ -145,6 +149,7 @@ pub enum WriteOp {
     Thread(ThreadWrite),
     App(AppWrite),
     Event(EventWrite),
+    Cron(CronWrite),
     /// Several writes that must commit together.
     All(Vec<WriteOp>),
 }
@@ -220,6 +225,7 @@ fn apply<'a>(
             WriteOp::Thread(op) => thread_writes::apply(conn, op).await,
             WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::Event(op) => events::apply(conn, op).await,
+            WriteOp::Cron(op) => cron::apply(conn, op).await,
             WriteOp::All(ops) => {
                 for op in ops {
                     apply(conn, op).await?;

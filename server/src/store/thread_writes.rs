@@ -48,6 +48,13 @@ pub enum ThreadWrite {
         last_active_at: String,
     },
     DeleteThread(String),
+    /// Record that a thread is a sub-agent child of another (fails if it already has a parent).
+    LinkChild(Box<super::EdgeRecord>),
+    /// Set a sub-agent edge's status (`open`, `closed`), by the child's id.
+    SetEdgeStatus {
+        child_thread_id: String,
+        status: String,
+    },
     /// Insert a new turn row.
     CreateTurn(Box<TurnRecord>),
     /// Record how an existing turn ended (status, completion time, error, usage).
@@ -169,6 +176,10 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
         }
         ThreadWrite::DeleteThread(id) => {
             conn.run(sql("DELETE FROM threads WHERE id = ?").bind(id)).await?;
+        }
+        ThreadWrite::LinkChild(edge) => super::subagents::insert(conn, edge).await?,
+        ThreadWrite::SetEdgeStatus { child_thread_id, status } => {
+            super::subagents::set_status(conn, child_thread_id, status).await?;
         }
         ThreadWrite::CreateTurn(t) => {
             let q = sql(format!("INSERT INTO turns ({TURN_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?)"))

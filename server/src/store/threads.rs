@@ -71,6 +71,8 @@ pub struct ThreadQuery {
     /// Post-filter on origin channel (case-insensitive).
     pub channel_name: Option<String>,
     pub include_archived: bool,
+    /// Sub-agent child threads too (hidden unless asked for, section 24.10).
+    pub include_sub_agents: bool,
     /// Keyset cursor: rows strictly older than (last_active_at, id).
     pub after: Option<(String, String)>,
     pub limit: u32,
@@ -155,6 +157,9 @@ fn list_threads_sql(q: &ThreadQuery) -> String {
     sql.push(')');
     if !q.include_archived {
         sql.push_str(" AND status <> 'archived'");
+    }
+    if !q.include_sub_agents {
+        sql.push_str(" AND NOT EXISTS (SELECT 1 FROM subagent_edges WHERE child_thread_id = threads.id)");
     }
     if q.channel_name.is_some() {
         sql.push_str(" AND lower(origin_channel) = lower(?)");

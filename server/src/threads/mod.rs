@@ -261,6 +261,7 @@ pub fn label(notification: &ServerNotification) -> &'static str {
         ServerNotification::TerminalCompleted(_) => "terminal/completed@backgroundTerminals",
         ServerNotification::TerminalStalled(_) => "terminal/stalled@backgroundTerminals",
         ServerNotification::TerminalCleaned(_) => "terminal/cleaned@backgroundTerminals",
+        ServerNotification::WorkspaceConfigChanged(_) => "workspace/configChanged@configChange",
         other => other.method(),
     }
 }

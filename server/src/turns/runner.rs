@@ -241,7 +241,17 @@ pub async fn persist(
 
 /// Runs a persisted turn as a server-owned task, after its opening events (held until now, so
 /// they follow the `turn/start` response).
-pub fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, mut reservation: Reservation) {
+pub fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
+    spawn_then(turns, handle, reservation, None);
+}
+
+/// [`spawn`], telling `done` once the turn has ended (and its end is saved and announced).
+pub fn spawn_then(
+    turns: &Arc<TurnService>,
+    handle: Arc<ThreadHandle>,
+    mut reservation: Reservation,
+    done: Option<tokio::sync::oneshot::Sender<()>>,
+) {
     if let Some(name) = &reservation.renamed {
         handle.broadcast(
             turns.clients.as_ref(),
@@ -255,7 +265,12 @@ pub fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, mut reservatio
         start.release(true);
     }
     let turns2 = turns.clone();
-    turns.turn_tasks.spawn(async move { run(turns2, handle, reservation).await });
+    turns.turn_tasks.spawn(async move {
+        run(turns2, handle, reservation).await;
+        if let Some(done) = done {
+            let _ = done.send(());
+        }
+    });
 }
 
 async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {

@@ -545,6 +545,24 @@ export interface ChannelListResult {
   channels: ChannelInfo[];
 }
 
+/** One configured channel's state (protocol section 20.2). */
+export interface ChannelStatusInfo {
+  name: string;
+  /** `social` or `external`. */
+  category: string;
+  /** Configured as enabled. */
+  enabled: boolean;
+  /** An adapter for it is connected now. */
+  running: boolean;
+}
+
+/** `channel/status` params: an empty object (or omitted). */
+export type ChannelStatusParams = { [key: string]: unknown };
+
+export interface ChannelStatusResult {
+  channels: ChannelStatusInfo[];
+}
+
 /** A history message sent by the client when the thread uses `historyMode = "client"`. */
 export interface ChatMessage {
   /** `system`, `user`, `assistant` or `tool`. */
@@ -677,6 +695,46 @@ export interface CommandResult {
   thread?: Thread | null;
 }
 
+/** Params of `workspace/commitMessage/suggest`. */
+export interface CommitMessageSuggestParams {
+  /** The thread whose conversation gives the context. */
+  threadId: string;
+  /** Paths relative to the workspace root; not empty. */
+  paths: string[];
+  maxDiffChars?: number | null;
+}
+
+/** Result of `workspace/commitMessage/suggest`. */
+export interface CommitMessageSuggestResult {
+  /** Subject line, then optionally a blank line and a body. */
+  message: string;
+}
+
+/** One field of the config file. */
+export interface ConfigFieldSchema {
+  /** The key inside its section (`model`, `api_key`, ...). */
+  key: string;
+  /** `string`, `password`, `boolean`, `integer`, `enum`, `stringList`. */
+  type: string;
+  reload: ReloadBehavior;
+  sensitive?: boolean;
+  /** Present only when `reload` is `subsystemRestart`. */
+  subsystemKey?: string | null;
+  /** The `workspace/config/update` field that writes it, when one does. */
+  updateField?: string | null;
+  /** The allowed values of an `enum` field. */
+  values?: string[];
+}
+
+/** One section (TOML table) of the config file. */
+export interface ConfigSectionSchema {
+  section: string;
+  order: number;
+  fields: ConfigFieldSchema[];
+  /** The TOML table (`model`, `approvals`, ...); `null` for the top level. */
+  path?: string | null;
+}
+
 /** Rich content returned by dynamic and plugin tools. */
 export interface ContentItem {
   /** `text` or `image`. */
@@ -684,6 +742,76 @@ export interface ContentItem {
   dataBase64?: string | null;
   mediaType?: string | null;
   text?: string | null;
+}
+
+export interface CronEnableParams {
+  jobId: string;
+  enabled: boolean;
+}
+
+export interface CronJobIdParams {
+  jobId: string;
+}
+
+/** One job. */
+export interface CronJobInfo {
+  id: string;
+  name: string;
+  schedule: CronSchedule;
+  enabled: boolean;
+  createdAtMs: number;
+  deleteAfterRun: boolean;
+  state: CronJobState;
+}
+
+export interface CronJobResult {
+  job: CronJobInfo;
+}
+
+export interface CronJobState {
+  lastError?: string | null;
+  /** The agent's answer, at most 500 characters. */
+  lastResult?: string | null;
+  lastRunAtMs?: number | null;
+  /** `ok` or `error`. */
+  lastStatus?: string | null;
+  lastThreadId?: string | null;
+  nextRunAtMs?: number | null;
+}
+
+export interface CronListParams {
+  includeDisabled?: boolean;
+}
+
+export interface CronListResult {
+  jobs: CronJobInfo[];
+}
+
+export interface CronRunResult {
+  queued: boolean;
+  job: CronJobInfo;
+}
+
+/**
+ * When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
+ * `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
+ * an appserver extension).
+ */
+export interface CronSchedule {
+  kind: string;
+  atMs?: number | null;
+  dailyHour?: number | null;
+  dailyMinute?: number | null;
+  everyMs?: number | null;
+  expr?: string | null;
+  initialDelayMs?: number | null;
+  tz?: string | null;
+}
+
+/** `cron/stateChanged`. */
+export interface CronStateChangedParams {
+  job: CronJobInfo;
+  removed: boolean;
 }
 
 /**
@@ -755,6 +883,41 @@ export interface ExtAppQueryParams {
   stateKey: string;
 }
 
+/** An external channel's configuration (protocol section 23.2). */
+export interface ExternalChannelConfig {
+  /** The key, compared case-insensitively. */
+  name: string;
+  enabled: boolean;
+  /** `subprocess` or `websocket` (anything else is refused with -32081). */
+  transport: string;
+  args?: string[] | null;
+  /** Required for `subprocess`, refused for `websocket`. */
+  command?: string | null;
+  env?: { [key: string]: string } | null;
+  workingDirectory?: string | null;
+}
+
+/** `externalChannel/list` params: an empty object (or omitted). */
+export type ExternalChannelListParams = { [key: string]: unknown };
+
+export interface ExternalChannelListResult {
+  channels: ExternalChannelConfig[];
+}
+
+/** Params of `externalChannel/get` and `externalChannel/remove`. */
+export interface ExternalChannelNameParams {
+  name: string;
+}
+
+/** Result of `externalChannel/get` and `externalChannel/upsert`. */
+export interface ExternalChannelResult {
+  channel: ExternalChannelConfig;
+}
+
+export interface ExternalChannelUpsertParams {
+  channel: ExternalChannelConfig;
+}
+
 /**
  * Files an app opens: a file whose extension matches runs `command` with its content under
  * `paramKey`.
@@ -780,6 +943,18 @@ export interface FileChange {
   deletions: number;
   /** Present (`true`) when the diff was cut to its size limit. */
   truncated?: boolean | null;
+}
+
+/** `heartbeat/trigger` params: an empty object (or omitted). */
+export type HeartbeatTriggerParams = { [key: string]: unknown };
+
+/**
+ * Result of `heartbeat/trigger`: the agent's answer, or why the run failed; both `null` when
+ * there is no `HEARTBEAT.md`.
+ */
+export interface HeartbeatTriggerResult {
+  error?: string | null;
+  result?: string | null;
 }
 
 /** `"server"` (the server keeps the history) or `"client"` (the client sends `messages`). */
@@ -979,6 +1154,23 @@ export interface ItemEventParams {
 }
 
 export type ItemStatus = "started" | "streaming" | "completed";
+
+/** `system/jobResult` (section 6.9). */
+export interface JobResultParams {
+  /** `cron`. */
+  source: string;
+  error?: string | null;
+  jobId?: string | null;
+  jobName?: string | null;
+  result?: string | null;
+  threadId?: string | null;
+  tokenUsage?: JobTokenUsage | null;
+}
+
+export interface JobTokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
 
 /** Params of `mcp/list` and `mcp/status/list`: none. */
 export type McpListParams = { [key: string]: unknown };
@@ -1206,6 +1398,14 @@ export interface QueuedTurnInput {
   sender?: SenderContext | null;
 }
 
+/** When a changed field takes effect. */
+export type ReloadBehavior = "processRestart" | "subsystemRestart" | "hot";
+
+/** Result of `externalChannel/remove`. */
+export interface RemovedResult {
+  removed: boolean;
+}
+
 /**
  * `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
  * every command outside `fullAccess` is asked about, each time.
@@ -1233,10 +1433,18 @@ export interface ServerCapabilities {
   approvalFlow?: boolean | null;
   /** `terminal/*` requests and notifications (section 19A). */
   backgroundTerminals?: boolean | null;
+  /** `channel/status` (section 20). */
+  channelStatus?: boolean | null;
   commandManagement?: boolean | null;
   configOverride?: boolean | null;
+  /** `cron/*` (section 16). */
+  cronManagement?: boolean | null;
   /** Extension registry keyed by extension name; `true` means its methods are available. */
   extensions?: { [key: string]: unknown };
+  /** `externalChannel/*` (section 23). */
+  externalChannelManagement?: boolean | null;
+  /** `heartbeat/trigger` (section 17). */
+  heartbeatManagement?: boolean | null;
   /** `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22). */
   mcpManagement?: boolean | null;
   /** `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22). */
@@ -1245,8 +1453,12 @@ export interface ServerCapabilities {
   modelCatalogManagement?: boolean | null;
   /** How `Exec` commands are confined on this host (appserver extension). */
   sandbox?: SandboxCapability | null;
+  /** `skills/*` (section 18). */
+  skillsManagement?: boolean | null;
   threadManagement?: boolean | null;
   threadSubscriptions?: boolean | null;
+  /** `workspace/config/schema|update` and `workspace/configChanged` (section 25). */
+  workspaceConfigManagement?: boolean | null;
 }
 
 export interface ServerInfo {
@@ -1265,6 +1477,125 @@ export interface SessionIdentity {
   userId?: string | null;
   /** Defaults to the server's workspace when omitted. */
   workspacePath?: string | null;
+}
+
+/** One installed skill. */
+export interface SkillInfo {
+  /** The skill's folder name. */
+  name: string;
+  /** Frontmatter `description` (the name when there is none). */
+  description: string;
+  /** `workspace` or `user`. */
+  source: string;
+  /** Whether the requirements (`bins`, `env`) are met here. */
+  available: boolean;
+  /** Not disabled with `skills/setEnabled`. */
+  enabled: boolean;
+  /** Absolute path of its `SKILL.md`. */
+  path: string;
+  /** The frontmatter's top-level keys. */
+  metadata: { [key: string]: string };
+  unavailableReason?: string | null;
+}
+
+/** Params naming one skill. */
+export interface SkillNameParams {
+  name: string;
+}
+
+export interface SkillResult {
+  skill: SkillInfo;
+}
+
+/** Params of `skills/list`. */
+export interface SkillsListParams {
+  /** Default `true`: list skills whose requirements are not met too. */
+  includeUnavailable?: boolean | null;
+}
+
+export interface SkillsListResult {
+  skills: SkillInfo[];
+}
+
+/** Result of `skills/read`: the raw `SKILL.md`. */
+export interface SkillsReadResult {
+  name: string;
+  content: string;
+  /** `null` when the file has no frontmatter. */
+  metadata?: { [key: string]: string } | null;
+}
+
+/** Result of `skills/restoreOriginal`. */
+export interface SkillsRestoreResult {
+  name: string;
+  /** Whether an adaptation was restored (never: this server makes none). */
+  restored: boolean;
+}
+
+export interface SkillsSetEnabledParams {
+  name: string;
+  enabled: boolean;
+}
+
+/** Result of `skills/uninstall`. */
+export interface SkillsUninstallResult {
+  name: string;
+  uninstalled: boolean;
+  source: string;
+  removedSourcePath: string;
+  removedVariantCount: number;
+}
+
+/** Result of `skills/view`: the body the agent gets (frontmatter stripped). */
+export interface SkillsViewResult {
+  name: string;
+  content: string;
+}
+
+/** One child. */
+export interface SubAgentChild {
+  edge: SubAgentEdge;
+  thread?: Thread | null;
+}
+
+/** Params of `subagent/children/list`. */
+export interface SubAgentChildrenListParams {
+  parentThreadId: string;
+  /** Also list closed edges. Default `false`. */
+  includeClosed?: boolean;
+  /** Include each child's thread (as `thread/read` returns it, without turns). Default `false`. */
+  includeThreads?: boolean;
+}
+
+/** Result of `subagent/children/list`: oldest child first. */
+export interface SubAgentChildrenListResult {
+  data: SubAgentChild[];
+}
+
+/** A parent/child edge. */
+export interface SubAgentEdge {
+  parentThreadId: string;
+  childThreadId: string;
+  depth: number;
+  profileName: string;
+  runtimeType: string;
+  supportsSendInput: boolean;
+  supportsResume: boolean;
+  supportsClose: boolean;
+  /** `open` or `closed`. */
+  status: string;
+  agentNickname?: string | null;
+  agentRole?: string | null;
+  parentTurnId?: string | null;
+}
+
+/**
+ * `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
+ * `subagent/children/list`.
+ */
+export interface SubAgentGraphChangedParams {
+  parentThreadId: string;
+  childThreadId: string;
 }
 
 export interface SystemNoticePayload {
@@ -1702,6 +2033,59 @@ export interface UserMessagePayload {
   triggerRefId?: string | null;
 }
 
+export interface WelcomeSuggestionItem {
+  title: string;
+  prompt: string;
+  reason?: string | null;
+}
+
+/** Params of `welcome/suggestions`. */
+export interface WelcomeSuggestionsParams {
+  identity: SessionIdentity;
+  maxItems?: number | null;
+}
+
+/** Result of `welcome/suggestions`. */
+export interface WelcomeSuggestionsResult {
+  items: WelcomeSuggestionItem[];
+  /** `dynamic` or `none`. */
+  source: string;
+  generatedAt: string;
+  fingerprint: string;
+}
+
+/** `workspace/configChanged`: something in the workspace's configuration was written. */
+export interface WorkspaceConfigChangedParams {
+  /** The method that wrote it. */
+  source: string;
+  /** Coarse tags of what changed (`workspace.model`, `externalChannel`, ...). */
+  regions: string[];
+  /** ISO 8601 UTC. */
+  changedAt: string;
+}
+
+/** Params of `workspace/config/schema`: an empty object (or omitted). */
+export type WorkspaceConfigSchemaParams = { [key: string]: unknown };
+
+/** Result of `workspace/config/schema`. */
+export interface WorkspaceConfigSchemaResult {
+  sections: ConfigSectionSchema[];
+}
+
+/**
+ * Params (and, echoing what was written, result) of `workspace/config/update`. An absent field
+ * is left alone; `null` removes the key.
+ */
+export interface WorkspaceConfigValues {
+  apiKey?: string | null;
+  defaultApprovalPolicy?: string | null;
+  endPoint?: string | null;
+  memoryAutoConsolidateEnabled?: boolean | null;
+  model?: string | null;
+  skillsSelfLearningEnabled?: boolean | null;
+  welcomeSuggestionsEnabled?: boolean | null;
+}
+
 /** Requests a client sends: params and result. */
 export interface ClientRequestMap {
   "app/command": { params: AppCommandParams; result: AppCommandResult };
@@ -1715,8 +2099,18 @@ export interface ClientRequestMap {
   "app/register": { params: AppRegisterParams; result: AppRegisterResult };
   "app/unregister": { params: AppUnregisterParams; result: EmptyResult };
   "channel/list": { params: ChannelListParams; result: ChannelListResult };
+  "channel/status": { params: ChannelStatusParams; result: ChannelStatusResult };
   "command/execute": { params: CommandExecuteParams; result: CommandResult };
   "command/list": { params: CommandListParams; result: CommandListResult };
+  "cron/enable": { params: CronEnableParams; result: CronJobResult };
+  "cron/list": { params: CronListParams; result: CronListResult };
+  "cron/remove": { params: CronJobIdParams; result: RemovedResult };
+  "cron/run": { params: CronJobIdParams; result: CronRunResult };
+  "externalChannel/get": { params: ExternalChannelNameParams; result: ExternalChannelResult };
+  "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
+  "externalChannel/remove": { params: ExternalChannelNameParams; result: RemovedResult };
+  "externalChannel/upsert": { params: ExternalChannelUpsertParams; result: ExternalChannelResult };
+  "heartbeat/trigger": { params: HeartbeatTriggerParams; result: HeartbeatTriggerResult };
   "initialize": { params: InitializeParams; result: InitializeResult };
   "mcp/get": { params: McpNameParams; result: McpServerResult };
   "mcp/list": { params: McpListParams; result: McpListResult };
@@ -1727,6 +2121,13 @@ export interface ClientRequestMap {
   "mcp/upsert": { params: McpServerParams; result: McpServerResult };
   "mcp/view/call": { params: McpViewCallParams; result: McpViewCallResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
+  "skills/list": { params: SkillsListParams; result: SkillsListResult };
+  "skills/read": { params: SkillNameParams; result: SkillsReadResult };
+  "skills/restoreOriginal": { params: SkillNameParams; result: SkillsRestoreResult };
+  "skills/setEnabled": { params: SkillsSetEnabledParams; result: SkillResult };
+  "skills/uninstall": { params: SkillNameParams; result: SkillsUninstallResult };
+  "skills/view": { params: SkillNameParams; result: SkillsViewResult };
+  "subagent/children/list": { params: SubAgentChildrenListParams; result: SubAgentChildrenListResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };
   "terminal/read": { params: TerminalReadParams; result: TerminalResult };
@@ -1751,6 +2152,10 @@ export interface ClientRequestMap {
   "turn/queue/remove": { params: TurnQueueRemoveParams; result: QueuedInputsResult };
   "turn/start": { params: TurnStartParams; result: TurnResult };
   "turn/steer": { params: TurnSteerParams; result: TurnSteerResult };
+  "welcome/suggestions": { params: WelcomeSuggestionsParams; result: WelcomeSuggestionsResult };
+  "workspace/commitMessage/suggest": { params: CommitMessageSuggestParams; result: CommitMessageSuggestResult };
+  "workspace/config/schema": { params: WorkspaceConfigSchemaParams; result: WorkspaceConfigSchemaResult };
+  "workspace/config/update": { params: WorkspaceConfigValues; result: WorkspaceConfigValues };
 }
 
 /** Notifications a client sends. The value is the params. */
@@ -1767,6 +2172,7 @@ export interface ServerNotificationMap {
   "app/registered": AppRegisteredParams;
   "app/replayed": AppReplayedParams;
   "app/unregistered": AppUnregisteredParams;
+  "cron/stateChanged": CronStateChangedParams;
   "item/agentMessage/delta": TextDeltaParams;
   "item/approval/resolved": ItemEventParams;
   "item/commandExecution/outputDelta": CommandExecutionOutputDeltaParams;
@@ -1778,6 +2184,8 @@ export interface ServerNotificationMap {
   "mcp/status/updated": McpStatusUpdatedParams;
   "mcp/view/offered": McpViewOfferedParams;
   "plan/updated": PlanUpdatedParams;
+  "subagent/graphChanged": SubAgentGraphChangedParams;
+  "system/jobResult": JobResultParams;
   "terminal/cleaned": TerminalEventParams;
   "terminal/completed": TerminalEventParams;
   "terminal/outputDelta": TerminalEventParams;
@@ -1795,6 +2203,7 @@ export interface ServerNotificationMap {
   "turn/diff/updated": TurnDiffUpdatedParams;
   "turn/failed": TurnFailedParams;
   "turn/started": TurnResult;
+  "workspace/configChanged": WorkspaceConfigChangedParams;
 }
 
 /** Requests the server sends to a client: params and the result the client answers with. */

@@ -5,7 +5,11 @@
 pub mod apps;
 pub mod channels;
 pub mod commands;
+pub mod cron;
 pub mod mcp;
+pub mod skills;
+pub mod subagents;
 pub mod terminals;
 pub mod threads;
 pub mod turns;
+pub mod workspace;

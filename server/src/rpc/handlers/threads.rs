@@ -264,6 +264,7 @@ pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result
             .collect(),
         channel_name: p.channel_name,
         include_archived: p.include_archived,
+        include_sub_agents: p.include_sub_agents,
         after,
         limit,
     };
@@ -470,7 +471,39 @@ pub async fn handle_thread_unarchive(ctx: &RequestCtx, p: ThreadIdParams) -> Res
     .await
 }
 
+/// Most sub-agent descendants deleted with their parent.
+const MAX_DESCENDANTS: usize = 1000;
+
+/// Deletes a thread and, first, its sub-agent children (recursively, section 24.10). A child
+/// itself is deleted only with its parent.
 pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+    let store = &ctx.state.store;
+    if let Some(edge) = store.parent_edge(&p.thread_id).await? {
+        return Err(SessionError::InvalidParams(format!(
+            "thread {} is a sub-agent of thread {}: it is deleted with its parent",
+            p.thread_id, edge.parent_thread_id
+        )));
+    }
+    ctx.state.threads.get(&p.thread_id).await?.state().require_exists()?;
+    let mut descendants = Vec::new();
+    let mut next = vec![p.thread_id.clone()];
+    while let Some(parent) = next.pop() {
+        for edge in store.children(&parent, true).await? {
+            if descendants.len() < MAX_DESCENDANTS && !descendants.contains(&edge.child_thread_id) {
+                descendants.push(edge.child_thread_id.clone());
+                next.push(edge.child_thread_id);
+            }
+        }
+    }
+    for child in descendants.into_iter().rev() {
+        delete_one(ctx, child).await?;
+    }
+    delete_one(ctx, p.thread_id).await?;
+    Ok(EmptyResult {})
+}
+
+async fn delete_one(ctx: &RequestCtx, thread_id: String) -> Result<(), SessionError> {
+    let p = ThreadIdParams { thread_id };
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     {
         let mut state = handle.state();
@@ -487,7 +520,7 @@ pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result
     let notification = ServerNotification::ThreadDeleted(ThreadIdParams { thread_id: p.thread_id });
     let server = ctx.state.clone();
     ctx.after_reply(move || handle.broadcast(server.connections.as_ref(), &notification));
-    Ok(EmptyResult {})
+    Ok(())
 }
 
 /// Applies `change` to an existing thread's record and persists the column it changed (the

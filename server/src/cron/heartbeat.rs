@@ -1,0 +1,95 @@
+//! Heartbeat (protocol section 17): `<workspace>/.appserver/HEARTBEAT.md` (DotCraft's
+//! `.craft/HEARTBEAT.md`) run as a turn on the workspace's heartbeat thread (origin channel
+//! `heartbeat`, made the first time), on `heartbeat/trigger` and, with `[heartbeat] interval_ms`,
+//! periodically by each instance's scheduler.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNotification, ThreadStatus};
+
+use super::CronService;
+use super::run::{RunOutcome, run_turn};
+use crate::store::{ThreadQuery, ThreadRecord, ThreadWrite};
+use crate::threads::{broadcast, new_thread_id};
+
+/// The origin channel of the heartbeat thread.
+pub const CHANNEL: &str = "heartbeat";
+/// Largest `HEARTBEAT.md` read.
+const MAX_BYTES: u64 = 64 * 1024;
+
+pub fn file(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("HEARTBEAT.md")
+}
+
+/// The file's text; `None` when there is none, it is empty, or too large.
+async fn instructions(workspace: &Path) -> Option<String> {
+    let path = file(workspace);
+    let meta = tokio::fs::symlink_metadata(&path).await.ok()?;
+    if !meta.is_file() || meta.len() > MAX_BYTES {
+        return None;
+    }
+    let text = tokio::fs::read_to_string(&path).await.ok()?;
+    (!text.trim().is_empty()).then_some(text)
+}
+
+impl CronService {
+    /// The heartbeat thread of the workspace, made the first time.
+    async fn heartbeat_thread(&self) -> Result<String, String> {
+        let workspace = self.turns.config.workspace.display().to_string();
+        let query = ThreadQuery {
+            workspace_path: workspace.clone(),
+            origin_channel: CHANNEL.to_owned(),
+            limit: 1,
+            ..ThreadQuery::default()
+        };
+        let (found, _) = self.store.list_threads(&query).await.map_err(|e| e.to_string())?;
+        if let Some(thread) = found.into_iter().next() {
+            return Ok(thread.id);
+        }
+        let now = crate::clock::UtcTime::now();
+        let record = ThreadRecord {
+            id: new_thread_id(now),
+            workspace_path: workspace,
+            user_id: None,
+            origin_channel: CHANNEL.to_owned(),
+            channel_context: None,
+            display_name: Some("Heartbeat".to_owned()),
+            status: ThreadStatus::Active,
+            history_mode: HistoryMode::Server,
+            created_at: now.rfc3339(),
+            last_active_at: now.rfc3339(),
+            metadata: Default::default(),
+            configuration: None,
+            next_turn_seq: 1,
+        };
+        let id = record.id.clone();
+        self.store.write(ThreadWrite::CreateThread(Box::new(record))).await.map_err(|e| e.to_string())?;
+        Ok(id)
+    }
+
+    /// Runs the heartbeat once: `(result, error)`, both `None` when there is no `HEARTBEAT.md`.
+    pub async fn heartbeat(self: &Arc<Self>) -> (Option<String>, Option<String>) {
+        let Some(text) = instructions(&self.turns.config.workspace).await else { return (None, None) };
+        let (thread_id, outcome) = match self.heartbeat_thread().await {
+            Ok(thread_id) => {
+                let outcome = run_turn(&self.turns, &self.threads, &self.store, &thread_id, &text).await;
+                (Some(thread_id), outcome)
+            }
+            Err(error) => (None, RunOutcome { result: None, error: Some(error), usage: None }),
+        };
+        let params = JobResultParams {
+            source: "heartbeat".into(),
+            job_id: None,
+            job_name: Some("heartbeat".into()),
+            thread_id,
+            result: outcome.result.clone(),
+            error: outcome.error.clone(),
+            token_usage: outcome
+                .usage
+                .map(|(input_tokens, output_tokens)| JobTokenUsage { input_tokens, output_tokens }),
+        };
+        broadcast(self.clients.as_ref(), &ServerNotification::JobResult(params));
+        (outcome.result, outcome.error)
+    }
+}

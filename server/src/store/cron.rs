@@ -1,0 +1,200 @@
+//! Scheduled jobs (`cron_jobs`, protocol section 16): their records, the writes that change them
+//! — among them the claim of a due run, a conditional UPDATE of `next_run_at_ms`, so a run fires
+//! on one instance only — and the reads.
+
+use super::db::{Conn, Row, sql};
+use super::{Store, StoreError, WriteOp};
+
+/// A job as stored. Times are Unix milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CronRecord {
+    pub id: String,
+    pub name: String,
+    /// The schedule's JSON (`CronSchedule` on the wire).
+    pub schedule: String,
+    /// The prompt each run submits.
+    pub message: String,
+    /// The thread the runs happen on (and their results are delivered to).
+    pub thread_id: String,
+    pub enabled: bool,
+    pub delete_after_run: bool,
+    pub created_at_ms: i64,
+    pub next_run_at_ms: Option<i64>,
+    pub last_run_at_ms: Option<i64>,
+    pub last_status: Option<String>,
+    pub last_error: Option<String>,
+    pub last_thread_id: Option<String>,
+    pub last_result: Option<String>,
+}
+
+/// Most jobs a workspace keeps.
+pub const MAX_CRON_JOBS: u32 = 256;
+
+/// A change to the jobs.
+#[derive(Debug, Clone)]
+pub enum CronWrite {
+    Insert(Box<CronRecord>),
+    Delete(String),
+    /// Sets `enabled` and the next run.
+    SetEnabled {
+        id: String,
+        enabled: bool,
+        next_run_at_ms: Option<i64>,
+    },
+    /// Moves a due job's next run from `expected` to `next`; [`StoreError::Stale`] when another
+    /// instance moved it first (its run is that instance's).
+    Claim {
+        id: String,
+        expected: i64,
+        next: Option<i64>,
+    },
+    /// Records how a run ended.
+    Finish(Box<CronRecord>),
+}
+
+impl From<CronWrite> for WriteOp {
+    fn from(op: CronWrite) -> Self {
+        WriteOp::Cron(op)
+    }
+}
+
+const COLUMNS: &str = "id, name, schedule, message, thread_id, enabled, delete_after_run, created_at_ms, \
+     COALESCE(next_run_at_ms, -1) AS next_run_at_ms, COALESCE(last_run_at_ms, -1) AS last_run_at_ms, \
+     last_status, last_error, last_thread_id, last_result";
+
+fn record(row: &Row) -> Result<CronRecord, StoreError> {
+    let optional = |v: i64| (v >= 0).then_some(v);
+    Ok(CronRecord {
+        id: row.text("id")?,
+        name: row.text("name")?,
+        schedule: row.text("schedule")?,
+        message: row.text("message")?,
+        thread_id: row.text("thread_id")?,
+        enabled: row.int("enabled")? != 0,
+        delete_after_run: row.int("delete_after_run")? != 0,
+        created_at_ms: row.int("created_at_ms")?,
+        next_run_at_ms: optional(row.int("next_run_at_ms")?),
+        last_run_at_ms: optional(row.int("last_run_at_ms")?),
+        last_status: row.opt_text("last_status")?,
+        last_error: row.opt_text("last_error")?,
+        last_thread_id: row.opt_text("last_thread_id")?,
+        last_result: row.opt_text("last_result")?,
+    })
+}
+
+fn flag(value: bool) -> i64 {
+    i64::from(value)
+}
+
+pub(super) async fn apply(conn: &mut Conn<'_>, op: &CronWrite) -> Result<(), StoreError> {
+    match op {
+        CronWrite::Insert(j) => {
+            let q = sql("INSERT INTO cron_jobs (id, name, schedule, message, thread_id, enabled, delete_after_run, \
+                 created_at_ms, next_run_at_ms) VALUES (?,?,?,?,?,?,?,?,CAST(? AS BIGINT))")
+            .bind(&j.id)
+            .bind(&j.name)
+            .bind(&j.schedule)
+            .bind(&j.message)
+            .bind(&j.thread_id)
+            .bind(flag(j.enabled))
+            .bind(flag(j.delete_after_run))
+            .bind(j.created_at_ms)
+            .bind(j.next_run_at_ms.map(|v| v.to_string()));
+            conn.run(q).await?;
+        }
+        CronWrite::Delete(id) => conn.run_one(sql("DELETE FROM cron_jobs WHERE id = ?").bind(id), "cron job").await?,
+        CronWrite::SetEnabled { id, enabled, next_run_at_ms } => {
+            let q = sql("UPDATE cron_jobs SET enabled = ?, next_run_at_ms = CAST(? AS BIGINT) WHERE id = ?")
+                .bind(flag(*enabled))
+                .bind(next_run_at_ms.map(|v| v.to_string()))
+                .bind(id);
+            conn.run_one(q, "cron job").await?;
+        }
+        CronWrite::Claim { id, expected, next } => {
+            let q = sql("UPDATE cron_jobs SET next_run_at_ms = CAST(? AS BIGINT) WHERE id = ? AND next_run_at_ms = ?")
+                .bind(next.map(|v| v.to_string()))
+                .bind(id)
+                .bind(*expected);
+            if conn.execute(q).await? == 0 {
+                return Err(StoreError::Stale("the cron run (another instance claimed it)"));
+            }
+        }
+        CronWrite::Finish(j) => {
+            let q =
+                sql("UPDATE cron_jobs SET last_run_at_ms = ?, last_status = ?, last_error = ?, last_thread_id = ?, \
+                 last_result = ? WHERE id = ?")
+                .bind(j.last_run_at_ms.unwrap_or(0))
+                .bind(&j.last_status)
+                .bind(&j.last_error)
+                .bind(&j.last_thread_id)
+                .bind(&j.last_result)
+                .bind(&j.id);
+            // A job removed while it ran stays removed.
+            conn.run(q).await?;
+        }
+    }
+    Ok(())
+}
+
+impl Store {
+    /// Every job, oldest first.
+    pub async fn cron_jobs(&self) -> Result<Vec<CronRecord>, StoreError> {
+        let text = format!("SELECT {COLUMNS} FROM cron_jobs ORDER BY created_at_ms, id LIMIT ?");
+        let rows = self.reader.fetch_all(sql(text).bind(MAX_CRON_JOBS)).await?;
+        rows.iter().map(record).collect()
+    }
+
+    pub async fn cron_job(&self, id: &str) -> Result<Option<CronRecord>, StoreError> {
+        let row =
+            self.reader.fetch_optional(sql(format!("SELECT {COLUMNS} FROM cron_jobs WHERE id = ?")).bind(id)).await?;
+        row.as_ref().map(record).transpose()
+    }
+
+    /// Enabled jobs due at `now`.
+    pub async fn due_cron_jobs(&self, now: i64) -> Result<Vec<CronRecord>, StoreError> {
+        let text = format!(
+            "SELECT {COLUMNS} FROM cron_jobs WHERE enabled = 1 AND next_run_at_ms IS NOT NULL AND next_run_at_ms <= ? \
+             ORDER BY next_run_at_ms LIMIT ?"
+        );
+        let rows = self.reader.fetch_all(sql(text).bind(now).bind(MAX_CRON_JOBS)).await?;
+        rows.iter().map(record).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn a_due_run_is_claimed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
+        let job = CronRecord {
+            id: "j1".into(),
+            name: "n".into(),
+            schedule: "{}".into(),
+            message: "m".into(),
+            thread_id: "t".into(),
+            enabled: true,
+            delete_after_run: false,
+            created_at_ms: 1,
+            next_run_at_ms: Some(100),
+            last_run_at_ms: None,
+            last_status: None,
+            last_error: None,
+            last_thread_id: None,
+            last_result: None,
+        };
+        store.write(CronWrite::Insert(Box::new(job))).await.unwrap();
+        assert_eq!(store.due_cron_jobs(99).await.unwrap().len(), 0);
+        assert_eq!(store.due_cron_jobs(100).await.unwrap().len(), 1);
+        let claim = || CronWrite::Claim { id: "j1".into(), expected: 100, next: Some(200) };
+        store.write(claim()).await.unwrap();
+        assert!(matches!(store.write(claim()).await, Err(StoreError::Stale(_))), "the second instance loses");
+        assert_eq!(store.cron_job("j1").await.unwrap().unwrap().next_run_at_ms, Some(200));
+        let once = CronWrite::Claim { id: "j1".into(), expected: 200, next: None };
+        store.write(once).await.unwrap();
+        assert_eq!(store.cron_job("j1").await.unwrap().unwrap().next_run_at_ms, None);
+        store.close().await;
+    }
+}

@@ -1,0 +1,210 @@
+//! Cron (protocol sections 16 and 6.9): a job the agent schedules fires on the controllable clock
+//! as a turn on its thread, reports `system/jobResult` and `cron/stateChanged`, survives a
+//! restart, and is listed, disabled, run by hand and removed with `cron/*`.
+
+use appserver_client::{Client, ClientError};
+use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
+use appserver_tests::{ServerBuilder, run_turn, start_thread, text};
+use serde_json::{Value, json};
+
+const HOUR: i64 = 3_600_000;
+
+fn schedule_reply() -> Reply {
+    let args = r#"{"action":"add","name":"water","message":"remind me to drink water","schedule":{"kind":"every","everyMs":3600000}}"#;
+    Reply::Sse(tool_calls_reply(&[("call_1", "Cron", vec![args])]))
+}
+
+async fn next_event(client: &mut Client, method: &str) -> Value {
+    client.wait_for(method).await.unwrap().params().clone()
+}
+
+fn code(result: Result<Value, ClientError>) -> i64 {
+    match result {
+        Err(ClientError::Rpc(e)) => e.code,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_job_fires_on_the_clock_reports_its_result_and_survives_a_restart() {
+    let mock = MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["Drink water now!"], (7, 4))),
+        Reply::Sse(text_reply(&["Second reminder."], (7, 4))),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    let builder = || ServerBuilder::ws().workspace(dir.path()).mock_model(&mock).arg("--enable-debug-methods");
+    let mut server = builder().spawn().await.unwrap();
+    let mut client = server.ws_client().await.unwrap();
+    let init = client.initialize("desktop", json!({})).await.unwrap();
+    assert_eq!(init["capabilities"]["cronManagement"], true);
+    let thread = start_thread(&client, json!({})).await.unwrap();
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    run_turn(&mut client, &thread_id, text("remind me to drink water every hour")).await.unwrap();
+
+    let jobs = client.request("cron/list", json!({})).await.unwrap()["jobs"].clone();
+    assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
+    let job = &jobs[0];
+    let job_id = job["id"].as_str().unwrap().to_owned();
+    assert_eq!((job["name"].clone(), job["schedule"]["kind"].clone()), (json!("water"), json!("every")));
+    let next = job["state"]["nextRunAtMs"].as_i64().unwrap();
+    assert!(next - job["createdAtMs"].as_i64().unwrap() == HOUR, "{job}");
+    assert!(job["state"]["lastRunAtMs"].is_null());
+
+    // An hour later (on the server's cron clock) it fires once, as a turn on the thread.
+    client.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!(
+        result,
+        json!({ "source": "cron", "jobId": job_id, "jobName": "water", "threadId": thread_id,
+            "result": "Drink water now!", "error": null, "tokenUsage": { "inputTokens": 7, "outputTokens": 4 } })
+    );
+    let changed = next_event(&mut client, "cron/stateChanged").await;
+    assert_eq!(changed["removed"], false);
+    assert_eq!(changed["job"]["state"]["lastStatus"], "ok");
+    assert_eq!(changed["job"]["state"]["lastResult"], "Drink water now!");
+    assert_eq!(changed["job"]["state"]["nextRunAtMs"].as_i64().unwrap(), next + HOUR, "the next run moved on");
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    let turns = read["thread"]["turns"].as_array().unwrap();
+    assert_eq!(turns.len(), 2, "the job ran as a turn on its thread");
+    let prompt = &turns[1]["items"][0]["payload"]["text"];
+    assert_eq!(prompt, "remind me to drink water");
+    let sent = mock.requests();
+    assert!(sent[2].1["messages"].to_string().contains("remind me to drink water"));
+
+    server.terminate().await.unwrap();
+    let server = builder().spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let jobs = client.request("cron/list", json!({})).await.unwrap()["jobs"].clone();
+    assert_eq!(jobs[0]["id"], json!(job_id), "kept across a restart");
+    assert_eq!(jobs[0]["state"]["lastResult"], "Drink water now!");
+    client.request("debug/cron/advance", json!({ "ms": 2 * HOUR })).await.unwrap();
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!(result["result"], "Second reminder.");
+}
+
+#[tokio::test]
+async fn jobs_are_disabled_run_by_hand_and_removed() {
+    let mock = MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["Ran by hand."], (2, 2))),
+    ])
+    .await;
+    let server = ServerBuilder::ws().mock_model(&mock).arg("--enable-debug-methods").spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread = start_thread(&client, json!({})).await.unwrap();
+    run_turn(&mut client, thread["id"].as_str().unwrap(), text("hourly please")).await.unwrap();
+    let job_id = client.request("cron/list", json!({})).await.unwrap()["jobs"][0]["id"].as_str().unwrap().to_owned();
+
+    let disabled = client.request("cron/enable", json!({ "jobId": job_id, "enabled": false })).await.unwrap();
+    assert_eq!(disabled["job"]["enabled"], false);
+    assert!(disabled["job"]["state"]["nextRunAtMs"].is_i64(), "disabling keeps the slot");
+    assert_eq!(next_event(&mut client, "cron/stateChanged").await["job"]["enabled"], false);
+    assert_eq!(client.request("cron/list", json!({})).await.unwrap()["jobs"], json!([]));
+    let all = client.request("cron/list", json!({ "includeDisabled": true })).await.unwrap();
+    assert_eq!(all["jobs"].as_array().unwrap().len(), 1);
+
+    // Disabled: the clock passing does nothing; a run by hand still runs.
+    client.request("debug/cron/advance", json!({ "ms": 2 * HOUR })).await.unwrap();
+    let queued = client.request("cron/run", json!({ "jobId": job_id })).await.unwrap();
+    assert_eq!(queued["queued"], true);
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!(result["result"], "Ran by hand.");
+    assert_eq!(next_event(&mut client, "cron/stateChanged").await["job"]["state"]["lastResult"], "Ran by hand.");
+    assert_eq!(mock.requests().len(), 3, "only the run by hand reached the model");
+
+    client.request("cron/remove", json!({ "jobId": job_id })).await.unwrap();
+    let removed = next_event(&mut client, "cron/stateChanged").await;
+    assert_eq!((removed["removed"].clone(), removed["job"]["id"].clone()), (json!(true), json!(job_id)));
+    assert_eq!(code(client.request("cron/remove", json!({ "jobId": job_id })).await), -32031);
+    assert_eq!(code(client.request("cron/run", json!({ "jobId": "nope" })).await), -32031);
+}
+
+/// Two instances on one database, both of whose clocks pass the run: it fires once.
+#[tokio::test]
+async fn in_cluster_mode_a_run_fires_on_one_instance_only() {
+    let Some(mut cluster) =
+        appserver_tests::cluster::Cluster::new("in_cluster_mode_a_run_fires_on_one_instance_only").await
+    else {
+        return;
+    };
+    let mock = MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["Drink water now!"], (7, 4))),
+    ])
+    .await;
+    let a = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let b = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let thread = start_thread(&on_a, json!({})).await.unwrap();
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    run_turn(&mut on_a, &thread_id, text("hourly please")).await.unwrap();
+    let job = on_b.request("cron/list", json!({})).await.unwrap()["jobs"][0].clone();
+    let next = job["state"]["nextRunAtMs"].as_i64().unwrap();
+
+    for client in [&on_b, &on_a] {
+        client.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    }
+    let result = tokio::select! {
+        event = on_a.wait_for("system/jobResult") => event.unwrap(),
+        event = on_b.wait_for("system/jobResult") => event.unwrap(),
+    };
+    assert_eq!(result.params()["result"], "Drink water now!", "{:?}", result.params());
+    // Both schedulers looked again; still one run, and the job moved on by one slot.
+    for client in [&on_b, &on_a] {
+        client.request("debug/cron/advance", json!({ "ms": 0 })).await.unwrap();
+    }
+    let job = on_a.request("cron/list", json!({})).await.unwrap()["jobs"][0].clone();
+    assert_eq!(job["state"]["nextRunAtMs"].as_i64().unwrap(), next + HOUR);
+    assert_eq!(job["state"]["lastStatus"], "ok", "{job}");
+    assert_eq!(mock.requests().len(), 3, "the run reached the model once");
+    drop((a, b));
+    cluster.db.drop_now();
+}
+
+/// `heartbeat/trigger` runs `.appserver/HEARTBEAT.md` on the heartbeat thread; without the file
+/// there is nothing to run. With `[heartbeat] interval_ms` it also runs when the clock passes it.
+#[tokio::test]
+async fn the_heartbeat_runs_its_file_on_demand_and_on_its_interval() {
+    let mock = MockModel::start(vec![
+        Reply::Sse(text_reply(&["HEARTBEAT_OK"], (5, 1))),
+        Reply::Sse(text_reply(&["Checked again."], (5, 1))),
+    ])
+    .await;
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+    std::fs::write(dir.path().join(".appserver/config.toml"), "[heartbeat]\ninterval_ms = 600000\n").unwrap();
+    let server = ServerBuilder::ws()
+        .workspace(dir.path())
+        .mock_model(&mock)
+        .arg("--enable-debug-methods")
+        .spawn()
+        .await
+        .unwrap();
+    let mut client = server.ws_client().await.unwrap();
+    let init = client.initialize("desktop", json!({})).await.unwrap();
+    assert_eq!(init["capabilities"]["heartbeatManagement"], true);
+
+    let nothing = client.request("heartbeat/trigger", json!({})).await.unwrap();
+    assert_eq!(nothing, json!({ "result": null, "error": null }), "no HEARTBEAT.md yet");
+    assert!(mock.requests().is_empty());
+
+    std::fs::write(dir.path().join(".appserver/HEARTBEAT.md"), "Check the inbox and report.\n").unwrap();
+    let ran = client.request("heartbeat/trigger", json!({})).await.unwrap();
+    assert_eq!(ran, json!({ "result": "HEARTBEAT_OK", "error": null }));
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!((result["source"].clone(), result["result"].clone()), (json!("heartbeat"), json!("HEARTBEAT_OK")));
+    let thread_id = result["threadId"].as_str().unwrap().to_owned();
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    assert_eq!(read["thread"]["originChannel"], "heartbeat");
+    assert!(mock.requests()[0].1["messages"].to_string().contains("Check the inbox and report."));
+
+    client.request("debug/cron/advance", json!({ "ms": 600_000 })).await.unwrap();
+    let result = next_event(&mut client, "system/jobResult").await;
+    assert_eq!((result["result"].clone(), result["threadId"].clone()), (json!("Checked again."), json!(thread_id)));
+}
