@@ -29,6 +29,7 @@ mod hands_files;
 mod hands_terminals;
 mod handshake;
 mod http_stack;
+mod licence;
 mod limits;
 mod lock;
 mod mcp;
