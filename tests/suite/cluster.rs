@@ -70,6 +70,10 @@ async fn two_instances_share_one_postgres_database_in_cluster_mode() {
         let (status, metrics) = http_get(server.ws_addr(), "/metrics", &[]).await.unwrap();
         assert_eq!(status, 200);
         assert!(metrics.lines().any(|l| l == "appserver_cluster_connected 1"), "{metrics}");
+        // The cluster mode's series are listed from start-up too, before any event crossed.
+        for series in ["# TYPE appserver_cluster_lag_seconds histogram", "appserver_cluster_events_dropped_total 0"] {
+            assert!(metrics.lines().any(|l| l == series), "{series}: {metrics}");
+        }
         let stderr = server.stderr();
         assert!(stderr.contains("cluster mode: connected to NATS"), "{stderr}");
         let id = stderr.split("instance=").nth(1).and_then(|rest| rest.split_whitespace().next()).unwrap_or_default();
