@@ -1,5 +1,5 @@
-//! The command line (clap): flags and the `APPSERVER_*` environment variables, the `locate` and
-//! `completions` subcommands, and how they combine with the workspace's config file into a
+//! The command line (clap): flags and the `APPSERVER_*` environment variables, the `locate`,
+//! `schema` and `completions` subcommands, and how they combine with the workspace's config file into a
 //! [`ServerConfig`]. Precedence: flags, then environment, then the file, then defaults.
 
 use std::path::{Path, PathBuf};
@@ -70,6 +70,14 @@ pub enum Sub {
         #[arg(long, value_name = "PATH")]
         shell: PathBuf,
         command: String,
+    },
+    /// Write the protocol's generated files into DIR: its JSON Schema
+    /// (appserver-protocol.schema.json), the TypeScript declarations (protocol.ts) and the Python
+    /// types (protocol.py), the same files the SDKs are built from.
+    Schema {
+        /// The directory to write into (created when missing).
+        #[arg(long, value_name = "DIR", required = true)]
+        out: PathBuf,
     },
     /// Print a shell completion script.
     Completions {
@@ -257,6 +265,10 @@ pub enum Command {
     /// `appserver acp [FLAGS]`: ACP on stdio; the configuration of the server to start when
     /// none runs.
     Acp(Box<ServerConfig>),
+    /// `appserver schema --out DIR`: write the generated protocol files into DIR.
+    Schema {
+        out: PathBuf,
+    },
     /// `appserver completions SHELL`
     Completions(clap_complete::Shell),
     /// `appserver sandbox-exec ...`: confine this process, then become the command.
@@ -294,6 +306,7 @@ pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Re
             Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) })
         }
         Some(Sub::Completions { shell }) => Ok(Command::Completions(shell)),
+        Some(Sub::Schema { out }) => Ok(Command::Schema { out: absolute(out) }),
         Some(Sub::SandboxExec { mode, workspace, shell, command }) => {
             Ok(Command::SandboxExec(crate::shell::sandbox::ExecSpec { mode, workspace, shell, command }))
         }
@@ -801,5 +814,14 @@ mod tests {
             resolve(cli, Path::new("/x"), &|_| None),
             Ok(Command::Completions(clap_complete::Shell::Bash))
         ));
+        let cli = Cli::try_parse_from(["appserver", "schema", "--out", "types"]).unwrap();
+        assert!(
+            matches!(resolve(cli, Path::new("/x"), &|_| None), Ok(Command::Schema { out }) if out == Path::new("/x/types"))
+        );
+        // The directory is a flag's value, never a first argument taken as one: `--help` is help.
+        assert!(Cli::try_parse_from(["appserver", "schema"]).is_err(), "--out is required");
+        assert!(Cli::try_parse_from(["appserver", "schema", "types"]).is_err());
+        let help = Cli::try_parse_from(["appserver", "schema", "--help"]).unwrap_err();
+        assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
     }
 }

@@ -1,5 +1,5 @@
 //! The `appserver` binary: parse the command line, set up logging on stderr, run the server (or
-//! `locate` / `completions`, or MCP on stdio with `mcp`, or ACP on stdio with `acp`). Exit status: 0 after a clean shutdown,
+//! `locate` / `schema` / `completions`, or MCP on stdio with `mcp`, or ACP on stdio with `acp`). Exit status: 0 after a clean shutdown,
 //! 1 when the server fails (start-up included: a stderr it cannot write the listening address
 //! to is one), 2 for a bad command line.
 
@@ -29,6 +29,7 @@ fn main() -> ExitCode {
         Ok(Command::Mcp(config)) => (*config, Front::Mcp),
         Ok(Command::Acp(config)) => (*config, Front::Acp),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
+        Ok(Command::Schema { out }) => return schema(&out),
         Ok(Command::SandboxExec(spec)) => return appserver::shell::sandbox::exec(spec),
         Ok(Command::Completions(shell)) => {
             let mut command = <cli::Cli as clap::CommandFactory>::command();
@@ -91,6 +92,23 @@ fn locate(workspace: &std::path::Path) -> ExitCode {
         Err(err) => {
             report(format_args!("appserver: error: {err}"));
             ExitCode::from(2)
+        }
+    }
+}
+
+/// `appserver schema --out DIR`: the generated protocol files (JSON Schema, TypeScript, Python)
+/// written into `dir`, each path on stderr.
+fn schema(dir: &std::path::Path) -> ExitCode {
+    match appserver_protocol::codegen::write_into(dir) {
+        Ok(written) => {
+            for path in written {
+                report(format_args!("wrote {}", path.display()));
+            }
+            ExitCode::SUCCESS
+        }
+        Err(err) => {
+            report(format_args!("appserver: error: cannot write the schema files into {}: {err}", dir.display()));
+            ExitCode::FAILURE
         }
     }
 }

@@ -83,6 +83,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     }
     let mut lock = ServerLock::acquire(&config.workspace, config.db.sqlite_path())?;
     crate::telemetry::install();
+    crate::telemetry::register_all(config.cluster.is_some());
     let cluster = join_cluster(&config).await?;
     let sharing = if cluster.is_some() { Sharing::Shared } else { Sharing::Exclusive };
     let store = match Store::open_with(&config.db, config.durability, sharing).await {

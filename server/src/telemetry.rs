@@ -132,6 +132,45 @@ fn describe() {
     describe_counter!(CLUSTER_EVENTS_DROPPED, "Thread events dropped for a subscriber that was behind (cluster mode).");
 }
 
+/// Registers every series the server records whose labels are known in advance, so `/metrics`
+/// lists each documented metric from start-up, at zero, rather than from its first use (an alert
+/// or a `rate()` on a series that does not exist yet sees nothing): connections by transport,
+/// requests by method and outcome, the request, turn, store and app-call series, and with
+/// `cluster` the cluster mode's. Adds nothing to a value (several servers in one test process share
+/// the recorder). The heap gauges are read at each scrape instead (glibc builds only).
+pub fn register_all(cluster: bool) {
+    if !matches!(HANDLE.get(), Some(Some(_))) {
+        return;
+    }
+    for transport in ["ws", "stdio"] {
+        gauge!(CONNECTIONS, "transport" => transport).increment(0.0);
+    }
+    for (&method, slots) in ANSWERED.get_or_init(answered_slots) {
+        for (ok, slot) in slots.iter().enumerate() {
+            let outcome = if ok == 1 { "ok" } else { "error" };
+            cached(slot, || counter!(REQUESTS, "method" => method, "outcome" => outcome));
+        }
+    }
+    let _ = (in_flight_gauge(), turns_running_gauge());
+    cached(&REQUEST_SECONDS_HANDLE, || histogram!(REQUEST_SECONDS));
+    store_queue(0.0);
+    cached(&STORE_COMMIT_HANDLE, || histogram!(STORE_COMMIT_SECONDS));
+    cached(&STORE_BATCH_HANDLE, || histogram!(STORE_BATCH_UNITS));
+    counter!(STORE_RETRIES).increment(0);
+    for (row, call) in ["query", "command"].into_iter().enumerate() {
+        for (ok, slot) in APP_CALL_HANDLES[row].iter().enumerate() {
+            let outcome = if ok == 1 { "ok" } else { "error" };
+            cached(slot, || histogram!(APP_CALL_SECONDS, "call" => call, "outcome" => outcome));
+        }
+    }
+    counter!(SLOW_CLIENTS_DROPPED).increment(0);
+    if cluster {
+        gauge!(CLUSTER_CONNECTED).increment(0.0);
+        cached(&CLUSTER_LAG_HANDLE, || histogram!(CLUSTER_LAG_SECONDS));
+        counter!(CLUSTER_EVENTS_DROPPED).increment(0);
+    }
+}
+
 /// Counts an open connection until dropped.
 #[derive(Debug)]
 pub struct ConnectionGauge(&'static str);

@@ -1,7 +1,7 @@
 //! Cluster mode in the tests (real PostgreSQL and NATS): a database and a NATS namespace of the
 //! test's own, instances started on them, and readers of the numbered events clients see. Tests
-//! that use it are skipped, with a note, without `APPSERVER_TEST_POSTGRES` and
-//! `APPSERVER_TEST_NATS`.
+//! that use it are skipped, with a `SKIPPED:` line ([`crate::report_skipped`]), without
+//! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS`.
 
 #![allow(clippy::unwrap_used)]
 
@@ -28,7 +28,7 @@ impl Cluster {
     pub async fn new(test: &str) -> Option<Cluster> {
         let base = test_server(test)?;
         let Some(nats) = std::env::var("APPSERVER_TEST_NATS").ok().filter(|u| !u.is_empty()) else {
-            eprintln!("{test}: skipped, APPSERVER_TEST_NATS is not set");
+            crate::report_skipped(test, "APPSERVER_TEST_NATS (e.g. nats://127.0.0.1:4222)");
             return None;
         };
         let first = tempfile::tempdir().unwrap();

@@ -25,6 +25,16 @@ use tokio::sync::watch;
 /// The default bound on every wait in the tests.
 pub const TIMEOUT: Duration = Duration::from_secs(20);
 
+/// Reports a test that cannot run here: `SKIPPED: <test>: needs <what>` on stderr. Written to
+/// stderr directly, past the test harness's capture (which takes only `eprintln!`), so every run
+/// shows it; the test then returns and libtest counts it as passed, which is why `.ci/run` counts
+/// these lines as skipped (and fails on any, since it configures every service).
+pub fn report_skipped(test: &str, needs: &str) {
+    use std::io::Write;
+    let line = format!("SKIPPED: {test}: needs {needs}\n");
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
+}
+
 /// Path of the `appserver` binary: `$APPSERVER_BIN`, or `target/<profile>/appserver` next to the
 /// running executable (a test in `target/<profile>/deps/`, or a binary such as the benchmark in
 /// `target/<profile>/`), built by `cargo test --workspace` / `cargo build`.

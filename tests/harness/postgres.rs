@@ -96,11 +96,11 @@ pub fn skip_sqlite_only(test: &str) -> bool {
 }
 
 /// The server's URL (`APPSERVER_TEST_POSTGRES`) for tests that need PostgreSQL whatever the
-/// suite's store, or `None` with a note.
+/// suite's store, or `None` with a `SKIPPED:` line ([`crate::report_skipped`]).
 pub fn test_server(test: &str) -> Option<String> {
-    let url = std::env::var("APPSERVER_TEST_POSTGRES").ok();
+    let url = std::env::var("APPSERVER_TEST_POSTGRES").ok().filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!("{test}: skipped, APPSERVER_TEST_POSTGRES is not set");
+        crate::report_skipped(test, "APPSERVER_TEST_POSTGRES (e.g. postgres://postgres@127.0.0.1:5432/test)");
     }
     url
 }

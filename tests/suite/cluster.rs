@@ -2,8 +2,8 @@
 //! one-server-per-database lock, each ready only while connected to NATS, over TLS too; and the
 //! start-up failures (a SQLite database, no NATS server, a TLS certificate not trusted) — each a
 //! readable error and exit 1, never a panic. The two-instance test needs
-//! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS` and is skipped with a note otherwise; the
-//! failures need neither.
+//! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS` and is skipped with a `SKIPPED:` line
+//! otherwise; the failures need neither.
 
 use std::time::Duration;
 
@@ -25,11 +25,11 @@ async fn readyz_until(addr: std::net::SocketAddr, want: u16) -> String {
     }
 }
 
-/// The NATS server to test against, or `None` (with a note).
+/// The NATS server to test against, or `None` with a `SKIPPED:` line.
 fn nats(test: &str) -> Option<String> {
     let url = std::env::var("APPSERVER_TEST_NATS").ok().filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!("{test}: skipped, APPSERVER_TEST_NATS is not set");
+        appserver_tests::report_skipped(test, "APPSERVER_TEST_NATS (e.g. nats://127.0.0.1:4222)");
     }
     url
 }
@@ -70,6 +70,10 @@ async fn two_instances_share_one_postgres_database_in_cluster_mode() {
         let (status, metrics) = http_get(server.ws_addr(), "/metrics", &[]).await.unwrap();
         assert_eq!(status, 200);
         assert!(metrics.lines().any(|l| l == "appserver_cluster_connected 1"), "{metrics}");
+        // The cluster mode's series are listed from start-up too, before any event crossed.
+        for series in ["# TYPE appserver_cluster_lag_seconds histogram", "appserver_cluster_events_dropped_total 0"] {
+            assert!(metrics.lines().any(|l| l == series), "{series}: {metrics}");
+        }
         let stderr = server.stderr();
         assert!(stderr.contains("cluster mode: connected to NATS"), "{stderr}");
         let id = stderr.split("instance=").nth(1).and_then(|rest| rest.split_whitespace().next()).unwrap_or_default();

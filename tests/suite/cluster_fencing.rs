@@ -2,7 +2,7 @@
 //! changes on one instance beside another's turns never wedge the thread; hundreds of turns
 //! across three instances never surface a deadlock; an owner paused past its lease comes back
 //! silent — the instance that took the thread over is the only one that ends its turn, and the
-//! thread goes on. Skipped (with a note) without `APPSERVER_TEST_POSTGRES` and
+//! thread goes on. Skipped (with a `SKIPPED:` line) without `APPSERVER_TEST_POSTGRES` and
 //! `APPSERVER_TEST_NATS`.
 
 use std::time::Duration;

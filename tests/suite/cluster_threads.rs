@@ -1,7 +1,7 @@
 //! Threads across instances (cluster mode, real PostgreSQL and NATS): a client on one instance
 //! sees, in order and numbered, every event of a turn another instance runs; turn requests reach
 //! the instance that holds the thread's lease; a killed owner's turn is failed by another
-//! instance within the lease time, which then takes the next turn. Skipped (with a note) without
+//! instance within the lease time, which then takes the next turn. Skipped (with a `SKIPPED:` line) without
 //! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS`.
 
 use appserver_client::{Client, Event};

@@ -3,7 +3,8 @@
 //! `node_modules/.bin`): `@modelcontextprotocol/server-everything` over stdio (tools listed on
 //! demand, read-only calls, one asked about, progress, an interrupted call) and over streamable
 //! HTTP, and `@modelcontextprotocol/server-filesystem` (a destructive write approved, a read).
-//! Without the variable each test says it is skipped and passes.
+//! Without the variable each test prints a `SKIPPED:` line (and libtest counts it as passed;
+//! .ci/run counts it as skipped, and fails on any).
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -16,13 +17,16 @@ use super::mcp_host::{call, run_answering, tool_results, wait_state};
 
 /// The installed server `name` (a file of `node_modules/.bin`), or `None` (the test is skipped).
 fn npm_server(name: &str) -> Option<PathBuf> {
+    // libtest names the test's thread after the test's path; its last part is its name.
+    let thread = std::thread::current();
+    let test = thread.name().and_then(|n| n.rsplit("::").next()).unwrap_or("mcp_npm").to_owned();
     let Some(dir) = std::env::var_os("APPSERVER_TEST_MCP_SERVERS") else {
-        eprintln!("skipped: APPSERVER_TEST_MCP_SERVERS is not set (npm ci in tests/mcp_servers)");
+        appserver_tests::report_skipped(&test, "APPSERVER_TEST_MCP_SERVERS (npm ci in tests/mcp_servers)");
         return None;
     };
     let path = PathBuf::from(dir).join(name);
     if !path.exists() {
-        eprintln!("skipped: {} is not installed", path.display());
+        appserver_tests::report_skipped(&test, &format!("{} (npm ci in tests/mcp_servers)", path.display()));
         return None;
     }
     Some(path)

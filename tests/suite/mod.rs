@@ -31,6 +31,7 @@ mod hands_files;
 mod hands_terminals;
 mod handshake;
 mod http_stack;
+mod licence;
 mod limits;
 mod lock;
 mod mcp;

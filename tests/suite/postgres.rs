@@ -1,6 +1,6 @@
 //! `--db postgres://…`: one server per PostgreSQL database (an advisory lock), the URL's password
 //! never shown, and the state surviving a restart. Run when `APPSERVER_TEST_POSTGRES` names a
-//! server; skipped with a note otherwise.
+//! server; skipped with a `SKIPPED:` line otherwise.
 
 use appserver_tests::postgres::{database_for, test_server};
 use appserver_tests::{ServerBuilder, json, run_to_exit, start_thread};

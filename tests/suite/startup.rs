@@ -1,4 +1,5 @@
-//! Start-up and shutdown: refusals with clear errors, the default database location, SIGTERM.
+//! Start-up and shutdown: refusals with clear errors, the default database location, SIGTERM, and
+//! the one-shot subcommands (`completions`, `schema --out DIR`).
 
 use appserver_tests::{ServerBuilder, run_to_exit};
 use serde_json::json;
@@ -77,6 +78,33 @@ async fn completions_are_generated_for_a_shell() {
     let (status, stdout, _) = run_to_exit(&["completions", "bash"], dir.path()).await.unwrap();
     assert!(status.success());
     assert!(stdout.contains("--max-loaded-threads") && stdout.contains("locate"), "{stdout}");
+}
+
+/// `appserver schema --out DIR` writes the same three files the repository commits (JSON Schema,
+/// TypeScript, Python), from the binary alone; `--help` prints help and creates nothing.
+#[tokio::test]
+async fn schema_writes_the_generated_files_and_help_creates_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (status, stdout, _) = run_to_exit(&["schema", "--help"], dir.path()).await.unwrap();
+    assert!(status.success() && stdout.contains("--out <DIR>"), "{stdout}");
+    let (status, _, stderr) = run_to_exit(&["schema", "types"], dir.path()).await.unwrap();
+    assert_eq!(status.code(), Some(2), "a positional directory is refused: {stderr}");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "--help or a refused call created something");
+
+    let (status, _, stderr) = run_to_exit(&["schema", "--out", "out/types"], dir.path()).await.unwrap();
+    assert!(status.success(), "{stderr}");
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+    for committed in [
+        "schema/generated/appserver-protocol.schema.json",
+        "clients/typescript/src/generated/protocol.ts",
+        "clients/python/appserver_client/protocol.py",
+    ] {
+        let committed = root.join(committed);
+        let name = committed.file_name().unwrap();
+        let written = std::fs::read_to_string(dir.path().join("out/types").join(name)).unwrap();
+        assert!(written == std::fs::read_to_string(&committed).unwrap(), "{} differs", name.to_string_lossy());
+        assert!(stderr.contains(&format!("{}", name.to_string_lossy())), "{stderr}");
+    }
 }
 
 #[tokio::test]

@@ -4,12 +4,14 @@
 //! way appserver does — and prints one Markdown table with each row's target verdict.
 //!
 //! ```text
-//! cargo build --release --workspace && cargo run --release -p appserver-bench        # full run
-//! cargo run --release -p appserver-bench -- --scale                                  # + the scale curves
-//! cargo run --release -p appserver-bench -- --quick                                  # smoke run, < 1 min
+//! cargo build --profile profiling --workspace && cargo run --profile profiling -p appserver-bench   # full run
+//! cargo run --profile profiling -p appserver-bench -- --scale                                  # + the scale curves
+//! cargo run --profile profiling -p appserver-bench -- --quick                                  # smoke run, < 1 min
 //! APPSERVER_BENCH_POSTGRES=postgres://… APPSERVER_BENCH_NATS=nats://… \
-//!     cargo run --release -p appserver-bench -- --only cluster                        # two instances
+//!     cargo run --profile profiling -p appserver-bench -- --only cluster                        # two instances
 //! ```
+//! (`profiling` is the release profile with line tables, for `perf`; `--release` runs the same
+//! code stripped.)
 //! The `serve-*` and `echo-stdio` modes are the comparison servers, started as subprocesses.
 
 mod floors;

@@ -63,6 +63,10 @@ async def main() -> None:
         await client.request("thread/read", {"threadId": "thread_missing"})
     except RpcError as err:
         print(err.code)  # -32010
+
+    # Unregister the app, forgetting its log: without this the server keeps a dead "Sheet" window
+    # (and its log, to replay to a host that comes back) after every run.
+    await client.unregister_app(sheet.window_id, forget=True)
     await client.close()
 
 

@@ -58,4 +58,8 @@ try {
 } catch (err) {
   if (err instanceof RpcError) console.log(err.code); // -32010
 }
+
+// Unregister the app, forgetting its log: without this the server keeps a dead "Sheet" window
+// (and its log, to replay to a host that comes back) after every run.
+await client.unregisterApp(sheet.windowId, true);
 client.close();

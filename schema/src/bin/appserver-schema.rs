@@ -1,22 +1,38 @@
-//! Writes the generated protocol files: the JSON Schema to `schema/generated/`, the TypeScript
-//! declarations to `clients/typescript/src/generated/` and the Python types to
-//! `clients/python/appserver_client/`. Given a directory, writes all of them into it instead.
+//! Writes the generated protocol files into this source tree: the JSON Schema to
+//! `schema/generated/`, the TypeScript declarations to `clients/typescript/src/generated/` and the
+//! Python types to `clients/python/appserver_client/`. Takes no arguments (`--help` prints what it
+//! does); to write the same files anywhere else, `appserver schema --out DIR`.
 
-use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use appserver_protocol::{codegen, schema};
+use appserver_protocol::codegen;
+
+const USAGE: &str = "\
+appserver-schema: writes the generated protocol files into the source tree it was built from:
+  schema/generated/appserver-protocol.schema.json
+  clients/typescript/src/generated/protocol.ts
+  clients/python/appserver_client/protocol.py
+
+Usage: cargo run -p appserver-protocol --bin appserver-schema
+
+It takes no arguments. To write the same files into another directory, use the server:
+  appserver schema --out DIR";
 
 fn main() -> ExitCode {
-    let out_dir = std::env::args_os().nth(1).map(PathBuf::from);
+    match std::env::args_os().nth(1) {
+        None => {}
+        Some(arg) if arg == "--help" || arg == "-h" => {
+            println!("{USAGE}");
+            return ExitCode::SUCCESS;
+        }
+        Some(arg) => {
+            eprintln!("appserver-schema: unexpected argument {}\n\n{USAGE}", arg.to_string_lossy());
+            return ExitCode::from(2);
+        }
+    }
     let root = codegen::repository_root();
-    let mut files = vec![(Path::new("schema/generated").join(schema::SCHEMA_FILE), schema::protocol_schema_text())];
-    files.extend(codegen::client_files().into_iter().map(|(path, text)| (PathBuf::from(path), text)));
-    for (relative, text) in files {
-        let path = match &out_dir {
-            Some(dir) => dir.join(relative.file_name().unwrap_or_default()),
-            None => root.join(&relative),
-        };
+    for (relative, text) in codegen::generated_files() {
+        let path = root.join(&relative);
         let written = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text));
         if let Err(err) = written {
             eprintln!("cannot write {}: {err}", path.display());

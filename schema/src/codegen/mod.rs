@@ -20,6 +20,29 @@ pub fn repository_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).parent().map(Path::to_path_buf).unwrap_or_default()
 }
 
+/// Every generated file: the JSON Schema, the TypeScript declarations and the Python types, each
+/// with its path relative to the repository root.
+pub fn generated_files() -> Vec<(PathBuf, String)> {
+    let mut files =
+        vec![(Path::new("schema/generated").join(crate::schema::SCHEMA_FILE), crate::schema::protocol_schema_text())];
+    files.extend(client_files().into_iter().map(|(path, text)| (PathBuf::from(path), text)));
+    files
+}
+
+/// Writes every generated file into `dir` (created when missing), under its own file name
+/// (`appserver-protocol.schema.json`, `protocol.ts`, `protocol.py`): what `appserver schema
+/// --out DIR` does. Returns the paths written.
+pub fn write_into(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
+    std::fs::create_dir_all(dir)?;
+    let mut written = Vec::new();
+    for (relative, text) in generated_files() {
+        let path = dir.join(relative.file_name().unwrap_or_default());
+        std::fs::write(&path, text)?;
+        written.push(path);
+    }
+    Ok(written)
+}
+
 /// A wire type, as far as a client's type system needs it.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Ty {

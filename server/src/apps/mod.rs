@@ -1,6 +1,6 @@
-//! Apps: registered windows (a manifest, the host that answers for them, readiness), the
-//! operations on them (`service.rs`), their RPC handlers (`api.rs`) and the agent tools
-//! `app_list`, `app_query`, `app_command` (`tools.rs`).
+//! Apps: registered windows (a manifest, the host that answers for them, readiness) and the
+//! operations on them (`service.rs`). Their RPC handlers are in `rpc/handlers/apps.rs`, the agent
+//! tools `app_list`, `app_query`, `app_command` in `agent/app_tools.rs`.
 //!
 //! Invariants: a command's result reaches its caller only after it is in the replay log; a call
 //! on a window that is (re-)registering waits until its replay has finished, and one on a window

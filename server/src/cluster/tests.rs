@@ -1,5 +1,5 @@
 //! Tests of cluster mode against a real NATS server (`APPSERVER_TEST_NATS`, e.g.
-//! `nats://127.0.0.1:4222`); skipped with a note when it is unset. Each test uses a namespace of
+//! `nats://127.0.0.1:4222`); skipped with a `SKIPPED:` line on stderr when it is unset. Each test uses a namespace of
 //! its own, so tests running at once never see each other's messages.
 
 use std::time::Duration;
@@ -10,11 +10,14 @@ use super::*;
 
 const TIMEOUT: Duration = Duration::from_secs(10);
 
-/// The NATS server to test against, or `None` (with a note).
+/// The NATS server to test against, or `None` with `SKIPPED: <test>: needs APPSERVER_TEST_NATS`
+/// on stderr, written past the test harness's capture (which takes only `eprintln!`).
 fn nats(test: &str) -> Option<String> {
+    use std::io::Write;
     let url = std::env::var("APPSERVER_TEST_NATS").ok().filter(|u| !u.is_empty());
     if url.is_none() {
-        eprintln!("{test}: skipped, APPSERVER_TEST_NATS is not set");
+        let line = format!("SKIPPED: {test}: needs APPSERVER_TEST_NATS (e.g. nats://127.0.0.1:4222)\n");
+        let _ = std::io::stderr().lock().write_all(line.as_bytes());
     }
     url
 }

@@ -1,7 +1,7 @@
 //! Tests that every backend keeps the store's promises: the same schema, per-unit atomicity in a
 //! group commit, conflicts, recovery at reopen, one server per database. The PostgreSQL half runs
 //! when `APPSERVER_TEST_POSTGRES` names a server (see `postgres/testdb.rs`), and is skipped with a
-//! note otherwise.
+//! `SKIPPED:` line otherwise.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,6 @@
 //! Threads: the in-memory state of loaded threads (status, running turn, queue, runtime flags,
-//! subscribers) over their SQLite records, and the `thread/*` handlers (`api.rs`).
+//! subscribers) over their records in the store (SQLite or PostgreSQL); the `thread/*` handlers
+//! are in `rpc/handlers/threads.rs`.
 //!
 //! Invariants: at most one turn runs per thread (`ThreadState::running`); a thread's state is
 //! changed only under its mutex, which is never held across an await; the in-memory record is the

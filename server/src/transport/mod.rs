@@ -1,7 +1,10 @@
-//! Transports: bytes in and out, nothing else. stdio hands incoming lines to `rpc::dispatch`;
-//! every WebSocket listener is one HTTP server (`http/`: one middleware stack for every route)
-//! whose `/ws` upgrades to a WebSocket connection (`ws.rs`), whose `/mcp` is the MCP server's
-//! (`mcp.rs`, its answers as plain JSON where they can be: `sse_json.rs`), and which serves the probes and the browser desktop (`web/`).
+//! Transports: how messages reach the server and leave it, and what the HTTP listener serves
+//! besides. stdio hands incoming lines to `rpc::dispatch`; every WebSocket listener is one HTTP
+//! server (`http/`: one middleware stack for every route) whose `/ws` upgrades to a WebSocket
+//! connection (`ws.rs`), whose `/mcp` is answered by the MCP server (`mcp.rs`, over `crate::mcp`,
+//! its answers as plain JSON where they can be: `sse_json.rs`), and which serves the probes
+//! (`http/probes.rs`) and the browser desktop: its page and assets, the catalog of the
+//! workspace's apps and their files (`web/`). The protocol itself is `rpc`'s.
 
 pub mod http;
 mod mcp;

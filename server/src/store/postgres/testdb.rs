@@ -1,6 +1,8 @@
 //! Test support: a fresh PostgreSQL database per test, on the server `APPSERVER_TEST_POSTGRES`
-//! names (e.g. `postgres://postgres@127.0.0.1:5432/test`). Unset, the PostgreSQL tests are
-//! skipped with a note, so the default `cargo test` needs no database server.
+//! names (e.g. `postgres://postgres@127.0.0.1:5432/test`). Unset, the PostgreSQL tests (or
+//! parts) are skipped with a `SKIPPED:` line on stderr that the test harness does not capture, so
+//! the default `cargo test` needs no database server and says what it did not run (.ci/run counts
+//! those lines, and fails on any: it sets the variable).
 
 use sqlx::{Connection, Executor, PgConnection};
 
@@ -12,10 +14,10 @@ pub(in crate::store) struct TestDb {
 }
 
 impl TestDb {
-    /// A new empty database, or `None` (with a note on stderr) when no server is configured.
+    /// A new empty database, or `None` (with a `SKIPPED:` line) when no server is configured.
     pub(in crate::store) async fn create(test: &str) -> Option<TestDb> {
         let Ok(base) = std::env::var("APPSERVER_TEST_POSTGRES") else {
-            eprintln!("{test}: PostgreSQL part skipped (APPSERVER_TEST_POSTGRES is not set)");
+            report_skipped(test);
             return None;
         };
         let name = format!("appserver_test_{:016x}", fastrand::u64(..));
@@ -46,6 +48,17 @@ pub(in crate::store) fn with_database(url: &str, name: &str) -> String {
         out.push_str(query);
     }
     out
+}
+
+/// `SKIPPED: <test> (its PostgreSQL part): needs APPSERVER_TEST_POSTGRES` on stderr, written
+/// past the test harness's capture (which takes only `eprintln!`), so a run shows it.
+fn report_skipped(test: &str) {
+    use std::io::Write;
+    let line = format!(
+        "SKIPPED: {test} (its PostgreSQL part): needs APPSERVER_TEST_POSTGRES \
+         (e.g. postgres://postgres@127.0.0.1:5432/test)\n"
+    );
+    let _ = std::io::stderr().lock().write_all(line.as_bytes());
 }
 
 #[cfg(test)]
