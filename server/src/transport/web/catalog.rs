@@ -175,10 +175,16 @@ mod tests {
             std::fs::create_dir_all(dir.join(id)).unwrap();
             std::fs::write(dir.join(id).join("app.json"), json).unwrap();
         }
-        let apps = list(ws.path()).await;
+        let (apps, problems) = list(ws.path()).await;
         let ids: Vec<&str> = apps.iter().map(|a| a.id.as_str()).collect();
         assert_eq!(ids, ["mcp", "sheet"]);
         assert_eq!(apps[0].entry, "/apps/mcp/view%20page.html");
         assert_eq!(apps[1].dialect, "appserver");
+        // The folders left out are named, with why.
+        let broken: Vec<(&str, &str)> = problems.iter().map(|p| (p.id.as_str(), p.error.as_str())).collect();
+        assert_eq!(broken.len(), 2, "{broken:?}");
+        assert_eq!(broken[0].0, "broken");
+        assert!(broken[0].1.starts_with("app.json: key must be a string"), "{broken:?}");
+        assert_eq!(broken[1].0, "escape");
     }
 }
