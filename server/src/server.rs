@@ -239,6 +239,21 @@ struct AgentParts {
     cron_slot: Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 }
 
+/// The loaded threads, fed by the other instances' events in cluster mode.
+fn thread_manager(
+    config: &ServerConfig,
+    store: &Store,
+    cluster: Option<&Cluster>,
+    shutdown: &CancellationToken,
+    tasks: &TaskTracker,
+) -> Arc<ThreadManager> {
+    let threads = ThreadManager::new(store.clone(), config.max_loaded_threads).keeping_events(config.min_kept_events);
+    Arc::new(match cluster {
+        Some(cluster) => threads.shared(Feeds::new(cluster.clone(), store.clone(), shutdown.clone(), tasks.clone())),
+        None => threads,
+    })
+}
+
 /// Wires the service handles together: each part gets only the handles it needs.
 fn assemble(
     config: ServerConfig,
@@ -255,12 +270,7 @@ fn assemble(
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
     let (turn_tasks, tasks) = (TaskTracker::new(), TaskTracker::new());
-    let mut threads =
-        ThreadManager::new(store.clone(), config.max_loaded_threads).keeping_events(config.min_kept_events);
-    if let Some(cluster) = &cluster {
-        threads = threads.shared(Feeds::new(cluster.clone(), store.clone(), shutdown.clone(), tasks.clone()));
-    }
-    let threads = Arc::new(threads);
+    let threads = thread_manager(&config, &store, cluster.as_ref(), &shutdown, &tasks);
     let ownership = cluster.as_ref().zip(config.cluster.as_ref()).map(|(cluster, settings)| {
         Arc::new(Ownership::new(store.clone(), cluster.instance_id().to_owned(), settings.lease_ttl))
     });

@@ -107,7 +107,7 @@ impl Tool for AppCommandTool {
         let command = arguments.get("command")?.as_str()?;
         let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
         // A call that cannot run is not put to the user: it fails without an approval.
-        service::check_before_approval(&env.apps, window_id, command, &params).ok()?;
+        crate::apps::checks::check_before_approval(&env.apps, window_id, command, &params).ok()?;
         app_command_spec(&env.apps, window_id, command, &params)
     }
 

@@ -7,6 +7,7 @@
 //! whose host has gone waits (as long) for a host to register it again; only the window's
 //! current host is asked.
 
+pub mod checks;
 pub mod descriptors;
 pub mod hosts;
 pub mod idle;

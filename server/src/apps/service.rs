@@ -13,7 +13,7 @@ use appserver_protocol::{
 };
 use serde_json::{Value, json};
 
-use super::manifest::{self, BUILTIN_COMMANDS};
+use super::manifest;
 use super::replay;
 use super::{AppError, AppRegistry, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
 use crate::clock;
@@ -348,7 +348,7 @@ async fn command_with(
         }
         _ => {}
     }
-    check_declared(&checked, window_id, command, &params)?;
+    super::checks::check_declared(&checked, window_id, command, &params)?;
     let timeout = call_timeout(timeout_ms);
     let call = Call { command, params, caller, fence };
     let result = match host_for(apps, &window).await? {
@@ -365,44 +365,6 @@ async fn command_with(
         window.remember_run(run_id);
     }
     Ok(result)
-}
-
-/// Whether `command` is one the window's app declared and `params` fit its schema: the check
-/// every run makes, and the one made before anyone is asked to approve a call (a call that
-/// would fail is not put to the user). Built-ins pass.
-fn check_declared(
-    checked: &super::manifest::CheckedManifest,
-    window_id: &str,
-    command: &str,
-    params: &Value,
-) -> Result<(), AppError> {
-    if BUILTIN_COMMANDS.contains(&command) {
-        return Ok(());
-    }
-    if !checked.manifest.commands.contains_key(command) {
-        let mut available: Vec<String> = checked.manifest.commands.keys().cloned().collect();
-        available.extend(BUILTIN_COMMANDS.iter().map(|b| (*b).to_owned()));
-        return Err(AppError::UnknownCommand {
-            window: window_id.to_owned(),
-            command: command.to_owned(),
-            available: available.join(", "),
-        });
-    }
-    checked.check_params(command, params).map_err(AppError::InvalidParams)
-}
-
-/// [`check_declared`] for a window registered on this instance, before its approval is asked;
-/// a window not known here passes (running the command reports what is wrong with it).
-pub fn check_before_approval(
-    apps: &AppService,
-    window_id: &str,
-    command: &str,
-    params: &Value,
-) -> Result<(), AppError> {
-    match apps.registry.get(window_id) {
-        Some(window) => check_declared(&window.manifest(), window_id, command, params),
-        None => Ok(()),
-    }
 }
 
 /// One command to log and send: its name, params, who asked (for the log), and the lease of the

@@ -67,7 +67,7 @@ pub async fn command(turns: &TurnService, call: AppCall<'_>) -> Result<Outcome, 
     };
     // A call that cannot run (an undeclared command, params that do not fit) is refused before
     // anyone is asked to approve it.
-    if let Err(err) = service::check_before_approval(apps, call.window_id, call.command, &params) {
+    if let Err(err) = crate::apps::checks::check_before_approval(apps, call.window_id, call.command, &params) {
         tell("failed", json!(format!("{}: {err}", err.code())));
         return Ok(Outcome::Failed(err));
     }

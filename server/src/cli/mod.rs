@@ -10,10 +10,13 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 use crate::config::{
     ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MCP_IDLE_MS,
     DEFAULT_MODEL_IDLE_MS, FileApps, FileCluster, FileModel, FileServer, ListenAddr, LogFormat, ModelSettings,
-    ServerConfig, config_file_path, default_db_path, parse_listen, read_config_file,
+    ServerConfig, config_file_path, default_db_path, read_config_file,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
+
+mod values;
+use values::{durability_value, host_value, listen_value, policy_value, positive, sandbox_value};
 
 const AFTER_HELP: &str = "\
 Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
@@ -513,18 +516,6 @@ fn server_settings(a: &RunArgs, file: FileServer) -> Result<(Vec<String>, Durati
     Ok((hosts, Duration::from_millis(idle.unwrap_or(DEFAULT_MCP_IDLE_MS))))
 }
 
-/// A host name (or `name:port`) as `Host` carries it: letters, digits, `.`, `-`, one `:PORT`.
-fn host_value(value: &str) -> Result<String, String> {
-    let value = value.trim().to_ascii_lowercase();
-    let (name, port) = value.split_once(':').unwrap_or((&value, "1"));
-    let name_ok = !name.is_empty() && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-'));
-    if name_ok && port.parse::<u16>().is_ok() {
-        Ok(value)
-    } else {
-        Err("expected a host name, or NAME:PORT".to_owned())
-    }
-}
-
 /// Cluster mode's settings: the flags, then the config file's `[cluster]`; `None` without a URL.
 /// Cluster mode needs a PostgreSQL database (the instances share it).
 fn cluster_settings(
@@ -577,30 +568,6 @@ fn ws_token(
         None => (token, None),
     };
     Ok((token.filter(|t| !t.is_empty()), file))
-}
-
-fn listen_value(value: &str) -> Result<ListenAddr, String> {
-    parse_listen(value).map_err(|err| err.to_string())
-}
-
-fn positive(value: &str) -> Result<usize, String> {
-    match value.parse::<usize>() {
-        Ok(n) if n > 0 => Ok(n),
-        _ => Err("expected a positive integer".to_owned()),
-    }
-}
-
-fn durability_value(value: &str) -> Result<Durability, String> {
-    Durability::parse(value).ok_or_else(|| "expected normal or full".to_owned())
-}
-
-fn sandbox_value(value: &str) -> Result<crate::policy::SandboxMode, String> {
-    crate::policy::SandboxMode::parse(value).ok_or_else(|| "expected readOnly, workspaceWrite or fullAccess".to_owned())
-}
-
-fn policy_value(value: &str) -> Result<ApprovalPolicy, String> {
-    ApprovalPolicy::parse(value)
-        .ok_or_else(|| "expected onRequest, untrusted, never, autoApprove or interrupt".to_owned())
 }
 
 #[cfg(test)]
