@@ -77,7 +77,7 @@ async fn a_foreign_host_is_refused_on_every_route() {
             builder = builder.args(["--ws-token", token]);
             auth.push(("Authorization", "Bearer s3cret"));
         }
-        let server = builder.spawn().await.unwrap();
+        let mut server = builder.spawn().await.unwrap();
         let addr = server.ws_addr();
         let evil = format!("evil.example:{}", addr.port());
         for (route, status, body) in statuses(addr, &evil, &auth).await {
@@ -101,6 +101,8 @@ async fn a_foreign_host_is_refused_on_every_route() {
         // An absolute-form request target names the host too.
         let reply = http_request(addr, "GET", "http://evil.example/api/apps", &auth, b"").await.unwrap();
         assert_eq!(reply.status, 403, "{}", reply.body);
+        // Gone before the next one starts on the same workspace (it would find the lock held).
+        server.kill().await.unwrap();
     }
 }
 

@@ -184,6 +184,12 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
                 if handle.state().running.is_none() {
                     handle.hub.adopt(&ctx.state.store).await?;
                 }
+                // Turns a previous holder left unfinished, failed by the claim: announced before
+                // this request's own events.
+                let orphans = ownership.take_orphans(thread_id);
+                if !orphans.is_empty() {
+                    crate::turns::ownership::publish_failed(&ctx.state.turns, &handle, &orphans).await?;
+                }
                 return Ok(None);
             }
             crate::turns::ownership::Claim::Elsewhere(owner) => owner,

@@ -12,7 +12,7 @@ use super::super::{StoreLocation, ThreadWrite, WriteOp, turn_id};
 use super::*;
 
 fn acquired(expires_at_ms: i64, generation: i64) -> LeaseClaim {
-    LeaseClaim::Acquired { expires_at_ms, generation }
+    LeaseClaim::Acquired { expires_at_ms, generation, orphans: Vec::new() }
 }
 
 fn renewed(leases: &[(&str, i64)]) -> Vec<(String, i64)> {
@@ -147,7 +147,7 @@ async fn of_claims_racing_for_a_free_lease_exactly_one_wins_on_every_backend() {
         let mut losers = Vec::new();
         for claim in claims {
             match within(claim).await.unwrap() {
-                (owner, Ok(LeaseClaim::Acquired { expires_at_ms: 1100, generation: 1 })) => winners.push(owner),
+                (owner, Ok(LeaseClaim::Acquired { expires_at_ms: 1100, generation: 1, .. })) => winners.push(owner),
                 (_, Ok(LeaseClaim::HeldBy { owner, expires_at_ms: 1100 })) => losers.push(owner),
                 (owner, other) => panic!("{location}: {owner} got {other:?}"),
             }
@@ -212,6 +212,8 @@ async fn taking_over_an_expired_lease_fails_the_threads_unfinished_turns_on_ever
         for thread in ["t", "u"] {
             within(store.write(ThreadWrite::CreateThread(Box::new(thread_record(thread))))).await.unwrap();
         }
+        // The lease is claimed before its turns are written, as a turn's start does.
+        assert_eq!(within(store.try_acquire_lease("t", "dead", 1000, 100)).await.unwrap(), acquired(1100, 1));
         let mut done = turn_record("t", 1, TurnStatus::Completed);
         done.completed_at = Some("2026-01-01T00:00:02.000Z".to_owned());
         for turn in
@@ -219,7 +221,6 @@ async fn taking_over_an_expired_lease_fails_the_threads_unfinished_turns_on_ever
         {
             within(store.write(ThreadWrite::CreateTurn(Box::new(turn)))).await.unwrap();
         }
-        assert_eq!(within(store.try_acquire_lease("t", "dead", 1000, 100)).await.unwrap(), acquired(1100, 1));
         let message = "the instance running this turn stopped";
         assert_eq!(within(store.take_over_expired("t", "b", 1099, 100, message)).await.unwrap(), None, "{location}");
         assert_eq!(within(store.turn("t", 2)).await.unwrap().unwrap().status, TurnStatus::WaitingApproval);
@@ -247,6 +248,34 @@ async fn taking_over_an_expired_lease_fails_the_threads_unfinished_turns_on_ever
         );
         assert_eq!(within(store.take_over_expired("u", "d", 1250, 100, message)).await.unwrap(), Some((2, vec![])));
         assert_eq!(within(store.lease_holder("u", 1250)).await.unwrap(), Some(("d".to_owned(), 1350)), "{location}");
+        within(store.close()).await;
+    }
+    dbs.drop().await;
+}
+
+/// A turn left unfinished by a holder that released the lease (a start whose commit it could not
+/// confirm) is failed by the next claim, in the claim's transaction; the holder claiming its own
+/// lease again fails nothing.
+#[tokio::test]
+async fn a_claim_after_a_release_fails_the_turns_left_unfinished_on_every_backend() {
+    let dbs = Databases::new("a_claim_after_a_release_fails_the_turns_left_unfinished_on_every_backend").await;
+    for location in dbs.locations() {
+        let store = open(&location).await;
+        within(store.write(ThreadWrite::CreateThread(Box::new(thread_record("t"))))).await.unwrap();
+        assert_eq!(within(store.try_acquire_lease("t", "a", 1000, 100)).await.unwrap(), acquired(1100, 1));
+        within(store.write(ThreadWrite::CreateTurn(Box::new(turn_record("t", 1, TurnStatus::Running))))).await.unwrap();
+        // Its owner renewing it by a claim leaves its running turn alone.
+        assert_eq!(within(store.try_acquire_lease("t", "a", 1010, 100)).await.unwrap(), acquired(1110, 1));
+        assert_eq!(within(store.turn("t", 1)).await.unwrap().unwrap().status, TurnStatus::Running, "{location}");
+        assert!(within(store.release_lease("t", "a")).await.unwrap());
+        let claimed = within(store.try_acquire_lease("t", "b", 1020, 100)).await.unwrap();
+        assert_eq!(
+            claimed,
+            LeaseClaim::Acquired { expires_at_ms: 1120, generation: 2, orphans: vec![turn_id(1)] },
+            "{location}"
+        );
+        let turn = within(store.turn("t", 1)).await.unwrap().unwrap();
+        assert_eq!((turn.status, turn.error.as_deref()), (TurnStatus::Failed, Some(ORPHANED)), "{location}");
         within(store.close()).await;
     }
     dbs.drop().await;

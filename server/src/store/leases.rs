@@ -32,8 +32,9 @@ use crate::clock::UtcTime;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum LeaseClaim {
     /// The caller holds the lease now (new, taken after it expired, or its own renewed), at
-    /// `generation`.
-    Acquired { expires_at_ms: i64, generation: i64 },
+    /// `generation`; `orphans`: the turns a previous holder left unfinished, failed in the same
+    /// transaction (a lease that changes hands fences off everything of the one before).
+    Acquired { expires_at_ms: i64, generation: i64, orphans: Vec<String> },
     /// Another instance holds a live lease.
     HeldBy { owner: String, expires_at_ms: i64 },
 }
@@ -101,6 +102,9 @@ const UPSERT: &str = "INSERT INTO thread_leases (thread_id, owner, expires_at_ms
      generation = CASE WHEN thread_leases.owner = excluded.owner THEN thread_leases.generation \
      ELSE thread_leases.generation + 1 END";
 
+/// The error of a turn a claim finds unfinished (its previous holder gave the lease up or died).
+pub const ORPHANED: &str = "the turn's instance gave its thread up before the turn ended";
+
 /// No owner: a released lease (its row and generation are kept).
 const NO_OWNER: &str = "";
 
@@ -142,17 +146,32 @@ async fn acquire(
     now_ms: i64,
     ttl_ms: i64,
 ) -> Result<LeaseClaim, StoreError> {
+    let text = "SELECT owner FROM thread_leases WHERE thread_id = ?";
+    let before = conn.fetch_all(sql(text).bind(thread_id)).await?;
+    let changes_hands = match before.first() {
+        Some(row) => row.text("owner")? != owner,
+        None => true,
+    };
     let text = format!("{UPSERT} WHERE thread_leases.expires_at_ms <= ?4 OR thread_leases.owner = excluded.owner");
     let expires = now_ms.saturating_add(ttl_ms);
     conn.execute(sql(text).bind(thread_id).bind(owner).bind(expires).bind(now_ms)).await?;
     let text = "SELECT owner, expires_at_ms, generation FROM thread_leases WHERE thread_id = ?";
     let row = conn.fetch_one(sql(text).bind(thread_id)).await?;
     let (holder, expires_at_ms) = (row.text("owner")?, row.int("expires_at_ms")?);
-    Ok(if holder == owner {
-        LeaseClaim::Acquired { expires_at_ms, generation: row.int("generation")? }
+    if holder != owner {
+        return Ok(LeaseClaim::HeldBy { owner: holder, expires_at_ms });
+    }
+    // A turn still unfinished when the lease changes hands runs nowhere: its holder released the
+    // lease (a start whose commit it could not confirm) or died. The claim comes before this
+    // owner writes a turn of its own, so every such turn is a previous holder's.
+    let orphans = if changes_hands {
+        let now = UtcTime { unix_millis: now_ms }.rfc3339();
+        let failed = thread_writes::fail_unfinished_turns(conn, Some(thread_id), &now, ORPHANED).await?;
+        failed.into_iter().map(|(_, turn)| turn).collect()
     } else {
-        LeaseClaim::HeldBy { owner: holder, expires_at_ms }
-    })
+        Vec::new()
+    };
+    Ok(LeaseClaim::Acquired { expires_at_ms, generation: row.int("generation")?, orphans })
 }
 
 /// The check a fenced unit starts with: the lease is still `fence`'s. On PostgreSQL the row's

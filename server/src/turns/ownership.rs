@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::TurnService;
 use crate::clock::UtcTime;
 use crate::store::{Fence, LeaseClaim, Store, StoreError};
-use crate::threads::wire;
+use crate::threads::{ThreadHandle, wire};
 
 /// Who may run a thread's turn now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -41,6 +41,9 @@ pub struct Ownership {
     /// The threads whose lease this instance took (and has not given up): at which generation,
     /// and when it was last claimed.
     held: Mutex<HashMap<String, Held>>,
+    /// Turns a claim failed because a previous holder left them unfinished, by thread, until the
+    /// claimer announces them ([`Ownership::take_orphans`]).
+    orphans: Mutex<HashMap<String, Vec<String>>>,
 }
 
 /// A lease this instance holds.
@@ -64,7 +67,7 @@ fn millis(d: Duration) -> i64 {
 
 impl Ownership {
     pub fn new(store: Store, instance: String, ttl: Duration) -> Self {
-        Ownership { store, instance, ttl, held: Mutex::default() }
+        Ownership { store, instance, ttl, held: Mutex::default(), orphans: Mutex::default() }
     }
 
     fn held(&self) -> MutexGuard<'_, HashMap<String, Held>> {
@@ -78,13 +81,24 @@ impl Ownership {
     /// Takes (or renews) the thread's lease for this instance, unless another holds it.
     pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
         match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
-            LeaseClaim::Acquired { generation, .. } => {
+            LeaseClaim::Acquired { generation, orphans, .. } => {
                 tracing::debug!(thread = %thread_id, generation, "lease claimed");
                 self.held().insert(thread_id.to_owned(), Held { generation, claimed: Instant::now() });
-                Ok(Claim::Mine(self.fence(thread_id, generation)))
+                let fence = self.fence(thread_id, generation);
+                if !orphans.is_empty() {
+                    tracing::warn!(thread = %thread_id, turns = orphans.len(), generation, "failed turns a previous holder left unfinished");
+                    let mut waiting = self.orphans.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+                    waiting.entry(thread_id.to_owned()).or_default().extend(orphans);
+                }
+                Ok(Claim::Mine(fence))
             }
             LeaseClaim::HeldBy { owner, .. } => Ok(Claim::Elsewhere(owner)),
         }
+    }
+
+    /// The turns of `thread_id` a claim failed for a previous holder, not announced yet.
+    pub fn take_orphans(&self, thread_id: &str) -> Vec<String> {
+        self.orphans.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(thread_id).unwrap_or_default()
     }
 
     fn fence(&self, thread_id: &str, generation: i64) -> Fence {
@@ -264,7 +278,13 @@ async fn announce_failed(turns: &Arc<TurnService>, fence: Fence, failed: &[Strin
     if let Err(err) = handle.hub.adopt(&turns.store).await {
         tracing::warn!(thread = %thread_id, error = %err, "cannot catch up before announcing");
     }
-    let (all, _) = wire::load_turns(&turns.store, thread_id, None, None).await?;
+    publish_failed(turns, &handle, failed).await
+}
+
+/// `turn/failed` for each of `failed` (turns the store has failed), on the thread's hub, which
+/// holds the lease.
+pub async fn publish_failed(turns: &TurnService, handle: &ThreadHandle, failed: &[String]) -> Result<(), StoreError> {
+    let (all, _) = wire::load_turns(&turns.store, &handle.id, None, None).await?;
     for turn in all.into_iter().filter(|t| failed.contains(&t.id) && t.status == TurnStatus::Failed) {
         let error = turn.error.clone().unwrap_or_else(|| TAKEN_OVER.to_owned());
         handle.publish(&ServerNotification::TurnFailed(TurnFailedParams { turn, error }));

@@ -141,6 +141,8 @@ pub async fn create_thread(
         // Its tools are served by this connection: its turns run here (ownership.rs).
         if let crate::turns::ownership::Claim::Mine(fence) = ownership.claim(&record.id).await? {
             handle.hold_lease(fence).await?;
+            // A thread just created has no turns, so none left by anyone.
+            ownership.take_orphans(&record.id);
         }
     }
     let thread = {
