@@ -2,7 +2,7 @@
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
 //! environment), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
-//! resource) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! resource; with `--view PATH` its HTML is that file's) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -22,6 +22,8 @@ use serde_json::{Value, json};
 #[derive(Clone)]
 struct TestServer {
     log: Option<Arc<str>>,
+    /// `--view PATH`: the file whose contents are the board's view.
+    view: Option<Arc<str>>,
 }
 
 impl TestServer {
@@ -111,11 +113,15 @@ impl ServerHandler for TestServer {
         if request.uri != VIEW {
             return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
         }
-        let html = "<!doctype html><html><body><h1 id=title>Board</h1></body></html>";
+        let html = match &self.view {
+            Some(path) => std::fs::read_to_string(path.as_ref())
+                .map_err(|e| ErrorData::internal_error(format!("reading {path}: {e}"), None))?,
+            None => "<!doctype html><html><body><h1 id=title>Board</h1></body></html>".to_owned(),
+        };
         let contents = ResourceContents::TextResourceContents {
             uri: VIEW.into(),
             mime_type: Some("text/html;profile=mcp-app".into()),
-            text: html.into(),
+            text: html,
             meta: None,
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
@@ -180,8 +186,9 @@ fn board() -> Tool {
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let log = args.iter().position(|a| a == "--log").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
+    let view = args.iter().position(|a| a == "--view").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     eprintln!("mcp-test-server started");
-    let server = TestServer { log };
+    let server = TestServer { log, view };
     server.note(&format!("started {}", std::process::id()));
     let Ok(running) = server.serve(rmcp::transport::io::stdio()).await else { return };
     let _ = running.waiting().await;

@@ -211,6 +211,10 @@ function onNotification(n: Notification): void {
       desk.find(p.windowId)?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
       return;
     }
+    case "mcp/view/offered":
+      // A call of a tool with an MCP Apps view: its window opens (views.ts).
+      desk.openView(p);
+      return;
     case "app/externalCall": {
       // An outside agent (MCP) or an app called an app: listed under "Outside agents", and shown
       // in the app's window when it is open.
@@ -592,7 +596,7 @@ function main(): void {
   );
   $("reconnect-now").addEventListener("click", () => connection.retryNow());
   listen(
-    () => desk.hosts,
+    () => desk.frames(),
     (why) => {
       ignoredMessages++;
       $("ignored").textContent = `ignored ${ignoredMessages} foreign message${ignoredMessages === 1 ? "" : "s"}`;

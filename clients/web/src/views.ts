@@ -1,0 +1,306 @@
+// MCP Apps views (SEP-1865) in the desktop: when an agent's call of an MCP tool that declares a
+// view is offered (`mcp/view/offered`), a view window opens for that call. Its HTML is read with
+// `mcp/resources/read` and written into the sandbox proxy page (`/assets/view-frame.html`, a
+// sandboxed iframe: an opaque origin, under the MCP Apps default Content-Security-Policy). The
+// window speaks the host's side of the `ui/*` dialect: `ui/initialize` (host context: the page's
+// theme, display modes, the container's size, `toolInfo`), the call's `tool-input` once and its
+// `tool-result`, `host-context-changed` when the theme or display mode changes,
+// `ui/request-display-mode` (inline, fullscreen), `ui/open-link` once the user confirms, the
+// view's `tools/call` of its own server's tools relayed as `mcp/view/call` (approved and logged
+// by the server), and `ui/resource-teardown` awaited (bounded) before the window closes.
+// A view reopened after a page reload is handed its log (the server's `mcp-view:<callId>` window
+// log: the state-changing calls it made) in the host context, `appserver/viewLog`.
+
+import { RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { currentTheme } from "./theme.js";
+
+type Json = any;
+
+/** `mcp/view/offered`'s params. */
+export interface ViewOffer {
+  threadId: string;
+  turnId: string;
+  callId: string;
+  server: string;
+  tool: string;
+  resourceUri: string;
+  arguments: Json;
+  result: Json;
+}
+
+export type DisplayMode = "inline" | "fullscreen";
+
+export interface ViewEvents {
+  /** Sets the window's display mode; answers the mode granted. */
+  displayMode(view: ViewHost, mode: DisplayMode): DisplayMode;
+  /** The window has closed. */
+  closed(view: ViewHost): void;
+  log(text: string): void;
+}
+
+const PROTOCOL_VERSION = "2026-01-26";
+const MODES: DisplayMode[] = ["inline", "fullscreen"];
+/** How long a view's answer (its teardown) is awaited. */
+const TEARDOWN_MS = 3_000;
+/** Log entries handed to a reopened view, at most. */
+const MAX_LOG = 1000;
+
+export class ViewHost {
+  readonly element: HTMLElement;
+  readonly frame: HTMLIFrameElement;
+  readonly slot: string;
+  readonly app: { id: string; name: string };
+  private mode: DisplayMode = "inline";
+  private initialized = false;
+  private sentInput = false;
+  private loaded = false;
+  private nextId = 1;
+  private readonly pending = new Map<number, (m: Json) => void>();
+  private readonly onTheme = () => this.contextChanged({ theme: currentTheme() });
+  private log: Json[] | undefined;
+
+  constructor(
+    private readonly client: () => AppServerClient,
+    readonly offer: ViewOffer,
+    /** Reopened after a reload: the view is handed its log. */
+    private readonly restored: boolean,
+    private readonly events: ViewEvents,
+  ) {
+    this.slot = `view_${offer.callId}`;
+    this.app = { id: `mcp:${offer.server}`, name: `${offer.tool} (${offer.server})` };
+    this.element = document.createElement("article");
+    this.element.className = "window view";
+    this.element.dataset.app = this.app.id;
+    this.element.dataset.view = offer.callId;
+    this.element.dataset.displayMode = this.mode;
+    const bar = document.createElement("header");
+    const title = document.createElement("span");
+    title.className = "title";
+    title.textContent = `◇ ${this.app.name}`;
+    const id = document.createElement("code");
+    id.className = "window-id";
+    id.textContent = `mcp-view:${offer.callId}`;
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "close";
+    close.textContent = "✕";
+    close.title = "Close the view (it is told first)";
+    close.addEventListener("click", () => void this.close());
+    bar.append(title, id, close);
+    const notice = document.createElement("div");
+    notice.className = "view-notice";
+    notice.setAttribute("role", "alert");
+    notice.hidden = true;
+    this.frame = document.createElement("iframe");
+    // Scripts only: an opaque origin, no reach into the page, its cookie or the server.
+    this.frame.setAttribute("sandbox", "allow-scripts");
+    this.frame.title = this.app.name;
+    this.frame.src = "/assets/view-frame.html";
+    this.element.append(bar, notice, this.frame);
+    document.addEventListener("themechange", this.onTheme);
+  }
+
+  /** A message from this view's iframe (source and origin already checked). */
+  receive(m: Json): void {
+    if (!m || typeof m !== "object" || m.jsonrpc !== "2.0") return;
+    if (typeof m.method === "string" && m.id !== undefined && m.id !== null) {
+      this.request(m.method, m.params ?? {}).then(
+        (result) => this.post({ jsonrpc: "2.0", id: m.id, result }),
+        (err: any) => {
+          const code = err instanceof RpcError ? err.code : -32000;
+          this.post({ jsonrpc: "2.0", id: m.id, error: { code, message: String(err?.message ?? err) } });
+        },
+      );
+    } else if (typeof m.method === "string") {
+      this.notification(m.method, m.params ?? {});
+    } else if (typeof m.id === "number") {
+      const answer = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      answer?.(m);
+    }
+  }
+
+  private post(message: Json): void {
+    this.frame.contentWindow?.postMessage(message, "*");
+  }
+
+  private notify(method: string, params: Json): void {
+    this.post({ jsonrpc: "2.0", method, params });
+  }
+
+  /** A request to the view; its answer, or undefined when none came within `ms`. */
+  private ask(method: string, params: Json, ms: number): Promise<Json | undefined> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve(undefined);
+      }, ms);
+      this.pending.set(id, (m) => {
+        clearTimeout(timer);
+        resolve(m);
+      });
+      this.post({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  private notice(text: string | undefined, ...controls: HTMLElement[]): void {
+    const box = this.element.querySelector<HTMLElement>(".view-notice")!;
+    box.hidden = text === undefined;
+    box.replaceChildren(...(text === undefined ? [] : [text, " ", ...controls]));
+  }
+
+  /** The proxy is ready: the view's HTML is read from its server and sent, once. */
+  private async load(): Promise<void> {
+    if (this.loaded) return;
+    this.loaded = true;
+    try {
+      const read = await this.client().request("mcp/resources/read", { server: this.offer.server, uri: this.offer.resourceUri } as Json);
+      const content = (read as Json).contents?.find((c: Json) => typeof c?.text === "string" || typeof c?.blob === "string");
+      if (!content) throw new Error(`${this.offer.resourceUri} has no HTML`);
+      const html = typeof content.text === "string" ? content.text : new TextDecoder().decode(Uint8Array.from(atob(content.blob), (c) => c.charCodeAt(0)));
+      if (this.restored) this.log = await this.readLog();
+      this.notify("ui/notifications/sandbox-resource-ready", { html });
+    } catch (err: any) {
+      this.notice(`The view could not be loaded: ${String(err?.message ?? err)}`);
+    }
+  }
+
+  /** The view's log: its calls that changed state, oldest first (`app/log/read`, paged). */
+  private async readLog(): Promise<Json[]> {
+    const entries: Json[] = [];
+    let afterSeq: number | undefined;
+    while (entries.length < MAX_LOG) {
+      const page = (await this.client().request("app/log/read", { windowId: `mcp-view:${this.offer.callId}`, afterSeq, limit: 1000 } as Json)) as Json;
+      for (const e of page.entries ?? []) entries.push({ seq: e.seq, tool: e.command, arguments: e.params, result: e.result });
+      if (page.nextSeq === undefined || page.nextSeq === null || !(page.entries ?? []).length) break;
+      afterSeq = page.nextSeq;
+    }
+    return entries.slice(0, MAX_LOG);
+  }
+
+  private hostContext(): Json {
+    const context: Json = {
+      theme: currentTheme(),
+      displayMode: this.mode,
+      availableDisplayModes: MODES,
+      platform: "web",
+      locale: navigator.language,
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      containerDimensions: { width: this.frame.clientWidth, height: this.frame.clientHeight },
+      toolInfo: { id: this.offer.callId, tool: { name: this.offer.tool, inputSchema: { type: "object" } } },
+    };
+    if (this.log) context["appserver/viewLog"] = this.log;
+    return context;
+  }
+
+  private async request(method: string, params: Json): Promise<Json> {
+    switch (method) {
+      case "ui/initialize":
+        return {
+          protocolVersion: PROTOCOL_VERSION,
+          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
+          hostCapabilities: { openLinks: {}, serverTools: {}, logging: {} },
+          hostContext: this.hostContext(),
+        };
+      case "tools/call":
+        return this.callTool(String(params.name ?? ""), params.arguments ?? {});
+      case "ui/request-display-mode": {
+        const wanted = MODES.includes(params.mode) ? (params.mode as DisplayMode) : this.mode;
+        this.setMode(this.events.displayMode(this, wanted));
+        return { mode: this.mode };
+      }
+      case "ui/open-link":
+        return this.openLink(String(params.url ?? ""));
+      case "ping":
+        return {};
+      default:
+        throw new RpcError(-32601, `the desktop does not support ${method}`);
+    }
+  }
+
+  private notification(method: string, params: Json): void {
+    switch (method) {
+      case "ui/notifications/sandbox-proxy-ready":
+        void this.load();
+        break;
+      case "ui/notifications/initialized":
+        this.initialized = true;
+        // The call that created the view: its input once, then its result.
+        if (!this.sentInput) {
+          this.sentInput = true;
+          this.notify("ui/notifications/tool-input", { arguments: this.offer.arguments ?? {} });
+        }
+        this.notify("ui/notifications/tool-result", this.offer.result ?? {});
+        break;
+      case "notifications/message":
+        this.events.log(`view ${this.offer.callId}: ${JSON.stringify(params.data ?? params)}`);
+        break;
+      default:
+        // ui/notifications/size-changed and others: the window's size is the desktop's.
+        break;
+    }
+  }
+
+  /** The display mode the window now has; the view is told when it changed. */
+  setMode(mode: DisplayMode): void {
+    if (mode === this.mode) return;
+    this.mode = mode;
+    this.element.dataset.displayMode = mode;
+    this.contextChanged({ displayMode: mode });
+  }
+
+  private contextChanged(change: Json): void {
+    if (this.initialized) this.notify("ui/notifications/host-context-changed", change);
+  }
+
+  /** The view's `tools/call` of its own server's tools, through the server (approval, log). A
+   * refusal or failure is an `isError` result the view can read. */
+  private async callTool(name: string, args: Json): Promise<Json> {
+    const call = { callId: this.offer.callId, server: this.offer.server, tool: name, arguments: args };
+    try {
+      const answer = (await this.client().request("mcp/view/call", call as Json)) as Json;
+      if (answer.status === "done") return answer.result;
+      return { content: [{ type: "text", text: `${answer.status}: ${answer.error ?? ""}` }], isError: true };
+    } catch (err: any) {
+      return { content: [{ type: "text", text: String(err?.message ?? err) }], isError: true };
+    }
+  }
+
+  /** `ui/open-link`: only http(s), and only once the user says so in the window. */
+  private openLink(url: string): Promise<Json> {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {}
+    if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+      return Promise.resolve({ isError: true });
+    }
+    return new Promise((resolve) => {
+      const answer = (open: boolean) => {
+        this.notice(undefined);
+        if (open) window.open(parsed!.href, "_blank", "noopener,noreferrer");
+        resolve(open ? {} : { isError: true });
+      };
+      const yes = document.createElement("button");
+      yes.type = "button";
+      yes.className = "open-link";
+      yes.textContent = "Open";
+      yes.addEventListener("click", () => answer(true));
+      const no = document.createElement("button");
+      no.type = "button";
+      no.className = "refuse-link";
+      no.textContent = "Don't open";
+      no.addEventListener("click", () => answer(false));
+      this.notice(`The view asks to open ${parsed!.href}`, yes, no);
+    });
+  }
+
+  /** Tells the view it is going (`ui/resource-teardown`, its answer awaited at most 3 s), then closes. */
+  async close(): Promise<void> {
+    if (this.initialized) await this.ask("ui/resource-teardown", {}, TEARDOWN_MS);
+    document.removeEventListener("themechange", this.onTheme);
+    this.element.remove();
+    this.events.closed(this);
+  }
+}

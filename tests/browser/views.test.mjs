@@ -1,0 +1,165 @@
+// MCP Apps views in the desktop, in headless Chromium against the real server: the agent (a mock
+// model) calls the `board` tool of tests/mcp_server (an MCP server over stdio whose tool declares
+// the view `ui://board/view.html`, here tests/browser/fixtures/board-view.html, a view speaking
+// SEP-1865 with plain postMessage). The view window opens through the sandbox proxy page, is
+// initialized with the host context, gets `tool-input` once and `tool-result`, follows the
+// page's theme, changes display mode, calls its server's tools (approved), opens a link only
+// once the user confirms, is torn down before it closes (a view that never answers closes after
+// the bound), and after a page reload gets its state back from its log.
+
+import assert from "node:assert/strict";
+import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+
+import { TIMEOUT_MS, launchBrowser, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply } from "./harness.mjs";
+
+const OPTIONS = { timeout: 120_000 };
+const VIEW = join(root, "tests/browser/fixtures/board-view.html");
+let browser;
+
+before(async () => {
+  browser = await launchBrowser();
+});
+after(async () => {
+  await browser?.close();
+});
+
+function testServerBinary() {
+  return join(process.env.CARGO_TARGET_DIR ?? join(root, "target"), "debug/mcp-test-server");
+}
+
+/** A server whose workspace has the MCP server `tools` (tests/mcp_server with the board view), and
+ * a mock model that calls `board` once, then says "Done.". */
+async function start() {
+  const workspace = mkdtempSync(join(tmpdir(), "appserver-views-"));
+  mkdirSync(join(workspace, ".appserver/apps"), { recursive: true });
+  cpSync(join(root, "clients/web/apps"), join(workspace, ".appserver/apps"), { recursive: true });
+  const tools = { name: "tools", enabled: true, transport: "stdio", command: testServerBinary(), args: ["--view", VIEW] };
+  writeFileSync(join(workspace, ".appserver/mcp.json"), JSON.stringify({ servers: [tools] }));
+  const call = JSON.stringify({ server: "tools", tool: "board", arguments: { title: "Q3" } });
+  const model = await startMockModel([reasoningToolCall("Show it.", "c1", "mcp_call", call), textReply("Done.")]);
+  const server = await startServer(model.args, { workspace, port: 0 });
+  return {
+    server,
+    async stop() {
+      await server.stop();
+      await model.close();
+    },
+  };
+}
+
+/** Waits until the MCP server `name` is ready, asked over a WebSocket of the page's own. */
+async function mcpReady(page, name) {
+  const ready = await page.evaluate(
+    ({ name, ms }) =>
+      new Promise((resolve) => {
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        const deadline = Date.now() + ms;
+        let id = 1;
+        const send = (method, params) => ws.send(JSON.stringify({ jsonrpc: "2.0", id: id++, method, params }));
+        ws.onopen = () => {
+          send("initialize", { clientInfo: { name: "views-test", version: "1" }, capabilities: {} });
+          ws.send(JSON.stringify({ jsonrpc: "2.0", method: "initialized", params: {} }));
+          send("mcp/status/list", {});
+        };
+        ws.onmessage = (e) => {
+          const m = JSON.parse(e.data);
+          const servers = m.result?.servers;
+          if (!servers) return;
+          if (servers.some((s) => s.name === name && s.startupState === "ready")) {
+            ws.close();
+            resolve(true);
+          } else if (Date.now() > deadline) {
+            ws.close();
+            resolve(false);
+          } else setTimeout(() => send("mcp/status/list", {}), 50);
+        };
+        ws.onerror = () => resolve(false);
+      }),
+    { name, ms: TIMEOUT_MS },
+  );
+  assert.ok(ready, `the MCP server ${name} is ready`);
+}
+
+/** The view's frame (the sandbox proxy's iframe, the view written into it). */
+async function viewFrame(page, callId) {
+  const handle = await page.locator(`.window.view[data-view="${callId}"] iframe`).elementHandle();
+  return handle.contentFrame();
+}
+
+/** Evaluates `fn` in the view until it returns a truthy value (the view may still be loading). */
+async function inView(frame, fn, arg, what) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  for (;;) {
+    const value = await frame.evaluate(fn, arg).catch(() => undefined);
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+const methods = (frame) => frame.evaluate(() => view.received.map((m) => m.method));
+
+/** A desktop with a thread in which the agent called `board`: its view open and initialized. */
+async function openBoard(browser, base) {
+  const { page, errors } = await openDesktop(browser, base);
+  await mcpReady(page, "tools");
+  await page.click("#new-thread");
+  await page.waitForSelector("#threads li.current");
+  await say(page, "show the board");
+  await page.locator('.window.view[data-view="c1"]').waitFor();
+  const frame = await viewFrame(page, "c1");
+  await inView(frame, () => typeof view !== "undefined" && view.received.some((m) => m.method === "ui/notifications/tool-result"), null, "the tool result");
+  return { page, errors, frame };
+}
+
+test("an offered view opens sandboxed, is initialized with the host context, gets tool-input once and tool-result, and follows the theme", OPTIONS, async () => {
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "sandbox"), "allow-scripts");
+    assert.match(await page.textContent('.window.view[data-view="c1"] .window-id'), /mcp-view:c1/);
+    assert.equal(await frame.evaluate(() => document.getElementById("title").textContent), "Board");
+    // The proxy's origin is opaque: the view cannot reach the page.
+    assert.equal(await frame.evaluate(() => origin), "null");
+
+    const context = await frame.evaluate(() => view.context);
+    const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+    assert.equal(context.theme, theme);
+    assert.equal(context.displayMode, "inline");
+    assert.deepEqual(context.availableDisplayModes, ["inline", "fullscreen"]);
+    assert.ok(context.containerDimensions.width > 0 && context.containerDimensions.height > 0, JSON.stringify(context));
+    assert.deepEqual(context.toolInfo.id, "c1");
+    assert.equal(context.toolInfo.tool.name, "board");
+    assert.equal(context["appserver/viewLog"], undefined, "a new view has no log to restore");
+
+    const received = await frame.evaluate(() => view.received);
+    const inputs = received.filter((m) => m.method === "ui/notifications/tool-input");
+    assert.equal(inputs.length, 1, "tool-input once");
+    assert.deepEqual(inputs[0].params.arguments, { title: "Q3" });
+    const results = received.filter((m) => m.method === "ui/notifications/tool-result");
+    assert.equal(results.length, 1);
+    assert.equal(results[0].params.content[0].text, "board Q3");
+    assert.ok(received.indexOf(inputs[0]) < received.indexOf(results[0]), "the input comes first");
+
+    // The theme toggles: the view is told.
+    for (;;) {
+      await page.click("#theme-toggle");
+      if ((await page.evaluate(() => document.documentElement.dataset.theme)) !== theme) break;
+    }
+    const changed = await inView(frame, () => view.received.find((m) => m.method === "ui/notifications/host-context-changed"), null, "host-context-changed");
+    assert.equal(changed.params.theme, theme === "dark" ? "light" : "dark");
+    assert.equal(await frame.evaluate(() => view.context.theme), changed.params.theme);
+    // A view's call of its read-only tool runs unasked; an unknown one is an error it can read.
+    const echo = await frame.evaluate(() => view.request("tools/call", { name: "echo", arguments: { text: "hi" } }));
+    assert.equal(echo.result.content[0].text, "hi");
+    const unknown = await frame.evaluate(() => view.request("ui/unknown-thing", {}));
+    assert.equal(unknown.error.code, -32601);
+    assert.equal((await methods(frame)).filter((m) => m === "ui/notifications/tool-input").length, 1, "still once");
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});
