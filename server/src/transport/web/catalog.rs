@@ -175,7 +175,8 @@ mod tests {
             std::fs::create_dir_all(dir.join(id)).unwrap();
             std::fs::write(dir.join(id).join("app.json"), json).unwrap();
         }
-        let apps = list(ws.path()).await;
+        let (apps, problems) = list(ws.path()).await;
+        assert_eq!(problems.len(), 2, "the broken and the escaping app are listed as problems");
         let ids: Vec<&str> = apps.iter().map(|a| a.id.as_str()).collect();
         assert_eq!(ids, ["mcp", "sheet"]);
         assert_eq!(apps[0].entry, "/apps/mcp/view%20page.html");
