@@ -163,3 +163,112 @@ test("an offered view opens sandboxed, is initialized with the host context, get
     await stop();
   }
 });
+
+test("a view changes display mode, calls its server's tools with approval, opens a link only when the user confirms, and is torn down before it closes", OPTIONS, async () => {
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    const win = page.locator('.window.view[data-view="c1"]');
+    const logs = [];
+    page.on("console", (m) => logs.push(m.text()));
+
+    // Display modes: fullscreen is the maximized window, pip is not offered (the mode stays).
+    const full = await frame.evaluate(() => view.request("ui/request-display-mode", { mode: "fullscreen" }));
+    assert.equal(full.result.mode, "fullscreen");
+    assert.ok(await win.evaluate((w) => w.classList.contains("maximized")));
+    assert.equal(await frame.evaluate(() => view.context.displayMode), "fullscreen");
+    const pip = await frame.evaluate(() => view.request("ui/request-display-mode", { mode: "pip" }));
+    assert.equal(pip.result.mode, "fullscreen");
+    const inline = await frame.evaluate(() => view.request("ui/request-display-mode", { mode: "inline" }));
+    assert.equal(inline.result.mode, "inline");
+    assert.ok(!(await win.evaluate((w) => w.classList.contains("maximized"))));
+    // The user maximizes it from the title bar: the view is told.
+    await win.locator("header button.maximize").click();
+    await inView(frame, () => view.context.displayMode === "fullscreen", null, "fullscreen from the title bar");
+    await win.locator("header button.maximize").click();
+    await inView(frame, () => view.context.displayMode === "inline", null, "inline again");
+
+    // A state-changing tool of its server: asked of the user, naming the view; runs once accepted.
+    const added = frame.evaluate(() => view.add(5));
+    const dialog = page.locator("dialog#approval[open]");
+    await dialog.waitFor();
+    assert.match(await dialog.textContent(), /mcp-view:c1/);
+    await page.click("dialog#approval button[data-decision=accept]");
+    const answer = await added;
+    assert.equal(answer.result.content[0].text, "5");
+    assert.equal(await frame.evaluate(() => view.total), 5);
+    // Declined: the view reads an error result.
+    const declined = frame.evaluate(() => view.add(1));
+    await dialog.waitFor();
+    await page.click("dialog#approval button[data-decision=decline]");
+    assert.equal((await declined).result.isError, true);
+    assert.equal(await frame.evaluate(() => view.total), 5);
+
+    // Links: only http(s), and only once the user says so.
+    await page.evaluate(() => {
+      window.opened = [];
+      window.open = (...args) => {
+        window.opened.push(args);
+        return null;
+      };
+    });
+    const bad = await frame.evaluate(() => view.request("ui/open-link", { url: "javascript:alert(1)" }));
+    assert.equal(bad.result.isError, true);
+    assert.ok(await win.locator(".view-notice").isHidden());
+    let link = frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/board" }));
+    await win.locator(".view-notice", { hasText: "https://example.com/board" }).waitFor();
+    await win.locator(".view-notice button.refuse-link").click();
+    assert.equal((await link).result.isError, true);
+    assert.deepEqual(await page.evaluate(() => window.opened), []);
+    link = frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/board" }));
+    await win.locator(".view-notice button.open-link").click();
+    assert.deepEqual((await link).result, {});
+    assert.deepEqual(await page.evaluate(() => window.opened), [["https://example.com/board", "_blank", "noopener,noreferrer"]]);
+
+    // Closing: the view is torn down (and says so) before its window goes.
+    await win.locator("header button.close").click();
+    await win.waitFor({ state: "detached" });
+    assert.ok(logs.some((l) => l.includes("board torn down")), logs.join("\n"));
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});
+
+test("a view reopened after a page reload gets its state back from its log, and one that never answers its teardown still closes", OPTIONS, async () => {
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    const added = frame.evaluate(() => view.add(7));
+    await page.locator("dialog#approval[open]").waitFor();
+    await page.click("dialog#approval button[data-decision=accept]");
+    assert.equal((await added).result.content[0].text, "7");
+
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    await page.locator('.window.view[data-view="c1"]').waitFor();
+    const again = await viewFrame(page, "c1");
+    await inView(again, () => typeof view !== "undefined" && view.received.some((m) => m.method === "ui/notifications/tool-result"), null, "the reopened view");
+    const log = await again.evaluate(() => view.context["appserver/viewLog"]);
+    assert.equal(log.length, 1);
+    assert.equal(log[0].tool, "add");
+    assert.deepEqual(log[0].arguments, { a: 0, b: 7 });
+    assert.equal(await again.evaluate(() => view.total), 7, "the state is back");
+    assert.equal((await methods(again)).filter((m) => m === "ui/notifications/tool-input").length, 1);
+
+    // A view that never answers its teardown: the window closes after the bound (3 s).
+    await again.evaluate(() => (view.silent = true));
+    const started = Date.now();
+    await page.click('.window.view[data-view="c1"] header button.close');
+    await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });
+    const took = Date.now() - started;
+    assert.ok(took >= 2500 && took < 10_000, `closed after ${took} ms`);
+    // Closed, it is not reopened by the next reload.
+    await page.reload();
+    await page.waitForSelector("body[data-ready=true]");
+    assert.equal(await page.locator(".window.view").count(), 0);
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});

@@ -98,6 +98,11 @@ export class ViewHost {
     this.frame.src = "/assets/view-frame.html";
     this.element.append(bar, notice, this.frame);
     document.addEventListener("themechange", this.onTheme);
+    // Maximized or restored by the user (the title bar): the view is told its mode too.
+    new MutationObserver(() => this.setMode(this.element.classList.contains("maximized") ? "fullscreen" : "inline")).observe(this.element, {
+      attributes: true,
+      attributeFilter: ["class"],
+    });
   }
 
   /** A message from this view's iframe (source and origin already checked). */
