@@ -149,7 +149,7 @@ test("an offered view opens sandboxed, is initialized with the host context, get
       await page.click("#theme-toggle");
       if ((await page.evaluate(() => document.documentElement.dataset.theme)) !== theme) break;
     }
-    const changed = await inView(frame, () => view.received.find((m) => m.method === "ui/notifications/host-context-changed"), null, "host-context-changed");
+    const changed = await inView(frame, () => view.received.find((m) => m.method === "ui/notifications/host-context-changed" && m.params.theme), null, "host-context-changed");
     assert.equal(changed.params.theme, theme === "dark" ? "light" : "dark");
     assert.equal(await frame.evaluate(() => view.context.theme), changed.params.theme);
     // A view's call of its read-only tool runs unasked; an unknown one is an error it can read.
@@ -157,6 +157,15 @@ test("an offered view opens sandboxed, is initialized with the host context, get
     assert.equal(echo.result.content[0].text, "hi");
     const unknown = await frame.evaluate(() => view.request("ui/unknown-thing", {}));
     assert.equal(unknown.error.code, -32601);
+    // Its own server's ui:// resources are read through the host; no other URI.
+    const read = await frame.evaluate(() => view.request("resources/read", { uri: "ui://board/view.html" }));
+    assert.match(read.result.contents[0].text, /<h1 id=title>Board<\/h1>/);
+    const file = await frame.evaluate(() => view.request("resources/read", { uri: "file:///etc/passwd" }));
+    assert.equal(file.error.code, -32072);
+    // Resized: the view is told its container's size.
+    await page.setViewportSize({ width: 1200, height: 700 });
+    await page.locator('.window.view[data-view="c1"] header button.maximize').click();
+    await inView(frame, () => view.received.some((m) => m.method === "ui/notifications/host-context-changed" && m.params.containerDimensions), null, "the new size");
     assert.equal((await methods(frame)).filter((m) => m === "ui/notifications/tool-input").length, 1, "still once");
     assert.deepEqual(errors, []);
   } finally {
@@ -213,12 +222,15 @@ test("a view changes display mode, calls its server's tools with approval, opens
       };
     });
     const bad = await frame.evaluate(() => view.request("ui/open-link", { url: "javascript:alert(1)" }));
-    assert.equal(bad.result.isError, true);
+    assert.deepEqual(bad.error, { code: -32000, message: "Invalid URL" });
     assert.ok(await win.locator(".view-notice").isHidden());
     let link = frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/board" }));
     await win.locator(".view-notice", { hasText: "https://example.com/board" }).waitFor();
+    // A second link while the first waits is refused at once (no stack of questions).
+    const second = await frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/other" }));
+    assert.equal(second.error.code, -32000);
     await win.locator(".view-notice button.refuse-link").click();
-    assert.equal((await link).result.isError, true);
+    assert.deepEqual((await link).error, { code: -32000, message: "Link opening denied by user" });
     assert.deepEqual(await page.evaluate(() => window.opened), []);
     link = frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/board" }));
     await win.locator(".view-notice button.open-link").click();
@@ -228,7 +240,7 @@ test("a view changes display mode, calls its server's tools with approval, opens
     // Closing: the view is torn down (and says so) before its window goes.
     await win.locator("header button.close").click();
     await win.waitFor({ state: "detached" });
-    assert.ok(logs.some((l) => l.includes("board torn down")), logs.join("\n"));
+    assert.ok(logs.some((l) => l.includes("board torn down: the user closed the view")), logs.join("\n"));
     assert.deepEqual(errors, []);
   } finally {
     await stop();

@@ -58,6 +58,10 @@ export class ViewHost {
   private readonly pending = new Map<number, (m: Json) => void>();
   private readonly onTheme = () => this.contextChanged({ theme: currentTheme() });
   private log: Json[] | undefined;
+  /** The modes the view declared (`appCapabilities.availableDisplayModes`); none declared: all. */
+  private viewModes: string[] | undefined;
+  private lastSize = "";
+  private asking = false;
 
   constructor(
     private readonly client: () => AppServerClient,
@@ -103,6 +107,18 @@ export class ViewHost {
       attributes: true,
       attributeFilter: ["class"],
     });
+    // Resized: the view is told its container's new size.
+    new ResizeObserver(() => {
+      const size = this.size();
+      const key = `${size.width}x${size.height}`;
+      if (key === this.lastSize) return;
+      this.lastSize = key;
+      this.contextChanged({ containerDimensions: size });
+    }).observe(this.frame);
+  }
+
+  private size(): { width: number; height: number } {
+    return { width: this.frame.clientWidth, height: this.frame.clientHeight };
   }
 
   /** A message from this view's iframe (source and origin already checked). */
@@ -192,7 +208,7 @@ export class ViewHost {
       platform: "web",
       locale: navigator.language,
       timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
-      containerDimensions: { width: this.frame.clientWidth, height: this.frame.clientHeight },
+      containerDimensions: this.size(),
       toolInfo: { id: this.offer.callId, tool: { name: this.offer.tool, inputSchema: { type: "object" } } },
     };
     if (this.log) context["appserver/viewLog"] = this.log;
@@ -201,17 +217,24 @@ export class ViewHost {
 
   private async request(method: string, params: Json): Promise<Json> {
     switch (method) {
-      case "ui/initialize":
+      case "ui/initialize": {
+        const declared = params?.appCapabilities?.availableDisplayModes;
+        this.viewModes = Array.isArray(declared) ? declared.map(String) : undefined;
+        this.lastSize = `${this.size().width}x${this.size().height}`;
         return {
           protocolVersion: PROTOCOL_VERSION,
           hostInfo: { name: "appserver-desktop", version: "0.1.0" },
-          hostCapabilities: { openLinks: {}, serverTools: {}, logging: {} },
+          hostCapabilities: { openLinks: {}, serverTools: {}, serverResources: {}, logging: {} },
           hostContext: this.hostContext(),
         };
+      }
       case "tools/call":
         return this.callTool(String(params.name ?? ""), params.arguments ?? {});
+      case "resources/read":
+        // Its own server's `ui://` resources only (the server refuses any other URI).
+        return this.client().request("mcp/resources/read", { server: this.offer.server, uri: String(params.uri ?? "") } as Json);
       case "ui/request-display-mode": {
-        const wanted = MODES.includes(params.mode) ? (params.mode as DisplayMode) : this.mode;
+        const wanted = this.allowed(params.mode) ? (params.mode as DisplayMode) : this.mode;
         this.setMode(this.events.displayMode(this, wanted));
         return { mode: this.mode };
       }
@@ -247,8 +270,15 @@ export class ViewHost {
     }
   }
 
-  /** The display mode the window now has; the view is told when it changed. */
+  /** A mode the desktop offers and the view declared (when it declared any). */
+  private allowed(mode: unknown): boolean {
+    return MODES.includes(mode as DisplayMode) && (this.viewModes === undefined || this.viewModes.includes(mode as string));
+  }
+
+  /** The display mode the window now has; the view is told when it changed (never switched to a
+   * mode it did not declare: a maximized window is then still `inline` to it, only larger). */
   setMode(mode: DisplayMode): void {
+    if (!this.allowed(mode)) mode = "inline";
     if (mode === this.mode) return;
     this.mode = mode;
     this.element.dataset.displayMode = mode;
@@ -272,20 +302,25 @@ export class ViewHost {
     }
   }
 
-  /** `ui/open-link`: only http(s), and only once the user says so in the window. */
+  /** `ui/open-link`: only http(s), and only once the user says so in the window; otherwise the
+   * error -32000 ("Invalid URL", "Link opening denied by user"). One question at a time. */
   private openLink(url: string): Promise<Json> {
     let parsed: URL | undefined;
     try {
       parsed = new URL(url);
     } catch {}
     if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
-      return Promise.resolve({ isError: true });
+      return Promise.reject(new RpcError(-32000, "Invalid URL"));
     }
-    return new Promise((resolve) => {
+    if (this.asking) return Promise.reject(new RpcError(-32000, "Link opening denied: another link is waiting for the user"));
+    this.asking = true;
+    return new Promise((resolve, reject) => {
       const answer = (open: boolean) => {
+        this.asking = false;
         this.notice(undefined);
         if (open) window.open(parsed!.href, "_blank", "noopener,noreferrer");
-        resolve(open ? {} : { isError: true });
+        if (open) resolve({});
+        else reject(new RpcError(-32000, "Link opening denied by user"));
       };
       const yes = document.createElement("button");
       yes.type = "button";
@@ -303,7 +338,7 @@ export class ViewHost {
 
   /** Tells the view it is going (`ui/resource-teardown`, its answer awaited at most 3 s), then closes. */
   async close(): Promise<void> {
-    if (this.initialized) await this.ask("ui/resource-teardown", {}, TEARDOWN_MS);
+    if (this.initialized) await this.ask("ui/resource-teardown", { reason: "the user closed the view" }, TEARDOWN_MS);
     document.removeEventListener("themechange", this.onTheme);
     this.element.remove();
     this.events.closed(this);
