@@ -5,10 +5,12 @@
 // initialized with the host context, gets `tool-input` once and `tool-result`, follows the
 // page's theme, changes display mode, calls its server's tools (approved), opens a link only
 // once the user confirms, is torn down before it closes (a view that never answers closes after
-// the bound), and after a page reload gets its state back from its log.
+// the bound), and after a page reload gets its state back from its log. Its policy is the
+// restrictive default, opened only to the origins its resource declares in `_meta.ui.csp`.
 
 import assert from "node:assert/strict";
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -32,11 +34,11 @@ function testServerBinary() {
 
 /** A server whose workspace has the MCP server `tools` (tests/mcp_server with the board view), and
  * a mock model that calls `board` once, then says "Done.". */
-async function start() {
+async function start(viewArgs = []) {
   const workspace = mkdtempSync(join(tmpdir(), "appserver-views-"));
   mkdirSync(join(workspace, ".appserver/apps"), { recursive: true });
   cpSync(join(root, "clients/web/apps"), join(workspace, ".appserver/apps"), { recursive: true });
-  const tools = { name: "tools", enabled: true, transport: "stdio", command: testServerBinary(), args: ["--view", VIEW] };
+  const tools = { name: "tools", enabled: true, transport: "stdio", command: testServerBinary(), args: ["--view", VIEW, ...viewArgs] };
   writeFileSync(join(workspace, ".appserver/mcp.json"), JSON.stringify({ servers: [tools] }));
   const call = JSON.stringify({ server: "tools", tool: "board", arguments: { title: "Q3" } });
   const model = await startMockModel([reasoningToolCall("Show it.", "c1", "mcp_call", call), textReply("Done.")]);
@@ -282,5 +284,44 @@ test("a view reopened after a page reload gets its state back from its log, and 
     assert.deepEqual(errors, []);
   } finally {
     await stop();
+  }
+});
+
+/** A fetch from the view: "ok" when it went through, else the error's name. */
+const fetchFrom = (frame, url) => frame.evaluate((url) => fetch(url, { mode: "no-cors" }).then(() => "ok", (e) => e.name), url);
+
+test("a view's Content-Security-Policy is the restrictive default, opened only to the origins its _meta.ui.csp declares", OPTIONS, async () => {
+  const other = createServer((_req, res) => res.end("ok"));
+  await new Promise((resolve) => other.listen(0, "127.0.0.1", resolve));
+  const allowed = `http://127.0.0.1:${other.address().port}`;
+  // Declared: one origin to connect to; keywords and other directives smuggled in are dropped.
+  const csp = JSON.stringify({ connectDomains: [allowed, "'unsafe-eval'", "*", "https://x.example;script-src *"] });
+  const { server, stop } = await start(["--view-csp", csp]);
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    assert.equal(await fetchFrom(frame, `${allowed}/x`), "ok", "the declared origin");
+    assert.equal(await fetchFrom(frame, `${server.base}/assets/desktop.css`), "TypeError", "an undeclared one");
+    const src = await page.getAttribute('.window.view[data-view="c1"] iframe', "src");
+    assert.match(src, /^\/assets\/view-frame\.html\?connect=/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+    await new Promise((resolve) => other.close(resolve));
+  }
+});
+
+test("a view that declares no CSP can reach no network", OPTIONS, async () => {
+  const other = createServer((_req, res) => res.end("ok"));
+  await new Promise((resolve) => other.listen(0, "127.0.0.1", resolve));
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    assert.equal(await fetchFrom(frame, `http://127.0.0.1:${other.address().port}/x`), "TypeError");
+    assert.equal(await fetchFrom(frame, `${server.base}/assets/desktop.css`), "TypeError");
+    assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "src"), "/assets/view-frame.html");
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+    await new Promise((resolve) => other.close(resolve));
   }
 });

@@ -2,7 +2,7 @@
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
 //! environment), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
-//! resource; with `--view PATH` its HTML is that file's) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -24,6 +24,8 @@ struct TestServer {
     log: Option<Arc<str>>,
     /// `--view PATH`: the file whose contents are the board's view.
     view: Option<Arc<str>>,
+    /// `--view-csp JSON`: the view resource's `_meta.ui.csp`.
+    view_csp: Option<Value>,
 }
 
 impl TestServer {
@@ -122,7 +124,10 @@ impl ServerHandler for TestServer {
             uri: VIEW.into(),
             mime_type: Some("text/html;profile=mcp-app".into()),
             text: html,
-            meta: None,
+            meta: self.view_csp.as_ref().and_then(|csp| match json!({ "ui": { "csp": csp } }) {
+                Value::Object(meta) => Some(MetaObject(meta)),
+                _ => None,
+            }),
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
@@ -188,7 +193,12 @@ async fn main() {
     let log = args.iter().position(|a| a == "--log").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     let view = args.iter().position(|a| a == "--view").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     eprintln!("mcp-test-server started");
-    let server = TestServer { log, view };
+    let view_csp = args
+        .iter()
+        .position(|a| a == "--view-csp")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|j| serde_json::from_str(j).ok());
+    let server = TestServer { log, view, view_csp };
     server.note(&format!("started {}", std::process::id()));
     let Ok(running) = server.serve(rmcp::transport::io::stdio()).await else { return };
     let _ = running.waiting().await;

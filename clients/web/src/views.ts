@@ -53,7 +53,7 @@ export class ViewHost {
   private mode: DisplayMode = "inline";
   private initialized = false;
   private sentInput = false;
-  private loaded = false;
+  private html: string | undefined;
   private nextId = 1;
   private readonly pending = new Map<number, (m: Json) => void>();
   private readonly onTheme = () => this.contextChanged({ theme: currentTheme() });
@@ -99,8 +99,8 @@ export class ViewHost {
     // Scripts only: an opaque origin, no reach into the page, its cookie or the server.
     this.frame.setAttribute("sandbox", "allow-scripts");
     this.frame.title = this.app.name;
-    this.frame.src = "/assets/view-frame.html";
     this.element.append(bar, notice, this.frame);
+    void this.load();
     document.addEventListener("themechange", this.onTheme);
     // Maximized or restored by the user (the title bar): the view is told its mode too.
     new MutationObserver(() => this.setMode(this.element.classList.contains("maximized") ? "fullscreen" : "inline")).observe(this.element, {
@@ -171,17 +171,24 @@ export class ViewHost {
     box.replaceChildren(...(text === undefined ? [] : [text, " ", ...controls]));
   }
 
-  /** The proxy is ready: the view's HTML is read from its server and sent, once. */
+  /** The view's HTML is read from its server; the proxy page is loaded under the policy its
+   * `_meta.ui.csp` declares, and sent the HTML once it says it is ready. */
   private async load(): Promise<void> {
-    if (this.loaded) return;
-    this.loaded = true;
     try {
       const read = await this.client().request("mcp/resources/read", { server: this.offer.server, uri: this.offer.resourceUri } as Json);
       const content = (read as Json).contents?.find((c: Json) => typeof c?.text === "string" || typeof c?.blob === "string");
       if (!content) throw new Error(`${this.offer.resourceUri} has no HTML`);
-      const html = typeof content.text === "string" ? content.text : new TextDecoder().decode(Uint8Array.from(atob(content.blob), (c) => c.charCodeAt(0)));
+      this.html = typeof content.text === "string" ? content.text : new TextDecoder().decode(Uint8Array.from(atob(content.blob), (c) => c.charCodeAt(0)));
       if (this.restored) this.log = await this.readLog();
-      this.notify("ui/notifications/sandbox-resource-ready", { html });
+      const csp = content._meta?.ui?.csp ?? {};
+      const lists: Array<[string, unknown]> = [["connect", csp.connectDomains], ["resource", csp.resourceDomains], ["frame", csp.frameDomains], ["base", csp.baseUriDomains]];
+      const query = lists
+        .filter(([, v]) => Array.isArray(v) && v.length)
+        .map(([k, v]) => `${k}=${encodeURIComponent((v as unknown[]).map(String).join(" "))}`)
+        .join("&");
+      // The audit trail the spec asks for: what the view declared (the server keeps only origins).
+      this.events.log(`view ${this.offer.callId} (${this.offer.resourceUri}): CSP ${JSON.stringify(csp)}`);
+      this.frame.src = `/assets/view-frame.html${query ? `?${query}` : ""}`;
     } catch (err: any) {
       this.notice(`The view could not be loaded: ${String(err?.message ?? err)}`);
     }
@@ -250,7 +257,9 @@ export class ViewHost {
   private notification(method: string, params: Json): void {
     switch (method) {
       case "ui/notifications/sandbox-proxy-ready":
-        void this.load();
+        // The HTML once: a second announcement (a proxy that reloaded itself) gets nothing.
+        if (this.html !== undefined) this.notify("ui/notifications/sandbox-resource-ready", { html: this.html });
+        this.html = undefined;
         break;
       case "ui/notifications/initialized":
         this.initialized = true;

@@ -14,11 +14,6 @@ const INDEX_HTML: &[u8] = include_bytes!("../../../../clients/web/dist/index.htm
 /// The MCP Apps views' sandbox proxy: the page is sent a view's HTML and writes it into itself.
 const VIEW_FRAME_HTML: &[u8] = include_bytes!("../../../../clients/web/dist/view-frame.html");
 
-/// Its policy, the MCP Apps default for a view that declares no `csp` (SEP-1865): inline scripts
-/// and styles (the view's HTML is written into the page), no network, and sandboxed (an opaque
-/// origin) even when opened on its own.
-const VIEW_FRAME_CSP: &str = "sandbox allow-scripts; default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; img-src data:; media-src data:; font-src data:; connect-src 'none'; frame-ancestors 'self'; base-uri 'none'; form-action 'none'";
-
 /// `(name under /assets/, bytes)`.
 const ASSETS: &[(&str, &[u8])] = &[
     ("desktop.js", include_bytes!("../../../../clients/web/dist/desktop.js")),
@@ -33,13 +28,20 @@ pub fn page() -> Response {
         .with("X-Frame-Options", "DENY")
 }
 
+/// `GET /assets/view-frame.html?…`: the proxy page under the policy its query asks for — the
+/// MCP Apps restrictive default opened to the origins the view declared (`view_csp`), always
+/// sandboxed (an opaque origin) even when opened on its own.
+pub fn view_frame(query: Option<&str>) -> Response {
+    Response::ok("text/html; charset=utf-8", VIEW_FRAME_HTML.to_vec())
+        .with("Content-Security-Policy", super::view_csp::policy(query))
+        .with("Cross-Origin-Resource-Policy", "cross-origin")
+}
+
 /// `GET /assets/NAME`. The SDK is loaded by app iframes whose origin is opaque (sandboxed), so
 /// the assets may be fetched cross-origin (they hold no secret: the same bytes for everyone).
 pub fn asset(name: &str) -> Response {
     if name == "view-frame.html" {
-        return Response::ok("text/html; charset=utf-8", VIEW_FRAME_HTML.to_vec())
-            .with("Content-Security-Policy", VIEW_FRAME_CSP)
-            .with("Cross-Origin-Resource-Policy", "cross-origin");
+        return view_frame(None);
     }
     match ASSETS.iter().find(|(n, _)| *n == name) {
         Some((name, bytes)) => {
