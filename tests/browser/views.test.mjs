@@ -41,7 +41,7 @@ async function start(viewArgs = []) {
   const tools = { name: "tools", enabled: true, transport: "stdio", command: testServerBinary(), args: ["--view", VIEW, ...viewArgs] };
   writeFileSync(join(workspace, ".appserver/mcp.json"), JSON.stringify({ servers: [tools] }));
   const call = JSON.stringify({ server: "tools", tool: "board", arguments: { title: "Q3" } });
-  const model = await startMockModel([reasoningToolCall("Show it.", "c1", "mcp_call", call), textReply("Done.")]);
+  const model = await startMockModel([reasoningToolCall("Show it.", "c1", "mcp_call", call), textReply("Done."), textReply("Noted.")]);
   const server = await startServer(model.args, { workspace, port: 0 });
   return {
     server,
@@ -231,13 +231,26 @@ test("a view changes display mode, calls its server's tools with approval, opens
     // A second link while the first waits is refused at once (no stack of questions).
     const second = await frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/other" }));
     assert.equal(second.error.code, -32000);
-    await win.locator(".view-notice button.refuse-link").click();
+    await win.locator(".view-notice button.refuse-open-link").click();
     assert.deepEqual((await link).error, { code: -32000, message: "Link opening denied by user" });
     assert.deepEqual(await page.evaluate(() => window.opened), []);
     link = frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/board" }));
     await win.locator(".view-notice button.open-link").click();
     assert.deepEqual((await link).result, {});
     assert.deepEqual(await page.evaluate(() => window.opened), [["https://example.com/board", "_blank", "noopener,noreferrer"]]);
+
+    // A message into the conversation: only once the user says so, then it is the user's message.
+    const refusedMessage = frame.evaluate(() => view.request("ui/message", { role: "user", content: [{ type: "text", text: "not this" }] }));
+    await win.locator(".view-notice", { hasText: "not this" }).waitFor();
+    await win.locator(".view-notice button.refuse-send-message").click();
+    assert.deepEqual((await refusedMessage).error, { code: -32000, message: "Message sending denied by user" });
+    const empty = await frame.evaluate(() => view.request("ui/message", { role: "user", content: [] }));
+    assert.equal(empty.error.code, -32000);
+    const sent = frame.evaluate(() => view.request("ui/message", { role: "user", content: [{ type: "text", text: "from the board view" }] }));
+    await win.locator(".view-notice button.send-message").click();
+    assert.deepEqual((await sent).result, {});
+    await page.locator("#messages .item.userMessage", { hasText: "from the board view" }).waitFor();
+    assert.equal(await page.locator("#messages .item.userMessage", { hasText: "not this" }).count(), 0);
 
     // Closing: the view is torn down (and says so) before its window goes.
     await win.locator("header button.close").click();

@@ -26,6 +26,8 @@ export class Desk {
     private readonly client: () => AppServerClient,
     /** A window was opened by the user (the page shows the desk, on a narrow screen). */
     private readonly opened: (host: WindowHost) => void,
+    /** A view's `ui/message`, confirmed by the user: the user's message in its thread. */
+    private readonly say: (threadId: string, text: string) => void = () => {},
   ) {
     this.wm = new WindowManager(document.getElementById("desk")!, document.getElementById("taskbar")!, () => this.save());
     document.getElementById("tile")!.addEventListener("click", () => this.tile());
@@ -108,6 +110,7 @@ export class Desk {
         this.wm.setMaximized(v, mode === "fullscreen");
         return mode;
       },
+      message: (threadId, text) => this.say(threadId, text),
       closed: (v) => {
         this.wm.remove(v.slot);
         const i = this.views.indexOf(v);

@@ -33,6 +33,7 @@ let commands: Array<{ name: string; description: string; category: string }> = [
 const desk = new Desk(
   () => client,
   () => showPane("desk"),
+  (threadId, text) => outbox.add(threadId, text),
 );
 let ignoredMessages = 0;
 

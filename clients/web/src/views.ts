@@ -5,7 +5,8 @@
 // window speaks the host's side of the `ui/*` dialect: `ui/initialize` (host context: the page's
 // theme, display modes, the container's size, `toolInfo`), the call's `tool-input` once and its
 // `tool-result`, `host-context-changed` when the theme or display mode changes,
-// `ui/request-display-mode` (inline, fullscreen), `ui/open-link` once the user confirms, the
+// `ui/request-display-mode` (inline, fullscreen), `ui/open-link` and `ui/message` (the user's
+// message in the view's thread) once the user confirms, the
 // view's `tools/call` of its own server's tools relayed as `mcp/view/call` (approved and logged
 // by the server), and `ui/resource-teardown` awaited (bounded) before the window closes.
 // A view reopened after a page reload is handed its log (the server's `mcp-view:<callId>` window
@@ -33,6 +34,8 @@ export type DisplayMode = "inline" | "fullscreen";
 export interface ViewEvents {
   /** Sets the window's display mode; answers the mode granted. */
   displayMode(view: ViewHost, mode: DisplayMode): DisplayMode;
+  /** Sends `text` into the thread as the user's message (the outbox). */
+  message(threadId: string, text: string): void;
   /** The window has closed. */
   closed(view: ViewHost): void;
   log(text: string): void;
@@ -247,6 +250,8 @@ export class ViewHost {
       }
       case "ui/open-link":
         return this.openLink(String(params.url ?? ""));
+      case "ui/message":
+        return this.message(params);
       case "ping":
         return {};
       default:
@@ -311,6 +316,48 @@ export class ViewHost {
     }
   }
 
+  /** `ui/message`: its text, as the user's message in the view's thread, once the user says so
+   * in the window; otherwise the error -32000. */
+  private message(params: Json): Promise<Json> {
+    const parts = Array.isArray(params?.content) ? params.content : [params?.content];
+    const text = parts
+      .filter((p: Json) => p?.type === "text" && typeof p.text === "string")
+      .map((p: Json) => p.text)
+      .join("\n")
+      .trim();
+    if (params?.role !== undefined && params.role !== "user") return Promise.reject(new RpcError(-32000, "Invalid message format: only the user's role"));
+    if (!text) return Promise.reject(new RpcError(-32000, "Invalid message format: no text"));
+    return this.confirm(`The view asks to send to the thread: “${text.length > 500 ? text.slice(0, 500) + "…" : text}”`, "Send", "Don't send", "send-message").then((yes) => {
+      if (!yes) throw new RpcError(-32000, "Message sending denied by user");
+      this.events.message(this.offer.threadId, text);
+      return {};
+    });
+  }
+
+  /** Asks the user in the window (one question at a time; a second is refused at once). */
+  private confirm(question: string, yesText: string, noText: string, kind: string): Promise<boolean> {
+    if (this.asking) return Promise.reject(new RpcError(-32000, "Denied: another question is waiting for the user"));
+    this.asking = true;
+    return new Promise((resolve) => {
+      const answer = (yes: boolean) => {
+        this.asking = false;
+        this.notice(undefined);
+        resolve(yes);
+      };
+      const yes = document.createElement("button");
+      yes.type = "button";
+      yes.className = `confirm ${kind}`;
+      yes.textContent = yesText;
+      yes.addEventListener("click", () => answer(true));
+      const no = document.createElement("button");
+      no.type = "button";
+      no.className = `refuse refuse-${kind}`;
+      no.textContent = noText;
+      no.addEventListener("click", () => answer(false));
+      this.notice(question, yes, no);
+    });
+  }
+
   /** `ui/open-link`: only http(s), and only once the user says so in the window; otherwise the
    * error -32000 ("Invalid URL", "Link opening denied by user"). One question at a time. */
   private openLink(url: string): Promise<Json> {
@@ -321,27 +368,10 @@ export class ViewHost {
     if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
       return Promise.reject(new RpcError(-32000, "Invalid URL"));
     }
-    if (this.asking) return Promise.reject(new RpcError(-32000, "Link opening denied: another link is waiting for the user"));
-    this.asking = true;
-    return new Promise((resolve, reject) => {
-      const answer = (open: boolean) => {
-        this.asking = false;
-        this.notice(undefined);
-        if (open) window.open(parsed!.href, "_blank", "noopener,noreferrer");
-        if (open) resolve({});
-        else reject(new RpcError(-32000, "Link opening denied by user"));
-      };
-      const yes = document.createElement("button");
-      yes.type = "button";
-      yes.className = "open-link";
-      yes.textContent = "Open";
-      yes.addEventListener("click", () => answer(true));
-      const no = document.createElement("button");
-      no.type = "button";
-      no.className = "refuse-link";
-      no.textContent = "Don't open";
-      no.addEventListener("click", () => answer(false));
-      this.notice(`The view asks to open ${parsed!.href}`, yes, no);
+    return this.confirm(`The view asks to open ${parsed.href}`, "Open", "Don't open", "open-link").then((open) => {
+      if (!open) throw new RpcError(-32000, "Link opening denied by user");
+      window.open(parsed!.href, "_blank", "noopener,noreferrer");
+      return {};
     });
   }
 
