@@ -1,7 +1,7 @@
 //! A small MCP server over stdio (rmcp's server), for the tests of appserver as an MCP host:
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
-//! environment), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! environment; visible to the model only, not to views), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
 //! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
@@ -88,12 +88,12 @@ impl ServerHandler for TestServer {
                 object(json!({ "steps": { "type": "integer" }, "ms": { "type": "integer" } })),
                 ToolAnnotations::with_title("Slow").read_only(true),
             ),
-            tool(
+            model_only(tool(
                 "env",
                 "A variable of the server's environment",
                 object(json!({ "name": { "type": "string" } })),
                 ToolAnnotations::with_title("Env").read_only(true),
-            ),
+            )),
             board(),
             tool("crash", "Exit at once", object(json!({})), ToolAnnotations::with_title("Crash").read_only(true)),
         ]))
@@ -173,6 +173,13 @@ impl ServerHandler for TestServer {
         };
         Ok(result.into())
     }
+}
+
+/// A tool only the agent may call (`_meta.ui.visibility: ["model"]`), not a view.
+fn model_only(mut tool: Tool) -> Tool {
+    let Value::Object(meta) = json!({ "ui": { "visibility": ["model"] } }) else { unreachable!() };
+    tool.meta = Some(MetaObject(meta));
+    tool
 }
 
 /// The view of `board`.
