@@ -290,10 +290,19 @@ test("a view reopened after a page reload gets its state back from its log, and 
     await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });
     const took = Date.now() - started;
     assert.ok(took >= 2500 && took < 10_000, `closed after ${took} ms`);
-    // Closed, it is not reopened by the next reload.
+    // Closed, it is not reopened by the next reload; the thread's result of the call opens it
+    // again, with its state.
     await page.reload();
     await page.waitForSelector("body[data-ready=true]");
     assert.equal(await page.locator(".window.view").count(), 0);
+    await page.locator("#messages .item.toolResult button.open-view").click();
+    await page.locator('.window.view[data-view="c1"]').waitFor();
+    const reopened = await viewFrame(page, "c1");
+    await inView(reopened, () => typeof view !== "undefined" && view.total === 7, null, "the reopened view's state");
+    const input = await reopened.evaluate(() => view.received.filter((m) => m.method === "ui/notifications/tool-input"));
+    assert.deepEqual(input.map((m) => m.params.arguments), [{ title: "Q3" }]);
+    const result = await reopened.evaluate(() => view.received.find((m) => m.method === "ui/notifications/tool-result").params);
+    assert.equal(result.content[0].text, "board Q3");
     assert.deepEqual(errors, []);
   } finally {
     await stop();

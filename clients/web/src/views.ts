@@ -383,3 +383,32 @@ export class ViewHost {
     this.events.closed(this);
   }
 }
+
+/** The view of an agent's `mcp_call` as the thread keeps it (its `toolCall` and `toolResult`
+ * items: the result names the view), so a closed view, or one on another device, can be opened
+ * again; undefined when the call has no view or its result was cut. */
+export function offerOf(threadId: string, turnId: string, call: Json, result: Json): ViewOffer | undefined {
+  if (call?.toolName !== "mcp_call" || !result?.success || typeof result.result !== "string") return undefined;
+  let answer: Json;
+  try {
+    answer = JSON.parse(result.result);
+  } catch {
+    return undefined;
+  }
+  const uri = answer?.view?.resourceUri;
+  if (typeof uri !== "string" || typeof answer.server !== "string" || typeof answer.tool !== "string") return undefined;
+  const toolResult: Json = { content: [{ type: "text", text: String(answer.content ?? "") }] };
+  if (answer.structuredContent !== undefined) toolResult.structuredContent = answer.structuredContent;
+  return { threadId, turnId, callId: String(result.callId), server: answer.server, tool: answer.tool, resourceUri: uri, arguments: call.arguments?.arguments ?? {}, result: toolResult };
+}
+
+/** The thread item's button that opens (or brings back) the call's view. */
+export function openViewButton(open: () => void): HTMLButtonElement {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "open-view";
+  b.textContent = "Open view";
+  b.title = "Open this call's view (its state comes back from its log)";
+  b.addEventListener("click", open);
+  return b;
+}
