@@ -347,3 +347,29 @@ test("a view that declares no CSP can reach no network", OPTIONS, async () => {
     await new Promise((resolve) => other.close(resolve));
   }
 });
+
+test("a view that declares this server's own origins still cannot reach its WebSocket or its API (its origin is opaque)", OPTIONS, async () => {
+  const csp = JSON.stringify({ connectDomains: ["ws://127.0.0.1:*", "http://127.0.0.1:*"] });
+  const { server, stop } = await start(["--view-csp", csp]);
+  try {
+    const { errors, frame } = await openBoard(browser, server.base);
+    const ws = await frame.evaluate(
+      (url) =>
+        new Promise((resolve) => {
+          const socket = new WebSocket(url);
+          socket.onopen = () => resolve("open");
+          socket.onerror = () => resolve("refused");
+        }),
+      server.base.replace("http://", "ws://") + "/ws",
+    );
+    assert.equal(ws, "refused");
+    const api = await frame.evaluate((url) => fetch(url).then((r) => `status ${r.status}`, (e) => e.name), `${server.base}/api/apps`);
+    assert.notEqual(api, "status 200");
+    // The policy let both through; the server refused them for their origin (`null`).
+    assert.match(server.stderr(), /request refused: origin not allowed.*path="?\/ws/);
+    assert.match(server.stderr(), /request refused: origin not allowed.*path="?\/api\/apps/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});

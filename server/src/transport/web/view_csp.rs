@@ -44,7 +44,7 @@ pub fn policy(query: Option<&str>) -> String {
 }
 
 /// `scheme://host[:port]`: scheme http(s) or ws(s); the host letters, digits, `-` and `.`
-/// (optionally after `*.`); the port digits.
+/// (optionally after `*.`); the port digits, or `*` (any port).
 fn valid_origin(origin: &str) -> bool {
     if origin.len() > MAX_ORIGIN_LEN {
         return false;
@@ -62,7 +62,8 @@ fn valid_origin(origin: &str) -> bool {
         && host.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.')
         && !host.starts_with('.')
         && !host.ends_with('.');
-    let port_ok = port.is_none_or(|p| !p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit()));
+    let port_ok =
+        port.is_none_or(|p| p == "*" || (!p.is_empty() && p.len() <= 5 && p.chars().all(|c| c.is_ascii_digit())));
     host_ok && port_ok
 }
 
@@ -94,6 +95,7 @@ mod tests {
         assert!(p.contains("img-src data: https://*.cdn.example.com;"), "{p}");
         assert!(p.contains("frame-src https://www.youtube.com;"), "{p}");
         assert!(p.contains("base-uri https://cdn.example.com;"), "{p}");
+        assert!(valid_origin("ws://127.0.0.1:*"), "any port");
     }
 
     #[test]
