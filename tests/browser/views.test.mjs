@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { TIMEOUT_MS, launchBrowser, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply } from "./harness.mjs";
+import { IMAGES, TIMEOUT_MS, launchBrowser, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply } from "./harness.mjs";
 
 const OPTIONS = { timeout: 120_000 };
 const VIEW = join(root, "tests/browser/fixtures/board-view.html");
@@ -146,6 +146,7 @@ test("an offered view opens sandboxed, is initialized with the host context, get
     assert.equal(results[0].params.content[0].text, "board Q3");
     assert.ok(received.indexOf(inputs[0]) < received.indexOf(results[0]), "the input comes first");
 
+    await page.screenshot({ path: join(IMAGES, "desktop-mcp-server-view.png") });
     // The theme toggles: the view is told.
     for (;;) {
       await page.click("#theme-toggle");
