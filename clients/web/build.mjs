@@ -1,6 +1,6 @@
 // Builds dist/ (committed, embedded in the server binary): the page's script bundled with
 // esbuild from src/desktop.ts (which uses the TypeScript SDK in ../typescript/src), the iframe
-// app SDK from src/app-sdk.ts, and the page and stylesheet copied as they are. The page's bundle
+// app SDK from src/app-sdk.ts, and the page, the stylesheet and the views' sandbox proxy page copied as they are. The page's bundle
 // (with marked, DOMPurify and highlight.js, from package-lock.json) is minified; the app SDK is
 // kept readable for app authors.
 // `node build.mjs --check` builds in memory and fails when dist/ differs (CI runs it).
@@ -41,7 +41,7 @@ for (const [entry, out, minify] of [
   const result = await esbuild.build({ ...common, minify, banner, legalComments: minify ? "eof" : "none", entryPoints: [join(here, entry)], outfile: join(here, "dist", out) });
   outputs[out] = result.outputFiles[0].text;
 }
-for (const file of ["index.html", "desktop.css"]) outputs[file] = readFileSync(join(here, "src", file), "utf8");
+for (const file of ["index.html", "desktop.css", "view-frame.html"]) outputs[file] = readFileSync(join(here, "src", file), "utf8");
 
 let stale = [];
 for (const [name, text] of Object.entries(outputs)) {

@@ -1,8 +1,8 @@
 //! A small MCP server over stdio (rmcp's server), for the tests of appserver as an MCP host:
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
-//! environment), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
-//! resource) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! environment; visible to the model only, not to views), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -22,6 +22,10 @@ use serde_json::{Value, json};
 #[derive(Clone)]
 struct TestServer {
     log: Option<Arc<str>>,
+    /// `--view PATH`: the file whose contents are the board's view.
+    view: Option<Arc<str>>,
+    /// `--view-csp JSON`: the view resource's `_meta.ui.csp`.
+    view_csp: Option<Value>,
 }
 
 impl TestServer {
@@ -84,12 +88,12 @@ impl ServerHandler for TestServer {
                 object(json!({ "steps": { "type": "integer" }, "ms": { "type": "integer" } })),
                 ToolAnnotations::with_title("Slow").read_only(true),
             ),
-            tool(
+            model_only(tool(
                 "env",
                 "A variable of the server's environment",
                 object(json!({ "name": { "type": "string" } })),
                 ToolAnnotations::with_title("Env").read_only(true),
-            ),
+            )),
             board(),
             tool("crash", "Exit at once", object(json!({})), ToolAnnotations::with_title("Crash").read_only(true)),
         ]))
@@ -111,12 +115,19 @@ impl ServerHandler for TestServer {
         if request.uri != VIEW {
             return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
         }
-        let html = "<!doctype html><html><body><h1 id=title>Board</h1></body></html>";
+        let html = match &self.view {
+            Some(path) => std::fs::read_to_string(path.as_ref())
+                .map_err(|e| ErrorData::internal_error(format!("reading {path}: {e}"), None))?,
+            None => "<!doctype html><html><body><h1 id=title>Board</h1></body></html>".to_owned(),
+        };
         let contents = ResourceContents::TextResourceContents {
             uri: VIEW.into(),
             mime_type: Some("text/html;profile=mcp-app".into()),
-            text: html.into(),
-            meta: None,
+            text: html,
+            meta: self.view_csp.as_ref().and_then(|csp| match json!({ "ui": { "csp": csp } }) {
+                Value::Object(meta) => Some(MetaObject(meta)),
+                _ => None,
+            }),
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
@@ -164,6 +175,13 @@ impl ServerHandler for TestServer {
     }
 }
 
+/// A tool only the agent may call (`_meta.ui.visibility: ["model"]`), not a view.
+fn model_only(mut tool: Tool) -> Tool {
+    let Value::Object(meta) = json!({ "ui": { "visibility": ["model"] } }) else { unreachable!() };
+    tool.meta = Some(MetaObject(meta));
+    tool
+}
+
 /// The view of `board`.
 const VIEW: &str = "ui://board/view.html";
 
@@ -180,8 +198,14 @@ fn board() -> Tool {
 async fn main() {
     let args: Vec<String> = std::env::args().collect();
     let log = args.iter().position(|a| a == "--log").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
+    let view = args.iter().position(|a| a == "--view").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     eprintln!("mcp-test-server started");
-    let server = TestServer { log };
+    let view_csp = args
+        .iter()
+        .position(|a| a == "--view-csp")
+        .and_then(|i| args.get(i + 1))
+        .and_then(|j| serde_json::from_str(j).ok());
+    let server = TestServer { log, view, view_csp };
     server.note(&format!("started {}", std::process::id()));
     let Ok(running) = server.serve(rmcp::transport::io::stdio()).await else { return };
     let _ = running.waiting().await;

@@ -390,6 +390,11 @@ async fn a_views_calls_are_approved_and_logged_per_view() {
     let read = client.request("mcp/view/call", echo).await.unwrap();
     assert_eq!((read["status"].as_str(), read.get("seq")), (Some("done"), None));
     assert_eq!(read["result"]["content"][0]["text"], "from the view");
+    // A tool for the model only (`_meta.ui.visibility: ["model"]`): refused to the view, unrun.
+    let env = json!({ "callId": "c1", "server": "tools", "tool": "env", "arguments": { "name": "HOME" } });
+    let refused = client.request("mcp/view/call", env).await.unwrap();
+    assert_eq!(refused["status"], "declined", "{refused}");
+    assert!(refused["error"].as_str().unwrap().contains("visibility"), "{refused}");
 
     let add = json!({ "callId": "c1", "server": "tools", "tool": "add", "arguments": { "a": 1, "b": 2 } });
     let pending = client.start_request("mcp/view/call", add.clone()).unwrap();
@@ -416,6 +421,7 @@ async fn a_views_calls_are_approved_and_logged_per_view() {
     assert_eq!(entries[0]["caller"], json!({ "kind": "app", "windowId": "mcp-view:c1", "appId": "mcp:tools" }));
     let calls = std::fs::read_to_string(&log).unwrap();
     assert_eq!(calls.matches("called add").count(), 1, "the declined call never ran: {calls}");
+    assert!(!calls.contains("called env"), "the model-only tool never ran for the view: {calls}");
     let err = client.request("mcp/view/call", json!({ "callId": "c1", "server": "tools", "tool": "nope" })).await;
     assert_eq!(code(&err.unwrap_err()), -32070);
 }

@@ -1,6 +1,7 @@
 //! The browser desktop's HTTP side: the page and its assets with their content types and
 //! security headers, the app catalog, app files confined to their folder (no `..`, no encoded
-//! separator, no symlink out), the token (query, bearer, cookie) and Origin rules, and `--no-web`.
+//! separator, no symlink out), the token (query, bearer, cookie) and Origin rules, the MCP Apps
+//! views' proxy page and its declared policy, and `--no-web`.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -246,6 +247,29 @@ async fn foreign_origins_are_refused_and_sandboxed_frames_get_static_files_only(
     assert_eq!(get(addr, "/apps/sheet/js/app.js", &sandboxed).await.status, 200);
     assert_eq!(get(addr, "/api/apps", &sandboxed).await.status, 403);
     assert_eq!(get(addr, "/", &sandboxed).await.status, 403);
+}
+
+/// The sandbox proxy page of MCP Apps views: served without the token (it holds no secret) and
+/// to a sandboxed frame, under a sandboxed policy that opens only the declared plain origins.
+#[tokio::test]
+async fn the_view_proxy_page_gets_the_policy_its_view_declared_and_nothing_more() {
+    let (_dir, ws) = workspace();
+    let server = ws_of(&ws).args(["--ws-token", "s3cret"]).spawn().await.unwrap();
+    let addr = server.ws_addr();
+    let sandboxed = [("Origin", "null")];
+    let plain = get(addr, "/assets/view-frame.html", &sandboxed).await;
+    assert_eq!(plain.status, 200);
+    assert_eq!(plain.header("content-type"), Some("text/html; charset=utf-8"));
+    let csp = plain.header("content-security-policy").unwrap();
+    assert!(csp.starts_with("sandbox allow-scripts; default-src 'none';"), "{csp}");
+    assert!(csp.contains("connect-src 'none'") && csp.contains("frame-src 'none'"), "{csp}");
+    assert!(String::from_utf8_lossy(&plain.body).contains("ui/notifications/sandbox-proxy-ready"));
+    let path = "/assets/view-frame.html?connect=https%3A%2F%2Fapi.example.com%20%27unsafe-eval%27%20*&frame=https%3A%2F%2Fa.example%3Bscript-src%20*";
+    let declared = get(addr, path, &sandboxed).await;
+    let csp = declared.header("content-security-policy").unwrap();
+    assert!(csp.contains("connect-src https://api.example.com;"), "{csp}");
+    assert!(csp.contains("frame-src 'none'"), "a domain carrying a directive is dropped: {csp}");
+    assert!(!csp.contains("unsafe-eval") && !csp.contains(" * "), "{csp}");
 }
 
 #[tokio::test]

@@ -2,17 +2,23 @@
 // opening a window (host.ts) on the desk, whose window manager (wm.ts) moves, sizes, minimizes,
 // maximizes and tiles them. The open windows — their app, window id and layout — are kept in
 // sessionStorage, so a reload of the page reopens them where they were, under the same ids.
+// MCP Apps views (views.ts) open on the desk too, one per offered call, and are reopened the same way.
 
 import type { AppServerClient } from "../../typescript/src/index.js";
 import { WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
+import { ViewHost, type ViewOffer } from "./views.js";
 import { WindowManager, type Layout } from "./wm.js";
 
 const WINDOWS_KEY = "appserver.desktop.windows";
+const VIEWS_KEY = "appserver.desktop.views";
+/** Open views, at most (the oldest closes when a new one would pass it). */
+const MAX_VIEWS = 16;
 
 type Saved = SavedWindow & { layout?: Layout };
 
 export class Desk {
   readonly hosts: WindowHost[] = [];
+  readonly views: ViewHost[] = [];
   catalog: CatalogApp[] = [];
   private readonly wm: WindowManager;
 
@@ -20,6 +26,8 @@ export class Desk {
     private readonly client: () => AppServerClient,
     /** A window was opened by the user (the page shows the desk, on a narrow screen). */
     private readonly opened: (host: WindowHost) => void,
+    /** A view's `ui/message`, confirmed by the user: the user's message in its thread. */
+    private readonly say: (threadId: string, text: string) => void = () => {},
   ) {
     this.wm = new WindowManager(document.getElementById("desk")!, document.getElementById("taskbar")!, () => this.save());
     document.getElementById("tile")!.addEventListener("click", () => this.tile());
@@ -78,6 +86,43 @@ export class Desk {
   private save(): void {
     const open = this.hosts.filter((h) => h.element.isConnected).map((h) => ({ ...h.saved(), layout: this.wm.layout(h.slot) }));
     sessionStorage.setItem(WINDOWS_KEY, JSON.stringify(open));
+    const views = this.views.map((v) => ({ offer: v.offer, layout: this.wm.layout(v.slot) }));
+    try {
+      sessionStorage.setItem(VIEWS_KEY, JSON.stringify(views));
+    } catch {
+      // Over the storage quota (huge tool results): the views are not reopened after a reload.
+    }
+  }
+
+  /** Every iframe the page hosts: app windows and views. */
+  frames(): Array<{ frame: HTMLIFrameElement; receive(m: unknown): void }> {
+    return [...this.hosts, ...this.views];
+  }
+
+  /** An offered view (`mcp/view/offered`): a window for its call, unless one is open already. */
+  openView(offer: ViewOffer, restored = false, layout?: unknown): ViewHost | undefined {
+    if (!offer || typeof offer.callId !== "string" || typeof offer.server !== "string") return undefined;
+    const open = this.views.find((v) => v.offer.callId === offer.callId);
+    if (open) return open;
+    if (this.views.length >= MAX_VIEWS) void this.views[0]!.close();
+    const view = new ViewHost(this.client, offer, restored, {
+      displayMode: (v, mode) => {
+        this.wm.setMaximized(v, mode === "fullscreen");
+        return mode;
+      },
+      message: (threadId, text) => this.say(threadId, text),
+      closed: (v) => {
+        this.wm.remove(v.slot);
+        const i = this.views.indexOf(v);
+        if (i >= 0) this.views.splice(i, 1);
+        this.save();
+      },
+      log: (text) => console.info(text),
+    });
+    this.views.push(view);
+    this.wm.add(view, layout);
+    this.save();
+    return view;
   }
 
   open(app: CatalogApp, saved?: Saved): WindowHost {
@@ -111,6 +156,13 @@ export class Desk {
       const app = this.catalog.find((a) => a.id === w.appId);
       if (app) this.open(app, w);
     }
+    let views: Array<{ offer: ViewOffer; layout?: unknown }> = [];
+    try {
+      views = JSON.parse(sessionStorage.getItem(VIEWS_KEY) ?? "[]");
+    } catch {
+      views = [];
+    }
+    for (const v of Array.isArray(views) ? views.slice(-MAX_VIEWS) : []) this.openView(v?.offer, true, v?.layout);
   }
 
   /** A new connection: every window registers on it again. */

@@ -14,6 +14,7 @@ import { setupTheme } from "./theme.js";
 import { appendCommandOutput, diffView, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
 import { Desk } from "./desk.js";
 import { listen } from "./host.js";
+import { offerOf, openViewButton } from "./views.js";
 import { setupKeys, showPane } from "./keys.js";
 import { ThreadList, threadTitle, titleFrom } from "./threads.js";
 
@@ -33,6 +34,7 @@ let commands: Array<{ name: string; description: string; category: string }> = [
 const desk = new Desk(
   () => client,
   () => showPane("desk"),
+  (threadId, text) => outbox.add(threadId, text),
 );
 let ignoredMessages = 0;
 
@@ -107,6 +109,9 @@ function itemElement(turnId: string, itemId: string): HTMLElement | null {
   return document.querySelector(`#messages [data-key="${turnId}/${itemId}"]`);
 }
 
+/** The thread's tool calls by id (a result names its call), to open a call's MCP Apps view. */
+const toolCalls = new Map<string, Json>();
+
 function renderItem(turnId: string, item: Json): HTMLElement | null {
   const p = item.payload ?? {};
   let node = itemElement(turnId, item.id);
@@ -133,12 +138,18 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
     case "toolCall":
       node.textContent = `${p.toolName}(${p.arguments === undefined ? "…" : JSON.stringify(p.arguments)})`;
       noteToolCall(p);
+      toolCalls.set(p.callId, p);
+      if (toolCalls.size > 500) toolCalls.delete(toolCalls.keys().next().value!);
       break;
     case "toolResult":
       // Terminal colour codes are the command block's to render, not the result's.
       node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
       node.classList.toggle("failed", !p.success);
       if (p.fileChanges?.length) node.append(fileChanges(p.fileChanges));
+      {
+        const offer = currentThread ? offerOf(currentThread, turnId, toolCalls.get(p.callId), p) : undefined;
+        if (offer) node.append(openViewButton(() => desk.openView(offer, true)));
+      }
       break;
     case "commandExecution":
       renderCommand(node, p);
@@ -211,6 +222,10 @@ function onNotification(n: Notification): void {
       desk.find(p.windowId)?.showEvent(`${p.type} ${JSON.stringify(p.payload ?? {})}`);
       return;
     }
+    case "mcp/view/offered":
+      // A call of a tool with an MCP Apps view: its window opens (views.ts).
+      desk.openView(p);
+      return;
     case "app/externalCall": {
       // An outside agent (MCP) or an app called an app: listed under "Outside agents", and shown
       // in the app's window when it is open.
@@ -592,7 +607,7 @@ function main(): void {
   );
   $("reconnect-now").addEventListener("click", () => connection.retryNow());
   listen(
-    () => desk.hosts,
+    () => desk.frames(),
     (why) => {
       ignoredMessages++;
       $("ignored").textContent = `ignored ${ignoredMessages} foreign message${ignoredMessages === 1 ? "" : "s"}`;

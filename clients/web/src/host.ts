@@ -402,7 +402,7 @@ function button(text: string, title: string, onClick: () => void): HTMLButtonEle
 }
 
 /** Routes window messages to their host: only from one of our iframes, with an expected origin. */
-export function listen(hosts: () => WindowHost[], ignored: (why: string) => void): void {
+export function listen(hosts: () => Array<{ frame: HTMLIFrameElement; receive(m: unknown): void }>, ignored: (why: string) => void): void {
   window.addEventListener("message", (event: MessageEvent) => {
     // The sender's window is gone (a frame reloaded or closed, its last words such as
     // `app/unloading`): nobody to answer, and nothing foreign about it.

@@ -1,7 +1,8 @@
 // The page's theme: the OS's (`prefers-color-scheme`, followed as it changes) unless the user
 // picked light or dark with the top bar's toggle (kept in localStorage). It is the `data-theme`
 // of the root element, which the stylesheet's colour variables follow, and what app views are
-// told in their host context.
+// told in their host context; a change is announced as the document's `themechange` event
+// (views are told with `ui/notifications/host-context-changed`).
 
 const KEY = "appserver.desktop.theme";
 const ORDER = ["system", "light", "dark"] as const;
@@ -22,7 +23,9 @@ export function currentTheme(): "light" | "dark" {
 
 function apply(button: HTMLButtonElement): void {
   const theme = currentTheme();
+  const changed = document.documentElement.dataset.theme !== undefined && document.documentElement.dataset.theme !== theme;
   document.documentElement.dataset.theme = theme;
+  if (changed) document.dispatchEvent(new CustomEvent("themechange", { detail: theme }));
   const p = preference();
   button.textContent = p === "system" ? `Theme: system (${theme})` : `Theme: ${p}`;
   button.title = "Switch the theme: the system's, light, or dark";

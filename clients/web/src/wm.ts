@@ -172,6 +172,12 @@ export class WindowManager {
     w.element.querySelector<HTMLElement>("header")?.focus();
   }
 
+  /** Maximized (a view's `fullscreen`) or not (`inline`). */
+  setMaximized(w: Managed, maximized: boolean): void {
+    const entry = this.windows.get(w.slot);
+    if (entry) this.update(w, { state: maximized ? "maximized" : "normal" });
+  }
+
   toggleMaximize(w: Managed): void {
     const entry = this.windows.get(w.slot);
     if (entry) this.update(w, { state: entry.layout.state === "maximized" ? "normal" : "maximized" });

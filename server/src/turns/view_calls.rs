@@ -1,6 +1,7 @@
 //! An MCP Apps view's calls of its own server's tools (`mcp/view/call`, relayed by the client
 //! that renders the view). The view is untrusted content: it is the caller
 //! (`{"kind": "app", "windowId": "mcp-view:<callId>", "appId": "mcp:<server>"}`), a tool that is
+//! not visible to apps (`_meta.ui.visibility` without `"app"`) is refused, a tool that is
 //! not read-only goes through the gate of calls that are not a thread's own (the owner's clients
 //! are asked, scope `mcp:<server>:<tool>`), and every call that ran and may change state is
 //! written to the view's log — the app replay log of window `mcp-view:<callId>`, one log per view
@@ -21,6 +22,16 @@ use crate::store::{AppWrite, StoreError};
 /// The log (window id) of the view created by the tool call `call_id`.
 pub fn view_window(call_id: &str) -> String {
     format!("mcp-view:{call_id}")
+}
+
+/// Whether a view may call the tool: SEP-1865's `_meta.ui.visibility` (default `["model",
+/// "app"]`) names `"app"`.
+fn visible_to_apps(tool: &rmcp::model::Tool) -> bool {
+    let visibility = tool.meta.as_ref().and_then(|m| m.0.get("ui")).and_then(|ui| ui.get("visibility"));
+    match visibility.and_then(Value::as_array) {
+        Some(list) => list.iter().any(|v| v == "app"),
+        None => true,
+    }
 }
 
 /// One call of a view.
@@ -57,6 +68,10 @@ pub async fn call(turns: &TurnService, call: ViewCall<'_>) -> Result<ViewOutcome
     let Some(tool) = connection.tool(call.tool) else {
         return Ok(ViewOutcome::NotFound(format!("MCP server `{}` has no tool `{}`", call.server, call.tool)));
     };
+    if !visible_to_apps(&tool) {
+        let why = format!("`{}` is not callable by views (its `_meta.ui.visibility` leaves out \"app\")", call.tool);
+        return Ok(ViewOutcome::Declined(why));
+    }
     let window_id = view_window(call.call_id);
     let caller = AppCaller::App { window_id: window_id.clone(), app_id: format!("mcp:{}", call.server) };
     let arguments = Value::Object(call.arguments.clone());

@@ -8,6 +8,7 @@
 mod assets;
 mod catalog;
 mod files;
+mod view_csp;
 
 use std::sync::Arc;
 
@@ -65,7 +66,7 @@ impl Response {
 /// Answers a desktop route (the stack has admitted the request).
 async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> axum::response::Response {
     let host = request.headers().get(header::HOST).and_then(|v| v.to_str().ok());
-    let mut response = route(&edge, request.uri().path(), host).await;
+    let mut response = route(&edge, request.uri().path(), request.uri().query(), host).await;
     // A good `?token=` (the link the operator opened): remember it for the page's requests.
     let query_token = request.uri().query().and_then(|q| admission::query_value(q, "token"));
     if let (Some(token), Some(expected)) = (query_token, &edge.state.config.ws_token) {
@@ -90,9 +91,12 @@ pub(crate) fn app_key(token: &str) -> String {
     mac.finalize().into_bytes().iter().take(16).map(|b| format!("{b:02x}")).collect()
 }
 
-async fn route(edge: &Edge, path: &str, host: Option<&str>) -> Response {
+async fn route(edge: &Edge, path: &str, query: Option<&str>, host: Option<&str>) -> Response {
     if path == "/" || path == "/index.html" {
         return assets::page();
+    }
+    if path == "/assets/view-frame.html" {
+        return assets::view_frame(query);
     }
     if let Some(name) = path.strip_prefix("/assets/") {
         return assets::asset(name);

@@ -1,0 +1,414 @@
+// MCP Apps views (SEP-1865) in the desktop: when an agent's call of an MCP tool that declares a
+// view is offered (`mcp/view/offered`), a view window opens for that call. Its HTML is read with
+// `mcp/resources/read` and written into the sandbox proxy page (`/assets/view-frame.html`, a
+// sandboxed iframe: an opaque origin, under the MCP Apps default Content-Security-Policy). The
+// window speaks the host's side of the `ui/*` dialect: `ui/initialize` (host context: the page's
+// theme, display modes, the container's size, `toolInfo`), the call's `tool-input` once and its
+// `tool-result`, `host-context-changed` when the theme or display mode changes,
+// `ui/request-display-mode` (inline, fullscreen), `ui/open-link` and `ui/message` (the user's
+// message in the view's thread) once the user confirms, the
+// view's `tools/call` of its own server's tools relayed as `mcp/view/call` (approved and logged
+// by the server), and `ui/resource-teardown` awaited (bounded) before the window closes.
+// A view reopened after a page reload is handed its log (the server's `mcp-view:<callId>` window
+// log: the state-changing calls it made) in the host context, `appserver/viewLog`.
+
+import { RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { currentTheme } from "./theme.js";
+
+type Json = any;
+
+/** `mcp/view/offered`'s params. */
+export interface ViewOffer {
+  threadId: string;
+  turnId: string;
+  callId: string;
+  server: string;
+  tool: string;
+  resourceUri: string;
+  arguments: Json;
+  result: Json;
+}
+
+export type DisplayMode = "inline" | "fullscreen";
+
+export interface ViewEvents {
+  /** Sets the window's display mode; answers the mode granted. */
+  displayMode(view: ViewHost, mode: DisplayMode): DisplayMode;
+  /** Sends `text` into the thread as the user's message (the outbox). */
+  message(threadId: string, text: string): void;
+  /** The window has closed. */
+  closed(view: ViewHost): void;
+  log(text: string): void;
+}
+
+const PROTOCOL_VERSION = "2026-01-26";
+const MODES: DisplayMode[] = ["inline", "fullscreen"];
+/** How long a view's answer (its teardown) is awaited. */
+const TEARDOWN_MS = 3_000;
+/** Log entries handed to a reopened view, at most. */
+const MAX_LOG = 1000;
+
+export class ViewHost {
+  readonly element: HTMLElement;
+  readonly frame: HTMLIFrameElement;
+  readonly slot: string;
+  readonly app: { id: string; name: string };
+  private mode: DisplayMode = "inline";
+  private initialized = false;
+  private sentInput = false;
+  private html: string | undefined;
+  private nextId = 1;
+  private readonly pending = new Map<number, (m: Json) => void>();
+  private readonly onTheme = () => this.contextChanged({ theme: currentTheme() });
+  private log: Json[] | undefined;
+  /** The modes the view declared (`appCapabilities.availableDisplayModes`); none declared: all. */
+  private viewModes: string[] | undefined;
+  private lastSize = "";
+  private asking = false;
+
+  constructor(
+    private readonly client: () => AppServerClient,
+    readonly offer: ViewOffer,
+    /** Reopened after a reload: the view is handed its log. */
+    private readonly restored: boolean,
+    private readonly events: ViewEvents,
+  ) {
+    this.slot = `view_${offer.callId}`;
+    this.app = { id: `mcp:${offer.server}`, name: `${offer.tool} (${offer.server})` };
+    this.element = document.createElement("article");
+    this.element.className = "window view";
+    this.element.dataset.app = this.app.id;
+    this.element.dataset.view = offer.callId;
+    this.element.dataset.displayMode = this.mode;
+    const bar = document.createElement("header");
+    const title = document.createElement("span");
+    title.className = "title";
+    title.textContent = `◇ ${this.app.name}`;
+    const id = document.createElement("code");
+    id.className = "window-id";
+    id.textContent = `mcp-view:${offer.callId}`;
+    const close = document.createElement("button");
+    close.type = "button";
+    close.className = "close";
+    close.textContent = "✕";
+    close.title = "Close the view (it is told first)";
+    close.addEventListener("click", () => void this.close());
+    bar.append(title, id, close);
+    const notice = document.createElement("div");
+    notice.className = "view-notice";
+    notice.setAttribute("role", "alert");
+    notice.hidden = true;
+    this.frame = document.createElement("iframe");
+    // Scripts only: an opaque origin, no reach into the page, its cookie or the server.
+    this.frame.setAttribute("sandbox", "allow-scripts");
+    this.frame.title = this.app.name;
+    this.element.append(bar, notice, this.frame);
+    void this.load();
+    document.addEventListener("themechange", this.onTheme);
+    // Maximized or restored by the user (the title bar): the view is told its mode too.
+    new MutationObserver(() => this.setMode(this.element.classList.contains("maximized") ? "fullscreen" : "inline")).observe(this.element, {
+      attributes: true,
+      attributeFilter: ["class"],
+    });
+    // Resized: the view is told its container's new size.
+    new ResizeObserver(() => {
+      const size = this.size();
+      const key = `${size.width}x${size.height}`;
+      if (key === this.lastSize) return;
+      this.lastSize = key;
+      this.contextChanged({ containerDimensions: size });
+    }).observe(this.frame);
+  }
+
+  private size(): { width: number; height: number } {
+    return { width: this.frame.clientWidth, height: this.frame.clientHeight };
+  }
+
+  /** A message from this view's iframe (source and origin already checked). */
+  receive(m: Json): void {
+    if (!m || typeof m !== "object" || m.jsonrpc !== "2.0") return;
+    if (typeof m.method === "string" && m.id !== undefined && m.id !== null) {
+      this.request(m.method, m.params ?? {}).then(
+        (result) => this.post({ jsonrpc: "2.0", id: m.id, result }),
+        (err: any) => {
+          const code = err instanceof RpcError ? err.code : -32000;
+          this.post({ jsonrpc: "2.0", id: m.id, error: { code, message: String(err?.message ?? err) } });
+        },
+      );
+    } else if (typeof m.method === "string") {
+      this.notification(m.method, m.params ?? {});
+    } else if (typeof m.id === "number") {
+      const answer = this.pending.get(m.id);
+      this.pending.delete(m.id);
+      answer?.(m);
+    }
+  }
+
+  private post(message: Json): void {
+    this.frame.contentWindow?.postMessage(message, "*");
+  }
+
+  private notify(method: string, params: Json): void {
+    this.post({ jsonrpc: "2.0", method, params });
+  }
+
+  /** A request to the view; its answer, or undefined when none came within `ms`. */
+  private ask(method: string, params: Json, ms: number): Promise<Json | undefined> {
+    const id = this.nextId++;
+    return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.pending.delete(id);
+        resolve(undefined);
+      }, ms);
+      this.pending.set(id, (m) => {
+        clearTimeout(timer);
+        resolve(m);
+      });
+      this.post({ jsonrpc: "2.0", id, method, params });
+    });
+  }
+
+  private notice(text: string | undefined, ...controls: HTMLElement[]): void {
+    const box = this.element.querySelector<HTMLElement>(".view-notice")!;
+    box.hidden = text === undefined;
+    box.replaceChildren(...(text === undefined ? [] : [text, " ", ...controls]));
+  }
+
+  /** The view's HTML is read from its server; the proxy page is loaded under the policy its
+   * `_meta.ui.csp` declares, and sent the HTML once it says it is ready. */
+  private async load(): Promise<void> {
+    try {
+      const read = await this.client().request("mcp/resources/read", { server: this.offer.server, uri: this.offer.resourceUri } as Json);
+      const content = (read as Json).contents?.find((c: Json) => typeof c?.text === "string" || typeof c?.blob === "string");
+      if (!content) throw new Error(`${this.offer.resourceUri} has no HTML`);
+      this.html = typeof content.text === "string" ? content.text : new TextDecoder().decode(Uint8Array.from(atob(content.blob), (c) => c.charCodeAt(0)));
+      if (this.restored) this.log = await this.readLog();
+      const csp = content._meta?.ui?.csp ?? {};
+      const lists: Array<[string, unknown]> = [["connect", csp.connectDomains], ["resource", csp.resourceDomains], ["frame", csp.frameDomains], ["base", csp.baseUriDomains]];
+      const query = lists
+        .filter(([, v]) => Array.isArray(v) && v.length)
+        .map(([k, v]) => `${k}=${encodeURIComponent((v as unknown[]).map(String).join(" "))}`)
+        .join("&");
+      // The audit trail the spec asks for: what the view declared (the server keeps only origins).
+      this.events.log(`view ${this.offer.callId} (${this.offer.resourceUri}): CSP ${JSON.stringify(csp)}`);
+      this.frame.src = `/assets/view-frame.html${query ? `?${query}` : ""}`;
+    } catch (err: any) {
+      this.notice(`The view could not be loaded: ${String(err?.message ?? err)}`);
+    }
+  }
+
+  /** The view's log: its calls that changed state, oldest first (`app/log/read`, paged). */
+  private async readLog(): Promise<Json[]> {
+    const entries: Json[] = [];
+    let afterSeq: number | undefined;
+    while (entries.length < MAX_LOG) {
+      const page = (await this.client().request("app/log/read", { windowId: `mcp-view:${this.offer.callId}`, afterSeq, limit: 1000 } as Json)) as Json;
+      for (const e of page.entries ?? []) entries.push({ seq: e.seq, tool: e.command, arguments: e.params, result: e.result });
+      if (page.nextSeq === undefined || page.nextSeq === null || !(page.entries ?? []).length) break;
+      afterSeq = page.nextSeq;
+    }
+    return entries.slice(0, MAX_LOG);
+  }
+
+  private hostContext(): Json {
+    const context: Json = {
+      theme: currentTheme(),
+      displayMode: this.mode,
+      availableDisplayModes: MODES,
+      platform: "web",
+      locale: navigator.language,
+      timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
+      containerDimensions: this.size(),
+      toolInfo: { id: this.offer.callId, tool: { name: this.offer.tool, inputSchema: { type: "object" } } },
+    };
+    if (this.log) context["appserver/viewLog"] = this.log;
+    return context;
+  }
+
+  private async request(method: string, params: Json): Promise<Json> {
+    switch (method) {
+      case "ui/initialize": {
+        const declared = params?.appCapabilities?.availableDisplayModes;
+        this.viewModes = Array.isArray(declared) ? declared.map(String) : undefined;
+        this.lastSize = `${this.size().width}x${this.size().height}`;
+        return {
+          protocolVersion: PROTOCOL_VERSION,
+          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
+          hostCapabilities: { openLinks: {}, serverTools: {}, serverResources: {}, logging: {} },
+          hostContext: this.hostContext(),
+        };
+      }
+      case "tools/call":
+        return this.callTool(String(params.name ?? ""), params.arguments ?? {});
+      case "resources/read":
+        // Its own server's `ui://` resources only (the server refuses any other URI).
+        return this.client().request("mcp/resources/read", { server: this.offer.server, uri: String(params.uri ?? "") } as Json);
+      case "ui/request-display-mode": {
+        const wanted = this.allowed(params.mode) ? (params.mode as DisplayMode) : this.mode;
+        this.setMode(this.events.displayMode(this, wanted));
+        return { mode: this.mode };
+      }
+      case "ui/open-link":
+        return this.openLink(String(params.url ?? ""));
+      case "ui/message":
+        return this.message(params);
+      case "ping":
+        return {};
+      default:
+        throw new RpcError(-32601, `the desktop does not support ${method}`);
+    }
+  }
+
+  private notification(method: string, params: Json): void {
+    switch (method) {
+      case "ui/notifications/sandbox-proxy-ready":
+        // The HTML once: a second announcement (a proxy that reloaded itself) gets nothing.
+        if (this.html !== undefined) this.notify("ui/notifications/sandbox-resource-ready", { html: this.html });
+        this.html = undefined;
+        break;
+      case "ui/notifications/initialized":
+        this.initialized = true;
+        // The call that created the view: its input once, then its result.
+        if (!this.sentInput) {
+          this.sentInput = true;
+          this.notify("ui/notifications/tool-input", { arguments: this.offer.arguments ?? {} });
+        }
+        this.notify("ui/notifications/tool-result", this.offer.result ?? {});
+        break;
+      case "notifications/message":
+        this.events.log(`view ${this.offer.callId}: ${JSON.stringify(params.data ?? params)}`);
+        break;
+      default:
+        // ui/notifications/size-changed and others: the window's size is the desktop's.
+        break;
+    }
+  }
+
+  /** A mode the desktop offers and the view declared (when it declared any). */
+  private allowed(mode: unknown): boolean {
+    return MODES.includes(mode as DisplayMode) && (this.viewModes === undefined || this.viewModes.includes(mode as string));
+  }
+
+  /** The display mode the window now has; the view is told when it changed (never switched to a
+   * mode it did not declare: a maximized window is then still `inline` to it, only larger). */
+  setMode(mode: DisplayMode): void {
+    if (!this.allowed(mode)) mode = "inline";
+    if (mode === this.mode) return;
+    this.mode = mode;
+    this.element.dataset.displayMode = mode;
+    this.contextChanged({ displayMode: mode });
+  }
+
+  private contextChanged(change: Json): void {
+    if (this.initialized) this.notify("ui/notifications/host-context-changed", change);
+  }
+
+  /** The view's `tools/call` of its own server's tools, through the server (approval, log). A
+   * refusal or failure is an `isError` result the view can read. */
+  private async callTool(name: string, args: Json): Promise<Json> {
+    const call = { callId: this.offer.callId, server: this.offer.server, tool: name, arguments: args };
+    try {
+      const answer = (await this.client().request("mcp/view/call", call as Json)) as Json;
+      if (answer.status === "done") return answer.result;
+      return { content: [{ type: "text", text: `${answer.status}: ${answer.error ?? ""}` }], isError: true };
+    } catch (err: any) {
+      return { content: [{ type: "text", text: String(err?.message ?? err) }], isError: true };
+    }
+  }
+
+  /** `ui/message`: its text, as the user's message in the view's thread, once the user says so
+   * in the window; otherwise the error -32000. */
+  private message(params: Json): Promise<Json> {
+    const parts = Array.isArray(params?.content) ? params.content : [params?.content];
+    const text = parts
+      .filter((p: Json) => p?.type === "text" && typeof p.text === "string")
+      .map((p: Json) => p.text)
+      .join("\n")
+      .trim();
+    if (params?.role !== undefined && params.role !== "user") return Promise.reject(new RpcError(-32000, "Invalid message format: only the user's role"));
+    if (!text) return Promise.reject(new RpcError(-32000, "Invalid message format: no text"));
+    return this.confirm(`The view asks to send to the thread: “${text.length > 500 ? text.slice(0, 500) + "…" : text}”`, "Send", "Don't send", "send-message").then((yes) => {
+      if (!yes) throw new RpcError(-32000, "Message sending denied by user");
+      this.events.message(this.offer.threadId, text);
+      return {};
+    });
+  }
+
+  /** Asks the user in the window (one question at a time; a second is refused at once). */
+  private confirm(question: string, yesText: string, noText: string, kind: string): Promise<boolean> {
+    if (this.asking) return Promise.reject(new RpcError(-32000, "Denied: another question is waiting for the user"));
+    this.asking = true;
+    return new Promise((resolve) => {
+      const answer = (yes: boolean) => {
+        this.asking = false;
+        this.notice(undefined);
+        resolve(yes);
+      };
+      const yes = document.createElement("button");
+      yes.type = "button";
+      yes.className = `confirm ${kind}`;
+      yes.textContent = yesText;
+      yes.addEventListener("click", () => answer(true));
+      const no = document.createElement("button");
+      no.type = "button";
+      no.className = `refuse refuse-${kind}`;
+      no.textContent = noText;
+      no.addEventListener("click", () => answer(false));
+      this.notice(question, yes, no);
+    });
+  }
+
+  /** `ui/open-link`: only http(s), and only once the user says so in the window; otherwise the
+   * error -32000 ("Invalid URL", "Link opening denied by user"). One question at a time. */
+  private openLink(url: string): Promise<Json> {
+    let parsed: URL | undefined;
+    try {
+      parsed = new URL(url);
+    } catch {}
+    if (!parsed || (parsed.protocol !== "https:" && parsed.protocol !== "http:")) {
+      return Promise.reject(new RpcError(-32000, "Invalid URL"));
+    }
+    return this.confirm(`The view asks to open ${parsed.href}`, "Open", "Don't open", "open-link").then((open) => {
+      if (!open) throw new RpcError(-32000, "Link opening denied by user");
+      window.open(parsed!.href, "_blank", "noopener,noreferrer");
+      return {};
+    });
+  }
+
+  /** Tells the view it is going (`ui/resource-teardown`, its answer awaited at most 3 s), then closes. */
+  async close(): Promise<void> {
+    if (this.initialized) await this.ask("ui/resource-teardown", { reason: "the user closed the view" }, TEARDOWN_MS);
+    document.removeEventListener("themechange", this.onTheme);
+    this.element.remove();
+    this.events.closed(this);
+  }
+}
+
+/** The view of an agent's `mcp_call` as the thread keeps it (its `toolCall` and `toolResult`
+ * items: the result names the view), so a closed view, or one on another device, can be opened
+ * again; undefined when the call has no view or its result was cut. */
+export function offerOf(threadId: string, turnId: string, call: Json, result: Json): ViewOffer | undefined {
+  if (call?.toolName !== "mcp_call" || !result?.success || typeof result.result !== "string") return undefined;
+  let answer: Json;
+  try {
+    answer = JSON.parse(result.result);
+  } catch {
+    return undefined;
+  }
+  const uri = answer?.view?.resourceUri;
+  if (typeof uri !== "string" || typeof answer.server !== "string" || typeof answer.tool !== "string") return undefined;
+  const toolResult: Json = { content: [{ type: "text", text: String(answer.content ?? "") }] };
+  if (answer.structuredContent !== undefined) toolResult.structuredContent = answer.structuredContent;
+  return { threadId, turnId, callId: String(result.callId), server: answer.server, tool: answer.tool, resourceUri: uri, arguments: call.arguments?.arguments ?? {}, result: toolResult };
+}
+
+/** The thread item's button that opens (or brings back) the call's view. */
+export function openViewButton(open: () => void): HTMLButtonElement {
+  const b = document.createElement("button");
+  b.type = "button";
+  b.className = "open-view";
+  b.textContent = "Open view";
+  b.title = "Open this call's view (its state comes back from its log)";
+  b.addEventListener("click", open);
+  return b;
+}
