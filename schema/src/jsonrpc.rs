@@ -17,6 +17,9 @@ pub mod error_codes {
     pub const METHOD_NOT_FOUND: i64 = -32601;
     pub const INVALID_PARAMS: i64 = -32602;
     pub const INTERNAL_ERROR: i64 = -32603;
+    /// The generic server error of JSON-RPC's implementation-defined range: an app's rejection
+    /// (its own code in `data.code`), an editor bridge's failure.
+    pub const SERVER_ERROR: i64 = -32000;
     pub const SERVER_OVERLOADED: i64 = -32001;
     pub const NOT_INITIALIZED: i64 = -32002;
     pub const ALREADY_INITIALIZED: i64 = -32003;
@@ -31,6 +34,10 @@ pub mod error_codes {
     pub const COMMAND_NOT_FOUND: i64 = -32060;
     pub const COMMAND_PERMISSION_DENIED: i64 = -32061;
     pub const COMMAND_SERVICE_UNAVAILABLE: i64 = -32062;
+    /// App-level failures (appserver's extension); `data.code` says which (`APP_NOT_FOUND`,
+    /// `TIMEOUT`, ...). It shares its number with section 22.11's McpServerNotFound, which an
+    /// app error tells apart by its `data.code` (docs/protocol.md, Errors).
+    pub const APP_ERROR: i64 = -32070;
     /// Section 22.11.
     pub const MCP_SERVER_NOT_FOUND: i64 = -32070;
     pub const MCP_SERVER_VALIDATION_FAILED: i64 = -32072;

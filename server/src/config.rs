@@ -1,5 +1,5 @@
 //! Server configuration: what the server needs to start, its defaults, and the workspace's
-//! config file. The command line that builds it is `cli.rs`.
+//! config file. The command line that builds it is in `cli/mod.rs`.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};

@@ -1,8 +1,12 @@
 //! The code map as rules (docs/architecture.md "Layers"): which top-level module of server/src
-//! may import which, the ports module a leaf, SQL only in the store, and the size limits. Read
-//! from the source files, so a change that breaks a rule fails here with the offending line.
+//! may reach which, the ports module a leaf, SQL only in the store, unsafe code in two files, the
+//! size limits, and every file a `//!` line names existing. Each file is parsed whole (test code
+//! included, every import form), so a change that breaks a rule fails here with the offending
+//! line; a planted fixture shows each rule catching what it should.
 
-use std::collections::BTreeMap;
+mod source;
+
+use source::{Source, crate_refs, error_code_literals, functions, module_of, named_files, non_test_lines, read_tree};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
@@ -49,110 +53,143 @@ const DOMAIN: &[&str] = &[
 const MAX_FILE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 80;
 
-fn source_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../server/src")
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
 }
 
-/// Every `.rs` file under server/src: (path relative to it, text before its `#[cfg(test)]` module).
-fn sources() -> Vec<(String, String)> {
-    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                walk(&path, out);
-            } else if path.extension().is_some_and(|e| e == "rs") {
-                out.push(path);
-            }
-        }
-    }
-    let root = source_root();
-    let mut files = Vec::new();
-    walk(&root, &mut files);
-    files.sort();
-    files
-        .into_iter()
-        .map(|path| {
-            let text = std::fs::read_to_string(&path).unwrap();
-            let code = text.split("#[cfg(test)]").next().unwrap_or_default().to_owned();
-            (path.strip_prefix(&root).unwrap().to_string_lossy().replace('\\', "/"), code)
-        })
-        .collect()
-}
-
-/// The top-level module a file belongs to: `turns/runner.rs` → `turns`, `ports.rs` → `ports`.
-fn module_of(file: &str) -> &str {
-    let first = file.split('/').next().unwrap_or(file);
-    first.strip_suffix(".rs").unwrap_or(first)
-}
-
-/// `crate::x` paths named in `code` (comments skipped), with their line.
-fn crate_imports(code: &str) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    for (n, line) in code.lines().enumerate() {
-        let line = line.split("//").next().unwrap_or_default();
-        let mut rest = line;
-        while let Some(at) = rest.find("crate::") {
-            let after = &rest[at + "crate::".len()..];
-            let name: String = after.chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-            out.push((n + 1, name));
-            rest = after;
-        }
-    }
-    out
+fn server_sources() -> Vec<Source> {
+    read_tree(&repo_root().join("server/src")).unwrap_or_else(|e| panic!("{e}"))
 }
 
 fn layer_of(module: &str) -> Option<usize> {
     LAYERS.iter().position(|layer| layer.contains(&module))
 }
 
-#[test]
-fn every_import_points_down_the_layers() {
+/// Paths into the crate that do not point down the layers.
+fn layering_violations(sources: &[Source]) -> Vec<String> {
     let mut violations = Vec::new();
-    for (file, code) in sources() {
-        let from = module_of(&file);
+    for source in sources {
+        let from = module_of(&source.rel);
         let Some(from_layer) = layer_of(from) else {
-            violations
-                .push(format!("{file}: module `{from}` is in no layer (add it to LAYERS and docs/architecture.md)"));
+            violations.push(format!(
+                "{}: module `{from}` is in no layer (add it to LAYERS and docs/architecture.md)",
+                source.rel
+            ));
             continue;
         };
-        for (line, to) in crate_imports(&code) {
-            if to == from {
+        for reference in crate_refs(source) {
+            if reference.top == from {
                 continue;
             }
-            match layer_of(&to) {
+            match layer_of(&reference.top) {
                 Some(to_layer) if to_layer < from_layer => {}
-                _ => violations.push(format!("{file}:{line}: `{from}` imports `crate::{to}`")),
+                _ => violations
+                    .push(format!("{}:{}: `{from}` reaches `crate::{}`", source.rel, reference.line, reference.top)),
             }
         }
     }
-    assert!(violations.is_empty(), "imports against the layering:\n{}", violations.join("\n"));
+    violations
+}
+
+/// Domain files reaching the JSON-RPC layer, the transports or the server's assembly.
+fn domain_violations(sources: &[Source]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for source in sources.iter().filter(|s| DOMAIN.contains(&module_of(&s.rel))) {
+        for reference in crate_refs(source) {
+            if ["rpc", "transport", "server", "lock", "cli", "acp", "mcp"].contains(&reference.top.as_str()) {
+                violations
+                    .push(format!("{}:{}: the domain reaches crate::{}", source.rel, reference.line, reference.top));
+            }
+        }
+    }
+    violations
+}
+
+/// Files over the line limit (test-only items not counted; unit-test files exempt) and functions
+/// over theirs (except one whose body is one flat `match` spanning 80% of it: a dispatch table
+/// reads best whole).
+fn size_violations(sources: &[Source]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for source in sources {
+        if source.rel.ends_with("tests.rs") {
+            continue;
+        }
+        let lines = non_test_lines(source);
+        if lines > MAX_FILE_LINES {
+            violations.push(format!("{}: {lines} lines (limit {MAX_FILE_LINES})", source.rel));
+        }
+        for f in functions(source) {
+            if f.lines > MAX_FN_LINES && f.longest_top_match * 5 < f.lines * 4 {
+                violations.push(format!(
+                    "{}:{}: fn {} is {} lines (limit {MAX_FN_LINES})",
+                    source.rel, f.line, f.name, f.lines
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// Files a `//!` line names that exist nowhere: next to the file or in a folder above it (up to
+/// the repository root), or under docs/.
+fn missing_named_files(sources: &[Source], source_root: &Path, repo: &Path) -> Vec<String> {
+    let mut violations = Vec::new();
+    for source in sources {
+        let file = source_root.join(&source.rel);
+        let bases: Vec<&Path> =
+            file.ancestors().skip(1).take_while(|dir| dir.starts_with(repo)).chain([repo]).collect();
+        for (line, name) in named_files(source) {
+            let found = bases.iter().any(|base| base.join(&name).exists()) || repo.join("docs").join(&name).exists();
+            if !found {
+                violations.push(format!("{}:{line}: names `{name}`, which does not exist", source.rel));
+            }
+        }
+    }
+    violations
+}
+
+/// JSON-RPC error codes written as numbers: each has one name in the protocol crate's
+/// `error_codes`, which the server's one mapping module (rpc/error.rs) and the bridges use.
+fn error_code_violations(sources: &[Source]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for source in sources.iter().filter(|s| !s.rel.ends_with("tests.rs")) {
+        for line in error_code_literals(source) {
+            violations
+                .push(format!("{}:{line}: a JSON-RPC error code as a number (name it in error_codes)", source.rel));
+        }
+    }
+    violations
 }
 
 #[test]
-fn the_domain_never_imports_rpc_or_transport() {
-    let mut violations = Vec::new();
-    for (file, code) in sources() {
-        if !DOMAIN.contains(&module_of(&file)) {
-            continue;
-        }
-        for (line, to) in crate_imports(&code) {
-            if ["rpc", "transport", "server", "lock", "cli"].contains(&to.as_str()) {
-                violations.push(format!("{file}:{line}: imports crate::{to}"));
-            }
-        }
-    }
+fn error_codes_are_named_not_written_as_numbers() {
+    let violations = error_code_violations(&server_sources());
+    assert!(violations.is_empty(), "error codes as numbers:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn every_path_into_the_crate_points_down_the_layers() {
+    let violations = layering_violations(&server_sources());
+    assert!(violations.is_empty(), "against the layering:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn the_domain_never_reaches_rpc_or_transport() {
+    let violations = domain_violations(&server_sources());
     assert!(violations.is_empty(), "the domain reaches above itself:\n{}", violations.join("\n"));
 }
 
 #[test]
 fn ports_is_a_leaf_and_only_the_store_speaks_sql() {
-    for (file, code) in sources() {
-        if file == "ports.rs" {
-            assert!(crate_imports(&code).is_empty(), "ports.rs imports from the server: {:?}", crate_imports(&code));
+    for source in server_sources() {
+        if source.rel == "ports.rs" {
+            let refs: Vec<String> =
+                crate_refs(&source).into_iter().map(|r| r.top).filter(|top| top != "ports").collect();
+            assert!(refs.is_empty(), "ports.rs reaches into the server: {refs:?}");
         }
-        if module_of(&file) != "store" {
+        if module_of(&source.rel) != "store" {
             for driver in ["sqlx", "rusqlite"] {
-                assert!(!code.contains(driver), "{file} names {driver}: only server/src/store may");
+                assert!(!source.text.contains(driver), "{} names {driver}: only server/src/store may", source.rel);
             }
         }
     }
@@ -160,15 +197,16 @@ fn ports_is_a_leaf_and_only_the_store_speaks_sql() {
 
 #[test]
 fn unsafe_code_stays_in_the_memory_module_and_the_sqlite_vfs() {
-    for (file, code) in sources() {
-        // malloc_trim and friends; the writer's SQLite VFS (C callbacks over SQLite's files).
-        if file == "memory.rs" || file == "store/sqlite/coalesce.rs" {
+    for source in server_sources() {
+        // malloc_trim and friends; the writer's SQLite VFS (C callbacks over SQLite's files) and its tests.
+        if ["memory.rs", "store/sqlite/coalesce.rs", "store/sqlite/coalesce_tests.rs"].contains(&source.rel.as_str()) {
             continue;
         }
         for marker in ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe_code"] {
             assert!(
-                !code.contains(marker),
-                "{file} has `{marker}`: only server/src/memory.rs (malloc_trim, mallopt, mallinfo2) and server/src/store/sqlite/coalesce.rs (the SQLite VFS) may"
+                !source.text.contains(marker),
+                "{} has `{marker}`: only server/src/memory.rs (malloc_trim, mallopt, mallinfo2) and server/src/store/sqlite/coalesce.rs (the SQLite VFS) may",
+                source.rel
             );
         }
     }
@@ -176,60 +214,64 @@ fn unsafe_code_stays_in_the_memory_module_and_the_sqlite_vfs() {
 
 #[test]
 fn files_and_functions_stay_small() {
-    let mut violations = Vec::new();
-    for (file, code) in sources() {
-        if file.ends_with("tests.rs") {
-            continue; // a unit-test module in its own file
-        }
-        let lines: Vec<&str> = code.lines().collect();
-        if lines.len() > MAX_FILE_LINES {
-            violations.push(format!("{file}: {} lines (limit {MAX_FILE_LINES})", lines.len()));
-        }
-        for (name, start, len) in long_functions(&lines) {
-            violations.push(format!("{file}:{start}: fn {name} is {len} lines (limit {MAX_FN_LINES})"));
-        }
-    }
+    let violations = size_violations(&server_sources());
     assert!(violations.is_empty(), "too large:\n{}", violations.join("\n"));
 }
 
-/// Functions longer than the limit, except those whose body is one flat `match` (a dispatch
-/// table reads best whole).
-fn long_functions(lines: &[&str]) -> Vec<(String, usize, usize)> {
-    let mut out = Vec::new();
-    for (i, line) in lines.iter().enumerate() {
-        let trimmed = line.trim_start();
-        let indent = line.len() - trimmed.len();
-        let head = ["pub fn ", "fn ", "pub async fn ", "async fn ", "pub(crate) fn ", "pub(crate) async fn "];
-        let Some(prefix) = head.iter().find(|h| trimmed.starts_with(**h)) else { continue };
-        if trimmed.trim_end().ends_with(';') {
-            continue;
-        }
-        let close = format!("{}}}", " ".repeat(indent));
-        let Some(end) = lines[i + 1..].iter().position(|l| *l == close).map(|p| i + 1 + p) else { continue };
-        let len = end - i + 1;
-        if len <= MAX_FN_LINES || is_flat_match(&lines[i..=end], indent + 4) {
-            continue;
-        }
-        let name: String = trimmed[prefix.len()..].chars().take_while(|c| c.is_alphanumeric() || *c == '_').collect();
-        out.push((name, i + 1, len));
-    }
-    out
+#[test]
+fn every_file_a_module_comment_names_exists() {
+    let repo = repo_root();
+    let violations = missing_named_files(&server_sources(), &repo.join("server/src"), &repo);
+    assert!(violations.is_empty(), "module comments name missing files:\n{}", violations.join("\n"));
 }
 
-/// Whether one `match` at the body's top level spans at least 80% of the function.
-fn is_flat_match(body: &[&str], indent: usize) -> bool {
-    let pad = " ".repeat(indent);
-    let close = format!("{pad}}}");
-    let mut spans = BTreeMap::new();
-    for (i, line) in body.iter().enumerate() {
-        let is_match_head = line.starts_with(&pad)
-            && !line[indent..].starts_with(' ')
-            && (line.contains("match ") && line.trim_end().ends_with('{'));
-        if is_match_head {
-            if let Some(end) = body[i + 1..].iter().position(|l| l.starts_with(&close) && l.len() <= close.len() + 2) {
-                spans.insert(i, end + 1);
-            }
-        }
+/// A small source tree with one violation of each rule, written the ways the old text scan missed.
+fn planted_fixture(root: &Path) {
+    let long_body = "    let _ = 1;\n".repeat(85);
+    let big_file = "pub(crate) struct S;\n".repeat(610);
+    let files = [
+        ("lib.rs", "//! The fixture's root.\n".to_owned()),
+        ("ports.rs", "//! A leaf that is not.\nuse crate::{self as root, store::Db};\n".to_owned()),
+        ("clock.rs", "//! A clock.\npub(crate) struct Clock;\n".to_owned()),
+        ("store/mod.rs", "//! The store, whose code lives in store/missing.rs.\nuse crate::clock::Clock;\nmod inner {\n    pub(super) fn f() {\n        super::super::rpc::call();\n    }\n}\n".to_owned()),
+        ("rpc/mod.rs", "//! The rpc layer.\npub(crate) fn call() -> i64 {\n    -32000\n}\n".to_owned()),
+        ("threads/long.rs", format!("//! A long function.\npub(super) const fn long() {{\n{long_body}}}\n#[cfg(test)]\nmod tests {{\n    use crate::rpc::call;\n}}\n")),
+        ("threads/big.rs", format!("//! A big file.\n{big_file}")),
+        ("turns/mod.rs", "//! Turns.\nfn f() { tracing::info!(\"{:?}\", crate::rpc::call()); }\n".to_owned()),
+    ];
+    for (rel, text) in files {
+        let path = root.join(rel);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
     }
-    spans.values().any(|span| *span * 5 >= body.len() * 4)
+}
+
+#[test]
+fn each_rule_fails_on_a_planted_violation() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().join("src");
+    planted_fixture(&root);
+    let sources = read_tree(&root).unwrap();
+    let all = [
+        layering_violations(&sources),
+        domain_violations(&sources),
+        size_violations(&sources),
+        missing_named_files(&sources, &root, dir.path()),
+        error_code_violations(&sources),
+    ]
+    .concat()
+    .join("\n");
+    for expected in [
+        "ports.rs:2: `ports` reaches `crate::store`",        // grouped import
+        "store/mod.rs:5: `store` reaches `crate::rpc`",      // super::super:: path in an inline module
+        "threads/long.rs:91: the domain reaches crate::rpc", // test code counts for layering
+        "turns/mod.rs:2: the domain reaches crate::rpc",     // a path inside a macro's tokens
+        "threads/long.rs:2: fn long is 87 lines",            // pub(super) const fn
+        "threads/big.rs: 611 lines",
+        "store/mod.rs:1: names `store/missing.rs`",
+        "rpc/mod.rs:3: a JSON-RPC error code as a number",
+    ] {
+        assert!(all.contains(expected), "the rules missed `{expected}`; they found:\n{all}");
+    }
+    assert!(!all.contains("clock"), "a path down the layers reported:\n{all}");
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
 use super::bridge::Bridge;
@@ -41,10 +41,10 @@ pub async fn answer(bridge: Arc<Bridge>, message: Incoming) {
         state.sessions.get(&thread).map(|s| s.current_call().map(str::to_owned))
     };
     let result = match (message.method.as_str(), current_call) {
-        (_, None) => Err(error(-32000, format!("no editor session for thread {thread:?}"))),
+        (_, None) => Err(error(error_codes::SERVER_ERROR, format!("no editor session for thread {thread:?}"))),
         ("item/approval/request", Some(call)) => Ok(permission(&bridge, &message.params, call).await),
         (method, Some(_)) if method.starts_with("ext/acp/") => forward(&bridge, method, message.params).await,
-        (method, Some(_)) => Err(error(-32601, format!("Method not found: {method}"))),
+        (method, Some(_)) => Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))),
     };
     let _ = bridge.server.respond(&id, result).await;
 }
@@ -118,7 +118,7 @@ pub fn editor_method(method: &str) -> Option<&'static str> {
 
 async fn forward(bridge: &Bridge, method: &str, mut params: Value) -> Result<Value, ErrorObject> {
     let Some(editor_method) = editor_method(method) else {
-        return Err(error(-32601, format!("Method not found: {method}")));
+        return Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method}")));
     };
     let thread = str_at(&params, "threadId").to_owned();
     if let Some(object) = params.as_object_mut() {
@@ -128,7 +128,7 @@ async fn forward(bridge: &Bridge, method: &str, mut params: Value) -> Result<Val
     let timeout = if editor_method == "terminal/wait_for_exit" { EXIT_TIMEOUT } else { EDITOR_TIMEOUT };
     let answer = bridge.editor.request(editor_method, &params, timeout).await.map_err(|err| match err {
         RpcError::Error(error) => error,
-        other => error(-32603, other.to_string()),
+        other => error(error_codes::INTERNAL_ERROR, other.to_string()),
     })?;
     if editor_method == "terminal/create" {
         let shown = {

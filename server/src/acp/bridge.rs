@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -58,12 +58,12 @@ fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
 pub fn relayed(err: RpcError) -> ErrorObject {
     match err {
         RpcError::Error(error) => error,
-        other => error(-32603, other.to_string()),
+        other => error(error_codes::INTERNAL_ERROR, other.to_string()),
     }
 }
 
 fn invalid(message: impl Into<String>) -> ErrorObject {
-    error(-32602, message)
+    error(error_codes::INVALID_PARAMS, message)
 }
 
 impl Bridge {
@@ -118,7 +118,10 @@ impl Bridge {
     /// A request beyond [`MAX_IN_FLIGHT`]: refused at once (a notification is dropped).
     async fn refuse(&self, message: Incoming) {
         if let Some(id) = message.id {
-            let refused = error(-32001, format!("too many requests in flight (at most {MAX_IN_FLIGHT}); retry later"));
+            let refused = error(
+                error_codes::SERVER_OVERLOADED,
+                format!("too many requests in flight (at most {MAX_IN_FLIGHT}); retry later"),
+            );
             let _ = self.editor.respond(&id, Err(refused)).await;
         }
     }
@@ -127,7 +130,10 @@ impl Bridge {
     fn add_session(&self, id: &str, session: Session) -> Result<(), ErrorObject> {
         let mut state = self.state();
         if state.sessions.len() >= MAX_SESSIONS && !state.sessions.contains_key(id) {
-            return Err(error(-32001, format!("this bridge already follows {MAX_SESSIONS} sessions")));
+            return Err(error(
+                error_codes::SERVER_OVERLOADED,
+                format!("this bridge already follows {MAX_SESSIONS} sessions"),
+            ));
         }
         state.sessions.insert(id.to_owned(), session);
         Ok(())
@@ -145,7 +151,7 @@ impl Bridge {
         let p = &message.params;
         let result = match message.method.as_str() {
             "initialize" => self.initialize(p).await,
-            _ if !initialized => Err(error(-32002, "Not initialized: send initialize first")),
+            _ if !initialized => Err(error(error_codes::NOT_INITIALIZED, "Not initialized: send initialize first")),
             "authenticate" => Ok(json!({})),
             "session/new" => self.new_session(p).await,
             "session/load" => self.load_session(p).await,
@@ -153,7 +159,7 @@ impl Bridge {
             "session/prompt" => super::prompt::prompt(&self, p).await,
             "session/set_mode" => self.set_mode(p).await,
             "session/set_config_option" => self.set_config_option(p).await,
-            other => Err(error(-32601, format!("Method not found: {other}"))),
+            other => Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
         };
         let started = match (message.method.as_str(), &result) {
             ("session/new", Ok(result)) => Some(str_at(result, "sessionId").to_owned()),
@@ -169,7 +175,7 @@ impl Bridge {
 
     async fn initialize(&self, p: &Value) -> Result<Value, ErrorObject> {
         if self.state().initialized {
-            return Err(error(-32600, "Already initialized"));
+            return Err(error(error_codes::INVALID_REQUEST, "Already initialized"));
         }
         let caps = p.get("clientCapabilities").cloned().unwrap_or(Value::Null);
         let fs = caps.get("fs").cloned().unwrap_or(Value::Null);

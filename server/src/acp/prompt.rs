@@ -4,7 +4,7 @@
 //! the server lists that command); the prompt answers once its turn has ended: `end_turn`,
 //! `cancelled`, or the turn's failure as an error.
 
-use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
@@ -35,14 +35,21 @@ pub fn input_parts(blocks: &[Value], commands: &[String]) -> Result<Vec<Value>, 
                     json!({ "type": "image", "url": format!("data:{};base64,{data}", str_at(block, "mimeType")) })
                 }
                 (None, Some(uri)) => json!({ "type": "image", "url": uri }),
-                (None, None) => return Err(error(-32602, format!("prompt[{n}]: an image needs data or uri"))),
+                (None, None) => {
+                    return Err(error(error_codes::INVALID_PARAMS, format!("prompt[{n}]: an image needs data or uri")));
+                }
             },
-            other => return Err(error(-32602, format!("prompt[{n}]: content of type {other:?} is not supported"))),
+            other => {
+                return Err(error(
+                    error_codes::INVALID_PARAMS,
+                    format!("prompt[{n}]: content of type {other:?} is not supported"),
+                ));
+            }
         };
         parts.push(part);
     }
     if parts.is_empty() {
-        return Err(error(-32602, "prompt: must not be empty"));
+        return Err(error(error_codes::INVALID_PARAMS, "prompt: must not be empty"));
     }
     Ok(parts)
 }
@@ -90,10 +97,13 @@ pub async fn prompt(bridge: &Bridge, p: &Value) -> Result<Value, ErrorObject> {
         let mut state = bridge.state();
         let input = input_parts(&blocks, &state.commands)?;
         let Some(session) = state.sessions.get_mut(&session_id) else {
-            return Err(error(-32602, format!("sessionId: unknown session {session_id} (session/load it first)")));
+            return Err(error(
+                error_codes::INVALID_PARAMS,
+                format!("sessionId: unknown session {session_id} (session/load it first)"),
+            ));
         };
         if session.prompt.is_some() {
-            return Err(error(-32602, "a prompt is already running in this session"));
+            return Err(error(error_codes::INVALID_PARAMS, "a prompt is already running in this session"));
         }
         session.prompt = Some(Prompt { turn_id: None, cancel: false, ended: tx });
         input
@@ -109,7 +119,7 @@ pub async fn prompt(bridge: &Bridge, p: &Value) -> Result<Value, ErrorObject> {
                 match ended.recv().await {
                     Some((id, outcome)) if id == turn_id => break Ok(outcome),
                     Some(_) => continue,
-                    None => break Err(error(-32603, "the server's connection closed")),
+                    None => break Err(error(error_codes::INTERNAL_ERROR, "the server's connection closed")),
                 }
             }
         }
@@ -121,7 +131,7 @@ pub async fn prompt(bridge: &Bridge, p: &Value) -> Result<Value, ErrorObject> {
     match outcome? {
         Ended::Completed => Ok(json!({ "stopReason": "end_turn" })),
         Ended::Cancelled => Ok(json!({ "stopReason": "cancelled" })),
-        Ended::Failed(message) => Err(error(-32603, message)),
+        Ended::Failed(message) => Err(error(error_codes::INTERNAL_ERROR, message)),
     }
 }
 

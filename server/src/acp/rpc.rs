@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use appserver_protocol::jsonrpc::{self, ErrorObject, Frame, Message, RequestId};
+use appserver_protocol::jsonrpc::{self, ErrorObject, Frame, Message, RequestId, error_codes};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
@@ -112,7 +112,7 @@ impl Peer {
                 Ok(Message::Request(r)) => Incoming { id: Some(r.id), method: r.method, params: params(r.params) },
                 Ok(Message::Notification(n)) => Incoming { id: None, method: n.method, params: params(n.params) },
                 Err(invalid) => {
-                    let error = ErrorObject { code: -32600, message: invalid.reason, data: None };
+                    let error = ErrorObject { code: error_codes::INVALID_REQUEST, message: invalid.reason, data: None };
                     let _ = self.send(jsonrpc::write_error(&invalid.id, &error)).await;
                     continue;
                 }

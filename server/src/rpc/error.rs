@@ -207,9 +207,6 @@ impl From<SkillError> for RpcError {
     }
 }
 
-/// JSON-RPC code of app-level failures; `data.code` says which (`APP_NOT_FOUND`, `TIMEOUT`, ...).
-pub const APP_ERROR: i64 = -32070;
-
 impl From<AppError> for RpcError {
     fn from(err: AppError) -> Self {
         let code = err.code().to_owned();
@@ -224,7 +221,7 @@ impl From<AppError> for RpcError {
             AppError::InvalidParams(_) | AppError::InvalidManifest(_) | AppError::UnknownStateKey { .. } => {
                 RpcError::invalid_params(err.to_string()).with_data(json!({ "code": code }))
             }
-            other => RpcError::new(APP_ERROR, other.to_string()).with_data(json!({ "code": code })),
+            other => RpcError::new(error_codes::APP_ERROR, other.to_string()).with_data(json!({ "code": code })),
         }
     }
 }

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use appserver_protocol::{ClientCapabilities, ClientInfo, InitializeParams};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
@@ -90,7 +90,7 @@ pub async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: Cancella
         state.tasks.clone().spawn(async move {
             let answer = match serde_json::from_slice::<Forwarded>(&payload) {
                 Ok(request) => run(&state, request).await,
-                Err(err) => answer_error(-32600, format!("not a forwarded request: {err}")),
+                Err(err) => answer_error(error_codes::INVALID_REQUEST, format!("not a forwarded request: {err}")),
             };
             if let Err(err) = responder.reply(Bytes::from(answer)).await {
                 tracing::warn!(error = %err, "cannot answer a forwarded request");
@@ -129,7 +129,9 @@ async fn run(state: &Arc<ServerState>, request: Forwarded) -> Vec<u8> {
     }
     peer.close(CloseReason::Disconnected);
     state.connections.remove(peer.id);
-    answer.unwrap_or_else(|| answer_error(-32603, "the forwarded request got no answer in time".into()))
+    answer.unwrap_or_else(|| {
+        answer_error(error_codes::INTERNAL_ERROR, "the forwarded request got no answer in time".into())
+    })
 }
 
 /// The `{result}` or `{error}` of the response to request 2, if `frame` is that response.

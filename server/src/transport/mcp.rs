@@ -8,6 +8,7 @@
 //! 204, of an unknown one 404; a body that is not a JSON-RPC message is a 400 with a JSON-RPC
 //! parse error (rmcp says 415, which means a wrong `Content-Type`).
 
+use appserver_protocol::jsonrpc::error_codes;
 use std::sync::Arc;
 
 use axum::body::Body;
@@ -65,7 +66,7 @@ fn parse_error() -> Response {
     let body = serde_json::json!({
         "jsonrpc": "2.0",
         "id": null,
-        "error": { "code": -32700, "message": "Parse error: the body is not a JSON-RPC message" }
+        "error": { "code": error_codes::PARSE_ERROR, "message": "Parse error: the body is not a JSON-RPC message" }
     });
     Response::builder()
         .status(StatusCode::BAD_REQUEST)

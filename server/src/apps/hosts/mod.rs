@@ -7,7 +7,7 @@ pub mod http;
 pub mod process;
 
 use appserver_protocol::ExtAppQueryParams;
-use appserver_protocol::jsonrpc::ErrorObject;
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::json;
 
 use crate::ports::{CallError, PendingAnswer};
@@ -31,7 +31,7 @@ pub(crate) fn app_rejection(code: &str, message: &str) -> CallError {
     } else {
         ("INTERNAL_ERROR".to_owned(), format!("{code}: {message}"))
     };
-    CallError::Rejected(ErrorObject { code: -32000, message, data: Some(json!({ "code": code })) })
+    CallError::Rejected(ErrorObject { code: error_codes::SERVER_ERROR, message, data: Some(json!({ "code": code })) })
 }
 
 #[cfg(test)]
