@@ -5,31 +5,42 @@
 //! domain modules → `store` (the only module that touches the database). `server` wires them together
 //! and owns start-up and shutdown. See docs/architecture.md.
 
-pub mod acp;
-pub mod agent;
-pub mod apps;
-pub mod channels;
-pub mod cli;
-pub mod clock;
-pub mod cluster;
-pub mod commands;
-pub mod config;
-pub mod cron;
-pub mod debug;
-pub mod lock;
-pub mod mcp;
-pub mod mcphost;
-pub mod memory;
-pub mod model;
-pub mod policy;
-pub mod ports;
-pub mod rpc;
-pub mod server;
-pub mod shell;
-pub mod skills;
-pub mod store;
-pub mod telemetry;
-pub mod threads;
-pub mod transport;
-pub mod turns;
-pub mod workspace;
+mod acp;
+mod agent;
+mod apps;
+mod channels;
+mod cli;
+mod clock;
+mod cluster;
+mod commands;
+mod config;
+mod cron;
+mod debug;
+mod lock;
+mod mcp;
+mod mcphost;
+mod memory;
+mod model;
+mod policy;
+mod ports;
+mod rpc;
+mod server;
+mod shell;
+mod skills;
+mod store;
+mod telemetry;
+mod threads;
+mod transport;
+mod turns;
+mod workspace;
+
+// What the binary, the integration tests' harness and the benchmark use; everything else is the
+// crate's own (docs/architecture.md, "Code map").
+pub use acp::acp_stdio;
+pub use cli::{Cli, CliError, Command, parse as parse_command_line};
+pub use config::LogFormat;
+pub use lock::locate;
+pub use memory::limit_arenas;
+pub use server::{mcp_stdio, run};
+pub use shell::sandbox::exec as sandbox_exec;
+pub use store::{writer_vfs, writer_vfs_writes};

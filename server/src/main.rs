@@ -6,13 +6,12 @@
 use std::process::ExitCode;
 use std::time::Duration;
 
-use appserver::cli::{self, CliError, Command};
-use appserver::config::LogFormat;
+use appserver::{Cli, CliError, Command, LogFormat};
 use tracing_subscriber::EnvFilter;
 
 fn main() -> ExitCode {
     // Before any other thread allocates.
-    appserver::memory::limit_arenas();
+    appserver::limit_arenas();
     // One TLS crypto provider for the whole process, before anything makes a TLS connection
     // (NATS, the model's endpoint, MCP servers): two are compiled in, and rustls would refuse to
     // choose. Already installed (never, here) is fine.
@@ -24,15 +23,15 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let (config, front) = match cli::parse(std::env::args_os().skip(1), &cwd) {
+    let (config, front) = match appserver::parse_command_line(std::env::args_os().skip(1), &cwd) {
         Ok(Command::Run(config)) => (*config, Front::Server),
         Ok(Command::Mcp(config)) => (*config, Front::Mcp),
         Ok(Command::Acp(config)) => (*config, Front::Acp),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::Schema { out }) => return schema(&out),
-        Ok(Command::SandboxExec(spec)) => return appserver::shell::sandbox::exec(spec),
+        Ok(Command::SandboxExec(spec)) => return appserver::sandbox_exec(spec),
         Ok(Command::Completions(shell)) => {
-            let mut command = <cli::Cli as clap::CommandFactory>::command();
+            let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());
             return ExitCode::SUCCESS;
         }
@@ -53,9 +52,9 @@ fn main() -> ExitCode {
         }
     };
     let result = match front {
-        Front::Mcp => runtime.block_on(appserver::server::mcp_stdio(config)).map_err(|e| e.to_string()),
-        Front::Acp => runtime.block_on(appserver::acp::acp_stdio(config)).map_err(|e| e.to_string()),
-        Front::Server => runtime.block_on(appserver::server::run(config)).map_err(|e| e.to_string()),
+        Front::Mcp => runtime.block_on(appserver::mcp_stdio(config)).map_err(|e| e.to_string()),
+        Front::Acp => runtime.block_on(appserver::acp_stdio(config)).map_err(|e| e.to_string()),
+        Front::Server => runtime.block_on(appserver::run(config)).map_err(|e| e.to_string()),
     };
     // A blocking stdin read may still be parked; do not wait for it.
     runtime.shutdown_timeout(Duration::from_millis(200));
@@ -77,7 +76,7 @@ enum Front {
 
 /// `appserver locate`: the lock file of the workspace's running server on stdout, as JSON.
 fn locate(workspace: &std::path::Path) -> ExitCode {
-    match appserver::lock::locate(workspace) {
+    match appserver::locate(workspace) {
         Ok(Some(info)) => {
             let mut value = serde_json::to_value(&info).unwrap_or_default();
             value["running"] = serde_json::Value::Bool(true);

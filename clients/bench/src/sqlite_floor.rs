@@ -65,7 +65,7 @@ impl Floor {
         // The writer's connection on the store's own VFS (each commit's WAL frames in one
         // write), so the floor writes the way appserver does.
         drop(conn);
-        let vfs = appserver::store::writer_vfs().map_err(|e| anyhow::anyhow!(e))?;
+        let vfs = appserver::writer_vfs().map_err(|e| anyhow::anyhow!(e))?;
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags_and_vfs(dir.path().join("floor.db"), flags, vfs)?;
         conn.pragma_update(None, "synchronous", if commit.full_sync { "FULL" } else { "NORMAL" })?;

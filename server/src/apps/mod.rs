@@ -509,14 +509,6 @@ impl AppRegistry {
         true
     }
 
-    pub fn remove(&self, window_id: &str) -> Option<Arc<AppWindow>> {
-        let removed = self.map().remove(window_id);
-        if removed.is_some() {
-            self.changed();
-        }
-        removed
-    }
-
     /// Removes a window unless another live host than `requester` hosts it (checked under the
     /// registry's lock, so a host registering at the same moment is not removed by a stranger).
     pub fn remove_hosted(&self, window_id: &str, requester: &HostId) -> Result<Option<Arc<AppWindow>>, AppError> {

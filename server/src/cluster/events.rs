@@ -56,6 +56,7 @@ fn encode(origin: &str, seq: u64, method: &str, frame: &[u8], published: u64) ->
 }
 
 impl ClusterEvent {
+    #[cfg(test)]
     /// The envelope, stamped with `published` (µs since the Unix epoch).
     pub(super) fn encode(&self, published: u64) -> Result<Bytes, ClusterError> {
         encode(&self.origin, self.seq, &self.method, self.frame.as_bytes(), published)
@@ -87,6 +88,7 @@ fn now_micros() -> u64 {
 }
 
 impl Cluster {
+    #[cfg(test)]
     /// Publishes one event of `thread_id` to every instance subscribed to it (this one too).
     /// Returns once the message is queued to the connection, not when anyone received it.
     pub async fn publish_event(&self, thread_id: &str, event: &ClusterEvent) -> Result<(), ClusterError> {
@@ -143,7 +145,13 @@ impl Cluster {
         let (tx, rx) = mpsc::channel(capacity.max(1));
         let dropped = Arc::new(AtomicU64::new(0));
         tokio::spawn(forward(subscriber, tx, dropped.clone(), subject.clone()));
-        Ok(EventSubscription { rx, dropped, subject })
+        Ok(EventSubscription {
+            rx,
+            #[cfg(test)]
+            dropped,
+            #[cfg(test)]
+            subject,
+        })
     }
 }
 
@@ -190,7 +198,9 @@ async fn forward(
 #[derive(Debug)]
 pub struct EventSubscription {
     rx: mpsc::Receiver<Received>,
+    #[cfg(test)]
     dropped: Arc<AtomicU64>,
+    #[cfg(test)]
     subject: String,
 }
 
@@ -206,11 +216,13 @@ impl EventSubscription {
     }
 
     /// Events this subscription dropped because its reader was behind.
+    #[cfg(test)]
     pub fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
     /// The NATS subject it listens on.
+    #[cfg(test)]
     pub fn subject(&self) -> &str {
         &self.subject
     }

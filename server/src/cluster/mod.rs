@@ -27,8 +27,7 @@ mod tests;
 
 pub use events::{ClusterEvent, EventSubscription};
 pub use presence::Presence;
-pub use rpc::{Requests, Responder};
-pub use subject::{events_subject, instance_subject, token as subject_token};
+pub use subject::{instance_subject, token as subject_token};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -93,6 +92,7 @@ pub fn new_instance_id() -> String {
 }
 
 impl Cluster {
+    #[cfg(test)]
     /// Connects to the NATS server(s) at `url` (`nats://host:port`, several separated by commas).
     /// Fails when no connection is made within `timeout`; once connected, a lost connection is
     /// made again in the background (async-nats reconnects by itself, forever).

@@ -81,11 +81,6 @@ impl Requests {
             }
         }
     }
-
-    /// The NATS subject it listens on.
-    pub fn subject(&self) -> &str {
-        &self.subject
-    }
 }
 
 /// The answer to one request.

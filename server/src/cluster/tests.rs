@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 
+use super::subject::events_subject;
 use super::*;
 
 const TIMEOUT: Duration = Duration::from_secs(10);

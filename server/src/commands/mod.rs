@@ -20,8 +20,6 @@ pub enum CommandError {
     NotFound(String),
     #[error("Permission denied for /{0}")]
     PermissionDenied(String),
-    #[error("Command /{0} is unavailable: {1}")]
-    Unavailable(String, String),
     #[error(transparent)]
     Session(#[from] SessionError),
 }

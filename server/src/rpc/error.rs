@@ -141,7 +141,6 @@ impl From<CommandError> for RpcError {
         let code = match &err {
             CommandError::NotFound(_) => error_codes::COMMAND_NOT_FOUND,
             CommandError::PermissionDenied(_) => error_codes::COMMAND_PERMISSION_DENIED,
-            CommandError::Unavailable(..) => error_codes::COMMAND_SERVICE_UNAVAILABLE,
             CommandError::Session(_) => 0,
         };
         match err {

@@ -16,7 +16,7 @@ pub mod session;
 mod state;
 
 pub use connections::Connections;
-pub use context::{AfterReply, RequestCtx};
+pub use context::RequestCtx;
 pub use error::RpcError;
-pub use peer::{CallError, CloseReason, ConnectionId, OutFrame, Peer, PeerLimits, TransportKind};
+pub use peer::{CloseReason, OutFrame, Peer, PeerLimits};
 pub use state::ServerState;

@@ -21,12 +21,6 @@ use tokio_util::task::TaskTracker;
 use super::session::Session;
 pub use crate::ports::{CallError, ConnectionId, OutFrame};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportKind {
-    Stdio,
-    WebSocket,
-}
-
 /// Why the server closed a connection; a WebSocket writer turns it into a close frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseReason {
@@ -93,7 +87,6 @@ const KEEP_UP_BACKLOG: usize = 256;
 #[derive(Debug)]
 pub struct Peer {
     pub id: ConnectionId,
-    pub transport: TransportKind,
     pub session: Session,
     /// Permits for requests in flight; none left means -32001.
     pub in_flight: Arc<Semaphore>,
@@ -123,14 +116,12 @@ impl Peer {
     /// A new peer and the receiving end of its outgoing queue (for the transport's writer).
     pub fn new(
         id: ConnectionId,
-        transport: TransportKind,
         limits: PeerLimits,
         parent: &CancellationToken,
     ) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
         let (out, rx) = mpsc::channel(limits.outgoing_queue);
         let peer = Peer {
             id,
-            transport,
             session: Session::default(),
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             max_in_flight: limits.max_in_flight,
@@ -372,7 +363,7 @@ mod tests {
 
     fn peer(queue: usize) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
         let limits = PeerLimits { max_in_flight: 4, outgoing_queue: queue, max_outgoing_bytes: 1 << 20 };
-        Peer::new(ConnectionId(1), TransportKind::WebSocket, limits, &CancellationToken::new())
+        Peer::new(ConnectionId(1), limits, &CancellationToken::new())
     }
 
     #[tokio::test]
@@ -437,7 +428,7 @@ mod tests {
     async fn a_request_once_the_server_shuts_down_fails_at_once() {
         let shutdown = CancellationToken::new();
         let limits = PeerLimits { max_in_flight: 4, outgoing_queue: 8, max_outgoing_bytes: 1 << 20 };
-        let (p, _rx) = Peer::new(ConnectionId(1), TransportKind::WebSocket, limits, &shutdown);
+        let (p, _rx) = Peer::new(ConnectionId(1), limits, &shutdown);
         shutdown.cancel();
         // Not closed until its transport closes it, but no request may wait on it.
         assert!(!p.is_closed());

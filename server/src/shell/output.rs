@@ -129,11 +129,6 @@ impl OutputBuffer {
         let rest = self.rest();
         format!("{}{rest}", self.head)
     }
-
-    /// The last `max_chars` characters kept (a snapshot's `output`).
-    pub fn last_chars(&mut self, max_chars: usize) -> String {
-        tail_chars(&self.kept(), max_chars).to_owned()
-    }
 }
 
 /// The last `max_chars` characters of `text`.

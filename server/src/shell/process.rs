@@ -84,11 +84,6 @@ impl Launcher {
         Ok(Launcher { exe, env, key: workspace_key(workspace), next: AtomicU64::new(1) })
     }
 
-    /// The names of the variables a command gets.
-    pub fn env_names(&self) -> impl Iterator<Item = String> + '_ {
-        self.env.iter().map(|(name, _)| name.to_string_lossy().into_owned())
-    }
-
     /// The program and arguments that run `spec` confined (`appserver sandbox-exec …`), for a
     /// process started by someone else: an editor's terminal (the agent's `Exec` through ACP).
     pub fn sandbox_argv(&self, spec: &ExecSpec) -> (String, Vec<String>) {

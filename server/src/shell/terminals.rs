@@ -306,10 +306,6 @@ enum Event {
 }
 
 impl Terminal {
-    pub fn id(&self) -> &str {
-        &self.id
-    }
-
     /// The thread the terminal belongs to.
     pub fn snapshot_thread(&self) -> &str {
         &self.request.thread_id

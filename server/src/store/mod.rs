@@ -27,10 +27,10 @@ mod writer;
 
 pub use apps::{AppWrite, DescriptorPin, WindowRecord};
 pub use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
-pub use events::{EventWrite, StoredEvent};
+pub use events::EventWrite;
 pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;
-pub use subagents::{EdgeRecord, MAX_CHILDREN_LISTED};
+pub use subagents::EdgeRecord;
 pub use thread_writes::ThreadWrite;
 pub use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
 pub use writer::FaultKind;
@@ -286,7 +286,8 @@ pub struct Store {
     reader: Pool,
     location: StoreLocation,
     writes: mpsc::UnboundedSender<writer::WriterMessage>,
-    /// (thread id, turn id) of the turns a crash left running, failed at open.
+    /// (thread id, turn id) of the turns a crash left running, failed at open (for the tests).
+    #[cfg(test)]
     recovered: Arc<Vec<(String, String)>>,
     /// Injected write failures (test support).
     faults: Arc<writer::WriteFaults>,
@@ -295,7 +296,8 @@ pub struct Store {
 
 impl Store {
     /// Opens the database (a SQLite file, created if needed, or a PostgreSQL database) and
-    /// applies its embedded migrations.
+    /// applies its embedded migrations (for the tests; the server opens with [`Store::open_with`]).
+    #[cfg(test)]
     pub async fn open(location: impl Into<StoreLocation>, durability: Durability) -> Result<Store, StoreError> {
         Store::open_with(location, durability, Sharing::Exclusive).await
     }
@@ -327,11 +329,12 @@ impl Store {
         }
         let (writes, rx) = mpsc::unbounded_channel();
         let store = Store {
+            #[cfg(test)]
+            recovered: Arc::new(recovered),
             writer: opened.writer.clone(),
             reader: opened.reader,
             location,
             writes,
-            recovered: Arc::new(recovered),
             faults: Default::default(),
             backing: Arc::new(opened.backing),
         };
@@ -355,7 +358,15 @@ impl Store {
         Ok(())
     }
 
+    /// (thread id, turn id) of each turn that was still running when the server last stopped
+    /// and was marked failed when this store opened.
+    #[cfg(test)]
+    pub fn recovered_turns(&self) -> &[(String, String)] {
+        &self.recovered
+    }
+
     /// Reads one `server_meta` value.
+    #[cfg(test)]
     pub async fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         let row = self.reader.fetch_optional(sql("SELECT value FROM server_meta WHERE key = ?").bind(key)).await?;
         Ok(row.map(|row| row.text("value")).transpose()?)
@@ -394,12 +405,6 @@ impl Store {
     /// Test support (`debug/store/holdWrites`): while held, no write commits (30 s at most).
     pub fn hold_writes(&self, held: bool) {
         self.faults.hold(held);
-    }
-
-    /// (thread id, turn id) of each turn that was still running when the server last stopped
-    /// and was marked failed when this store opened.
-    pub fn recovered_turns(&self) -> &[(String, String)] {
-        &self.recovered
     }
 
     /// Stops the writer after what is queued, lets the backend finish (SQLite flushes its WAL

@@ -10,8 +10,6 @@ use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use appserver_protocol::ThreadRuntime;
-
 use super::event_log::{ClusterLog, EventLog};
 use super::feeds::Feeds;
 use super::fence::ThreadFence;
@@ -174,16 +172,6 @@ impl ThreadManager {
     /// Forgets a deleted thread.
     pub fn remove(&self, id: &str) {
         self.loaded_map().remove(id);
-    }
-
-    /// The runtime flags of a loaded thread (unloaded threads are idle).
-    pub fn runtime(&self, id: &str) -> ThreadRuntime {
-        self.loaded_map().get(id).map(|h| h.state().runtime).unwrap_or_default()
-    }
-
-    /// Every loaded thread (for shutdown and for finding pending work).
-    pub fn all_loaded(&self) -> Vec<Arc<ThreadHandle>> {
-        self.loaded_map().values().cloned().collect()
     }
 
     /// How many threads are loaded.

@@ -24,7 +24,7 @@ use appserver_protocol::{
 use tokio_util::sync::CancellationToken;
 
 pub use announce::AnnounceGate;
-pub use hub::{AfterSeqAhead, EventHub, Publication, Subscribed, TurnBegun};
+pub use hub::{EventHub, Publication, Subscribed, TurnBegun};
 pub use manager::ThreadManager;
 
 use crate::ports::{Broadcast, ConnectionId, OutFrame};
@@ -67,7 +67,6 @@ const STALE_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 /// The turn a thread is running.
 #[derive(Debug, Clone)]
 pub struct RunningTurn {
-    pub seq: u32,
     pub id: String,
     pub cancel: CancellationToken,
 }

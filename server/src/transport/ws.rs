@@ -34,7 +34,7 @@ use super::ws_frames;
 use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
-use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
+use crate::rpc::{CloseReason, OutFrame, Peer, RpcError};
 use crate::telemetry;
 use appserver_protocol::jsonrpc::RequestId;
 
@@ -91,8 +91,7 @@ async fn accept_socket(state: &ServerState, stream: TcpStream, read_ahead: Vec<u
 }
 
 async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {
-    let (peer, outgoing) =
-        state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
+    let (peer, outgoing) = state.connections.open(state.peer_limits(), &state.close_connections);
     let _counted = telemetry::ConnectionGauge::open("ws");
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };

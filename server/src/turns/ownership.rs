@@ -74,10 +74,6 @@ impl Ownership {
         self.held.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn instance(&self) -> &str {
-        &self.instance
-    }
-
     /// Takes (or renews) the thread's lease for this instance, unless another holds it.
     pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
         match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {

@@ -143,7 +143,7 @@ fn reserve_with(
     unit.extend(also);
     let (start, begun) = hub.start_turn(origin.starter.as_ref(), WriteOp::All(unit), first, rest);
     let cancel = turns.shutdown.child_token();
-    thread.running = Some(RunningTurn { seq, id, cancel: cancel.clone() });
+    thread.running = Some(RunningTurn { id, cancel: cancel.clone() });
     set_runtime(turns.clients.as_ref(), thread, |r| {
         r.running = true;
         r.waiting_on_plan_confirmation = false;
@@ -474,11 +474,6 @@ pub struct QueueWrite {
 }
 
 impl QueueWrite {
-    /// The queue as written.
-    pub fn queue(&self) -> &[QueuedTurnInput] {
-        &self.queue
-    }
-
     /// Waits for the write to commit, then tells every connection (`thread/queue/updated`).
     /// A failed write is returned and announced to nobody.
     pub async fn announce(self, turns: &TurnService) -> Result<Vec<QueuedTurnInput>, StoreError> {

@@ -26,6 +26,7 @@ impl ConfigFile {
         Arc::new(ConfigFile { path: config_file_path(workspace), lock: Mutex::new(()) })
     }
 
+    #[cfg(test)]
     pub fn path(&self) -> &Path {
         &self.path
     }

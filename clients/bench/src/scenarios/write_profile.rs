@@ -125,9 +125,9 @@ async fn cpu_row(server: &ServerProcess, pid: u32, sizes: Sizes) -> Result<Row> 
 /// items, its end) from `threads` writers at once, `turns` each, as the store's VFS counts them.
 async fn floor_writes(threads: usize, turns: usize, items: usize) -> Result<f64> {
     let floor = sqlite_floor::Floor::open(SAME_GROUPING).await?;
-    let before = appserver::store::writer_vfs_writes();
+    let before = appserver::writer_vfs_writes();
     sqlite_floor::turns(&floor, threads, 0, turns, items).await?;
-    let writes = appserver::store::writer_vfs_writes() - before;
+    let writes = appserver::writer_vfs_writes() - before;
     Ok(writes as f64 / (threads * turns).max(1) as f64)
 }
 

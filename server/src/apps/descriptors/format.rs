@@ -18,8 +18,6 @@ pub const MAX_DESCRIPTOR_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Clone, Deserialize)]
 pub struct Descriptor {
-    #[serde(default)]
-    pub schema_version: Option<String>,
     pub app: AppInfo,
     pub execution: Execution,
     #[serde(default)]
@@ -127,6 +125,15 @@ impl Tool {
 }
 
 impl Descriptor {
+    #[cfg(test)]
+    pub fn kind(&self) -> &'static str {
+        match self.execution {
+            Execution::Stdio { .. } => "stdio",
+            Execution::Http { .. } => "http",
+            Execution::Mcp(_) => "mcp",
+        }
+    }
+
     /// Parses a descriptor of any published shape; the error names the field.
     pub fn parse(text: &str) -> Result<Descriptor, String> {
         Descriptor::parse_named(text, None)
@@ -187,14 +194,6 @@ impl Descriptor {
             description: self.app.description.clone(),
             commands,
             ..Default::default()
-        }
-    }
-
-    pub fn kind(&self) -> &'static str {
-        match self.execution {
-            Execution::Stdio { .. } => "stdio",
-            Execution::Http { .. } => "http",
-            Execution::Mcp(_) => "mcp",
         }
     }
 }

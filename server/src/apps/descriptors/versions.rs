@@ -215,7 +215,6 @@ pub fn from_camel(value: Value) -> Result<Descriptor, String> {
         })
         .collect();
     Ok(Descriptor {
-        schema_version: Some("1.x".into()),
         app: AppInfo {
             id: d.app.id,
             name: d.app.name.pick(d.app.default_lang.as_deref()),
@@ -323,7 +322,6 @@ pub fn from_access(value: Value, id: Option<&str>) -> Result<Descriptor, String>
         McpConfig::Sse {} => return Err(unrunnable("access.config.transport", "sse")),
     };
     Ok(Descriptor {
-        schema_version: Some("2.0".into()),
         app: AppInfo { id, name: d.app.name.pick(None), description: d.exposure.and_then(|e| e.summary) },
         execution: Execution::Mcp(transport),
         tools: Vec::new(),

@@ -398,10 +398,6 @@ impl EventHub {
         self.shared.inner().subscribers.remove(&id).is_some()
     }
 
-    pub fn is_subscribed(&self, id: ConnectionId) -> bool {
-        self.shared.inner().subscribers.get(&id).is_some_and(|s| !s.peer.is_closed())
-    }
-
     /// The turn boundary of [`EventHub::start_turn`] alone: a turn with no start to write, for the
     /// hub's tests.
     #[cfg(test)]
@@ -457,10 +453,6 @@ impl EventHub {
     /// Whether events wait to be handed on.
     pub fn is_draining(&self) -> bool {
         self.shared.pipeline().draining
-    }
-
-    pub fn subscriber_count(&self) -> usize {
-        self.shared.inner().subscribers.len()
     }
 }
 
