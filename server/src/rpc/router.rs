@@ -1,12 +1,12 @@
 //! The method table's handlers: one match arm per client request, each calling a plain handler
-//! function of `handlers/` and serializing its result.
+//! function of `handlers/` and serializing its result, whose type the table fixes per method.
 
 use std::future::Future;
 use std::pin::Pin;
 
 use appserver_protocol::ClientRequest;
 use appserver_protocol::jsonrpc::RequestId;
-use serde::Serialize;
+use appserver_protocol::methods::{self as m, Method};
 
 use super::RpcError;
 use super::context::RequestCtx;
@@ -23,75 +23,93 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
     match request {
         // Answered inline by the dispatcher before any other request can run.
         R::Initialize(_) => Box::pin(std::future::ready(Err(RpcError::already_initialized()))),
-        R::ThreadStart(p) => answer(id, threads::handle_thread_start(ctx, p)),
-        R::ThreadResume(p) => answer(id, threads::handle_thread_resume(ctx, p)),
-        R::ThreadList(p) => answer(id, threads::handle_thread_list(ctx, p)),
+        R::ThreadStart(p) => answer::<m::ThreadStart, _>(id, threads::handle_thread_start(ctx, p)),
+        R::ThreadResume(p) => answer::<m::ThreadResume, _>(id, threads::handle_thread_resume(ctx, p)),
+        R::ThreadList(p) => answer::<m::ThreadList, _>(id, threads::handle_thread_list(ctx, p)),
+        // Written as the rows arrive (docs/architecture.md, "A full `thread/read`"), in the
+        // table's ThreadReadResult shape (suite::threads checks it).
         R::ThreadRead(p) => Box::pin(async move { threads::thread_read_reply(ctx, id, p).await.map_err(Into::into) }),
-        R::ChannelList(p) => answer(id, channels::handle_channel_list(ctx, p)),
-        R::ThreadRollback(p) => answer(id, threads::handle_thread_rollback(ctx, p)),
-        R::ThreadSubscribe(p) => answer(id, threads::handle_thread_subscribe(ctx, p)),
-        R::ThreadUnsubscribe(p) => answer(id, threads::handle_thread_unsubscribe(ctx, p)),
-        R::ThreadPause(p) => answer(id, threads::handle_thread_pause(ctx, p)),
-        R::ThreadArchive(p) => answer(id, threads::handle_thread_archive(ctx, p)),
-        R::ThreadUnarchive(p) => answer(id, threads::handle_thread_unarchive(ctx, p)),
-        R::ThreadDelete(p) => answer(id, threads::handle_thread_delete(ctx, p)),
-        R::ThreadModeSet(p) => answer(id, threads::handle_thread_mode_set(ctx, p)),
-        R::ThreadRename(p) => answer(id, threads::handle_thread_rename(ctx, p)),
-        R::ThreadConfigUpdate(p) => answer(id, threads::handle_thread_config_update(ctx, p)),
-        R::TurnStart(p) => answer(id, turns::handle_turn_start(ctx, p)),
-        R::TurnInterrupt(p) => answer(id, turns::handle_turn_interrupt(ctx, p)),
-        R::TurnEnqueue(p) => answer(id, turns::handle_turn_enqueue(ctx, p)),
-        R::TurnQueueRemove(p) => answer(id, turns::handle_turn_queue_remove(ctx, p)),
-        R::TurnSteer(p) => answer(id, turns::handle_turn_steer(ctx, p)),
-        R::AppRegister(p) => answer(id, apps::handle_app_register(ctx, p)),
-        R::AppUnregister(p) => answer(id, apps::handle_app_unregister(ctx, p)),
-        R::AppEmit(p) => answer(id, apps::handle_app_emit(ctx, p)),
-        R::AppList(p) => answer(id, apps::handle_app_list(ctx, p)),
-        R::AppQuery(p) => answer(id, apps::handle_app_query(ctx, p)),
-        R::AppCommand(p) => answer(id, apps::handle_app_command(ctx, p)),
-        R::AppLogRead(p) => answer(id, apps::handle_app_log_read(ctx, p)),
-        R::AppOpen(p) => answer(id, apps::handle_app_open(ctx, p)),
-        R::AppDiscover(p) => answer(id, crate::apps::web::discover(&ctx.state.apps, p)),
-        R::AppDescriptorApprove(p) => answer(id, apps::handle_app_descriptor_approve(ctx, p)),
-        R::CommandList(p) => answer(id, commands::handle_command_list(ctx, p)),
-        R::CommandExecute(p) => answer(id, commands::handle_command_execute(ctx, p)),
-        R::TerminalList(p) => answer(id, terminals::handle_list(ctx, p)),
-        R::TerminalRead(p) => answer(id, terminals::handle_read(ctx, p)),
-        R::TerminalWrite(p) => answer(id, terminals::handle_write(ctx, p)),
-        R::TerminalStop(p) => answer(id, terminals::handle_stop(ctx, p)),
-        R::TerminalClean(p) => answer(id, terminals::handle_clean(ctx, p)),
-        R::McpList(_) => answer(id, mcp::handle_list(ctx)),
-        R::McpGet(p) => answer(id, mcp::handle_get(ctx, p)),
-        R::McpUpsert(p) => answer(id, mcp::handle_upsert(ctx, p)),
-        R::McpRemove(p) => answer(id, mcp::handle_remove(ctx, p)),
-        R::McpStatusList(_) => answer(id, mcp::handle_status_list(ctx)),
-        R::McpTest(p) => answer(id, mcp::handle_test(ctx, p)),
-        R::McpResourcesRead(p) => answer(id, mcp::handle_resources_read(ctx, p)),
-        R::McpViewCall(p) => answer(id, mcp::handle_view_call(ctx, p)),
-        R::WorkspaceConfigSchema(p) => answer(id, workspace::handle_config_schema(ctx, p)),
-        R::WorkspaceConfigUpdate(p) => answer(id, workspace::handle_config_update(ctx, p)),
-        R::WorkspaceCommitMessageSuggest(p) => answer(id, workspace::handle_commit_message_suggest(ctx, p)),
-        R::WelcomeSuggestions(p) => answer(id, workspace::handle_welcome_suggestions(ctx, p)),
-        R::ChannelStatus(p) => answer(id, channels::handle_channel_status(ctx, p)),
-        R::ExternalChannelList(p) => answer(id, channels::handle_external_list(ctx, p)),
-        R::ExternalChannelGet(p) => answer(id, channels::handle_external_get(ctx, p)),
-        R::ExternalChannelUpsert(p) => answer(id, channels::handle_external_upsert(ctx, p)),
-        R::ExternalChannelRemove(p) => answer(id, channels::handle_external_remove(ctx, p)),
-        R::SubAgentChildrenList(p) => answer(id, subagents::handle_children_list(ctx, p)),
-        R::SkillsList(p) => answer(id, skills::handle_list(ctx, p)),
-        R::SkillsRead(p) => answer(id, skills::handle_read(ctx, p)),
-        R::SkillsView(p) => answer(id, skills::handle_view(ctx, p)),
-        R::SkillsRestoreOriginal(p) => answer(id, skills::handle_restore(ctx, p)),
-        R::SkillsSetEnabled(p) => answer(id, skills::handle_set_enabled(ctx, p)),
-        R::SkillsUninstall(p) => answer(id, skills::handle_uninstall(ctx, p)),
-        R::CronList(p) => answer(id, cron::handle_list(ctx, p)),
-        R::CronRemove(p) => answer(id, cron::handle_remove(ctx, p)),
-        R::CronEnable(p) => answer(id, cron::handle_enable(ctx, p)),
-        R::CronRun(p) => answer(id, cron::handle_run(ctx, p)),
-        R::HeartbeatTrigger(p) => answer(id, cron::handle_heartbeat(ctx, p)),
-        R::ModelList(_) => Box::pin(async move {
+        R::ChannelList(p) => answer::<m::ChannelList, _>(id, channels::handle_channel_list(ctx, p)),
+        R::ThreadRollback(p) => answer::<m::ThreadRollback, _>(id, threads::handle_thread_rollback(ctx, p)),
+        R::ThreadSubscribe(p) => answer::<m::ThreadSubscribe, _>(id, threads::handle_thread_subscribe(ctx, p)),
+        R::ThreadUnsubscribe(p) => answer::<m::ThreadUnsubscribe, _>(id, threads::handle_thread_unsubscribe(ctx, p)),
+        R::ThreadPause(p) => answer::<m::ThreadPause, _>(id, threads::handle_thread_pause(ctx, p)),
+        R::ThreadArchive(p) => answer::<m::ThreadArchive, _>(id, threads::handle_thread_archive(ctx, p)),
+        R::ThreadUnarchive(p) => answer::<m::ThreadUnarchive, _>(id, threads::handle_thread_unarchive(ctx, p)),
+        R::ThreadDelete(p) => answer::<m::ThreadDelete, _>(id, threads::handle_thread_delete(ctx, p)),
+        R::ThreadModeSet(p) => answer::<m::ThreadModeSet, _>(id, threads::handle_thread_mode_set(ctx, p)),
+        R::ThreadRename(p) => answer::<m::ThreadRename, _>(id, threads::handle_thread_rename(ctx, p)),
+        R::ThreadConfigUpdate(p) => {
+            answer::<m::ThreadConfigUpdate, _>(id, threads::handle_thread_config_update(ctx, p))
+        }
+        R::TurnStart(p) => answer::<m::TurnStart, _>(id, turns::handle_turn_start(ctx, p)),
+        R::TurnInterrupt(p) => answer::<m::TurnInterrupt, _>(id, turns::handle_turn_interrupt(ctx, p)),
+        R::TurnEnqueue(p) => answer::<m::TurnEnqueue, _>(id, turns::handle_turn_enqueue(ctx, p)),
+        R::TurnQueueRemove(p) => answer::<m::TurnQueueRemove, _>(id, turns::handle_turn_queue_remove(ctx, p)),
+        R::TurnSteer(p) => answer::<m::TurnSteer, _>(id, turns::handle_turn_steer(ctx, p)),
+        R::AppRegister(p) => answer::<m::AppRegister, _>(id, apps::handle_app_register(ctx, p)),
+        R::AppUnregister(p) => answer::<m::AppUnregister, _>(id, apps::handle_app_unregister(ctx, p)),
+        R::AppEmit(p) => answer::<m::AppEmit, _>(id, apps::handle_app_emit(ctx, p)),
+        R::AppList(p) => answer::<m::AppList, _>(id, apps::handle_app_list(ctx, p)),
+        R::AppQuery(p) => answer::<m::AppQuery, _>(id, apps::handle_app_query(ctx, p)),
+        R::AppCommand(p) => answer::<m::AppCommand, _>(id, apps::handle_app_command(ctx, p)),
+        R::AppLogRead(p) => answer::<m::AppLogRead, _>(id, apps::handle_app_log_read(ctx, p)),
+        R::AppOpen(p) => answer::<m::AppOpen, _>(id, apps::handle_app_open(ctx, p)),
+        R::AppDiscover(p) => answer::<m::AppDiscover, _>(id, crate::apps::web::discover(&ctx.state.apps, p)),
+        R::AppDescriptorApprove(p) => {
+            answer::<m::AppDescriptorApprove, _>(id, apps::handle_app_descriptor_approve(ctx, p))
+        }
+        R::CommandList(p) => answer::<m::CommandList, _>(id, commands::handle_command_list(ctx, p)),
+        R::CommandExecute(p) => answer::<m::CommandExecute, _>(id, commands::handle_command_execute(ctx, p)),
+        R::TerminalList(p) => answer::<m::TerminalList, _>(id, terminals::handle_list(ctx, p)),
+        R::TerminalRead(p) => answer::<m::TerminalRead, _>(id, terminals::handle_read(ctx, p)),
+        R::TerminalWrite(p) => answer::<m::TerminalWrite, _>(id, terminals::handle_write(ctx, p)),
+        R::TerminalStop(p) => answer::<m::TerminalStop, _>(id, terminals::handle_stop(ctx, p)),
+        R::TerminalClean(p) => answer::<m::TerminalClean, _>(id, terminals::handle_clean(ctx, p)),
+        R::McpList(_) => answer::<m::McpList, _>(id, mcp::handle_list(ctx)),
+        R::McpGet(p) => answer::<m::McpGet, _>(id, mcp::handle_get(ctx, p)),
+        R::McpUpsert(p) => answer::<m::McpUpsert, _>(id, mcp::handle_upsert(ctx, p)),
+        R::McpRemove(p) => answer::<m::McpRemove, _>(id, mcp::handle_remove(ctx, p)),
+        R::McpStatusList(_) => answer::<m::McpStatusList, _>(id, mcp::handle_status_list(ctx)),
+        R::McpTest(p) => answer::<m::McpTest, _>(id, mcp::handle_test(ctx, p)),
+        R::McpResourcesRead(p) => answer::<m::McpResourcesRead, _>(id, mcp::handle_resources_read(ctx, p)),
+        R::McpViewCall(p) => answer::<m::McpViewCall, _>(id, mcp::handle_view_call(ctx, p)),
+        R::WorkspaceConfigSchema(p) => {
+            answer::<m::WorkspaceConfigSchema, _>(id, workspace::handle_config_schema(ctx, p))
+        }
+        R::WorkspaceConfigUpdate(p) => {
+            answer::<m::WorkspaceConfigUpdate, _>(id, workspace::handle_config_update(ctx, p))
+        }
+        R::WorkspaceCommitMessageSuggest(p) => {
+            answer::<m::WorkspaceCommitMessageSuggest, _>(id, workspace::handle_commit_message_suggest(ctx, p))
+        }
+        R::WelcomeSuggestions(p) => {
+            answer::<m::WelcomeSuggestions, _>(id, workspace::handle_welcome_suggestions(ctx, p))
+        }
+        R::ChannelStatus(p) => answer::<m::ChannelStatus, _>(id, channels::handle_channel_status(ctx, p)),
+        R::ExternalChannelList(p) => answer::<m::ExternalChannelList, _>(id, channels::handle_external_list(ctx, p)),
+        R::ExternalChannelGet(p) => answer::<m::ExternalChannelGet, _>(id, channels::handle_external_get(ctx, p)),
+        R::ExternalChannelUpsert(p) => {
+            answer::<m::ExternalChannelUpsert, _>(id, channels::handle_external_upsert(ctx, p))
+        }
+        R::ExternalChannelRemove(p) => {
+            answer::<m::ExternalChannelRemove, _>(id, channels::handle_external_remove(ctx, p))
+        }
+        R::SubAgentChildrenList(p) => answer::<m::SubAgentChildrenList, _>(id, subagents::handle_children_list(ctx, p)),
+        R::SkillsList(p) => answer::<m::SkillsList, _>(id, skills::handle_list(ctx, p)),
+        R::SkillsRead(p) => answer::<m::SkillsRead, _>(id, skills::handle_read(ctx, p)),
+        R::SkillsView(p) => answer::<m::SkillsView, _>(id, skills::handle_view(ctx, p)),
+        R::SkillsRestoreOriginal(p) => answer::<m::SkillsRestoreOriginal, _>(id, skills::handle_restore(ctx, p)),
+        R::SkillsSetEnabled(p) => answer::<m::SkillsSetEnabled, _>(id, skills::handle_set_enabled(ctx, p)),
+        R::SkillsUninstall(p) => answer::<m::SkillsUninstall, _>(id, skills::handle_uninstall(ctx, p)),
+        R::CronList(p) => answer::<m::CronList, _>(id, cron::handle_list(ctx, p)),
+        R::CronRemove(p) => answer::<m::CronRemove, _>(id, cron::handle_remove(ctx, p)),
+        R::CronEnable(p) => answer::<m::CronEnable, _>(id, cron::handle_enable(ctx, p)),
+        R::CronRun(p) => answer::<m::CronRun, _>(id, cron::handle_run(ctx, p)),
+        R::HeartbeatTrigger(p) => answer::<m::HeartbeatTrigger, _>(id, cron::handle_heartbeat(ctx, p)),
+        R::ModelList(_) => answer::<m::ModelList, _>(id, async move {
             match &ctx.state.model {
-                Some(provider) => Ok(reply_text(id, &provider.list_models().await)),
+                Some(provider) => Ok(provider.list_models().await),
                 // Not advertised without a provider (section 21.1).
                 None => Err(RpcError::method_not_found("model/list")),
             }
@@ -102,10 +120,11 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
 /// A running handler: resolves to the response frame.
 pub type Handled<'a> = Pin<Box<dyn Future<Output = Result<String, RpcError>> + Send + 'a>>;
 
-/// Boxes a handler's future, serializing its result as the response to `id`.
-fn answer<'a, T, E>(id: &'a RequestId, handler: impl Future<Output = Result<T, E>> + Send + 'a) -> Handled<'a>
+/// Boxes a handler's future, serializing its result as the response to `id`. The result's type
+/// is the one the method table declares for `M`, so a handler cannot answer another shape.
+fn answer<'a, M, E>(id: &'a RequestId, handler: impl Future<Output = Result<M::Result, E>> + Send + 'a) -> Handled<'a>
 where
-    T: Serialize,
+    M: Method,
     E: Into<RpcError>,
 {
     Box::pin(async move { handler.await.map(|value| reply_text(id, &value)).map_err(Into::into) })
