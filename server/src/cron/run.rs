@@ -54,7 +54,7 @@ pub async fn run_turn(
         Ok(reservation) => reservation,
         Err(err) => return RunOutcome::failed(err),
     };
-    let reservation = match runner::persist(turns, &handle, reservation).await {
+    let reservation = match runner::persist(turns, &handle, reservation, None).await {
         Ok(reservation) => reservation,
         Err(err) => return RunOutcome::failed(err),
     };

@@ -129,6 +129,8 @@ impl ThreadManager {
         let record = self.store.thread(&handle.id).await?;
         let queue = self.store.queued_inputs(&handle.id).await?;
         let plan = self.store.plan(&handle.id).await?;
+        // Not while a change of the queue is being written here.
+        let order = handle.queue_order().await;
         let mut state = handle.state();
         if state.running.is_some() || state.deleted {
             return Ok(());
@@ -136,7 +138,7 @@ impl ThreadManager {
         match record {
             Some(record) => {
                 state.record = record;
-                state.queue = queue;
+                state.queue_mut(&order).inputs = queue;
                 state.plan = plan;
             }
             None => state.deleted = true,

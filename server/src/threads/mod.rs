@@ -13,6 +13,7 @@ pub mod fence;
 mod hub;
 pub mod manager;
 pub mod pending_approval;
+pub mod rollback;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -76,7 +77,8 @@ pub struct RunningTurn {
 pub struct ThreadState {
     pub record: ThreadRecord,
     pub running: Option<RunningTurn>,
-    pub queue: Vec<QueuedTurnInput>,
+    /// Changed only with the thread's queue-order token held ([`ThreadState::queue_mut`]).
+    queue: Queue,
     pub runtime: ThreadRuntime,
     pub deleted: bool,
     /// Tools declared on `thread/start` and the connection that serves them.
@@ -85,8 +87,6 @@ pub struct ThreadState {
     /// The connection that fronts an editor for this thread (it declared `acpExtensions` and
     /// started or last resumed the thread): the agent's file and command tools go through it.
     pub editor: Option<ConnectionId>,
-    /// Which connection queued each input: it gets that turn's notifications inline.
-    pub queued_by: HashMap<String, ConnectionId>,
     /// The latest plan snapshot (`plan/updated`).
     pub plan: Option<appserver_protocol::Plan>,
     /// The approval the running turn waits for.
@@ -99,7 +99,34 @@ pub struct ThreadState {
     pub fence: Arc<fence::ThreadFence>,
 }
 
+/// A thread's queued inputs and who queued each.
+#[derive(Debug, Default)]
+pub struct Queue {
+    pub inputs: Vec<QueuedTurnInput>,
+    /// Which connection queued each input: it gets that turn's notifications inline.
+    pub queued_by: HashMap<String, ConnectionId>,
+}
+
+/// Proof that the thread's queue-order token is held: taken with [`ThreadHandle::queue_order`],
+/// asked for by every change of the queue ([`ThreadState::queue_mut`]), so no change can skip it.
+#[derive(Debug)]
+pub struct QueueOrder<'a> {
+    _token: tokio::sync::MutexGuard<'a, ()>,
+    thread_id: &'a str,
+}
+
 impl ThreadState {
+    /// The queued inputs, in order.
+    pub fn queue(&self) -> &[QueuedTurnInput] {
+        &self.queue.inputs
+    }
+
+    /// The queue, to change, with the thread's queue-order token held.
+    pub fn queue_mut(&mut self, order: &QueueOrder<'_>) -> &mut Queue {
+        debug_assert_eq!(order.thread_id, self.record.id, "another thread's queue-order token");
+        &mut self.queue
+    }
+
     /// -32010 for a deleted thread, -32011 unless active.
     pub fn require_active(&self) -> Result<(), SessionError> {
         if self.deleted {
@@ -137,11 +164,16 @@ pub struct ThreadHandle {
     last_used: std::sync::atomic::AtomicU64,
     /// Held (across the await of the write) by every change of the queue, from before the change
     /// until it is announced or undone: queue writes commit, and are announced, one at a time and
-    /// in order, and a failed one can be undone exactly.
-    pub queue_order: tokio::sync::Mutex<()>,
+    /// in order, and a failed one can be undone exactly ([`ThreadHandle::queue_order`]).
+    queue_token: tokio::sync::Mutex<()>,
 }
 
 impl ThreadHandle {
+    /// Takes the thread's queue-order token (waiting for a change of the queue being written).
+    pub async fn queue_order(&self) -> QueueOrder<'_> {
+        QueueOrder { _token: self.queue_token.lock().await, thread_id: &self.id }
+    }
+
     fn new(loaded: Loaded, (fence, log): (Arc<fence::ThreadFence>, Arc<dyn event_log::EventLog>)) -> Self {
         let Loaded { record, mut queue, plan, last_seq } = loaded;
         // Guidance promised to a turn that is no longer running goes back to the queue.
@@ -155,13 +187,12 @@ impl ThreadHandle {
             state: Mutex::new(ThreadState {
                 record,
                 running: None,
-                queue,
+                queue: Queue { inputs: queue, queued_by: HashMap::new() },
                 runtime: ThreadRuntime::default(),
                 deleted: false,
                 dynamic_tools: Vec::new(),
                 dynamic_tools_owner: None,
                 editor: None,
-                queued_by: HashMap::new(),
                 plan,
                 pending_approval: None,
                 session_approvals: Default::default(),
@@ -171,7 +202,7 @@ impl ThreadHandle {
             hub: EventHub::new(&record_id, announce, log, last_seq),
             fence,
             last_used: Default::default(),
-            queue_order: tokio::sync::Mutex::new(()),
+            queue_token: tokio::sync::Mutex::new(()),
         }
     }
 

@@ -8,7 +8,7 @@ use super::ThreadState;
 
 /// The wire thread for a loaded thread's state, with the given turns.
 pub fn thread(state: &ThreadState, turns: Vec<Turn>) -> Thread {
-    let mut thread = thread_from_record(&state.record, Some(state.runtime), state.queue.clone(), turns);
+    let mut thread = thread_from_record(&state.record, Some(state.runtime), state.queue().to_vec(), turns);
     thread.plan = state.plan.clone();
     thread
 }

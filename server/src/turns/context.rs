@@ -394,29 +394,31 @@ impl TurnContext {
     pub async fn take_guidance(&mut self) -> Result<Vec<QueuedTurnInput>, TurnError> {
         // The queue without them is announced only once it has committed; if that fails, they
         // stay promised (finalize returns them to the queue).
-        let queue_order = self.handle.queue_order.lock().await;
+        let order = self.handle.queue_order().await;
         let (taken, before, write) = {
             let mut state = self.handle.state();
-            let before = state.queue.clone();
+            let queue = state.queue_mut(&order);
+            let before = queue.inputs.clone();
             let (taken, kept): (Vec<_>, Vec<_>) =
-                state.queue.drain(..).partition(|q| q.status == QueuedInputStatus::GuidancePending);
-            state.queue = kept;
+                queue.inputs.drain(..).partition(|q| q.status == QueuedInputStatus::GuidancePending);
+            queue.inputs = kept;
             if taken.is_empty() {
                 return Ok(Vec::new());
             }
             (taken, before, crate::turns::runner::save_queue(&self.turns, &state))
         };
         if let Err(err) = write.announce(&self.turns).await {
-            self.handle.state().queue = before;
+            self.handle.state().queue_mut(&order).inputs = before;
             return Err(err.into());
         }
         {
             let mut state = self.handle.state();
+            let queue = state.queue_mut(&order);
             for input in &taken {
-                state.queued_by.remove(&input.id);
+                queue.queued_by.remove(&input.id);
             }
         }
-        drop(queue_order);
+        drop(order);
         for input in &taken {
             let prepared = PreparedInput {
                 native: input.native_input_parts.clone(),

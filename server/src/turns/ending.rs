@@ -142,13 +142,14 @@ pub(super) async fn finalize(
     }
     let wire_turn = wire::turn(&turn, ctx.items);
 
-    let _queue_order = handle.queue_order.lock().await;
+    let order = handle.queue_order().await;
     let (restored, next, ended) = {
         let mut state = handle.state();
         state.running = None;
         // Guidance that never reached the agent goes back to the queue.
         let mut restored = false;
-        for queued in state.queue.iter_mut().filter(|q| q.status == QueuedInputStatus::GuidancePending) {
+        let guidance = state.queue_mut(&order).inputs.iter_mut();
+        for queued in guidance.filter(|q| q.status == QueuedInputStatus::GuidancePending) {
             queued.status = QueuedInputStatus::Queued;
             restored = true;
         }
@@ -166,7 +167,7 @@ pub(super) async fn finalize(
         let restored = restored.then(|| save_queue(turns, &state));
         // Only a successful turn consumes the queue (Session Core 4.1.1).
         let next = if turn.status == TurnStatus::Completed && !state.deleted && !turns.shutdown.is_cancelled() {
-            dequeue(turns, &handle.hub, &mut state)
+            dequeue(turns, &handle.hub, &mut state, &order)
         } else {
             None
         };
@@ -185,7 +186,7 @@ pub(super) async fn finalize(
         }
     }
     if let Some(reservation) = next {
-        start_reserved(turns, handle.clone(), reservation).await;
+        start_reserved(turns, handle.clone(), reservation, &order).await;
     }
 }
 

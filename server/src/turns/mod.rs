@@ -9,6 +9,7 @@ pub mod context;
 mod ending;
 pub mod input;
 pub mod ownership;
+pub mod queue;
 pub mod runner;
 pub mod tools;
 pub mod view_calls;

@@ -7,7 +7,7 @@
 //! connection that started them closes.
 //!
 //! The thread's queue lives here too: every change of it is written, then announced
-//! (`thread/queue/updated`) under the thread's `queue_order` token, and undone if the write fails.
+//! (`thread/queue/updated`) under the thread's queue order (`QueueOrder`), and undone if the write fails.
 
 use std::sync::Arc;
 
@@ -25,8 +25,8 @@ use crate::ports::{Client, ConnectionId};
 use crate::store::{StoreError, ThreadWrite, TurnRecord, WriteOp, item_id, turn_id};
 use crate::threads::fence::FencedTicket;
 use crate::threads::{
-    AnnounceGate, EventHub, Publication, RunningTurn, SessionError, ThreadHandle, ThreadState, TurnBegun,
-    broadcast_about, frame, set_runtime, wire,
+    AnnounceGate, EventHub, Publication, Queue, QueueOrder, RunningTurn, SessionError, ThreadHandle, ThreadState,
+    TurnBegun, broadcast_about, frame, set_runtime, wire,
 };
 use crate::turns::TurnService;
 
@@ -201,12 +201,13 @@ fn opening_events(thread_id: &str, turn: &TurnRecord, user_item: &Item) -> Resul
 }
 
 /// Waits for the turn's start to be written. For a dequeued input, the queue without it is
-/// announced then (hold the thread's `queue_order` around [`dequeue`] and this). On failure nothing
-/// of the start was kept: the thread is free again and a dequeued input is back in its place.
+/// announced then (`order`: the token [`dequeue`] was given, still held). On failure nothing of
+/// the start was kept: the thread is free again and a dequeued input is back in its place.
 pub async fn persist(
     turns: &TurnService,
     handle: &ThreadHandle,
     mut reservation: Reservation,
+    order: Option<&QueueOrder<'_>>,
 ) -> Result<Reservation, SessionError> {
     let Some(start) = reservation.start.as_mut() else { return Ok(reservation) };
     if let Err(err) = start.committed().await {
@@ -223,11 +224,18 @@ pub async fn persist(
             state.record.display_name = None;
         }
         if let Some(dequeued) = reservation.dequeued.take() {
-            let index = dequeued.index.min(state.queue.len());
-            if let Some(by) = reservation.queued_by {
-                state.queued_by.insert(dequeued.input.id.clone(), by);
+            match order {
+                Some(order) => {
+                    let queue = state.queue_mut(order);
+                    let index = dequeued.index.min(queue.inputs.len());
+                    if let Some(by) = reservation.queued_by {
+                        queue.queued_by.insert(dequeued.input.id.clone(), by);
+                    }
+                    queue.inputs.insert(index, dequeued.input);
+                }
+                // Not reached: only `dequeue` makes a dequeued reservation, and it is given the token.
+                None => tracing::error!(thread = %handle.id, "a dequeued input persisted without the queue order"),
             }
-            state.queue.insert(index, dequeued.input);
         }
         set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
         return Err(err.into());
@@ -318,15 +326,22 @@ async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Re
     finalize(&turns, &handle, turn, ctx, outcome).await;
 }
 
-/// Under the lock (and the thread's `queue_order`): if the thread is idle and has a queued input,
+/// Under the lock and the thread's queue order: if the thread is idle and has a queued input,
 /// reserves a turn for it. The turn's start and the queue without the input are one write unit,
 /// so the input is never both queued and started, nor lost; [`persist`] announces the queue.
-pub fn dequeue(turns: &TurnService, hub: &EventHub, state: &mut ThreadState) -> Option<Reservation> {
+pub fn dequeue(
+    turns: &TurnService,
+    hub: &EventHub,
+    state: &mut ThreadState,
+    order: &QueueOrder<'_>,
+) -> Option<Reservation> {
     if state.running.is_some() || state.record.status != appserver_protocol::ThreadStatus::Active {
         return None;
     }
-    let index = state.queue.iter().position(|q| q.status == QueuedInputStatus::Queued)?;
-    let queued = state.queue.remove(index);
+    let queue = state.queue_mut(order);
+    let index = queue.inputs.iter().position(|q| q.status == QueuedInputStatus::Queued)?;
+    let queued = queue.inputs.remove(index);
+    let queued_by = queue.queued_by.remove(&queued.id);
     let input = PreparedInput {
         native: queued.native_input_parts.clone(),
         materialized: queued.materialized_input_parts.clone(),
@@ -334,43 +349,44 @@ pub fn dequeue(turns: &TurnService, hub: &EventHub, state: &mut ThreadState) -> 
         sender: queued.sender.clone(),
         delivery_mode: Some("queued".to_owned()),
     };
-    let save = ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() };
-    let queued_by = state.queued_by.remove(&queued.id);
+    let save = ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue().to_vec() };
     let origin = Origin { channel: None, starter: queued_by.and_then(|id| turns.clients.client(id)) };
     match reserve_with(turns, hub, state, input, None, origin, vec![save.into()]) {
         Ok(mut reservation) => {
             reservation.queued_by = queued_by;
-            reservation.dequeued = Some(Dequeued { index, input: queued, queue: state.queue.clone() });
+            reservation.dequeued = Some(Dequeued { index, input: queued, queue: state.queue().to_vec() });
             Some(reservation)
         }
         Err(err) => {
             tracing::warn!(thread = %state.record.id, error = %err, "cannot start the queued input");
+            let queue = state.queue_mut(order);
             if let Some(by) = queued_by {
-                state.queued_by.insert(queued.id.clone(), by);
+                queue.queued_by.insert(queued.id.clone(), by);
             }
-            state.queue.insert(index, queued);
+            queue.inputs.insert(index, queued);
             None
         }
     }
 }
 
-/// Under the lock (and the thread's `queue_order`): checks the queue's cap and queues an input,
+/// Under the lock and the thread's queue order: checks the queue's cap and queues an input,
 /// remembering who queued it. Announce (or undo, with [`unqueue`]) the returned write outside
 /// the lock; then [`dequeue`] starts it if nothing runs.
 fn enqueue(
     turns: &TurnService,
     state: &mut ThreadState,
+    order: &QueueOrder<'_>,
     input: PreparedInput,
     by: Option<ConnectionId>,
 ) -> Result<(QueuedTurnInput, QueueWrite), SessionError> {
     state.require_active()?;
     let max = turns.config.max_queued_inputs;
-    if state.queue.len() >= max {
+    if state.queue().len() >= max {
         return Err(SessionError::QueueFull { thread: state.record.id.clone(), max });
     }
     let now = UtcTime::now();
     let mut id = queued_input_id(now);
-    while state.queue.iter().any(|q| q.id == id) {
+    while state.queue().iter().any(|q| q.id == id) {
         id = queued_input_id(now);
     }
     let queued = QueuedTurnInput {
@@ -384,10 +400,11 @@ fn enqueue(
         created_at: now.rfc3339(),
         ready_after_turn_id: state.running.as_ref().map(|r| r.id.clone()),
     };
+    let queue = state.queue_mut(order);
     if let Some(by) = by {
-        state.queued_by.insert(queued.id.clone(), by);
+        queue.queued_by.insert(queued.id.clone(), by);
     }
-    state.queue.push(queued.clone());
+    queue.inputs.push(queued.clone());
     Ok((queued, save_queue(turns, state)))
 }
 
@@ -413,14 +430,14 @@ pub async fn enqueue_durably(
     if turns.draining.is_cancelled() {
         return Err(SessionError::ShuttingDown);
     }
-    let _queue_order = handle.queue_order.lock().await;
+    let order = handle.queue_order().await;
     let mut attempt = 1;
     let queued_input = loop {
-        let (queued_input, write) = enqueue(turns, &mut handle.state(), input.clone(), by)?;
+        let (queued_input, write) = enqueue(turns, &mut handle.state(), &order, input.clone(), by)?;
         match write.announce(turns).await {
             Ok(_) => break queued_input,
             Err(err) => {
-                unqueue(&mut handle.state(), &queued_input.id);
+                unqueue(handle.state().queue_mut(&order), &queued_input.id);
                 // Queued-input ids are unique across threads: on a collision, try another id.
                 if !(err.is_conflict() && attempt < QUEUED_ID_ATTEMPTS) {
                     return Err(err.into());
@@ -429,9 +446,9 @@ pub async fn enqueue_durably(
             }
         }
     };
-    let next = dequeue(turns, &handle.hub, &mut handle.state());
+    let next = dequeue(turns, &handle.hub, &mut handle.state(), &order);
     let started = match next {
-        Some(reservation) => match persist(turns, handle, reservation).await {
+        Some(reservation) => match persist(turns, handle, reservation, Some(&order)).await {
             Ok(reservation) => Some(reservation),
             // The input itself is queued (and stays so); only starting it failed.
             Err(err) => {
@@ -441,7 +458,7 @@ pub async fn enqueue_durably(
         },
         None => None,
     };
-    let queued_inputs = handle.state().queue.clone();
+    let queued_inputs = handle.state().queue().to_vec();
     Ok(Enqueued { queued_input, queued_inputs, started })
 }
 
@@ -449,9 +466,9 @@ pub async fn enqueue_durably(
 const QUEUED_ID_ATTEMPTS: u32 = 3;
 
 /// Undoes [`enqueue`] of `id` whose write failed.
-fn unqueue(state: &mut ThreadState, id: &str) {
-    state.queue.retain(|q| q.id != id);
-    state.queued_by.remove(id);
+fn unqueue(queue: &mut Queue, id: &str) {
+    queue.inputs.retain(|q| q.id != id);
+    queue.queued_by.remove(id);
 }
 
 /// `queued_20260425100000000_ab12cd`
@@ -483,15 +500,15 @@ impl QueueWrite {
     }
 }
 
-/// Under the lock (and the thread's `queue_order`): submits the thread's queue as it now is.
+/// Under the lock and the thread's queue order: submits the thread's queue as it now is.
 pub fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
     let ticket = state.fence.submit(
         &turns.store,
-        ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue.clone() },
+        ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue().to_vec() },
     );
     QueueWrite {
         thread_id: state.record.id.clone(),
-        queue: state.queue.clone(),
+        queue: state.queue().to_vec(),
         ticket,
         announce: state.announce.clone(),
     }
@@ -508,9 +525,14 @@ fn broadcast_queue(turns: &TurnService, announce: &AnnounceGate, thread_id: &str
     );
 }
 
-/// Persists a reservation made without a request (a dequeued input) and runs it.
-pub async fn start_reserved(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
-    match persist(turns, &handle, reservation).await {
+/// Persists a reservation made without a request (a dequeued input, `order` still held) and runs it.
+pub async fn start_reserved(
+    turns: &Arc<TurnService>,
+    handle: Arc<ThreadHandle>,
+    reservation: Reservation,
+    order: &QueueOrder<'_>,
+) {
+    match persist(turns, &handle, reservation, Some(order)).await {
         Ok(reservation) => spawn(turns, handle, reservation),
         Err(err) => tracing::error!(thread = %handle.id, error = %err, "cannot start the queued turn"),
     }

@@ -16,7 +16,7 @@ use appserver_protocol::jsonrpc::RequestId;
 use crate::rpc::dispatch::reply_text;
 use crate::rpc::{OutFrame, RequestCtx};
 use crate::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
-use crate::threads::{SessionError, Subscribed, ThreadHandle, ThreadState, event_log, new_thread_id, wire};
+use crate::threads::{SessionError, Subscribed, ThreadHandle, ThreadState, event_log, new_thread_id, rollback, wire};
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -332,32 +332,9 @@ pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadPa
 }
 
 pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -> Result<ThreadResult, SessionError> {
-    if p.num_turns < 1 {
-        return Err(SessionError::InvalidParams("numTurns: must be at least 1".into()));
-    }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    // Checked and submitted under the thread's lock, bounded by the sequence number checked: a
-    // turn reserved after this point is written after the delete and is out of its reach.
-    let ticket = {
-        let state = handle.state();
-        state.require_exists()?;
-        if state.record.status == ThreadStatus::Archived {
-            return Err(SessionError::ThreadNotActive { id: p.thread_id, status: "archived" });
-        }
-        if state.running.is_some() {
-            return Err(SessionError::TurnInProgress(p.thread_id));
-        }
-        ctx.state.store.submit(ThreadWrite::DeleteLastTurns {
-            thread_id: p.thread_id.clone(),
-            before_seq: state.record.next_turn_seq,
-            count: p.num_turns,
-        })
-    };
-    // Test support: `debug/rollback/hold` parks the rollback here, after its check.
-    ctx.state.debug.rollback_gate(&p.thread_id).await;
-    ticket.wait().await?;
-    let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
-    Ok(ThreadResult { thread: wire::thread(&handle.state(), turns) })
+    let thread = rollback::rollback(&ctx.state.store, &ctx.state.debug, &handle, p.num_turns).await?;
+    Ok(ThreadResult { thread })
 }
 
 pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams) -> Result<EmptyResult, SessionError> {

@@ -2,8 +2,8 @@
 //! `turn/steer` (protocol section 5).
 
 use appserver_protocol::{
-    EmptyResult, HistoryMode, QueuedInputStatus, QueuedInputsResult, TurnEnqueueParams, TurnEnqueueResult,
-    TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
+    EmptyResult, HistoryMode, QueuedInputsResult, TurnEnqueueParams, TurnEnqueueResult, TurnInterruptParams,
+    TurnQueueRemoveParams, TurnResult, TurnStartParams, TurnSteerParams, TurnSteerResult,
 };
 
 use crate::rpc::RequestCtx;
@@ -11,6 +11,7 @@ use crate::rpc::forward::{self, Need};
 use crate::store::{StoreError, parse_seq};
 use crate::threads::SessionError;
 use crate::turns::input::{self, PreparedInput};
+use crate::turns::queue;
 use crate::turns::runner::{self, Origin};
 
 /// Tries of a turn start whose allocation found the thread changed by another instance.
@@ -72,7 +73,7 @@ async fn start_here(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, 
                 origin.clone(),
             )?
         };
-        match runner::persist(&ctx.state.turns, &handle, reservation).await {
+        match runner::persist(&ctx.state.turns, &handle, reservation, None).await {
             // Another instance started a turn since this one read the thread: read it again.
             Err(SessionError::Store(StoreError::Stale(what))) if attempt < STALE_ATTEMPTS => {
                 tracing::info!(thread = %p.thread_id, what, "the thread changed elsewhere; reading it again");
@@ -160,29 +161,8 @@ pub async fn handle_turn_queue_remove(
         return Ok(answer);
     }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    let _queue_order = handle.queue_order.lock().await;
-    let (index, removed, by, write) = {
-        let mut state = handle.state();
-        state.require_exists()?;
-        let Some(index) = state.queue.iter().position(|q| q.id == p.queued_input_id) else {
-            return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
-        };
-        let removed = state.queue.remove(index);
-        let by = state.queued_by.remove(&p.queued_input_id);
-        (index, removed, by, runner::save_queue(&ctx.state.turns, &state))
-    };
-    match write.announce(&ctx.state.turns).await {
-        Ok(queued_inputs) => Ok(QueuedInputsResult { queued_inputs }),
-        Err(err) => {
-            let mut state = handle.state();
-            if let Some(by) = by {
-                state.queued_by.insert(removed.id.clone(), by);
-            }
-            let index = index.min(state.queue.len());
-            state.queue.insert(index, removed);
-            Err(err.into())
-        }
-    }
+    let queued_inputs = queue::remove(&ctx.state.turns, &handle, &p.queued_input_id).await?;
+    Ok(QueuedInputsResult { queued_inputs })
 }
 
 pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<TurnSteerResult, SessionError> {
@@ -190,28 +170,6 @@ pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<T
         return Ok(answer);
     }
     let handle = ctx.state.threads.get(&p.thread_id).await?;
-    let _queue_order = handle.queue_order.lock().await;
-    let write = {
-        let mut state = handle.state();
-        state.require_active()?;
-        let running = state.running.as_ref().map(|r| r.id.clone());
-        if running.as_deref() != Some(p.expected_turn_id.as_str()) {
-            return Err(SessionError::TurnNotRunning(p.expected_turn_id));
-        }
-        let Some(queued) = state.queue.iter_mut().find(|q| q.id == p.queued_input_id) else {
-            return Err(SessionError::InvalidParams(format!("queuedInputId: no queued input {}", p.queued_input_id)));
-        };
-        queued.status = QueuedInputStatus::GuidancePending;
-        runner::save_queue(&ctx.state.turns, &state)
-    };
-    match write.announce(&ctx.state.turns).await {
-        Ok(queued_inputs) => Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs }),
-        Err(err) => {
-            let mut state = handle.state();
-            if let Some(queued) = state.queue.iter_mut().find(|q| q.id == p.queued_input_id) {
-                queued.status = QueuedInputStatus::Queued;
-            }
-            Err(err.into())
-        }
-    }
+    let queued_inputs = queue::steer(&ctx.state.turns, &handle, &p.expected_turn_id, &p.queued_input_id).await?;
+    Ok(TurnSteerResult { turn_id: p.expected_turn_id, queued_inputs })
 }
