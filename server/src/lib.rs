@@ -16,6 +16,7 @@ pub mod commands;
 pub mod config;
 pub mod cron;
 pub mod debug;
+pub mod delivery;
 pub mod lock;
 pub mod mcp;
 pub mod mcphost;

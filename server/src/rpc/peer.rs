@@ -45,6 +45,9 @@ pub enum CloseReason {
     ProtocolError,
     /// A text message that is not UTF-8 (WebSocket 1007).
     InvalidUtf8,
+    /// A channel adapter whose channel is not accepted (WebSocket 1008), after the
+    /// `system/event` that says so.
+    ChannelRejected,
 }
 
 impl CloseReason {
@@ -54,7 +57,7 @@ impl CloseReason {
             CloseReason::Shutdown => 1012,
             CloseReason::ProtocolError => 1002,
             CloseReason::InvalidUtf8 => 1007,
-            CloseReason::TooSlow => 1008,
+            CloseReason::TooSlow | CloseReason::ChannelRejected => 1008,
             CloseReason::MessageTooBig => 1009,
         }
     }
@@ -68,6 +71,7 @@ impl CloseReason {
             CloseReason::PingTimeout => "no pong received",
             CloseReason::ProtocolError => "WebSocket protocol error",
             CloseReason::InvalidUtf8 => "text message is not valid UTF-8",
+            CloseReason::ChannelRejected => "channel not accepted",
         }
     }
 }

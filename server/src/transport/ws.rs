@@ -303,9 +303,10 @@ async fn finish(socket: &mut Socket, mut out: Outgoing<'_>) {
         return;
     }
     let reason = out.peer.close_reason();
-    if reason == Some(CloseReason::Shutdown) {
-        // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
-        // still goes out ahead of the close frame; a client that does not read gets 1 s.
+    if matches!(reason, Some(CloseReason::Shutdown | CloseReason::ChannelRejected)) {
+        // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers;
+        // the `system/event` that rejects an adapter) still goes out ahead of the close frame;
+        // a client that does not read gets 1 s.
         out.queue.close();
         let drain = write_queued(socket, &mut out, None, Vec::new());
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;
