@@ -294,3 +294,34 @@ async fn an_adapter_of_a_channel_the_workspace_does_not_accept_is_rejected() {
     let listed = weixin.request("channel/status", json!({})).await.unwrap();
     assert_eq!(listed["channels"][0]["running"], true, "{listed}");
 }
+
+/// Two instances on one database, the adapter connected to one of them, the job run by the
+/// other (only its clock passes the runs): each result reaches the adapter once, from the
+/// instance it is connected to; the next message it gets is the next run's result, not a repeat.
+#[tokio::test]
+async fn in_cluster_mode_a_result_is_delivered_once_by_the_adapters_instance() {
+    let test = "in_cluster_mode_a_result_is_delivered_once_by_the_adapters_instance";
+    let Some(mut cluster) = appserver_tests::cluster::Cluster::new(test).await else { return };
+    let mock = MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["First reminder."], (7, 4))),
+        Reply::Sse(text_reply(&["Second reminder."], (7, 4))),
+    ])
+    .await;
+    let a = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let b = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut telegram = adapter(&b, json!([])).await;
+    job_from_chat(&mut telegram).await;
+    let on_a = a.ws_client_initialized().await.unwrap();
+    let mut texts = Vec::new();
+    for _ in 0..2 {
+        on_a.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+        let (id, params) = next_request(&mut telegram, "ext/channel/send").await;
+        texts.push(params["message"]["text"].clone());
+        telegram.respond(&id, json!({ "delivered": true }));
+    }
+    assert_eq!(texts, [json!("First reminder."), json!("Second reminder.")], "each result once, in order");
+    drop((a, b));
+    cluster.db.drop_now();
+}
