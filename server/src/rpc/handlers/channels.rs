@@ -45,7 +45,9 @@ async fn rejection(state: &ServerState, channel: &str) -> Option<String> {
 
 /// Once a WebSocket channel adapter has initialized: a rejected one gets `system/event`
 /// `channelRejected` and is closed (DotCraft's external channel adapter spec, section 5.1);
-/// otherwise the messages kept for its channel start going out.
+/// otherwise the messages kept for its channel start going out. The check reads the config file,
+/// so it ends a moment after `initialized`: an adapter is not held back meanwhile (one that is
+/// then rejected could be sent a message in that moment).
 pub async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
     let Some(adapter) = peer.session.client().and_then(|c| c.adapter.clone()) else { return };
     let why = match peer.transport {
