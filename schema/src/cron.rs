@@ -5,8 +5,8 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
-/// `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
-/// an appserver extension).
+/// `daily` at `dailyHour:dailyMinute`, or on a `cron` expression (`expr`, five fields; an
+/// appserver extension); `daily` and `cron` times are in the IANA zone `tz` (absent: UTC).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct CronSchedule {
@@ -51,6 +51,19 @@ pub struct CronJobInfo {
     pub created_at_ms: i64,
     pub delete_after_run: bool,
     pub state: CronJobState,
+    /// Where each run's result is also delivered (appserver extension; absent: nowhere but
+    /// `system/jobResult`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery: Option<CronDelivery>,
+}
+
+/// A job's delivery target: a chat channel's adapter (`ext/channel/send`) and the platform's
+/// target there (the chat or group the job was made in).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CronDelivery {
+    pub channel: String,
+    pub to: String,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -28,6 +28,9 @@ use crate::cron::{
     CronEnableParams, CronJobIdParams, CronJobResult, CronListParams, CronListResult, CronRunResult,
     CronStateChangedParams, HeartbeatTriggerParams, HeartbeatTriggerResult, JobResultParams,
 };
+use crate::delivery::{
+    ExtChannelHeartbeatParams, ExtChannelSendParams, ExtChannelSendResult, ExtChannelToolCallParams, SystemEventParams,
+};
 use crate::initialize::{InitializeParams, InitializeResult, InitializedParams};
 use crate::item::{
     CommandExecutionOutputDeltaParams, ItemEventParams, PlanUpdatedParams, TextDeltaParams,
@@ -349,6 +352,9 @@ notification_table! { ServerNotification, server_notification_schemas;
     CronStateChanged => "cron/stateChanged" (CronStateChangedParams);
     /// A cron run's result (section 6.9).
     JobResult => "system/jobResult" (JobResultParams);
+    /// A system-level event (section 6.7): `channelRejected` before an adapter is closed,
+    /// `deliveryFailed` when a message for a channel was given up.
+    SystemEvent => "system/event" (SystemEventParams);
 }
 
 request_table! { ServerRequest, server_request_schemas;
@@ -360,6 +366,12 @@ request_table! { ServerRequest, server_request_schemas;
     ExtAppCommand => "ext/app/command" (ExtAppCommandParams) -> AppCommandResult;
     /// Run a dynamic tool the client declared on `thread/start`.
     DynamicToolCall => "item/tool/call" (DynamicToolCallParams) -> DynamicToolCallResult;
+    /// Deliver a message through a channel adapter (section 11.2.1).
+    ExtChannelSend => "ext/channel/send" (ExtChannelSendParams) -> ExtChannelSendResult;
+    /// Run a tool a channel adapter declared in `channelTools` (section 11.2.3).
+    ExtChannelToolCall => "ext/channel/toolCall" (ExtChannelToolCallParams) -> DynamicToolCallResult;
+    /// Health probe of a channel adapter; it answers `{}` at once.
+    ExtChannelHeartbeat => "ext/channel/heartbeat" (ExtChannelHeartbeatParams) -> EmptyResult;
     /// ACP tool proxy: read a text file as the editor has it (section 11.3).
     AcpReadTextFile => "ext/acp/fs/readTextFile" (AcpReadTextFileParams) -> AcpReadTextFileResult;
     /// ACP tool proxy: write a text file through the editor.

@@ -9,6 +9,16 @@ use appserver_protocol::ChannelInfo;
 /// Origins of DotCraft's own clients: the terminal client, the desktop client, and IDEs over ACP.
 pub const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
 
+/// Origins the server uses itself, refused as external channel names besides the built-ins.
+pub const RESERVED_CHANNELS: &[&str] = &["commit-message", "cron", "heartbeat", "system", "subagent"];
+
+/// Whether `name` can be a chat channel an adapter serves (not a built-in or reserved origin).
+pub fn is_adapter_channel(name: &str) -> bool {
+    let name = name.trim();
+    !name.is_empty()
+        && !BUILTIN_CHANNELS.iter().chain(RESERVED_CHANNELS).any(|reserved| reserved.eq_ignore_ascii_case(name))
+}
+
 /// Most distinct stored origins listed (the rest are left out).
 pub const MAX_STORED_ORIGINS: u32 = 1000;
 

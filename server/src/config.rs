@@ -105,6 +105,41 @@ pub struct ServerConfig {
     /// The agent's commands (`Exec`) and terminals (`--sandbox-mode`, `--exec-timeout-ms`,
     /// `--exec-hide-env`, `[shell]`).
     pub shell: ShellSettings,
+    /// Requests to channel adapters and the messages kept for them (`--channel-*`).
+    pub channels: ChannelSettings,
+}
+
+/// How the server talks to channel adapters and keeps their messages.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ChannelSettings {
+    /// How long an adapter has to answer `ext/channel/send`, `ext/channel/toolCall` or
+    /// `ext/channel/heartbeat` (`--channel-request-timeout-ms`).
+    pub request_timeout: Duration,
+    /// How often each connected adapter is probed with `ext/channel/heartbeat`; one that does
+    /// not answer in time is disconnected (`--channel-probe-interval-ms`).
+    pub probe_interval: Duration,
+    /// How long a message waits for its adapter before it is dropped (`--channel-message-ttl-ms`).
+    pub message_ttl: Duration,
+    /// The first retry's delay after a failed delivery, doubled each time up to a minute
+    /// (`--channel-retry-base-ms`).
+    pub retry_base: Duration,
+    /// Deliveries tried before a message is given up.
+    pub max_attempts: i64,
+    /// Messages kept per channel; a new one past it is refused.
+    pub max_queued: i64,
+}
+
+impl Default for ChannelSettings {
+    fn default() -> Self {
+        ChannelSettings {
+            request_timeout: Duration::from_secs(10),
+            probe_interval: Duration::from_secs(30),
+            message_ttl: Duration::from_secs(24 * 3600),
+            retry_base: Duration::from_secs(1),
+            max_attempts: 5,
+            max_queued: 1000,
+        }
+    }
 }
 
 /// How the agent's commands run.
@@ -399,6 +434,7 @@ impl ServerConfig {
             shutdown_grace: DEFAULT_SHUTDOWN_GRACE,
             min_kept_events: 4096,
             shell: ShellSettings::default(),
+            channels: ChannelSettings::default(),
         }
     }
 

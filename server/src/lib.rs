@@ -16,6 +16,7 @@ mod commands;
 mod config;
 mod cron;
 mod debug;
+mod delivery;
 mod lock;
 mod mcp;
 mod mcphost;

@@ -16,7 +16,8 @@ use std::time::Duration;
 
 use appserver_protocol::jsonrpc::ErrorObject;
 use appserver_protocol::{
-    AcpExtensions, ApprovalRequestParams, DynamicToolCallParams, ExtAppCommandParams, ExtAppQueryParams,
+    AcpExtensions, ApprovalRequestParams, DynamicToolCallParams, DynamicToolSpec, ExtAppCommandParams,
+    ExtAppQueryParams,
 };
 use bytes::Bytes;
 use serde_json::value::RawValue;
@@ -102,6 +103,30 @@ pub enum AcpCall {
     TerminalRelease,
 }
 
+/// A request of the unified channel runtime (DotCraft AppServer protocol section 11.2) to a
+/// channel adapter.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChannelCall {
+    /// Deliver a message.
+    Send,
+    /// Run one of the adapter's declared tools.
+    ToolCall,
+    /// Health probe.
+    Heartbeat,
+}
+
+/// What a channel adapter declared at `initialize` (`capabilities.channelAdapter`), validated
+/// once for the connection's life.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ChannelAdapter {
+    /// `channelName`, as declared.
+    pub channel: String,
+    /// `deliveryCapabilities.structuredDelivery`: it takes `ext/channel/send`.
+    pub structured_delivery: bool,
+    /// The `channelTools` kept (valid, distinct, within the bounds).
+    pub tools: Vec<DynamicToolSpec>,
+}
+
 /// Something the domain notifies and asks: a connected client.
 pub trait Client: Send + Sync + fmt::Debug {
     fn id(&self) -> ConnectionId;
@@ -127,6 +152,26 @@ pub trait Client: Send + Sync + fmt::Debug {
     fn channel_adapter(&self) -> Option<String> {
         None
     }
+
+    /// What the client declared as a channel adapter, if it is one.
+    fn channel_declaration(&self) -> Option<Arc<ChannelAdapter>> {
+        None
+    }
+
+    /// Sends a unified channel runtime request; waits at most `timeout`.
+    fn channel_call<'a>(
+        &'a self,
+        call: ChannelCall,
+        params: serde_json::Value,
+        timeout: Duration,
+    ) -> PendingAnswer<'a> {
+        let _ = (call, params, timeout);
+        Box::pin(std::future::ready(Err(CallError::Closed)))
+    }
+
+    /// Closes the client's connection because it stopped answering (a channel adapter that
+    /// failed its health probe); it may connect again.
+    fn close_unresponsive(&self) {}
 
     /// Sends a notification if the client wants it; never awaits. Returns whether it was queued.
     fn notify(&self, method: &str, frame: &OutFrame) -> bool;

@@ -128,6 +128,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     }
     state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
     state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
+    state.tasks.spawn(state.delivery.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
     start_cluster_tasks(&state);
     let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
@@ -310,7 +311,9 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
-    let cron = crate::cron::CronService::new(store.clone(), turns.clone(), threads.clone(), clients.clone());
+    let delivery = crate::delivery::DeliveryService::new(store.clone(), clients.clone(), config.channels.clone());
+    let cron =
+        crate::cron::CronService::new(store.clone(), turns.clone(), threads.clone(), clients.clone(), delivery.clone());
     let _ = cron_slot.set(cron.clone());
     Arc::new(ServerState {
         config,
@@ -330,6 +333,7 @@ fn assemble(
         config_file,
         skills,
         cron,
+        delivery,
     })
 }
 

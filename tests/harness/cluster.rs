@@ -51,8 +51,19 @@ impl Cluster {
 
     /// [`Cluster::instance_with`], reaching NATS at `nats` (a server of the test's own).
     pub async fn instance_on(&mut self, builder: ServerBuilder, nats: &str) -> ServerProcess {
+        self.instance_prepared(builder, nats, |_| {}).await
+    }
+
+    /// [`Cluster::instance_on`], its workspace prepared by `prepare` (e.g. a config file) first.
+    pub async fn instance_prepared(
+        &mut self,
+        builder: ServerBuilder,
+        nats: &str,
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> ServerProcess {
         self.workspaces.push(tempfile::tempdir().unwrap());
         let dir = self.workspaces.last().unwrap().path().to_path_buf();
+        prepare(&dir);
         let ttl = self.lease_ttl.to_string();
         builder
             .workspace(&dir)

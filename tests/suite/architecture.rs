@@ -15,7 +15,7 @@ const LAYERS: &[&[&str]] = &[
     &["store", "debug", "channels", "cluster"],
     &["config"],
     &["model", "threads"],
-    &["commands", "apps", "shell", "mcphost", "workspace"],
+    &["commands", "apps", "shell", "mcphost", "workspace", "delivery"],
     &["skills"],
     &["turns"],
     &["cron"],
@@ -48,6 +48,7 @@ const DOMAIN: &[&str] = &[
     "workspace",
     "skills",
     "cron",
+    "delivery",
 ];
 
 const MAX_FILE_LINES: usize = 600;

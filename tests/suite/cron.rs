@@ -208,3 +208,60 @@ async fn the_heartbeat_runs_its_file_on_demand_and_on_its_interval() {
     let result = next_event(&mut client, "system/jobResult").await;
     assert_eq!((result["result"].clone(), result["threadId"].clone()), (json!("Checked again."), json!(thread_id)));
 }
+
+/// Two instances on one database, both with `[heartbeat] interval_ms` and a `HEARTBEAT.md`,
+/// both of whose clocks pass the interval: the periodic heartbeat runs once.
+#[tokio::test]
+async fn in_cluster_mode_the_periodic_heartbeat_runs_on_one_instance_only() {
+    let test = "in_cluster_mode_the_periodic_heartbeat_runs_on_one_instance_only";
+    let Some(mut cluster) = appserver_tests::cluster::Cluster::new(test).await else { return };
+    let mock = MockModel::start(vec![
+        Reply::Sse(text_reply(&["HEARTBEAT_OK"], (5, 1))),
+        Reply::Sse(text_reply(&["Again."], (5, 1))),
+    ])
+    .await;
+    let prepare = |dir: &std::path::Path| {
+        std::fs::create_dir_all(dir.join(".appserver")).unwrap();
+        std::fs::write(dir.join(".appserver/config.toml"), "[heartbeat]\ninterval_ms = 600000\n").unwrap();
+        std::fs::write(dir.join(".appserver/HEARTBEAT.md"), "Check the inbox.\n").unwrap();
+    };
+    let nats = cluster.nats.clone();
+    let a = cluster.instance_prepared(ServerBuilder::ws().mock_model(&mock), &nats, prepare).await;
+    let b = cluster.instance_prepared(ServerBuilder::ws().mock_model(&mock), &nats, prepare).await;
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    // Both schedulers have looked once (setting the first run) before their clocks move.
+    for client in [&on_a, &on_b] {
+        client.request("debug/cron/advance", json!({ "ms": 0 })).await.unwrap();
+    }
+    for client in [&on_b, &on_a] {
+        client.request("debug/cron/advance", json!({ "ms": 600_000 })).await.unwrap();
+    }
+    let result = tokio::select! {
+        event = on_a.wait_for("system/jobResult") => event.unwrap(),
+        event = on_b.wait_for("system/jobResult") => event.unwrap(),
+    };
+    assert_eq!(result.params()["result"], "HEARTBEAT_OK", "{:?}", result.params());
+    // Both look again at the same time: still one run.
+    for client in [&on_b, &on_a] {
+        client.request("debug/cron/advance", json!({ "ms": 0 })).await.unwrap();
+    }
+    // The next interval: one more run, the model's second answer.
+    for client in [&on_a, &on_b] {
+        client.request("debug/cron/advance", json!({ "ms": 600_000 })).await.unwrap();
+    }
+    // (An instance may also relay the other's first result: wait for the second one.)
+    loop {
+        let result = tokio::select! {
+            event = on_a.wait_for("system/jobResult") => event.unwrap(),
+            event = on_b.wait_for("system/jobResult") => event.unwrap(),
+        };
+        if result.params()["result"] == "Again." {
+            break;
+        }
+        assert_eq!(result.params()["result"], "HEARTBEAT_OK", "{:?}", result.params());
+    }
+    assert_eq!(mock.requests().len(), 2, "each interval reached the model once");
+    drop((a, b));
+    cluster.db.drop_now();
+}

@@ -15,6 +15,7 @@ mod apps;
 mod architecture;
 mod batches;
 mod callers;
+mod channel_delivery;
 mod cluster;
 mod cluster_fencing;
 mod cluster_threads;

@@ -424,6 +424,26 @@ ChannelListResult = TypedDict("ChannelListResult", {
     "channels": List["ChannelInfo"],
 })
 
+# Where a media payload's bytes come from; `kind` is authoritative (`hostPath`, `url`,
+# `dataBase64` or `artifactId`) and the adapter ignores the other fields.
+ChannelMediaSource = TypedDict("ChannelMediaSource", {
+    "kind": str,
+    "artifactId": NotRequired[Optional[str]],
+    "dataBase64": NotRequired[Optional[str]],
+    "hostPath": NotRequired[Optional[str]],
+    "url": NotRequired[Optional[str]],
+})
+
+# A structured outbound message: `kind` is `text`, `file`, `audio`, `image` or `video`.
+ChannelOutboundMessage = TypedDict("ChannelOutboundMessage", {
+    "kind": str,
+    "caption": NotRequired[Optional[str]],
+    "fileName": NotRequired[Optional[str]],
+    "mediaType": NotRequired[Optional[str]],
+    "source": NotRequired[Optional["ChannelMediaSource"]],
+    "text": NotRequired[Optional[str]],
+})
+
 # One configured channel's state (protocol section 20.2).
 ChannelStatusInfo = TypedDict("ChannelStatusInfo", {
     "name": str,
@@ -437,6 +457,14 @@ ChannelStatusParams = Dict[str, Any]
 
 ChannelStatusResult = TypedDict("ChannelStatusResult", {
     "channels": List["ChannelStatusInfo"],
+})
+
+# The chat a channel tool call happens in.
+ChannelToolCallContext = TypedDict("ChannelToolCallContext", {
+    "channelName": str,
+    "channelContext": NotRequired[Optional[str]],
+    "groupId": NotRequired[Optional[str]],
+    "senderId": NotRequired[Optional[str]],
 })
 
 # A history message sent by the client when the thread uses `historyMode = "client"`.
@@ -573,6 +601,13 @@ ContentItem = TypedDict("ContentItem", {
     "text": NotRequired[Optional[str]],
 })
 
+# A job's delivery target: a chat channel's adapter (`ext/channel/send`) and the platform's
+# target there (the chat or group the job was made in).
+CronDelivery = TypedDict("CronDelivery", {
+    "channel": str,
+    "to": str,
+})
+
 CronEnableParams = TypedDict("CronEnableParams", {
     "jobId": str,
     "enabled": bool,
@@ -591,6 +626,7 @@ CronJobInfo = TypedDict("CronJobInfo", {
     "createdAtMs": int,
     "deleteAfterRun": bool,
     "state": "CronJobState",
+    "delivery": NotRequired[Optional["CronDelivery"]],  # Where each run's result is also delivered (appserver extension; absent: nowhere but
 })
 
 CronJobResult = TypedDict("CronJobResult", {
@@ -620,8 +656,8 @@ CronRunResult = TypedDict("CronRunResult", {
 })
 
 # When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
-# `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
-# an appserver extension).
+# `daily` at `dailyHour:dailyMinute`, or on a `cron` expression (`expr`, five fields; an
+# appserver extension); `daily` and `cron` times are in the IANA zone `tz` (absent: UTC).
 CronSchedule = TypedDict("CronSchedule", {
     "kind": str,
     "atMs": NotRequired[Optional[int]],
@@ -702,6 +738,39 @@ ExtAppCommandParams = TypedDict("ExtAppCommandParams", {
 ExtAppQueryParams = TypedDict("ExtAppQueryParams", {
     "windowId": str,
     "stateKey": str,
+})
+
+# Params of `ext/channel/heartbeat`: an empty object; the answer is `{}`.
+ExtChannelHeartbeatParams = Dict[str, Any]
+
+# Params of `ext/channel/send`. appserver puts `deliveryId` (the same on every retry of one
+# message, so an adapter can drop a repeat), `origin` and, for a job's result, `jobId` and
+# `threadId` in `metadata`.
+ExtChannelSendParams = TypedDict("ExtChannelSendParams", {
+    "target": str,  # The platform's delivery target (a chat or group id).
+    "message": "ChannelOutboundMessage",
+    "metadata": NotRequired[Any],
+})
+
+# The adapter's answer to `ext/channel/send`; `errorCode` is a stable string when
+# `delivered` is false (`UnsupportedDeliveryKind`, `AdapterDeliveryFailed`, ...).
+ExtChannelSendResult = TypedDict("ExtChannelSendResult", {
+    "delivered": bool,
+    "errorCode": NotRequired[Optional[str]],
+    "errorMessage": NotRequired[Optional[str]],
+    "remoteMediaId": NotRequired[Optional[str]],
+    "remoteMessageId": NotRequired[Optional[str]],
+})
+
+# Params of `ext/channel/toolCall`; the answer is a `DynamicToolCallResult`
+# (`{success, contentItems?, structuredResult?, errorCode?, errorMessage?}`).
+ExtChannelToolCallParams = TypedDict("ExtChannelToolCallParams", {
+    "threadId": str,
+    "turnId": str,
+    "callId": str,
+    "tool": str,  # The tool's declared name.
+    "arguments": Any,
+    "context": "ChannelToolCallContext",
 })
 
 # An external channel's configuration (protocol section 23.2).
@@ -1356,6 +1425,17 @@ SubAgentGraphChangedParams = TypedDict("SubAgentGraphChangedParams", {
     "childThreadId": str,
 })
 
+# `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
+# adapter whose channel is not accepted, just before it closes the connection.
+SystemEventParams = TypedDict("SystemEventParams", {
+    "kind": str,
+    "message": NotRequired[Optional[str]],
+    "percentLeft": NotRequired[Optional[float]],
+    "threadId": NotRequired[Optional[str]],  # The thread it concerns (`null` for a connection-level event such as `channelRejected`).
+    "tokenCount": NotRequired[Optional[int]],
+    "turnId": NotRequired[Optional[str]],
+})
+
 SystemNoticePayload = TypedDict("SystemNoticePayload", {
     "kind": str,
     "mode": NotRequired[Optional[str]],
@@ -1874,7 +1954,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1896,6 +1976,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/view/offered": ("McpViewOfferedParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
     "subagent/graphChanged": ("SubAgentGraphChangedParams", None),
+    "system/event": ("SystemEventParams", None),
     "system/jobResult": ("JobResultParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
     "terminal/completed": ("TerminalEventParams", None),
@@ -1917,7 +1998,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "workspace/configChanged": ("WorkspaceConfigChangedParams", None),
 }
 
-ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "item/approval/request", "item/tool/call"]
+ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "ext/channel/heartbeat", "ext/channel/send", "ext/channel/toolCall", "item/approval/request", "item/tool/call"]
 
 # method -> (params type name, result type name or None)
 SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1930,6 +2011,9 @@ SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "ext/acp/terminal/waitForExit": ("AcpTerminalParams", "AcpTerminalExitStatus"),
     "ext/app/command": ("ExtAppCommandParams", "AppCommandResult"),
     "ext/app/query": ("ExtAppQueryParams", "AppQueryResult"),
+    "ext/channel/heartbeat": ("ExtChannelHeartbeatParams", "EmptyResult"),
+    "ext/channel/send": ("ExtChannelSendParams", "ExtChannelSendResult"),
+    "ext/channel/toolCall": ("ExtChannelToolCallParams", "DynamicToolCallResult"),
     "item/approval/request": ("ApprovalRequestParams", "ApprovalDecisionResult"),
     "item/tool/call": ("DynamicToolCallParams", "DynamicToolCallResult"),
 }

@@ -24,8 +24,9 @@ impl Tool for CronTool {
     fn description(&self) -> &str {
         "Schedule a prompt to run later or repeatedly as a turn in this conversation. action `add` needs name, \
          message and schedule ({kind: every, everyMs} | {kind: at, atMs (Unix ms)} | {kind: daily, dailyHour, \
-         dailyMinute (UTC)} | {kind: cron, expr (five fields, UTC)}), optional deleteAfterRun; `list` shows the \
-         jobs; `remove` needs jobId."
+         dailyMinute} | {kind: cron, expr (five fields)}; daily and cron take an optional tz, an IANA time zone, \
+         default UTC), optional deleteAfterRun; `list` shows the jobs; `remove` needs jobId. A job made in a chat \
+         also sends each result to that chat."
     }
 
     fn input_schema(&self) -> Value {
@@ -51,7 +52,9 @@ impl Tool for CronTool {
                         Err(err) => return ToolOutput::error(format!("schedule: {err}")),
                     };
                     let once = args.get("deleteAfterRun").and_then(Value::as_bool).unwrap_or(false);
-                    let added = service.add(&text("name"), &text("message"), call.thread_id, schedule, once).await;
+                    let delivery = service.delivery_for(call.thread_id, call.turn_id).await;
+                    let (name, message) = (text("name"), text("message"));
+                    let added = service.add(&name, &message, call.thread_id, schedule, once, delivery).await;
                     added.map(|job| json!({ "added": job }))
                 }
                 Some("list") => service.list(true).await.map(|jobs| json!({ "jobs": jobs })),

@@ -1,5 +1,6 @@
 //! Dynamic tools (protocol 4.1.0 and 11.3): tools a client declared on `thread/start`, run by
-//! asking that client with `item/tool/call`. Each call is one `dynamicToolCall` item (no
+//! asking that client with `item/tool/call` — and channel tools (section 11.2), run by asking the
+//! adapter with `ext/channel/toolCall`. Each call is one `dynamicToolCall` item (no
 //! `toolCall`/`toolResult` pair), gated by the approval flow when the tool declares `approval`.
 
 use std::time::Duration;
@@ -9,7 +10,7 @@ use appserver_protocol::{
 };
 use serde_json::Value;
 
-use crate::ports::CallError;
+use crate::ports::{Answer, CallError};
 use crate::turns::approvals::{ApprovalSpec, Gate, gate};
 use crate::turns::context::{TurnContext, TurnError};
 
@@ -61,12 +62,21 @@ fn approval_spec(spec: &DynamicToolSpec, arguments: &Value) -> Option<ApprovalSp
     Some(ApprovalSpec::new(kind, &operation, &target, format!("The agent wants to call the tool `{}`.", spec.name)))
 }
 
+/// Who runs a dynamic tool: the client that declared it on `thread/start` (`item/tool/call`), or
+/// the channel adapter that declared it in `channelTools` (`ext/channel/toolCall`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Route {
+    Client,
+    Channel,
+}
+
 /// Runs one dynamic tool call; returns what the model reads back.
 pub async fn call(
     ctx: &mut TurnContext,
     spec: &DynamicToolSpec,
     call_id: &str,
     arguments: Value,
+    route: Route,
 ) -> Result<String, TurnError> {
     let mut payload = DynamicToolCallPayload {
         namespace: spec.namespace.clone(),
@@ -84,24 +94,14 @@ pub async fn call(
             return finish(ctx, &item, payload).await;
         }
     }
-    let owner = ctx.handle.state().dynamic_tools_owner.and_then(|id| ctx.turns().clients.client(id));
-    let Some(owner) = owner.filter(|c| !c.is_closed()) else {
-        payload.success = Some(false);
-        payload.error_code = Some("AdapterToolCallFailed".into());
-        payload.error_message = Some("the client that declared this tool is not connected".into());
-        return finish(ctx, &item, payload).await;
-    };
-    let params = DynamicToolCallParams {
-        thread_id: ctx.thread_id.clone(),
-        turn_id: ctx.turn_id.clone(),
-        call_id: call_id.to_owned(),
-        namespace: spec.namespace.clone(),
-        tool: spec.name.clone(),
-        arguments,
-    };
     // The request follows its item: everything published before it goes out first.
     ctx.handle.hub.flush().await;
-    match owner.call_tool(&params, CALL_TIMEOUT).await {
+    let answer = match route {
+        Route::Client => ask_owner(ctx, spec, call_id, arguments).await,
+        Route::Channel => super::channel_tools::ask(ctx, spec, call_id, arguments).await,
+    };
+    let method = if route == Route::Client { "item/tool/call" } else { "ext/channel/toolCall" };
+    match answer {
         Ok(raw) => match serde_json::from_str::<DynamicToolCallResult>(raw.get()) {
             Ok(result) => {
                 payload.success = Some(result.success);
@@ -113,7 +113,7 @@ pub async fn call(
             Err(err) => {
                 payload.success = Some(false);
                 payload.error_code = Some("AdapterProtocolViolation".into());
-                payload.error_message = Some(format!("invalid answer to item/tool/call: {err}"));
+                payload.error_message = Some(format!("invalid answer to {method}: {err}"));
             }
         },
         Err(err) => {
@@ -122,10 +122,28 @@ pub async fn call(
                 CallError::Timeout(_) => "ExternalChannelToolTimeout".into(),
                 _ => "AdapterToolCallFailed".into(),
             });
-            payload.error_message = Some(err.to_string());
+            payload.error_message = Some(match err {
+                CallError::Closed => "the client that declared this tool is not connected".to_owned(),
+                err => err.to_string(),
+            });
         }
     }
     finish(ctx, &item, payload).await
+}
+
+/// `item/tool/call` to the client that declared the thread's dynamic tools.
+async fn ask_owner(ctx: &TurnContext, spec: &DynamicToolSpec, call_id: &str, arguments: Value) -> Answer {
+    let owner = ctx.handle.state().dynamic_tools_owner.and_then(|id| ctx.turns().clients.client(id));
+    let Some(owner) = owner.filter(|c| !c.is_closed()) else { return Err(CallError::Closed) };
+    let params = DynamicToolCallParams {
+        thread_id: ctx.thread_id.clone(),
+        turn_id: ctx.turn_id.clone(),
+        call_id: call_id.to_owned(),
+        namespace: spec.namespace.clone(),
+        tool: spec.name.clone(),
+        arguments,
+    };
+    owner.call_tool(&params, CALL_TIMEOUT).await
 }
 
 /// A call whose arguments could not be parsed: recorded as a failed item.

@@ -6,6 +6,7 @@
 
 pub mod app_tools;
 mod builtin;
+mod channel_tools;
 pub mod cron_tool;
 pub mod debug_tools;
 pub mod discover_tool;

@@ -53,7 +53,7 @@ impl Agent for ModelAgent {
 /// Where a tool name the model may call leads.
 enum Target {
     Registry,
-    Dynamic(DynamicToolSpec),
+    Dynamic(DynamicToolSpec, dynamic::Route),
 }
 
 /// A tool call being streamed.
@@ -240,8 +240,10 @@ async fn run_call(
     let parsed: Result<Value, _> =
         if call.arguments.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str(&call.arguments) };
     match (targets.get(&call.name), parsed) {
-        (Some(Target::Dynamic(spec)), Ok(arguments)) => dynamic::call(ctx, spec, &call.call_id, arguments).await,
-        (Some(Target::Dynamic(spec)), Err(err)) => {
+        (Some(Target::Dynamic(spec, route)), Ok(arguments)) => {
+            dynamic::call(ctx, spec, &call.call_id, arguments, *route).await
+        }
+        (Some(Target::Dynamic(spec, _)), Err(err)) => {
             let reason = format!("arguments are not valid JSON: {err}");
             dynamic::call_failed(ctx, spec, &call.call_id, &call.arguments, &reason).await
         }
@@ -307,7 +309,16 @@ fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Valu
         let name = dynamic::model_name(tool);
         specs.push(json!({ "type": "function", "function": {
             "name": name, "description": tool.description, "parameters": tool.input_schema } }));
-        targets.insert(name, Target::Dynamic(tool.clone()));
+        targets.insert(name, Target::Dynamic(tool.clone(), dynamic::Route::Client));
+    }
+    // The thread's channel's tools, under names nothing else took.
+    for tool in super::channel_tools::offered(ctx) {
+        if targets.contains_key(&tool.name) {
+            continue;
+        }
+        specs.push(json!({ "type": "function", "function": {
+            "name": tool.name, "description": tool.description, "parameters": tool.input_schema } }));
+        targets.insert(tool.name.clone(), Target::Dynamic(tool, dynamic::Route::Channel));
     }
     (specs, targets)
 }

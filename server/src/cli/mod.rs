@@ -187,6 +187,19 @@ pub struct RunArgs {
     /// (a gated call cancels the turn).
     #[arg(long, value_name = "POLICY", value_parser = policy_value)]
     approval_policy: Option<ApprovalPolicy>,
+    /// How long a channel adapter has to answer an `ext/channel/*` request [default: 10000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    channel_request_timeout_ms: Option<usize>,
+    /// Probe each connected channel adapter with `ext/channel/heartbeat` this often [default:
+    /// 30000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    channel_probe_interval_ms: Option<usize>,
+    /// Drop a message kept for a channel adapter after this long [default: 86400000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    channel_message_ttl_ms: Option<usize>,
+    /// First retry delay of a failed channel delivery, doubled each time [default: 1000].
+    #[arg(long, value_name = "MS", value_parser = positive)]
+    channel_retry_base_ms: Option<usize>,
     /// Wait for an approval decision this long [default: 120000].
     #[arg(long, value_name = "MS", value_parser = positive)]
     approval_timeout_ms: Option<usize>,
@@ -343,6 +356,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     if let Some(v) = a.ws_pong_timeout_ms {
         config.ws_pong_timeout = ms(v);
     }
+    channel_settings(&a, &mut config.channels);
     config.log_format = match a.log_format {
         LogFormatArg::Text => LogFormat::Text,
         LogFormatArg::Json => LogFormat::Json,
@@ -446,6 +460,20 @@ fn durability(flag: Option<Durability>, file: Option<String>, workspace: &Path) 
         })?,
         (None, None) => Durability::Normal,
     })
+}
+
+/// `--channel-*`: how the server talks to channel adapters.
+fn channel_settings(a: &RunArgs, channels: &mut crate::config::ChannelSettings) {
+    for (arg, field) in [
+        (a.channel_request_timeout_ms, &mut channels.request_timeout),
+        (a.channel_probe_interval_ms, &mut channels.probe_interval),
+        (a.channel_message_ttl_ms, &mut channels.message_ttl),
+        (a.channel_retry_base_ms, &mut channels.retry_base),
+    ] {
+        if let Some(v) = arg {
+            *field = Duration::from_millis(v as u64);
+        }
+    }
 }
 
 /// `[heartbeat] interval_ms`: at least a minute.

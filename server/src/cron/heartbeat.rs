@@ -1,7 +1,9 @@
 //! Heartbeat (protocol section 17): `<workspace>/.appserver/HEARTBEAT.md` (DotCraft's
 //! `.craft/HEARTBEAT.md`) run as a turn on the workspace's heartbeat thread (origin channel
 //! `heartbeat`, made the first time), on `heartbeat/trigger` and, with `[heartbeat] interval_ms`,
-//! periodically by each instance's scheduler.
+//! periodically: its next run is a row of `scheduler_slots` each scheduler claims with a
+//! conditional UPDATE, like a cron run, so in cluster mode each periodic run fires on one
+//! instance.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,11 +12,13 @@ use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNoti
 
 use super::CronService;
 use super::run::{RunOutcome, run_turn};
-use crate::store::{ThreadQuery, ThreadRecord, ThreadWrite};
+use crate::store::{CronWrite, StoreError, ThreadQuery, ThreadRecord, ThreadWrite};
 use crate::threads::{broadcast, new_thread_id};
 
 /// The origin channel of the heartbeat thread.
 pub const CHANNEL: &str = "heartbeat";
+/// The periodic heartbeat's row in `scheduler_slots`.
+const SLOT: &str = "heartbeat";
 /// Largest `HEARTBEAT.md` read.
 const MAX_BYTES: u64 = 64 * 1024;
 
@@ -34,6 +38,25 @@ async fn instructions(workspace: &Path) -> Option<String> {
 }
 
 impl CronService {
+    /// Claims the periodic heartbeat's run due at `now`, if any: whether this instance runs it.
+    /// The first look only sets the next run, and so does one that finds it more than two
+    /// intervals ahead (the interval was shortened); a slot up to two intervals ahead is left
+    /// alone, as instances' clocks may differ a little (and tests' by an interval).
+    pub(super) async fn claim_heartbeat(&self, every: i64, now: i64) -> Result<bool, StoreError> {
+        let first = now.saturating_add(every);
+        let (expected, next, runs) = match self.store.scheduler_slot(SLOT).await? {
+            None => (first, first, false),
+            Some(at) if at > first.saturating_add(every) => (at, first, false),
+            Some(at) if at <= now => (at, super::schedule::every_slot(at, every, now), true),
+            Some(_) => return Ok(false),
+        };
+        match self.store.write(CronWrite::ClaimSlot { name: SLOT.into(), expected, next }).await {
+            Ok(()) => Ok(runs),
+            Err(StoreError::Stale(_)) => Ok(false),
+            Err(err) => Err(err),
+        }
+    }
+
     /// The heartbeat thread of the workspace, made the first time.
     async fn heartbeat_thread(&self) -> Result<String, String> {
         let workspace = self.turns.config.workspace.display().to_string();

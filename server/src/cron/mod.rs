@@ -5,6 +5,7 @@
 //! A run missed while no server was up fires once when one starts; the runs missed before it are
 //! skipped. The time comes from a [`Clock`] tests can move forward.
 
+mod deliver;
 pub mod heartbeat;
 pub mod run;
 pub mod schedule;
@@ -13,12 +14,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use appserver_protocol::{
-    CronJobInfo, CronJobState, CronSchedule, CronStateChangedParams, JobResultParams, JobTokenUsage, ServerNotification,
+    CronDelivery, CronJobInfo, CronJobState, CronSchedule, CronStateChangedParams, JobResultParams, JobTokenUsage,
+    ServerNotification,
 };
 use tokio::sync::{Notify, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use crate::clock::Clock;
+use crate::delivery::DeliveryService;
 use crate::ports::Broadcast;
 use crate::store::{CronRecord, CronWrite, MAX_CRON_JOBS, Store, StoreError};
 use crate::threads::{ThreadManager, broadcast};
@@ -57,13 +60,15 @@ pub struct CronService {
     turns: Arc<TurnService>,
     threads: Arc<ThreadManager>,
     clients: Arc<dyn Broadcast>,
+    /// Where a job made in a chat sends its results.
+    delivery: Arc<DeliveryService>,
     pub clock: Clock,
     wake: Notify,
     queue: mpsc::Sender<Queued>,
     receiver: std::sync::Mutex<Option<mpsc::Receiver<Queued>>>,
-    /// The periodic heartbeat's interval and next run (cron clock, milliseconds).
+    /// The periodic heartbeat's interval (milliseconds); its next run is a claimed slot in the
+    /// database (`heartbeat.rs`).
     heartbeat_every: Option<i64>,
-    next_heartbeat: std::sync::Mutex<Option<i64>>,
 }
 
 /// The wire form of a stored job.
@@ -83,6 +88,11 @@ pub fn info(job: &CronRecord) -> CronJobInfo {
             last_thread_id: job.last_thread_id.clone(),
             last_result: job.last_result.clone(),
         },
+        delivery: job
+            .deliver_channel
+            .clone()
+            .zip(job.deliver_to.clone())
+            .map(|(channel, to)| CronDelivery { channel, to }),
     }
 }
 
@@ -92,22 +102,21 @@ impl CronService {
         turns: Arc<TurnService>,
         threads: Arc<ThreadManager>,
         clients: Arc<dyn Broadcast>,
+        delivery: Arc<DeliveryService>,
     ) -> Arc<CronService> {
         let (queue, receiver) = mpsc::channel(QUEUE);
         let heartbeat_every = turns.config.heartbeat_interval.map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX));
-        let clock = Clock::default();
-        let next_heartbeat = heartbeat_every.map(|every| clock.now().unix_millis.saturating_add(every));
         Arc::new(CronService {
             store,
             turns,
             threads,
             clients,
-            clock,
+            delivery,
+            clock: Clock::default(),
             wake: Notify::new(),
             queue,
             receiver: std::sync::Mutex::new(Some(receiver)),
             heartbeat_every,
-            next_heartbeat: std::sync::Mutex::new(next_heartbeat),
         })
     }
 
@@ -120,7 +129,7 @@ impl CronService {
         self.wake.notify_one();
     }
 
-    /// Adds a job that runs `message` on `thread_id`.
+    /// Adds a job that runs `message` on `thread_id`, its results delivered to `delivery` too.
     pub async fn add(
         &self,
         name: &str,
@@ -128,6 +137,7 @@ impl CronService {
         thread_id: &str,
         schedule: CronSchedule,
         delete_after_run: bool,
+        delivery: Option<CronDelivery>,
     ) -> Result<CronJobInfo, CronError> {
         schedule::check(&schedule).map_err(CronError::Invalid)?;
         if name.trim().is_empty() || message.trim().is_empty() {
@@ -152,6 +162,8 @@ impl CronService {
             last_error: None,
             last_thread_id: None,
             last_result: None,
+            deliver_channel: delivery.as_ref().map(|d| d.channel.clone()),
+            deliver_to: delivery.map(|d| d.to),
         };
         self.store.write(CronWrite::Insert(Box::new(job.clone()))).await?;
         self.wake();
@@ -243,9 +255,7 @@ impl CronService {
     async fn claim_due(&self) -> Result<(), StoreError> {
         let now = self.now();
         if let Some(every) = self.heartbeat_every {
-            let mut next = self.next_heartbeat.lock().unwrap_or_else(|p| p.into_inner());
-            if next.is_some_and(|at| at <= now) {
-                *next = Some(now.saturating_add(every));
+            if self.claim_heartbeat(every, now).await? {
                 let _ = self.queue.try_send(Queued { id: None });
             }
         }
@@ -292,6 +302,7 @@ impl CronService {
                 .usage
                 .map(|(input_tokens, output_tokens)| JobTokenUsage { input_tokens, output_tokens }),
         };
+        self.deliver(&job, &result).await;
         broadcast(self.clients.as_ref(), &ServerNotification::JobResult(result));
         let once = job.delete_after_run && outcome.error.is_none();
         if once && self.store.write(CronWrite::Delete(job.id.clone())).await.is_ok() {

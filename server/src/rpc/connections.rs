@@ -8,7 +8,7 @@ use std::sync::{Arc, RwLock};
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::peer::{ConnectionId, OutFrame, Peer, PeerLimits};
+use super::peer::{ConnectionId, OutFrame, Peer, PeerLimits, TransportKind};
 
 #[derive(Debug, Default)]
 pub struct Connections {
@@ -18,9 +18,14 @@ pub struct Connections {
 
 impl Connections {
     /// Registers a new connection and returns it with the receiving end of its outgoing queue.
-    pub fn open(&self, limits: PeerLimits, shutdown: &CancellationToken) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
+    pub fn open(
+        &self,
+        transport: TransportKind,
+        limits: PeerLimits,
+        shutdown: &CancellationToken,
+    ) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
         let id = ConnectionId(self.next_id.fetch_add(1, Ordering::Relaxed) + 1);
-        let (peer, rx) = Peer::new(id, limits, shutdown);
+        let (peer, rx) = Peer::new(id, transport, limits, shutdown);
         self.write().insert(id, peer.clone());
         (peer, rx)
     }

@@ -221,6 +221,9 @@ fn handle_notification(state: &Arc<ServerState>, peer: &Arc<Peer>, notification:
     match ClientNotification::decode(&notification.method, notification.params.as_deref()) {
         Some(Ok(ClientNotification::Initialized(_))) => {
             peer.session.mark_ready();
+            if peer.session.client().is_some_and(|c| c.adapter.is_some()) {
+                state.tasks.spawn(super::handlers::channels::admit_adapter(state.clone(), peer.clone()));
+            }
         }
         Some(Ok(ClientNotification::AppEmit(params))) => {
             super::handlers::apps::on_app_emit(&notification_ctx(state, peer), params);

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::{CloseReason, RequestCtx, ServerState};
+use super::{CloseReason, RequestCtx, ServerState, TransportKind};
 use crate::cluster::{Cluster, instance_subject};
 use crate::threads::SessionError;
 
@@ -105,7 +105,7 @@ fn answer_error(code: i64, message: String) -> Vec<u8> {
 
 /// Runs one forwarded request on a connection of its own and returns the answer.
 async fn run(state: &Arc<ServerState>, request: Forwarded) -> Vec<u8> {
-    let (peer, mut outgoing) = state.connections.open(state.peer_limits(), &state.shutdown);
+    let (peer, mut outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.shutdown);
     let frames = [
         json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": request.initialize }),
         json!({ "jsonrpc": "2.0", "id": 2, "method": request.method, "params": request.params }),

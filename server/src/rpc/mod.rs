@@ -18,5 +18,5 @@ mod state;
 pub use connections::Connections;
 pub use context::RequestCtx;
 pub use error::RpcError;
-pub use peer::{CloseReason, OutFrame, Peer, PeerLimits};
+pub use peer::{CloseReason, OutFrame, Peer, PeerLimits, TransportKind};
 pub use state::ServerState;

@@ -13,7 +13,8 @@ use serde_json::Value;
 
 use super::{Connections, Peer};
 use crate::ports::{
-    AcpCall, Answer, AppHost, BoxFuture, Broadcast, CallError, Client, ConnectionId, HostId, OutFrame, PendingAnswer,
+    AcpCall, Answer, AppHost, BoxFuture, Broadcast, CallError, ChannelAdapter, ChannelCall, Client, ConnectionId,
+    HostId, OutFrame, PendingAnswer,
 };
 use crate::telemetry;
 
@@ -25,6 +26,15 @@ pub const TOOL_CALL: &str = "item/tool/call";
 pub const APP_QUERY: &str = "ext/app/query";
 /// `ext/app/command`: run a command in a window.
 pub const APP_COMMAND: &str = "ext/app/command";
+
+/// The method of a unified channel runtime request (section 11.2).
+pub fn channel_method(call: ChannelCall) -> &'static str {
+    match call {
+        ChannelCall::Send => "ext/channel/send",
+        ChannelCall::ToolCall => "ext/channel/toolCall",
+        ChannelCall::Heartbeat => "ext/channel/heartbeat",
+    }
+}
 
 /// The method of an ACP tool proxy request (section 11.3).
 pub fn acp_method(call: AcpCall) -> &'static str {
@@ -73,6 +83,18 @@ impl Client for Peer {
 
     fn channel_adapter(&self) -> Option<String> {
         self.session.client().and_then(|c| c.capabilities.channel_adapter.as_ref()).map(|a| a.channel_name.clone())
+    }
+
+    fn channel_declaration(&self) -> Option<Arc<ChannelAdapter>> {
+        self.session.client().and_then(|c| c.adapter.clone())
+    }
+
+    fn channel_call<'a>(&'a self, call: ChannelCall, params: Value, timeout: Duration) -> PendingAnswer<'a> {
+        Box::pin(async move { self.request(channel_method(call), &params, timeout).await })
+    }
+
+    fn close_unresponsive(&self) {
+        self.close(super::CloseReason::PingTimeout);
     }
 
     fn notify(&self, method: &str, frame: &OutFrame) -> bool {

@@ -21,6 +21,14 @@ use tokio_util::task::TaskTracker;
 use super::session::Session;
 pub use crate::ports::{CallError, ConnectionId, OutFrame};
 
+/// Which transport a connection came over (a WebSocket channel adapter is admitted by its
+/// channel; stdio's is the process that started the server).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TransportKind {
+    Stdio,
+    WebSocket,
+}
+
 /// Why the server closed a connection; a WebSocket writer turns it into a close frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CloseReason {
@@ -39,6 +47,9 @@ pub enum CloseReason {
     ProtocolError,
     /// A text message that is not UTF-8 (WebSocket 1007).
     InvalidUtf8,
+    /// A channel adapter whose channel is not accepted (WebSocket 1008), after the
+    /// `system/event` that says so.
+    ChannelRejected,
 }
 
 impl CloseReason {
@@ -48,7 +59,7 @@ impl CloseReason {
             CloseReason::Shutdown => 1012,
             CloseReason::ProtocolError => 1002,
             CloseReason::InvalidUtf8 => 1007,
-            CloseReason::TooSlow => 1008,
+            CloseReason::TooSlow | CloseReason::ChannelRejected => 1008,
             CloseReason::MessageTooBig => 1009,
         }
     }
@@ -62,6 +73,7 @@ impl CloseReason {
             CloseReason::PingTimeout => "no pong received",
             CloseReason::ProtocolError => "WebSocket protocol error",
             CloseReason::InvalidUtf8 => "text message is not valid UTF-8",
+            CloseReason::ChannelRejected => "channel not accepted",
         }
     }
 }
@@ -87,6 +99,7 @@ const KEEP_UP_BACKLOG: usize = 256;
 #[derive(Debug)]
 pub struct Peer {
     pub id: ConnectionId,
+    pub transport: TransportKind,
     pub session: Session,
     /// Permits for requests in flight; none left means -32001.
     pub in_flight: Arc<Semaphore>,
@@ -116,12 +129,14 @@ impl Peer {
     /// A new peer and the receiving end of its outgoing queue (for the transport's writer).
     pub fn new(
         id: ConnectionId,
+        transport: TransportKind,
         limits: PeerLimits,
         parent: &CancellationToken,
     ) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
         let (out, rx) = mpsc::channel(limits.outgoing_queue);
         let peer = Peer {
             id,
+            transport,
             session: Session::default(),
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             max_in_flight: limits.max_in_flight,
@@ -363,7 +378,7 @@ mod tests {
 
     fn peer(queue: usize) -> (Arc<Peer>, mpsc::Receiver<OutFrame>) {
         let limits = PeerLimits { max_in_flight: 4, outgoing_queue: queue, max_outgoing_bytes: 1 << 20 };
-        Peer::new(ConnectionId(1), limits, &CancellationToken::new())
+        Peer::new(ConnectionId(1), TransportKind::WebSocket, limits, &CancellationToken::new())
     }
 
     #[tokio::test]
@@ -428,7 +443,7 @@ mod tests {
     async fn a_request_once_the_server_shuts_down_fails_at_once() {
         let shutdown = CancellationToken::new();
         let limits = PeerLimits { max_in_flight: 4, outgoing_queue: 8, max_outgoing_bytes: 1 << 20 };
-        let (p, _rx) = Peer::new(ConnectionId(1), limits, &shutdown);
+        let (p, _rx) = Peer::new(ConnectionId(1), TransportKind::WebSocket, limits, &shutdown);
         shutdown.cancel();
         // Not closed until its transport closes it, but no request may wait on it.
         assert!(!p.is_closed());

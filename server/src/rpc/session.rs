@@ -2,8 +2,8 @@
 //! ready (after the `initialized` notification), the client's capabilities and its opt-outs.
 
 use std::collections::HashSet;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
 use appserver_protocol::{
     ClientCapabilities, ClientInfo, InitializeParams, InitializeResult, PROTOCOL_VERSION, SERVER_NAME,
@@ -11,12 +11,15 @@ use appserver_protocol::{
 };
 
 use super::RpcError;
+use crate::ports::ChannelAdapter;
 
 /// What the client told us in `initialize`.
 #[derive(Debug)]
 pub struct ClientSession {
     pub client_info: ClientInfo,
     pub capabilities: ClientCapabilities,
+    /// `capabilities.channelAdapter`, validated (its raw `channelTools` are not kept).
+    pub adapter: Option<Arc<ChannelAdapter>>,
     opt_out: HashSet<String>,
 }
 
@@ -63,9 +66,15 @@ pub struct Session {
 
 impl Session {
     /// Applies `initialize`. A second call fails with -32003, whatever its params.
-    pub fn initialize(&self, params: InitializeParams) -> Result<(), RpcError> {
+    pub fn initialize(&self, mut params: InitializeParams) -> Result<(), RpcError> {
         let opt_out = params.capabilities.opt_out_notification_methods.iter().cloned().collect();
-        let client = ClientSession { client_info: params.client_info, capabilities: params.capabilities, opt_out };
+        let adapter = params.capabilities.channel_adapter.as_mut().map(|declared| {
+            let adapter = crate::delivery::adapter::validate(declared);
+            declared.channel_tools = Vec::new();
+            Arc::new(adapter)
+        });
+        let client =
+            ClientSession { client_info: params.client_info, capabilities: params.capabilities, adapter, opt_out };
         self.client.set(client).map_err(|_| RpcError::already_initialized())
     }
 

@@ -49,6 +49,8 @@ pub struct ServerState {
     pub skills: Arc<crate::skills::SkillCatalog>,
     /// Scheduled jobs (`cron/*`).
     pub cron: Arc<crate::cron::CronService>,
+    /// Messages for chat channels and their adapters (`ext/channel/send`).
+    pub delivery: Arc<crate::delivery::DeliveryService>,
 }
 
 impl ServerState {

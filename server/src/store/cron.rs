@@ -1,6 +1,7 @@
 //! Scheduled jobs (`cron_jobs`, protocol section 16): their records, the writes that change them
 //! — among them the claim of a due run, a conditional UPDATE of `next_run_at_ms`, so a run fires
-//! on one instance only — and the reads.
+//! on one instance only, and the same claim of a periodic task's run (`scheduler_slots`) — and
+//! the reads.
 
 use super::db::{Conn, Row, sql};
 use super::{Store, StoreError, WriteOp};
@@ -25,6 +26,9 @@ pub struct CronRecord {
     pub last_error: Option<String>,
     pub last_thread_id: Option<String>,
     pub last_result: Option<String>,
+    /// The chat channel and platform target each run's result is delivered to.
+    pub deliver_channel: Option<String>,
+    pub deliver_to: Option<String>,
 }
 
 /// Most jobs a workspace keeps.
@@ -50,6 +54,14 @@ pub enum CronWrite {
     },
     /// Records how a run ended.
     Finish(Box<CronRecord>),
+    /// Moves a periodic task's next run (`scheduler_slots`) from `expected` to `next` (the row
+    /// is made at `expected` when missing); [`StoreError::Stale`] when another instance moved it
+    /// first.
+    ClaimSlot {
+        name: String,
+        expected: i64,
+        next: i64,
+    },
 }
 
 impl From<CronWrite> for WriteOp {
@@ -60,7 +72,7 @@ impl From<CronWrite> for WriteOp {
 
 const COLUMNS: &str = "id, name, schedule, message, thread_id, enabled, delete_after_run, created_at_ms, \
      COALESCE(next_run_at_ms, -1) AS next_run_at_ms, COALESCE(last_run_at_ms, -1) AS last_run_at_ms, \
-     last_status, last_error, last_thread_id, last_result";
+     last_status, last_error, last_thread_id, last_result, deliver_channel, deliver_to";
 
 fn record(row: &Row) -> Result<CronRecord, StoreError> {
     let optional = |v: i64| (v >= 0).then_some(v);
@@ -79,6 +91,8 @@ fn record(row: &Row) -> Result<CronRecord, StoreError> {
         last_error: row.opt_text("last_error")?,
         last_thread_id: row.opt_text("last_thread_id")?,
         last_result: row.opt_text("last_result")?,
+        deliver_channel: row.opt_text("deliver_channel")?,
+        deliver_to: row.opt_text("deliver_to")?,
     })
 }
 
@@ -90,7 +104,8 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &CronWrite) -> Result<(), Sto
     match op {
         CronWrite::Insert(j) => {
             let q = sql("INSERT INTO cron_jobs (id, name, schedule, message, thread_id, enabled, delete_after_run, \
-                 created_at_ms, next_run_at_ms) VALUES (?,?,?,?,?,?,?,?,CAST(? AS BIGINT))")
+                 created_at_ms, next_run_at_ms, deliver_channel, deliver_to) \
+                 VALUES (?,?,?,?,?,?,?,?,CAST(? AS BIGINT),?,?)")
             .bind(&j.id)
             .bind(&j.name)
             .bind(&j.schedule)
@@ -99,7 +114,9 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &CronWrite) -> Result<(), Sto
             .bind(flag(j.enabled))
             .bind(flag(j.delete_after_run))
             .bind(j.created_at_ms)
-            .bind(j.next_run_at_ms.map(|v| v.to_string()));
+            .bind(j.next_run_at_ms.map(|v| v.to_string()))
+            .bind(&j.deliver_channel)
+            .bind(&j.deliver_to);
             conn.run(q).await?;
         }
         CronWrite::Delete(id) => conn.run_one(sql("DELETE FROM cron_jobs WHERE id = ?").bind(id), "cron job").await?,
@@ -132,6 +149,20 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &CronWrite) -> Result<(), Sto
             // A job removed while it ran stays removed.
             conn.run(q).await?;
         }
+        CronWrite::ClaimSlot { name, expected, next } => {
+            let insert =
+                sql("INSERT INTO scheduler_slots (name, next_run_at_ms) VALUES (?, ?) ON CONFLICT (name) DO NOTHING")
+                    .bind(name)
+                    .bind(*expected);
+            conn.run(insert).await?;
+            let q = sql("UPDATE scheduler_slots SET next_run_at_ms = ? WHERE name = ? AND next_run_at_ms = ?")
+                .bind(*next)
+                .bind(name)
+                .bind(*expected);
+            if conn.execute(q).await? == 0 {
+                return Err(StoreError::Stale("the periodic run (another instance claimed it)"));
+            }
+        }
     }
     Ok(())
 }
@@ -159,6 +190,13 @@ impl Store {
         let rows = self.reader.fetch_all(sql(text).bind(now).bind(MAX_CRON_JOBS)).await?;
         rows.iter().map(record).collect()
     }
+
+    /// A periodic task's next run, if one was ever claimed.
+    pub async fn scheduler_slot(&self, name: &str) -> Result<Option<i64>, StoreError> {
+        let q = sql("SELECT next_run_at_ms FROM scheduler_slots WHERE name = ?").bind(name);
+        let row = self.reader.fetch_optional(q).await?;
+        Ok(row.map(|r| r.int("next_run_at_ms")).transpose()?)
+    }
 }
 
 #[cfg(test)]
@@ -184,6 +222,8 @@ mod tests {
             last_error: None,
             last_thread_id: None,
             last_result: None,
+            deliver_channel: None,
+            deliver_to: None,
         };
         store.write(CronWrite::Insert(Box::new(job))).await.unwrap();
         assert_eq!(store.due_cron_jobs(99).await.unwrap().len(), 0);
@@ -195,6 +235,18 @@ mod tests {
         let once = CronWrite::Claim { id: "j1".into(), expected: 200, next: None };
         store.write(once).await.unwrap();
         assert_eq!(store.cron_job("j1").await.unwrap().unwrap().next_run_at_ms, None);
+        store.close().await;
+    }
+
+    #[tokio::test]
+    async fn a_periodic_run_is_claimed_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
+        let claim = || CronWrite::ClaimSlot { name: "heartbeat".into(), expected: 100, next: 200 };
+        assert_eq!(store.scheduler_slot("heartbeat").await.unwrap(), None);
+        store.write(claim()).await.unwrap();
+        assert!(matches!(store.write(claim()).await, Err(StoreError::Stale(_))), "the second instance loses");
+        assert_eq!(store.scheduler_slot("heartbeat").await.unwrap(), Some(200));
         store.close().await;
     }
 }

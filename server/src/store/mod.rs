@@ -12,6 +12,7 @@ mod apps;
 mod backend_tests;
 mod cron;
 mod db;
+mod deliveries;
 mod events;
 mod leases;
 mod location;
@@ -27,6 +28,7 @@ mod writer;
 
 pub use apps::{AppWrite, DescriptorPin, WindowRecord};
 pub use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
+pub use deliveries::{DeliveryRecord, DeliveryWrite};
 pub use events::EventWrite;
 pub use leases::{Fence, LeaseClaim};
 pub use location::StoreLocation;
@@ -150,6 +152,7 @@ pub enum WriteOp {
     App(AppWrite),
     Event(EventWrite),
     Cron(CronWrite),
+    Delivery(DeliveryWrite),
     /// Several writes that must commit together.
     All(Vec<WriteOp>),
 }
@@ -226,6 +229,7 @@ fn apply<'a>(
             WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::Event(op) => events::apply(conn, op).await,
             WriteOp::Cron(op) => cron::apply(conn, op).await,
+            WriteOp::Delivery(op) => deliveries::apply(conn, op).await,
             WriteOp::All(ops) => {
                 for op in ops {
                     apply(conn, op).await?;

@@ -13,7 +13,7 @@ use tokio::sync::mpsc;
 use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
-use crate::rpc::{CloseReason, OutFrame, Peer, RpcError};
+use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
 use crate::telemetry;
 
 /// How long EOF waits for in-flight requests before shutting down anyway.
@@ -21,7 +21,7 @@ const EOF_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves the single stdio client until EOF or shutdown.
 pub async fn serve(state: Arc<ServerState>) {
-    let (peer, outgoing) = state.connections.open(state.peer_limits(), &state.close_connections);
+    let (peer, outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.close_connections);
     let _counted = telemetry::ConnectionGauge::open("stdio");
     tracing::info!(conn = %peer.id, "stdio client connected");
     let writer = state.tasks.spawn(write_loop(outgoing, BufWriter::new(tokio::io::stdout()), peer.clone()));

@@ -34,7 +34,7 @@ use super::ws_frames;
 use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
-use crate::rpc::{CloseReason, OutFrame, Peer, RpcError};
+use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
 use crate::telemetry;
 use appserver_protocol::jsonrpc::RequestId;
 
@@ -91,7 +91,8 @@ async fn accept_socket(state: &ServerState, stream: TcpStream, read_ahead: Vec<u
 }
 
 async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {
-    let (peer, outgoing) = state.connections.open(state.peer_limits(), &state.close_connections);
+    let (peer, outgoing) =
+        state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
     let _counted = telemetry::ConnectionGauge::open("ws");
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };
@@ -302,9 +303,10 @@ async fn finish(socket: &mut Socket, mut out: Outgoing<'_>) {
         return;
     }
     let reason = out.peer.close_reason();
-    if reason == Some(CloseReason::Shutdown) {
-        // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers)
-        // still goes out ahead of the close frame; a client that does not read gets 1 s.
+    if matches!(reason, Some(CloseReason::Shutdown | CloseReason::ChannelRejected)) {
+        // What was queued before the shutdown closed us (a turn's `turn/cancelled`, answers;
+        // the `system/event` that rejects an adapter) still goes out ahead of the close frame;
+        // a client that does not read gets 1 s.
         out.queue.close();
         let drain = write_queued(socket, &mut out, None, Vec::new());
         let _ = tokio::time::timeout(Duration::from_secs(1), drain).await;

@@ -8,7 +8,7 @@ use appserver_protocol::ExternalChannelConfig;
 use toml_edit::{Array, DocumentMut, InlineTable, Item, Table, Value};
 
 use super::WorkspaceError;
-use crate::channels::BUILTIN_CHANNELS;
+use crate::channels::{BUILTIN_CHANNELS, RESERVED_CHANNELS as RESERVED};
 
 /// The config file's table of external channels.
 pub const TABLE: &str = "external_channels";
@@ -17,8 +17,6 @@ pub const MAX_CHANNELS: usize = 64;
 /// Most arguments and environment variables of one channel, and the longest string.
 const MAX_LIST: usize = 64;
 const MAX_TEXT: usize = 4096;
-/// Names the server uses itself, refused as external channel names besides the built-ins.
-const RESERVED: &[&str] = &["commit-message", "cron", "heartbeat", "system", "subagent"];
 
 /// Every configured channel, by name (case-insensitively).
 pub fn list(doc: &DocumentMut) -> Vec<ExternalChannelConfig> {

@@ -3,7 +3,8 @@
 //! channel adapter → find the user's thread (thread/list) or start one → send `/…` lines to
 //! command/execute (and start a turn with a commandRef when a prompt comes back) → send other
 //! lines with turn/start → print the reply when the turn completes. Approvals are asked as chat
-//! prompts.
+//! prompts. Messages the server delivers (`ext/channel/send`: the results of jobs made in the
+//! chat) are printed, and its health probe (`ext/channel/heartbeat`) is answered, at any time.
 //!
 //! ```text
 //! cargo run -p appserver-client --bin chat-adapter -- ws://127.0.0.1:8080/ws [--user NAME] [--channel NAME] [--token T]
@@ -13,6 +14,7 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use appserver_client::{Client, Event, RawConnection};
+use appserver_protocol::jsonrpc::RequestId;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines, Stdin};
 
@@ -28,8 +30,31 @@ impl Chat {
         let _ = self.out.flush().await;
     }
 
+    /// The next line typed, answering the server's requests meanwhile.
     async fn read_line(&mut self) -> Option<String> {
-        self.lines.next_line().await.ok().flatten()
+        loop {
+            tokio::select! {
+                line = self.lines.next_line() => return line.ok().flatten(),
+                event = self.client.next_event_blocking() => match event {
+                    Ok(Event::Request { id, method, params, .. }) => self.answer(&id, &method, &params).await,
+                    Ok(Event::Closed { .. }) | Err(_) => return None,
+                    Ok(Event::Notification { .. }) => {}
+                },
+            }
+        }
+    }
+
+    /// Answers what the server asks of a channel adapter (besides approvals).
+    async fn answer(&mut self, id: &RequestId, method: &str, params: &Value) {
+        match method {
+            "ext/channel/heartbeat" => self.client.respond(id, json!({})),
+            "ext/channel/send" => {
+                let text = params["message"]["text"].as_str().unwrap_or_default().to_owned();
+                self.say(&format!("bot: {text}")).await;
+                self.client.respond(id, json!({ "delivered": true }));
+            }
+            _ => self.client.respond_error(id, -32601, "not supported by chat-adapter"),
+        }
     }
 
     /// Starts a turn and relays it until it ends.
@@ -61,7 +86,7 @@ impl Chat {
                     };
                     self.client.respond(id, json!({ "decision": decision }));
                 }
-                Event::Request { id, .. } => self.client.respond_error(id, -32601, "not supported by chat-adapter"),
+                Event::Request { id, method, params, .. } => self.answer(id, method, params).await,
                 Event::Notification { method, params, .. } => {
                     let this_turn = params["turn"]["id"] == turn_id.as_str() || params["turnId"] == turn_id.as_str();
                     match method.as_str() {
@@ -124,7 +149,7 @@ async fn run(url: &str, user: &str, channel: &str, token: Option<String>) -> Res
     let client = Client::new(connection, Duration::from_secs(60));
     let capabilities = json!({
         "approvalSupport": true,
-        "channelAdapter": { "channelName": channel, "deliveryCapabilities": { "structuredDelivery": false }, "channelTools": [] }
+        "channelAdapter": { "channelName": channel, "deliveryCapabilities": { "structuredDelivery": true }, "channelTools": [] }
     });
     client.initialize("chat-adapter", capabilities).await.map_err(|e| e.to_string())?;
     let identity = json!({ "channelName": channel, "userId": user, "channelContext": format!("{channel}:{user}") });

@@ -545,6 +545,28 @@ export interface ChannelListResult {
   channels: ChannelInfo[];
 }
 
+/**
+ * Where a media payload's bytes come from; `kind` is authoritative (`hostPath`, `url`,
+ * `dataBase64` or `artifactId`) and the adapter ignores the other fields.
+ */
+export interface ChannelMediaSource {
+  kind: string;
+  artifactId?: string | null;
+  dataBase64?: string | null;
+  hostPath?: string | null;
+  url?: string | null;
+}
+
+/** A structured outbound message: `kind` is `text`, `file`, `audio`, `image` or `video`. */
+export interface ChannelOutboundMessage {
+  kind: string;
+  caption?: string | null;
+  fileName?: string | null;
+  mediaType?: string | null;
+  source?: ChannelMediaSource | null;
+  text?: string | null;
+}
+
 /** One configured channel's state (protocol section 20.2). */
 export interface ChannelStatusInfo {
   name: string;
@@ -561,6 +583,14 @@ export type ChannelStatusParams = { [key: string]: unknown };
 
 export interface ChannelStatusResult {
   channels: ChannelStatusInfo[];
+}
+
+/** The chat a channel tool call happens in. */
+export interface ChannelToolCallContext {
+  channelName: string;
+  channelContext?: string | null;
+  groupId?: string | null;
+  senderId?: string | null;
 }
 
 /** A history message sent by the client when the thread uses `historyMode = "client"`. */
@@ -744,6 +774,15 @@ export interface ContentItem {
   text?: string | null;
 }
 
+/**
+ * A job's delivery target: a chat channel's adapter (`ext/channel/send`) and the platform's
+ * target there (the chat or group the job was made in).
+ */
+export interface CronDelivery {
+  channel: string;
+  to: string;
+}
+
 export interface CronEnableParams {
   jobId: string;
   enabled: boolean;
@@ -762,6 +801,11 @@ export interface CronJobInfo {
   createdAtMs: number;
   deleteAfterRun: boolean;
   state: CronJobState;
+  /**
+   * Where each run's result is also delivered (appserver extension; absent: nowhere but
+   * `system/jobResult`).
+   */
+  delivery?: CronDelivery | null;
 }
 
 export interface CronJobResult {
@@ -794,8 +838,8 @@ export interface CronRunResult {
 
 /**
  * When a job runs: `every` `everyMs` (after `initialDelayMs` the first time), once `at` `atMs`,
- * `daily` at `dailyHour:dailyMinute` UTC, or on a `cron` expression (`expr`, five fields, UTC;
- * an appserver extension).
+ * `daily` at `dailyHour:dailyMinute`, or on a `cron` expression (`expr`, five fields; an
+ * appserver extension); `daily` and `cron` times are in the IANA zone `tz` (absent: UTC).
  */
 export interface CronSchedule {
   kind: string;
@@ -881,6 +925,47 @@ export interface ExtAppCommandParams {
 export interface ExtAppQueryParams {
   windowId: string;
   stateKey: string;
+}
+
+/** Params of `ext/channel/heartbeat`: an empty object; the answer is `{}`. */
+export type ExtChannelHeartbeatParams = { [key: string]: unknown };
+
+/**
+ * Params of `ext/channel/send`. appserver puts `deliveryId` (the same on every retry of one
+ * message, so an adapter can drop a repeat), `origin` and, for a job's result, `jobId` and
+ * `threadId` in `metadata`.
+ */
+export interface ExtChannelSendParams {
+  /** The platform's delivery target (a chat or group id). */
+  target: string;
+  message: ChannelOutboundMessage;
+  metadata?: unknown;
+}
+
+/**
+ * The adapter's answer to `ext/channel/send`; `errorCode` is a stable string when
+ * `delivered` is false (`UnsupportedDeliveryKind`, `AdapterDeliveryFailed`, ...).
+ */
+export interface ExtChannelSendResult {
+  delivered: boolean;
+  errorCode?: string | null;
+  errorMessage?: string | null;
+  remoteMediaId?: string | null;
+  remoteMessageId?: string | null;
+}
+
+/**
+ * Params of `ext/channel/toolCall`; the answer is a `DynamicToolCallResult`
+ * (`{success, contentItems?, structuredResult?, errorCode?, errorMessage?}`).
+ */
+export interface ExtChannelToolCallParams {
+  threadId: string;
+  turnId: string;
+  callId: string;
+  /** The tool's declared name. */
+  tool: string;
+  arguments: unknown;
+  context: ChannelToolCallContext;
 }
 
 /** An external channel's configuration (protocol section 23.2). */
@@ -1598,6 +1683,20 @@ export interface SubAgentGraphChangedParams {
   childThreadId: string;
 }
 
+/**
+ * `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
+ * adapter whose channel is not accepted, just before it closes the connection.
+ */
+export interface SystemEventParams {
+  kind: string;
+  message?: string | null;
+  percentLeft?: number | null;
+  /** The thread it concerns (`null` for a connection-level event such as `channelRejected`). */
+  threadId?: string | null;
+  tokenCount?: number | null;
+  turnId?: string | null;
+}
+
 export interface SystemNoticePayload {
   kind: string;
   mode?: string | null;
@@ -2185,6 +2284,7 @@ export interface ServerNotificationMap {
   "mcp/view/offered": McpViewOfferedParams;
   "plan/updated": PlanUpdatedParams;
   "subagent/graphChanged": SubAgentGraphChangedParams;
+  "system/event": SystemEventParams;
   "system/jobResult": JobResultParams;
   "terminal/cleaned": TerminalEventParams;
   "terminal/completed": TerminalEventParams;
@@ -2217,6 +2317,9 @@ export interface ServerRequestMap {
   "ext/acp/terminal/waitForExit": { params: AcpTerminalParams; result: AcpTerminalExitStatus };
   "ext/app/command": { params: ExtAppCommandParams; result: AppCommandResult };
   "ext/app/query": { params: ExtAppQueryParams; result: AppQueryResult };
+  "ext/channel/heartbeat": { params: ExtChannelHeartbeatParams; result: EmptyResult };
+  "ext/channel/send": { params: ExtChannelSendParams; result: ExtChannelSendResult };
+  "ext/channel/toolCall": { params: ExtChannelToolCallParams; result: DynamicToolCallResult };
   "item/approval/request": { params: ApprovalRequestParams; result: ApprovalDecisionResult };
   "item/tool/call": { params: DynamicToolCallParams; result: DynamicToolCallResult };
 }

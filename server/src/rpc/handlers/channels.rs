@@ -1,15 +1,18 @@
 //! `channel/list` (the stored origins plus the channels of the connected adapters),
-//! `channel/status` and `externalChannel/list|get|upsert|remove`.
+//! `channel/status` and `externalChannel/list|get|upsert|remove`; and the admission of a channel
+//! adapter once it has sent `initialized`.
+
+use std::sync::Arc;
 
 use appserver_protocol::{
     ChannelListParams, ChannelListResult, ChannelStatusInfo, ChannelStatusParams, ChannelStatusResult,
     ExternalChannelListParams, ExternalChannelListResult, ExternalChannelNameParams, ExternalChannelResult,
-    ExternalChannelUpsertParams, RemovedResult,
+    ExternalChannelUpsertParams, RemovedResult, ServerNotification, SystemEventParams,
 };
 
 use super::workspace::announce_config_changed;
-use crate::channels::{MAX_STORED_ORIGINS, catalog};
-use crate::rpc::RequestCtx;
+use crate::channels::{MAX_STORED_ORIGINS, catalog, is_adapter_channel};
+use crate::rpc::{CloseReason, OutFrame, Peer, RequestCtx, ServerState, TransportKind};
 use crate::store::StoreError;
 use crate::workspace::{WorkspaceError, external_channels};
 
@@ -25,6 +28,46 @@ fn connected_adapters(ctx: &RequestCtx) -> Vec<String> {
             client.capabilities.channel_adapter.as_ref().map(|a| a.channel_name.clone())
         })
         .collect()
+}
+
+/// Why an adapter of `channel` is not accepted: a name the server uses itself, or one the
+/// workspace's `[external_channels]` do not list as enabled while they list any channel (with no
+/// channel configured, every other name is accepted).
+async fn rejection(state: &ServerState, channel: &str) -> Option<String> {
+    if !is_adapter_channel(channel) {
+        return Some(format!("`{channel}` is not a channel name an adapter may use"));
+    }
+    let configured = external_channels::list(&state.config_file.read().await.ok()?);
+    let accepted =
+        configured.is_empty() || configured.iter().any(|c| c.enabled && c.name.eq_ignore_ascii_case(channel));
+    (!accepted).then(|| format!("channel `{channel}` is not configured and enabled in [external_channels]"))
+}
+
+/// Once a WebSocket channel adapter has initialized: a rejected one gets `system/event`
+/// `channelRejected` and is closed (DotCraft's external channel adapter spec, section 5.1);
+/// otherwise the messages kept for its channel start going out. The check reads the config file,
+/// so it ends a moment after `initialized`: an adapter is not held back meanwhile (one that is
+/// then rejected could be sent a message in that moment).
+pub async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
+    let Some(adapter) = peer.session.client().and_then(|c| c.adapter.clone()) else { return };
+    let why = match peer.transport {
+        TransportKind::WebSocket => rejection(&state, &adapter.channel).await,
+        TransportKind::Stdio => None,
+    };
+    let Some(why) = why else {
+        state.delivery.wake();
+        return;
+    };
+    tracing::warn!(conn = %peer.id, channel = %adapter.channel, %why, "channel adapter rejected");
+    let event = ServerNotification::SystemEvent(SystemEventParams {
+        kind: "channelRejected".into(),
+        message: Some(why),
+        ..Default::default()
+    });
+    if let Ok(text) = event.to_frame() {
+        peer.notify("system/event", &OutFrame::from(text));
+    }
+    peer.close(CloseReason::ChannelRejected);
 }
 
 pub async fn handle_channel_list(ctx: &RequestCtx, _: ChannelListParams) -> Result<ChannelListResult, StoreError> {
