@@ -28,6 +28,7 @@ pub mod server;
 pub mod shell;
 pub mod skills;
 pub mod store;
+pub mod subagent;
 pub mod telemetry;
 pub mod threads;
 pub mod transport;

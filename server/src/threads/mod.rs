@@ -98,6 +98,8 @@ pub struct ThreadState {
     pub announce: Arc<AnnounceGate>,
     /// The thread's lease as this instance holds it (the same as its handle's).
     pub fence: Arc<fence::ThreadFence>,
+    /// While a `SpawnAgent` call runs this thread as a sub-agent: its parent and progress.
+    pub subagent: Option<Arc<crate::subagent::Link>>,
 }
 
 impl ThreadState {
@@ -168,6 +170,7 @@ impl ThreadHandle {
                 session_approvals: Default::default(),
                 announce: announce.clone(),
                 fence: fence.clone(),
+                subagent: None,
             }),
             hub: EventHub::new(&record_id, announce, log, last_seq),
             fence,

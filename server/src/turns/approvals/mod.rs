@@ -183,8 +183,7 @@ async fn ask_clients(
 ) -> Result<Outcome, TurnError> {
     // The request follows its item: everything published before it goes out first.
     handle.hub.flush().await;
-    let recipients: Vec<Arc<dyn Client>> =
-        handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect();
+    let recipients: Vec<Arc<dyn Client>> = recipients(handle).into_iter().filter(|c| c.approval_support()).collect();
     let cluster = turns.cluster.as_ref();
     if recipients.is_empty() && cluster.is_none() {
         return Ok(Outcome::Fallback(policy_fallback));
@@ -233,6 +232,24 @@ async fn ask_clients(
     settle(turns, handle, ctx.turn_seq, &ctx.thread_id).await?;
     Ok(outcome)
 }
+
+/// Who receives the thread's approval requests: its own recipients and, while it runs as a
+/// sub-agent, those of its parent and their parents (each connection once).
+fn recipients(handle: &ThreadHandle) -> Vec<Arc<dyn Client>> {
+    let mut out = handle.hub.recipients();
+    let link = handle.state().subagent.clone();
+    for ancestor in link.map(|l| l.ancestors(MAX_ANCESTORS)).unwrap_or_default() {
+        for client in ancestor.hub.recipients() {
+            if !out.iter().any(|c| c.id() == client.id()) {
+                out.push(client);
+            }
+        }
+    }
+    out
+}
+
+/// How many ancestors of a sub-agent are asked its approvals.
+const MAX_ANCESTORS: usize = 16;
 
 /// The thread is no longer waiting: forget the pending approval, stop the other requests.
 async fn settle(turns: &TurnService, handle: &ThreadHandle, turn_seq: u32, thread_id: &str) -> Result<(), TurnError> {

@@ -1,0 +1,117 @@
+//! `subagent/progress` (protocol section 6.5): each running child counts its current tool and
+//! tokens in a [`Progress`]; the parent's turn keeps the children it spawned in a [`Tracker`],
+//! whose snapshots (every child of the turn, completed ones included) the spawn tool publishes
+//! to the parent thread's recipients.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use appserver_protocol::SubAgentProgressEntry;
+
+/// Parent turns whose children are remembered at once (older ones are forgotten first).
+const MAX_TRACKED_TURNS: usize = 256;
+/// Children listed per parent turn.
+pub const MAX_ENTRIES: usize = 256;
+
+/// One child's progress.
+#[derive(Debug)]
+pub struct Progress {
+    entry: Mutex<SubAgentProgressEntry>,
+}
+
+impl Progress {
+    pub fn new(label: String) -> Self {
+        Progress {
+            entry: Mutex::new(SubAgentProgressEntry {
+                label,
+                current_tool: None,
+                input_tokens: 0,
+                output_tokens: 0,
+                is_completed: false,
+            }),
+        }
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SubAgentProgressEntry> {
+        self.entry.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The tool the child runs now; `None` while it waits for its model.
+    pub fn set_tool(&self, tool: Option<&str>) {
+        self.lock().current_tool = tool.map(str::to_owned);
+    }
+
+    pub fn add_tokens(&self, input: u64, output: u64) {
+        let mut entry = self.lock();
+        entry.input_tokens = entry.input_tokens.saturating_add(input);
+        entry.output_tokens = entry.output_tokens.saturating_add(output);
+    }
+
+    pub fn complete(&self) {
+        let mut entry = self.lock();
+        entry.is_completed = true;
+        entry.current_tool = None;
+    }
+
+    pub fn snapshot(&self) -> SubAgentProgressEntry {
+        self.lock().clone()
+    }
+}
+
+/// The children of recent parent turns, by (parent thread, turn).
+#[derive(Debug, Default)]
+pub struct Tracker {
+    turns: Mutex<(u64, HashMap<(String, String), (u64, Vec<Arc<Progress>>)>)>,
+}
+
+impl Tracker {
+    /// Adds a child to the parent turn's list (a turn with [`MAX_ENTRIES`] keeps its first ones
+    /// in the snapshot).
+    pub fn track(&self, thread_id: &str, turn_id: &str, progress: Arc<Progress>) {
+        let mut guard = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+        let (clock, turns) = &mut *guard;
+        *clock += 1;
+        let key = (thread_id.to_owned(), turn_id.to_owned());
+        if !turns.contains_key(&key) && turns.len() >= MAX_TRACKED_TURNS {
+            if let Some(oldest) = turns.iter().min_by_key(|(_, (at, _))| *at).map(|(k, _)| k.clone()) {
+                turns.remove(&oldest);
+            }
+            // A thread's earlier turns are over: forget them.
+            turns.retain(|(thread, _), _| thread != thread_id);
+        }
+        let (at, list) = turns.entry(key).or_default();
+        *at = *clock;
+        if list.len() < MAX_ENTRIES {
+            list.push(progress);
+        }
+    }
+
+    /// Every child of the parent turn, in spawn order.
+    pub fn snapshot(&self, thread_id: &str, turn_id: &str) -> Vec<SubAgentProgressEntry> {
+        let guard = self.turns.lock().unwrap_or_else(|p| p.into_inner());
+        let key = (thread_id.to_owned(), turn_id.to_owned());
+        guard.1.get(&key).map(|(_, list)| list.iter().map(|p| p.snapshot()).collect()).unwrap_or_default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn snapshots_list_every_child_of_the_turn() {
+        let tracker = Tracker::default();
+        let (a, b) = (Arc::new(Progress::new("a".into())), Arc::new(Progress::new("b".into())));
+        tracker.track("t", "turn_1", a.clone());
+        a.set_tool(Some("ReadFile"));
+        a.add_tokens(3, 4);
+        a.complete();
+        tracker.track("t", "turn_1", b.clone());
+        b.set_tool(Some("Exec"));
+        let snap = tracker.snapshot("t", "turn_1");
+        assert_eq!(snap.len(), 2);
+        assert!(snap[0].is_completed && snap[0].current_tool.is_none() && snap[0].input_tokens == 3);
+        assert_eq!(snap[1].current_tool.as_deref(), Some("Exec"));
+        assert!(tracker.snapshot("t", "turn_2").is_empty());
+    }
+}
