@@ -89,6 +89,16 @@ async fn children_are_announced_hidden_and_deleted_with_their_parent_only() {
     let resumed = client.request("subagent/resume", pair).await.unwrap();
     assert_eq!(resumed["edge"]["status"], "open");
 
+    // Archiving follows the parent too; a child is not archived on its own.
+    assert_eq!(code(client.request("thread/archive", json!({ "threadId": child })).await), -32602);
+    for (method, status) in [("thread/archive", "archived"), ("thread/unarchive", "active")] {
+        client.request(method, json!({ "threadId": parent })).await.unwrap();
+        for id in [&parent, &child, &grandchild] {
+            let read = client.request("thread/read", json!({ "threadId": id })).await.unwrap();
+            assert_eq!(read["thread"]["status"], status, "{method} {id}");
+        }
+    }
+
     client.request("thread/delete", json!({ "threadId": parent })).await.unwrap();
     for gone in [&parent, &child, &grandchild] {
         assert_eq!(code(client.request("thread/read", json!({ "threadId": gone })).await), -32010, "{gone}");

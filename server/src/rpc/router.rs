@@ -11,7 +11,7 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, cron, mcp, skills, subagents, terminals, threads, turns, workspace};
+use super::handlers::{apps, channels, commands, cron, mcp, skills, subagents, terminals, thread_tree, threads, turns, workspace};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -32,9 +32,9 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::ThreadSubscribe(p) => answer(id, threads::handle_thread_subscribe(ctx, p)),
         R::ThreadUnsubscribe(p) => answer(id, threads::handle_thread_unsubscribe(ctx, p)),
         R::ThreadPause(p) => answer(id, threads::handle_thread_pause(ctx, p)),
-        R::ThreadArchive(p) => answer(id, threads::handle_thread_archive(ctx, p)),
-        R::ThreadUnarchive(p) => answer(id, threads::handle_thread_unarchive(ctx, p)),
-        R::ThreadDelete(p) => answer(id, threads::handle_thread_delete(ctx, p)),
+        R::ThreadArchive(p) => answer(id, thread_tree::handle_thread_archive(ctx, p)),
+        R::ThreadUnarchive(p) => answer(id, thread_tree::handle_thread_unarchive(ctx, p)),
+        R::ThreadDelete(p) => answer(id, thread_tree::handle_thread_delete(ctx, p)),
         R::ThreadModeSet(p) => answer(id, threads::handle_thread_mode_set(ctx, p)),
         R::ThreadRename(p) => answer(id, threads::handle_thread_rename(ctx, p)),
         R::ThreadConfigUpdate(p) => answer(id, threads::handle_thread_config_update(ctx, p)),
