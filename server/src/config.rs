@@ -218,8 +218,7 @@ pub(crate) struct FileConfig {
     /// each a profile definition in its wire shape (camelCase keys).
     #[allow(dead_code, reason = "checked at start-up; read where used")]
     #[serde(default)]
-    pub(crate) subagent_profiles:
-        Option<std::collections::BTreeMap<String, appserver_protocol::SubAgentProfileWrite>>,
+    pub(crate) subagent_profiles: Option<std::collections::BTreeMap<String, appserver_protocol::SubAgentProfileWrite>>,
 }
 
 /// `[subagent]`: DotCraft's `SubAgent.*` settings.

@@ -134,7 +134,10 @@ async fn profiles_are_managed_checked_and_survive_a_restart() {
 
     let off = client.request("subagent/profiles/setEnabled", json!({ "name": "my-agent", "enabled": false })).await;
     assert_eq!(off.unwrap()["profile"]["enabled"], false);
-    assert_eq!(client.wait_for("workspace/configChanged").await.unwrap().params()["source"], "subagent/profiles/setEnabled");
+    assert_eq!(
+        client.wait_for("workspace/configChanged").await.unwrap().params()["source"],
+        "subagent/profiles/setEnabled"
+    );
     let settings = json!({ "externalCliSessionResumeEnabled": true, "model": "child-model" });
     let updated = client.request("subagent/settings/update", settings).await.unwrap();
     assert_eq!(updated["settings"], json!({ "externalCliSessionResumeEnabled": true, "model": "child-model" }));
@@ -187,7 +190,8 @@ async fn spawn_once(mock: &MockModel, arguments: Value, child: &[&str]) {
 #[tokio::test]
 async fn a_spawned_child_answers_the_parent_with_graph_and_progress_in_order() {
     let mock = MockModel::start(Vec::new()).await;
-    spawn_once(&mock, json!({ "agentPrompt": "inspect the code", "agentNickname": "scout" }), &["child ", "answer"]).await;
+    spawn_once(&mock, json!({ "agentPrompt": "inspect the code", "agentNickname": "scout" }), &["child ", "answer"])
+        .await;
     let workspace = tempfile::tempdir().unwrap();
     let mut server = ServerBuilder::ws().workspace(workspace.path()).mock_model(&mock).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
@@ -201,8 +205,7 @@ async fn a_spawned_child_answers_the_parent_with_graph_and_progress_in_order() {
         e.method() == Some("item/completed") && e.params()["item"]["payload"]["toolName"] == "SpawnAgent"
     });
     let graph = position(&events, "graphChanged", |e| e.method() == Some("subagent/graphChanged"));
-    let progress: Vec<usize> =
-        (0..events.len()).filter(|i| events[*i].method() == Some("subagent/progress")).collect();
+    let progress: Vec<usize> = (0..events.len()).filter(|i| events[*i].method() == Some("subagent/progress")).collect();
     let result = position(&events, "toolResult", |e| {
         e.method() == Some("item/started") && e.params()["item"]["type"] == "toolResult"
     });
@@ -214,13 +217,19 @@ async fn a_spawned_child_answers_the_parent_with_graph_and_progress_in_order() {
     assert_eq!(first["entries"][0]["label"], "scout");
     assert_eq!(first["entries"][0]["isCompleted"], false);
     let last = events[*progress.last().unwrap()].params();
-    assert_eq!(last["entries"], json!([{ "label": "scout", "currentTool": null, "inputTokens": 7, "outputTokens": 3,
-        "isCompleted": true }]));
+    assert_eq!(
+        last["entries"],
+        json!([{ "label": "scout", "currentTool": null, "inputTokens": 7, "outputTokens": 3,
+        "isCompleted": true }])
+    );
 
     let answer = tool_result(&events);
     assert_eq!(answer["success"], true);
     let answer: Value = serde_json::from_str(answer["result"].as_str().unwrap()).unwrap();
-    assert_eq!((answer["childThreadId"].as_str(), answer["status"].as_str()), (Some(child.as_str()), Some("completed")));
+    assert_eq!(
+        (answer["childThreadId"].as_str(), answer["status"].as_str()),
+        (Some(child.as_str()), Some("completed"))
+    );
     assert_eq!(answer["message"], "child answer");
     // The child got the task and no SpawnAgent (role default); the parent got the answer back.
     let requests = mock.requests();
@@ -262,7 +271,11 @@ async fn check_child_after_restart(
 async fn the_builtin_agent_spawns_and_refuses_unknown_and_disabled_profiles() {
     let workspace = tempfile::tempdir().unwrap();
     std::fs::write(workspace.path().join("note.txt"), "hello from the note\n").unwrap();
-    write_config(workspace.path(), "[subagent]\ndisabled_profiles = [\"off\"]\n\n[subagent_profiles.off]\nruntime = \"native\"\n").await;
+    write_config(
+        workspace.path(),
+        "[subagent]\ndisabled_profiles = [\"off\"]\n\n[subagent_profiles.off]\nruntime = \"native\"\n",
+    )
+    .await;
     let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let parent = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();

@@ -11,7 +11,9 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, cron, mcp, skills, subagents, terminals, thread_tree, threads, turns, workspace};
+use super::handlers::{
+    apps, channels, commands, cron, mcp, skills, subagents, terminals, thread_tree, threads, turns, workspace,
+};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///

@@ -150,7 +150,11 @@ pub fn check_name(name: &str) -> Result<(), SubAgentError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
-    if ok { Ok(()) } else { Err(SubAgentError::Invalid(format!("name `{name}`: 1 to 64 letters, digits, `-`, `_`, `.`"))) }
+    if ok {
+        Ok(())
+    } else {
+        Err(SubAgentError::Invalid(format!("name `{name}`: 1 to 64 letters, digits, `-`, `_`, `.`")))
+    }
 }
 
 /// Refuses a definition the server could not use or store.
@@ -184,7 +188,9 @@ fn within_limits(v: &Json) -> bool {
     match v {
         Json::String(s) => s.len() <= MAX_TEXT,
         Json::Array(a) => a.len() <= MAX_LIST && a.iter().all(within_limits),
-        Json::Object(o) => o.len() <= MAX_LIST.max(40) && o.iter().all(|(k, v)| k.len() <= MAX_TEXT && within_limits(v)),
+        Json::Object(o) => {
+            o.len() <= MAX_LIST.max(40) && o.iter().all(|(k, v)| k.len() <= MAX_TEXT && within_limits(v))
+        }
         _ => true,
     }
 }

@@ -58,29 +58,44 @@ impl Progress {
     }
 }
 
+/// A parent turn: (thread id, turn id).
+type TurnKey = (String, String);
+
+/// The children of recent parent turns, with when each turn last spawned one.
+#[derive(Debug, Default)]
+struct Turns {
+    clock: u64,
+    by_turn: HashMap<TurnKey, (u64, Vec<Arc<Progress>>)>,
+}
+
 /// The children of recent parent turns, by (parent thread, turn).
 #[derive(Debug, Default)]
 pub struct Tracker {
-    turns: Mutex<(u64, HashMap<(String, String), (u64, Vec<Arc<Progress>>)>)>,
+    turns: Mutex<Turns>,
 }
 
 impl Tracker {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Turns> {
+        self.turns.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// Adds a child to the parent turn's list (a turn with [`MAX_ENTRIES`] keeps its first ones
-    /// in the snapshot).
+    /// in the snapshot). A thread's earlier turns are over: they are forgotten; so is the least
+    /// recent turn when [`MAX_TRACKED_TURNS`] are remembered.
     pub fn track(&self, thread_id: &str, turn_id: &str, progress: Arc<Progress>) {
-        let mut guard = self.turns.lock().unwrap_or_else(|p| p.into_inner());
-        let (clock, turns) = &mut *guard;
-        *clock += 1;
+        let mut turns = self.lock();
+        turns.clock += 1;
+        let now = turns.clock;
         let key = (thread_id.to_owned(), turn_id.to_owned());
-        if !turns.contains_key(&key) && turns.len() >= MAX_TRACKED_TURNS {
-            if let Some(oldest) = turns.iter().min_by_key(|(_, (at, _))| *at).map(|(k, _)| k.clone()) {
-                turns.remove(&oldest);
+        turns.by_turn.retain(|(thread, turn), _| thread != thread_id || turn == turn_id);
+        if !turns.by_turn.contains_key(&key) && turns.by_turn.len() >= MAX_TRACKED_TURNS {
+            let oldest = turns.by_turn.iter().min_by_key(|(_, (at, _))| *at).map(|(k, _)| k.clone());
+            if let Some(oldest) = oldest {
+                turns.by_turn.remove(&oldest);
             }
-            // A thread's earlier turns are over: forget them.
-            turns.retain(|(thread, _), _| thread != thread_id);
         }
-        let (at, list) = turns.entry(key).or_default();
-        *at = *clock;
+        let (at, list) = turns.by_turn.entry(key).or_default();
+        *at = now;
         if list.len() < MAX_ENTRIES {
             list.push(progress);
         }
@@ -88,9 +103,9 @@ impl Tracker {
 
     /// Every child of the parent turn, in spawn order.
     pub fn snapshot(&self, thread_id: &str, turn_id: &str) -> Vec<SubAgentProgressEntry> {
-        let guard = self.turns.lock().unwrap_or_else(|p| p.into_inner());
         let key = (thread_id.to_owned(), turn_id.to_owned());
-        guard.1.get(&key).map(|(_, list)| list.iter().map(|p| p.snapshot()).collect()).unwrap_or_default()
+        let turns = self.lock();
+        turns.by_turn.get(&key).map(|(_, list)| list.iter().map(|p| p.snapshot()).collect()).unwrap_or_default()
     }
 }
 
@@ -113,5 +128,7 @@ mod tests {
         assert!(snap[0].is_completed && snap[0].current_tool.is_none() && snap[0].input_tokens == 3);
         assert_eq!(snap[1].current_tool.as_deref(), Some("Exec"));
         assert!(tracker.snapshot("t", "turn_2").is_empty());
+        tracker.track("t", "turn_2", Arc::new(Progress::new("c".into())));
+        assert!(tracker.snapshot("t", "turn_1").is_empty(), "a thread's earlier turns are forgotten");
     }
 }

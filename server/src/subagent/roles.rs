@@ -52,8 +52,7 @@ mod tests {
 
     #[test]
     fn roles_decide_tools() {
-        let (default, explorer, worker) =
-            (tool_profile("default"), tool_profile("explorer"), tool_profile("worker"));
+        let (default, explorer, worker) = (tool_profile("default"), tool_profile("explorer"), tool_profile("worker"));
         assert!(allows(None, SPAWN_TOOL) && allows(Some("custom"), "Exec"));
         assert!(!allows(Some(&default), SPAWN_TOOL) && allows(Some(&default), "Exec"));
         assert!(allows(Some(&explorer), "ReadFile") && !allows(Some(&explorer), "Exec"));

@@ -174,7 +174,10 @@ impl SpawnAgentTool {
             ));
         }
         let slot = self.take_slot(config.max_concurrent).ok_or_else(|| {
-            format!("{} sub-agents are already running, the most allowed ([subagent] max_concurrent)", config.max_concurrent)
+            format!(
+                "{} sub-agents are already running, the most allowed ([subagent] max_concurrent)",
+                config.max_concurrent
+            )
         })?;
         let parent_config = ctx.handle.state().record.configuration.clone().unwrap_or_default();
         let configuration = ThreadConfiguration {
@@ -201,7 +204,8 @@ impl SpawnAgentTool {
             Err(message) => return Ok(ToolOutput::error(message)),
         };
         let progress = Arc::new(Progress::new(label.unwrap_or_else(|| handle.id.clone())));
-        handle.state().subagent = Some(Arc::new(Link { parent: Arc::downgrade(&ctx.handle), progress: progress.clone() }));
+        handle.state().subagent =
+            Some(Arc::new(Link { parent: Arc::downgrade(&ctx.handle), progress: progress.clone() }));
         ctx.handle.publish(&ServerNotification::SubAgentGraphChanged(SubAgentGraphChangedParams {
             parent_thread_id: ctx.thread_id.clone(),
             child_thread_id: handle.id.clone(),

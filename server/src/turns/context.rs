@@ -363,7 +363,9 @@ impl TurnContext {
                 };
                 tool.run(call).await
             }
-            (None, _) if !allowed => ToolOutput::error(format!("Tool {name} is not available to this sub-agent's role.")),
+            (None, _) if !allowed => {
+                ToolOutput::error(format!("Tool {name} is not available to this sub-agent's role."))
+            }
             (None, _) => ToolOutput::error(format!("Tool {name} is not available on this server.")),
         };
         if let Some(progress) = &progress {
