@@ -14,7 +14,7 @@ const LAYERS: &[&[&str]] = &[
     &["commands", "apps", "shell", "mcphost", "workspace"],
     &["skills"],
     &["turns"],
-    &["cron"],
+    &["cron", "subagent"],
     &["agent"],
     &["rpc", "mcp"],
     &["transport"],
@@ -44,6 +44,7 @@ const DOMAIN: &[&str] = &[
     "workspace",
     "skills",
     "cron",
+    "subagent",
 ];
 
 const MAX_FILE_LINES: usize = 600;

@@ -299,7 +299,7 @@ fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Valu
     let mut specs = Vec::new();
     let mut targets = BTreeMap::new();
     let profile = ctx.handle.state().record.configuration.as_ref().and_then(|c| c.tool_profile.clone());
-    for tool in ctx.tools().all().filter(|t| crate::subagent::roles::allows(profile.as_deref(), t.name())) {
+    for tool in ctx.tools().all().filter(|t| crate::policy::roles::allows(profile.as_deref(), t.name())) {
         specs.push(json!({ "type": "function", "function": {
             "name": tool.name(), "description": tool.description(), "parameters": tool.input_schema() } }));
         targets.insert(tool.name().to_owned(), Target::Registry);

@@ -1,5 +1,5 @@
 //! `subagent/progress` (protocol section 6.5): each running child counts its current tool and
-//! tokens in a [`Progress`]; the parent's turn keeps the children it spawned in a [`Tracker`],
+//! tokens in a `Progress` (`threads::subagent`); the parent's turn keeps the children it spawned in a [`Tracker`],
 //! whose snapshots (every child of the turn, completed ones included) the spawn tool publishes
 //! to the parent thread's recipients.
 
@@ -8,55 +8,12 @@ use std::sync::{Arc, Mutex};
 
 use appserver_protocol::SubAgentProgressEntry;
 
+use crate::threads::subagent::Progress;
+
 /// Parent turns whose children are remembered at once (older ones are forgotten first).
 const MAX_TRACKED_TURNS: usize = 256;
 /// Children listed per parent turn.
 pub const MAX_ENTRIES: usize = 256;
-
-/// One child's progress.
-#[derive(Debug)]
-pub struct Progress {
-    entry: Mutex<SubAgentProgressEntry>,
-}
-
-impl Progress {
-    pub fn new(label: String) -> Self {
-        Progress {
-            entry: Mutex::new(SubAgentProgressEntry {
-                label,
-                current_tool: None,
-                input_tokens: 0,
-                output_tokens: 0,
-                is_completed: false,
-            }),
-        }
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, SubAgentProgressEntry> {
-        self.entry.lock().unwrap_or_else(|p| p.into_inner())
-    }
-
-    /// The tool the child runs now; `None` while it waits for its model.
-    pub fn set_tool(&self, tool: Option<&str>) {
-        self.lock().current_tool = tool.map(str::to_owned);
-    }
-
-    pub fn add_tokens(&self, input: u64, output: u64) {
-        let mut entry = self.lock();
-        entry.input_tokens = entry.input_tokens.saturating_add(input);
-        entry.output_tokens = entry.output_tokens.saturating_add(output);
-    }
-
-    pub fn complete(&self) {
-        let mut entry = self.lock();
-        entry.is_completed = true;
-        entry.current_tool = None;
-    }
-
-    pub fn snapshot(&self) -> SubAgentProgressEntry {
-        self.lock().clone()
-    }
-}
 
 /// A parent turn: (thread id, turn id).
 type TurnKey = (String, String);

@@ -20,11 +20,12 @@ use appserver_protocol::{
 use serde_json::{Value, json};
 
 use super::profiles::{self, NATIVE};
-use super::progress::{Progress, Tracker};
-use super::{Link, roles};
+use super::progress::Tracker;
 use crate::clock::UtcTime;
+use crate::policy::roles;
 use crate::ports::BoxFuture;
 use crate::store::{EdgeRecord, ThreadRecord, ThreadWrite, WriteOp, parse_seq};
+use crate::threads::subagent::{Link, Progress};
 use crate::threads::{ThreadHandle, new_thread_id, wire};
 use crate::turns::TurnService;
 use crate::turns::context::{TurnContext, TurnError};

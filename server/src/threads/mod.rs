@@ -13,6 +13,7 @@ pub mod fence;
 mod hub;
 pub mod manager;
 pub mod pending_approval;
+pub mod subagent;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -99,7 +100,7 @@ pub struct ThreadState {
     /// The thread's lease as this instance holds it (the same as its handle's).
     pub fence: Arc<fence::ThreadFence>,
     /// While a `SpawnAgent` call runs this thread as a sub-agent: its parent and progress.
-    pub subagent: Option<Arc<crate::subagent::Link>>,
+    pub subagent: Option<Arc<subagent::Link>>,
 }
 
 impl ThreadState {

@@ -383,10 +383,10 @@ impl TurnContext {
 
     /// Whether this thread's sub-agent role lets it call `tool`, and (while it runs as a
     /// sub-agent) where its progress is counted.
-    fn subagent_view(&self, tool: &str) -> (bool, Option<Arc<crate::subagent::Progress>>) {
+    fn subagent_view(&self, tool: &str) -> (bool, Option<Arc<crate::threads::subagent::Progress>>) {
         let state = self.handle.state();
         let profile = state.record.configuration.as_ref().and_then(|c| c.tool_profile.as_deref());
-        (crate::subagent::roles::allows(profile, tool), state.subagent.as_ref().map(|l| l.progress.clone()))
+        (crate::policy::roles::allows(profile, tool), state.subagent.as_ref().map(|l| l.progress.clone()))
     }
 
     /// Adds the token usage of one model call and sends `item/usage/delta`.
