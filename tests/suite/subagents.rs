@@ -196,10 +196,17 @@ async fn a_spawned_child_answers_the_parent_with_graph_and_progress_in_order() {
     let mut server = ServerBuilder::ws().workspace(workspace.path()).mock_model(&mock).spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let parent = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    // A subscriber that opted out of progress.
+    let mut quiet = server.ws_client().await.unwrap();
+    quiet.initialize("quiet", json!({ "optOutNotificationMethods": ["subagent/progress"] })).await.unwrap();
+    quiet.request("thread/subscribe", json!({ "threadId": parent })).await.unwrap();
     let turn = client.request("turn/start", json!({ "threadId": parent, "input": text("delegate") })).await.unwrap();
     let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
     let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/completed"));
+    let quiet_events = events_until_turn_ends(&mut quiet, &turn_id).await.unwrap();
+    assert!(methods(&quiet_events).contains(&"subagent/graphChanged"));
+    assert!(!methods(&quiet_events).contains(&"subagent/progress"), "opted out");
 
     let call = position(&events, "SpawnAgent call", |e| {
         e.method() == Some("item/completed") && e.params()["item"]["payload"]["toolName"] == "SpawnAgent"
@@ -212,6 +219,11 @@ async fn a_spawned_child_answers_the_parent_with_graph_and_progress_in_order() {
     assert!(call < graph && graph < progress[0] && *progress.last().unwrap() < result, "{:?}", methods(&events));
     let child = events[graph].params()["childThreadId"].as_str().unwrap().to_owned();
     assert_eq!(events[graph].params()["parentThreadId"], parent.as_str());
+    // The child's creation is announced to every connection, its starter's included.
+    let started = position(&events, "the child's thread/started", |e| {
+        e.method() == Some("thread/started") && e.params()["thread"]["id"] == child.as_str()
+    });
+    assert_eq!(events[started].params()["thread"]["originChannel"], "subagent");
     let first = events[progress[0]].params();
     assert_eq!((first["threadId"].as_str(), first["turnId"].as_str()), (Some(parent.as_str()), Some(turn_id.as_str())));
     assert_eq!(first["entries"][0]["label"], "scout");

@@ -309,6 +309,17 @@ async fn create_child(
         turns.threads.remove(&handle.id);
         return Err(format!("cannot create the child thread: {err}"));
     }
+    // Cluster mode: the child's turn runs here, under its lease, like its parent's.
+    if let Some(ownership) = &turns.ownership {
+        match ownership.claim(&handle.id).await {
+            Ok(crate::turns::ownership::Claim::Mine(fence)) => {
+                handle.hold_lease(fence).await.map_err(|e| e.to_string())?;
+                ownership.take_orphans(&handle.id);
+            }
+            Ok(_) => return Err("another instance holds the new child thread".into()),
+            Err(err) => return Err(format!("cannot claim the child thread: {err}")),
+        }
+    }
     let thread = wire::thread(&handle.state(), Vec::new());
     let started = ServerNotification::ThreadStarted(ThreadResult { thread });
     match started.to_frame() {
