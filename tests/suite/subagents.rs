@@ -272,6 +272,12 @@ async fn check_child_after_restart(
     assert_eq!((edge["parentTurnId"].as_str(), edge["depth"].as_u64()), (Some(turn_id), Some(1)));
     assert_eq!((edge["agentRole"].as_str(), edge["profileName"].as_str()), (Some("default"), Some("native")));
     assert_eq!(children["data"][0]["thread"]["originChannel"], "subagent");
+    assert_eq!(children["data"][0]["thread"]["source"], json!({ "kind": "subagent" }));
+    let parent_read = client.request("thread/read", json!({ "threadId": parent })).await.unwrap();
+    assert!(parent_read["thread"].get("source").is_none(), "a user's thread has no source");
+    // Nobody else makes threads on the sub-agent channel.
+    let spoof = json!({ "identity": identity("subagent", "user-1") });
+    assert_eq!(code(client.request("thread/start", spoof).await), -32602);
     let read = client.request("thread/read", json!({ "threadId": child, "includeTurns": true })).await.unwrap();
     assert_eq!(read["thread"]["turns"][0]["status"], "completed");
     let listed = client.request("thread/list", json!({ "identity": identity("test", "user-1") })).await.unwrap();

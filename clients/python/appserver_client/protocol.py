@@ -1578,6 +1578,7 @@ Thread = TypedDict("Thread", {
     "plan": NotRequired[Optional["Plan"]],  # The thread's current plan (the latest `plan/updated` snapshot), if it has one.
     "queuedInputs": NotRequired[List["QueuedTurnInput"]],
     "runtime": NotRequired[Optional["ThreadRuntime"]],
+    "source": NotRequired[Optional["ThreadSource"]],  # Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
     "turns": NotRequired[List["Turn"]],  # Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`.
     "userId": NotRequired[Optional[str]],
 })
@@ -1688,6 +1689,11 @@ ThreadRuntime = TypedDict("ThreadRuntime", {
 ThreadRuntimeChangedParams = TypedDict("ThreadRuntimeChangedParams", {
     "threadId": str,
     "runtime": "ThreadRuntime",
+})
+
+# `Thread.source`.
+ThreadSource = TypedDict("ThreadSource", {
+    "kind": str,  # `subagent`.
 })
 
 ThreadStartParams = TypedDict("ThreadStartParams", {

@@ -1848,6 +1848,11 @@ export interface Thread {
   plan?: Plan | null;
   queuedInputs?: QueuedTurnInput[];
   runtime?: ThreadRuntime | null;
+  /**
+   * Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
+   * absent for a user's thread.
+   */
+  source?: ThreadSource | null;
   /** Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`. */
   turns?: Turn[];
   userId?: string | null;
@@ -1983,6 +1988,12 @@ export interface ThreadRuntime {
 export interface ThreadRuntimeChangedParams {
   threadId: string;
   runtime: ThreadRuntime;
+}
+
+/** `Thread.source`. */
+export interface ThreadSource {
+  /** `subagent`. */
+  kind: string;
 }
 
 export interface ThreadStartParams {

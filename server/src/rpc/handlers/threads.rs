@@ -67,6 +67,10 @@ pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Resu
     if p.identity.channel_name.trim().is_empty() {
         return Err(SessionError::InvalidParams("identity.channelName: must not be empty".into()));
     }
+    // Sub-agent children are made by `SpawnAgent` only.
+    if p.identity.channel_name.trim() == crate::subagent::spawn::CHANNEL {
+        return Err(SessionError::InvalidParams("identity.channelName: `subagent` is the server's own".into()));
+    }
     if let Some(config) = &p.config {
         validate_config(config)?;
     }
