@@ -404,6 +404,17 @@ async fn interrupting_the_parent_interrupts_the_child_and_running_children_are_b
     assert_eq!(read["thread"]["turns"][0]["status"], "cancelled");
 }
 
+/// The next `item/approval/request` a client gets: its id and params.
+async fn next_approval(client: &mut Client) -> (appserver_protocol::jsonrpc::RequestId, Value) {
+    loop {
+        match client.next_event().await.unwrap() {
+            Event::Request { id, method, params, .. } if method == "item/approval/request" => return (id, params),
+            Event::Closed { .. } => panic!("closed while waiting for an approval request"),
+            _ => {}
+        }
+    }
+}
+
 #[tokio::test]
 async fn a_childs_approval_is_answered_by_a_client_of_the_parent() {
     let mock = MockModel::start(Vec::new()).await;
@@ -421,16 +432,15 @@ async fn a_childs_approval_is_answered_by_a_client_of_the_parent() {
     let turn = starter.request("turn/start", json!({ "threadId": parent, "input": text("go") })).await.unwrap();
     let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
 
-    let (id, params) = loop {
-        match watcher.next_event().await.unwrap() {
-            Event::Request { id, method, params, .. } if method == "item/approval/request" => break (id, params),
-            Event::Closed { .. } => panic!("closed"),
-            _ => {}
-        }
-    };
+    let (_, params) = next_approval(&mut watcher).await;
     assert_ne!(params["threadId"], parent.as_str(), "the request names the child's thread");
     assert_eq!(params["target"], "t.txt");
-    watcher.respond(&id, json!({ "decision": "accept" }));
+    // A client that subscribes to the parent while the child waits is asked too, and answers.
+    let mut late = server.ws_client_initialized().await.unwrap();
+    late.request("thread/subscribe", json!({ "threadId": parent })).await.unwrap();
+    let (late_id, late_params) = next_approval(&mut late).await;
+    assert_eq!(late_params["requestId"], params["requestId"]);
+    late.respond(&late_id, json!({ "decision": "accept" }));
     let events = events_until_turn_ends(&mut starter, &turn_id).await.unwrap();
     assert!(!methods(&events).contains(&"item/approval/request"));
     let answer: Value = serde_json::from_str(tool_result(&events)["result"].as_str().unwrap()).unwrap();

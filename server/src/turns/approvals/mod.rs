@@ -318,11 +318,22 @@ fn spawn_ask(
     });
 }
 
-/// A connection that subscribed to (or resumed) a thread with a pending approval is asked too.
+/// A connection that subscribed to (or resumed) a thread with a pending approval is asked too,
+/// and so are the pending approvals of the sub-agents running under that thread.
 pub fn offer_pending(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
     if !client.approval_support() {
         return;
     }
+    offer_one(turns, handle, client);
+    for loaded in turns.threads.all_loaded() {
+        let link = loaded.state().subagent.clone();
+        if link.is_some_and(|l| l.ancestors(MAX_ANCESTORS).iter().any(|a| a.id == handle.id)) {
+            offer_one(turns, &loaded, client);
+        }
+    }
+}
+
+fn offer_one(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
     let mut state = handle.state();
     let Some(pending) = state.pending_approval.as_mut() else { return };
     if !pending.asked.insert(client.id()) {
