@@ -446,3 +446,28 @@ async fn a_childs_approval_is_answered_by_a_client_of_the_parent() {
     let answer: Value = serde_json::from_str(tool_result(&events)["result"].as_str().unwrap()).unwrap();
     assert_eq!(answer["message"], "touched");
 }
+
+#[tokio::test]
+async fn closing_a_running_child_cancels_it_and_the_parent_goes_on() {
+    let mock = MockModel::start(Vec::new()).await;
+    let server = ServerBuilder::ws().arg("--enable-debug-methods").mock_model(&mock).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let parent = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let (turn_id, child) = blocked_child(&mut client, &mock, &parent).await;
+    mock.push(Reply::Sse(text_reply(&["the child was stopped"], (1, 1))));
+
+    let pair = json!({ "parentThreadId": parent, "childThreadId": child });
+    let closed = client.request("subagent/close", pair).await.unwrap();
+    assert_eq!(closed["edge"]["status"], "closed");
+    let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
+    assert_eq!(events.last().unwrap().method(), Some("turn/completed"), "the parent goes on");
+    let graph = position(&events, "graphChanged", |e| e.method() == Some("subagent/graphChanged"));
+    assert_eq!(events[graph].params()["childThreadId"], child.as_str());
+    let result = tool_result(&events);
+    assert_eq!(result["success"], false);
+    let answer: Value = serde_json::from_str(result["result"].as_str().unwrap()).unwrap();
+    assert_eq!(answer["status"], "cancelled");
+    let params = json!({ "parentThreadId": parent, "includeClosed": true });
+    let children = client.request("subagent/children/list", params).await.unwrap();
+    assert_eq!(children["data"][0]["edge"]["status"], "closed");
+}
