@@ -88,6 +88,16 @@ impl Drop for Slot {
     }
 }
 
+/// A child linked to its parent while its `SpawnAgent` call runs; unlinked when the call ends or
+/// is dropped, so a turn a client starts on the child later is the child's own.
+struct Linked(Arc<ThreadHandle>);
+
+impl Drop for Linked {
+    fn drop(&mut self) {
+        self.0.state().subagent = None;
+    }
+}
+
 impl SpawnAgentTool {
     fn take_slot(&self, max: u32) -> Option<Slot> {
         let taken = self.running.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1));
@@ -207,6 +217,7 @@ impl SpawnAgentTool {
         let progress = Arc::new(Progress::new(label.unwrap_or_else(|| handle.id.clone())));
         handle.state().subagent =
             Some(Arc::new(Link { parent: Arc::downgrade(&ctx.handle), progress: progress.clone() }));
+        let _linked = Linked(handle.clone());
         ctx.handle.publish(&ServerNotification::SubAgentGraphChanged(SubAgentGraphChangedParams {
             parent_thread_id: ctx.thread_id.clone(),
             child_thread_id: handle.id.clone(),
