@@ -86,8 +86,11 @@ async fn children_are_announced_hidden_and_deleted_with_their_parent_only() {
     assert_eq!(closed["edge"]["status"], "closed");
     let open = client.request("subagent/children/list", json!({ "parentThreadId": parent })).await.unwrap();
     assert_eq!(open["data"], json!([]), "closed edges are listed only when asked");
+    client.request("thread/pause", json!({ "threadId": child })).await.unwrap();
     let resumed = client.request("subagent/resume", pair).await.unwrap();
     assert_eq!(resumed["edge"]["status"], "open");
+    let read = client.request("thread/read", json!({ "threadId": child })).await.unwrap();
+    assert_eq!(read["thread"]["status"], "active", "subagent/resume resumes a paused child");
 
     // Archiving follows the parent too; a child is not archived on its own.
     assert_eq!(code(client.request("thread/archive", json!({ "threadId": child })).await), -32602);

@@ -9,10 +9,11 @@ use appserver_protocol::{
     RemovedResult, ServerNotification, SubAgentChild, SubAgentChildrenListParams, SubAgentChildrenListResult,
     SubAgentControlParams, SubAgentEdge, SubAgentEdgeResult, SubAgentGraphChangedParams, SubAgentProfileNameParams,
     SubAgentProfileResult, SubAgentProfileSetEnabledParams, SubAgentProfileUpsertParams, SubAgentProfilesListParams,
-    SubAgentProfilesListResult, SubAgentSettingsResult, SubAgentSettingsUpdateParams,
+    SubAgentProfilesListResult, SubAgentSettingsResult, SubAgentSettingsUpdateParams, ThreadStatus,
 };
 use toml_edit::DocumentMut;
 
+use super::threads::change_status;
 use super::workspace::announce_config_changed;
 use crate::rpc::RequestCtx;
 use crate::store::{EdgeRecord, ThreadWrite};
@@ -203,8 +204,13 @@ pub async fn handle_close(ctx: &RequestCtx, p: SubAgentControlParams) -> Result<
     set_edge(ctx, edge, "closed").await
 }
 
-/// `subagent/resume`: reopens the child's edge (and sends the child nothing).
+/// `subagent/resume`: a paused child becomes active again and its edge reopens (the child is sent
+/// nothing).
 pub async fn handle_resume(ctx: &RequestCtx, p: SubAgentControlParams) -> Result<SubAgentEdgeResult, SessionError> {
     let edge = child_edge(ctx, &p).await?;
+    let child = ctx.state.threads.get(&p.child_thread_id).await?;
+    if child.state().record.status == ThreadStatus::Paused {
+        change_status(ctx, &p.child_thread_id, ThreadStatus::Active, |_| Ok(())).await?;
+    }
     set_edge(ctx, edge, "open").await
 }
