@@ -144,6 +144,8 @@ async fn profiles_are_managed_checked_and_survive_a_restart() {
     let settings = json!({ "externalCliSessionResumeEnabled": true, "model": "child-model" });
     let updated = client.request("subagent/settings/update", settings).await.unwrap();
     assert_eq!(updated["settings"], json!({ "externalCliSessionResumeEnabled": true, "model": "child-model" }));
+    let changed = client.wait_for("workspace/configChanged").await.unwrap();
+    assert_eq!(changed.params()["source"], "subagent/settings/update");
 
     // Errors of section 24.9.
     let set = |name: &str, enabled: bool| json!({ "name": name, "enabled": enabled });
@@ -161,7 +163,7 @@ async fn profiles_are_managed_checked_and_survive_a_restart() {
 
     server.terminate().await.unwrap();
     let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
-    let client = server.ws_client_initialized().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
     let listed = client.request("subagent/profiles/list", json!({})).await.unwrap();
     assert_eq!(listed["settings"], json!({ "externalCliSessionResumeEnabled": true, "model": "child-model" }));
     let mine = &listed["profiles"][1];
@@ -169,6 +171,9 @@ async fn profiles_are_managed_checked_and_survive_a_restart() {
     assert_eq!(mine["definition"]["env"], json!({ "A": "1" }));
     client.request("subagent/settings/update", json!({ "model": null })).await.unwrap();
     client.request("subagent/profiles/remove", json!({ "name": "my-agent" })).await.unwrap();
+    for source in ["subagent/settings/update", "subagent/profiles/remove"] {
+        assert_eq!(client.wait_for("workspace/configChanged").await.unwrap().params()["source"], source);
+    }
     let listed = client.request("subagent/profiles/list", json!({})).await.unwrap();
     assert_eq!(listed["profiles"].as_array().unwrap().len(), 1);
     assert_eq!(listed["settings"]["model"], Value::Null);
