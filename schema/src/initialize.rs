@@ -142,6 +142,13 @@ pub struct ServerCapabilities {
     /// `externalChannel/*` (section 23).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub external_channel_management: Option<bool>,
+    /// `subagent/profiles/*` and `subagent/settings/update` (section 24).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_agent_management: Option<bool>,
+    /// Sub-agent child threads: `subagent/children/list`, `subagent/close`, `subagent/resume`
+    /// (section 24.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_agent_sessions: Option<bool>,
     /// `channel/status` (section 20).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub channel_status: Option<bool>,

@@ -47,6 +47,10 @@ pub mod error_codes {
     pub const EXTERNAL_CHANNEL_NOT_FOUND: i64 = -32080;
     pub const EXTERNAL_CHANNEL_VALIDATION_FAILED: i64 = -32081;
     pub const EXTERNAL_CHANNEL_NAME_CONFLICT: i64 = -32082;
+    /// Section 24.9.
+    pub const SUBAGENT_PROFILE_NOT_FOUND: i64 = -32083;
+    pub const SUBAGENT_PROFILE_VALIDATION_FAILED: i64 = -32084;
+    pub const SUBAGENT_PROFILE_PROTECTED: i64 = -32085;
 }
 
 /// A request id exactly as it appeared on the wire: the raw JSON text of a string, a number or

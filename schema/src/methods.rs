@@ -47,7 +47,12 @@ use crate::skill::{
     SkillNameParams, SkillResult, SkillsListParams, SkillsListResult, SkillsReadResult, SkillsRestoreResult,
     SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
 };
-use crate::subagent::{SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentGraphChangedParams};
+use crate::subagent::{
+    SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentControlParams, SubAgentEdgeResult,
+    SubAgentGraphChangedParams, SubAgentProfileNameParams, SubAgentProfileResult, SubAgentProfileSetEnabledParams,
+    SubAgentProfileUpsertParams, SubAgentProfilesListParams, SubAgentProfilesListResult, SubAgentProgressParams,
+    SubAgentSettingsResult, SubAgentSettingsUpdateParams,
+};
 use crate::terminal::{
     TerminalCleanParams, TerminalEventParams, TerminalListParams, TerminalListResult, TerminalReadParams,
     TerminalResult, TerminalSessionParams, TerminalWriteParams,
@@ -272,6 +277,16 @@ request_table! { ClientRequest, client_request_schemas;
     ExternalChannelRemove => "externalChannel/remove" (ExternalChannelNameParams) -> RemovedResult;
     /// A thread's sub-agent children (section 24.10).
     SubAgentChildrenList => "subagent/children/list" (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
+    /// Cancel a child's running turn (if any) and close its edge.
+    SubAgentClose => "subagent/close" (SubAgentControlParams) -> SubAgentEdgeResult;
+    /// Reopen a child's edge (sends it nothing).
+    SubAgentResume => "subagent/resume" (SubAgentControlParams) -> SubAgentEdgeResult;
+    /// Built-in and workspace sub-agent profiles, and the workspace's settings (section 24).
+    SubAgentProfilesList => "subagent/profiles/list" (SubAgentProfilesListParams) -> SubAgentProfilesListResult;
+    SubAgentSettingsUpdate => "subagent/settings/update" (SubAgentSettingsUpdateParams) -> SubAgentSettingsResult;
+    SubAgentProfilesSetEnabled => "subagent/profiles/setEnabled" (SubAgentProfileSetEnabledParams) -> SubAgentProfileResult;
+    SubAgentProfilesUpsert => "subagent/profiles/upsert" (SubAgentProfileUpsertParams) -> SubAgentProfileResult;
+    SubAgentProfilesRemove => "subagent/profiles/remove" (SubAgentProfileNameParams) -> RemovedResult;
     /// Installed skills, workspace ones first (section 18).
     SkillsList => "skills/list" (SkillsListParams) -> SkillsListResult;
     /// A skill's raw `SKILL.md` with its frontmatter parsed.
@@ -348,6 +363,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     WorkspaceConfigChanged => "workspace/configChanged" (WorkspaceConfigChangedParams);
     /// A sub-agent edge was made or changed (section 6.5).
     SubAgentGraphChanged => "subagent/graphChanged" (SubAgentGraphChangedParams);
+    /// A complete snapshot of the sub-agents a turn's `SpawnAgent` calls run (section 6.5).
+    SubAgentProgress => "subagent/progress" (SubAgentProgressParams);
     /// A cron job changed, ran, or was removed (section 16.8).
     CronStateChanged => "cron/stateChanged" (CronStateChangedParams);
     /// A cron run's result (section 6.9).

@@ -175,6 +175,17 @@ pub struct Thread {
     /// The thread's current plan (the latest `plan/updated` snapshot), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::item::Plan>,
+    /// Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
+    /// absent for a user's thread.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub source: Option<ThreadSource>,
+}
+
+/// `Thread.source`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct ThreadSource {
+    /// `subagent`.
+    pub kind: String,
 }
 
 /// One row of `thread/list`.

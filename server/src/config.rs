@@ -245,6 +245,30 @@ pub(crate) struct FileConfig {
     #[allow(dead_code, reason = "checked at start-up; read where used")]
     #[serde(default)]
     pub(crate) external_channels: Option<std::collections::BTreeMap<String, FileExternalChannel>>,
+    /// Sub-agent settings (protocol section 24): `[subagent]`.
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) subagent: Option<FileSubAgent>,
+    /// Workspace sub-agent profiles and overrides of built-in ones: `[subagent_profiles.<name>]`,
+    /// each a profile definition in its wire shape (camelCase keys).
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) subagent_profiles: Option<std::collections::BTreeMap<String, appserver_protocol::SubAgentProfileWrite>>,
+}
+
+/// `[subagent]`: DotCraft's `SubAgent.*` settings.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(
+    dead_code,
+    reason = "read only to check the file at start-up and before each write; the code that uses it reads the file itself"
+)]
+pub(crate) struct FileSubAgent {
+    pub(crate) model: Option<String>,
+    pub(crate) external_cli_session_resume_enabled: Option<bool>,
+    pub(crate) disabled_profiles: Option<Vec<String>>,
+    pub(crate) max_depth: Option<u32>,
+    pub(crate) max_concurrent: Option<u32>,
 }
 
 /// `[welcome]`: personalized `welcome/suggestions` (default on).

@@ -29,6 +29,7 @@ mod server;
 mod shell;
 mod skills;
 mod store;
+mod subagent;
 mod telemetry;
 mod threads;
 mod transport;

@@ -210,6 +210,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::mcp_tools::McpCallTool));
     tools.register(Arc::new(crate::agent::skill_tool::SkillViewTool { skills: skills.clone() }));
     tools.register(Arc::new(crate::agent::cron_tool::CronTool { service: cron_slot.clone() }));
+    tools.register(Arc::new(crate::subagent::spawn::SpawnAgentTool::default()));
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));

@@ -18,7 +18,7 @@ const LAYERS: &[&[&str]] = &[
     &["commands", "apps", "shell", "mcphost", "workspace", "delivery"],
     &["skills"],
     &["turns"],
-    &["cron"],
+    &["cron", "subagent"],
     &["agent"],
     &["rpc", "mcp"],
     &["transport"],
@@ -49,6 +49,7 @@ const DOMAIN: &[&str] = &[
     "skills",
     "cron",
     "delivery",
+    "subagent",
 ];
 
 const MAX_FILE_LINES: usize = 600;

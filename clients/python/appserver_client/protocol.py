@@ -1301,6 +1301,8 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "modelCatalogManagement": NotRequired[Optional[bool]],
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
     "skillsManagement": NotRequired[Optional[bool]],  # `skills/*` (section 18).
+    "subAgentManagement": NotRequired[Optional[bool]],  # `subagent/profiles/*` and `subagent/settings/update` (section 24).
+    "subAgentSessions": NotRequired[Optional[bool]],  # Sub-agent child threads: `subagent/children/list`, `subagent/close`, `subagent/resume`
     "threadManagement": NotRequired[Optional[bool]],
     "threadSubscriptions": NotRequired[Optional[bool]],
     "workspaceConfigManagement": NotRequired[Optional[bool]],  # `workspace/config/schema|update` and `workspace/configChanged` (section 25).
@@ -1402,6 +1404,12 @@ SubAgentChildrenListResult = TypedDict("SubAgentChildrenListResult", {
     "data": List["SubAgentChild"],
 })
 
+# Params of `subagent/close` and `subagent/resume`.
+SubAgentControlParams = TypedDict("SubAgentControlParams", {
+    "parentThreadId": str,
+    "childThreadId": str,
+})
+
 # A parent/child edge.
 SubAgentEdge = TypedDict("SubAgentEdge", {
     "parentThreadId": str,
@@ -1418,11 +1426,139 @@ SubAgentEdge = TypedDict("SubAgentEdge", {
     "parentTurnId": NotRequired[Optional[str]],
 })
 
+# Result of `subagent/close` and `subagent/resume`: the edge as it is now.
+SubAgentEdgeResult = TypedDict("SubAgentEdgeResult", {
+    "edge": "SubAgentEdge",
+})
+
 # `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
 # `subagent/children/list`.
 SubAgentGraphChangedParams = TypedDict("SubAgentGraphChangedParams", {
     "parentThreadId": str,
     "childThreadId": str,
+})
+
+# Whether a profile is offered, and why not (section 24.3).
+SubAgentProfileDiagnostic = TypedDict("SubAgentProfileDiagnostic", {
+    "enabled": bool,
+    "binaryResolved": bool,
+    "hiddenFromPrompt": bool,
+    "warnings": List[str],
+    "hiddenReason": NotRequired[Optional[str]],
+})
+
+# One profile as listed (section 24.3).
+SubAgentProfileEntry = TypedDict("SubAgentProfileEntry", {
+    "name": str,
+    "isBuiltIn": bool,
+    "isTemplate": bool,
+    "hasWorkspaceOverride": bool,
+    "isDefault": bool,
+    "enabled": bool,
+    "definition": "SubAgentProfileWrite",  # The effective definition (built-in defaults, then the workspace's override).
+    "diagnostic": "SubAgentProfileDiagnostic",
+    "builtInDefaults": NotRequired[Optional["SubAgentProfileWrite"]],  # Only for built-in profiles.
+})
+
+# Params of `subagent/profiles/remove`.
+SubAgentProfileNameParams = TypedDict("SubAgentProfileNameParams", {
+    "name": str,
+})
+
+# Result of `subagent/profiles/setEnabled` and `subagent/profiles/upsert`.
+SubAgentProfileResult = TypedDict("SubAgentProfileResult", {
+    "profile": "SubAgentProfileEntry",
+})
+
+# Params of `subagent/profiles/setEnabled`.
+SubAgentProfileSetEnabledParams = TypedDict("SubAgentProfileSetEnabledParams", {
+    "name": str,
+    "enabled": bool,
+})
+
+# Params of `subagent/profiles/upsert`.
+SubAgentProfileUpsertParams = TypedDict("SubAgentProfileUpsertParams", {
+    "name": str,
+    "definition": "SubAgentProfileWrite",
+})
+
+# A profile definition (section 24.2): the persisted shape of `SubAgentProfiles.<name>`, without
+# its name. Fields other than `runtime` and `workingDirectoryMode` are those of external CLI
+# runtimes.
+SubAgentProfileWrite = TypedDict("SubAgentProfileWrite", {
+    "args": NotRequired[Optional[List[str]]],
+    "bin": NotRequired[Optional[str]],
+    "deleteOutputFileAfterRead": NotRequired[Optional[bool]],
+    "env": NotRequired[Optional[Dict[str, str]]],
+    "envPassthrough": NotRequired[Optional[List[str]]],
+    "inputArgTemplate": NotRequired[Optional[str]],
+    "inputEnvKey": NotRequired[Optional[str]],
+    "inputFormat": NotRequired[Optional[str]],
+    "inputMode": NotRequired[Optional[str]],
+    "maxOutputBytes": NotRequired[Optional[int]],
+    "outputFileArgTemplate": NotRequired[Optional[str]],
+    "outputFormat": NotRequired[Optional[str]],
+    "outputInputTokensJsonPath": NotRequired[Optional[str]],
+    "outputJsonPath": NotRequired[Optional[str]],
+    "outputOutputTokensJsonPath": NotRequired[Optional[str]],
+    "outputTotalTokensJsonPath": NotRequired[Optional[str]],
+    "permissionModeMapping": NotRequired[Optional[Dict[str, str]]],
+    "readOutputFile": NotRequired[Optional[bool]],
+    "resumeArgTemplate": NotRequired[Optional[str]],
+    "resumeSessionIdJsonPath": NotRequired[Optional[str]],
+    "resumeSessionIdRegex": NotRequired[Optional[str]],
+    "runtime": NotRequired[str],  # `native` (a child thread run by this server's agent) or `cli-oneshot` (an external command).
+    "sanitizationRules": NotRequired[Any],
+    "supportsModelSelection": NotRequired[Optional[bool]],
+    "supportsResume": NotRequired[Optional[bool]],
+    "supportsStreaming": NotRequired[Optional[bool]],
+    "timeout": NotRequired[Optional[int]],  # Seconds; 0 is no limit.
+    "trustLevel": NotRequired[Optional[str]],  # `trusted`, `prompt` or `restricted`.
+    "workingDirectoryMode": NotRequired[str],  # `workspace` (default) or `specified`.
+})
+
+# Params of `subagent/profiles/list`: none.
+SubAgentProfilesListParams = Dict[str, Any]
+
+# Result of `subagent/profiles/list`.
+SubAgentProfilesListResult = TypedDict("SubAgentProfilesListResult", {
+    "defaultName": str,
+    "settings": "SubAgentSettings",
+    "profiles": List["SubAgentProfileEntry"],
+})
+
+# One sub-agent in a `subagent/progress` snapshot.
+SubAgentProgressEntry = TypedDict("SubAgentProgressEntry", {
+    "label": str,  # The `agentNickname` given to `SpawnAgent` (else the child's id).
+    "inputTokens": int,
+    "outputTokens": int,
+    "isCompleted": bool,
+    "currentTool": NotRequired[Optional[str]],  # The tool the sub-agent is running; `null` while it waits for its model.
+})
+
+# `subagent/progress`: a complete snapshot of the sub-agents of a turn (section 6.5).
+SubAgentProgressParams = TypedDict("SubAgentProgressParams", {
+    "threadId": str,  # The parent thread.
+    "turnId": str,  # The parent's running turn.
+    "entries": List["SubAgentProgressEntry"],
+})
+
+# The workspace's sub-agent settings.
+SubAgentSettings = TypedDict("SubAgentSettings", {
+    "externalCliSessionResumeEnabled": bool,
+    "model": NotRequired[Optional[str]],  # The model of native sub-agents; `null`: the parent thread's model.
+})
+
+# Result of `subagent/settings/update`.
+SubAgentSettingsResult = TypedDict("SubAgentSettingsResult", {
+    "settings": "SubAgentSettings",
+})
+
+# Params of `subagent/settings/update`: at least one field. `model: null` (or empty) clears it;
+# an absent field is left as it is.
+SubAgentSettingsUpdateParams = TypedDict("SubAgentSettingsUpdateParams", {
+    "externalCliSessionResumeEnabled": NotRequired[Optional[bool]],
+    "model": NotRequired[Optional[str]],  # Absent: unchanged; `null`, empty or whitespace: cleared.
 })
 
 # `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
@@ -1522,6 +1658,7 @@ Thread = TypedDict("Thread", {
     "plan": NotRequired[Optional["Plan"]],  # The thread's current plan (the latest `plan/updated` snapshot), if it has one.
     "queuedInputs": NotRequired[List["QueuedTurnInput"]],
     "runtime": NotRequired[Optional["ThreadRuntime"]],
+    "source": NotRequired[Optional["ThreadSource"]],  # Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
     "turns": NotRequired[List["Turn"]],  # Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`.
     "userId": NotRequired[Optional[str]],
 })
@@ -1632,6 +1769,11 @@ ThreadRuntime = TypedDict("ThreadRuntime", {
 ThreadRuntimeChangedParams = TypedDict("ThreadRuntimeChangedParams", {
     "threadId": str,
     "runtime": "ThreadRuntime",
+})
+
+# `Thread.source`.
+ThreadSource = TypedDict("ThreadSource", {
+    "kind": str,  # `subagent`.
 })
 
 ThreadStartParams = TypedDict("ThreadStartParams", {
@@ -1871,7 +2013,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1915,6 +2057,13 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "skills/uninstall": ("SkillNameParams", "SkillsUninstallResult"),
     "skills/view": ("SkillNameParams", "SkillsViewResult"),
     "subagent/children/list": ("SubAgentChildrenListParams", "SubAgentChildrenListResult"),
+    "subagent/close": ("SubAgentControlParams", "SubAgentEdgeResult"),
+    "subagent/profiles/list": ("SubAgentProfilesListParams", "SubAgentProfilesListResult"),
+    "subagent/profiles/remove": ("SubAgentProfileNameParams", "RemovedResult"),
+    "subagent/profiles/setEnabled": ("SubAgentProfileSetEnabledParams", "SubAgentProfileResult"),
+    "subagent/profiles/upsert": ("SubAgentProfileUpsertParams", "SubAgentProfileResult"),
+    "subagent/resume": ("SubAgentControlParams", "SubAgentEdgeResult"),
+    "subagent/settings/update": ("SubAgentSettingsUpdateParams", "SubAgentSettingsResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
     "terminal/read": ("TerminalReadParams", "TerminalResult"),
@@ -1954,7 +2103,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "subagent/progress", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -1976,6 +2125,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/view/offered": ("McpViewOfferedParams", None),
     "plan/updated": ("PlanUpdatedParams", None),
     "subagent/graphChanged": ("SubAgentGraphChangedParams", None),
+    "subagent/progress": ("SubAgentProgressParams", None),
     "system/event": ("SystemEventParams", None),
     "system/jobResult": ("JobResultParams", None),
     "terminal/cleaned": ("TerminalEventParams", None),
@@ -2143,6 +2293,27 @@ class ClientRequests:
 
     async def subagent_children_list(self, params: "SubAgentChildrenListParams", timeout: Optional[float] = None) -> "SubAgentChildrenListResult":
         return await self.request("subagent/children/list", params, timeout)
+
+    async def subagent_close(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentEdgeResult":
+        return await self.request("subagent/close", params, timeout)
+
+    async def subagent_profiles_list(self, params: "SubAgentProfilesListParams", timeout: Optional[float] = None) -> "SubAgentProfilesListResult":
+        return await self.request("subagent/profiles/list", params, timeout)
+
+    async def subagent_profiles_remove(self, params: "SubAgentProfileNameParams", timeout: Optional[float] = None) -> "RemovedResult":
+        return await self.request("subagent/profiles/remove", params, timeout)
+
+    async def subagent_profiles_setEnabled(self, params: "SubAgentProfileSetEnabledParams", timeout: Optional[float] = None) -> "SubAgentProfileResult":
+        return await self.request("subagent/profiles/setEnabled", params, timeout)
+
+    async def subagent_profiles_upsert(self, params: "SubAgentProfileUpsertParams", timeout: Optional[float] = None) -> "SubAgentProfileResult":
+        return await self.request("subagent/profiles/upsert", params, timeout)
+
+    async def subagent_resume(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentEdgeResult":
+        return await self.request("subagent/resume", params, timeout)
+
+    async def subagent_settings_update(self, params: "SubAgentSettingsUpdateParams", timeout: Optional[float] = None) -> "SubAgentSettingsResult":
+        return await self.request("subagent/settings/update", params, timeout)
 
     async def terminal_clean(self, params: "TerminalCleanParams", timeout: Optional[float] = None) -> "TerminalListResult":
         return await self.request("terminal/clean", params, timeout)

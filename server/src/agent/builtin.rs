@@ -16,6 +16,7 @@ To use one, point appserver at an OpenAI-compatible endpoint: set APPSERVER_MODE
 APPSERVER_API_KEY), or add a [model] section to .appserver/config.toml, then restart the server. \
 These commands work without a model: /apps lists the registered apps, /query WINDOW KEY reads an app's state \
 (KEY \"manifest\" describes the app), /command WINDOW NAME JSON runs an app command, /plan JSON records a plan, \
+/spawn PROMPT hands PROMPT to a sub-agent, \
 /exec COMMAND runs a shell command, /read PATH reads a file, /write PATH TEXT and /edit PATH OLD => NEW change one, \
 and /diff shows the workspace's uncommitted changes (git diff).";
 
@@ -62,7 +63,7 @@ async fn run_command(turn: &mut TurnContext, name: &str, args: &str) -> Result<S
         Ok(Some(call)) => call,
         Ok(None) => {
             return Ok(format!(
-                "Unknown command /{name}. Without a model I understand /apps, /query WINDOW KEY, /command WINDOW NAME JSON, /plan JSON, /exec COMMAND, /read PATH, /write PATH TEXT, /edit PATH OLD => NEW and /diff."
+                "Unknown command /{name}. Without a model I understand /apps, /query WINDOW KEY, /command WINDOW NAME JSON, /plan JSON, /spawn PROMPT, /exec COMMAND, /read PATH, /write PATH TEXT, /edit PATH OLD => NEW and /diff."
             ));
         }
         Err(usage) => return Ok(usage),
@@ -134,6 +135,7 @@ pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Val
             let (old, new) = rest.split_once(" => ").ok_or_else(usage)?;
             Ok(Some(("EditFile", json!({ "path": path, "oldText": old.trim(), "newText": new.trim() }))))
         }
+        "spawn" => spawn_arguments(args).map(|a| Some(("SpawnAgent", a))),
         "debug-block" => Ok(Some(("debug_block", json!({})))),
         "debug-gated" => {
             let mut words = args.split_whitespace();
@@ -143,6 +145,31 @@ pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Val
         }
         _ => Ok(None),
     }
+}
+
+/// `/spawn [--as NICKNAME] [--role ROLE] [--profile PROFILE] PROMPT` → `SpawnAgent`'s arguments.
+fn spawn_arguments(args: &str) -> Result<Value, String> {
+    let usage = || "Usage: /spawn [--as NICKNAME] [--role ROLE] [--profile PROFILE] PROMPT".to_owned();
+    let mut rest = args.trim_start();
+    let mut out = json!({});
+    while let Some(flag) = rest.strip_prefix("--") {
+        let (name, after) = flag.split_once(char::is_whitespace).ok_or_else(usage)?;
+        let key = match name {
+            "as" => "agentNickname",
+            "role" => "agentRole",
+            "profile" => "profile",
+            _ => return Err(usage()),
+        };
+        let after = after.trim_start();
+        let (value, after) = after.split_once(char::is_whitespace).unwrap_or((after, ""));
+        out[key] = Value::String(value.to_owned());
+        rest = after.trim_start();
+    }
+    if rest.is_empty() {
+        return Err(usage());
+    }
+    out["agentPrompt"] = Value::String(rest.to_owned());
+    Ok(out)
 }
 
 #[cfg(test)]
@@ -168,5 +195,9 @@ mod tests {
         assert_eq!((tool, args), ("EditFile", json!({ "path": "a.txt", "oldText": "one two", "newText": "three" })));
         assert_eq!(parse_command("write", "a.txt hi there").unwrap().unwrap().1["content"], "hi there\n");
         assert!(parse_command("exec", " ").is_err() && parse_command("edit", "a.txt x").is_err());
+        let (tool, args) = parse_command("spawn", "--as scout --role explorer /read a.txt").unwrap().unwrap();
+        assert_eq!(tool, "SpawnAgent");
+        assert_eq!(args, json!({ "agentNickname": "scout", "agentRole": "explorer", "agentPrompt": "/read a.txt" }));
+        assert!(parse_command("spawn", "--as scout").is_err() && parse_command("spawn", "--bad x y").is_err());
     }
 }

@@ -300,7 +300,8 @@ fn system_message(provider: &ModelProvider, skills: Option<&str>, thread_instruc
 fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Value>, BTreeMap<String, Target>) {
     let mut specs = Vec::new();
     let mut targets = BTreeMap::new();
-    for tool in ctx.tools().all() {
+    let profile = ctx.handle.state().record.configuration.as_ref().and_then(|c| c.tool_profile.clone());
+    for tool in ctx.tools().all().filter(|t| crate::policy::roles::allows(profile.as_deref(), t.name())) {
         specs.push(json!({ "type": "function", "function": {
             "name": tool.name(), "description": tool.description(), "parameters": tool.input_schema() } }));
         targets.insert(tool.name().to_owned(), Target::Registry);

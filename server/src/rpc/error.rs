@@ -184,6 +184,25 @@ impl From<WorkspaceError> for RpcError {
     }
 }
 
+impl From<crate::subagent::SubAgentError> for RpcError {
+    fn from(err: crate::subagent::SubAgentError) -> Self {
+        use crate::subagent::SubAgentError as E;
+        let err = match err {
+            E::Workspace(workspace) => return RpcError::from(workspace),
+            other => other,
+        };
+        let code = match &err {
+            E::Workspace(_) => error_codes::INTERNAL_ERROR,
+            E::NotFound(_) => error_codes::SUBAGENT_PROFILE_NOT_FOUND,
+            E::Invalid(_) => error_codes::SUBAGENT_PROFILE_VALIDATION_FAILED,
+            E::Protected(_) => error_codes::SUBAGENT_PROFILE_PROTECTED,
+            E::InvalidParams(_) => error_codes::INVALID_PARAMS,
+            E::Config(_) => error_codes::INTERNAL_ERROR,
+        };
+        RpcError::new(code, err.to_string())
+    }
+}
+
 impl From<CronError> for RpcError {
     fn from(err: CronError) -> Self {
         match err {

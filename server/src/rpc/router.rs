@@ -11,7 +11,9 @@ use appserver_protocol::methods::{self as m, Method};
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, cron, mcp, skills, subagents, terminals, threads, turns, workspace};
+use super::handlers::{
+    apps, channels, commands, cron, mcp, skills, subagents, terminals, thread_tree, threads, turns, workspace,
+};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -34,9 +36,9 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::ThreadSubscribe(p) => answer::<m::ThreadSubscribe, _>(id, threads::handle_thread_subscribe(ctx, p)),
         R::ThreadUnsubscribe(p) => answer::<m::ThreadUnsubscribe, _>(id, threads::handle_thread_unsubscribe(ctx, p)),
         R::ThreadPause(p) => answer::<m::ThreadPause, _>(id, threads::handle_thread_pause(ctx, p)),
-        R::ThreadArchive(p) => answer::<m::ThreadArchive, _>(id, threads::handle_thread_archive(ctx, p)),
-        R::ThreadUnarchive(p) => answer::<m::ThreadUnarchive, _>(id, threads::handle_thread_unarchive(ctx, p)),
-        R::ThreadDelete(p) => answer::<m::ThreadDelete, _>(id, threads::handle_thread_delete(ctx, p)),
+        R::ThreadArchive(p) => answer::<m::ThreadArchive, _>(id, thread_tree::handle_thread_archive(ctx, p)),
+        R::ThreadUnarchive(p) => answer::<m::ThreadUnarchive, _>(id, thread_tree::handle_thread_unarchive(ctx, p)),
+        R::ThreadDelete(p) => answer::<m::ThreadDelete, _>(id, thread_tree::handle_thread_delete(ctx, p)),
         R::ThreadModeSet(p) => answer::<m::ThreadModeSet, _>(id, threads::handle_thread_mode_set(ctx, p)),
         R::ThreadRename(p) => answer::<m::ThreadRename, _>(id, threads::handle_thread_rename(ctx, p)),
         R::ThreadConfigUpdate(p) => {
@@ -96,6 +98,17 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
             answer::<m::ExternalChannelRemove, _>(id, channels::handle_external_remove(ctx, p))
         }
         R::SubAgentChildrenList(p) => answer::<m::SubAgentChildrenList, _>(id, subagents::handle_children_list(ctx, p)),
+        R::SubAgentClose(p) => answer::<m::SubAgentClose, _>(id, subagents::handle_close(ctx, p)),
+        R::SubAgentResume(p) => answer::<m::SubAgentResume, _>(id, subagents::handle_resume(ctx, p)),
+        R::SubAgentProfilesList(p) => answer::<m::SubAgentProfilesList, _>(id, subagents::handle_profiles_list(ctx, p)),
+        R::SubAgentSettingsUpdate(p) => {
+            answer::<m::SubAgentSettingsUpdate, _>(id, subagents::handle_settings_update(ctx, p))
+        }
+        R::SubAgentProfilesSetEnabled(p) => {
+            answer::<m::SubAgentProfilesSetEnabled, _>(id, subagents::handle_set_enabled(ctx, p))
+        }
+        R::SubAgentProfilesUpsert(p) => answer::<m::SubAgentProfilesUpsert, _>(id, subagents::handle_upsert(ctx, p)),
+        R::SubAgentProfilesRemove(p) => answer::<m::SubAgentProfilesRemove, _>(id, subagents::handle_remove(ctx, p)),
         R::SkillsList(p) => answer::<m::SkillsList, _>(id, skills::handle_list(ctx, p)),
         R::SkillsRead(p) => answer::<m::SkillsRead, _>(id, skills::handle_read(ctx, p)),
         R::SkillsView(p) => answer::<m::SkillsView, _>(id, skills::handle_view(ctx, p)),

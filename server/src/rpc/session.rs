@@ -137,6 +137,8 @@ pub fn initialize_result(
             skills_management: Some(true),
             workspace_config_management: Some(true),
             external_channel_management: Some(true),
+            sub_agent_management: Some(true),
+            sub_agent_sessions: Some(true),
             channel_status: Some(true),
             sandbox,
             extensions: [

@@ -176,6 +176,11 @@ impl ThreadManager {
         self.loaded_map().remove(id);
     }
 
+    /// Every loaded thread.
+    pub fn all_loaded(&self) -> Vec<Arc<ThreadHandle>> {
+        self.loaded_map().values().cloned().collect()
+    }
+
     /// How many threads are loaded.
     pub fn loaded_count(&self) -> usize {
         self.loaded_map().len()

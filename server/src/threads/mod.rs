@@ -14,6 +14,7 @@ mod hub;
 pub mod manager;
 pub mod pending_approval;
 pub mod rollback;
+pub mod subagent;
 pub mod wire;
 
 use std::collections::HashMap;
@@ -97,6 +98,8 @@ pub struct ThreadState {
     pub announce: Arc<AnnounceGate>,
     /// The thread's lease as this instance holds it (the same as its handle's).
     pub fence: Arc<fence::ThreadFence>,
+    /// While a `SpawnAgent` call runs this thread as a sub-agent: its parent and progress.
+    pub subagent: Option<Arc<subagent::Link>>,
 }
 
 /// A thread's queued inputs and who queued each.
@@ -198,6 +201,7 @@ impl ThreadHandle {
                 session_approvals: Default::default(),
                 announce: announce.clone(),
                 fence: fence.clone(),
+                subagent: None,
             }),
             hub: EventHub::new(&record_id, announce, log, last_seq),
             fence,

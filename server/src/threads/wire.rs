@@ -36,6 +36,10 @@ pub fn thread_from_record(
         queued_inputs,
         runtime,
         plan: None,
+        // Sub-agent children are made on this channel only (by `SpawnAgent`); `thread/start`
+        // refuses it.
+        source: (record.origin_channel == "subagent")
+            .then(|| appserver_protocol::ThreadSource { kind: "subagent".to_owned() }),
     }
 }
 

@@ -334,7 +334,11 @@ impl TurnContext {
     /// Runs a tool for a `toolCall` item the agent has already recorded — through the approval
     /// gate when the tool asks for one — then records its result.
     pub async fn run_tool(&mut self, name: &str, arguments: Value, call_id: &str) -> Result<ToolOutput, TurnError> {
-        let tool = self.turns.tools.get(name);
+        let (allowed, progress) = self.subagent_view(name);
+        let tool = self.turns.tools.get(name).filter(|_| allowed);
+        if let Some(progress) = &progress {
+            progress.set_tool(Some(name));
+        }
         let spec = tool.as_ref().and_then(|t| t.approval(&arguments, &self.turns.tool_env));
         let gate = match spec {
             Some(spec) => crate::turns::approvals::gate(self, &spec).await?,
@@ -359,8 +363,14 @@ impl TurnContext {
                 };
                 tool.run(call).await
             }
+            (None, _) if !allowed => {
+                ToolOutput::error(format!("Tool {name} is not available to this sub-agent's role."))
+            }
             (None, _) => ToolOutput::error(format!("Tool {name} is not available on this server.")),
         };
+        if let Some(progress) = &progress {
+            progress.set_tool(None);
+        }
         let result = ToolResultPayload {
             call_id: call_id.to_owned(),
             result: output.result.clone(),
@@ -371,10 +381,21 @@ impl TurnContext {
         Ok(output)
     }
 
+    /// Whether this thread's sub-agent role lets it call `tool`, and (while it runs as a
+    /// sub-agent) where its progress is counted.
+    fn subagent_view(&self, tool: &str) -> (bool, Option<Arc<crate::threads::subagent::Progress>>) {
+        let state = self.handle.state();
+        let profile = state.record.configuration.as_ref().and_then(|c| c.tool_profile.as_deref());
+        (crate::policy::roles::allows(profile, tool), state.subagent.as_ref().map(|l| l.progress.clone()))
+    }
+
     /// Adds the token usage of one model call and sends `item/usage/delta`.
     pub fn add_usage(&mut self, input_tokens: u64, output_tokens: u64) {
         if input_tokens == 0 && output_tokens == 0 {
             return;
+        }
+        if let Some(link) = self.handle.state().subagent.as_ref() {
+            link.progress.add_tokens(input_tokens, output_tokens);
         }
         self.usage.input_tokens += input_tokens;
         self.usage.output_tokens += output_tokens;

@@ -1540,6 +1540,13 @@ export interface ServerCapabilities {
   sandbox?: SandboxCapability | null;
   /** `skills/*` (section 18). */
   skillsManagement?: boolean | null;
+  /** `subagent/profiles/*` and `subagent/settings/update` (section 24). */
+  subAgentManagement?: boolean | null;
+  /**
+   * Sub-agent child threads: `subagent/children/list`, `subagent/close`, `subagent/resume`
+   * (section 24.10).
+   */
+  subAgentSessions?: boolean | null;
   threadManagement?: boolean | null;
   threadSubscriptions?: boolean | null;
   /** `workspace/config/schema|update` and `workspace/configChanged` (section 25). */
@@ -1657,6 +1664,12 @@ export interface SubAgentChildrenListResult {
   data: SubAgentChild[];
 }
 
+/** Params of `subagent/close` and `subagent/resume`. */
+export interface SubAgentControlParams {
+  parentThreadId: string;
+  childThreadId: string;
+}
+
 /** A parent/child edge. */
 export interface SubAgentEdge {
   parentThreadId: string;
@@ -1674,6 +1687,11 @@ export interface SubAgentEdge {
   parentTurnId?: string | null;
 }
 
+/** Result of `subagent/close` and `subagent/resume`: the edge as it is now. */
+export interface SubAgentEdgeResult {
+  edge: SubAgentEdge;
+}
+
 /**
  * `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
  * `subagent/children/list`.
@@ -1681,6 +1699,145 @@ export interface SubAgentEdge {
 export interface SubAgentGraphChangedParams {
   parentThreadId: string;
   childThreadId: string;
+}
+
+/** Whether a profile is offered, and why not (section 24.3). */
+export interface SubAgentProfileDiagnostic {
+  enabled: boolean;
+  binaryResolved: boolean;
+  hiddenFromPrompt: boolean;
+  warnings: string[];
+  hiddenReason?: string | null;
+}
+
+/** One profile as listed (section 24.3). */
+export interface SubAgentProfileEntry {
+  name: string;
+  isBuiltIn: boolean;
+  isTemplate: boolean;
+  hasWorkspaceOverride: boolean;
+  isDefault: boolean;
+  enabled: boolean;
+  /** The effective definition (built-in defaults, then the workspace's override). */
+  definition: SubAgentProfileWrite;
+  diagnostic: SubAgentProfileDiagnostic;
+  /** Only for built-in profiles. */
+  builtInDefaults?: SubAgentProfileWrite | null;
+}
+
+/** Params of `subagent/profiles/remove`. */
+export interface SubAgentProfileNameParams {
+  name: string;
+}
+
+/** Result of `subagent/profiles/setEnabled` and `subagent/profiles/upsert`. */
+export interface SubAgentProfileResult {
+  profile: SubAgentProfileEntry;
+}
+
+/** Params of `subagent/profiles/setEnabled`. */
+export interface SubAgentProfileSetEnabledParams {
+  name: string;
+  enabled: boolean;
+}
+
+/** Params of `subagent/profiles/upsert`. */
+export interface SubAgentProfileUpsertParams {
+  name: string;
+  definition: SubAgentProfileWrite;
+}
+
+/**
+ * A profile definition (section 24.2): the persisted shape of `SubAgentProfiles.<name>`, without
+ * its name. Fields other than `runtime` and `workingDirectoryMode` are those of external CLI
+ * runtimes.
+ */
+export interface SubAgentProfileWrite {
+  args?: string[] | null;
+  bin?: string | null;
+  deleteOutputFileAfterRead?: boolean | null;
+  env?: { [key: string]: string } | null;
+  envPassthrough?: string[] | null;
+  inputArgTemplate?: string | null;
+  inputEnvKey?: string | null;
+  inputFormat?: string | null;
+  inputMode?: string | null;
+  maxOutputBytes?: number | null;
+  outputFileArgTemplate?: string | null;
+  outputFormat?: string | null;
+  outputInputTokensJsonPath?: string | null;
+  outputJsonPath?: string | null;
+  outputOutputTokensJsonPath?: string | null;
+  outputTotalTokensJsonPath?: string | null;
+  permissionModeMapping?: { [key: string]: string } | null;
+  readOutputFile?: boolean | null;
+  resumeArgTemplate?: string | null;
+  resumeSessionIdJsonPath?: string | null;
+  resumeSessionIdRegex?: string | null;
+  /** `native` (a child thread run by this server's agent) or `cli-oneshot` (an external command). */
+  runtime?: string;
+  sanitizationRules?: unknown;
+  supportsModelSelection?: boolean | null;
+  supportsResume?: boolean | null;
+  supportsStreaming?: boolean | null;
+  /** Seconds; 0 is no limit. */
+  timeout?: number | null;
+  /** `trusted`, `prompt` or `restricted`. */
+  trustLevel?: string | null;
+  /** `workspace` (default) or `specified`. */
+  workingDirectoryMode?: string;
+}
+
+/** Params of `subagent/profiles/list`: none. */
+export type SubAgentProfilesListParams = { [key: string]: unknown };
+
+/** Result of `subagent/profiles/list`. */
+export interface SubAgentProfilesListResult {
+  defaultName: string;
+  settings: SubAgentSettings;
+  profiles: SubAgentProfileEntry[];
+}
+
+/** One sub-agent in a `subagent/progress` snapshot. */
+export interface SubAgentProgressEntry {
+  /** The `agentNickname` given to `SpawnAgent` (else the child's id). */
+  label: string;
+  inputTokens: number;
+  outputTokens: number;
+  isCompleted: boolean;
+  /** The tool the sub-agent is running; `null` while it waits for its model. */
+  currentTool?: string | null;
+}
+
+/** `subagent/progress`: a complete snapshot of the sub-agents of a turn (section 6.5). */
+export interface SubAgentProgressParams {
+  /** The parent thread. */
+  threadId: string;
+  /** The parent's running turn. */
+  turnId: string;
+  entries: SubAgentProgressEntry[];
+}
+
+/** The workspace's sub-agent settings. */
+export interface SubAgentSettings {
+  externalCliSessionResumeEnabled: boolean;
+  /** The model of native sub-agents; `null`: the parent thread's model. */
+  model?: string | null;
+}
+
+/** Result of `subagent/settings/update`. */
+export interface SubAgentSettingsResult {
+  settings: SubAgentSettings;
+}
+
+/**
+ * Params of `subagent/settings/update`: at least one field. `model: null` (or empty) clears it;
+ * an absent field is left as it is.
+ */
+export interface SubAgentSettingsUpdateParams {
+  externalCliSessionResumeEnabled?: boolean | null;
+  /** Absent: unchanged; `null`, empty or whitespace: cleared. */
+  model?: string | null;
 }
 
 /**
@@ -1790,6 +1947,11 @@ export interface Thread {
   plan?: Plan | null;
   queuedInputs?: QueuedTurnInput[];
   runtime?: ThreadRuntime | null;
+  /**
+   * Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
+   * absent for a user's thread.
+   */
+  source?: ThreadSource | null;
   /** Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`. */
   turns?: Turn[];
   userId?: string | null;
@@ -1925,6 +2087,12 @@ export interface ThreadRuntime {
 export interface ThreadRuntimeChangedParams {
   threadId: string;
   runtime: ThreadRuntime;
+}
+
+/** `Thread.source`. */
+export interface ThreadSource {
+  /** `subagent`. */
+  kind: string;
 }
 
 export interface ThreadStartParams {
@@ -2227,6 +2395,13 @@ export interface ClientRequestMap {
   "skills/uninstall": { params: SkillNameParams; result: SkillsUninstallResult };
   "skills/view": { params: SkillNameParams; result: SkillsViewResult };
   "subagent/children/list": { params: SubAgentChildrenListParams; result: SubAgentChildrenListResult };
+  "subagent/close": { params: SubAgentControlParams; result: SubAgentEdgeResult };
+  "subagent/profiles/list": { params: SubAgentProfilesListParams; result: SubAgentProfilesListResult };
+  "subagent/profiles/remove": { params: SubAgentProfileNameParams; result: RemovedResult };
+  "subagent/profiles/setEnabled": { params: SubAgentProfileSetEnabledParams; result: SubAgentProfileResult };
+  "subagent/profiles/upsert": { params: SubAgentProfileUpsertParams; result: SubAgentProfileResult };
+  "subagent/resume": { params: SubAgentControlParams; result: SubAgentEdgeResult };
+  "subagent/settings/update": { params: SubAgentSettingsUpdateParams; result: SubAgentSettingsResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };
   "terminal/read": { params: TerminalReadParams; result: TerminalResult };
@@ -2284,6 +2459,7 @@ export interface ServerNotificationMap {
   "mcp/view/offered": McpViewOfferedParams;
   "plan/updated": PlanUpdatedParams;
   "subagent/graphChanged": SubAgentGraphChangedParams;
+  "subagent/progress": SubAgentProgressParams;
   "system/event": SystemEventParams;
   "system/jobResult": JobResultParams;
   "terminal/cleaned": TerminalEventParams;

@@ -10,6 +10,7 @@ pub mod mcp;
 pub mod skills;
 pub mod subagents;
 pub mod terminals;
+pub mod thread_tree;
 pub mod threads;
 pub mod turns;
 pub mod workspace;

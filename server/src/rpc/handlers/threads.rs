@@ -67,6 +67,10 @@ pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Resu
     if p.identity.channel_name.trim().is_empty() {
         return Err(SessionError::InvalidParams("identity.channelName: must not be empty".into()));
     }
+    // Sub-agent children are made by `SpawnAgent` only.
+    if p.identity.channel_name.trim() == crate::subagent::spawn::CHANNEL {
+        return Err(SessionError::InvalidParams("identity.channelName: `subagent` is the server's own".into()));
+    }
     if let Some(config) = &p.config {
         validate_config(config)?;
     }
@@ -396,7 +400,7 @@ fn status_changed(id: &str, previous: ThreadStatus, new: ThreadStatus) -> Server
 }
 
 /// Moves a thread to `to` (if `allowed` says so), persists it, and announces the change.
-async fn change_status(
+pub(super) async fn change_status(
     ctx: &RequestCtx,
     thread_id: &str,
     to: ThreadStatus,
@@ -430,76 +434,6 @@ pub async fn handle_thread_pause(ctx: &RequestCtx, p: ThreadIdParams) -> Result<
         _ => Ok(()),
     })
     .await
-}
-
-pub async fn handle_thread_archive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
-    change_status(ctx, &p.thread_id, ThreadStatus::Archived, |state| {
-        if state.running.is_some() { Err(SessionError::TurnInProgress(state.record.id.clone())) } else { Ok(()) }
-    })
-    .await
-}
-
-pub async fn handle_thread_unarchive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
-    change_status(ctx, &p.thread_id, ThreadStatus::Active, |state| match state.record.status {
-        ThreadStatus::Paused => Err(SessionError::InvalidParams(format!(
-            "thread {} is paused, not archived: use thread/resume",
-            state.record.id
-        ))),
-        _ => Ok(()),
-    })
-    .await
-}
-
-/// Most sub-agent descendants deleted with their parent.
-const MAX_DESCENDANTS: usize = 1000;
-
-/// Deletes a thread and, first, its sub-agent children (recursively, section 24.10). A child
-/// itself is deleted only with its parent.
-pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
-    let store = &ctx.state.store;
-    if let Some(edge) = store.parent_edge(&p.thread_id).await? {
-        return Err(SessionError::InvalidParams(format!(
-            "thread {} is a sub-agent of thread {}: it is deleted with its parent",
-            p.thread_id, edge.parent_thread_id
-        )));
-    }
-    ctx.state.threads.get(&p.thread_id).await?.state().require_exists()?;
-    let mut descendants = Vec::new();
-    let mut next = vec![p.thread_id.clone()];
-    while let Some(parent) = next.pop() {
-        for edge in store.children(&parent, true).await? {
-            if descendants.len() < MAX_DESCENDANTS && !descendants.contains(&edge.child_thread_id) {
-                descendants.push(edge.child_thread_id.clone());
-                next.push(edge.child_thread_id);
-            }
-        }
-    }
-    for child in descendants.into_iter().rev() {
-        delete_one(ctx, child).await?;
-    }
-    delete_one(ctx, p.thread_id).await?;
-    Ok(EmptyResult {})
-}
-
-async fn delete_one(ctx: &RequestCtx, thread_id: String) -> Result<(), SessionError> {
-    let p = ThreadIdParams { thread_id };
-    let handle = ctx.state.threads.get(&p.thread_id).await?;
-    {
-        let mut state = handle.state();
-        state.require_exists()?;
-        state.deleted = true;
-        if let Some(running) = &state.running {
-            running.cancel.cancel();
-        }
-    }
-    ctx.state.store.write(ThreadWrite::DeleteThread(p.thread_id.clone())).await?;
-    ctx.state.threads.remove(&p.thread_id);
-    // Its background terminals die with it.
-    ctx.state.shell.terminals.clean(&p.thread_id).await;
-    let notification = ServerNotification::ThreadDeleted(ThreadIdParams { thread_id: p.thread_id });
-    let server = ctx.state.clone();
-    ctx.after_reply(move || handle.broadcast(server.connections.as_ref(), &notification));
-    Ok(())
 }
 
 /// Applies `change` to an existing thread's record and persists the column it changed (the

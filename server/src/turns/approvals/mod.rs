@@ -183,8 +183,7 @@ async fn ask_clients(
 ) -> Result<Outcome, TurnError> {
     // The request follows its item: everything published before it goes out first.
     handle.hub.flush().await;
-    let recipients: Vec<Arc<dyn Client>> =
-        handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect();
+    let recipients: Vec<Arc<dyn Client>> = recipients(handle).into_iter().filter(|c| c.approval_support()).collect();
     let cluster = turns.cluster.as_ref();
     if recipients.is_empty() && cluster.is_none() {
         return Ok(Outcome::Fallback(policy_fallback));
@@ -233,6 +232,24 @@ async fn ask_clients(
     settle(turns, handle, ctx.turn_seq, &ctx.thread_id).await?;
     Ok(outcome)
 }
+
+/// Who receives the thread's approval requests: its own recipients and, while it runs as a
+/// sub-agent, those of its parent and their parents (each connection once).
+fn recipients(handle: &ThreadHandle) -> Vec<Arc<dyn Client>> {
+    let mut out = handle.hub.recipients();
+    let link = handle.state().subagent.clone();
+    for ancestor in link.map(|l| l.ancestors(MAX_ANCESTORS)).unwrap_or_default() {
+        for client in ancestor.hub.recipients() {
+            if !out.iter().any(|c| c.id() == client.id()) {
+                out.push(client);
+            }
+        }
+    }
+    out
+}
+
+/// How many ancestors of a sub-agent are asked its approvals.
+const MAX_ANCESTORS: usize = 16;
 
 /// The thread is no longer waiting: forget the pending approval, stop the other requests.
 async fn settle(turns: &TurnService, handle: &ThreadHandle, turn_seq: u32, thread_id: &str) -> Result<(), TurnError> {
@@ -301,11 +318,22 @@ fn spawn_ask(
     });
 }
 
-/// A connection that subscribed to (or resumed) a thread with a pending approval is asked too.
+/// A connection that subscribed to (or resumed) a thread with a pending approval is asked too,
+/// and so are the pending approvals of the sub-agents running under that thread.
 pub fn offer_pending(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
     if !client.approval_support() {
         return;
     }
+    offer_one(turns, handle, client);
+    for loaded in turns.threads.all_loaded() {
+        let link = loaded.state().subagent.clone();
+        if link.is_some_and(|l| l.ancestors(MAX_ANCESTORS).iter().any(|a| a.id == handle.id)) {
+            offer_one(turns, &loaded, client);
+        }
+    }
+}
+
+fn offer_one(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
     let mut state = handle.state();
     let Some(pending) = state.pending_approval.as_mut() else { return };
     if !pending.asked.insert(client.id()) {

@@ -1,0 +1,26 @@
+//! Sub-agents (protocol sections 6.5 and 24, Session Core 4.1.1.2): profiles and settings kept in
+//! the workspace's config file (`profiles`), the `SpawnAgent` tool that runs a child thread's
+//! turn and returns its answer (`spawn`) and the progress snapshots of a parent's turn
+//! (`progress`). Below this layer: the roles that decide a child's tools (`policy::roles`) and a
+//! running child's link to its parent (`threads::subagent`).
+
+pub mod profiles;
+pub mod progress;
+pub mod spawn;
+
+/// Why a sub-agent profile request failed (section 24.9); `rpc/error.rs` maps it to codes.
+#[derive(Debug, thiserror::Error)]
+pub enum SubAgentError {
+    #[error("sub-agent profile not found: {0}")]
+    NotFound(String),
+    #[error("invalid sub-agent profile: {0}")]
+    Invalid(String),
+    #[error("the sub-agent profile `{0}` is protected")]
+    Protected(String),
+    #[error("{0}")]
+    InvalidParams(String),
+    #[error("the workspace config file: {0}")]
+    Config(String),
+    #[error(transparent)]
+    Workspace(#[from] crate::workspace::WorkspaceError),
+}
