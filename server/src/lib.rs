@@ -21,6 +21,7 @@ pub mod mcp;
 pub mod mcphost;
 pub mod memory;
 pub mod model;
+pub mod plugins;
 pub mod policy;
 pub mod ports;
 pub mod rpc;

@@ -110,7 +110,13 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     }
 
     let config_file = crate::workspace::ConfigFile::new(&config.workspace);
-    let skills = crate::skills::SkillCatalog::new(&config.workspace, config.skills_home.clone(), config_file.clone());
+    let plugins = Arc::new(crate::plugins::Contributions::default());
+    let skills = crate::skills::SkillCatalog::new(
+        &config.workspace,
+        config.skills_home.clone(),
+        config_file.clone(),
+        plugins.clone(),
+    );
     let cron_slot = Arc::new(std::sync::OnceLock::new());
     let (tools, model, agent) = agent_and_tools(&config, &skills, &cron_slot)?;
     let registry = restore_windows(&store).await?;
@@ -119,8 +125,14 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
     })?;
     let parts = (tools, Arc::new(shell), shutdown, connections);
-    let state =
-        assemble(config, store, registry, parts, AgentParts { agent, model, config_file, skills, cron_slot }, cluster);
+    let state = assemble(
+        config,
+        store,
+        registry,
+        parts,
+        AgentParts { agent, model, config_file, skills, plugins, cron_slot },
+        cluster,
+    );
 
     transport::http::serve(&state, listeners);
     if state.config.has_stdio() {
@@ -130,12 +142,7 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
     start_cluster_tasks(&state);
-    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
-    let watch =
-        crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
-    state.tasks.spawn(watch);
-    state.tasks.spawn(crate::apps::idle::forget_idle_windows(state.apps.clone(), state.shutdown.child_token()));
-    state.turns.tool_env.mcp.start();
+    start_workspace_parts(&state).await;
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
@@ -148,6 +155,26 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     shut_down(&state).await;
     lock.release();
     Ok(())
+}
+
+/// Starts what the workspace's files define: the MCP servers, the plugins' parts, and the watcher
+/// of app descriptors (the workspace's, the enabled plugins' and the user's).
+async fn start_workspace_parts(state: &Arc<ServerState>) {
+    state.turns.tool_env.mcp.start();
+    if let Err(err) = state.plugins.refresh().await {
+        tracing::error!(error = %err, "plugins not read");
+    }
+    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
+    let contributions = state.plugins.contributions.clone();
+    let plugin_roots = Arc::new(move || contributions.app_dirs());
+    let watch = crate::apps::descriptors::watch(
+        state.apps.clone(),
+        (roots, plugin_roots),
+        state.shutdown.child_token(),
+        state.tasks.clone(),
+    );
+    state.tasks.spawn(watch);
+    state.tasks.spawn(crate::apps::idle::forget_idle_windows(state.apps.clone(), state.shutdown.child_token()));
 }
 
 /// Cluster mode (`--cluster`): connects to NATS with a new instance id, or fails start-up.
@@ -235,6 +262,8 @@ struct AgentParts {
     model: Option<Arc<crate::model::ModelProvider>>,
     config_file: Arc<crate::workspace::ConfigFile>,
     skills: Arc<crate::skills::SkillCatalog>,
+    /// The enabled plugins' parts the skills read (filled by the plugin service).
+    plugins: Arc<crate::plugins::Contributions>,
     /// Where the agent's `Cron` tool finds the cron service once it exists.
     cron_slot: Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 }
@@ -265,7 +294,7 @@ fn assemble(
         CancellationToken,
         Arc<Connections>,
     ),
-    AgentParts { agent, model, config_file, skills, cron_slot }: AgentParts,
+    AgentParts { agent, model, config_file, skills, plugins, cron_slot }: AgentParts,
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
@@ -310,6 +339,7 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
+    let plugins = crate::plugins::PluginService::new(&apps, turns.tool_env.mcp.clone(), config_file.clone(), plugins);
     let cron = crate::cron::CronService::new(store.clone(), turns.clone(), threads.clone(), clients.clone());
     let _ = cron_slot.set(cron.clone());
     Arc::new(ServerState {
@@ -329,6 +359,7 @@ fn assemble(
         cluster,
         config_file,
         skills,
+        plugins,
         cron,
     })
 }

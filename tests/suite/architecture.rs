@@ -12,6 +12,7 @@ const LAYERS: &[&[&str]] = &[
     &["config"],
     &["model", "threads"],
     &["commands", "apps", "shell", "mcphost", "workspace"],
+    &["plugins"],
     &["skills"],
     &["turns"],
     &["cron"],
@@ -43,6 +44,7 @@ const DOMAIN: &[&str] = &[
     "memory",
     "workspace",
     "skills",
+    "plugins",
     "cron",
 ];
 

@@ -11,7 +11,9 @@ use serde::Serialize;
 use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
-use super::handlers::{apps, channels, commands, cron, mcp, skills, subagents, terminals, threads, turns, workspace};
+use super::handlers::{
+    apps, channels, commands, cron, mcp, plugins, skills, subagents, terminals, threads, turns, workspace,
+};
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
 ///
@@ -84,6 +86,12 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::SkillsRestoreOriginal(p) => answer(id, skills::handle_restore(ctx, p)),
         R::SkillsSetEnabled(p) => answer(id, skills::handle_set_enabled(ctx, p)),
         R::SkillsUninstall(p) => answer(id, skills::handle_uninstall(ctx, p)),
+        R::PluginList(p) => answer(id, plugins::handle_list(ctx, p)),
+        R::PluginView(p) => answer(id, plugins::handle_view(ctx, p)),
+        R::PluginInstall(p) => answer(id, plugins::handle_install(ctx, p)),
+        R::PluginRemove(p) => answer(id, plugins::handle_remove(ctx, p)),
+        R::PluginSetEnabled(p) => answer(id, plugins::handle_set_enabled(ctx, p)),
+        R::PluginMcpApprove(p) => answer(id, plugins::handle_mcp_approve(ctx, p)),
         R::CronList(p) => answer(id, cron::handle_list(ctx, p)),
         R::CronRemove(p) => answer(id, cron::handle_remove(ctx, p)),
         R::CronEnable(p) => answer(id, cron::handle_enable(ctx, p)),
