@@ -93,10 +93,10 @@ fn confine(mut config: McpServerConfig, root: &Path) -> Result<McpServerConfig, 
     if config.transport == McpTransportKind::Stdio {
         let cwd = match config.cwd.as_deref() {
             None => root.to_path_buf(),
-            Some(dir) => super::manifest::relative(root, &at("cwd"), &format!("./{}", dir.trim_start_matches("./")))
-                .map_err(|e| {
-                    if Path::new(dir).is_absolute() { format!("{}: must be inside the plugin", at("cwd")) } else { e }
-                })?,
+            Some(dir) if Path::new(dir).is_absolute() || dir.starts_with('\\') => {
+                return Err(format!("{}: `{dir}` must be a folder inside the plugin", at("cwd")));
+            }
+            Some(dir) => super::manifest::relative(root, &at("cwd"), &format!("./{}", dir.trim_start_matches("./")))?,
         };
         config.cwd = Some(cwd.display().to_string());
         if let Some(command) = config.command.as_deref().filter(|c| c.starts_with("./")) {
