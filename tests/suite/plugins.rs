@@ -408,6 +408,7 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
 
 /// A plugin folder copied in by hand is found (not removable); a broken one is a diagnostic
 /// naming the field, and does not hide the others.
+#[cfg(unix)]
 #[tokio::test]
 async fn plugins_placed_by_hand_are_discovered_with_diagnostics() {
     let workspace = tempfile::tempdir().unwrap();
@@ -418,11 +419,17 @@ async fn plugins_placed_by_hand_are_discovered_with_diagnostics() {
         &plugins.join("broken/.craft-plugin/plugin.json"),
         r#"{"schemaVersion":1,"id":"broken","skills":"../outside"}"#,
     );
+    // A folder copied in by hand whose skills folder links out of it: its skills are not read.
+    let outside = tempfile::tempdir().unwrap();
+    write(&outside.path().join("secret/SKILL.md"), "---\ndescription: outside\n---\nOUTSIDE\n");
+    write(&plugins.join("linked/.craft-plugin/plugin.json"), &simple_manifest("linked"));
+    std::os::unix::fs::symlink(outside.path(), plugins.join("linked/skills")).unwrap();
     let server = server(workspace.path()).await;
     let client = server.ws_client_initialized().await.unwrap();
     let listed = client.request("plugin/list", json!({})).await.unwrap();
-    assert_eq!(names(&listed, "plugins", "id"), ["handmade"]);
+    assert_eq!(names(&listed, "plugins", "id"), ["handmade", "linked"]);
     assert_eq!(listed["plugins"][0]["removable"], false);
+    assert_eq!(listed["plugins"][1]["skills"], json!([]), "a linked-out folder holds nothing");
     let diagnostic = &listed["diagnostics"][0];
     assert_eq!(
         (diagnostic["code"].as_str(), diagnostic["pluginId"].as_str()),
@@ -431,7 +438,50 @@ async fn plugins_placed_by_hand_are_discovered_with_diagnostics() {
     assert!(diagnostic["message"].as_str().unwrap().starts_with("skills: "), "{diagnostic}");
     let skills = client.request("skills/list", json!({})).await.unwrap();
     assert!(names(&skills, "skills", "name").contains(&"hand"));
+    assert!(!names(&skills, "skills", "name").contains(&"secret"));
     let (code, data, _) = error(client.request("plugin/remove", json!({ "id": "handmade" })).await);
     assert_eq!((code, data.as_str()), (-32602, "PluginNotRemovable"));
     assert!(plugins.join("handmade").exists());
+}
+
+fn server_state<'a>(list: &'a Value, name: &str) -> Option<&'a str> {
+    list["servers"].as_array().unwrap().iter().find(|s| s["name"] == name).and_then(|s| s["startupState"].as_str())
+}
+
+/// A plugin's MCP program inside the plugin is pinned by its digest: changed after the approval,
+/// it is stopped and waits for a new approval.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_plugin_program_changed_after_its_approval_waits_for_a_new_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let (workspace, source) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let log = workspace.path().join("starts.log");
+    let manifest = json!({ "schemaVersion": 1, "id": "runner", "mcpServers": "./mcp/servers.json" });
+    write(&source.path().join(".craft-plugin/plugin.json"), &manifest.to_string());
+    let servers = json!({ "srv": { "command": "./bin/run.sh", "args": ["--log", log.display().to_string()] } });
+    write(&source.path().join("mcp/servers.json"), &servers.to_string());
+    let script = source.path().join("bin/run.sh");
+    write(&script, &format!("#!/bin/sh\nexec {} \"$@\"\n", env!("CARGO_BIN_EXE_mcp-test-server")));
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let server = server(workspace.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    let path = source.path().display().to_string();
+    client.request("plugin/install", json!({ "id": "runner", "path": path })).await.unwrap();
+    let approved = client.request("plugin/mcp/approve", json!({ "id": "runner", "name": "srv" })).await.unwrap();
+    assert_eq!(approved["plugin"]["mcpServers"][0]["needsApproval"], false);
+    until(&client, "mcp/status/list", json!({}), "ready", |l| server_state(l, "runner:srv") == Some("ready")).await;
+    let (code, data, _) = error(client.request("plugin/mcp/approve", json!({ "id": "runner", "name": "nope" })).await);
+    assert_eq!((code, data.as_str()), (-32602, "PluginInvalid"));
+
+    let installed = workspace.path().join(".appserver/plugins/runner/bin/run.sh");
+    let mut text = std::fs::read_to_string(&installed).unwrap();
+    text.push_str("# changed by a later pull\n");
+    std::fs::write(&installed, text).unwrap();
+    let listed = client.request("plugin/list", json!({})).await.unwrap();
+    let mcp = &listed["plugins"][0]["mcpServers"][0];
+    assert_eq!((mcp["needsApproval"].as_bool(), mcp["active"].as_bool()), (Some(true), Some(false)));
+    until(&client, "mcp/status/list", json!({}), "held", |l| server_state(l, "runner:srv") == Some("disabled")).await;
+    client.request("plugin/mcp/approve", json!({ "id": "runner", "name": "srv" })).await.unwrap();
+    until(&client, "mcp/status/list", json!({}), "ready again", |l| server_state(l, "runner:srv") == Some("ready"))
+        .await;
 }

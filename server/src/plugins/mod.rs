@@ -18,6 +18,8 @@ use std::sync::Mutex;
 
 use appserver_protocol::{McpServerConfig, PluginDiagnostic};
 
+use crate::store::DescriptorPin;
+
 pub use service::PluginService;
 
 /// Most plugins read from the plugins folder.
@@ -74,8 +76,45 @@ pub struct Plugin {
     pub manifest: manifest::Manifest,
     pub dir: PathBuf,
     pub removable: bool,
-    /// Its MCP servers, named `{id}:{name}` (see `mcp.rs`).
+    /// Its MCP servers, named `{id}:{name}` (see `mcp.rs`), and what approving each would pin.
     pub mcp: Vec<McpServerConfig>,
+    pub pins: Vec<DescriptorPin>,
+    pub parts: Parts,
+}
+
+/// A plugin's part folders (only those that are folders inside the plugin, symlinks resolved)
+/// and the names of what they hold.
+#[derive(Debug, Clone, Default)]
+pub struct Parts {
+    pub skills_dir: Option<PathBuf>,
+    pub commands_dir: Option<PathBuf>,
+    pub apps_dir: Option<PathBuf>,
+    pub skills: Vec<String>,
+    pub commands: Vec<String>,
+    /// Window ids of its app descriptors (`aai:<app id>`).
+    pub apps: Vec<String>,
+}
+
+/// `path` when it is a folder whose real location is inside `root` (a folder copied in by hand
+/// may hold a symlink to anywhere).
+fn confined(root: &Path, path: &Option<PathBuf>) -> Option<PathBuf> {
+    let real_root = std::fs::canonicalize(root).ok()?;
+    let path = path.as_ref()?;
+    let real = std::fs::canonicalize(path).ok()?;
+    (real.starts_with(&real_root) && real.is_dir()).then(|| path.clone())
+}
+
+fn parts(dir: &Path, m: &manifest::Manifest) -> Parts {
+    let (skills_dir, commands_dir, apps_dir) =
+        (confined(dir, &m.skills), confined(dir, &m.commands), confined(dir, &m.apps));
+    Parts {
+        skills: skills_dir.as_deref().map(install::skill_names).unwrap_or_default(),
+        commands: commands_dir.as_deref().map(install::command_names).unwrap_or_default(),
+        apps: apps_dir.as_deref().and_then(|d| install::app_windows(d).ok()).unwrap_or_default(),
+        skills_dir,
+        commands_dir,
+        apps_dir,
+    }
 }
 
 /// The parts of one enabled plugin its families read.
@@ -129,7 +168,10 @@ pub fn load(dir: &Path) -> Result<Plugin, String> {
         None => Vec::new(),
     };
     let removable = std::fs::symlink_metadata(dir.join(INSTALLED_MARKER)).is_ok_and(|m| m.is_file());
-    Ok(Plugin { manifest, dir: dir.to_path_buf(), removable, mcp })
+    let file = manifest.mcp_servers.clone().unwrap_or_else(|| dir.join(".mcp.json"));
+    let pins = mcp.iter().map(|server| mcp::pin_for(server, dir, &file)).collect();
+    let parts = parts(dir, &manifest);
+    Ok(Plugin { manifest, dir: dir.to_path_buf(), removable, mcp, pins, parts })
 }
 
 /// Every plugin of the workspace's plugins folder (folders only, never through a symlink; the

@@ -13,8 +13,8 @@ use appserver_protocol::{
 };
 use toml_edit::{DocumentMut, Item, Value};
 
-use super::install::{self, app_windows, command_names, skill_names};
-use super::{Contribution, Contributions, Plugin, PluginError, mcp};
+use super::install;
+use super::{Contribution, Contributions, Plugin, PluginError};
 use crate::apps::service::AppService;
 use crate::mcphost::McpHost;
 use crate::store::{AppWrite, Store};
@@ -61,10 +61,6 @@ fn set_disabled(doc: &mut DocumentMut, id: &str, disabled: bool) -> Result<bool,
     Ok(changed)
 }
 
-fn mcp_file(plugin: &Plugin) -> PathBuf {
-    plugin.manifest.mcp_servers.clone().unwrap_or_else(|| plugin.dir.join(".mcp.json"))
-}
-
 impl PluginService {
     /// The plugins of the apps' workspace, handing their app folders to its descriptor watcher
     /// and their MCP servers to `mcp` (leftover staging folders are removed).
@@ -96,9 +92,8 @@ impl PluginService {
         let mut approved = Vec::new();
         for plugin in &plugins {
             let mut marks = Vec::new();
-            for server in &plugin.mcp {
-                let pin = mcp::pin_for(server, &plugin.dir, &mcp_file(plugin));
-                marks.push(self.store.descriptor_pin(&pin.path).await?.as_ref() == Some(&pin));
+            for pin in &plugin.pins {
+                marks.push(self.store.descriptor_pin(&pin.path).await?.as_ref() == Some(pin));
             }
             approved.push(marks);
         }
@@ -124,14 +119,13 @@ impl PluginService {
             if now.disabled.contains(&plugin.manifest.id) {
                 continue;
             }
-            let m = &plugin.manifest;
-            let dir = |p: &Option<PathBuf>| p.clone().filter(|p| p.is_dir());
+            let (m, parts) = (&plugin.manifest, &plugin.parts);
             enabled.push(Contribution {
                 id: m.id.clone(),
                 display_name: m.display_name.clone(),
-                skills: dir(&m.skills),
-                commands: dir(&m.commands),
-                apps: dir(&m.apps),
+                skills: parts.skills_dir.clone(),
+                commands: parts.commands_dir.clone(),
+                apps: parts.apps_dir.clone(),
             });
             servers.extend(plugin.mcp.iter().cloned().zip(approved.iter().copied()));
         }
@@ -163,7 +157,6 @@ impl PluginService {
                 needs_approval: !approved,
             })
             .collect();
-        let skills = m.skills.as_deref().map(skill_names).unwrap_or_default();
         PluginInfo {
             id: m.id.clone(),
             display_name: m.display_name.clone(),
@@ -176,13 +169,16 @@ impl PluginService {
             version: m.version.clone(),
             interface: m.interface.clone(),
             functions: Vec::new(),
-            skills: skills
-                .into_iter()
-                .map(|name| PluginSkillInfo { enabled: !now.disabled_skills.contains(&name), name, display_name: None })
+            skills: (plugin.parts.skills.iter())
+                .map(|name| PluginSkillInfo {
+                    enabled: !now.disabled_skills.contains(name),
+                    name: name.clone(),
+                    display_name: None,
+                })
                 .collect(),
             mcp_servers,
-            commands: m.commands.as_deref().map(command_names).unwrap_or_default(),
-            apps: m.apps.as_deref().map(|d| app_windows(d).unwrap_or_default()).unwrap_or_default(),
+            commands: plugin.parts.commands.clone(),
+            apps: plugin.parts.apps.clone(),
             path: plugin.dir.display().to_string(),
         }
     }
@@ -272,12 +268,12 @@ impl PluginService {
         let _write = self.writes.lock().await;
         let before = self.read().await?;
         let plugin = &before.plugins[Self::find(&before, id)?];
-        let declared = |s: &&McpServerConfig| s.origin.as_ref().and_then(|o| o.declared_name.as_deref()) == Some(name);
-        let server =
-            plugin.mcp.iter().find(declared).ok_or_else(|| {
+        let declared = |s: &McpServerConfig| s.origin.as_ref().and_then(|o| o.declared_name.as_deref()) == Some(name);
+        let index =
+            plugin.mcp.iter().position(declared).ok_or_else(|| {
                 PluginError::Invalid(format!("name: the plugin `{id}` declares no MCP server `{name}`"))
             })?;
-        let pin = Box::new(mcp::pin_for(server, &plugin.dir, &mcp_file(plugin)));
+        let (server, pin) = (&plugin.mcp[index], Box::new(plugin.pins[index].clone()));
         tracing::info!(plugin = %id, server = %server.name, program = %pin.program, "plugin MCP server approved and pinned");
         self.store.write(AppWrite::PinDescriptor { pin, at: crate::clock::now_rfc3339() }).await?;
         let now = self.read().await?;
