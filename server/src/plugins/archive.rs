@@ -211,6 +211,34 @@ fn untar(reader: impl Read, dest: &Path, budget: &mut Budget) -> Result<(), Stri
 mod tests {
     use super::*;
 
+    fn zip_of(path: &Path, entries: usize, size: usize) {
+        let mut writer = zip::ZipWriter::new(File::create(path).unwrap());
+        let options = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+        for i in 0..entries {
+            writer.start_file(format!("f{i}"), options).unwrap();
+            writer.write_all(&vec![0u8; size]).unwrap();
+        }
+        writer.finish().unwrap();
+    }
+
+    #[test]
+    fn file_count_and_unpacked_size_are_bounded() {
+        let dir = tempfile::tempdir().unwrap();
+        let (many, big) = (dir.path().join("many.zip"), dir.path().join("big.zip"));
+        zip_of(&many, MAX_ENTRIES + 1, 1);
+        zip_of(&big, 2, (MAX_UNPACKED_BYTES / 2) as usize + 1);
+        for (archive, why) in [(&many, "more than 2000 files"), (&big, "unpacks to more than")] {
+            let dest = tempfile::tempdir().unwrap();
+            let err = unpack(Kind::Zip, archive, dest.path()).unwrap_err();
+            assert!(err.contains(why), "{err}");
+        }
+        let dest = tempfile::tempdir().unwrap();
+        zip_of(&many, 3, 10);
+        unpack(Kind::Zip, &many, dest.path()).unwrap();
+        assert_eq!(std::fs::read(dest.path().join("f2")).unwrap(), vec![0u8; 10]);
+        assert!(kind_of(&dir.path().join("x.rar")).is_err());
+    }
+
     #[test]
     fn entry_names_stay_inside() {
         assert_eq!(safe_relative("./a/b.md").unwrap(), PathBuf::from("a/b.md"));
