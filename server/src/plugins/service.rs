@@ -238,9 +238,12 @@ impl PluginService {
         tokio::task::spawn_blocking(move || install::delete(&workspace, &dir))
             .await
             .map_err(|e| PluginError::Io(e.to_string()))??;
-        let owned = id.to_owned();
-        self.config.edit(move |doc| set_disabled(doc, &owned, false)).await?;
         tracing::info!(plugin = %id, "plugin removed");
+        // The folder is gone (the removal is done); a stale `disabled` entry is only tidied.
+        let owned = id.to_owned();
+        if let Err(err) = self.config.edit(move |doc| set_disabled(doc, &owned, false)).await {
+            tracing::warn!(plugin = %id, error = %err, "removed plugin still named in [plugins] disabled");
+        }
         self.refresh().await?;
         info.installed = false;
         info.enabled = false;
