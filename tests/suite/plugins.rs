@@ -349,6 +349,15 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
     let taken = simple_manifest("evil");
     zip(&at("taken.zip"), &[(".craft-plugin/plugin.json", taken.as_bytes()), ("skills/taken/SKILL.md", SKILL)], None);
 
+    let other = simple_manifest("evil");
+    zip(
+        &at("theirs.zip"),
+        &[(".craft-plugin/plugin.json", other.as_bytes()), ("skills/zipped-skill/SKILL.md", SKILL)],
+        None,
+    );
+    let commands = json!({ "schemaVersion": 1, "id": "evil", "commands": "./commands/" }).to_string();
+    zip(&at("builtin.zip"), &[(".craft-plugin/plugin.json", commands.as_bytes()), ("commands/new.md", b"x")], None);
+
     let server = server(workspace.path()).await;
     let client = server.ws_client_initialized().await.unwrap();
     let install = |id: &str, file: &str| {
@@ -389,6 +398,8 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
         ("zipped", "good.zip", "PluginConflict", "id: a plugin `zipped` is already installed"),
         ("evil", "no-skills.zip", "PluginInvalid", "skills: "),
         ("evil", "taken.zip", "PluginConflict", "skill `taken` already belongs to the workspace"),
+        ("evil", "theirs.zip", "PluginConflict", "skill `zipped-skill` already belongs to the plugin `zipped`"),
+        ("evil", "builtin.zip", "PluginConflict", "command `new` already belongs to the server (built-in)"),
     ];
     for (id, file, data, message) in refusals {
         let (code, got, text) = error(install(id, file).await);
