@@ -136,6 +136,9 @@ pub struct ServerCapabilities {
     /// `skills/*` (section 18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_management: Option<bool>,
+    /// `plugin/*` (section 18.10).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_management: Option<bool>,
     /// `workspace/config/schema|update` and `workspace/configChanged` (section 25).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub workspace_config_management: Option<bool>,

@@ -43,6 +43,10 @@ use crate::mcp::{
     McpViewCallResult, McpViewOfferedParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
+use crate::plugin::{
+    PluginIdParams, PluginInstallParams, PluginListParams, PluginListResult, PluginMcpApproveParams, PluginResult,
+    PluginSetEnabledParams,
+};
 use crate::skill::{
     SkillNameParams, SkillResult, SkillsListParams, SkillsListResult, SkillsReadResult, SkillsRestoreResult,
     SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
@@ -297,6 +301,16 @@ request_table! { ClientRequest, client_request_schemas;
     SkillsSetEnabled => "skills/setEnabled" (SkillsSetEnabledParams) -> SkillResult;
     /// Delete a workspace or user skill's folder.
     SkillsUninstall => "skills/uninstall" (SkillNameParams) -> SkillsUninstallResult;
+    /// Plugins in the workspace (section 18.9).
+    PluginList => "plugin/list" (PluginListParams) -> PluginListResult;
+    PluginView => "plugin/view" (PluginIdParams) -> PluginResult;
+    /// Install a plugin from a folder or archive (`path`, appserver extension); owner only.
+    PluginInstall => "plugin/install" (PluginInstallParams) -> PluginResult;
+    /// Delete a plugin installed by `plugin/install`; owner only.
+    PluginRemove => "plugin/remove" (PluginIdParams) -> PluginResult;
+    PluginSetEnabled => "plugin/setEnabled" (PluginSetEnabledParams) -> PluginResult;
+    /// Approve a plugin MCP server's program or URL as it is now (appserver extension); owner only.
+    PluginMcpApprove => "plugin/mcp/approve" (PluginMcpApproveParams) -> PluginResult;
     /// Scheduled jobs (section 16).
     CronList => "cron/list" (CronListParams) -> CronListResult;
     CronRemove => "cron/remove" (CronJobIdParams) -> RemovedResult;

@@ -13,7 +13,7 @@ pub struct SkillInfo {
     pub name: String,
     /// Frontmatter `description` (the name when there is none).
     pub description: String,
-    /// `workspace` or `user`.
+    /// `workspace`, `plugin` or `user`.
     pub source: String,
     /// Whether the requirements (`bins`, `env`) are met here.
     pub available: bool,
@@ -24,6 +24,11 @@ pub struct SkillInfo {
     pub path: String,
     /// The frontmatter's top-level keys.
     pub metadata: BTreeMap<String, String>,
+    /// The plugin holding it (source `plugin`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plugin_display_name: Option<String>,
 }
 
 /// Params of `skills/list`.

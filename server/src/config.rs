@@ -235,6 +235,10 @@ pub(crate) struct FileConfig {
     #[allow(dead_code, reason = "checked at start-up; read where used")]
     #[serde(default)]
     pub(crate) skills: Option<FileSkills>,
+    /// `[plugins] disabled`: plugins disabled with `plugin/setEnabled`.
+    #[allow(dead_code, reason = "checked at start-up; read where used")]
+    #[serde(default)]
+    pub(crate) plugins: Option<FilePlugins>,
     #[allow(dead_code, reason = "checked at start-up; read where used")]
     #[serde(default)]
     pub(crate) memory: Option<FileMemory>,
@@ -292,6 +296,14 @@ pub(crate) struct FileWelcome {
 pub(crate) struct FileSkills {
     pub(crate) self_learning_enabled: Option<bool>,
     /// Skills disabled with `skills/setEnabled`.
+    pub(crate) disabled: Option<Vec<String>>,
+}
+
+/// `[plugins]`: DotCraft's `Plugins.DisabledPlugins`.
+#[derive(Debug, Default, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+#[allow(dead_code, reason = "read only to check the file; plugins::service reads the file itself")]
+pub(crate) struct FilePlugins {
     pub(crate) disabled: Option<Vec<String>>,
 }
 

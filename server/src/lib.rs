@@ -22,6 +22,7 @@ mod mcp;
 mod mcphost;
 mod memory;
 mod model;
+mod plugins;
 mod policy;
 mod ports;
 mod rpc;

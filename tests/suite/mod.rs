@@ -42,6 +42,7 @@ mod mcp_npm;
 mod mcp_sessions;
 mod metrics;
 mod model;
+mod plugins;
 mod postgres;
 mod recovery;
 mod shutdown;

@@ -1227,6 +1227,14 @@ PlanUpdatedParams = TypedDict("PlanUpdatedParams", {
     "overview": NotRequired[str],
 })
 
+# A problem found while discovering plugins (a plugin that could not be loaded, a field ignored).
+PluginDiagnostic = TypedDict("PluginDiagnostic", {
+    "code": str,  # `InvalidPluginManifest`, `UnsupportedPluginNativeTools`, `MissingPluginCapabilities`, ...
+    "message": str,
+    "path": NotRequired[Optional[str]],
+    "pluginId": NotRequired[Optional[str]],
+})
+
 PluginFunctionCallPayload = TypedDict("PluginFunctionCallPayload", {
     "pluginId": str,
     "functionName": str,
@@ -1238,6 +1246,95 @@ PluginFunctionCallPayload = TypedDict("PluginFunctionCallPayload", {
     "namespace": NotRequired[Optional[str]],
     "structuredResult": NotRequired[Any],
     "success": NotRequired[Optional[bool]],
+})
+
+# A manifest-declared native function: always empty (manifests no longer declare tools).
+PluginFunctionInfo = TypedDict("PluginFunctionInfo", {
+    "name": str,
+})
+
+PluginIdParams = TypedDict("PluginIdParams", {
+    "id": str,
+})
+
+# One plugin.
+PluginInfo = TypedDict("PluginInfo", {
+    "id": str,
+    "displayName": str,
+    "description": str,
+    "enabled": bool,
+    "installed": bool,
+    "installable": bool,
+    "removable": bool,  # Installed by `plugin/install` (carries the `.installed` marker), so `plugin/remove` may delete it.
+    "source": str,  # `workspace`: found in `<workspace>/.appserver/plugins`.
+    "functions": List["PluginFunctionInfo"],
+    "skills": List["PluginSkillInfo"],
+    "mcpServers": List["PluginMcpServerInfo"],
+    "path": str,  # appserver extension: the plugin's folder.
+    "apps": NotRequired[List[str]],  # appserver extension: the window ids (`aai:<app id>`) of the plugin's app descriptors.
+    "commands": NotRequired[List[str]],  # appserver extension: the plugin's custom commands (names, without `/`).
+    "interface": NotRequired[Optional["PluginInterface"]],
+    "version": NotRequired[Optional[str]],
+})
+
+# Params of `plugin/install`.
+PluginInstallParams = TypedDict("PluginInstallParams", {
+    "id": str,  # The plugin's id: must be the id its manifest declares.
+    "path": NotRequired[Optional[str]],  # appserver extension: a plugin folder, or a `.zip` / `.tar.gz` / `.tgz` archive of one, on
+})
+
+# A plugin's client-facing presentation metadata (the manifest's `interface`).
+PluginInterface = TypedDict("PluginInterface", {
+    "brandColor": NotRequired[Optional[str]],
+    "capabilities": NotRequired[List[str]],
+    "category": NotRequired[Optional[str]],
+    "defaultPrompt": NotRequired[Optional[str]],
+    "developerName": NotRequired[Optional[str]],
+    "displayName": NotRequired[Optional[str]],
+    "longDescription": NotRequired[Optional[str]],
+    "shortDescription": NotRequired[Optional[str]],
+})
+
+PluginListParams = TypedDict("PluginListParams", {
+    "includeDisabled": NotRequired[Optional[bool]],  # Default `true`; `false` leaves disabled plugins out.
+})
+
+PluginListResult = TypedDict("PluginListResult", {
+    "plugins": List["PluginInfo"],
+    "diagnostics": List["PluginDiagnostic"],
+})
+
+# Params of `plugin/mcp/approve` (appserver extension).
+PluginMcpApproveParams = TypedDict("PluginMcpApproveParams", {
+    "id": str,  # The plugin's id.
+    "name": str,  # The server's declared name (not its runtime name).
+})
+
+# An MCP server the plugin declares.
+PluginMcpServerInfo = TypedDict("PluginMcpServerInfo", {
+    "name": str,  # The name inside the plugin's MCP file.
+    "runtimeName": str,  # `{pluginId}:{name}`: its name in `mcp/list`.
+    "transport": str,  # `stdio` or `streamableHttp`.
+    "enabled": bool,
+    "active": bool,  # Installed, enabled, declared enabled, not shadowed, and (appserver) approved.
+    "needsApproval": NotRequired[bool],  # appserver extension: the program (or URL) is not yet approved by the workspace's owner
+    "shadowedBy": NotRequired[Optional[str]],  # `workspace` or `plugin` when another server of the same runtime name wins.
+})
+
+PluginResult = TypedDict("PluginResult", {
+    "plugin": "PluginInfo",
+})
+
+PluginSetEnabledParams = TypedDict("PluginSetEnabledParams", {
+    "id": str,
+    "enabled": bool,
+})
+
+# A skill the plugin holds.
+PluginSkillInfo = TypedDict("PluginSkillInfo", {
+    "name": str,
+    "enabled": bool,  # Not disabled with `skills/setEnabled` (a disabled plugin's skills are hidden whatever this says).
+    "displayName": NotRequired[Optional[str]],
 })
 
 QueuedInputStatus = Literal["queued", "guidancePending"]
@@ -1299,6 +1396,7 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "mcpStatus": NotRequired[Optional[bool]],  # `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],
+    "pluginManagement": NotRequired[Optional[bool]],  # `plugin/*` (section 18.10).
     "sandbox": NotRequired[Optional["SandboxCapability"]],  # How `Exec` commands are confined on this host (appserver extension).
     "skillsManagement": NotRequired[Optional[bool]],  # `skills/*` (section 18).
     "subAgentManagement": NotRequired[Optional[bool]],  # `subagent/profiles/*` and `subagent/settings/update` (section 24).
@@ -1327,11 +1425,13 @@ SessionIdentity = TypedDict("SessionIdentity", {
 SkillInfo = TypedDict("SkillInfo", {
     "name": str,  # The skill's folder name.
     "description": str,  # Frontmatter `description` (the name when there is none).
-    "source": str,  # `workspace` or `user`.
+    "source": str,  # `workspace`, `plugin` or `user`.
     "available": bool,  # Whether the requirements (`bins`, `env`) are met here.
     "enabled": bool,  # Not disabled with `skills/setEnabled`.
     "path": str,  # Absolute path of its `SKILL.md`.
     "metadata": Dict[str, str],  # The frontmatter's top-level keys.
+    "pluginDisplayName": NotRequired[Optional[str]],
+    "pluginId": NotRequired[Optional[str]],  # The plugin holding it (source `plugin`).
     "unavailableReason": NotRequired[Optional[str]],
 })
 
@@ -2013,7 +2113,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2050,6 +2150,12 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/upsert": ("McpServerParams", "McpServerResult"),
     "mcp/view/call": ("McpViewCallParams", "McpViewCallResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
+    "plugin/install": ("PluginInstallParams", "PluginResult"),
+    "plugin/list": ("PluginListParams", "PluginListResult"),
+    "plugin/mcp/approve": ("PluginMcpApproveParams", "PluginResult"),
+    "plugin/remove": ("PluginIdParams", "PluginResult"),
+    "plugin/setEnabled": ("PluginSetEnabledParams", "PluginResult"),
+    "plugin/view": ("PluginIdParams", "PluginResult"),
     "skills/list": ("SkillsListParams", "SkillsListResult"),
     "skills/read": ("SkillNameParams", "SkillsReadResult"),
     "skills/restoreOriginal": ("SkillNameParams", "SkillsRestoreResult"),
@@ -2272,6 +2378,24 @@ class ClientRequests:
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)
+
+    async def plugin_install(self, params: "PluginInstallParams", timeout: Optional[float] = None) -> "PluginResult":
+        return await self.request("plugin/install", params, timeout)
+
+    async def plugin_list(self, params: "PluginListParams", timeout: Optional[float] = None) -> "PluginListResult":
+        return await self.request("plugin/list", params, timeout)
+
+    async def plugin_mcp_approve(self, params: "PluginMcpApproveParams", timeout: Optional[float] = None) -> "PluginResult":
+        return await self.request("plugin/mcp/approve", params, timeout)
+
+    async def plugin_remove(self, params: "PluginIdParams", timeout: Optional[float] = None) -> "PluginResult":
+        return await self.request("plugin/remove", params, timeout)
+
+    async def plugin_setEnabled(self, params: "PluginSetEnabledParams", timeout: Optional[float] = None) -> "PluginResult":
+        return await self.request("plugin/setEnabled", params, timeout)
+
+    async def plugin_view(self, params: "PluginIdParams", timeout: Optional[float] = None) -> "PluginResult":
+        return await self.request("plugin/view", params, timeout)
 
     async def skills_list(self, params: "SkillsListParams", timeout: Optional[float] = None) -> "SkillsListResult":
         return await self.request("skills/list", params, timeout)

@@ -1,5 +1,5 @@
-//! Workspace-defined custom commands: `<workspace>/.appserver/commands/NAME.md`, a prompt
-//! template in which `$ARGUMENTS` stands for the text after the command. An optional front
+//! Workspace-defined custom commands: `<workspace>/.appserver/commands/NAME.md` (then the
+//! enabled plugins' command folders, the workspace's own winning a name), a prompt template in which `$ARGUMENTS` stands for the text after the command. An optional front
 //! matter block (`---` / `description: ...` / `---`) gives the description shown by
 //! `command/list`; otherwise the template's first line does. Read on every use, so edits apply
 //! at once.
@@ -78,12 +78,25 @@ async fn read_confined(canonical_workspace: &Path, path: &Path) -> Result<String
     tokio::fs::read_to_string(&full).await.map_err(|_| false)
 }
 
-/// Every custom command of the workspace, sorted by name. Unreadable files and files that
-/// resolve outside the workspace are skipped.
-pub async fn load_all(workspace: &Path) -> Vec<CustomCommand> {
+/// Every custom command of the workspace and of the enabled plugins (`plugin_dirs`), sorted by
+/// name. Unreadable files and files that resolve outside the workspace are skipped.
+pub async fn load_all(workspace: &Path, plugin_dirs: &[PathBuf]) -> Vec<CustomCommand> {
+    let mut out: Vec<CustomCommand> = Vec::new();
+    for dir in std::iter::once(commands_dir(workspace)).chain(plugin_dirs.iter().cloned()) {
+        for command in load_dir(workspace, &dir).await {
+            if !out.iter().any(|c| c.name == command.name) {
+                out.push(command);
+            }
+        }
+    }
+    out.sort_by(|a, b| a.name.cmp(&b.name));
+    out
+}
+
+async fn load_dir(workspace: &Path, commands: &Path) -> Vec<CustomCommand> {
     let mut out = Vec::new();
     let Ok(root) = tokio::fs::canonicalize(workspace).await else { return out };
-    let Ok(mut dir) = tokio::fs::read_dir(commands_dir(workspace)).await else { return out };
+    let Ok(mut dir) = tokio::fs::read_dir(commands).await else { return out };
     while let Ok(Some(entry)) = dir.next_entry().await {
         let path = entry.path();
         if path.extension().and_then(|e| e.to_str()) != Some("md") {
@@ -96,26 +109,29 @@ pub async fn load_all(workspace: &Path) -> Vec<CustomCommand> {
             out.push(parse(&name, &text));
         }
     }
-    out.sort_by(|a, b| a.name.cmp(&b.name));
     out
 }
 
-/// One custom command by name, and whether it was refused for resolving outside the workspace.
-pub async fn lookup(workspace: &Path, name: &str) -> Lookup {
+/// One custom command by name (the workspace's first, then the enabled plugins' folders), and
+/// whether it was refused for resolving outside the workspace.
+pub async fn lookup(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Lookup {
     if !valid_name(name) {
         return Lookup::Missing;
     }
     let Ok(root) = tokio::fs::canonicalize(workspace).await else { return Lookup::Missing };
-    match read_confined(&root, &commands_dir(workspace).join(format!("{name}.md"))).await {
-        Ok(text) => Lookup::Found(parse(name, &text)),
-        Err(true) => Lookup::Outside,
-        Err(false) => Lookup::Missing,
+    for dir in std::iter::once(commands_dir(workspace)).chain(plugin_dirs.iter().cloned()) {
+        match read_confined(&root, &dir.join(format!("{name}.md"))).await {
+            Ok(text) => return Lookup::Found(parse(name, &text)),
+            Err(true) => return Lookup::Outside,
+            Err(false) => {}
+        }
     }
+    Lookup::Missing
 }
 
 /// One custom command by name (`None` when missing or outside the workspace).
-pub async fn load(workspace: &Path, name: &str) -> Option<CustomCommand> {
-    match lookup(workspace, name).await {
+pub async fn load(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Option<CustomCommand> {
+    match lookup(workspace, plugin_dirs, name).await {
         Lookup::Found(command) => Some(command),
         Lookup::Outside | Lookup::Missing => None,
     }

@@ -4,7 +4,7 @@
 
 pub mod custom;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use appserver_protocol::CommandInfo;
 
@@ -57,14 +57,19 @@ fn info(name: &str, description: &str, category: &str) -> CommandInfo {
 }
 
 /// Every command, built-ins first unless left out.
-pub async fn list(workspace: &Path, include_builtins: bool, chinese: bool) -> Vec<CommandInfo> {
+pub async fn list(
+    workspace: &Path,
+    plugin_dirs: &[PathBuf],
+    include_builtins: bool,
+    chinese: bool,
+) -> Vec<CommandInfo> {
     let pick = |d: &Described| if chinese { d.2 } else { d.1 };
     let mut out = Vec::new();
     if include_builtins {
         out.extend(BUILTINS.iter().map(|d| info(d.0, pick(d), "builtin")));
     }
     out.extend(APP_COMMANDS.iter().map(|d| info(d.0, pick(d), "custom")));
-    for c in custom::load_all(workspace).await {
+    for c in custom::load_all(workspace, plugin_dirs).await {
         if !APP_COMMANDS.iter().any(|d| d.0 == c.name) && !BUILTINS.iter().any(|d| d.0 == c.name) {
             out.push(info(&c.name, &c.description, "custom"));
         }

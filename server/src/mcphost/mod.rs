@@ -47,6 +47,9 @@ pub enum McpHostError {
 struct Inner {
     configs: Vec<McpServerConfig>,
     connections: HashMap<String, Arc<Connection>>,
+    /// The enabled plugins' servers (`{pluginId}:{name}`, read-only), each with whether the
+    /// workspace's owner approved it as it is (`plugins::mcp`): only approved ones run.
+    plugin: Vec<(McpServerConfig, bool)>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
     unreadable: Option<String>,
 }
@@ -188,16 +191,52 @@ impl McpHost {
         });
     }
 
-    /// `mcp/list`.
+    /// `mcp/list`: the workspace's servers, then the enabled plugins'.
     pub fn list(&self) -> Vec<McpServerConfig> {
-        self.lock().configs.iter().cloned().map(listed).collect()
+        let inner = self.lock();
+        let plugin = inner.plugin.iter().map(|(c, _)| c.clone());
+        inner.configs.iter().cloned().map(listed).chain(plugin).collect()
     }
 
     /// `mcp/get`.
     pub fn get(&self, name: &str) -> Result<McpServerConfig, McpHostError> {
         let inner = self.lock();
-        let found = inner.configs.iter().find(|c| key(&c.name) == key(name)).cloned();
-        found.map(listed).ok_or_else(|| McpHostError::NotFound(name.to_owned()))
+        let found = inner.configs.iter().find(|c| key(&c.name) == key(name)).cloned().map(listed);
+        let found =
+            found.or_else(|| inner.plugin.iter().find(|(c, _)| key(&c.name) == key(name)).map(|(c, _)| c.clone()));
+        found.ok_or_else(|| McpHostError::NotFound(name.to_owned()))
+    }
+
+    /// The enabled plugins' servers as they are now (`plugins::service`): a server that is gone,
+    /// changed or no longer approved is stopped; an approved, enabled one not running is started.
+    pub fn set_plugin_servers(&self, servers: Vec<(McpServerConfig, bool)>) {
+        let runs = |(c, approved): &(McpServerConfig, bool)| *approved && c.enabled;
+        let (stopped, started) = {
+            let mut inner = self.lock();
+            let previous = std::mem::replace(&mut inner.plugin, servers.clone());
+            let stopped: Vec<Arc<Connection>> = previous
+                .iter()
+                .filter(|old| runs(old) && !servers.iter().any(|new| new.0 == old.0 && runs(new)))
+                .filter_map(|(c, _)| inner.connections.remove(&key(&c.name)))
+                .collect();
+            let started: Vec<McpServerConfig> = servers
+                .iter()
+                .filter(|new| runs(new) && !inner.connections.contains_key(&key(&new.0.name)))
+                .map(|(c, _)| c.clone())
+                .collect();
+            (stopped, started)
+        };
+        for connection in stopped {
+            connection.stop.cancel();
+            let status = connection::status_of(&connection.config, "stopped", None);
+            broadcast(
+                self.clients.as_ref(),
+                &ServerNotification::McpStatusUpdated(McpStatusUpdatedParams { server: status }),
+            );
+        }
+        for config in started {
+            self.run(config);
+        }
     }
 
     /// `mcp/upsert`: validated, written, then (re)started.
@@ -245,6 +284,9 @@ impl McpHost {
             let before = configs.len();
             configs.retain(|c| key(&c.name) != key(name));
             if configs.len() == before {
+                if inner.plugin.iter().any(|(c, _)| key(&c.name) == key(name)) {
+                    return Err(McpHostError::ReadOnly(name.to_owned()));
+                }
                 return Err(McpHostError::NotFound(name.to_owned()));
             }
             configs
@@ -273,14 +315,20 @@ impl McpHost {
     /// `mcp/status/list`.
     pub fn statuses(&self) -> Vec<McpServerStatus> {
         let inner = self.lock();
-        inner
-            .configs
-            .iter()
-            .map(|c| match inner.connections.get(&key(&c.name)) {
-                Some(connection) => connection.status(),
-                None => connection::status_of(c, if c.enabled { "stopped" } else { "disabled" }, None),
-            })
-            .collect()
+        let plugin = inner.plugin.iter().map(|(c, approved)| match inner.connections.get(&key(&c.name)) {
+            Some(connection) => connection.status(),
+            None if !approved => connection::status_of(
+                c,
+                "disabled",
+                Some("not approved: it runs once the workspace's owner approves it (plugin/mcp/approve)".into()),
+            ),
+            None => connection::status_of(c, if c.enabled { "stopped" } else { "disabled" }, None),
+        });
+        let workspace = inner.configs.iter().map(|c| match inner.connections.get(&key(&c.name)) {
+            Some(connection) => connection.status(),
+            None => connection::status_of(c, if c.enabled { "stopped" } else { "disabled" }, None),
+        });
+        workspace.collect::<Vec<_>>().into_iter().chain(plugin.collect::<Vec<_>>()).collect()
     }
 
     /// `mcp/test`: validates and probes `server` without keeping it.
@@ -308,6 +356,7 @@ impl McpHost {
     /// Every defined server's connection (those not running are absent).
     pub fn connections(&self) -> Vec<Arc<Connection>> {
         let inner = self.lock();
-        inner.configs.iter().filter_map(|c| inner.connections.get(&key(&c.name)).cloned()).collect()
+        let names = inner.configs.iter().map(|c| &c.name).chain(inner.plugin.iter().map(|(c, _)| &c.name));
+        names.filter_map(|name| inner.connections.get(&key(name)).cloned()).collect()
     }
 }

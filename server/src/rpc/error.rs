@@ -7,6 +7,7 @@ use crate::apps::AppError;
 use crate::commands::CommandError;
 use crate::cron::CronError;
 use crate::mcphost::McpHostError;
+use crate::plugins::PluginError;
 use crate::skills::SkillError;
 use crate::store::StoreError;
 use crate::threads::SessionError;
@@ -221,6 +222,24 @@ impl From<SkillError> for RpcError {
             SkillError::NotFound(_) => RpcError::new(error_codes::SKILL_NOT_FOUND, err.to_string()),
             SkillError::InvalidParams(_) => RpcError::invalid_params(err.to_string()),
             SkillError::Io { .. } => RpcError::internal(err),
+        }
+    }
+}
+
+impl From<PluginError> for RpcError {
+    /// DotCraft's protocol names no plugin error codes: a request that cannot be done as asked is
+    /// `-32602` (invalid params), `data.code` saying why (`PluginNotFound`, `PluginInvalid`,
+    /// `PluginConflict`, `PluginNotRemovable`, `PluginPermissionDenied`); storage failures are
+    /// internal errors.
+    fn from(err: PluginError) -> Self {
+        let code = err.code();
+        match err {
+            PluginError::Config(config) => RpcError::from(config),
+            PluginError::Store(store) => RpcError::from(store),
+            PluginError::Io(_) => {
+                RpcError::new(error_codes::INTERNAL_ERROR, err.to_string()).with_data(json!({ "code": code }))
+            }
+            other => RpcError::invalid_params(other.to_string()).with_data(json!({ "code": code })),
         }
     }
 }

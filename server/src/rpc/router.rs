@@ -12,7 +12,7 @@ use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
 use super::handlers::{
-    apps, channels, commands, cron, mcp, skills, subagents, terminals, thread_tree, threads, turns, workspace,
+    apps, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads, turns, workspace,
 };
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
@@ -115,6 +115,12 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::SkillsRestoreOriginal(p) => answer::<m::SkillsRestoreOriginal, _>(id, skills::handle_restore(ctx, p)),
         R::SkillsSetEnabled(p) => answer::<m::SkillsSetEnabled, _>(id, skills::handle_set_enabled(ctx, p)),
         R::SkillsUninstall(p) => answer::<m::SkillsUninstall, _>(id, skills::handle_uninstall(ctx, p)),
+        R::PluginList(p) => answer::<m::PluginList, _>(id, plugins::handle_list(ctx, p)),
+        R::PluginView(p) => answer::<m::PluginView, _>(id, plugins::handle_view(ctx, p)),
+        R::PluginInstall(p) => answer::<m::PluginInstall, _>(id, plugins::handle_install(ctx, p)),
+        R::PluginRemove(p) => answer::<m::PluginRemove, _>(id, plugins::handle_remove(ctx, p)),
+        R::PluginSetEnabled(p) => answer::<m::PluginSetEnabled, _>(id, plugins::handle_set_enabled(ctx, p)),
+        R::PluginMcpApprove(p) => answer::<m::PluginMcpApprove, _>(id, plugins::handle_mcp_approve(ctx, p)),
         R::CronList(p) => answer::<m::CronList, _>(id, cron::handle_list(ctx, p)),
         R::CronRemove(p) => answer::<m::CronRemove, _>(id, cron::handle_remove(ctx, p)),
         R::CronEnable(p) => answer::<m::CronEnable, _>(id, cron::handle_enable(ctx, p)),

@@ -135,6 +135,7 @@ pub fn initialize_result(
             cron_management: Some(true),
             heartbeat_management: Some(true),
             skills_management: Some(true),
+            plugin_management: Some(true),
             workspace_config_management: Some(true),
             external_channel_management: Some(true),
             sub_agent_management: Some(true),

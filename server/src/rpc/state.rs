@@ -47,6 +47,8 @@ pub struct ServerState {
     pub config_file: Arc<crate::workspace::ConfigFile>,
     /// The workspace's and the user's skills (`skills/*`, the agent's `SkillView`).
     pub skills: Arc<crate::skills::SkillCatalog>,
+    /// The workspace's plugins (`plugin/*`) and their enabled parts.
+    pub plugins: Arc<crate::plugins::PluginService>,
     /// Scheduled jobs (`cron/*`).
     pub cron: Arc<crate::cron::CronService>,
     /// Messages for chat channels and their adapters (`ext/channel/send`).

@@ -1,6 +1,7 @@
 //! Skills (protocol section 18; DotCraft's `.craft/skills/` is appserver's
-//! `<workspace>/.appserver/skills/`): folders holding a `SKILL.md`, in the workspace (first) and
-//! in the user's skill folder (`--skills-home`, default `~/.appserver/skills`). Listed, read,
+//! `<workspace>/.appserver/skills/`): folders holding a `SKILL.md`, in the workspace (first), in
+//! the enabled plugins' skill folders (source `plugin`, in plugin id order) and in the user's
+//! skill folder (`--skills-home`, default `~/.appserver/skills`). Listed, read,
 //! enabled or disabled (`[skills] disabled` in the config file), uninstalled; the agent sees the
 //! enabled ones' names and descriptions and loads a body on demand (`SkillView`).
 
@@ -39,6 +40,7 @@ pub enum SkillError {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
     Workspace,
+    Plugin,
     User,
 }
 
@@ -46,6 +48,7 @@ impl Source {
     pub fn as_str(self) -> &'static str {
         match self {
             Source::Workspace => "workspace",
+            Source::Plugin => "plugin",
             Source::User => "user",
         }
     }
@@ -64,6 +67,8 @@ pub struct Skill {
     pub metadata: Option<BTreeMap<String, String>>,
     pub unavailable_reason: Option<String>,
     pub enabled: bool,
+    /// The plugin holding it: id and display name (source `plugin`).
+    pub plugin: Option<(String, String)>,
 }
 
 impl Skill {
@@ -85,11 +90,16 @@ pub fn valid_name(name: &str) -> bool {
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
+/// A folder of skills: its source, and the plugin (id, display name) holding it.
+type Root = (Source, PathBuf, Option<(String, String)>);
+
 /// The skill folders and the config file that says which are disabled.
 #[derive(Debug)]
 pub struct SkillCatalog {
     roots: Vec<(Source, PathBuf)>,
     config: Arc<ConfigFile>,
+    /// The enabled plugins' parts (their skill folders come after the workspace's).
+    plugins: Arc<crate::plugins::Contributions>,
 }
 
 /// Reads one root's skills (folders only, never through a symlink: a link could point the agent
@@ -121,7 +131,7 @@ fn read_skill(source: Source, dir: PathBuf, disabled: &[String]) -> Option<Skill
     let (metadata, _) = frontmatter::split(&content);
     let unavailable_reason = metadata.as_ref().and_then(frontmatter::unmet);
     let enabled = !disabled.iter().any(|d| d == &name);
-    Some(Skill { name, source, dir, path, content, metadata, unavailable_reason, enabled })
+    Some(Skill { name, source, dir, path, content, metadata, unavailable_reason, enabled, plugin: None })
 }
 
 /// `[skills] disabled` of the config document.
@@ -142,22 +152,38 @@ fn set_disabled(doc: &mut toml_edit::DocumentMut, name: &str, disabled: bool) ->
 }
 
 impl SkillCatalog {
-    pub fn new(workspace: &Path, skills_home: Option<PathBuf>, config: Arc<ConfigFile>) -> Arc<SkillCatalog> {
+    pub fn new(
+        workspace: &Path,
+        skills_home: Option<PathBuf>,
+        config: Arc<ConfigFile>,
+        plugins: Arc<crate::plugins::Contributions>,
+    ) -> Arc<SkillCatalog> {
         let mut roots = vec![(Source::Workspace, workspace.join(".appserver").join("skills"))];
         if let Some(home) = skills_home {
             roots.push((Source::User, home));
         }
-        Arc::new(SkillCatalog { roots, config })
+        Arc::new(SkillCatalog { roots, config, plugins })
     }
 
-    /// Every skill, a workspace skill hiding a user skill of the same name.
+    /// The folders in order: the workspace's, the enabled plugins', the user's.
+    fn ordered_roots(&self) -> Vec<Root> {
+        let mut roots: Vec<_> = self.roots.iter().map(|(s, r)| (*s, r.clone(), None)).collect();
+        let plugins = self.plugins.snapshot().into_iter();
+        let plugin_roots = plugins.filter_map(|c| Some((Source::Plugin, c.skills?, Some((c.id, c.display_name)))));
+        roots.splice(1..1, plugin_roots);
+        roots
+    }
+
+    /// Every skill, a workspace skill hiding a plugin's or user skill of the same name, and a
+    /// plugin's skill hiding a user skill.
     pub async fn list(&self) -> Result<Vec<Skill>, SkillError> {
         let disabled = disabled_in(&self.config.read().await?);
-        let roots = self.roots.clone();
+        let roots = self.ordered_roots();
         let skills = tokio::task::spawn_blocking(move || {
             let mut out: Vec<Skill> = Vec::new();
-            for (source, root) in &roots {
-                for skill in scan(*source, root, &disabled) {
+            for (source, root, plugin) in &roots {
+                for mut skill in scan(*source, root, &disabled) {
+                    skill.plugin = plugin.clone();
                     if !out.iter().any(|s| s.name == skill.name) {
                         out.push(skill);
                     }
@@ -189,6 +215,11 @@ impl SkillCatalog {
     /// its root) and forgets that it was disabled.
     pub async fn uninstall(&self, name: &str) -> Result<Skill, SkillError> {
         let skill = self.find(name).await?;
+        if skill.source == Source::Plugin {
+            return Err(SkillError::InvalidParams(format!(
+                "{name}: a plugin's skill goes with its plugin (plugin/remove)"
+            )));
+        }
         let root = self.roots.iter().find(|(s, _)| *s == skill.source).map(|(_, r)| r.clone());
         let inside = root.is_some_and(|r| skill.dir.parent() == Some(r.as_path()));
         if !inside {

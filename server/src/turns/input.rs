@@ -1,7 +1,7 @@
 //! User input: validation of `InputPart[]`, materialization into what the agent sees, and the
 //! display text of a message.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use appserver_protocol::{InputPart, SenderContext, UserMessagePayload};
 
@@ -114,11 +114,16 @@ pub fn display_text(input: &[InputPart]) -> String {
 /// command (see [`command_in_text`]) becomes what that command's `commandRef` becomes;
 /// everything else is kept.
 pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
+    materialize_with(input, workspace, &[]).await
+}
+
+/// [`materialize`], the enabled plugins' command folders (`plugin_dirs`) holding commands too.
+pub async fn materialize_with(input: &[InputPart], workspace: &Path, plugin_dirs: &[PathBuf]) -> Vec<InputPart> {
     let mut out = Vec::with_capacity(input.len());
     let mut budget = MAX_INLINE_TOTAL;
     for part in input {
         let recognized = match part {
-            InputPart::Text { text } => command_in_text(text, workspace).await,
+            InputPart::Text { text } => command_in_text(text, workspace, plugin_dirs).await,
             _ => None,
         };
         let part = recognized.as_ref().unwrap_or(part);
@@ -131,7 +136,7 @@ pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart
             InputPart::CommandRef { name, args_text, .. } => {
                 let name = name.trim().trim_start_matches('/');
                 let is_app_command = crate::commands::APP_COMMANDS.iter().any(|d| d.0 == name);
-                match crate::commands::custom::load(workspace, name).await.filter(|_| !is_app_command) {
+                match crate::commands::custom::load(workspace, plugin_dirs, name).await.filter(|_| !is_app_command) {
                     Some(command) => {
                         out.push(InputPart::Text { text: command.expand(args_text.as_deref().unwrap_or("")) })
                     }
@@ -150,7 +155,7 @@ pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart
 /// - the whole part is a slash line `/NAME ARGS` naming an app command or a workspace command.
 ///
 /// Anything else (including built-ins like `/new`, and unknown `/words`) stays text.
-pub async fn command_in_text(text: &str, workspace: &Path) -> Option<InputPart> {
+pub async fn command_in_text(text: &str, workspace: &Path, plugin_dirs: &[PathBuf]) -> Option<InputPart> {
     let command_ref = |name: &str, args: String, raw: Option<String>| InputPart::CommandRef {
         name: name.to_owned(),
         args_text: Some(args).filter(|a| !a.is_empty()),
@@ -161,7 +166,7 @@ pub async fn command_in_text(text: &str, workspace: &Path) -> Option<InputPart> 
     }
     let (name, args) = crate::commands::slash_command(text)?;
     let known = crate::commands::APP_COMMANDS.iter().any(|d| d.0 == name)
-        || crate::commands::custom::load(workspace, &name).await.is_some();
+        || crate::commands::custom::load(workspace, plugin_dirs, &name).await.is_some();
     known.then(|| command_ref(&name, args, Some(text.trim().to_owned())))
 }
 

@@ -1451,6 +1451,15 @@ export interface PlanUpdatedParams {
   overview?: string;
 }
 
+/** A problem found while discovering plugins (a plugin that could not be loaded, a field ignored). */
+export interface PluginDiagnostic {
+  /** `InvalidPluginManifest`, `UnsupportedPluginNativeTools`, `MissingPluginCapabilities`, ... */
+  code: string;
+  message: string;
+  path?: string | null;
+  pluginId?: string | null;
+}
+
 export interface PluginFunctionCallPayload {
   pluginId: string;
   functionName: string;
@@ -1462,6 +1471,118 @@ export interface PluginFunctionCallPayload {
   namespace?: string | null;
   structuredResult?: unknown;
   success?: boolean | null;
+}
+
+/** A manifest-declared native function: always empty (manifests no longer declare tools). */
+export interface PluginFunctionInfo {
+  name: string;
+}
+
+export interface PluginIdParams {
+  id: string;
+}
+
+/** One plugin. */
+export interface PluginInfo {
+  id: string;
+  displayName: string;
+  description: string;
+  enabled: boolean;
+  installed: boolean;
+  installable: boolean;
+  /** Installed by `plugin/install` (carries the `.installed` marker), so `plugin/remove` may delete it. */
+  removable: boolean;
+  /** `workspace`: found in `<workspace>/.appserver/plugins`. */
+  source: string;
+  functions: PluginFunctionInfo[];
+  skills: PluginSkillInfo[];
+  mcpServers: PluginMcpServerInfo[];
+  /** appserver extension: the plugin's folder. */
+  path: string;
+  /** appserver extension: the window ids (`aai:<app id>`) of the plugin's app descriptors. */
+  apps?: string[];
+  /** appserver extension: the plugin's custom commands (names, without `/`). */
+  commands?: string[];
+  interface?: PluginInterface | null;
+  version?: string | null;
+}
+
+/** Params of `plugin/install`. */
+export interface PluginInstallParams {
+  /** The plugin's id: must be the id its manifest declares. */
+  id: string;
+  /**
+   * appserver extension: a plugin folder, or a `.zip` / `.tar.gz` / `.tgz` archive of one, on
+   * the server's machine (absolute, or relative to the workspace).
+   */
+  path?: string | null;
+}
+
+/** A plugin's client-facing presentation metadata (the manifest's `interface`). */
+export interface PluginInterface {
+  brandColor?: string | null;
+  capabilities?: string[];
+  category?: string | null;
+  defaultPrompt?: string | null;
+  developerName?: string | null;
+  displayName?: string | null;
+  longDescription?: string | null;
+  shortDescription?: string | null;
+}
+
+export interface PluginListParams {
+  /** Default `true`; `false` leaves disabled plugins out. */
+  includeDisabled?: boolean | null;
+}
+
+export interface PluginListResult {
+  plugins: PluginInfo[];
+  diagnostics: PluginDiagnostic[];
+}
+
+/** Params of `plugin/mcp/approve` (appserver extension). */
+export interface PluginMcpApproveParams {
+  /** The plugin's id. */
+  id: string;
+  /** The server's declared name (not its runtime name). */
+  name: string;
+}
+
+/** An MCP server the plugin declares. */
+export interface PluginMcpServerInfo {
+  /** The name inside the plugin's MCP file. */
+  name: string;
+  /** `{pluginId}:{name}`: its name in `mcp/list`. */
+  runtimeName: string;
+  /** `stdio` or `streamableHttp`. */
+  transport: string;
+  enabled: boolean;
+  /** Installed, enabled, declared enabled, not shadowed, and (appserver) approved. */
+  active: boolean;
+  /**
+   * appserver extension: the program (or URL) is not yet approved by the workspace's owner
+   * (`plugin/mcp/approve`), or changed since; it is not started until then.
+   */
+  needsApproval?: boolean;
+  /** `workspace` or `plugin` when another server of the same runtime name wins. */
+  shadowedBy?: string | null;
+}
+
+export interface PluginResult {
+  plugin: PluginInfo;
+}
+
+export interface PluginSetEnabledParams {
+  id: string;
+  enabled: boolean;
+}
+
+/** A skill the plugin holds. */
+export interface PluginSkillInfo {
+  name: string;
+  /** Not disabled with `skills/setEnabled` (a disabled plugin's skills are hidden whatever this says). */
+  enabled: boolean;
+  displayName?: string | null;
 }
 
 export type QueuedInputStatus = "queued" | "guidancePending";
@@ -1536,6 +1657,8 @@ export interface ServerCapabilities {
   mcpStatus?: boolean | null;
   modeSwitch?: boolean | null;
   modelCatalogManagement?: boolean | null;
+  /** `plugin/*` (section 18.10). */
+  pluginManagement?: boolean | null;
   /** How `Exec` commands are confined on this host (appserver extension). */
   sandbox?: SandboxCapability | null;
   /** `skills/*` (section 18). */
@@ -1577,7 +1700,7 @@ export interface SkillInfo {
   name: string;
   /** Frontmatter `description` (the name when there is none). */
   description: string;
-  /** `workspace` or `user`. */
+  /** `workspace`, `plugin` or `user`. */
   source: string;
   /** Whether the requirements (`bins`, `env`) are met here. */
   available: boolean;
@@ -1587,6 +1710,9 @@ export interface SkillInfo {
   path: string;
   /** The frontmatter's top-level keys. */
   metadata: { [key: string]: string };
+  pluginDisplayName?: string | null;
+  /** The plugin holding it (source `plugin`). */
+  pluginId?: string | null;
   unavailableReason?: string | null;
 }
 
@@ -2388,6 +2514,12 @@ export interface ClientRequestMap {
   "mcp/upsert": { params: McpServerParams; result: McpServerResult };
   "mcp/view/call": { params: McpViewCallParams; result: McpViewCallResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
+  "plugin/install": { params: PluginInstallParams; result: PluginResult };
+  "plugin/list": { params: PluginListParams; result: PluginListResult };
+  "plugin/mcp/approve": { params: PluginMcpApproveParams; result: PluginResult };
+  "plugin/remove": { params: PluginIdParams; result: PluginResult };
+  "plugin/setEnabled": { params: PluginSetEnabledParams; result: PluginResult };
+  "plugin/view": { params: PluginIdParams; result: PluginResult };
   "skills/list": { params: SkillsListParams; result: SkillsListResult };
   "skills/read": { params: SkillNameParams; result: SkillsReadResult };
   "skills/restoreOriginal": { params: SkillNameParams; result: SkillsRestoreResult };

@@ -1,5 +1,6 @@
-//! Apps described by aai.json descriptors: `<workspace>/.appserver/apps/*/aai.json` and the
-//! user's `~/.aai/*/aai.json` (another directory with `--aai-home`). Scanned at startup and
+//! Apps described by aai.json descriptors: `<workspace>/.appserver/apps/*/aai.json`, the
+//! enabled plugins' app folders (`<plugin>/<apps>/*/aai.json`, read as the workspace's own folder
+//! is: no symlinks) and the user's `~/.aai/*/aai.json` (another directory with `--aai-home`). Scanned at startup and
 //! every half second after: a new or changed descriptor (by modification time and size) is
 //! registered as window `aai:<app.id>` with a host that runs it (`apps::hosts`) — for a stdio
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
@@ -92,15 +93,28 @@ fn file_fingerprint(path: &Path) -> Option<Fingerprint> {
     std::fs::metadata(path).ok().map(|meta| (meta.modified().ok(), meta.len()))
 }
 
+/// The folders to scan: fixed ones, and those of the enabled plugins (asked before each scan).
+pub type Roots = (Vec<PathBuf>, Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+
 /// Scans the directories until `token` is cancelled, keeping the registered apps in step with
 /// the descriptors.
 /// The programs of stdio apps are supervised by tasks of `tasks`, so shutdown waits until they
 /// are killed.
-pub async fn watch(apps: Arc<AppService>, roots: Vec<PathBuf>, token: CancellationToken, tasks: TaskTracker) {
+pub async fn watch(apps: Arc<AppService>, roots: Roots, token: CancellationToken, tasks: TaskTracker) {
     let mut loaded: HashMap<PathBuf, Loaded> = HashMap::new();
     loop {
-        let scan_roots = roots.clone();
-        let found = tokio::task::spawn_blocking(move || scan(&scan_roots)).await.unwrap_or_default();
+        let (scan_roots, plugin_roots) = (roots.0.clone(), (roots.1)());
+        let found = tokio::task::spawn_blocking(move || {
+            let mut found = scan(&scan_roots);
+            for root in plugin_roots {
+                // Each alone, so the workspace's rule (no symlinks) applies to it.
+                let theirs = scan(&[root]);
+                found.extend(theirs.into_iter().take(MAX_DESCRIPTORS.saturating_sub(found.len())));
+            }
+            found
+        })
+        .await
+        .unwrap_or_default();
         for approved in apps.descriptors.take_reloads() {
             // Approved meanwhile: loaded again below, now with its program.
             if let Some(held) = loaded.remove(&approved) {
@@ -217,7 +231,7 @@ async fn load(
             } else {
                 tracing::warn!(window = %window_id, path = %path.display(), program = %pin.program,
                     "descriptor program not approved: not run until app/descriptor/approve");
-                let held = pins::HeldHost::new(&descriptor.app.id, &window_id, pinned.is_none());
+                let held = pins::HeldHost::new(&descriptor.app.id, &window_id, pinned.is_none(), token.clone());
                 apps.descriptors.hold(pin);
                 held
             }

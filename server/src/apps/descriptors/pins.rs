@@ -141,15 +141,18 @@ async fn running(apps: &AppService, window_id: &str) -> Result<Arc<super::super:
 pub struct HeldHost {
     app_id: String,
     reason: String,
+    /// Cancelled when the descriptor is removed or replaced: the window is then gone (so the
+    /// watcher may unregister it).
+    token: tokio_util::sync::CancellationToken,
 }
 
 impl HeldHost {
-    pub fn new(app_id: &str, window_id: &str, new: bool) -> Arc<HeldHost> {
+    pub fn new(app_id: &str, window_id: &str, new: bool, token: tokio_util::sync::CancellationToken) -> Arc<HeldHost> {
         let what = if new { "is new" } else { "changed" };
         let reason = format!(
             "the descriptor of {window_id} {what}: its program runs once the workspace's owner approves it (app/descriptor/approve)"
         );
-        Arc::new(HeldHost { app_id: app_id.to_owned(), reason })
+        Arc::new(HeldHost { app_id: app_id.to_owned(), reason, token })
     }
 }
 
@@ -163,7 +166,7 @@ impl AppHost for HeldHost {
     }
 
     fn is_gone(&self) -> bool {
-        false
+        self.token.is_cancelled()
     }
 
     fn held(&self) -> Option<String> {

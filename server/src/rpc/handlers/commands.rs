@@ -12,8 +12,10 @@ use crate::store::ThreadWrite;
 
 pub async fn handle_command_list(ctx: &RequestCtx, p: CommandListParams) -> Result<CommandListResult, CommandError> {
     let chinese = p.language.as_deref().is_some_and(|l| l.starts_with("zh"));
+    let plugin_dirs = ctx.state.plugins.contributions.command_dirs();
     let commands =
-        crate::commands::list(&ctx.state.config.workspace, p.include_builtins.unwrap_or(true), chinese).await;
+        crate::commands::list(&ctx.state.config.workspace, &plugin_dirs, p.include_builtins.unwrap_or(true), chinese)
+            .await;
     Ok(CommandListResult { commands })
 }
 
@@ -35,7 +37,8 @@ pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -
             Ok(CommandResult { handled: true, message: Some(message), ..Default::default() })
         }
         "help" => {
-            let commands = crate::commands::list(&ctx.state.config.workspace, true, false).await;
+            let plugin_dirs = ctx.state.plugins.contributions.command_dirs();
+            let commands = crate::commands::list(&ctx.state.config.workspace, &plugin_dirs, true, false).await;
             let lines: Vec<String> = commands.iter().map(|c| format!("- `{}` — {}", c.name, c.description)).collect();
             Ok(CommandResult {
                 handled: true,
@@ -49,15 +52,21 @@ pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -
             expanded_prompt: Some(crate::commands::app_command_prompt(app, &args)),
             ..Default::default()
         }),
-        other => match custom::lookup(&ctx.state.config.workspace, other).await {
-            custom::Lookup::Found(command) => {
-                Ok(CommandResult { handled: true, expanded_prompt: Some(command.expand(&args)), ..Default::default() })
+        other => {
+            match custom::lookup(&ctx.state.config.workspace, &ctx.state.plugins.contributions.command_dirs(), other)
+                .await
+            {
+                custom::Lookup::Found(command) => Ok(CommandResult {
+                    handled: true,
+                    expanded_prompt: Some(command.expand(&args)),
+                    ..Default::default()
+                }),
+                custom::Lookup::Outside => {
+                    Err(CommandError::PermissionDenied(format!("{other} (its file resolves outside the workspace)")))
+                }
+                custom::Lookup::Missing => Err(CommandError::NotFound(other.to_owned())),
             }
-            custom::Lookup::Outside => {
-                Err(CommandError::PermissionDenied(format!("{other} (its file resolves outside the workspace)")))
-            }
-            custom::Lookup::Missing => Err(CommandError::NotFound(other.to_owned())),
-        },
+        }
     }
 }
 

@@ -7,6 +7,7 @@ pub mod channels;
 pub mod commands;
 pub mod cron;
 pub mod mcp;
+pub mod plugins;
 pub mod skills;
 pub mod subagents;
 pub mod terminals;

@@ -19,6 +19,8 @@ fn info(skill: &Skill) -> SkillInfo {
         enabled: skill.enabled,
         path: skill.path.display().to_string(),
         metadata: skill.metadata.clone().unwrap_or_default(),
+        plugin_id: skill.plugin.as_ref().map(|p| p.0.clone()),
+        plugin_display_name: skill.plugin.as_ref().map(|p| p.1.clone()),
     }
 }
 

@@ -97,7 +97,12 @@ async fn prepare(
 ) -> PreparedInput {
     PreparedInput {
         native: parts.to_vec(),
-        materialized: input::materialize(parts, &ctx.state.config.workspace).await,
+        materialized: input::materialize_with(
+            parts,
+            &ctx.state.config.workspace,
+            &ctx.state.plugins.contributions.command_dirs(),
+        )
+        .await,
         display_text: input::display_text(parts),
         sender,
         delivery_mode: None,

@@ -35,6 +35,10 @@ use crate::turns::agent::Agent;
 use crate::turns::ownership::Ownership;
 use crate::turns::tools::{ToolEnv, ToolRegistry};
 
+mod attach;
+
+pub use attach::{attach, mcp_stdio};
+
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     #[error(transparent)]
@@ -110,7 +114,13 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     }
 
     let config_file = crate::workspace::ConfigFile::new(&config.workspace);
-    let skills = crate::skills::SkillCatalog::new(&config.workspace, config.skills_home.clone(), config_file.clone());
+    let plugins = Arc::new(crate::plugins::Contributions::default());
+    let skills = crate::skills::SkillCatalog::new(
+        &config.workspace,
+        config.skills_home.clone(),
+        config_file.clone(),
+        plugins.clone(),
+    );
     let cron_slot = Arc::new(std::sync::OnceLock::new());
     let (tools, model, agent) = agent_and_tools(&config, &skills, &cron_slot)?;
     let registry = restore_windows(&store).await?;
@@ -119,24 +129,16 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
         ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
     })?;
     let parts = (tools, Arc::new(shell), shutdown, connections);
-    let state =
-        assemble(config, store, registry, parts, AgentParts { agent, model, config_file, skills, cron_slot }, cluster);
+    let state = assemble(
+        config,
+        store,
+        registry,
+        parts,
+        AgentParts { agent, model, config_file, skills, plugins, cron_slot },
+        cluster,
+    );
 
-    transport::http::serve(&state, listeners);
-    if state.config.has_stdio() {
-        state.tasks.spawn(transport::stdio::serve(state.clone()));
-    }
-    state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
-    state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
-    state.tasks.spawn(state.delivery.clone().serve(state.shutdown.clone()));
-    state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
-    start_cluster_tasks(&state);
-    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
-    let watch =
-        crate::apps::descriptors::watch(state.apps.clone(), roots, state.shutdown.child_token(), state.tasks.clone());
-    state.tasks.spawn(watch);
-    state.tasks.spawn(crate::apps::idle::forget_idle_windows(state.apps.clone(), state.shutdown.child_token()));
-    state.turns.tool_env.mcp.start();
+    serve(&state, listeners).await;
 
     tokio::select! {
         _ = state.shutdown.cancelled() => tracing::info!("shutting down"),
@@ -149,6 +151,41 @@ pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<
     shut_down(&state).await;
     lock.release();
     Ok(())
+}
+
+/// Starts serving: the listeners, stdio, the scheduler, channel delivery, upkeep, the cluster's
+/// tasks and what the workspace's files define.
+async fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
+    transport::http::serve(state, listeners);
+    if state.config.has_stdio() {
+        state.tasks.spawn(transport::stdio::serve(state.clone()));
+    }
+    state.tasks.spawn(crate::telemetry::upkeep(state.shutdown.clone()));
+    state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
+    state.tasks.spawn(state.delivery.clone().serve(state.shutdown.clone()));
+    state.tasks.spawn(crate::memory::trim_after_bursts(state.shutdown.clone()));
+    start_cluster_tasks(state);
+    start_workspace_parts(state).await;
+}
+
+/// Starts what the workspace's files define: the MCP servers, the plugins' parts, and the watcher
+/// of app descriptors (the workspace's, the enabled plugins' and the user's).
+async fn start_workspace_parts(state: &Arc<ServerState>) {
+    state.turns.tool_env.mcp.start();
+    if let Err(err) = state.plugins.refresh().await {
+        tracing::error!(error = %err, "plugins not read");
+    }
+    let roots = crate::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
+    let contributions = state.plugins.contributions.clone();
+    let plugin_roots = Arc::new(move || contributions.app_dirs());
+    let watch = crate::apps::descriptors::watch(
+        state.apps.clone(),
+        (roots, plugin_roots),
+        state.shutdown.child_token(),
+        state.tasks.clone(),
+    );
+    state.tasks.spawn(watch);
+    state.tasks.spawn(crate::apps::idle::forget_idle_windows(state.apps.clone(), state.shutdown.child_token()));
 }
 
 /// Cluster mode (`--cluster`): connects to NATS with a new instance id, or fails start-up.
@@ -237,6 +274,8 @@ struct AgentParts {
     model: Option<Arc<crate::model::ModelProvider>>,
     config_file: Arc<crate::workspace::ConfigFile>,
     skills: Arc<crate::skills::SkillCatalog>,
+    /// The enabled plugins' parts the skills read (filled by the plugin service).
+    plugins: Arc<crate::plugins::Contributions>,
     /// Where the agent's `Cron` tool finds the cron service once it exists.
     cron_slot: Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 }
@@ -267,7 +306,7 @@ fn assemble(
         CancellationToken,
         Arc<Connections>,
     ),
-    AgentParts { agent, model, config_file, skills, cron_slot }: AgentParts,
+    AgentParts { agent, model, config_file, skills, plugins, cron_slot }: AgentParts,
     cluster: Option<Cluster>,
 ) -> Arc<ServerState> {
     let config = Arc::new(config);
@@ -287,8 +326,7 @@ fn assemble(
         cluster: cluster.clone(),
         descriptors: Default::default(),
     });
-    let debug = Arc::new(DebugHooks::default());
-    let mcp = crate::mcphost::McpHost::new(config.workspace.clone(), clients.clone(), shutdown.clone(), tasks.clone());
+    let (debug, mcp) = (Arc::new(DebugHooks::default()), mcp_host(&config, &clients, &shutdown, &tasks));
     let turns = Arc::new(TurnService {
         config: config.clone(),
         store: store.clone(),
@@ -312,10 +350,8 @@ fn assemble(
         ownership,
         cluster: cluster.clone(),
     });
-    let delivery = crate::delivery::DeliveryService::new(store.clone(), clients.clone(), config.channels.clone());
-    let cron =
-        crate::cron::CronService::new(store.clone(), turns.clone(), threads.clone(), clients.clone(), delivery.clone());
-    let _ = cron_slot.set(cron.clone());
+    let plugins = crate::plugins::PluginService::new(&apps, turns.tool_env.mcp.clone(), config_file.clone(), plugins);
+    let (delivery, cron) = scheduler(&turns, &config, &clients, &cron_slot);
     Arc::new(ServerState {
         config,
         store,
@@ -333,9 +369,39 @@ fn assemble(
         cluster,
         config_file,
         skills,
+        plugins,
         cron,
         delivery,
     })
+}
+
+/// Channel delivery and the scheduler (cron jobs and the heartbeat), which delivers job results.
+fn scheduler(
+    turns: &Arc<TurnService>,
+    config: &ServerConfig,
+    clients: &Arc<dyn Broadcast>,
+    cron_slot: &std::sync::OnceLock<Arc<crate::cron::CronService>>,
+) -> (Arc<crate::delivery::DeliveryService>, Arc<crate::cron::CronService>) {
+    let store = &turns.store;
+    let delivery = crate::delivery::DeliveryService::new(store.clone(), clients.clone(), config.channels.clone());
+    let cron = crate::cron::CronService::new(
+        store.clone(),
+        turns.clone(),
+        turns.threads.clone(),
+        clients.clone(),
+        delivery.clone(),
+    );
+    let _ = cron_slot.set(cron.clone());
+    (delivery, cron)
+}
+
+fn mcp_host(
+    config: &ServerConfig,
+    clients: &Arc<dyn Broadcast>,
+    shutdown: &CancellationToken,
+    tasks: &TaskTracker,
+) -> Arc<crate::mcphost::McpHost> {
+    crate::mcphost::McpHost::new(config.workspace.clone(), clients.clone(), shutdown.clone(), tasks.clone())
 }
 
 /// Cluster mode: renewing and taking over thread leases (until the turns have ended at
@@ -442,136 +508,5 @@ impl ShutdownSignal {
         }
         let _ = self.interrupt.await;
         "SIGINT"
-    }
-}
-
-/// How long `appserver mcp` waits for the server it starts to publish its address.
-const EMBEDDED_START: Duration = Duration::from_secs(30);
-
-/// A server `appserver mcp` or `appserver acp` relays to: the workspace's running one, or one
-/// started in this process (which [`Attached::finish`] stops).
-#[derive(Debug)]
-pub struct Attached {
-    /// Its WebSocket URL (`ws://HOST:PORT/ws`, a wildcard address as loopback).
-    pub ws_url: String,
-    /// The token it requires, if any.
-    pub token: Option<String>,
-    embedded: Option<(tokio::task::JoinHandle<Result<(), ServerError>>, CancellationToken)>,
-}
-
-impl Attached {
-    pub fn is_embedded(&self) -> bool {
-        self.embedded.is_some()
-    }
-
-    /// Stops the embedded server, if this process started one, and waits for it.
-    pub async fn finish(self) -> Result<(), ServerError> {
-        match self.embedded {
-            Some((task, stop)) => {
-                stop.cancel();
-                task.await.unwrap_or(Ok(()))
-            }
-            None => Ok(()),
-        }
-    }
-}
-
-/// The workspace's running server (one server per workspace and database: the lock forbids a
-/// second one, and the apps and approving clients are connected to that one), or, when none
-/// runs, one started in this process on `ws://127.0.0.1:0` (stdio belongs to the relay), published
-/// in the lock file like any other so app hosts and clients can find and join it. When two start
-/// at once, the one that loses the workspace lock attaches to the other's.
-pub async fn attach(mut config: ServerConfig) -> Result<Attached, ServerError> {
-    if let Some(info) = crate::lock::locate(&config.workspace)? {
-        return running(&info, None);
-    }
-    config.listen.retain(|l| *l != ListenAddr::Stdio);
-    if config.listen.is_empty() {
-        config.listen.push(ListenAddr::WebSocket(std::net::SocketAddr::from(([127, 0, 0, 1], 0))));
-    }
-    let (workspace, token) = (config.workspace.clone(), config.ws_token.clone());
-    let stop = CancellationToken::new();
-    let mut server = Some(tokio::spawn(run_until(config, stop.clone())));
-    let deadline = tokio::time::Instant::now() + EMBEDDED_START;
-    loop {
-        match crate::lock::locate(&workspace)? {
-            Some(info) if info.pid == std::process::id() && info.ws_url.is_some() => {
-                let mut attached = running(&info, token)?;
-                attached.embedded = server.take().map(|task| (task, stop));
-                return Ok(attached);
-            }
-            // Another server took the workspace first: use that one.
-            Some(info) if server.is_none() && info.ws_url.is_some() => return running(&info, None),
-            _ => {}
-        }
-        if tokio::time::Instant::now() > deadline {
-            stop.cancel();
-            return Err(ServerError::EmbeddedNotReady(EMBEDDED_START));
-        }
-        // The lock file is written once the listeners are bound; the server task ends early
-        // only on a start-up error, which is the answer, unless another server holds the lock.
-        let wait = tokio::time::sleep(Duration::from_millis(20));
-        match server.as_mut() {
-            Some(task) => tokio::select! {
-                ended = task => match ended.unwrap_or(Ok(())) {
-                    Err(ServerError::Lock(LockError::Held { .. })) => server = None,
-                    Err(err) => return Err(err),
-                    Ok(()) => return Err(ServerError::EmbeddedNotReady(EMBEDDED_START)),
-                },
-                _ = wait => {}
-            },
-            None => wait.await,
-        }
-    }
-}
-
-/// The running server `info` describes (its token from the lock's token file unless given).
-fn running(info: &LockInfo, token: Option<String>) -> Result<Attached, ServerError> {
-    let ws_url = info.ws_url.as_deref().map(loopback).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
-    let token = token.or_else(|| info.token_file.as_deref().and_then(read_token));
-    Ok(Attached { ws_url, token, embedded: None })
-}
-
-/// A wildcard listening address is reached on loopback.
-fn loopback(ws_url: &str) -> String {
-    ws_url.replacen("ws://0.0.0.0:", "ws://127.0.0.1:", 1).replacen("ws://[::]:", "ws://[::1]:", 1)
-}
-
-/// `appserver mcp`: MCP on stdio, relayed to the `/mcp` of the server [`attach`] finds or starts;
-/// an embedded server stops when the agent closes stdin.
-pub async fn mcp_stdio(config: ServerConfig) -> Result<(), ServerError> {
-    let attached = attach(config).await?;
-    let url = mcp_url(&attached.ws_url);
-    if attached.is_embedded() {
-        tracing::info!(%url, "no server was running: started one in this process; relaying MCP on stdio to it");
-    } else {
-        tracing::info!(%url, "relaying MCP on stdio to the running server");
-    }
-    let relayed = crate::mcp::relay::relay_stdio(&url, attached.token.clone()).await;
-    let served = attached.finish().await;
-    relayed?;
-    served
-}
-
-/// `ws://ADDR/ws` → `http://ADDR/mcp` (a wildcard address is reached on loopback).
-fn mcp_url(ws_url: &str) -> String {
-    let addr = ws_url.trim_start_matches("ws://").trim_end_matches("/ws");
-    let addr = addr.replacen("0.0.0.0:", "127.0.0.1:", 1).replacen("[::]:", "[::1]:", 1);
-    format!("http://{addr}/mcp")
-}
-
-fn read_token(path: &std::path::Path) -> Option<String> {
-    std::fs::read_to_string(path).ok().map(|t| t.trim().to_owned()).filter(|t| !t.is_empty())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_mcp_url_of_a_websocket_listener() {
-        assert_eq!(mcp_url("ws://127.0.0.1:8080/ws"), "http://127.0.0.1:8080/mcp");
-        assert_eq!(mcp_url("ws://0.0.0.0:9000/ws"), "http://127.0.0.1:9000/mcp");
-        assert_eq!(mcp_url("ws://[::]:9000/ws"), "http://[::1]:9000/mcp");
     }
 }
