@@ -4,7 +4,9 @@
 //! `{server, tool, arguments}`). A call is approved like any gated tool, scope
 //! `mcp:<server>:<tool>`: a tool that declares `readOnlyHint: true` counts as read-only (asked
 //! only under `untrusted`), one that declares `destructiveHint: true` is asked about every time;
-//! it is withdrawn (`notifications/cancelled`) when the turn is interrupted.
+//! it is withdrawn (`notifications/cancelled`) when the turn is interrupted. A tool whose
+//! `_meta.ui.visibility` leaves out `"model"` (MCP Apps: for its view only) is not shown to the
+//! agent, and refused (`NOT_VISIBLE`, without asking anyone) if the agent names it anyway.
 
 use appserver_protocol::McpServerStatus;
 use rmcp::model::{JsonObject, Tool as McpTool};
@@ -69,8 +71,12 @@ impl Tool for McpServersTool {
                 .iter()
                 .map(|c| {
                     let McpServerStatus { name, startup_state, last_error, .. } = c.status();
-                    let tools: Vec<Value> =
-                        c.tools().iter().map(|t| json!({ "name": t.name, "readOnly": hints(t).0 })).collect();
+                    let tools: Vec<Value> = c
+                        .tools()
+                        .iter()
+                        .filter(|t| for_model(t))
+                        .map(|t| json!({ "name": t.name, "readOnly": hints(t).0 }))
+                        .collect();
                     json!({ "server": name, "state": startup_state, "lastError": last_error, "tools": tools })
                 })
                 .collect();
@@ -116,12 +122,26 @@ impl Tool for McpToolTool {
     }
 }
 
+/// Whether the agent sees the tool: its `_meta.ui.visibility` names `"model"` (or is absent). A
+/// tool only for its MCP Apps view (`["app"]`) is neither listed nor described nor called.
+fn for_model(tool: &McpTool) -> bool {
+    crate::mcphost::visible_to(tool, "model")
+}
+
 fn find(env: &ToolEnv, server: &str, tool: &str) -> Result<McpTool, ToolOutput> {
     let Some(connection) = env.mcp.connection(server) else {
         return Err(ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}` (mcp_servers lists them)")));
     };
+    if let Some(found) = connection.tool(tool).filter(|t| !for_model(t)) {
+        return Err(ToolOutput::error(format!(
+            "NOT_VISIBLE: the tool `{}` of MCP server `{server}` is for its view only (its `_meta.ui.visibility` \
+             leaves out \"model\"); the agent may not call it",
+            found.name
+        )));
+    }
     connection.tool(tool).ok_or_else(|| {
-        let names: Vec<String> = connection.tools().iter().map(|t| t.name.to_string()).collect();
+        let names: Vec<String> =
+            connection.tools().iter().filter(|t| for_model(t)).map(|t| t.name.to_string()).collect();
         ToolOutput::error(format!(
             "UNKNOWN_TOOL: MCP server `{server}` has no tool `{tool}` (tools: {})",
             names.join(", ")
@@ -151,7 +171,7 @@ impl Tool for McpCallTool {
     fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
         let server = arguments.get("server")?.as_str()?;
         let tool = arguments.get("tool")?.as_str()?;
-        let found = env.mcp.connection(server)?.tool(tool)?;
+        let found = env.mcp.connection(server)?.tool(tool).filter(for_model)?;
         let args = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
         Some(crate::mcphost::approval_spec(server, &found, &args, &env.apps.config.workspace.display().to_string()))
     }
