@@ -68,6 +68,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::McpTest(p) => answer(id, mcp::handle_test(ctx, p)),
         R::McpResourcesRead(p) => answer(id, mcp::handle_resources_read(ctx, p)),
         R::McpViewCall(p) => answer(id, mcp::handle_view_call(ctx, p)),
+        R::McpViewContext(p) => answer(id, mcp::handle_view_context(ctx, p)),
         R::WorkspaceConfigSchema(p) => answer(id, workspace::handle_config_schema(ctx, p)),
         R::WorkspaceConfigUpdate(p) => answer(id, workspace::handle_config_update(ctx, p)),
         R::WorkspaceCommitMessageSuggest(p) => answer(id, workspace::handle_commit_message_suggest(ctx, p)),

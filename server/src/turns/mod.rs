@@ -12,6 +12,7 @@ pub mod ownership;
 pub mod runner;
 pub mod tools;
 pub mod view_calls;
+pub mod view_context;
 
 use std::sync::Arc;
 
