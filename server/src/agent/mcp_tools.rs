@@ -15,7 +15,8 @@ use tokio::sync::mpsc;
 
 use appserver_protocol::{McpViewOfferedParams, ServerNotification};
 
-use crate::mcphost::connection::CallError;
+use super::mcp_elicit::{self, Called};
+use crate::mcphost::connection::{CallError, Connection, Elicitation};
 use crate::policy::ApprovalSpec;
 use crate::ports::BoxFuture;
 use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
@@ -195,12 +196,8 @@ impl Tool for McpCallTool {
             let Some(connection) = call.env.mcp.connection(&server) else {
                 return ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}`"));
             };
-            let (progress, mut updates) = mpsc::unbounded_channel();
-            let outcome = connection.call(&tool, arguments, Some(progress), call.cancel).await;
-            let mut steps = 0;
-            while updates.try_recv().is_ok() {
-                steps += 1;
-            }
+            let (outcome, steps) =
+                call_server(&call, &connection, Called { server: &server, tool: &tool }, arguments).await;
             match outcome {
                 Ok(result) => {
                     let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
@@ -234,6 +231,39 @@ impl Tool for McpCallTool {
             }
         })
     }
+}
+
+/// Calls the tool, passing its server's progress on to the thread's clients and its
+/// elicitations to the user, as they come; the outcome and how many progress notifications came.
+async fn call_server(
+    call: &ToolCall<'_>,
+    connection: &Connection,
+    called: Called<'_>,
+    arguments: JsonObject,
+) -> (Result<rmcp::model::CallToolResult, CallError>, u64) {
+    let (progress, mut updates) = mpsc::unbounded_channel();
+    let (elicit, mut asks) = mpsc::unbounded_channel::<Elicitation>();
+    let calling = connection.call(called.tool, arguments, (Some(progress), Some(elicit)), call.cancel);
+    tokio::pin!(calling);
+    let mut steps = 0;
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut calling => break outcome,
+            Some(update) = updates.recv() => {
+                steps += 1;
+                mcp_elicit::progress(call, called, update);
+            }
+            Some(asked) = asks.recv() => {
+                let answer = mcp_elicit::ask(call, called, asked.request).await;
+                let _ = asked.reply.send(answer);
+            }
+        }
+    };
+    while let Ok(update) = updates.try_recv() {
+        steps += 1;
+        mcp_elicit::progress(call, called, update);
+    }
+    (outcome, steps)
 }
 
 /// Tells the thread's clients that this call has a view they may render (`mcp/view/offered`).

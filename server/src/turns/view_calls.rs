@@ -77,7 +77,7 @@ pub async fn call(turns: &TurnService, call: ViewCall<'_>) -> Result<ViewOutcome
             Verdict::Withdrawn => return Ok(ViewOutcome::Withdrawn),
         }
     }
-    let ran = connection.call(call.tool, call.arguments, None, call.withdrawn).await;
+    let ran = connection.call(call.tool, call.arguments, (None, None), call.withdrawn).await;
     let result = match ran {
         Ok(result) => serde_json::to_value(&result).unwrap_or(Value::Null),
         Err(CallError::Cancelled) => return Ok(ViewOutcome::Withdrawn),
