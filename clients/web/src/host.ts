@@ -1,7 +1,8 @@
 // The app host: each app window of the desktop is an iframe whose app speaks either our SDK
 // (`appserver-app.js`: `app/register`, `app/emit`, `app/interaction`, `app/command`) or the MCP
-// Apps dialect (`ui/initialize`, `tools/list`/`tools/call`, `ui/message`, the tool-input and
-// tool-result notifications). Either way the page registers the window on its own WebSocket and
+// Apps dialect (`ui/initialize`, `tools/list`/`tools/call`, `ui/message`,
+// `ui/request-display-mode`; no tool-input / tool-result: no tool call created the window).
+// Either way the page registers the window on its own WebSocket and
 // answers the server's `ext/app/query` / `ext/app/command` for it by asking the iframe. The
 // window id is kept in sessionStorage, so a reload of the iframe or of the page registers the
 // same window again and the server's replay of its log restores the app.
@@ -206,6 +207,9 @@ export class WindowHost {
         this.client.notify("app/interaction", { windowId: this.requireId(), content: text });
         return {};
       }
+      case "ui/request-display-mode":
+        // An app window is always inline (the desktop's window); the mode granted is answered.
+        return { mode: "inline" };
       case "ping":
         return {};
       default:
@@ -298,7 +302,9 @@ export class WindowHost {
     const handlers = {
       query: async (stateKey: string) => (await this.untilReady(() => this.requestFrame("ext/app/query", { windowId: this.windowId, stateKey }))).data,
       commands,
-      reset: () => this.notifyFrame("app/reset", {}),
+      // An MCP Apps view is not told to reset (no such message in the spec): after a reconnect
+      // its iframe is loaded again instead (`attach`), and the replay rebuilds a fresh document.
+      reset: this.app.dialect === "mcp-apps" ? undefined : () => this.notifyFrame("app/reset", {}),
     };
     for (let attempt = 1; ; attempt++) {
       try {
@@ -323,9 +329,10 @@ export class WindowHost {
   private async runCommand(name: string, params: Json, replay: boolean): Promise<unknown> {
     const send = async () => {
       if (this.app.dialect === "mcp-apps") {
-        this.notifyFrame("ui/notifications/tool-input", { arguments: params });
+        // The view's own tool: its answer is the result. No tool-input / tool-result around it
+        // (the spec sends those once, for the tool call that created a view; no call created
+        // an app window).
         const result = await this.requestFrame("tools/call", { name, arguments: params });
-        this.notifyFrame("ui/notifications/tool-result", result);
         if (result?.isError) throw new AppError("INVALID_REQUEST", JSON.stringify(result.content ?? result));
         return result?.structuredContent ?? result;
       }
@@ -358,6 +365,9 @@ export class WindowHost {
   attach(client: AppServerClient): void {
     this.client = client;
     if (this.declared === undefined) return;
+    // An MCP Apps view keeps its state in its document: it is loaded again (then registers,
+    // and the replay rebuilds it) rather than replayed into twice.
+    if (this.app.dialect === "mcp-apps") return this.reload();
     this.register(this.declared).catch((err) => this.events.log(`${this.app.name}: registering again failed: ${String(err?.message ?? err)}`));
   }
 
