@@ -13,6 +13,7 @@
 // applies the app's permission (`permissions.callApps`) and approval to calls on other windows.
 
 import { AppError, RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, messageText } from "./mcp-ui.js";
 import { currentTheme } from "./theme.js";
 
 export interface CatalogApp {
@@ -33,7 +34,6 @@ export interface SavedWindow {
   windowId?: string;
 }
 
-const MCP_PROTOCOL_VERSION = "2026-01-26";
 /** How long a command waits for a reloading iframe, and an iframe request for its answer. */
 const FRAME_WAIT_MS = 10_000;
 /** Retries of a registration the server refused because it still sees the previous page. */
@@ -186,8 +186,8 @@ export class WindowHost {
       case "ui/initialize":
         this.mcpHasTools = params?.appCapabilities?.tools !== undefined;
         return {
-          protocolVersion: MCP_PROTOCOL_VERSION,
-          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
+          protocolVersion: MCP_APPS_PROTOCOL_VERSION,
+          hostInfo: HOST_INFO,
           hostCapabilities: { serverTools: {}, message: { text: {} }, logging: {} },
           hostContext: {
             theme: currentTheme(),
@@ -202,8 +202,7 @@ export class WindowHost {
       case "tools/call":
         return this.viewToolCall(params.name, params.arguments ?? {});
       case "ui/message": {
-        const parts = Array.isArray(params.content) ? params.content : [params.content];
-        const text = parts.filter((p: Json) => p?.type === "text").map((p: Json) => p.text).join("\n");
+        const text = messageText(params);
         this.client.notify("app/interaction", { windowId: this.requireId(), content: text });
         return {};
       }

@@ -15,6 +15,7 @@
 // log: the state-changing calls it made) in the host context, `appserver/viewLog`.
 
 import { RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, messageText } from "./mcp-ui.js";
 import { currentTheme } from "./theme.js";
 
 type Json = any;
@@ -43,7 +44,6 @@ export interface ViewEvents {
   log(text: string): void;
 }
 
-const PROTOCOL_VERSION = "2026-01-26";
 const MODES: DisplayMode[] = ["inline", "fullscreen"];
 /** How long a view's answer (its teardown) is awaited. */
 const TEARDOWN_MS = 3_000;
@@ -258,8 +258,8 @@ export class ViewHost {
         this.viewModes = Array.isArray(declared) ? declared.map(String) : undefined;
         this.lastSize = `${this.size().width}x${this.size().height}`;
         return {
-          protocolVersion: PROTOCOL_VERSION,
-          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
+          protocolVersion: MCP_APPS_PROTOCOL_VERSION,
+          hostInfo: HOST_INFO,
           hostCapabilities: {
             openLinks: {},
             serverTools: {},
@@ -362,12 +362,7 @@ export class ViewHost {
   /** `ui/message`: its text, as the user's message in the view's thread, once the user says so
    * in the window; otherwise the error -32000. */
   private message(params: Json): Promise<Json> {
-    const parts = Array.isArray(params?.content) ? params.content : [params?.content];
-    const text = parts
-      .filter((p: Json) => p?.type === "text" && typeof p.text === "string")
-      .map((p: Json) => p.text)
-      .join("\n")
-      .trim();
+    const text = messageText(params);
     if (params?.role !== undefined && params.role !== "user") return Promise.reject(new RpcError(-32000, "Invalid message format: only the user's role"));
     if (!text) return Promise.reject(new RpcError(-32000, "Invalid message format: no text"));
     return this.confirm(`The view asks to send to the thread: “${text.length > 500 ? text.slice(0, 500) + "…" : text}”`, "Send", "Don't send", "send-message").then((yes) => {
