@@ -49,7 +49,10 @@ function field(name: string, schema: Json, required: boolean): { element: HTMLEl
     input.name = name;
     const numeric = schema?.type === "number" || schema?.type === "integer";
     input.type = numeric ? "number" : ({ email: "email", uri: "url", date: "date" } as Record<string, string>)[schema?.format] ?? "text";
-    if (schema?.type === "integer") input.step = "1";
+    // A number takes any value (the browser's default step of 1 would refuse 3.14); an integer whole ones.
+    if (numeric) input.step = schema.type === "integer" ? "1" : "any";
+    if (numeric && typeof schema.minimum === "number") input.min = String(schema.minimum);
+    if (numeric && typeof schema.maximum === "number") input.max = String(schema.maximum);
     if (schema?.default !== undefined) input.value = String(schema.default);
     input.required = required;
     read = () => (input.value === "" ? undefined : numeric ? Number(input.value) : input.value);
