@@ -244,6 +244,16 @@ test("the agent calls a tool an MCP Apps view registered", OPTIONS, async () => 
     // ui/message becomes the user's input on the window's thread (app/interaction).
     await view.locator("#tell").click();
     await page.locator(".item.userMessage", { hasText: "The counter shows 6" }).waitFor();
+    // The page's theme changes: the view is told.
+    const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+    while ((await page.evaluate(() => document.documentElement.dataset.theme)) === theme) await page.click("#theme-toggle");
+    await view.locator("body[data-received*='ui/notifications/host-context-changed']").waitFor();
+    // Closed: the view is told first, and answers.
+    const logs = [];
+    page.on("console", (m) => logs.push(m.text()));
+    await page.click('.window[data-app="counter"] button.close');
+    await page.locator('.window[data-app="counter"]').waitFor({ state: "detached" });
+    assert.ok(logs.some((l) => l.includes("counter torn down: the user closed the window")), logs.join("\n"));
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();

@@ -1,7 +1,8 @@
 // The app host: each app window of the desktop is an iframe whose app speaks either our SDK
 // (`appserver-app.js`: `app/register`, `app/emit`, `app/interaction`, `app/command`) or the MCP
 // Apps dialect (`ui/initialize`, `tools/list`/`tools/call`, `ui/message`,
-// `ui/request-display-mode`; no tool-input / tool-result: no tool call created the window).
+// `ui/request-display-mode`, `host-context-changed` on a theme change, `ui/resource-teardown`
+// before the window closes; no tool-input / tool-result: no tool call created the window).
 // Either way the page registers the window on its own WebSocket and
 // answers the server's `ext/app/query` / `ext/app/command` for it by asking the iframe. The
 // window id is kept in sessionStorage, so a reload of the iframe or of the page registers the
@@ -13,7 +14,7 @@
 // applies the app's permission (`permissions.callApps`) and approval to calls on other windows.
 
 import { AppError, RpcError, type AppServerClient } from "../../typescript/src/index.js";
-import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, messageText } from "./mcp-ui.js";
+import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, TEARDOWN_MS, messageText } from "./mcp-ui.js";
 import { currentTheme } from "./theme.js";
 
 export interface CatalogApp {
@@ -59,6 +60,11 @@ export class WindowHost {
   private readonly pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void; timer: any }>();
   private mcpTools: string[] = [];
   private mcpHasTools = false;
+  /** An MCP Apps view that said `ui/notifications/initialized` (told theme changes and its teardown). */
+  private mcpInitialized = false;
+  private readonly onTheme = () => {
+    if (this.mcpInitialized) this.notifyFrame("ui/notifications/host-context-changed", { theme: currentTheme() });
+  };
   /** What the app declared at its latest registration, to register it again on a new connection. */
   private declared: Json | undefined;
 
@@ -98,6 +104,7 @@ export class WindowHost {
     failure.hidden = true;
     this.element.append(bar, failure, this.frame);
     this.watchStart();
+    document.addEventListener("themechange", this.onTheme);
   }
 
   private startTimer: ReturnType<typeof setTimeout> | undefined;
@@ -229,6 +236,7 @@ export class WindowHost {
         this.watchStart();
         break;
       case "ui/notifications/initialized":
+        this.mcpInitialized = true;
         void this.registerMcpView();
         break;
       case "notifications/message":
@@ -383,6 +391,7 @@ export class WindowHost {
   }
 
   reload(): void {
+    this.mcpInitialized = false;
     this.setFrameReady(false);
     this.watchStart();
     this.mcpTools = [];
@@ -391,6 +400,12 @@ export class WindowHost {
 
   async close(): Promise<void> {
     clearTimeout(this.startTimer);
+    document.removeEventListener("themechange", this.onTheme);
+    // An MCP Apps view is told it goes (`ui/resource-teardown`), its answer awaited at most 3 s.
+    if (this.mcpInitialized) {
+      const bound = new Promise((resolve) => setTimeout(resolve, TEARDOWN_MS));
+      await Promise.race([this.requestFrame("ui/resource-teardown", { reason: "the user closed the window" }).catch(() => {}), bound]);
+    }
     this.element.remove();
     if (this.windowId) await this.client.unregisterApp(this.windowId).catch(() => {});
     this.events.changed();

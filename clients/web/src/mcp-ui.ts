@@ -1,6 +1,6 @@
 // What the desktop's two MCP Apps hosts share (views of MCP servers, views.ts, and app windows
 // of the mcp-apps dialect, host.ts): the protocol version and host identity answered to
-// `ui/initialize`, and the text of a `ui/message`.
+// `ui/initialize`, the text of a `ui/message`, and how long a view's teardown is awaited.
 
 type Json = any;
 
@@ -19,3 +19,6 @@ export function messageText(params: Json): string {
     .join("\n")
     .trim();
 }
+
+/** How long a view's answer to `ui/resource-teardown` is awaited before its window closes anyway. */
+export const TEARDOWN_MS = 3_000;

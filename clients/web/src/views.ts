@@ -15,7 +15,7 @@
 // log: the state-changing calls it made) in the host context, `appserver/viewLog`.
 
 import { RpcError, type AppServerClient } from "../../typescript/src/index.js";
-import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, messageText } from "./mcp-ui.js";
+import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, TEARDOWN_MS, messageText } from "./mcp-ui.js";
 import { currentTheme } from "./theme.js";
 
 type Json = any;
@@ -45,8 +45,6 @@ export interface ViewEvents {
 }
 
 const MODES: DisplayMode[] = ["inline", "fullscreen"];
-/** How long a view's answer (its teardown) is awaited. */
-const TEARDOWN_MS = 3_000;
 /** Log entries handed to a reopened view, at most. */
 const MAX_LOG = 1000;
 

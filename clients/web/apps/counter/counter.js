@@ -44,6 +44,10 @@ window.addEventListener("message", (e) => {
     if (m.method === "tools/list") result = { tools };
     else if (m.method === "tools/call") result = callTool(m.params.name, m.params.arguments ?? {});
     else if (m.method === "ping") result = {};
+    else if (m.method === "ui/resource-teardown") {
+      console.info(`counter torn down: ${m.params?.reason}`);
+      result = {};
+    }
     if (result) send({ jsonrpc: "2.0", id: m.id, result });
     else send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: `no method ${m.method}` } });
   } else if (m.method) {
