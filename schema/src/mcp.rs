@@ -202,3 +202,64 @@ pub struct McpViewCallResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
+
+/// Params of `mcp/view/context` (appserver extension): a view's `ui/update-model-context`,
+/// relayed by the client that renders it. The view's context (its `content` blocks and
+/// `structuredContent`) is kept for the thread and put before the next turn's input to the
+/// model; a later update of the same view replaces it; an update with neither clears it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpViewContextParams {
+    pub thread_id: String,
+    /// The tool call that created the view (`mcp/view/offered`'s `callId`).
+    pub call_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<Vec<serde_json::Value>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_content: Option<serde_json::Value>,
+}
+
+/// Params of `mcp/elicitation/request` (appserver extension; server → client request): an MCP
+/// server asks, during the agent's call of one of its tools, for input from the user
+/// (`elicitation/create`). Sent to the thread's clients that declared `approvalSupport`, like an
+/// approval request; the first answer is the server's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpElicitationRequestParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    /// The agent's `mcp_call` during which the server asks.
+    pub call_id: String,
+    pub server: String,
+    pub tool: String,
+    /// The MCP `elicitation/create` params as the server sent them (`mode`, `message`,
+    /// `requestedSchema` for a form, `url` and `elicitationId` for a URL).
+    pub request: serde_json::Value,
+}
+
+/// The answer: MCP's `ElicitResult` — `action` `accept` (with `content` matching the requested
+/// schema), `decline` or `cancel`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpElicitationResult {
+    pub action: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub content: Option<serde_json::Value>,
+}
+
+/// Params of `item/toolCall/progress` (appserver extension): a progress notification of the MCP
+/// server during the agent's call of its tool (`mcp_call`), as it comes; not kept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ToolCallProgressParams {
+    pub thread_id: String,
+    pub turn_id: String,
+    /// The `toolCall` item's `callId`.
+    pub call_id: String,
+    pub server: String,
+    pub tool: String,
+    pub progress: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub total: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}

@@ -38,9 +38,10 @@ use crate::item::{
 };
 use crate::jsonrpc::decode_params;
 use crate::mcp::{
-    McpListParams, McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult,
-    McpServerParams, McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewCallParams,
-    McpViewCallResult, McpViewOfferedParams,
+    McpElicitationRequestParams, McpElicitationResult, McpListParams, McpListResult, McpNameParams, McpRemoveResult,
+    McpResourceReadParams, McpResourceReadResult, McpServerParams, McpServerResult, McpStatusListResult,
+    McpStatusUpdatedParams, McpTestResult, McpViewCallParams, McpViewCallResult, McpViewContextParams,
+    McpViewOfferedParams, ToolCallProgressParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
 use crate::plugin::{
@@ -254,6 +255,9 @@ request_table! { ClientRequest, client_request_schemas;
     McpResourcesRead => "mcp/resources/read" (McpResourceReadParams) -> McpResourceReadResult;
     /// A view's call of its own server's tool, gated and logged per view (appserver extension).
     McpViewCall => "mcp/view/call" (McpViewCallParams) -> McpViewCallResult;
+    /// A view's context for the model (`ui/update-model-context`), kept per thread and view
+    /// (appserver extension).
+    McpViewContext => "mcp/view/context" (McpViewContextParams) -> EmptyResult;
     /// Background terminals (section 19A), of one thread or all.
     TerminalList => "terminal/list" (TerminalListParams) -> TerminalListResult;
     /// A terminal's output since the last read (waiting up to `waitMs` for some).
@@ -372,6 +376,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     McpStatusUpdated => "mcp/status/updated" (McpStatusUpdatedParams);
     /// The agent called a tool that declares an MCP Apps view (appserver extension).
     McpViewOffered => "mcp/view/offered" (McpViewOfferedParams);
+    /// An MCP server's progress during the agent's call of its tool (appserver extension).
+    ToolCallProgress => "item/toolCall/progress" (ToolCallProgressParams);
     /// The workspace's configuration was written (section 25.5; not to clients that declared
     /// `configChange: false`).
     WorkspaceConfigChanged => "workspace/configChanged" (WorkspaceConfigChangedParams);
@@ -403,6 +409,9 @@ request_table! { ServerRequest, server_request_schemas;
     ExtChannelToolCall => "ext/channel/toolCall" (ExtChannelToolCallParams) -> DynamicToolCallResult;
     /// Health probe of a channel adapter; it answers `{}` at once.
     ExtChannelHeartbeat => "ext/channel/heartbeat" (ExtChannelHeartbeatParams) -> EmptyResult;
+    /// An MCP server's `elicitation/create` during the agent's call of its tool: the user's
+    /// answer (appserver extension).
+    McpElicitationRequest => "mcp/elicitation/request" (McpElicitationRequestParams) -> McpElicitationResult;
     /// ACP tool proxy: read a text file as the editor has it (section 11.3).
     AcpReadTextFile => "ext/acp/fs/readTextFile" (AcpReadTextFileParams) -> AcpReadTextFileResult;
     /// ACP tool proxy: write a text file through the editor.

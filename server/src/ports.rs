@@ -191,6 +191,16 @@ pub trait Client: Send + Sync + fmt::Debug {
     /// Asks the client to run one of the dynamic tools it declared.
     fn call_tool<'a>(&'a self, params: &'a DynamicToolCallParams, timeout: Duration) -> PendingAnswer<'a>;
 
+    /// Asks the client for the user's answer to an MCP server's elicitation
+    /// (`mcp/elicitation/request`); a client that cannot be asked fails at once.
+    fn ask_elicitation<'a>(
+        &'a self,
+        _params: &'a appserver_protocol::McpElicitationRequestParams,
+        _timeout: Duration,
+    ) -> PendingAnswer<'a> {
+        Box::pin(std::future::ready(Err(CallError::Closed)))
+    }
+
     /// What the client declared it does for the agent's tools in an editor
     /// (`capabilities.acpExtensions`), if anything.
     fn acp_extensions(&self) -> Option<AcpExtensions> {

@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { IMAGES, launchBrowser, openDesktop, say, startServer, TIMEOUT_MS, useWebDist } from "./harness.mjs";
+import { IMAGES, launchBrowser, openApp, openDesktop, say, startServer, TIMEOUT_MS, useWebDist } from "./harness.mjs";
 
 const OPTIONS = { timeout: 120_000 };
 const OUTBOX = "appserver.desktop.outbox";
@@ -138,6 +138,41 @@ test("without network the page says offline, and comes back when the network doe
     await page.context().setOffline(false);
     await page.locator("#status[data-state=connected]").waitFor();
     assert.equal(await page.isHidden("#reconnect-now"), true);
+    assert.deepEqual(errors, []);
+  } finally {
+    if (again) await again.stop();
+    else await server.stop();
+  }
+});
+
+test("after a reconnect an MCP Apps window loads again and its replay rebuilds it once, with no app/reset", OPTIONS, async () => {
+  const server = await startServer();
+  let again;
+  try {
+    const { page, errors } = await openDesktop(browser, server.base);
+    await openApp(page, "counter");
+    const view = page.frameLocator('.window[data-app="counter"] iframe');
+    await view.locator("#last", { hasText: "host: appserver-desktop" }).waitFor();
+    await view.locator("#inc").click();
+    await view.locator("#count", { hasText: "1" }).waitFor();
+    await view.locator("#inc").click();
+    await view.locator("#count", { hasText: "2" }).waitFor();
+    const frame = () => page.frames().find((f) => f.url().includes("/counter/"));
+    await frame().evaluate(() => (window.before = true));
+    await server.kill();
+    await page.locator("#status[data-state=reconnecting]").waitFor({ timeout: 3_000 });
+    again = await startServer([], { workspace: server.workspace, port: server.port });
+    await page.locator("#status[data-state=connected]").waitFor({ timeout: 25_000 });
+    // A fresh document, rebuilt by the replay: 2, not 4.
+    for (const deadline = Date.now() + TIMEOUT_MS; ; ) {
+      if ((await frame()?.evaluate(() => window.before === undefined && document.getElementById("count")?.textContent === "2").catch(() => false))) break;
+      if (Date.now() > deadline) throw new Error("the window did not load again");
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    await view.locator("#last", { hasText: "increment: count is 2" }).waitFor();
+    await view.locator("#count", { hasText: "2" }).waitFor();
+    const received = (await view.locator("body").getAttribute("data-received")) ?? "";
+    assert.doesNotMatch(received, /app\/reset|tool-input|tool-result/);
     assert.deepEqual(errors, []);
   } finally {
     if (again) await again.stop();

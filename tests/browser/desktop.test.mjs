@@ -223,14 +223,37 @@ test("the agent calls a tool an MCP Apps view registered", OPTIONS, async () => 
     await page.locator("dialog#approval[open]").waitFor();
     await page.click("dialog#approval button[data-decision=acceptForSession]");
     await view.locator("#count", { hasText: "6" }).waitFor();
-    await view.locator("#last", { hasText: "tool result: count is 6" }).waitFor();
+    await view.locator("#last", { hasText: "increment: count is 6" }).waitFor();
+    // No tool-input / tool-result around the host's tools/call, no app/reset (not in the spec).
+    const received = async () => (await view.locator("body").getAttribute("data-received")) ?? "";
+    assert.doesNotMatch(await received(), /tool-input|tool-result|app\/reset/);
     await page.screenshot({ path: join(IMAGES, "desktop-mcp-view.png") });
     // Reloaded, the view gets its count back from the log.
     await page.click('.window[data-app="counter"] button.reload');
     await view.locator("#count", { hasText: "6" }).waitFor();
+    assert.doesNotMatch(await received(), /tool-input|tool-result|app\/reset/);
+    // ui/request-display-mode: the window stays inline, and says so.
+    const mode = await page.frames().find((f) => f.url().endsWith("counter/index.html") || f.url().includes("/counter/"))?.evaluate(
+      () =>
+        new Promise((resolve) => {
+          addEventListener("message", (e) => e.data?.id === "mode" && resolve(e.data));
+          parent.postMessage({ jsonrpc: "2.0", id: "mode", method: "ui/request-display-mode", params: { mode: "fullscreen" } }, "*");
+        }),
+    );
+    assert.deepEqual(mode?.result, { mode: "inline" });
     // ui/message becomes the user's input on the window's thread (app/interaction).
     await view.locator("#tell").click();
     await page.locator(".item.userMessage", { hasText: "The counter shows 6" }).waitFor();
+    // The page's theme changes: the view is told.
+    const theme = await page.evaluate(() => document.documentElement.dataset.theme);
+    while ((await page.evaluate(() => document.documentElement.dataset.theme)) === theme) await page.click("#theme-toggle");
+    await view.locator("body[data-received*='ui/notifications/host-context-changed']").waitFor();
+    // Closed: the view is told first, and answers.
+    const logs = [];
+    page.on("console", (m) => logs.push(m.text()));
+    await page.click('.window[data-app="counter"] button.close');
+    await page.locator('.window[data-app="counter"]').waitFor({ state: "detached" });
+    assert.ok(logs.some((l) => l.includes("counter torn down: the user closed the window")), logs.join("\n"));
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();
@@ -298,7 +321,7 @@ test("a model's reasoning, its call of a view's tool and its streamed answer are
     await say(page, "Set the counter to three");
     await page.locator(".item.reasoningContent", { hasText: "counter at three" }).waitFor();
     await view.locator("#count", { hasText: "3" }).waitFor();
-    await view.locator("#last", { hasText: "tool result: count is 3" }).waitFor();
+    await view.locator("#last", { hasText: "increment: count is 3" }).waitFor();
     await page.locator(".item.toolResult", { hasText: '{"count":3}' }).waitFor();
     await page.locator(".item.agentMessage[data-status=completed]", { hasText: "The counter now shows 3." }).waitFor();
     await page.screenshot({ path: join(IMAGES, "desktop-model.png") });

@@ -7,6 +7,7 @@ import { cpSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
+import assert from "node:assert/strict";
 import { chromium } from "playwright-core";
 
 const here = dirname(fileURLToPath(import.meta.url));
@@ -229,6 +230,56 @@ export async function until(page, fn, arg, what = "a condition in the page") {
   const deadline = Date.now() + TIMEOUT_MS;
   for (;;) {
     if (await page.evaluate(fn, arg)) return;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Waits until the MCP server `name` is ready, asked over a WebSocket of the page's own. */
+export async function mcpReady(page, name) {
+  const ready = await page.evaluate(
+    ({ name, ms }) =>
+      new Promise((resolve) => {
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        const deadline = Date.now() + ms;
+        let id = 1;
+        const send = (method, params) => ws.send(JSON.stringify({ jsonrpc: "2.0", id: id++, method, params }));
+        ws.onopen = () => {
+          send("initialize", { clientInfo: { name: "views-test", version: "1" }, capabilities: {} });
+          ws.send(JSON.stringify({ jsonrpc: "2.0", method: "initialized", params: {} }));
+          send("mcp/status/list", {});
+        };
+        ws.onmessage = (e) => {
+          const m = JSON.parse(e.data);
+          const servers = m.result?.servers;
+          if (!servers) return;
+          if (servers.some((s) => s.name === name && s.startupState === "ready")) {
+            ws.close();
+            resolve(true);
+          } else if (Date.now() > deadline) {
+            ws.close();
+            resolve(false);
+          } else setTimeout(() => send("mcp/status/list", {}), 50);
+        };
+        ws.onerror = () => resolve(false);
+      }),
+    { name, ms: TIMEOUT_MS },
+  );
+  assert.ok(ready, `the MCP server ${name} is ready`);
+}
+
+/** The view's frame (the sandbox proxy's iframe, the view written into it). */
+export async function viewFrame(page, callId) {
+  const handle = await page.locator(`.window.view[data-view="${callId}"] iframe`).elementHandle();
+  return handle.contentFrame();
+}
+
+/** Evaluates `fn` in the view until it returns a truthy value (the view may still be loading). */
+export async function inView(frame, fn, arg, what) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  for (;;) {
+    const value = await frame.evaluate(fn, arg).catch(() => undefined);
+    if (value) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
     await new Promise((resolve) => setTimeout(resolve, 50));
   }

@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { IMAGES, TIMEOUT_MS, launchBrowser, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply } from "./harness.mjs";
+import { IMAGES, inView, launchBrowser, mcpReady, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply, viewFrame } from "./harness.mjs";
 
 const OPTIONS = { timeout: 120_000 };
 const VIEW = join(root, "tests/browser/fixtures/board-view.html");
@@ -34,72 +34,23 @@ function testServerBinary() {
 
 /** A server whose workspace has the MCP server `tools` (tests/mcp_server with the board view), and
  * a mock model that calls `board` once, then says "Done.". */
-async function start(viewArgs = []) {
+async function start(viewArgs = [], replies = [textReply("Done."), textReply("Noted.")]) {
   const workspace = mkdtempSync(join(tmpdir(), "appserver-views-"));
   mkdirSync(join(workspace, ".appserver/apps"), { recursive: true });
   cpSync(join(root, "clients/web/apps"), join(workspace, ".appserver/apps"), { recursive: true });
   const tools = { name: "tools", enabled: true, transport: "stdio", command: testServerBinary(), args: ["--view", VIEW, ...viewArgs] };
   writeFileSync(join(workspace, ".appserver/mcp.json"), JSON.stringify({ servers: [tools] }));
   const call = JSON.stringify({ server: "tools", tool: "board", arguments: { title: "Q3" } });
-  const model = await startMockModel([reasoningToolCall("Show it.", "c1", "mcp_call", call), textReply("Done."), textReply("Noted.")]);
+  const model = await startMockModel([reasoningToolCall("Show it.", "c1", "mcp_call", call), ...replies]);
   const server = await startServer(model.args, { workspace, port: 0 });
   return {
     server,
+    model,
     async stop() {
       await server.stop();
       await model.close();
     },
   };
-}
-
-/** Waits until the MCP server `name` is ready, asked over a WebSocket of the page's own. */
-async function mcpReady(page, name) {
-  const ready = await page.evaluate(
-    ({ name, ms }) =>
-      new Promise((resolve) => {
-        const ws = new WebSocket(`ws://${location.host}/ws`);
-        const deadline = Date.now() + ms;
-        let id = 1;
-        const send = (method, params) => ws.send(JSON.stringify({ jsonrpc: "2.0", id: id++, method, params }));
-        ws.onopen = () => {
-          send("initialize", { clientInfo: { name: "views-test", version: "1" }, capabilities: {} });
-          ws.send(JSON.stringify({ jsonrpc: "2.0", method: "initialized", params: {} }));
-          send("mcp/status/list", {});
-        };
-        ws.onmessage = (e) => {
-          const m = JSON.parse(e.data);
-          const servers = m.result?.servers;
-          if (!servers) return;
-          if (servers.some((s) => s.name === name && s.startupState === "ready")) {
-            ws.close();
-            resolve(true);
-          } else if (Date.now() > deadline) {
-            ws.close();
-            resolve(false);
-          } else setTimeout(() => send("mcp/status/list", {}), 50);
-        };
-        ws.onerror = () => resolve(false);
-      }),
-    { name, ms: TIMEOUT_MS },
-  );
-  assert.ok(ready, `the MCP server ${name} is ready`);
-}
-
-/** The view's frame (the sandbox proxy's iframe, the view written into it). */
-async function viewFrame(page, callId) {
-  const handle = await page.locator(`.window.view[data-view="${callId}"] iframe`).elementHandle();
-  return handle.contentFrame();
-}
-
-/** Evaluates `fn` in the view until it returns a truthy value (the view may still be loading). */
-async function inView(frame, fn, arg, what) {
-  const deadline = Date.now() + TIMEOUT_MS;
-  for (;;) {
-    const value = await frame.evaluate(fn, arg).catch(() => undefined);
-    if (value) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 const methods = (frame) => frame.evaluate(() => view.received.map((m) => m.method));
@@ -342,6 +293,7 @@ test("a view that declares no CSP can reach no network", OPTIONS, async () => {
     assert.equal(await fetchFrom(frame, `http://127.0.0.1:${other.address().port}/x`), "TypeError");
     assert.equal(await fetchFrom(frame, `${server.base}/assets/desktop.css`), "TypeError");
     assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "src"), "/assets/view-frame.html");
+    assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "allow"), null, "no permission declared, none allowed");
     assert.deepEqual(errors, []);
   } finally {
     await stop();
@@ -369,6 +321,35 @@ test("a view that declares this server's own origins still cannot reach its WebS
     // The policy let both through; the server refused them for their origin (`null`).
     assert.match(server.stderr(), /request refused: origin not allowed.*path="?\/ws/);
     assert.match(server.stderr(), /request refused: origin not allowed.*path="?\/api\/apps/);
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});
+
+test("a view is allowed only the permissions it declares, and its model context is in the next turn's request to the model", OPTIONS, async () => {
+  // Declared: camera and clipboard writes; `bluetooth` is not one the spec knows (ignored).
+  const permissions = JSON.stringify({ camera: {}, clipboardWrite: {}, bluetooth: {} });
+  const { server, model, stop } = await start(["--view-permissions", permissions]);
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "allow"), "camera; clipboard-write");
+    await page.locator("#messages .item.agentMessage", { hasText: "Done." }).waitFor();
+
+    const first = await frame.evaluate(() => view.request("ui/update-model-context", { content: [{ type: "text", text: "the board has 3 cards" }] }));
+    assert.deepEqual(first.result, {});
+    const second = await frame.evaluate(() => view.request("ui/update-model-context", { content: [{ type: "text", text: "the board has 4 cards" }], structuredContent: { cards: 4 } }));
+    assert.deepEqual(second.result, {});
+    const big = await frame.evaluate(() => view.request("ui/update-model-context", { content: [{ type: "text", text: "x".repeat(20_000) }] }));
+    assert.equal(big.error.code, -32602, "bounded");
+
+    await say(page, "what does the board say?");
+    await page.locator("#messages .item.agentMessage", { hasText: "Noted." }).waitFor();
+    const request = model.requests.at(-1);
+    const views = request.messages.filter((m) => m.role === "user" && typeof m.content === "string" && m.content.startsWith("Context from the MCP Apps views"));
+    assert.equal(views.length, 1, JSON.stringify(request.messages));
+    assert.match(views[0].content, /\[view mcp-view:c1\]\nthe board has 4 cards\nstructuredContent: \{"cards":4\}/);
+    assert.doesNotMatch(views[0].content, /3 cards/, "replaced by the later update");
     assert.deepEqual(errors, []);
   } finally {
     await stop();

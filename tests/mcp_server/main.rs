@@ -1,8 +1,10 @@
 //! A small MCP server over stdio (rmcp's server), for the tests of appserver as an MCP host:
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
-//! environment; visible to the model only, not to views), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
-//! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! environment; visible to the model only, not to views), `refresh {}` (read-only; visible to
+//! views only, not to the model), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that, with `--view-permissions JSON` its
+//! `_meta.ui.permissions`) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -26,9 +28,27 @@ struct TestServer {
     view: Option<Arc<str>>,
     /// `--view-csp JSON`: the view resource's `_meta.ui.csp`.
     view_csp: Option<Value>,
+    /// `--view-permissions JSON`: the view resource's `_meta.ui.permissions`.
+    view_permissions: Option<Value>,
 }
 
 impl TestServer {
+    /// The view resource's `_meta`: `ui.csp` and `ui.permissions` as given on the command line.
+    fn view_meta(&self) -> Option<MetaObject> {
+        let mut ui = serde_json::Map::new();
+        if let Some(csp) = &self.view_csp {
+            ui.insert("csp".into(), csp.clone());
+        }
+        if let Some(permissions) = &self.view_permissions {
+            ui.insert("permissions".into(), permissions.clone());
+        }
+        if ui.is_empty() {
+            return None;
+        }
+        let Value::Object(meta) = json!({ "ui": ui }) else { unreachable!() };
+        Some(MetaObject(meta))
+    }
+
     fn note(&self, line: &str) {
         if let Some(path) = &self.log {
             if let Ok(mut file) = std::fs::OpenOptions::new().create(true).append(true).open(path.as_ref()) {
@@ -95,6 +115,12 @@ impl ServerHandler for TestServer {
                 ToolAnnotations::with_title("Env").read_only(true),
             )),
             board(),
+            app_only(tool(
+                "refresh",
+                "Refresh the board (for its view)",
+                object(json!({})),
+                ToolAnnotations::with_title("Refresh").read_only(true),
+            )),
             tool("crash", "Exit at once", object(json!({})), ToolAnnotations::with_title("Crash").read_only(true)),
         ]))
     }
@@ -124,10 +150,7 @@ impl ServerHandler for TestServer {
             uri: VIEW.into(),
             mime_type: Some("text/html;profile=mcp-app".into()),
             text: html,
-            meta: self.view_csp.as_ref().and_then(|csp| match json!({ "ui": { "csp": csp } }) {
-                Value::Object(meta) => Some(MetaObject(meta)),
-                _ => None,
-            }),
+            meta: self.view_meta(),
         };
         Ok(ReadResourceResult::new(vec![contents]).into())
     }
@@ -143,6 +166,7 @@ impl ServerHandler for TestServer {
             "echo" => text(args.get("text").and_then(Value::as_str).unwrap_or_default()),
             "add" => text((number(&args, "a") + number(&args, "b")).to_string()),
             "wipe" => text("wiped"),
+            "refresh" => text("refreshed"),
             "crash" => std::process::exit(3),
             "board" => text(format!("board {}", args.get("title").and_then(Value::as_str).unwrap_or_default())),
             "env" => {
@@ -175,6 +199,13 @@ impl ServerHandler for TestServer {
     }
 }
 
+/// A tool only its view may call (`_meta.ui.visibility: ["app"]`), not the agent.
+fn app_only(mut tool: Tool) -> Tool {
+    let Value::Object(meta) = json!({ "ui": { "visibility": ["app"] } }) else { unreachable!() };
+    tool.meta = Some(MetaObject(meta));
+    tool
+}
+
 /// A tool only the agent may call (`_meta.ui.visibility: ["model"]`), not a view.
 fn model_only(mut tool: Tool) -> Tool {
     let Value::Object(meta) = json!({ "ui": { "visibility": ["model"] } }) else { unreachable!() };
@@ -200,12 +231,11 @@ async fn main() {
     let log = args.iter().position(|a| a == "--log").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     let view = args.iter().position(|a| a == "--view").and_then(|i| args.get(i + 1)).map(|p| Arc::from(p.as_str()));
     eprintln!("mcp-test-server started");
-    let view_csp = args
-        .iter()
-        .position(|a| a == "--view-csp")
-        .and_then(|i| args.get(i + 1))
-        .and_then(|j| serde_json::from_str(j).ok());
-    let server = TestServer { log, view, view_csp };
+    let json_arg = |name: &str| {
+        args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).and_then(|j| serde_json::from_str(j).ok())
+    };
+    let (view_csp, view_permissions) = (json_arg("--view-csp"), json_arg("--view-permissions"));
+    let server = TestServer { log, view, view_csp, view_permissions };
     server.note(&format!("started {}", std::process::id()));
     let Ok(running) = server.serve(rmcp::transport::io::stdio()).await else { return };
     let _ = running.waiting().await;

@@ -83,7 +83,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     })
     .await
     .expect("mcp/status/updated: ready");
-    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(7)));
+    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(8)));
     assert_eq!(ready["transport"], "stdio");
     let status = wait_state(&client, "tools", "ready").await;
     assert_eq!(status["lastError"], Value::Null);
@@ -97,7 +97,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
 
     // mcp/test probes without keeping anything.
     let probe = client.request("mcp/test", json!({ "server": definition("probe", &log) })).await.unwrap();
-    assert_eq!(probe, json!({ "success": true, "toolCount": 7 }));
+    assert_eq!(probe, json!({ "success": true, "toolCount": 8 }));
     let broken = json!({ "name": "broken", "transport": "stdio", "command": "/nonexistent/mcp-server" });
     let probe = client.request("mcp/test", json!({ "server": broken })).await.unwrap();
     assert_eq!((probe["success"].as_bool(), probe["errorCode"].as_str()), (Some(false), Some("McpServerTestFailed")));
@@ -126,7 +126,7 @@ pub(super) fn call(id: &str, tool: &str, args: Value) -> Reply {
 }
 
 /// A workspace whose `.appserver/mcp.json` defines the test server as `tools`.
-fn workspace_with_tools() -> (tempfile::TempDir, PathBuf) {
+pub(super) fn workspace_with_tools() -> (tempfile::TempDir, PathBuf) {
     let workspace = tempfile::tempdir().unwrap();
     let log = workspace.path().join("calls.log");
     std::fs::create_dir_all(workspace.path().join(".appserver")).unwrap();
@@ -135,7 +135,7 @@ fn workspace_with_tools() -> (tempfile::TempDir, PathBuf) {
     (workspace, log)
 }
 
-async fn server_with_tools(mock: &MockModel, workspace: &Path, args: &[&str]) -> ServerProcess {
+pub(super) async fn server_with_tools(mock: &MockModel, workspace: &Path, args: &[&str]) -> ServerProcess {
     ServerBuilder::ws()
         .mock_model(mock)
         .workspace(workspace)
@@ -218,6 +218,7 @@ async fn the_agent_lists_describes_and_calls_mcp_tools_with_approval() {
     assert_eq!(listed["servers"][0]["state"], "ready");
     let names: Vec<&str> =
         listed["servers"][0]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
+    // `refresh` is for its view only (`_meta.ui.visibility: ["app"]`): not listed to the agent.
     assert_eq!(names, ["echo", "add", "wipe", "slow", "env", "board", "crash"]);
     assert!(listed["servers"][0]["tools"][0].get("inputSchema").is_none(), "schemas only on demand");
     let described: Value = serde_json::from_str(&texts[1]).unwrap();

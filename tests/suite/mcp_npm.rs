@@ -196,3 +196,90 @@ async fn server_everything_over_streamable_http_and_an_interrupted_call() {
     assert!(interrupted.elapsed() < Duration::from_secs(10), "cancelled promptly");
     let _ = site.kill().await;
 }
+
+/// The agent's call of a tool whose server asks for input (`elicitation/create`): the request goes
+/// to the thread's client that answers approvals as `mcp/elicitation/request`, and the server gets
+/// the user's answer. With no client that could ask a user, the server is told why.
+#[tokio::test]
+async fn server_everythings_elicitation_is_put_to_the_threads_user() {
+    let Some(everything) = npm_server("mcp-server-everything") else { return };
+    let elicit = || {
+        let args = json!({ "server": "everything", "tool": "trigger-elicitation-request", "arguments": {} });
+        call("c1", "mcp_call", args)
+    };
+    let mock = MockModel::start(vec![elicit(), done(), elicit(), done()]).await;
+    let definition = json!({ "name": "everything", "transport": "stdio",
+        "command": everything.display().to_string(), "args": ["stdio"] });
+    let (server, mut client, thread) = with_server(&mock, definition, &["--approval-policy", "never"]).await;
+    let turn = client.request("turn/start", json!({ "threadId": thread, "input": text("ask me") })).await.unwrap();
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    let mut asked = None;
+    let events = tokio::time::timeout(TIMEOUT * 3, async {
+        let mut events = Vec::new();
+        loop {
+            match client.next_event().await.unwrap() {
+                appserver_client::Event::Request { id, method, params, .. } if method == "mcp/elicitation/request" => {
+                    asked = Some(params);
+                    client.respond(
+                        &id,
+                        json!({ "action": "accept", "content": { "name": "Ada Lovelace", "check": true } }),
+                    );
+                }
+                event => {
+                    let ends = appserver_tests::ends_turn(&event, &turn_id);
+                    events.push(event);
+                    if ends {
+                        return events;
+                    }
+                }
+            }
+        }
+    })
+    .await
+    .expect("the turn ends");
+    let asked = asked.expect("the user was asked");
+    assert_eq!((asked["threadId"].as_str(), asked["callId"].as_str()), (Some(thread.as_str()), Some("c1")));
+    assert_eq!(
+        (asked["server"].as_str(), asked["tool"].as_str()),
+        (Some("everything"), Some("trigger-elicitation-request"))
+    );
+    assert_eq!(asked["request"]["message"], "Please provide inputs for the following fields:");
+    assert_eq!(asked["request"]["requestedSchema"]["required"], json!(["name"]));
+    let texts = results_text(&events);
+    assert!(texts[0].contains("Name: Ada Lovelace") && texts[0].contains("Agreed to terms: true"), "{}", texts[0]);
+
+    // A client that answers no approvals cannot ask its user: the server is told why.
+    let mut plain = server.ws_client().await.unwrap();
+    plain.initialize("no-approvals", json!({ "approvalSupport": false })).await.unwrap();
+    drop(client);
+    plain.request("thread/resume", json!({ "threadId": thread })).await.unwrap();
+    let turn = plain.request("turn/start", json!({ "threadId": thread, "input": text("again") })).await.unwrap();
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    let events =
+        tokio::time::timeout(TIMEOUT * 3, events_until_turn_ends(&mut plain, &turn_id)).await.unwrap().unwrap();
+    let texts = results_text(&events);
+    assert!(texts[0].contains("cannot put this elicitation to a user: no client of thread"), "{}", texts[0]);
+}
+
+/// The server's progress during the agent's call is passed on to the thread's clients as it
+/// comes (`item/toolCall/progress`), not only counted in the result.
+#[tokio::test]
+async fn server_everythings_progress_reaches_the_threads_clients() {
+    let Some(everything) = npm_server("mcp-server-everything") else { return };
+    let args = json!({ "server": "everything", "tool": "trigger-long-running-operation",
+        "arguments": { "duration": 1, "steps": 3 } });
+    let mock = MockModel::start(vec![call("c1", "mcp_call", args), done()]).await;
+    let definition = json!({ "name": "everything", "transport": "stdio",
+        "command": everything.display().to_string(), "args": ["stdio"] });
+    let (_server, mut client, thread) = with_server(&mock, definition, &[]).await;
+    let (_, events) = run_answering(&mut client, &thread, &[]).await;
+    let progress: Vec<&Value> =
+        events.iter().filter(|e| e.method() == Some("item/toolCall/progress")).map(|e| e.params()).collect();
+    assert!(!progress.is_empty(), "progress passed on");
+    assert_eq!((progress[0]["callId"].as_str(), progress[0]["server"].as_str()), (Some("c1"), Some("everything")));
+    assert_eq!(progress[0]["total"], 3.0);
+    let completed =
+        events.iter().position(|e| e.method() == Some("item/completed") && e.params()["item"]["type"] == "toolResult");
+    let first = events.iter().position(|e| e.method() == Some("item/toolCall/progress"));
+    assert!(first < completed, "before the result");
+}

@@ -40,6 +40,7 @@ mod mcp_clients;
 mod mcp_host;
 mod mcp_npm;
 mod mcp_sessions;
+mod mcp_views;
 mod metrics;
 mod model;
 mod plugins;

@@ -1054,6 +1054,26 @@ JobTokenUsage = TypedDict("JobTokenUsage", {
     "outputTokens": int,
 })
 
+# Params of `mcp/elicitation/request` (appserver extension; server → client request): an MCP
+# server asks, during the agent's call of one of its tools, for input from the user
+# (`elicitation/create`). Sent to the thread's clients that declared `approvalSupport`, like an
+# approval request; the first answer is the server's.
+McpElicitationRequestParams = TypedDict("McpElicitationRequestParams", {
+    "threadId": str,
+    "turnId": str,
+    "callId": str,  # The agent's `mcp_call` during which the server asks.
+    "server": str,
+    "tool": str,
+    "request": Any,  # The MCP `elicitation/create` params as the server sent them (`mode`, `message`,
+})
+
+# The answer: MCP's `ElicitResult` — `action` `accept` (with `content` matching the requested
+# schema), `decline` or `cancel`.
+McpElicitationResult = TypedDict("McpElicitationResult", {
+    "action": str,
+    "content": NotRequired[Any],
+})
+
 # Params of `mcp/list` and `mcp/status/list`: none.
 McpListParams = Dict[str, Any]
 
@@ -1170,6 +1190,17 @@ McpViewCallResult = TypedDict("McpViewCallResult", {
     "error": NotRequired[Optional[str]],
     "result": NotRequired[Any],
     "seq": NotRequired[Optional[int]],
+})
+
+# Params of `mcp/view/context` (appserver extension): a view's `ui/update-model-context`,
+# relayed by the client that renders it. The view's context (its `content` blocks and
+# `structuredContent`) is kept for the thread and put before the next turn's input to the
+# model; a later update of the same view replaces it; an update with neither clears it.
+McpViewContextParams = TypedDict("McpViewContextParams", {
+    "threadId": str,
+    "callId": str,  # The tool call that created the view (`mcp/view/offered`'s `callId`).
+    "content": NotRequired[Optional[List[Any]]],
+    "structuredContent": NotRequired[Any],
 })
 
 # Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
@@ -1934,6 +1965,19 @@ ToolCallPayload = TypedDict("ToolCallPayload", {
     "arguments": NotRequired[Any],  # Complete in `item/completed`; may be absent while arguments stream.
 })
 
+# Params of `item/toolCall/progress` (appserver extension): a progress notification of the MCP
+# server during the agent's call of its tool (`mcp_call`), as it comes; not kept.
+ToolCallProgressParams = TypedDict("ToolCallProgressParams", {
+    "threadId": str,
+    "turnId": str,
+    "callId": str,  # The `toolCall` item's `callId`.
+    "server": str,
+    "tool": str,
+    "progress": float,
+    "message": NotRequired[Optional[str]],
+    "total": NotRequired[Optional[float]],
+})
+
 ToolExecutionPayload = TypedDict("ToolExecutionPayload", {
     "callId": str,
     "toolName": str,
@@ -2113,7 +2157,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2149,6 +2193,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/test": ("McpServerParams", "McpTestResult"),
     "mcp/upsert": ("McpServerParams", "McpServerResult"),
     "mcp/view/call": ("McpViewCallParams", "McpViewCallResult"),
+    "mcp/view/context": ("McpViewContextParams", "EmptyResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
     "plugin/install": ("PluginInstallParams", "PluginResult"),
     "plugin/list": ("PluginListParams", "PluginListResult"),
@@ -2209,7 +2254,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "subagent/progress", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/toolCall/progress", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "subagent/progress", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2226,6 +2271,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "item/reasoning/delta": ("TextDeltaParams", None),
     "item/started": ("ItemEventParams", None),
     "item/toolCall/argumentsDelta": ("ToolCallArgumentsDeltaParams", None),
+    "item/toolCall/progress": ("ToolCallProgressParams", None),
     "item/usage/delta": ("UsageDeltaParams", None),
     "mcp/status/updated": ("McpStatusUpdatedParams", None),
     "mcp/view/offered": ("McpViewOfferedParams", None),
@@ -2254,7 +2300,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "workspace/configChanged": ("WorkspaceConfigChangedParams", None),
 }
 
-ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "ext/channel/heartbeat", "ext/channel/send", "ext/channel/toolCall", "item/approval/request", "item/tool/call"]
+ServerRequestMethod = Literal["ext/acp/fs/readTextFile", "ext/acp/fs/writeTextFile", "ext/acp/terminal/create", "ext/acp/terminal/getOutput", "ext/acp/terminal/kill", "ext/acp/terminal/release", "ext/acp/terminal/waitForExit", "ext/app/command", "ext/app/query", "ext/channel/heartbeat", "ext/channel/send", "ext/channel/toolCall", "item/approval/request", "item/tool/call", "mcp/elicitation/request"]
 
 # method -> (params type name, result type name or None)
 SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2272,6 +2318,7 @@ SERVER_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "ext/channel/toolCall": ("ExtChannelToolCallParams", "DynamicToolCallResult"),
     "item/approval/request": ("ApprovalRequestParams", "ApprovalDecisionResult"),
     "item/tool/call": ("DynamicToolCallParams", "DynamicToolCallResult"),
+    "mcp/elicitation/request": ("McpElicitationRequestParams", "McpElicitationResult"),
 }
 
 class ClientRequests:
@@ -2375,6 +2422,9 @@ class ClientRequests:
 
     async def mcp_view_call(self, params: "McpViewCallParams", timeout: Optional[float] = None) -> "McpViewCallResult":
         return await self.request("mcp/view/call", params, timeout)
+
+    async def mcp_view_context(self, params: "McpViewContextParams", timeout: Optional[float] = None) -> "EmptyResult":
+        return await self.request("mcp/view/context", params, timeout)
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)

@@ -7,6 +7,7 @@
 
 import { RpcError, seqOf, type AppServerClient, type Notification } from "../../typescript/src/index.js";
 import { ApprovalQueue } from "./approvals.js";
+import { Elicitations } from "./elicit.js";
 import { Connection, type ConnectionState } from "./connection.js";
 import { renderMarkdown, renderMarkdownSoon } from "./markdown.js";
 import { Outbox, type OutboxEntry } from "./outbox.js";
@@ -491,6 +492,7 @@ const approvals = new ApprovalQueue({
     threads.showApprovals(perThread);
   },
 });
+const elicitations = new Elicitations($("elicitation") as HTMLDialogElement);
 
 // ---- start ----
 
@@ -519,6 +521,7 @@ function showConnection(state: ConnectionState, text: string): void {
 async function connected(next: AppServerClient, first: boolean): Promise<void> {
   client = next;
   client.onApproval((params) => approvals.ask(params) as Json);
+  client.handle("mcp/elicitation/request", (params) => elicitations.ask(params) as Json);
   if (first) {
     commands = ((await client.request("command/list", {} as Json)) as Json).commands;
     await Promise.all([threads.load(), desk.loadCatalog()]);

@@ -1,7 +1,9 @@
 // The app host: each app window of the desktop is an iframe whose app speaks either our SDK
 // (`appserver-app.js`: `app/register`, `app/emit`, `app/interaction`, `app/command`) or the MCP
-// Apps dialect (`ui/initialize`, `tools/list`/`tools/call`, `ui/message`, the tool-input and
-// tool-result notifications). Either way the page registers the window on its own WebSocket and
+// Apps dialect (`ui/initialize`, `tools/list`/`tools/call`, `ui/message`,
+// `ui/request-display-mode`, `host-context-changed` on a theme change, `ui/resource-teardown`
+// before the window closes; no tool-input / tool-result: no tool call created the window).
+// Either way the page registers the window on its own WebSocket and
 // answers the server's `ext/app/query` / `ext/app/command` for it by asking the iframe. The
 // window id is kept in sessionStorage, so a reload of the iframe or of the page registers the
 // same window again and the server's replay of its log restores the app.
@@ -12,6 +14,7 @@
 // applies the app's permission (`permissions.callApps`) and approval to calls on other windows.
 
 import { AppError, RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, TEARDOWN_MS, messageText } from "./mcp-ui.js";
 import { currentTheme } from "./theme.js";
 
 export interface CatalogApp {
@@ -32,7 +35,6 @@ export interface SavedWindow {
   windowId?: string;
 }
 
-const MCP_PROTOCOL_VERSION = "2026-01-26";
 /** How long a command waits for a reloading iframe, and an iframe request for its answer. */
 const FRAME_WAIT_MS = 10_000;
 /** Retries of a registration the server refused because it still sees the previous page. */
@@ -58,6 +60,11 @@ export class WindowHost {
   private readonly pending = new Map<number, { resolve: (v: Json) => void; reject: (e: Error) => void; timer: any }>();
   private mcpTools: string[] = [];
   private mcpHasTools = false;
+  /** An MCP Apps view that said `ui/notifications/initialized` (told theme changes and its teardown). */
+  private mcpInitialized = false;
+  private readonly onTheme = () => {
+    if (this.mcpInitialized) this.notifyFrame("ui/notifications/host-context-changed", { theme: currentTheme() });
+  };
   /** What the app declared at its latest registration, to register it again on a new connection. */
   private declared: Json | undefined;
 
@@ -97,6 +104,7 @@ export class WindowHost {
     failure.hidden = true;
     this.element.append(bar, failure, this.frame);
     this.watchStart();
+    document.addEventListener("themechange", this.onTheme);
   }
 
   private startTimer: ReturnType<typeof setTimeout> | undefined;
@@ -185,8 +193,8 @@ export class WindowHost {
       case "ui/initialize":
         this.mcpHasTools = params?.appCapabilities?.tools !== undefined;
         return {
-          protocolVersion: MCP_PROTOCOL_VERSION,
-          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
+          protocolVersion: MCP_APPS_PROTOCOL_VERSION,
+          hostInfo: HOST_INFO,
           hostCapabilities: { serverTools: {}, message: { text: {} }, logging: {} },
           hostContext: {
             theme: currentTheme(),
@@ -201,11 +209,13 @@ export class WindowHost {
       case "tools/call":
         return this.viewToolCall(params.name, params.arguments ?? {});
       case "ui/message": {
-        const parts = Array.isArray(params.content) ? params.content : [params.content];
-        const text = parts.filter((p: Json) => p?.type === "text").map((p: Json) => p.text).join("\n");
+        const text = messageText(params);
         this.client.notify("app/interaction", { windowId: this.requireId(), content: text });
         return {};
       }
+      case "ui/request-display-mode":
+        // An app window is always inline (the desktop's window); the mode granted is answered.
+        return { mode: "inline" };
       case "ping":
         return {};
       default:
@@ -226,6 +236,7 @@ export class WindowHost {
         this.watchStart();
         break;
       case "ui/notifications/initialized":
+        this.mcpInitialized = true;
         void this.registerMcpView();
         break;
       case "notifications/message":
@@ -298,7 +309,9 @@ export class WindowHost {
     const handlers = {
       query: async (stateKey: string) => (await this.untilReady(() => this.requestFrame("ext/app/query", { windowId: this.windowId, stateKey }))).data,
       commands,
-      reset: () => this.notifyFrame("app/reset", {}),
+      // An MCP Apps view is not told to reset (no such message in the spec): after a reconnect
+      // its iframe is loaded again instead (`attach`), and the replay rebuilds a fresh document.
+      reset: this.app.dialect === "mcp-apps" ? undefined : () => this.notifyFrame("app/reset", {}),
     };
     for (let attempt = 1; ; attempt++) {
       try {
@@ -323,9 +336,10 @@ export class WindowHost {
   private async runCommand(name: string, params: Json, replay: boolean): Promise<unknown> {
     const send = async () => {
       if (this.app.dialect === "mcp-apps") {
-        this.notifyFrame("ui/notifications/tool-input", { arguments: params });
+        // The view's own tool: its answer is the result. No tool-input / tool-result around it
+        // (the spec sends those once, for the tool call that created a view; no call created
+        // an app window).
         const result = await this.requestFrame("tools/call", { name, arguments: params });
-        this.notifyFrame("ui/notifications/tool-result", result);
         if (result?.isError) throw new AppError("INVALID_REQUEST", JSON.stringify(result.content ?? result));
         return result?.structuredContent ?? result;
       }
@@ -358,6 +372,9 @@ export class WindowHost {
   attach(client: AppServerClient): void {
     this.client = client;
     if (this.declared === undefined) return;
+    // An MCP Apps view keeps its state in its document: it is loaded again (then registers,
+    // and the replay rebuilds it) rather than replayed into twice.
+    if (this.app.dialect === "mcp-apps") return this.reload();
     this.register(this.declared).catch((err) => this.events.log(`${this.app.name}: registering again failed: ${String(err?.message ?? err)}`));
   }
 
@@ -374,6 +391,7 @@ export class WindowHost {
   }
 
   reload(): void {
+    this.mcpInitialized = false;
     this.setFrameReady(false);
     this.watchStart();
     this.mcpTools = [];
@@ -382,6 +400,12 @@ export class WindowHost {
 
   async close(): Promise<void> {
     clearTimeout(this.startTimer);
+    document.removeEventListener("themechange", this.onTheme);
+    // An MCP Apps view is told it goes (`ui/resource-teardown`), its answer awaited at most 3 s.
+    if (this.mcpInitialized) {
+      const bound = new Promise((resolve) => setTimeout(resolve, TEARDOWN_MS));
+      await Promise.race([this.requestFrame("ui/resource-teardown", { reason: "the user closed the window" }).catch(() => {}), bound]);
+    }
     this.element.remove();
     if (this.windowId) await this.client.unregisterApp(this.windowId).catch(() => {});
     this.events.changed();

@@ -6,13 +6,16 @@
 // theme, display modes, the container's size, `toolInfo`), the call's `tool-input` once and its
 // `tool-result`, `host-context-changed` when the theme or display mode changes,
 // `ui/request-display-mode` (inline, fullscreen), `ui/open-link` and `ui/message` (the user's
-// message in the view's thread) once the user confirms, the
+// message in the view's thread) once the user confirms, `ui/update-model-context` (kept by the
+// server for the thread's next turns: `mcp/view/context`), the permissions the view declares
+// (`_meta.ui.permissions`) as its iframe's `allow`, the
 // view's `tools/call` of its own server's tools relayed as `mcp/view/call` (approved and logged
 // by the server), and `ui/resource-teardown` awaited (bounded) before the window closes.
 // A view reopened after a page reload is handed its log (the server's `mcp-view:<callId>` window
 // log: the state-changing calls it made) in the host context, `appserver/viewLog`.
 
 import { RpcError, type AppServerClient } from "../../typescript/src/index.js";
+import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, TEARDOWN_MS, messageText } from "./mcp-ui.js";
 import { currentTheme } from "./theme.js";
 
 type Json = any;
@@ -41,12 +44,25 @@ export interface ViewEvents {
   log(text: string): void;
 }
 
-const PROTOCOL_VERSION = "2026-01-26";
 const MODES: DisplayMode[] = ["inline", "fullscreen"];
-/** How long a view's answer (its teardown) is awaited. */
-const TEARDOWN_MS = 3_000;
 /** Log entries handed to a reopened view, at most. */
 const MAX_LOG = 1000;
+
+/** The permissions a view may declare (`_meta.ui.permissions`) and their Permissions Policy features. */
+const PERMISSIONS: Record<string, string> = {
+  camera: "camera",
+  microphone: "microphone",
+  geolocation: "geolocation",
+  clipboardWrite: "clipboard-write",
+};
+
+/** The known permissions a view declared (others are ignored), as the spec's object. */
+export function grantedPermissions(declared: Json): Record<string, object> {
+  const granted: Record<string, object> = {};
+  if (!declared || typeof declared !== "object" || Array.isArray(declared)) return granted;
+  for (const name of Object.keys(PERMISSIONS)) if (name in declared && declared[name] !== false && declared[name] !== null) granted[name] = {};
+  return granted;
+}
 
 export class ViewHost {
   readonly element: HTMLElement;
@@ -65,6 +81,9 @@ export class ViewHost {
   private viewModes: string[] | undefined;
   private lastSize = "";
   private asking = false;
+  /** The permissions the view declared and its iframe was allowed (`_meta.ui.permissions`). */
+  private granted: Record<string, object> = {};
+  private declaredCsp: Json = {};
 
   constructor(
     private readonly client: () => AppServerClient,
@@ -184,6 +203,11 @@ export class ViewHost {
       this.html = typeof content.text === "string" ? content.text : new TextDecoder().decode(Uint8Array.from(atob(content.blob), (c) => c.charCodeAt(0)));
       if (this.restored) this.log = await this.readLog();
       const csp = content._meta?.ui?.csp ?? {};
+      // Only what the view declares (`_meta.ui.permissions`), as the iframe's `allow`.
+      this.granted = grantedPermissions(content._meta?.ui?.permissions);
+      const allow = Object.keys(this.granted).map((name) => PERMISSIONS[name]).join("; ");
+      if (allow) this.frame.setAttribute("allow", allow);
+      this.declaredCsp = csp;
       const lists: Array<[string, unknown]> = [["connect", csp.connectDomains], ["resource", csp.resourceDomains], ["frame", csp.frameDomains], ["base", csp.baseUriDomains]];
       const query = lists
         .filter(([, v]) => Array.isArray(v) && v.length)
@@ -232,9 +256,17 @@ export class ViewHost {
         this.viewModes = Array.isArray(declared) ? declared.map(String) : undefined;
         this.lastSize = `${this.size().width}x${this.size().height}`;
         return {
-          protocolVersion: PROTOCOL_VERSION,
-          hostInfo: { name: "appserver-desktop", version: "0.1.0" },
-          hostCapabilities: { openLinks: {}, serverTools: {}, serverResources: {}, logging: {} },
+          protocolVersion: MCP_APPS_PROTOCOL_VERSION,
+          hostInfo: HOST_INFO,
+          hostCapabilities: {
+            openLinks: {},
+            serverTools: {},
+            serverResources: {},
+            logging: {},
+            message: { text: {} },
+            updateModelContext: { text: {}, structuredContent: {} },
+            sandbox: { permissions: this.granted, csp: this.declaredCsp },
+          },
           hostContext: this.hostContext(),
         };
       }
@@ -252,6 +284,15 @@ export class ViewHost {
         return this.openLink(String(params.url ?? ""));
       case "ui/message":
         return this.message(params);
+      case "ui/update-model-context":
+        // Kept by the server for the thread's next turns (a later update replaces it).
+        await this.client().request("mcp/view/context", {
+          threadId: this.offer.threadId,
+          callId: this.offer.callId,
+          content: Array.isArray(params.content) ? params.content : undefined,
+          structuredContent: params.structuredContent,
+        } as Json);
+        return {};
       case "ping":
         return {};
       default:
@@ -319,12 +360,7 @@ export class ViewHost {
   /** `ui/message`: its text, as the user's message in the view's thread, once the user says so
    * in the window; otherwise the error -32000. */
   private message(params: Json): Promise<Json> {
-    const parts = Array.isArray(params?.content) ? params.content : [params?.content];
-    const text = parts
-      .filter((p: Json) => p?.type === "text" && typeof p.text === "string")
-      .map((p: Json) => p.text)
-      .join("\n")
-      .trim();
+    const text = messageText(params);
     if (params?.role !== undefined && params.role !== "user") return Promise.reject(new RpcError(-32000, "Invalid message format: only the user's role"));
     if (!text) return Promise.reject(new RpcError(-32000, "Invalid message format: no text"));
     return this.confirm(`The view asks to send to the thread: “${text.length > 500 ? text.slice(0, 500) + "…" : text}”`, "Send", "Don't send", "send-message").then((yes) => {

@@ -4,7 +4,9 @@
 //! `{server, tool, arguments}`). A call is approved like any gated tool, scope
 //! `mcp:<server>:<tool>`: a tool that declares `readOnlyHint: true` counts as read-only (asked
 //! only under `untrusted`), one that declares `destructiveHint: true` is asked about every time;
-//! it is withdrawn (`notifications/cancelled`) when the turn is interrupted.
+//! it is withdrawn (`notifications/cancelled`) when the turn is interrupted. A tool whose
+//! `_meta.ui.visibility` leaves out `"model"` (MCP Apps: for its view only) is not shown to the
+//! agent, and refused (`NOT_VISIBLE`, without asking anyone) if the agent names it anyway.
 
 use appserver_protocol::McpServerStatus;
 use rmcp::model::{JsonObject, Tool as McpTool};
@@ -13,7 +15,8 @@ use tokio::sync::mpsc;
 
 use appserver_protocol::{McpViewOfferedParams, ServerNotification};
 
-use crate::mcphost::connection::CallError;
+use super::mcp_elicit::{self, Called};
+use crate::mcphost::connection::{CallError, Connection, Elicitation};
 use crate::policy::ApprovalSpec;
 use crate::ports::BoxFuture;
 use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
@@ -69,8 +72,12 @@ impl Tool for McpServersTool {
                 .iter()
                 .map(|c| {
                     let McpServerStatus { name, startup_state, last_error, .. } = c.status();
-                    let tools: Vec<Value> =
-                        c.tools().iter().map(|t| json!({ "name": t.name, "readOnly": hints(t).0 })).collect();
+                    let tools: Vec<Value> = c
+                        .tools()
+                        .iter()
+                        .filter(|t| for_model(t))
+                        .map(|t| json!({ "name": t.name, "readOnly": hints(t).0 }))
+                        .collect();
                     json!({ "server": name, "state": startup_state, "lastError": last_error, "tools": tools })
                 })
                 .collect();
@@ -116,12 +123,26 @@ impl Tool for McpToolTool {
     }
 }
 
+/// Whether the agent sees the tool: its `_meta.ui.visibility` names `"model"` (or is absent). A
+/// tool only for its MCP Apps view (`["app"]`) is neither listed nor described nor called.
+fn for_model(tool: &McpTool) -> bool {
+    crate::mcphost::visible_to(tool, "model")
+}
+
 fn find(env: &ToolEnv, server: &str, tool: &str) -> Result<McpTool, ToolOutput> {
     let Some(connection) = env.mcp.connection(server) else {
         return Err(ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}` (mcp_servers lists them)")));
     };
+    if let Some(found) = connection.tool(tool).filter(|t| !for_model(t)) {
+        return Err(ToolOutput::error(format!(
+            "NOT_VISIBLE: the tool `{}` of MCP server `{server}` is for its view only (its `_meta.ui.visibility` \
+             leaves out \"model\"); the agent may not call it",
+            found.name
+        )));
+    }
     connection.tool(tool).ok_or_else(|| {
-        let names: Vec<String> = connection.tools().iter().map(|t| t.name.to_string()).collect();
+        let names: Vec<String> =
+            connection.tools().iter().filter(|t| for_model(t)).map(|t| t.name.to_string()).collect();
         ToolOutput::error(format!(
             "UNKNOWN_TOOL: MCP server `{server}` has no tool `{tool}` (tools: {})",
             names.join(", ")
@@ -151,7 +172,7 @@ impl Tool for McpCallTool {
     fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
         let server = arguments.get("server")?.as_str()?;
         let tool = arguments.get("tool")?.as_str()?;
-        let found = env.mcp.connection(server)?.tool(tool)?;
+        let found = env.mcp.connection(server)?.tool(tool).filter(for_model)?;
         let args = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
         Some(crate::mcphost::approval_spec(server, &found, &args, &env.apps.config.workspace.display().to_string()))
     }
@@ -175,12 +196,8 @@ impl Tool for McpCallTool {
             let Some(connection) = call.env.mcp.connection(&server) else {
                 return ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}`"));
             };
-            let (progress, mut updates) = mpsc::unbounded_channel();
-            let outcome = connection.call(&tool, arguments, Some(progress), call.cancel).await;
-            let mut steps = 0;
-            while updates.try_recv().is_ok() {
-                steps += 1;
-            }
+            let (outcome, steps) =
+                call_server(&call, &connection, Called { server: &server, tool: &tool }, arguments).await;
             match outcome {
                 Ok(result) => {
                     let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
@@ -214,6 +231,39 @@ impl Tool for McpCallTool {
             }
         })
     }
+}
+
+/// Calls the tool, passing its server's progress on to the thread's clients and its
+/// elicitations to the user, as they come; the outcome and how many progress notifications came.
+async fn call_server(
+    call: &ToolCall<'_>,
+    connection: &Connection,
+    called: Called<'_>,
+    arguments: JsonObject,
+) -> (Result<rmcp::model::CallToolResult, CallError>, u64) {
+    let (progress, mut updates) = mpsc::unbounded_channel();
+    let (elicit, mut asks) = mpsc::unbounded_channel::<Elicitation>();
+    let calling = connection.call(called.tool, arguments, (Some(progress), Some(elicit)), call.cancel);
+    tokio::pin!(calling);
+    let mut steps = 0;
+    let outcome = loop {
+        tokio::select! {
+            outcome = &mut calling => break outcome,
+            Some(update) = updates.recv() => {
+                steps += 1;
+                mcp_elicit::progress(call, called, update);
+            }
+            Some(asked) = asks.recv() => {
+                let answer = mcp_elicit::ask(call, called, asked.request).await;
+                let _ = asked.reply.send(answer);
+            }
+        }
+    };
+    while let Ok(update) = updates.try_recv() {
+        steps += 1;
+        mcp_elicit::progress(call, called, update);
+    }
+    (outcome, steps)
 }
 
 /// Tells the thread's clients that this call has a view they may render (`mcp/view/offered`).

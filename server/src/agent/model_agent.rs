@@ -86,6 +86,10 @@ async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnConte
             }
         }
     }
+    // What the thread's MCP Apps views asked the model to know (`ui/update-model-context`).
+    if let Some(views) = crate::turns::view_context::message(&ctx.turns.store, &ctx.thread_id).await? {
+        messages.push(json!({ "role": "user", "content": views }));
+    }
     messages.push(json!({ "role": "user", "content": user_content(&ctx.input) }));
 
     for _step in 0..provider.settings.max_steps {

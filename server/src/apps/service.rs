@@ -453,7 +453,10 @@ pub async fn log_read(
 ) -> Result<AppLogReadResult, AppError> {
     let limit = limit.unwrap_or(100).clamp(1, 1000);
     let entries = apps.store.app_log(window_id, after_seq.unwrap_or(0), limit).await?;
-    if entries.is_empty() && apps.registry.get(window_id).is_none() && after_seq.unwrap_or(0) == 0 {
+    // An MCP Apps view's log (`mcp-view:<callId>`) is empty until the view changes something:
+    // a view reopened before it did reads an empty log, not an unknown window.
+    let view_log = window_id.starts_with("mcp-view:");
+    if entries.is_empty() && !view_log && apps.registry.get(window_id).is_none() && after_seq.unwrap_or(0) == 0 {
         return Err(AppError::NotFound(window_id.to_owned()));
     }
     let next_seq = if entries.len() == limit as usize { entries.last().map(|e| e.seq) } else { None };

@@ -4,9 +4,10 @@
 //! streamable HTTP (the bearer token and headers read from the environment variables the
 //! definition names). A supervisor keeps it connected: started in the background, its tools
 //! listed (again on `notifications/tools/list_changed`), started again after it exits with a
-//! backoff (0.5 s doubling to 30 s). The client declares neither sampling nor elicitation: a
-//! server's `sampling/createMessage` is answered "method not found" (rmcp's default) and its
-//! `elicitation/create` an error saying the user is not asked through MCP.
+//! backoff (0.5 s doubling to 30 s). The client declares elicitation (forms), not sampling: a
+//! server's `sampling/createMessage` is answered "method not found" (rmcp's default); its
+//! `elicitation/create` goes to the agent's call of that server in progress (the caller puts it
+//! to the thread's user), and is refused, saying why, when no call or several are in progress.
 
 use std::collections::HashMap;
 use std::process::Stdio;
@@ -16,15 +17,15 @@ use std::time::Duration;
 use appserver_protocol::{McpServerConfig, McpServerStatus, McpTransportKind};
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, CallToolResult, CancelledNotificationParam, ClientCapabilities,
-    ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, Implementation, JsonObject,
-    ProgressNotificationParam, ServerResult, Tool,
+    ClientConfig, ClientRequest, ElicitRequestParams, ElicitResult, ElicitationCapability, FormElicitationCapability,
+    Implementation, JsonObject, ProgressNotificationParam, ServerResult, Tool,
 };
 use rmcp::service::{NotificationContext, Peer, PeerRequestOptions, RequestContext, RunningService};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::{ClientHandler, ErrorData, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
-use tokio::sync::{Notify, mpsc, watch};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 /// Default limit of the connection and first tool listing.
@@ -40,17 +41,31 @@ const MAX_STDERR_LINE: usize = 4096;
 
 type ProgressRoutes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ProgressNotificationParam>>>>;
 
+/// An MCP server's `elicitation/create`, handed to the agent's call in progress on that server;
+/// `reply` takes the user's answer (or why there is none).
+#[derive(Debug)]
+pub struct Elicitation {
+    pub request: ElicitRequestParams,
+    pub reply: oneshot::Sender<Result<ElicitResult, ErrorData>>,
+}
+
+/// The calls in progress that take elicitations, by their progress token.
+type ElicitRoutes = Arc<Mutex<Vec<(String, mpsc::UnboundedSender<Elicitation>)>>>;
+
 /// What the client answers the server.
 #[derive(Clone)]
 struct Handler {
     name: String,
     progress: ProgressRoutes,
+    elicit: ElicitRoutes,
     tools_changed: Arc<Notify>,
 }
 
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(ClientCapabilities::default(), Implementation::new("appserver", env!("CARGO_PKG_VERSION")))
+        let elicitation = ElicitationCapability::new().with_form(FormElicitationCapability::new());
+        let capabilities = ClientCapabilities::builder().enable_elicitation_with(elicitation).build();
+        ClientConfig::new(capabilities, Implementation::new("appserver", env!("CARGO_PKG_VERSION")))
     }
 
     async fn on_progress(&self, params: ProgressNotificationParam, _context: NotificationContext<RoleClient>) {
@@ -67,14 +82,26 @@ impl ClientHandler for Handler {
 
     async fn create_elicitation(
         &self,
-        _request: ElicitRequestParams,
+        request: ElicitRequestParams,
         _context: RequestContext<RoleClient>,
     ) -> Result<ElicitResult, ErrorData> {
-        tracing::warn!(server = %self.name, "MCP server asked for elicitation: refused");
-        Err(ErrorData::invalid_request(
-            "appserver does not forward elicitation requests to its user; call the tool with complete arguments",
-            None,
-        ))
+        let routes: Vec<_> = lock(&self.elicit).iter().map(|(_, route)| route.clone()).collect();
+        let refuse = |why: &str| {
+            tracing::warn!(server = %self.name, why, "MCP server asked for elicitation: refused");
+            Err(ErrorData::invalid_request(format!("appserver cannot put this elicitation to a user: {why}"), None))
+        };
+        let [route] = routes.as_slice() else {
+            return refuse(if routes.is_empty() {
+                "no call of the agent is in progress on this server"
+            } else {
+                "several calls of the agent are in progress on this server, so whose user to ask is ambiguous"
+            });
+        };
+        let (reply, answer) = oneshot::channel();
+        if route.send(Elicitation { request, reply }).is_err() {
+            return refuse("the agent's call has ended");
+        }
+        answer.await.unwrap_or_else(|_| refuse("the agent's call ended before the user answered"))
     }
 }
 
@@ -100,17 +127,19 @@ pub enum CallError {
 }
 
 /// Sends `notifications/cancelled` for a call when dropped armed (`id` set).
-/// Its progress route is removed in any case.
+/// Its progress and elicitation routes are removed in any case.
 struct Withdraw {
     peer: Peer<RoleClient>,
     id: Option<rmcp::model::RequestId>,
     routes: ProgressRoutes,
+    elicit: ElicitRoutes,
     key: String,
 }
 
 impl Drop for Withdraw {
     fn drop(&mut self) {
         lock(&self.routes).remove(&self.key);
+        lock(&self.elicit).retain(|(key, _)| *key != self.key);
         let (Some(id), Ok(runtime)) = (self.id.take(), tokio::runtime::Handle::try_current()) else { return };
         let peer = self.peer.clone();
         runtime.spawn(async move {
@@ -127,6 +156,7 @@ pub struct Connection {
     tools: Mutex<Vec<Tool>>,
     peer: Mutex<Option<Peer<RoleClient>>>,
     progress: ProgressRoutes,
+    elicit: ElicitRoutes,
     tools_changed: Arc<Notify>,
     /// Cancelled to stop the server (removed, replaced, shutdown).
     pub stop: CancellationToken,
@@ -161,6 +191,7 @@ impl Connection {
             tools: Mutex::new(Vec::new()),
             peer: Mutex::new(None),
             progress: ProgressRoutes::default(),
+            elicit: ElicitRoutes::default(),
             tools_changed: Arc::new(Notify::new()),
             stop,
         })
@@ -194,13 +225,17 @@ impl Connection {
         self.config.tool_timeout_sec.map_or(DEFAULT_TOOL_TIMEOUT, Duration::from_secs_f64)
     }
 
-    /// Calls `tool`; `progress` gets the server's progress notifications; `cancel` withdraws
-    /// the call (the server gets `notifications/cancelled`).
+    /// Calls `tool`; `progress` gets the server's progress notifications, `elicit` its
+    /// elicitations while the call is the only one taking them; `cancel` withdraws the call (the
+    /// server gets `notifications/cancelled`).
     pub async fn call(
         &self,
         tool: &str,
         arguments: JsonObject,
-        progress: Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+        (progress, elicit): (
+            Option<mpsc::UnboundedSender<ProgressNotificationParam>>,
+            Option<mpsc::UnboundedSender<Elicitation>>,
+        ),
         cancel: &CancellationToken,
     ) -> Result<CallToolResult, CallError> {
         let name = self.config.name.clone();
@@ -224,10 +259,14 @@ impl Connection {
             peer: peer.clone(),
             id: Some(handle.id.clone()),
             routes: self.progress.clone(),
+            elicit: self.elicit.clone(),
             key: key.clone(),
         };
         if let Some(progress) = progress {
             lock(&self.progress).insert(key.clone(), progress);
+        }
+        if let Some(elicit) = elicit {
+            lock(&self.elicit).push((key.clone(), elicit));
         }
         let outcome = tokio::select! {
             answer = handle.await_response() => {
@@ -301,6 +340,7 @@ impl Connection {
         let handler = Handler {
             name: self.config.name.clone(),
             progress: self.progress.clone(),
+            elicit: self.elicit.clone(),
             tools_changed: self.tools_changed.clone(),
         };
         let (running, mut child) = tokio::select! {
@@ -359,6 +399,7 @@ pub async fn probe(
     let handler = Handler {
         name: config.name.clone(),
         progress: ProgressRoutes::default(),
+        elicit: ElicitRoutes::default(),
         tools_changed: Arc::new(Notify::new()),
     };
     let attempt = async {

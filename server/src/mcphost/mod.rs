@@ -103,6 +103,16 @@ pub fn approval_spec(
     spec
 }
 
+/// Whether `who` (`"model"`: the agent; `"app"`: the tool's MCP Apps views) may see and call the
+/// tool: SEP-1865's `_meta.ui.visibility`, `["model", "app"]` when absent (or not a list).
+pub fn visible_to(tool: &rmcp::model::Tool, who: &str) -> bool {
+    let visibility = tool.meta.as_ref().and_then(|m| m.0.get("ui")).and_then(|ui| ui.get("visibility"));
+    match visibility.and_then(serde_json::Value::as_array) {
+        Some(list) => list.iter().any(|v| v == who),
+        None => true,
+    }
+}
+
 fn key(name: &str) -> String {
     name.to_ascii_lowercase()
 }

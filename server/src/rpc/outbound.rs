@@ -22,6 +22,8 @@ use crate::telemetry;
 pub const APPROVAL_REQUEST: &str = "item/approval/request";
 /// `item/tool/call`: a dynamic tool the client declared.
 pub const TOOL_CALL: &str = "item/tool/call";
+/// `mcp/elicitation/request` (appserver extension): an MCP server asks the user for input.
+pub const ELICITATION_REQUEST: &str = "mcp/elicitation/request";
 /// `ext/app/query`: read one state key of a window.
 pub const APP_QUERY: &str = "ext/app/query";
 /// `ext/app/command`: run a command in a window.
@@ -107,6 +109,14 @@ impl Client for Peer {
 
     fn call_tool<'a>(&'a self, params: &'a DynamicToolCallParams, timeout: Duration) -> PendingAnswer<'a> {
         Box::pin(self.request(TOOL_CALL, params, timeout))
+    }
+
+    fn ask_elicitation<'a>(
+        &'a self,
+        params: &'a appserver_protocol::McpElicitationRequestParams,
+        timeout: Duration,
+    ) -> PendingAnswer<'a> {
+        Box::pin(self.request(ELICITATION_REQUEST, params, timeout))
     }
 
     fn acp_extensions(&self) -> Option<AcpExtensions> {

@@ -76,6 +76,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
         R::McpTest(p) => answer::<m::McpTest, _>(id, mcp::handle_test(ctx, p)),
         R::McpResourcesRead(p) => answer::<m::McpResourcesRead, _>(id, mcp::handle_resources_read(ctx, p)),
         R::McpViewCall(p) => answer::<m::McpViewCall, _>(id, mcp::handle_view_call(ctx, p)),
+        R::McpViewContext(p) => answer::<m::McpViewContext, _>(id, mcp::handle_view_context(ctx, p)),
         R::WorkspaceConfigSchema(p) => {
             answer::<m::WorkspaceConfigSchema, _>(id, workspace::handle_config_schema(ctx, p))
         }

@@ -83,7 +83,19 @@ pub enum AppWrite {
         pin: Box<DescriptorPin>,
         at: String,
     },
+    /// Keep (replacing the previous one) or, with `None`, forget the model context of the MCP
+    /// Apps view created by `call_id` in `thread_id`; the thread keeps the
+    /// [`VIEW_CONTEXTS_PER_THREAD`] most recently updated.
+    SetViewContext {
+        thread_id: String,
+        call_id: String,
+        context: Option<String>,
+        at: String,
+    },
 }
+
+/// The most views of a thread whose model context is kept.
+pub const VIEW_CONTEXTS_PER_THREAD: u32 = 8;
 
 fn text_of(value: &Value) -> String {
     value.to_string()
@@ -169,7 +181,31 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
                 .bind(at);
             conn.run(q).await?;
         }
+        AppWrite::SetViewContext { thread_id, call_id, context, at } => {
+            set_view_context(conn, thread_id, call_id, context.as_deref(), at).await?;
+        }
     }
+    Ok(())
+}
+
+async fn set_view_context(
+    conn: &mut Conn<'_>,
+    thread_id: &str,
+    call_id: &str,
+    context: Option<&str>,
+    at: &str,
+) -> Result<(), StoreError> {
+    let Some(context) = context else {
+        let text = "DELETE FROM view_model_context WHERE thread_id = ? AND call_id = ?";
+        conn.run(sql(text).bind(thread_id).bind(call_id)).await?;
+        return Ok(());
+    };
+    let text = "INSERT INTO view_model_context (thread_id, call_id, context, updated_at) VALUES (?,?,?,?) \
+         ON CONFLICT (thread_id, call_id) DO UPDATE SET context = excluded.context, updated_at = excluded.updated_at";
+    conn.run(sql(text).bind(thread_id).bind(call_id).bind(context).bind(at)).await?;
+    let text = "DELETE FROM view_model_context WHERE thread_id = ? AND call_id NOT IN (SELECT call_id FROM \
+         view_model_context WHERE thread_id = ? ORDER BY updated_at DESC, call_id DESC LIMIT ?)";
+    conn.run(sql(text).bind(thread_id).bind(thread_id).bind(VIEW_CONTEXTS_PER_THREAD)).await?;
     Ok(())
 }
 
@@ -234,6 +270,14 @@ impl Store {
             descriptor_sha256: row.text("descriptor_sha256")?,
             program_sha256: row.opt_text("program_sha256")?,
         }))
+    }
+
+    /// The model context of a thread's views: `(call_id, context)`, least recently updated first.
+    pub async fn view_contexts(&self, thread_id: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let text = "SELECT call_id, context FROM view_model_context WHERE thread_id = ? \
+             ORDER BY updated_at, call_id";
+        let rows = self.reader.fetch_all(sql(text).bind(thread_id)).await?;
+        rows.iter().map(|row| Ok((row.text("call_id")?, row.text("context")?))).collect()
     }
 
     /// The URL of the web app a confirmed name stands for.

@@ -26,7 +26,7 @@ mod thread_writes;
 mod threads;
 mod writer;
 
-pub use apps::{AppWrite, DescriptorPin, WindowRecord};
+pub use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
 pub use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub use deliveries::{DeliveryRecord, DeliveryWrite};
 pub use events::EventWrite;

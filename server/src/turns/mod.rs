@@ -13,6 +13,7 @@ pub mod queue;
 pub mod runner;
 pub mod tools;
 pub mod view_calls;
+pub mod view_context;
 
 use std::sync::Arc;
 

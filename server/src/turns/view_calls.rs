@@ -24,16 +24,6 @@ pub fn view_window(call_id: &str) -> String {
     format!("mcp-view:{call_id}")
 }
 
-/// Whether a view may call the tool: SEP-1865's `_meta.ui.visibility` (default `["model",
-/// "app"]`) names `"app"`.
-fn visible_to_apps(tool: &rmcp::model::Tool) -> bool {
-    let visibility = tool.meta.as_ref().and_then(|m| m.0.get("ui")).and_then(|ui| ui.get("visibility"));
-    match visibility.and_then(Value::as_array) {
-        Some(list) => list.iter().any(|v| v == "app"),
-        None => true,
-    }
-}
-
 /// One call of a view.
 #[derive(Debug)]
 pub struct ViewCall<'a> {
@@ -68,7 +58,7 @@ pub async fn call(turns: &TurnService, call: ViewCall<'_>) -> Result<ViewOutcome
     let Some(tool) = connection.tool(call.tool) else {
         return Ok(ViewOutcome::NotFound(format!("MCP server `{}` has no tool `{}`", call.server, call.tool)));
     };
-    if !visible_to_apps(&tool) {
+    if !crate::mcphost::visible_to(&tool, "app") {
         let why = format!("`{}` is not callable by views (its `_meta.ui.visibility` leaves out \"app\")", call.tool);
         return Ok(ViewOutcome::Declined(why));
     }
@@ -87,7 +77,7 @@ pub async fn call(turns: &TurnService, call: ViewCall<'_>) -> Result<ViewOutcome
             Verdict::Withdrawn => return Ok(ViewOutcome::Withdrawn),
         }
     }
-    let ran = connection.call(call.tool, call.arguments, None, call.withdrawn).await;
+    let ran = connection.call(call.tool, call.arguments, (None, None), call.withdrawn).await;
     let result = match ran {
         Ok(result) => serde_json::to_value(&result).unwrap_or(Value::Null),
         Err(CallError::Cancelled) => return Ok(ViewOutcome::Withdrawn),

@@ -1257,6 +1257,35 @@ export interface JobTokenUsage {
   outputTokens: number;
 }
 
+/**
+ * Params of `mcp/elicitation/request` (appserver extension; server → client request): an MCP
+ * server asks, during the agent's call of one of its tools, for input from the user
+ * (`elicitation/create`). Sent to the thread's clients that declared `approvalSupport`, like an
+ * approval request; the first answer is the server's.
+ */
+export interface McpElicitationRequestParams {
+  threadId: string;
+  turnId: string;
+  /** The agent's `mcp_call` during which the server asks. */
+  callId: string;
+  server: string;
+  tool: string;
+  /**
+   * The MCP `elicitation/create` params as the server sent them (`mode`, `message`,
+   * `requestedSchema` for a form, `url` and `elicitationId` for a URL).
+   */
+  request: unknown;
+}
+
+/**
+ * The answer: MCP's `ElicitResult` — `action` `accept` (with `content` matching the requested
+ * schema), `decline` or `cancel`.
+ */
+export interface McpElicitationResult {
+  action: string;
+  content?: unknown;
+}
+
 /** Params of `mcp/list` and `mcp/status/list`: none. */
 export type McpListParams = { [key: string]: unknown };
 
@@ -1384,6 +1413,20 @@ export interface McpViewCallResult {
   error?: string | null;
   result?: unknown;
   seq?: number | null;
+}
+
+/**
+ * Params of `mcp/view/context` (appserver extension): a view's `ui/update-model-context`,
+ * relayed by the client that renders it. The view's context (its `content` blocks and
+ * `structuredContent`) is kept for the thread and put before the next turn's input to the
+ * model; a later update of the same view replaces it; an update with neither clears it.
+ */
+export interface McpViewContextParams {
+  threadId: string;
+  /** The tool call that created the view (`mcp/view/offered`'s `callId`). */
+  callId: string;
+  content?: unknown[] | null;
+  structuredContent?: unknown;
 }
 
 /**
@@ -2285,6 +2328,22 @@ export interface ToolCallPayload {
   arguments?: unknown;
 }
 
+/**
+ * Params of `item/toolCall/progress` (appserver extension): a progress notification of the MCP
+ * server during the agent's call of its tool (`mcp_call`), as it comes; not kept.
+ */
+export interface ToolCallProgressParams {
+  threadId: string;
+  turnId: string;
+  /** The `toolCall` item's `callId`. */
+  callId: string;
+  server: string;
+  tool: string;
+  progress: number;
+  message?: string | null;
+  total?: number | null;
+}
+
 export interface ToolExecutionPayload {
   callId: string;
   toolName: string;
@@ -2513,6 +2572,7 @@ export interface ClientRequestMap {
   "mcp/test": { params: McpServerParams; result: McpTestResult };
   "mcp/upsert": { params: McpServerParams; result: McpServerResult };
   "mcp/view/call": { params: McpViewCallParams; result: McpViewCallResult };
+  "mcp/view/context": { params: McpViewContextParams; result: EmptyResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
   "plugin/install": { params: PluginInstallParams; result: PluginResult };
   "plugin/list": { params: PluginListParams; result: PluginListResult };
@@ -2586,6 +2646,7 @@ export interface ServerNotificationMap {
   "item/reasoning/delta": TextDeltaParams;
   "item/started": ItemEventParams;
   "item/toolCall/argumentsDelta": ToolCallArgumentsDeltaParams;
+  "item/toolCall/progress": ToolCallProgressParams;
   "item/usage/delta": UsageDeltaParams;
   "mcp/status/updated": McpStatusUpdatedParams;
   "mcp/view/offered": McpViewOfferedParams;
@@ -2630,6 +2691,7 @@ export interface ServerRequestMap {
   "ext/channel/toolCall": { params: ExtChannelToolCallParams; result: DynamicToolCallResult };
   "item/approval/request": { params: ApprovalRequestParams; result: ApprovalDecisionResult };
   "item/tool/call": { params: DynamicToolCallParams; result: DynamicToolCallResult };
+  "mcp/elicitation/request": { params: McpElicitationRequestParams; result: McpElicitationResult };
 }
 
 export type ClientRequestMethod = keyof ClientRequestMap;

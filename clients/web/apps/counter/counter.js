@@ -1,7 +1,7 @@
 // An MCP Apps view (SEP-1865) with no SDK: JSON-RPC over postMessage to the host. It declares
 // tools (`appCapabilities.tools`), answers the host's tools/list and tools/call, calls its own
-// tool through the host on a click (so the server logs it), and shows the tool-input /
-// tool-result notifications the host sends when the agent calls it.
+// tool through the host on a click (so the server logs it), and shows what the host's last
+// tools/call did. The notifications it gets are listed in `data-received` of its body.
 let count = 0;
 let nextId = 1;
 const pending = new Map();
@@ -22,6 +22,7 @@ function callTool(name, args) {
   else if (name === "reset") count = 0;
   else return { content: [{ type: "text", text: `no tool ${name}` }], isError: true };
   render();
+  $("last").textContent = `${name}: count is ${count}`;
   return { content: [{ type: "text", text: `count is ${count}` }], structuredContent: { count } };
 }
 
@@ -43,12 +44,14 @@ window.addEventListener("message", (e) => {
     if (m.method === "tools/list") result = { tools };
     else if (m.method === "tools/call") result = callTool(m.params.name, m.params.arguments ?? {});
     else if (m.method === "ping") result = {};
+    else if (m.method === "ui/resource-teardown") {
+      console.info(`counter torn down: ${m.params?.reason}`);
+      result = {};
+    }
     if (result) send({ jsonrpc: "2.0", id: m.id, result });
     else send({ jsonrpc: "2.0", id: m.id, error: { code: -32601, message: `no method ${m.method}` } });
-  } else if (m.method === "ui/notifications/tool-input") {
-    $("last").textContent = `tool input: ${JSON.stringify(m.params.arguments)}`;
-  } else if (m.method === "ui/notifications/tool-result") {
-    $("last").textContent = `tool result: ${m.params.content?.[0]?.text ?? ""}`;
+  } else if (m.method) {
+    document.body.dataset.received = `${document.body.dataset.received ?? ""} ${m.method}`.trim();
   } else if (m.id !== undefined && pending.has(m.id)) {
     const p = pending.get(m.id);
     pending.delete(m.id);

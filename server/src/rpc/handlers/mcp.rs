@@ -2,11 +2,13 @@
 //! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
 //! only a client acting for the workspace's owner may (not a channel adapter bridging others).
 //! `mcp/resources/read` (appserver extension) reads an MCP Apps view's `ui://` HTML;
-//! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`).
+//! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`),
+//! `mcp/view/context` a view's context for the model (`turns::view_context`).
 
 use appserver_protocol::{
-    McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult, McpServerParams,
-    McpServerResult, McpStatusListResult, McpTestResult, McpViewCallParams, McpViewCallResult,
+    EmptyResult, McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult,
+    McpServerParams, McpServerResult, McpStatusListResult, McpTestResult, McpViewCallParams, McpViewCallResult,
+    McpViewContextParams,
 };
 
 use crate::mcphost::McpHostError;
@@ -88,4 +90,10 @@ pub async fn handle_view_call(ctx: &RequestCtx, p: McpViewCallParams) -> Result<
         ViewOutcome::Withdrawn => answer("cancelled", Some("the call was withdrawn before it ran".into())),
         ViewOutcome::Failed(why) => answer("failed", Some(why)),
     })
+}
+
+/// `mcp/view/context`: a view's `ui/update-model-context`, kept for the thread's next turns.
+pub async fn handle_view_context(ctx: &RequestCtx, p: McpViewContextParams) -> Result<EmptyResult, RpcError> {
+    crate::turns::view_context::set(&ctx.state.turns, p).await?;
+    Ok(EmptyResult {})
 }
