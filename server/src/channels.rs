@@ -7,20 +7,20 @@ use std::cmp::Ordering;
 use appserver_protocol::ChannelInfo;
 
 /// Origins of DotCraft's own clients: the terminal client, the desktop client, and IDEs over ACP.
-pub const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
+pub(crate) const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
 
 /// Origins the server uses itself, refused as external channel names besides the built-ins.
-pub const RESERVED_CHANNELS: &[&str] = &["commit-message", "cron", "heartbeat", "system", "subagent"];
+pub(crate) const RESERVED_CHANNELS: &[&str] = &["commit-message", "cron", "heartbeat", "system", "subagent"];
 
 /// Whether `name` can be a chat channel an adapter serves (not a built-in or reserved origin).
-pub fn is_adapter_channel(name: &str) -> bool {
+pub(crate) fn is_adapter_channel(name: &str) -> bool {
     let name = name.trim();
     !name.is_empty()
         && !BUILTIN_CHANNELS.iter().chain(RESERVED_CHANNELS).any(|reserved| reserved.eq_ignore_ascii_case(name))
 }
 
 /// Most distinct stored origins listed (the rest are left out).
-pub const MAX_STORED_ORIGINS: u32 = 1000;
+pub(crate) const MAX_STORED_ORIGINS: u32 = 1000;
 
 /// The category order of the result.
 const CATEGORIES: &[&str] = &["builtin", "social", "system", "external"];
@@ -28,7 +28,7 @@ const CATEGORIES: &[&str] = &["builtin", "social", "system", "external"];
 /// The built-ins plus `seen` names: one entry per name (compared case-insensitively, the first
 /// spelling kept), each built-in as `builtin` and everything else as `external`, sorted by
 /// category then name.
-pub fn catalog(seen: impl IntoIterator<Item = String>) -> Vec<ChannelInfo> {
+pub(crate) fn catalog(seen: impl IntoIterator<Item = String>) -> Vec<ChannelInfo> {
     let mut out: Vec<ChannelInfo> = BUILTIN_CHANNELS
         .iter()
         .map(|name| ChannelInfo { name: (*name).to_owned(), category: "builtin".into() })

@@ -4,24 +4,24 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 /// A UTC calendar time, to the millisecond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
-pub struct UtcTime {
-    pub unix_millis: i64,
+pub(crate) struct UtcTime {
+    pub(crate) unix_millis: i64,
 }
 
 impl UtcTime {
-    pub fn now() -> Self {
+    pub(crate) fn now() -> Self {
         let millis = SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_millis() as i64).unwrap_or(0);
         Self { unix_millis: millis }
     }
 
     /// `2026-03-16T10:00:00.123Z`
-    pub fn rfc3339(self) -> String {
+    pub(crate) fn rfc3339(self) -> String {
         let (y, mo, d, h, mi, s, ms) = self.parts();
         format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
     }
 
     /// `20260316`, the date part of a thread id.
-    pub fn yyyymmdd(self) -> String {
+    pub(crate) fn yyyymmdd(self) -> String {
         let (y, mo, d, ..) = self.parts();
         format!("{y:04}{mo:02}{d:02}")
     }
@@ -53,24 +53,24 @@ fn civil_from_days(z: i64) -> (i64, u32, u32) {
 /// A clock the tests may move forward (`debug/clock/advance`); otherwise the system's time.
 /// Used where a lifetime is measured (the web descriptor cache).
 #[derive(Debug, Default)]
-pub struct Clock {
+pub(crate) struct Clock {
     offset_millis: std::sync::atomic::AtomicI64,
 }
 
 impl Clock {
-    pub fn now(&self) -> UtcTime {
+    pub(crate) fn now(&self) -> UtcTime {
         let offset = self.offset_millis.load(std::sync::atomic::Ordering::Relaxed);
         UtcTime { unix_millis: UtcTime::now().unix_millis.saturating_add(offset) }
     }
 
     /// Moves the clock forward by `millis`.
-    pub fn advance(&self, millis: i64) {
+    pub(crate) fn advance(&self, millis: i64) {
         self.offset_millis.fetch_add(millis, std::sync::atomic::Ordering::Relaxed);
     }
 }
 
 /// The current time as an ISO 8601 UTC string.
-pub fn now_rfc3339() -> String {
+pub(crate) fn now_rfc3339() -> String {
     UtcTime::now().rfc3339()
 }
 

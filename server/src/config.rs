@@ -10,7 +10,7 @@ use crate::store::{Durability, StoreLocation};
 
 /// Where the server accepts connections.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum ListenAddr {
+pub(crate) enum ListenAddr {
     /// One client over stdin/stdout, JSON per line.
     Stdio,
     /// WebSocket clients on `ws://ADDR/ws`, with `/healthz` and `/readyz`.
@@ -26,107 +26,107 @@ pub enum LogFormat {
 /// Everything the server needs to start. Built from the command line by [`parse_args`].
 #[derive(Debug, Clone)]
 pub struct ServerConfig {
-    pub listen: Vec<ListenAddr>,
+    pub(crate) listen: Vec<ListenAddr>,
     /// The workspace root; threads and the default database belong to it.
-    pub workspace: PathBuf,
+    pub(crate) workspace: PathBuf,
     /// The database: a SQLite file or a PostgreSQL URL (`--db`).
-    pub db: StoreLocation,
+    pub(crate) db: StoreLocation,
     /// What an acknowledged write survives (`--durability`, `[store] durability`).
-    pub durability: Durability,
+    pub(crate) durability: Durability,
     /// Bearer token WebSocket clients must present (`None`: no authentication).
-    pub ws_token: Option<String>,
+    pub(crate) ws_token: Option<String>,
     /// The file the token was read from (`--ws-token-file`), named in the lock file.
-    pub ws_token_file: Option<PathBuf>,
+    pub(crate) ws_token_file: Option<PathBuf>,
     /// Browser origins allowed besides loopback ones (`http://localhost:*` and friends).
-    pub ws_allowed_origins: Vec<String>,
+    pub(crate) ws_allowed_origins: Vec<String>,
     /// Host names the HTTP listener answers to besides `localhost` and IP addresses
     /// (`--allowed-host`, `[server] allowed_hosts`); `name` allows every port, `name:port` one.
-    pub allowed_hosts: Vec<String>,
+    pub(crate) allowed_hosts: Vec<String>,
     /// Requests a connection may have in flight before it gets -32001.
-    pub max_in_flight: usize,
+    pub(crate) max_in_flight: usize,
     /// Largest incoming message (stdio line or WebSocket message), in bytes.
-    pub max_message_bytes: usize,
+    pub(crate) max_message_bytes: usize,
     /// Largest outgoing message; a client may declare a smaller one (`maxMessageBytes`).
-    pub max_outgoing_message_bytes: usize,
+    pub(crate) max_outgoing_message_bytes: usize,
     /// Outgoing messages queued per connection before a slow reader is disconnected.
-    pub outgoing_queue: usize,
+    pub(crate) outgoing_queue: usize,
     /// Threads kept loaded in memory before idle ones are evicted (least recently used first).
-    pub max_loaded_threads: usize,
+    pub(crate) max_loaded_threads: usize,
     /// WebSocket connections and MCP sessions served at once; more get HTTP 503.
-    pub max_connections: usize,
+    pub(crate) max_connections: usize,
     /// How long an MCP session may go without a request (and without an open stream) before
     /// it is closed and its connection slot freed.
-    pub mcp_idle_timeout: Duration,
+    pub(crate) mcp_idle_timeout: Duration,
     /// Inputs a thread's queue may hold before `turn/enqueue` gets -32602.
-    pub max_queued_inputs: usize,
-    pub ws_ping_interval: Duration,
-    pub ws_pong_timeout: Duration,
+    pub(crate) max_queued_inputs: usize,
+    pub(crate) ws_ping_interval: Duration,
+    pub(crate) ws_pong_timeout: Duration,
     pub log_format: LogFormat,
     /// Enables the `debug/*` test-support methods (off unless asked for).
-    pub enable_debug_methods: bool,
+    pub(crate) enable_debug_methods: bool,
     /// The workspace's approval policy (threads whose policy is `default` use it).
-    pub approval_policy: ApprovalPolicy,
+    pub(crate) approval_policy: ApprovalPolicy,
     /// How long an approval request waits for a decision before the policy's fallback applies.
-    pub approval_timeout: Duration,
+    pub(crate) approval_timeout: Duration,
     /// Channel adapters (by channel name) that act for the workspace's owner, so they may decide
     /// calls that are not a thread's own (`--approver-channel`, `[approvals] approver_channels`).
-    pub approver_channels: Vec<String>,
+    pub(crate) approver_channels: Vec<String>,
     /// App windows known at once (hosted or not), and per connection; a registration past
     /// either is refused (`--max-app-windows`, `--max-app-windows-per-connection`, `[apps]`).
-    pub max_app_windows: usize,
-    pub max_app_windows_per_connection: usize,
+    pub(crate) max_app_windows: usize,
+    pub(crate) max_app_windows_per_connection: usize,
     /// A window with no host and an empty log is forgotten after this long without a host
     /// (`--app-window-forget-after-ms`, `[apps] forget_after_ms`).
-    pub app_window_forget_after: Duration,
+    pub(crate) app_window_forget_after: Duration,
     /// The language model, when one is configured (otherwise the built-in agent answers).
-    pub model: Option<ModelSettings>,
+    pub(crate) model: Option<ModelSettings>,
     /// The user's directory of aai.json app descriptors (`--aai-home`; default `~/.aai`).
-    pub aai_home: Option<PathBuf>,
+    pub(crate) aai_home: Option<PathBuf>,
     /// How often the heartbeat runs on its own (`[heartbeat] interval_ms`, at least a minute);
     /// `None`: only on `heartbeat/trigger`.
-    pub heartbeat_interval: Option<Duration>,
+    pub(crate) heartbeat_interval: Option<Duration>,
     /// The user's skill folder (`--skills-home`; default `~/.appserver/skills`), after the
     /// workspace's `.appserver/skills`.
-    pub skills_home: Option<PathBuf>,
+    pub(crate) skills_home: Option<PathBuf>,
     /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
-    pub allow_private_discovery: bool,
+    pub(crate) allow_private_discovery: bool,
     /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
     /// listeners (on unless `--no-web`).
-    pub web: bool,
+    pub(crate) web: bool,
     /// Cluster mode: several instances on one PostgreSQL database, reaching each other over NATS
     /// (`--cluster`, `[cluster]`); `None` runs alone.
-    pub cluster: Option<ClusterSettings>,
+    pub(crate) cluster: Option<ClusterSettings>,
     /// On a signal, how long running turns may go on before they are cancelled
     /// (`--shutdown-grace`).
-    pub shutdown_grace: Duration,
+    pub(crate) shutdown_grace: Duration,
     /// Events each thread's log keeps at least, beyond its current and previous turn
     /// (`--min-kept-events`): how far behind a subscriber may fall and still catch up by `seq`.
-    pub min_kept_events: u64,
+    pub(crate) min_kept_events: u64,
     /// The agent's commands (`Exec`) and terminals (`--sandbox-mode`, `--exec-timeout-ms`,
     /// `--exec-hide-env`, `[shell]`).
-    pub shell: ShellSettings,
+    pub(crate) shell: ShellSettings,
     /// Requests to channel adapters and the messages kept for them (`--channel-*`).
-    pub channels: ChannelSettings,
+    pub(crate) channels: ChannelSettings,
 }
 
 /// How the server talks to channel adapters and keeps their messages.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ChannelSettings {
+pub(crate) struct ChannelSettings {
     /// How long an adapter has to answer `ext/channel/send`, `ext/channel/toolCall` or
     /// `ext/channel/heartbeat` (`--channel-request-timeout-ms`).
-    pub request_timeout: Duration,
+    pub(crate) request_timeout: Duration,
     /// How often each connected adapter is probed with `ext/channel/heartbeat`; one that does
     /// not answer in time is disconnected (`--channel-probe-interval-ms`).
-    pub probe_interval: Duration,
+    pub(crate) probe_interval: Duration,
     /// How long a message waits for its adapter before it is dropped (`--channel-message-ttl-ms`).
-    pub message_ttl: Duration,
+    pub(crate) message_ttl: Duration,
     /// The first retry's delay after a failed delivery, doubled each time up to a minute
     /// (`--channel-retry-base-ms`).
-    pub retry_base: Duration,
+    pub(crate) retry_base: Duration,
     /// Deliveries tried before a message is given up.
-    pub max_attempts: i64,
+    pub(crate) max_attempts: i64,
     /// Messages kept per channel; a new one past it is refused.
-    pub max_queued: i64,
+    pub(crate) max_queued: i64,
 }
 
 impl Default for ChannelSettings {
@@ -144,18 +144,18 @@ impl Default for ChannelSettings {
 
 /// How the agent's commands run.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ShellSettings {
+pub(crate) struct ShellSettings {
     /// The workspace's sandbox mode (a thread's `sandboxMode` overrides it).
-    pub sandbox_mode: crate::policy::SandboxMode,
+    pub(crate) sandbox_mode: crate::policy::SandboxMode,
     /// A foreground command is killed (with its process group) after this long.
-    pub exec_timeout: Duration,
+    pub(crate) exec_timeout: Duration,
     /// A background terminal is killed after this long.
-    pub terminal_lifetime: Duration,
+    pub(crate) terminal_lifetime: Duration,
     /// Running background terminals a thread may have at once.
-    pub max_terminals_per_thread: usize,
+    pub(crate) max_terminals_per_thread: usize,
     /// Environment variables never passed to commands, besides every `APPSERVER_*` one and the
     /// model key's variable.
-    pub hidden_env: Vec<String>,
+    pub(crate) hidden_env: Vec<String>,
 }
 
 impl Default for ShellSettings {
@@ -172,42 +172,42 @@ impl Default for ShellSettings {
 
 /// Cluster mode's NATS connection.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterSettings {
+pub(crate) struct ClusterSettings {
     /// `nats://host:port` (several separated by commas).
-    pub url: String,
+    pub(crate) url: String,
     /// The first token(s) of every subject, so several clusters can share a NATS server.
-    pub namespace: String,
+    pub(crate) namespace: String,
     /// How long a thread's lease lasts unless renewed (renewed every third of it): how soon
     /// another instance takes over the turns of an instance that died.
-    pub lease_ttl: std::time::Duration,
+    pub(crate) lease_ttl: std::time::Duration,
     /// PEM certificates to trust for the NATS server's TLS certificate, besides the system's
     /// (`--cluster-tls-ca`, `[cluster] tls_ca_file`).
-    pub tls_ca_file: Option<PathBuf>,
+    pub(crate) tls_ca_file: Option<PathBuf>,
 }
 
 /// Default of `--cluster-lease-ttl`, in seconds.
-pub const DEFAULT_LEASE_TTL_SECS: u64 = 10;
+pub(crate) const DEFAULT_LEASE_TTL_SECS: u64 = 10;
 
 /// Default of `--cluster-namespace`.
-pub const DEFAULT_CLUSTER_NAMESPACE: &str = "appserver";
+pub(crate) const DEFAULT_CLUSTER_NAMESPACE: &str = "appserver";
 
 /// An OpenAI-compatible model endpoint.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ModelSettings {
+pub(crate) struct ModelSettings {
     /// Model id sent in requests (a thread's `config.model` overrides it).
-    pub model: String,
+    pub(crate) model: String,
     /// Base URL of the API, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:11434/v1`.
-    pub base_url: String,
-    pub api_key: Option<String>,
+    pub(crate) base_url: String,
+    pub(crate) api_key: Option<String>,
     /// Model calls per turn before the agent stops.
-    pub max_steps: u32,
+    pub(crate) max_steps: u32,
     /// Retries of a request that failed to connect or got 429/5xx.
-    pub max_retries: u32,
+    pub(crate) max_retries: u32,
     /// How long the model may send nothing (no response head, no stream chunk) before the
     /// request is retried (no answer yet) or the turn fails (mid-stream).
-    pub idle_timeout: Duration,
+    pub(crate) idle_timeout: Duration,
     /// Extra instructions for every turn.
-    pub instructions: Option<String>,
+    pub(crate) instructions: Option<String>,
 }
 
 /// `<workspace>/.appserver/config.toml`.
@@ -403,35 +403,35 @@ pub(crate) struct FileApprovals {
 }
 
 /// Default of `--max-app-windows`.
-pub const DEFAULT_MAX_APP_WINDOWS: usize = 4096;
+pub(crate) const DEFAULT_MAX_APP_WINDOWS: usize = 4096;
 /// Default of `--max-app-windows-per-connection`.
-pub const DEFAULT_MAX_APP_WINDOWS_PER_CONNECTION: usize = 256;
+pub(crate) const DEFAULT_MAX_APP_WINDOWS_PER_CONNECTION: usize = 256;
 /// Default of `--app-window-forget-after-ms`: ten minutes.
-pub const DEFAULT_APP_WINDOW_FORGET_AFTER: Duration = Duration::from_secs(600);
+pub(crate) const DEFAULT_APP_WINDOW_FORGET_AFTER: Duration = Duration::from_secs(600);
 
 /// Default of `--shutdown-grace`.
-pub const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
+pub(crate) const DEFAULT_SHUTDOWN_GRACE: Duration = Duration::from_secs(30);
 
 /// Default of `--max-loaded-threads`.
-pub const DEFAULT_MAX_LOADED_THREADS: usize = 4096;
+pub(crate) const DEFAULT_MAX_LOADED_THREADS: usize = 4096;
 
 /// Default of `--mcp-idle-timeout-ms`: 10 minutes.
-pub const DEFAULT_MCP_IDLE_MS: u64 = 600_000;
+pub(crate) const DEFAULT_MCP_IDLE_MS: u64 = 600_000;
 
 /// Default of `--model-idle-timeout-ms`.
-pub const DEFAULT_MODEL_IDLE_MS: u64 = 120_000;
+pub(crate) const DEFAULT_MODEL_IDLE_MS: u64 = 120_000;
 
 /// The default base URL when only a model is given.
-pub const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
+pub(crate) const DEFAULT_BASE_URL: &str = "https://api.openai.com/v1";
 
 /// `<workspace>/.appserver/config.toml`
-pub fn config_file_path(workspace: &Path) -> PathBuf {
+pub(crate) fn config_file_path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("config.toml")
 }
 
 impl ServerConfig {
     /// The defaults for a workspace: stdio, database at `<workspace>/.appserver/state.db`.
-    pub fn for_workspace(workspace: PathBuf) -> Self {
+    pub(crate) fn for_workspace(workspace: PathBuf) -> Self {
         let db = StoreLocation::Sqlite(default_db_path(&workspace));
         ServerConfig {
             listen: vec![ListenAddr::Stdio],
@@ -474,7 +474,7 @@ impl ServerConfig {
         }
     }
 
-    pub fn has_stdio(&self) -> bool {
+    pub(crate) fn has_stdio(&self) -> bool {
         self.listen.contains(&ListenAddr::Stdio)
     }
 }
@@ -482,7 +482,7 @@ impl ServerConfig {
 /// Default of `--max-connections`: what the process's open-file limit allows (each connection is
 /// a socket), less room for the database, listeners and model requests; 1024 where the limit
 /// cannot be read.
-pub fn default_max_connections() -> usize {
+pub(crate) fn default_max_connections() -> usize {
     let soft_limit = std::fs::read_to_string("/proc/self/limits").ok().and_then(|text| {
         let line = text.lines().find(|l| l.starts_with("Max open files"))?;
         line.split_whitespace().nth(3)?.parse::<usize>().ok()
@@ -491,7 +491,7 @@ pub fn default_max_connections() -> usize {
 }
 
 /// `<workspace>/.appserver/state.db`
-pub fn default_db_path(workspace: &Path) -> PathBuf {
+pub(crate) fn default_db_path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("state.db")
 }
 
@@ -522,7 +522,7 @@ pub(crate) fn read_config_file(workspace: &Path) -> Result<FileConfig, ConfigErr
 }
 
 /// `stdio://`, `ws://127.0.0.1:8080`, `ws://localhost:0/ws`, `ws://[::1]:9000`.
-pub fn parse_listen(value: &str) -> Result<ListenAddr, ConfigError> {
+pub(crate) fn parse_listen(value: &str) -> Result<ListenAddr, ConfigError> {
     let invalid = |reason: &str| ConfigError::InvalidValue {
         flag: "--listen".into(),
         value: value.to_owned(),

@@ -14,7 +14,7 @@ const ROLLBACK_HOLD_LIMIT: Duration = Duration::from_secs(30);
 
 /// Per-thread release permits for `debug_block`, forced thread ids, rollback gates.
 #[derive(Debug, Default)]
-pub struct DebugHooks {
+pub(crate) struct DebugHooks {
     latches: Mutex<HashMap<String, Arc<Semaphore>>>,
     /// The id the next generated thread ids repeat, and how many more times.
     forced_thread_ids: Mutex<Option<(String, u32)>>,
@@ -36,7 +36,7 @@ impl Default for RollbackGate {
 }
 
 impl DebugHooks {
-    pub fn latch(&self, thread_id: &str) -> Arc<Semaphore> {
+    pub(crate) fn latch(&self, thread_id: &str) -> Arc<Semaphore> {
         self.latches
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -46,17 +46,17 @@ impl DebugHooks {
     }
 
     /// Lets one `debug_block` call on the thread finish (now or when it starts).
-    pub fn release(&self, thread_id: &str) {
+    pub(crate) fn release(&self, thread_id: &str) {
         self.latch(thread_id).add_permits(1);
     }
 
     /// The next `count` generated thread ids are `id`.
-    pub fn repeat_thread_id(&self, id: String, count: u32) {
+    pub(crate) fn repeat_thread_id(&self, id: String, count: u32) {
         *self.forced_thread_ids.lock().unwrap_or_else(|p| p.into_inner()) = (count > 0).then_some((id, count));
     }
 
     /// A forced thread id, if one is pending.
-    pub fn take_forced_thread_id(&self) -> Option<String> {
+    pub(crate) fn take_forced_thread_id(&self) -> Option<String> {
         let mut forced = self.forced_thread_ids.lock().unwrap_or_else(|p| p.into_inner());
         let (id, left) = forced.as_mut()?;
         let id = id.clone();
@@ -73,17 +73,17 @@ impl DebugHooks {
     }
 
     /// The next `thread/rollback` on the thread waits, after its check, for [`Self::release_rollback`].
-    pub fn hold_rollback(&self, thread_id: &str) {
+    pub(crate) fn hold_rollback(&self, thread_id: &str) {
         self.with_gate(thread_id, |gate| gate.armed = true);
     }
 
     /// Lets a held rollback on the thread go on (now or when it arrives at the gate).
-    pub fn release_rollback(&self, thread_id: &str) {
+    pub(crate) fn release_rollback(&self, thread_id: &str) {
         self.with_gate(thread_id, |gate| gate.permits.add_permits(1));
     }
 
     /// Called by `thread/rollback` after its check: waits if a hold was armed (30 s at most).
-    pub async fn rollback_gate(&self, thread_id: &str) {
+    pub(crate) async fn rollback_gate(&self, thread_id: &str) {
         let permits = {
             let mut gates = self.rollback_gates.lock().unwrap_or_else(|p| p.into_inner());
             match gates.get_mut(thread_id) {

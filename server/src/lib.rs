@@ -5,6 +5,9 @@
 //! domain modules → `store` (the only module that touches the database). `server` wires them together
 //! and owns start-up and shutdown. See docs/architecture.md.
 
+// Internals are `pub(crate)`: a `pub` item the crate does not export is a warning (an error in CI).
+#![warn(unreachable_pub)]
+
 mod acp;
 mod agent;
 mod apps;

@@ -19,18 +19,18 @@ use serde::{Deserialize, Serialize};
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 pub struct LockInfo {
-    pub pid: u32,
-    pub workspace: PathBuf,
+    pub(crate) pid: u32,
+    pub(crate) workspace: PathBuf,
     /// The SQLite file, or the PostgreSQL URL without its password.
-    pub db: String,
+    pub(crate) db: String,
     /// `ws://ADDR/ws` of the first WebSocket listener, if any.
-    pub ws_url: Option<String>,
+    pub(crate) ws_url: Option<String>,
     /// Every listener, as URLs (`stdio://`, `ws://ADDR/ws`).
-    pub listen: Vec<String>,
-    pub started_at: String,
-    pub version: String,
+    pub(crate) listen: Vec<String>,
+    pub(crate) started_at: String,
+    pub(crate) version: String,
     /// A file (readable only by its owner) holding the WebSocket token, when one is required.
-    pub token_file: Option<PathBuf>,
+    pub(crate) token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -58,19 +58,19 @@ fn held_message(what: &str, path: &Path, holder: Option<&LockInfo>) -> String {
 }
 
 /// `<workspace>/.appserver/server.lock`
-pub fn lock_path(workspace: &Path) -> PathBuf {
+pub(crate) fn lock_path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("server.lock")
 }
 
 /// `<workspace>/.appserver/server.token`: where a token given on the command line is written for
 /// local clients (mode 0600).
-pub fn token_path(workspace: &Path) -> PathBuf {
+pub(crate) fn token_path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("server.token")
 }
 
 /// The held locks. Dropping it releases them; [`ServerLock::release`] also removes the file.
 #[derive(Debug)]
-pub struct ServerLock {
+pub(crate) struct ServerLock {
     file: File,
     path: PathBuf,
     _db_lock: Option<File>,
@@ -80,7 +80,7 @@ pub struct ServerLock {
 impl ServerLock {
     /// Takes the workspace lock and, for a SQLite file (`db`), the database lock, or says who
     /// holds them.
-    pub fn acquire(workspace: &Path, db: Option<&Path>) -> Result<ServerLock, LockError> {
+    pub(crate) fn acquire(workspace: &Path, db: Option<&Path>) -> Result<ServerLock, LockError> {
         let path = lock_path(workspace);
         if let Some(dir) = path.parent() {
             std::fs::create_dir_all(dir).map_err(|source| LockError::Io { path: dir.to_path_buf(), source })?;
@@ -103,7 +103,7 @@ impl ServerLock {
     }
 
     /// Writes `info` into the lock file (replacing what was there) and syncs it.
-    pub fn publish(&mut self, info: &LockInfo) -> Result<(), LockError> {
+    pub(crate) fn publish(&mut self, info: &LockInfo) -> Result<(), LockError> {
         let io = |source| LockError::Io { path: self.path.clone(), source };
         let mut text = serde_json::to_string_pretty(info).unwrap_or_default();
         text.push('\n');
@@ -115,7 +115,7 @@ impl ServerLock {
 
     /// Writes a token given on the command line to `<workspace>/.appserver/server.token`, readable
     /// only by its owner, and returns the path (removed again by [`ServerLock::release`]).
-    pub fn write_token(&mut self, workspace: &Path, token: &str) -> Result<PathBuf, LockError> {
+    pub(crate) fn write_token(&mut self, workspace: &Path, token: &str) -> Result<PathBuf, LockError> {
         let path = token_path(workspace);
         let io = |source| LockError::Io { path: path.clone(), source };
         let mut options = OpenOptions::new();
@@ -132,7 +132,7 @@ impl ServerLock {
 
     /// Removes the lock file (and a token file it wrote) while still holding the lock, then
     /// releases it.
-    pub fn release(self) {
+    pub(crate) fn release(self) {
         if let Some(token) = &self.written_token {
             let _ = std::fs::remove_file(token);
         }

@@ -32,12 +32,12 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 /// A batch written at once of at least this many bytes counts as a burst.
-pub const BURST_BYTES: usize = 32 * 1024;
+pub(crate) const BURST_BYTES: usize = 32 * 1024;
 /// How long output must pause before the trim.
-pub const QUIET: Duration = Duration::from_millis(50);
+pub(crate) const QUIET: Duration = Duration::from_millis(50);
 /// Under output that never pauses for [`QUIET`], the trim still runs this long after the burst
 /// that began the wait.
-pub const MOST_DEFERRED: Duration = Duration::from_secs(5);
+pub(crate) const MOST_DEFERRED: Duration = Duration::from_secs(5);
 
 /// Set by a burst, cleared by the trimmer as it starts a quiet period.
 static BURST: AtomicBool = AtomicBool::new(false);
@@ -52,14 +52,14 @@ fn note_burst() {
 }
 
 /// Records a write of `bytes` bytes: a burst when it is at least [`BURST_BYTES`].
-pub fn note_written(bytes: usize) {
+pub(crate) fn note_written(bytes: usize) {
     if bytes >= BURST_BYTES {
         note_burst();
     }
 }
 
 /// Trims after each burst, once output has paused, until `stop`.
-pub async fn trim_after_bursts(stop: CancellationToken) {
+pub(crate) async fn trim_after_bursts(stop: CancellationToken) {
     loop {
         tokio::select! {
             _ = stop.cancelled() => return,
@@ -108,16 +108,16 @@ fn trim() -> bool {
 /// The allocator's heap: bytes handed out (in its arenas and in its own mappings of large
 /// blocks) and bytes it holds free in its arenas, resident or not.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct HeapUsage {
-    pub in_use: usize,
-    pub free: usize,
+pub(crate) struct HeapUsage {
+    pub(crate) in_use: usize,
+    pub(crate) free: usize,
 }
 
 /// Reads the allocator's own counts (`mallinfo2`, which locks each arena in turn: call it on a
 /// scrape, not per request).
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[allow(unsafe_code)]
-pub fn heap_usage() -> Option<HeapUsage> {
+pub(crate) fn heap_usage() -> Option<HeapUsage> {
     // SAFETY: `mallinfo2` takes nothing and returns a struct by value, reading the allocator's
     // state under its own locks; it has no precondition on the caller.
     let info = unsafe { libc::mallinfo2() };
@@ -126,7 +126,7 @@ pub fn heap_usage() -> Option<HeapUsage> {
 
 /// Other C libraries have no such count.
 #[cfg(not(all(target_os = "linux", target_env = "gnu")))]
-pub fn heap_usage() -> Option<HeapUsage> {
+pub(crate) fn heap_usage() -> Option<HeapUsage> {
     None
 }
 

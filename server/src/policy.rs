@@ -10,7 +10,7 @@ use serde_json::Value;
 
 /// When a thread asks before gated tool calls.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalPolicy {
+pub(crate) enum ApprovalPolicy {
     /// Auto-approve everything (`never` / DotCraft `autoApprove`).
     Never,
     /// Ask for every gated call not marked read-only (the default).
@@ -23,7 +23,7 @@ pub enum ApprovalPolicy {
 
 impl ApprovalPolicy {
     /// Parses a policy name; `default` (and unknown names) give `None`.
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "never" | "autoApprove" => Some(ApprovalPolicy::Never),
             "onRequest" => Some(ApprovalPolicy::OnRequest),
@@ -34,12 +34,12 @@ impl ApprovalPolicy {
     }
 
     /// The thread's policy, or the workspace default when the thread says `default` or nothing.
-    pub fn effective(thread: Option<&str>, workspace_default: ApprovalPolicy) -> Self {
+    pub(crate) fn effective(thread: Option<&str>, workspace_default: ApprovalPolicy) -> Self {
         thread.and_then(Self::parse).unwrap_or(workspace_default)
     }
 
     /// Whether a call must be decided by someone (rather than auto-approved).
-    pub fn requires_approval(self, read_only: bool) -> bool {
+    pub(crate) fn requires_approval(self, read_only: bool) -> bool {
         match self {
             ApprovalPolicy::Never => false,
             ApprovalPolicy::OnRequest => !read_only,
@@ -48,7 +48,7 @@ impl ApprovalPolicy {
     }
 
     /// The non-interactive decision (section 7.4): no client can answer, or none did in time.
-    pub fn fallback(self) -> ApprovalDecision {
+    pub(crate) fn fallback(self) -> ApprovalDecision {
         match self {
             ApprovalPolicy::Never => ApprovalDecision::Accept,
             ApprovalPolicy::Interrupt => ApprovalDecision::Cancel,
@@ -59,28 +59,28 @@ impl ApprovalPolicy {
 
 /// What a gated tool call asks approval for.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ApprovalSpec {
+pub(crate) struct ApprovalSpec {
     /// `app`, `shell`, `file`, `remoteResource`, ...
-    pub kind: String,
-    pub operation: String,
-    pub target: String,
+    pub(crate) kind: String,
+    pub(crate) operation: String,
+    pub(crate) target: String,
     /// What `acceptForSession` and `acceptAlways` remember.
-    pub scope_key: String,
+    pub(crate) scope_key: String,
     /// Read-only calls are asked about only under `untrusted`.
-    pub read_only: bool,
+    pub(crate) read_only: bool,
     /// Shown to the user.
-    pub reason: String,
+    pub(crate) reason: String,
     /// For an app command: the call, sent to clients that declared the app extension.
-    pub app: Option<AppCommandApproval>,
+    pub(crate) app: Option<AppCommandApproval>,
     /// Asked about every time, whatever the policy and the consents given before (a path
     /// outside the workspace, a command that cannot be confined). Under `never` nobody
     /// answering means `decline`.
-    pub must_ask: bool,
+    pub(crate) must_ask: bool,
 }
 
 /// How a thread's commands are confined (per workspace, overridable per thread).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum SandboxMode {
+pub(crate) enum SandboxMode {
     /// Reads anywhere, writes nowhere (but `/dev/null`).
     ReadOnly,
     /// Reads anywhere, writes only inside the workspace and the temp directories (the default).
@@ -90,7 +90,7 @@ pub enum SandboxMode {
 }
 
 impl SandboxMode {
-    pub fn parse(name: &str) -> Option<Self> {
+    pub(crate) fn parse(name: &str) -> Option<Self> {
         match name {
             "readOnly" => Some(SandboxMode::ReadOnly),
             "workspaceWrite" => Some(SandboxMode::WorkspaceWrite),
@@ -99,7 +99,7 @@ impl SandboxMode {
         }
     }
 
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             SandboxMode::ReadOnly => "readOnly",
             SandboxMode::WorkspaceWrite => "workspaceWrite",
@@ -112,7 +112,7 @@ impl SandboxMode {
 /// never covers another's. A thread's agent by its thread, an outside agent by the name it
 /// declared (the only name it keeps from one session to the next; names are not verified, see
 /// docs/mcp.md), an app by its app id, a client by its connection.
-pub fn consent_key(caller: &AppCaller) -> String {
+pub(crate) fn consent_key(caller: &AppCaller) -> String {
     match caller {
         AppCaller::Agent { thread_id } => format!("thread:{thread_id}"),
         AppCaller::Mcp { declared_name, .. } => format!("mcp:{}", declared_name.trim().to_lowercase()),
@@ -128,18 +128,18 @@ const MAX_SESSION_CONSENTS: usize = 1024;
 /// The scope keys a caller's "accept for session" answers approved, for the life of its session
 /// (an MCP session, an app window's registration).
 #[derive(Debug, Default)]
-pub struct SessionConsents(Mutex<HashSet<String>>);
+pub(crate) struct SessionConsents(Mutex<HashSet<String>>);
 
 impl SessionConsents {
     fn set(&self) -> std::sync::MutexGuard<'_, HashSet<String>> {
         self.0.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn contains(&self, scope_key: &str) -> bool {
+    pub(crate) fn contains(&self, scope_key: &str) -> bool {
         self.set().contains(scope_key)
     }
 
-    pub fn insert(&self, scope_key: &str) {
+    pub(crate) fn insert(&self, scope_key: &str) {
         let mut set = self.set();
         if set.len() < MAX_SESSION_CONSENTS {
             set.insert(scope_key.to_owned());
@@ -152,7 +152,7 @@ const MAX_RENDERED: usize = 300;
 
 /// `app_command sheet (win_x): setCells {"cells":{"A1":"1"}}`, on one line (JSON escapes line
 /// breaks), shortened with `…` past [`MAX_RENDERED`] characters.
-pub fn render_app_command(app_id: &str, window_id: &str, command: &str, params: &Value) -> String {
+pub(crate) fn render_app_command(app_id: &str, window_id: &str, command: &str, params: &Value) -> String {
     let line = format!("app_command {app_id} ({window_id}): {command} {params}");
     if line.chars().count() <= MAX_RENDERED {
         return line;
@@ -165,7 +165,7 @@ pub fn render_app_command(app_id: &str, window_id: &str, command: &str, params: 
 impl ApprovalSpec {
     /// A spec whose scope key follows DotCraft's rules: `shell:*`, `file:{operation}`, otherwise
     /// `{kind}:{operation}:{target}`.
-    pub fn new(kind: &str, operation: &str, target: &str, reason: impl Into<String>) -> Self {
+    pub(crate) fn new(kind: &str, operation: &str, target: &str, reason: impl Into<String>) -> Self {
         let scope_key = match kind {
             "shell" => "shell:*".to_owned(),
             "file" => format!("file:{operation}"),
@@ -187,7 +187,7 @@ impl ApprovalSpec {
     /// that any client renders (the command line is a one-line rendering of the call, the working
     /// directory the workspace); clients that declared the app extension get the `app` form
     /// (`approvals::wire`).
-    pub fn app_command(app_id: &str, window_id: &str, command: &str, params: &Value, workspace: &str) -> Self {
+    pub(crate) fn app_command(app_id: &str, window_id: &str, command: &str, params: &Value, workspace: &str) -> Self {
         ApprovalSpec {
             kind: "shell".to_owned(),
             operation: render_app_command(app_id, window_id, command, params),
@@ -206,21 +206,21 @@ impl ApprovalSpec {
         }
     }
 
-    pub fn read_only(mut self, read_only: bool) -> Self {
+    pub(crate) fn read_only(mut self, read_only: bool) -> Self {
         self.read_only = read_only;
         self
     }
 
     /// Asked about every time (see [`ApprovalSpec::must_ask`]), remembered by nothing: its scope
     /// key names the exact operation and target.
-    pub fn must_ask(mut self) -> Self {
+    pub(crate) fn must_ask(mut self) -> Self {
         self.must_ask = true;
         self.scope_key = format!("{}:{}:{}", self.kind, self.operation, self.target);
         self
     }
 
     /// Names the caller of an app command in its `app` fields.
-    pub fn called_by(mut self, caller: &AppCaller) -> Self {
+    pub(crate) fn called_by(mut self, caller: &AppCaller) -> Self {
         if let Some(app) = self.app.as_mut() {
             app.caller = Some(Box::new(caller.clone()));
         }
@@ -232,11 +232,11 @@ impl ApprovalSpec {
 /// every tool but `SpawnAgent`; `explorer` only reads (files, skills, apps, plans) and its
 /// commands run read-only; `worker` has every tool, `SpawnAgent` included while the depth limit
 /// allows. A child's role is kept in its configuration's `toolProfile` as `subagent-<role>`.
-pub mod roles {
+pub(crate) mod roles {
     /// The spawn tool's name (DotCraft's).
-    pub const SPAWN_TOOL: &str = "SpawnAgent";
+    pub(crate) const SPAWN_TOOL: &str = "SpawnAgent";
     /// The built-in roles; the first is used when none is given.
-    pub const ROLES: &[&str] = &["default", "worker", "explorer"];
+    pub(crate) const ROLES: &[&str] = &["default", "worker", "explorer"];
     /// What `explorer` may call.
     const READ_ONLY_TOOLS: &[&str] = &[
         "ReadFile",
@@ -252,18 +252,18 @@ pub mod roles {
     const PREFIX: &str = "subagent-";
 
     /// The `toolProfile` that marks a child of `role`.
-    pub fn tool_profile(role: &str) -> String {
+    pub(crate) fn tool_profile(role: &str) -> String {
         format!("{PREFIX}{role}")
     }
 
     /// The role of a thread with this `toolProfile`, if it is a sub-agent's.
-    pub fn role_of(tool_profile: Option<&str>) -> Option<&str> {
+    pub(crate) fn role_of(tool_profile: Option<&str>) -> Option<&str> {
         tool_profile?.strip_prefix(PREFIX).filter(|r| ROLES.contains(r))
     }
 
     /// Whether a thread with this `toolProfile` may call `tool` (the depth limit is the spawn tool's
     /// own check).
-    pub fn allows(tool_profile: Option<&str>, tool: &str) -> bool {
+    pub(crate) fn allows(tool_profile: Option<&str>, tool: &str) -> bool {
         match role_of(tool_profile) {
             None | Some("worker") => true,
             Some("explorer") => READ_ONLY_TOOLS.contains(&tool),
@@ -272,7 +272,7 @@ pub mod roles {
     }
 
     /// The sandbox mode a role imposes on its commands, if any.
-    pub fn sandbox_mode(role: &str) -> Option<&'static str> {
+    pub(crate) fn sandbox_mode(role: &str) -> Option<&'static str> {
         (role == "explorer").then_some("readOnly")
     }
 

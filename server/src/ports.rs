@@ -23,11 +23,11 @@ use bytes::Bytes;
 use serde_json::value::RawValue;
 
 /// A boxed future, so the traits below can be used as `dyn` objects.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Identifies a client (a connection) for the lifetime of the process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub struct ConnectionId(pub u64);
+pub(crate) struct ConnectionId(pub(crate) u64);
 
 impl fmt::Display for ConnectionId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -38,7 +38,7 @@ impl fmt::Display for ConnectionId {
 /// Identifies an app host: a connection, or a host the server runs itself (named by its kind
 /// and the app it serves, e.g. `process:sheet`).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum HostId {
+pub(crate) enum HostId {
     Connection(ConnectionId),
     Managed(String),
 }
@@ -57,10 +57,10 @@ impl fmt::Display for HostId {
 /// One pointer wide: every connection's outgoing queue holds these, and tokio's queue keeps up
 /// to a few blocks of 32 slots after a burst, for as long as the connection lives.
 #[derive(Debug, Clone)]
-pub struct OutFrame(Arc<Bytes>);
+pub(crate) struct OutFrame(Arc<Bytes>);
 
 impl OutFrame {
-    pub fn bytes(&self) -> &Bytes {
+    pub(crate) fn bytes(&self) -> &Bytes {
         &self.0
     }
 }
@@ -73,7 +73,7 @@ impl From<String> for OutFrame {
 
 /// Why a request to a client or host got no usable answer.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     #[error("the connection closed before the client answered")]
     Closed,
     #[error("the client did not answer within {0:?}")]
@@ -85,15 +85,15 @@ pub enum CallError {
 }
 
 /// The raw answer to a request: the `result` member of the response.
-pub type Answer = Result<Box<RawValue>, CallError>;
+pub(crate) type Answer = Result<Box<RawValue>, CallError>;
 
 /// A request already on its way; awaiting it yields the answer.
-pub type PendingAnswer<'a> = BoxFuture<'a, Answer>;
+pub(crate) type PendingAnswer<'a> = BoxFuture<'a, Answer>;
 
 /// A request of the ACP tool proxy (`ext/acp/*`, DotCraft AppServer protocol section 11.3): what
 /// the agent's file and command tools ask of an editor through the client that fronts it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum AcpCall {
+pub(crate) enum AcpCall {
     ReadTextFile,
     WriteTextFile,
     TerminalCreate,
@@ -106,7 +106,7 @@ pub enum AcpCall {
 /// A request of the unified channel runtime (DotCraft AppServer protocol section 11.2) to a
 /// channel adapter.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChannelCall {
+pub(crate) enum ChannelCall {
     /// Deliver a message.
     Send,
     /// Run one of the adapter's declared tools.
@@ -118,17 +118,17 @@ pub enum ChannelCall {
 /// What a channel adapter declared at `initialize` (`capabilities.channelAdapter`), validated
 /// once for the connection's life.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct ChannelAdapter {
+pub(crate) struct ChannelAdapter {
     /// `channelName`, as declared.
-    pub channel: String,
+    pub(crate) channel: String,
     /// `deliveryCapabilities.structuredDelivery`: it takes `ext/channel/send`.
-    pub structured_delivery: bool,
+    pub(crate) structured_delivery: bool,
     /// The `channelTools` kept (valid, distinct, within the bounds).
-    pub tools: Vec<DynamicToolSpec>,
+    pub(crate) tools: Vec<DynamicToolSpec>,
 }
 
 /// Something the domain notifies and asks: a connected client.
-pub trait Client: Send + Sync + fmt::Debug {
+pub(crate) trait Client: Send + Sync + fmt::Debug {
     fn id(&self) -> ConnectionId;
 
     /// Whether the client has gone (a request to it fails at once with [`CallError::Closed`]).
@@ -215,7 +215,7 @@ pub trait Client: Send + Sync + fmt::Debug {
 }
 
 /// Something that answers an app window's queries and commands.
-pub trait AppHost: Send + Sync + fmt::Debug {
+pub(crate) trait AppHost: Send + Sync + fmt::Debug {
     fn host_id(&self) -> HostId;
 
     /// What kind of host it is, as `app/list` shows it (`AppSummary.kind`): `window` for a
@@ -247,7 +247,7 @@ pub trait AppHost: Send + Sync + fmt::Debug {
 }
 
 /// Every connected client, for workspace-wide notifications and for finding one by id.
-pub trait Broadcast: Send + Sync + fmt::Debug {
+pub(crate) trait Broadcast: Send + Sync + fmt::Debug {
     /// Sends an already-serialized notification to every client that wants it. Never awaits.
     fn broadcast(&self, method: &str, frame: &OutFrame) -> usize;
 
@@ -262,15 +262,15 @@ pub trait Broadcast: Send + Sync + fmt::Debug {
 /// Stand-ins for unit tests of the domain: a client that records what it is sent, and an empty
 /// set of clients.
 #[cfg(test)]
-pub mod fake {
+pub(crate) mod fake {
     use std::sync::{Arc, Mutex};
 
     use super::*;
 
     /// A client that wants every notification and records the frames, in order.
     #[derive(Debug, Default)]
-    pub struct RecordingClient {
-        pub id: u64,
+    pub(crate) struct RecordingClient {
+        pub(crate) id: u64,
         frames: Mutex<Vec<String>>,
         /// `clientInfo.name` and `channelAdapter.channelName`, as declared; such a client
         /// declares `approvalSupport`.
@@ -278,18 +278,18 @@ pub mod fake {
     }
 
     impl RecordingClient {
-        pub fn new(id: u64) -> Arc<RecordingClient> {
+        pub(crate) fn new(id: u64) -> Arc<RecordingClient> {
             Arc::new(RecordingClient { id, frames: Mutex::new(Vec::new()), declared: None })
         }
 
         /// An approval-capable client that declared `name` (and a channel adapter's channel).
-        pub fn named(id: u64, name: &str, channel: Option<&str>) -> Arc<RecordingClient> {
+        pub(crate) fn named(id: u64, name: &str, channel: Option<&str>) -> Arc<RecordingClient> {
             let declared = Some((name.to_owned(), channel.map(str::to_owned)));
             Arc::new(RecordingClient { id, frames: Mutex::new(Vec::new()), declared })
         }
 
         /// The frames received since the last call.
-        pub fn take(&self) -> Vec<String> {
+        pub(crate) fn take(&self) -> Vec<String> {
             std::mem::take(&mut *self.frames.lock().unwrap_or_else(|p| p.into_inner()))
         }
     }
@@ -328,7 +328,7 @@ pub mod fake {
 
     /// No client is connected.
     #[derive(Debug, Default)]
-    pub struct NoClients;
+    pub(crate) struct NoClients;
 
     impl Broadcast for NoClients {
         fn broadcast(&self, _method: &str, _frame: &OutFrame) -> usize {

@@ -19,37 +19,37 @@ use metrics::{Counter, Gauge, Histogram, counter, gauge, histogram};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 
 /// Open connections, by transport (`ws`, `stdio`).
-pub const CONNECTIONS: &str = "appserver_connections";
+pub(crate) const CONNECTIONS: &str = "appserver_connections";
 /// Requests answered, by method and outcome (`ok`, `error`).
-pub const REQUESTS: &str = "appserver_requests_total";
+pub(crate) const REQUESTS: &str = "appserver_requests_total";
 /// Requests being handled.
-pub const REQUESTS_IN_FLIGHT: &str = "appserver_requests_in_flight";
+pub(crate) const REQUESTS_IN_FLIGHT: &str = "appserver_requests_in_flight";
 /// Seconds from a request's arrival to its reply.
-pub const REQUEST_SECONDS: &str = "appserver_request_duration_seconds";
+pub(crate) const REQUEST_SECONDS: &str = "appserver_request_duration_seconds";
 /// Turns running now.
-pub const TURNS_RUNNING: &str = "appserver_turns_running";
+pub(crate) const TURNS_RUNNING: &str = "appserver_turns_running";
 /// Write units waiting for the store's writer.
-pub const STORE_QUEUE: &str = "appserver_store_write_queue";
+pub(crate) const STORE_QUEUE: &str = "appserver_store_write_queue";
 /// Seconds one group commit took (BEGIN to COMMIT).
-pub const STORE_COMMIT_SECONDS: &str = "appserver_store_commit_seconds";
+pub(crate) const STORE_COMMIT_SECONDS: &str = "appserver_store_commit_seconds";
 /// Write units per group commit.
-pub const STORE_BATCH_UNITS: &str = "appserver_store_batch_units";
+pub(crate) const STORE_BATCH_UNITS: &str = "appserver_store_batch_units";
 /// Group commits run again after a deadlock, a serialization failure or a lost connection.
-pub const STORE_RETRIES: &str = "appserver_store_retries_total";
+pub(crate) const STORE_RETRIES: &str = "appserver_store_retries_total";
 /// Seconds an app host took to answer `ext/app/query` or `ext/app/command`, by call and outcome.
-pub const APP_CALL_SECONDS: &str = "appserver_app_call_seconds";
+pub(crate) const APP_CALL_SECONDS: &str = "appserver_app_call_seconds";
 /// Connections closed because their outgoing queue was full (a client that does not read).
-pub const SLOW_CLIENTS_DROPPED: &str = "appserver_slow_clients_dropped_total";
+pub(crate) const SLOW_CLIENTS_DROPPED: &str = "appserver_slow_clients_dropped_total";
 /// Cluster mode: 1 while the connection to NATS is up, 0 while it is not.
-pub const CLUSTER_CONNECTED: &str = "appserver_cluster_connected";
+pub(crate) const CLUSTER_CONNECTED: &str = "appserver_cluster_connected";
 /// Cluster mode: seconds from a thread event's publish on one instance to its reader on another.
-pub const CLUSTER_LAG_SECONDS: &str = "appserver_cluster_lag_seconds";
+pub(crate) const CLUSTER_LAG_SECONDS: &str = "appserver_cluster_lag_seconds";
 /// Cluster mode: thread events dropped because a subscription's reader was behind.
-pub const CLUSTER_EVENTS_DROPPED: &str = "appserver_cluster_events_dropped_total";
+pub(crate) const CLUSTER_EVENTS_DROPPED: &str = "appserver_cluster_events_dropped_total";
 /// Gauge: bytes the allocator has handed out (glibc only; read at each scrape).
-pub const HEAP_IN_USE: &str = "appserver_heap_in_use_bytes";
+pub(crate) const HEAP_IN_USE: &str = "appserver_heap_in_use_bytes";
 /// Gauge: bytes the allocator holds free, resident or not (glibc only; read at each scrape).
-pub const HEAP_FREE: &str = "appserver_heap_free_bytes";
+pub(crate) const HEAP_FREE: &str = "appserver_heap_free_bytes";
 
 /// Histogram buckets, in seconds: 50 µs to 30 s.
 const BUCKETS: &[f64] =
@@ -62,7 +62,7 @@ static HANDLE: OnceLock<Option<PrometheusHandle>> = OnceLock::new();
 
 /// Installs the process's recorder; later calls (several servers in one test process) reuse it.
 /// `None` when another recorder was installed first (then `/metrics` answers 503).
-pub fn install() -> Option<PrometheusHandle> {
+pub(crate) fn install() -> Option<PrometheusHandle> {
     HANDLE
         .get_or_init(|| {
             let builder = PrometheusBuilder::new().set_buckets(BUCKETS).and_then(|b| {
@@ -86,7 +86,7 @@ pub fn install() -> Option<PrometheusHandle> {
 }
 
 /// The metrics in the Prometheus text format, or `None` when metrics are off.
-pub fn render() -> Option<String> {
+pub(crate) fn render() -> Option<String> {
     let handle = HANDLE.get()?.as_ref()?;
     handle.run_upkeep();
     Some(handle.render())
@@ -94,7 +94,7 @@ pub fn render() -> Option<String> {
 
 /// Folds the recorded histogram samples into their buckets every few seconds (between scrapes
 /// too, so samples never pile up), until `stop`.
-pub async fn upkeep(stop: tokio_util::sync::CancellationToken) {
+pub(crate) async fn upkeep(stop: tokio_util::sync::CancellationToken) {
     let Some(Some(handle)) = HANDLE.get() else { return };
     let mut ticks = tokio::time::interval(Duration::from_secs(5));
     loop {
@@ -138,7 +138,7 @@ fn describe() {
 /// requests by method and outcome, the request, turn, store and app-call series, and with
 /// `cluster` the cluster mode's. Adds nothing to a value (several servers in one test process share
 /// the recorder). The heap gauges are read at each scrape instead (glibc builds only).
-pub fn register_all(cluster: bool) {
+pub(crate) fn register_all(cluster: bool) {
     if !matches!(HANDLE.get(), Some(Some(_))) {
         return;
     }
@@ -173,10 +173,10 @@ pub fn register_all(cluster: bool) {
 
 /// Counts an open connection until dropped.
 #[derive(Debug)]
-pub struct ConnectionGauge(&'static str);
+pub(crate) struct ConnectionGauge(&'static str);
 
 impl ConnectionGauge {
-    pub fn open(transport: &'static str) -> ConnectionGauge {
+    pub(crate) fn open(transport: &'static str) -> ConnectionGauge {
         gauge!(CONNECTIONS, "transport" => transport).increment(1.0);
         ConnectionGauge(transport)
     }
@@ -191,10 +191,10 @@ impl Drop for ConnectionGauge {
 /// A request being handled: counted in flight until [`RequestTimer::finish`] (or a drop, which
 /// counts nothing else).
 #[derive(Debug)]
-pub struct RequestTimer(Instant);
+pub(crate) struct RequestTimer(Instant);
 
 impl RequestTimer {
-    pub fn start() -> RequestTimer {
+    pub(crate) fn start() -> RequestTimer {
         if let Some(gauge) = in_flight_gauge() {
             gauge.increment(1.0);
         }
@@ -203,7 +203,7 @@ impl RequestTimer {
 
     /// Records the answered request. `method` must come from a fixed set (the method table,
     /// `unknown`, or a `debug/` method when those are enabled).
-    pub fn finish(self, method: &str, ok: bool) {
+    pub(crate) fn finish(self, method: &str, ok: bool) {
         let outcome = if ok { "ok" } else { "error" };
         match ANSWERED.get_or_init(answered_slots).get_key_value(method) {
             Some((&name, slots)) => {
@@ -272,10 +272,10 @@ fn cached<T>(cell: &'static OnceLock<T>, register: impl FnOnce() -> T) -> Option
 
 /// Counts a running turn until dropped.
 #[derive(Debug)]
-pub struct TurnGauge(());
+pub(crate) struct TurnGauge(());
 
 impl TurnGauge {
-    pub fn start() -> TurnGauge {
+    pub(crate) fn start() -> TurnGauge {
         if let Some(gauge) = turns_running_gauge() {
             gauge.increment(1.0);
         }
@@ -292,14 +292,14 @@ impl Drop for TurnGauge {
 }
 
 /// Write units submitted to (`+n`) or taken by (`-n`) the store's writer.
-pub fn store_queue(change: f64) {
+pub(crate) fn store_queue(change: f64) {
     if let Some(gauge) = cached(&STORE_QUEUE_HANDLE, || gauge!(STORE_QUEUE)) {
         gauge.increment(change);
     }
 }
 
 /// One group commit of `units` write units that took `took`.
-pub fn store_commit(units: usize, took: Duration) {
+pub(crate) fn store_commit(units: usize, took: Duration) {
     if let Some(seconds) = cached(&STORE_COMMIT_HANDLE, || histogram!(STORE_COMMIT_SECONDS)) {
         seconds.record(took.as_secs_f64());
     }
@@ -309,12 +309,12 @@ pub fn store_commit(units: usize, took: Duration) {
 }
 
 /// A group commit run again (deadlock, serialization failure, lost connection).
-pub fn store_retry() {
+pub(crate) fn store_retry() {
     counter!(STORE_RETRIES).increment(1);
 }
 
 /// An app host's answer to `call` (`query` or `command`) after `took`.
-pub fn app_call(call: &'static str, ok: bool, took: Duration) {
+pub(crate) fn app_call(call: &'static str, ok: bool, took: Duration) {
     let outcome = if ok { "ok" } else { "error" };
     let Some(row) = ["query", "command"].iter().position(|known| *known == call) else {
         histogram!(APP_CALL_SECONDS, "call" => call, "outcome" => outcome).record(took.as_secs_f64());
@@ -327,29 +327,29 @@ pub fn app_call(call: &'static str, ok: bool, took: Duration) {
 }
 
 /// A connection closed because it did not read its messages.
-pub fn slow_client_dropped() {
+pub(crate) fn slow_client_dropped() {
     counter!(SLOW_CLIENTS_DROPPED).increment(1);
 }
 
 /// The allocator's heap as counted for a scrape: bytes handed out and bytes held free.
-pub fn heap(in_use: usize, free: usize) {
+pub(crate) fn heap(in_use: usize, free: usize) {
     gauge!(HEAP_IN_USE).set(in_use as f64);
     gauge!(HEAP_FREE).set(free as f64);
 }
 
 /// Cluster mode: the connection to NATS went up or down.
-pub fn cluster_connected(up: bool) {
+pub(crate) fn cluster_connected(up: bool) {
     gauge!(CLUSTER_CONNECTED).set(if up { 1.0 } else { 0.0 });
 }
 
 /// Cluster mode: a thread event reached its reader `lag` after it was published.
-pub fn cluster_lag(lag: Duration) {
+pub(crate) fn cluster_lag(lag: Duration) {
     if let Some(seconds) = cached(&CLUSTER_LAG_HANDLE, || histogram!(CLUSTER_LAG_SECONDS)) {
         seconds.record(lag.as_secs_f64());
     }
 }
 
 /// Cluster mode: `count` thread events dropped for a reader that was behind.
-pub fn cluster_events_dropped(count: u64) {
+pub(crate) fn cluster_events_dropped(count: u64) {
     counter!(CLUSTER_EVENTS_DROPPED).increment(count);
 }

@@ -21,7 +21,7 @@ const EDITOR_TIMEOUT: Duration = Duration::from_secs(5 * 60);
 const EXIT_TIMEOUT: Duration = Duration::from_secs(24 * 60 * 60);
 
 /// The options offered for an approval: (DotCraft decision, ACP option kind, label).
-pub const OPTIONS: &[(&str, &str, &str)] = &[
+pub(crate) const OPTIONS: &[(&str, &str, &str)] = &[
     ("accept", "allow_once", "Allow"),
     ("acceptForSession", "allow_always", "Allow for this session"),
     ("acceptAlways", "allow_always", "Always allow"),
@@ -33,7 +33,7 @@ fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 /// Answers one server request.
-pub async fn answer(bridge: Arc<Bridge>, message: Incoming) {
+pub(crate) async fn answer(bridge: Arc<Bridge>, message: Incoming) {
     let Some(id) = message.id else { return };
     let thread = str_at(&message.params, "threadId").to_owned();
     let current_call = {
@@ -50,7 +50,7 @@ pub async fn answer(bridge: Arc<Bridge>, message: Incoming) {
 }
 
 /// The permission request the editor gets for an approval.
-pub fn permission_request(params: &Value, call: Option<String>) -> Value {
+pub(crate) fn permission_request(params: &Value, call: Option<String>) -> Value {
     let (kind, operation, target) =
         (str_at(params, "approvalType"), str_at(params, "operation"), str_at(params, "target"));
     let (tool_kind, title) = match kind {
@@ -79,7 +79,7 @@ pub fn permission_request(params: &Value, call: Option<String>) -> Value {
 
 /// The decision an editor's answer stands for: the option chosen, `cancel` when the prompt was
 /// cancelled, `decline` for anything else.
-pub fn decision(outcome: &Value) -> &'static str {
+pub(crate) fn decision(outcome: &Value) -> &'static str {
     match str_at(outcome, "outcome") {
         "cancelled" => "cancel",
         "selected" => {
@@ -103,7 +103,7 @@ async fn permission(bridge: &Bridge, params: &Value, call: Option<String>) -> Va
 }
 
 /// The editor's method for an `ext/acp/*` request (DotCraft's names → ACP's).
-pub fn editor_method(method: &str) -> Option<&'static str> {
+pub(crate) fn editor_method(method: &str) -> Option<&'static str> {
     Some(match method.strip_prefix("ext/acp/")? {
         "fs/readTextFile" => "fs/read_text_file",
         "fs/writeTextFile" => "fs/write_text_file",

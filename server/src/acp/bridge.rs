@@ -18,34 +18,34 @@ use super::session::Session;
 use super::updates;
 
 /// ACP's protocol version this bridge speaks.
-pub const PROTOCOL_VERSION: u64 = 1;
+pub(crate) const PROTOCOL_VERSION: u64 = 1;
 /// How long the server has to answer a request that is not a turn.
-pub const SERVER_TIMEOUT: Duration = Duration::from_secs(60);
+pub(crate) const SERVER_TIMEOUT: Duration = Duration::from_secs(60);
 /// The identity of the threads the bridge starts (DotCraft's built-in `acp` origin).
-pub const CHANNEL: &str = "acp";
-pub const USER: &str = "local";
+pub(crate) const CHANNEL: &str = "acp";
+pub(crate) const USER: &str = "local";
 /// Editor requests handled at once (a prompt holds one for its turn); one more is refused.
-pub const MAX_IN_FLIGHT: usize = 64;
+pub(crate) const MAX_IN_FLIGHT: usize = 64;
 /// Sessions one bridge follows (each a subscription to its thread).
-pub const MAX_SESSIONS: usize = 1024;
+pub(crate) const MAX_SESSIONS: usize = 1024;
 /// The modes a session can be in (`thread/mode/set`).
 const MODES: &[(&str, &str)] = &[("agent", "Agent"), ("plan", "Plan")];
 
 #[derive(Debug, Default)]
-pub struct State {
-    pub initialized: bool,
-    pub sessions: HashMap<String, Session>,
+pub(crate) struct State {
+    pub(crate) initialized: bool,
+    pub(crate) sessions: HashMap<String, Session>,
     /// `model/list`'s models, when the server has a model.
-    pub models: Vec<String>,
+    pub(crate) models: Vec<String>,
     /// Commands a prompt may start with (`command/list`, no built-ins).
-    pub commands: Vec<String>,
+    pub(crate) commands: Vec<String>,
     command_list: Value,
 }
 
 #[derive(Debug)]
-pub struct Bridge {
-    pub editor: Arc<Peer>,
-    pub server: Arc<Peer>,
+pub(crate) struct Bridge {
+    pub(crate) editor: Arc<Peer>,
+    pub(crate) server: Arc<Peer>,
     state: Mutex<State>,
     in_flight: Arc<tokio::sync::Semaphore>,
 }
@@ -55,7 +55,7 @@ fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 /// A server error as the editor gets it: the same code and message.
-pub fn relayed(err: RpcError) -> ErrorObject {
+pub(crate) fn relayed(err: RpcError) -> ErrorObject {
     match err {
         RpcError::Error(error) => error,
         other => error(error_codes::INTERNAL_ERROR, other.to_string()),
@@ -67,17 +67,17 @@ fn invalid(message: impl Into<String>) -> ErrorObject {
 }
 
 impl Bridge {
-    pub fn new(editor: Arc<Peer>, server: Arc<Peer>) -> Arc<Bridge> {
+    pub(crate) fn new(editor: Arc<Peer>, server: Arc<Peer>) -> Arc<Bridge> {
         let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
         Arc::new(Bridge { editor, server, state: Mutex::new(State::default()), in_flight })
     }
 
-    pub fn state(&self) -> MutexGuard<'_, State> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Serves until the editor closes stdin (`Ok`) or the server's connection closes.
-    pub async fn run(
+    pub(crate) async fn run(
         self: Arc<Self>,
         mut from_editor: mpsc::Receiver<Incoming>,
         mut from_server: mpsc::Receiver<Incoming>,
@@ -349,7 +349,7 @@ impl Bridge {
         Ok(json!({ "configOptions": self.config_options(Some(value)).unwrap_or(json!([])) }))
     }
 
-    pub async fn send_update(&self, session_id: &str, update: Value) {
+    pub(crate) async fn send_update(&self, session_id: &str, update: Value) {
         let params = json!({ "sessionId": session_id, "update": update });
         let _ = self.editor.notify("session/update", &params).await;
     }

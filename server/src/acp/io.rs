@@ -17,11 +17,11 @@ use super::rpc::{Incoming, Peer, QUEUE};
 
 /// The longest line the editor may send (a prompt with embedded files), and the longest
 /// WebSocket message appserver may send.
-pub const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+pub(crate) const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
 /// The editor's side: a peer writing to stdout, and a task reading stdin into `inbox` until EOF
 /// (then the inbox closes).
-pub fn stdio(inbox: mpsc::Sender<Incoming>) -> Arc<Peer> {
+pub(crate) fn stdio(inbox: mpsc::Sender<Incoming>) -> Arc<Peer> {
     let (out_tx, mut out_rx) = mpsc::channel::<String>(QUEUE);
     let peer = Peer::new(out_tx);
     tokio::spawn(async move {
@@ -63,7 +63,11 @@ pub fn stdio(inbox: mpsc::Sender<Incoming>) -> Arc<Peer> {
 
 /// appserver's side: connects to `url` (with the token, when the server needs one); a task reads
 /// its messages into `inbox` until the connection closes.
-pub async fn websocket(url: &str, token: Option<&str>, inbox: mpsc::Sender<Incoming>) -> Result<Arc<Peer>, AcpError> {
+pub(crate) async fn websocket(
+    url: &str,
+    token: Option<&str>,
+    inbox: mpsc::Sender<Incoming>,
+) -> Result<Arc<Peer>, AcpError> {
     let connect_error = |reason: String| AcpError::Connect { url: url.to_owned(), reason };
     let mut request = url.into_client_request().map_err(|e| connect_error(e.to_string()))?;
     if let Some(token) = token {

@@ -43,7 +43,7 @@ pub async fn acp_stdio(config: ServerConfig) -> Result<(), AcpError> {
 
 /// Bridges stdio to the server at `ws_url` until stdin closes (the editor is done) or the
 /// server's connection closes.
-pub async fn serve(ws_url: &str, token: Option<&str>) -> Result<(), AcpError> {
+pub(crate) async fn serve(ws_url: &str, token: Option<&str>) -> Result<(), AcpError> {
     let (server_tx, from_server) = mpsc::channel(rpc::QUEUE);
     let server = io::websocket(ws_url, token, server_tx).await?;
     let (editor_tx, from_editor) = mpsc::channel(rpc::QUEUE);

@@ -17,7 +17,7 @@ fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 /// The input parts of a prompt. `commands`: the names a leading `/name args` may take.
-pub fn input_parts(blocks: &[Value], commands: &[String]) -> Result<Vec<Value>, ErrorObject> {
+pub(crate) fn input_parts(blocks: &[Value], commands: &[String]) -> Result<Vec<Value>, ErrorObject> {
     let mut parts = Vec::new();
     for (n, block) in blocks.iter().enumerate() {
         let part = match str_at(block, "type") {
@@ -89,7 +89,7 @@ fn percent_decoded(path: &str) -> String {
 }
 
 /// Runs a prompt as a turn and answers when the turn has ended.
-pub async fn prompt(bridge: &Bridge, p: &Value) -> Result<Value, ErrorObject> {
+pub(crate) async fn prompt(bridge: &Bridge, p: &Value) -> Result<Value, ErrorObject> {
     let session_id = str_at(p, "sessionId").to_owned();
     let blocks = p.get("prompt").and_then(Value::as_array).cloned().unwrap_or_default();
     let (tx, mut ended) = mpsc::channel(8);
@@ -144,7 +144,7 @@ fn take_cancel(bridge: &Bridge, session_id: &str, turn_id: &str) -> bool {
 }
 
 /// `session/cancel`: interrupts the session's turn (or does once its id is known).
-pub async fn cancel(bridge: &Bridge, session_id: &str) {
+pub(crate) async fn cancel(bridge: &Bridge, session_id: &str) {
     let turn = {
         let mut state = bridge.state();
         let Some(prompt) = state.sessions.get_mut(session_id).and_then(|s| s.prompt.as_mut()) else { return };

@@ -14,11 +14,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 
 /// Frames waiting for the writer, and incoming messages waiting for the bridge.
-pub const QUEUE: usize = 1024;
+pub(crate) const QUEUE: usize = 1024;
 
 /// Why a request got no result.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum RpcError {
+pub(crate) enum RpcError {
     #[error("the other side answered with error {}: {}", .0.code, .0.message)]
     Error(ErrorObject),
     #[error("the connection closed")]
@@ -29,17 +29,17 @@ pub enum RpcError {
 
 /// A request or notification from the other side (`id` is `None` for a notification).
 #[derive(Debug)]
-pub struct Incoming {
-    pub id: Option<RequestId>,
-    pub method: String,
-    pub params: Value,
+pub(crate) struct Incoming {
+    pub(crate) id: Option<RequestId>,
+    pub(crate) method: String,
+    pub(crate) params: Value,
 }
 
 type Pending = Mutex<HashMap<i64, oneshot::Sender<Result<Value, ErrorObject>>>>;
 
 /// One side of a connection: what we send, and the answers we wait for.
 #[derive(Debug)]
-pub struct Peer {
+pub(crate) struct Peer {
     out: mpsc::Sender<String>,
     pending: Pending,
     next: AtomicI64,
@@ -47,7 +47,7 @@ pub struct Peer {
 
 impl Peer {
     /// A peer writing to `out`; feed what the other side sends to [`Peer::receive`].
-    pub fn new(out: mpsc::Sender<String>) -> Arc<Peer> {
+    pub(crate) fn new(out: mpsc::Sender<String>) -> Arc<Peer> {
         Arc::new(Peer { out, pending: Mutex::new(HashMap::new()), next: AtomicI64::new(1) })
     }
 
@@ -60,7 +60,7 @@ impl Peer {
     }
 
     /// Sends a request and waits, at most `timeout`, for its result.
-    pub async fn request(&self, method: &str, params: &Value, timeout: Duration) -> Result<Value, RpcError> {
+    pub(crate) async fn request(&self, method: &str, params: &Value, timeout: Duration) -> Result<Value, RpcError> {
         let id = self.next.fetch_add(1, Ordering::Relaxed);
         let text = jsonrpc::write_request(&RequestId::integer(id), method, params).map_err(|_| RpcError::Closed)?;
         let (tx, rx) = oneshot::channel();
@@ -78,12 +78,12 @@ impl Peer {
         result
     }
 
-    pub async fn notify(&self, method: &str, params: &Value) -> Result<(), RpcError> {
+    pub(crate) async fn notify(&self, method: &str, params: &Value) -> Result<(), RpcError> {
         let text = jsonrpc::write_notification(method, params).map_err(|_| RpcError::Closed)?;
         self.send(text).await
     }
 
-    pub async fn respond(&self, id: &RequestId, result: Result<Value, ErrorObject>) -> Result<(), RpcError> {
+    pub(crate) async fn respond(&self, id: &RequestId, result: Result<Value, ErrorObject>) -> Result<(), RpcError> {
         let text = match result {
             Ok(value) => jsonrpc::write_response(id, &value).map_err(|_| RpcError::Closed)?,
             Err(error) => jsonrpc::write_error(id, &error),
@@ -94,7 +94,7 @@ impl Peer {
     /// One frame from the other side: answers complete our requests, the rest goes to `inbox`
     /// (waiting for room: a bridge that is behind slows the reader, which slows the sender).
     /// Returns false once `inbox` is closed.
-    pub async fn receive(&self, text: &str, inbox: &mpsc::Sender<Incoming>) -> bool {
+    pub(crate) async fn receive(&self, text: &str, inbox: &mpsc::Sender<Incoming>) -> bool {
         let messages = match jsonrpc::parse_frame(text) {
             Frame::Single(message) => vec![message],
             Frame::Batch(messages) => messages,
@@ -135,7 +135,7 @@ impl Peer {
     }
 
     /// The connection is gone: every request waiting fails with [`RpcError::Closed`].
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         self.pending().clear();
     }
 }
@@ -149,7 +149,7 @@ fn params(raw: Option<Box<serde_json::value::RawValue>>) -> Value {
 }
 
 /// A JSON-RPC error object.
-pub fn error(code: i64, message: impl Into<String>) -> ErrorObject {
+pub(crate) fn error(code: i64, message: impl Into<String>) -> ErrorObject {
     ErrorObject { code, message: message.into(), data: None }
 }
 

@@ -15,7 +15,7 @@ const KEPT_OUTPUT: usize = 64 * 1024;
 
 /// How a turn ended, for the prompt waiting on it.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Ended {
+pub(crate) enum Ended {
     Completed,
     Cancelled,
     Failed(String),
@@ -23,17 +23,17 @@ pub enum Ended {
 
 /// A `session/prompt` waiting for its turn.
 #[derive(Debug)]
-pub struct Prompt {
-    pub turn_id: Option<String>,
+pub(crate) struct Prompt {
+    pub(crate) turn_id: Option<String>,
     /// `session/cancel` came before the turn's id was known.
-    pub cancel: bool,
-    pub ended: mpsc::Sender<(String, Ended)>,
+    pub(crate) cancel: bool,
+    pub(crate) ended: mpsc::Sender<(String, Ended)>,
 }
 
 #[derive(Debug, Default)]
-pub struct Session {
-    pub workspace: String,
-    pub prompt: Option<Prompt>,
+pub(crate) struct Session {
+    pub(crate) workspace: String,
+    pub(crate) prompt: Option<Prompt>,
     tools: HashMap<String, (String, Value)>,
     open: Vec<String>,
     items: HashMap<String, String>,
@@ -46,25 +46,25 @@ fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
 }
 
 impl Session {
-    pub fn new(workspace: String) -> Session {
+    pub(crate) fn new(workspace: String) -> Session {
         Session { workspace, ..Default::default() }
     }
 
     /// The call the agent is in (the last one started and not finished): what a permission
     /// request or an editor terminal belongs to.
-    pub fn current_call(&self) -> Option<&str> {
+    pub(crate) fn current_call(&self) -> Option<&str> {
         self.open.last().map(String::as_str)
     }
 
     /// An editor terminal started for the current call; returns the update that shows it.
-    pub fn terminal_started(&mut self, terminal_id: &str) -> Option<Value> {
+    pub(crate) fn terminal_started(&mut self, terminal_id: &str) -> Option<Value> {
         let call = self.current_call()?.to_owned();
         self.terminals.insert(call.clone(), terminal_id.to_owned());
         Some(updates::terminal(&call, terminal_id))
     }
 
     /// The updates one server notification makes, and the end of a turn when it is one.
-    pub fn map(&mut self, method: &str, params: &Value) -> (Vec<Value>, Option<(String, Ended)>) {
+    pub(crate) fn map(&mut self, method: &str, params: &Value) -> (Vec<Value>, Option<(String, Ended)>) {
         let item = params.get("item").cloned().unwrap_or(Value::Null);
         let updates = match method {
             "item/agentMessage/delta" => vec![updates::chunk("agent_message_chunk", str_at(params, "delta"))],
@@ -90,7 +90,7 @@ impl Session {
     }
 
     /// A stored item of the thread's history, as the updates that show it.
-    pub fn replay(&mut self, item: &Value) -> Vec<Value> {
+    pub(crate) fn replay(&mut self, item: &Value) -> Vec<Value> {
         let mut out = self.started(item);
         out.extend(self.completed(item, true));
         out

@@ -17,12 +17,12 @@ fn update(kind: &str, fields: Value) -> Value {
 }
 
 /// A text chunk: `user_message_chunk`, `agent_message_chunk` or `agent_thought_chunk`.
-pub fn chunk(kind: &str, text: &str) -> Value {
+pub(crate) fn chunk(kind: &str, text: &str) -> Value {
     update(kind, json!({ "content": { "type": "text", "text": text } }))
 }
 
 /// ACP's tool kind for one of the agent's tools.
-pub fn kind(tool: &str) -> &'static str {
+pub(crate) fn kind(tool: &str) -> &'static str {
     match tool {
         "ReadFile" | "app_list" | "app_query" => "read",
         "WriteFile" | "EditFile" => "edit",
@@ -39,7 +39,7 @@ fn arg<'a>(args: &'a Value, name: &str) -> &'a str {
 }
 
 /// What the editor shows as the call's title (the tool's name until its arguments are known).
-pub fn title(tool: &str, args: &Value) -> String {
+pub(crate) fn title(tool: &str, args: &Value) -> String {
     let (prefix, value) = match tool {
         "ReadFile" => ("Read ", arg(args, "path")),
         "WriteFile" => ("Write ", arg(args, "path")),
@@ -57,7 +57,7 @@ pub fn title(tool: &str, args: &Value) -> String {
 }
 
 /// The files the call touches, absolute (relative paths are the workspace's).
-pub fn locations(tool: &str, args: &Value, workspace: &str) -> Vec<Value> {
+pub(crate) fn locations(tool: &str, args: &Value, workspace: &str) -> Vec<Value> {
     let path = match tool {
         "ReadFile" | "WriteFile" | "EditFile" => arg(args, "path"),
         "GrepFiles" | "FindFiles" => arg(args, "path"),
@@ -74,7 +74,7 @@ fn absolute(path: &str, workspace: &str) -> String {
 }
 
 /// `tool_call`: a `toolCall` (or `dynamicToolCall`) item started.
-pub fn tool_call(call_id: &str, tool: &str, args: &Value, workspace: &str) -> Value {
+pub(crate) fn tool_call(call_id: &str, tool: &str, args: &Value, workspace: &str) -> Value {
     let mut fields = json!({
         "toolCallId": call_id,
         "title": title(tool, args),
@@ -89,7 +89,7 @@ pub fn tool_call(call_id: &str, tool: &str, args: &Value, workspace: &str) -> Va
 }
 
 /// `tool_call_update` once the call's arguments are complete: it is about to run.
-pub fn tool_ready(call_id: &str, tool: &str, args: &Value, workspace: &str) -> Value {
+pub(crate) fn tool_ready(call_id: &str, tool: &str, args: &Value, workspace: &str) -> Value {
     update(
         "tool_call_update",
         json!({
@@ -103,7 +103,7 @@ pub fn tool_ready(call_id: &str, tool: &str, args: &Value, workspace: &str) -> V
 }
 
 /// `tool_call_update` with a command's output so far (a fenced block).
-pub fn command_output(call_id: &str, output: &str) -> Value {
+pub(crate) fn command_output(call_id: &str, output: &str) -> Value {
     let text = format!("```\n{}\n```", output.trim_end_matches('\n'));
     update(
         "tool_call_update",
@@ -113,7 +113,7 @@ pub fn command_output(call_id: &str, output: &str) -> Value {
 }
 
 /// `tool_call_update` showing the editor terminal the command runs in.
-pub fn terminal(call_id: &str, terminal_id: &str) -> Value {
+pub(crate) fn terminal(call_id: &str, terminal_id: &str) -> Value {
     update(
         "tool_call_update",
         json!({ "toolCallId": call_id, "content": [{ "type": "terminal", "terminalId": terminal_id }] }),
@@ -122,7 +122,7 @@ pub fn terminal(call_id: &str, terminal_id: &str) -> Value {
 
 /// The old and new text of a unified diff's hunks (context lines on both sides): what ACP's
 /// `diff` content wants, for the part of the file that changed. `None` old text for a new file.
-pub fn diff_texts(diff: &str, added: bool) -> (Option<String>, String) {
+pub(crate) fn diff_texts(diff: &str, added: bool) -> (Option<String>, String) {
     let (mut old, mut new) = (String::new(), String::new());
     for line in diff.lines() {
         if line.starts_with("---") || line.starts_with("+++") || line.starts_with("@@") || line.starts_with('\\') {
@@ -148,7 +148,7 @@ fn push_line(out: &mut String, line: &str) {
 
 /// `tool_call_update` for a finished call (`toolResult`): status, the result as text, and a
 /// `diff` per changed file. `terminal`: the call ran in an editor terminal, which stays shown.
-pub fn tool_result(result: &Value, workspace: &str, terminal: Option<&str>) -> Value {
+pub(crate) fn tool_result(result: &Value, workspace: &str, terminal: Option<&str>) -> Value {
     let call_id = arg(result, "callId");
     let success = result.get("success").and_then(Value::as_bool).unwrap_or(true);
     let mut content = Vec::new();
@@ -176,7 +176,7 @@ pub fn tool_result(result: &Value, workspace: &str, terminal: Option<&str>) -> V
 }
 
 /// `tool_call_update` for a finished `dynamicToolCall` item.
-pub fn dynamic_result(payload: &Value) -> Value {
+pub(crate) fn dynamic_result(payload: &Value) -> Value {
     let success = payload.get("success").and_then(Value::as_bool).unwrap_or(false);
     let texts: Vec<&str> = payload
         .get("contentItems")
@@ -195,7 +195,7 @@ pub fn dynamic_result(payload: &Value) -> Value {
 
 /// `plan` from a plan snapshot (`plan/updated`, `thread.plan`): each todo an entry. ACP has no
 /// `cancelled` status: a cancelled todo is shown `completed`.
-pub fn plan(snapshot: &Value) -> Value {
+pub(crate) fn plan(snapshot: &Value) -> Value {
     let entries: Vec<Value> = snapshot
         .get("todos")
         .and_then(Value::as_array)
@@ -219,12 +219,12 @@ pub fn plan(snapshot: &Value) -> Value {
 }
 
 /// `session_info_update` with the thread's new name.
-pub fn title_changed(name: &str) -> Value {
+pub(crate) fn title_changed(name: &str) -> Value {
     update("session_info_update", json!({ "title": name }))
 }
 
 /// `available_commands_update` from `command/list`: the commands a prompt may start with.
-pub fn commands(list: &Value) -> Value {
+pub(crate) fn commands(list: &Value) -> Value {
     let commands: Vec<Value> = list
         .get("commands")
         .and_then(Value::as_array)
@@ -245,7 +245,7 @@ pub fn commands(list: &Value) -> Value {
 }
 
 /// The text of a `userMessage`, `agentMessage` or `reasoningContent` payload.
-pub fn text_of(payload: &Value) -> &str {
+pub(crate) fn text_of(payload: &Value) -> &str {
     arg(payload, "text")
 }
 

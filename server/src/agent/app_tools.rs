@@ -24,7 +24,7 @@ fn string_arg(args: &Value, name: &str) -> Result<String, ToolOutput> {
 }
 
 #[derive(Debug)]
-pub struct AppListTool;
+pub(crate) struct AppListTool;
 
 impl Tool for AppListTool {
     fn name(&self) -> &str {
@@ -48,7 +48,7 @@ impl Tool for AppListTool {
 }
 
 #[derive(Debug)]
-pub struct AppQueryTool;
+pub(crate) struct AppQueryTool;
 
 impl Tool for AppQueryTool {
     fn name(&self) -> &str {
@@ -84,7 +84,7 @@ impl Tool for AppQueryTool {
 }
 
 #[derive(Debug)]
-pub struct AppCommandTool;
+pub(crate) struct AppCommandTool;
 
 impl Tool for AppCommandTool {
     fn name(&self) -> &str {

@@ -11,7 +11,7 @@ use crate::turns::agent::Agent;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// The reply to free text when no model is configured.
-pub const NO_MODEL_REPLY: &str = "No language model is configured, so I cannot answer free-form messages. \
+pub(crate) const NO_MODEL_REPLY: &str = "No language model is configured, so I cannot answer free-form messages. \
 To use one, point appserver at an OpenAI-compatible endpoint: set APPSERVER_MODEL (and APPSERVER_BASE_URL, \
 APPSERVER_API_KEY), or add a [model] section to .appserver/config.toml, then restart the server. \
 These commands work without a model: /apps lists the registered apps, /query WINDOW KEY reads an app's state \
@@ -21,7 +21,7 @@ These commands work without a model: /apps lists the registered apps, /query WIN
 and /diff shows the workspace's uncommitted changes (git diff).";
 
 #[derive(Debug, Default)]
-pub struct BuiltinAgent;
+pub(crate) struct BuiltinAgent;
 
 impl Agent for BuiltinAgent {
     fn run<'a>(&'a self, turn: &'a mut TurnContext) -> BoxFuture<'a, Result<(), TurnError>> {
@@ -78,7 +78,7 @@ async fn run_command(turn: &mut TurnContext, name: &str, args: &str) -> Result<S
 
 /// `/apps`, `/query WINDOW KEY`, `/command WINDOW NAME [JSON]`, `/plan JSON` → (tool, arguments). `Ok(None)`
 /// for an unknown command; `Err(usage)` for a known command with bad arguments.
-pub fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Value)>, String> {
+pub(crate) fn parse_command(name: &str, args: &str) -> Result<Option<(&'static str, Value)>, String> {
     let args = args.trim();
     match name {
         "apps" => Ok(Some(("app_list", json!({})))),

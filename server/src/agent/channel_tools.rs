@@ -14,7 +14,7 @@ use crate::ports::{Answer, CallError, ChannelCall};
 use crate::turns::context::TurnContext;
 
 /// The tools the thread's channel's adapter offers now (none when it is not connected here).
-pub fn offered(ctx: &TurnContext) -> Vec<DynamicToolSpec> {
+pub(crate) fn offered(ctx: &TurnContext) -> Vec<DynamicToolSpec> {
     let origin = ctx.handle.state().record.origin_channel.clone();
     if !is_adapter_channel(&origin) {
         return Vec::new();
@@ -23,7 +23,7 @@ pub fn offered(ctx: &TurnContext) -> Vec<DynamicToolSpec> {
 }
 
 /// `ext/channel/toolCall` to the adapter of the thread's channel.
-pub async fn ask(ctx: &TurnContext, spec: &DynamicToolSpec, call_id: &str, arguments: Value) -> Answer {
+pub(crate) async fn ask(ctx: &TurnContext, spec: &DynamicToolSpec, call_id: &str, arguments: Value) -> Answer {
     let (origin, channel_context) = {
         let state = ctx.handle.state();
         (state.record.origin_channel.clone(), state.record.channel_context.clone())

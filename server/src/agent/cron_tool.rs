@@ -12,8 +12,8 @@ use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
 /// The tool; the service is set once the server is assembled (it runs turns, which use tools).
 #[derive(Debug, Default)]
-pub struct CronTool {
-    pub service: Arc<OnceLock<Arc<CronService>>>,
+pub(crate) struct CronTool {
+    pub(crate) service: Arc<OnceLock<Arc<CronService>>>,
 }
 
 impl Tool for CronTool {

@@ -9,7 +9,7 @@ use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
 
 /// A tool that blocks until released with `debug/release` or until the turn is cancelled.
 #[derive(Debug)]
-pub struct DebugBlockTool;
+pub(crate) struct DebugBlockTool;
 
 impl Tool for DebugBlockTool {
     fn name(&self) -> &str {
@@ -43,7 +43,7 @@ impl Tool for DebugBlockTool {
 /// A tool gated by approval (kind `debug`, operation `touch`, target from the arguments), for
 /// exercising the approval flow in tests.
 #[derive(Debug)]
-pub struct DebugGatedTool;
+pub(crate) struct DebugGatedTool;
 
 impl Tool for DebugGatedTool {
     fn name(&self) -> &str {

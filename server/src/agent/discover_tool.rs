@@ -11,7 +11,7 @@ use crate::ports::BoxFuture;
 use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
 #[derive(Debug)]
-pub struct AppDiscoverTool;
+pub(crate) struct AppDiscoverTool;
 
 impl Tool for AppDiscoverTool {
     fn name(&self) -> &str {

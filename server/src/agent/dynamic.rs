@@ -18,7 +18,7 @@ use crate::turns::context::{TurnContext, TurnError};
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The name the model sees: `namespace__name`, or `name`.
-pub fn model_name(spec: &DynamicToolSpec) -> String {
+pub(crate) fn model_name(spec: &DynamicToolSpec) -> String {
     match &spec.namespace {
         Some(ns) => format!("{ns}__{}", spec.name),
         None => spec.name.clone(),
@@ -26,7 +26,7 @@ pub fn model_name(spec: &DynamicToolSpec) -> String {
 }
 
 /// What the model reads back from a finished call.
-pub fn visible_result(payload: &DynamicToolCallPayload) -> String {
+pub(crate) fn visible_result(payload: &DynamicToolCallPayload) -> String {
     if payload.success == Some(true) {
         let texts: Vec<&str> = payload.content_items.iter().filter_map(|c| c.text.as_deref()).collect();
         if !texts.is_empty() {
@@ -65,13 +65,13 @@ fn approval_spec(spec: &DynamicToolSpec, arguments: &Value) -> Option<ApprovalSp
 /// Who runs a dynamic tool: the client that declared it on `thread/start` (`item/tool/call`), or
 /// the channel adapter that declared it in `channelTools` (`ext/channel/toolCall`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Route {
+pub(crate) enum Route {
     Client,
     Channel,
 }
 
 /// Runs one dynamic tool call; returns what the model reads back.
-pub async fn call(
+pub(crate) async fn call(
     ctx: &mut TurnContext,
     spec: &DynamicToolSpec,
     call_id: &str,
@@ -147,7 +147,7 @@ async fn ask_owner(ctx: &TurnContext, spec: &DynamicToolSpec, call_id: &str, arg
 }
 
 /// A call whose arguments could not be parsed: recorded as a failed item.
-pub async fn call_failed(
+pub(crate) async fn call_failed(
     ctx: &mut TurnContext,
     spec: &DynamicToolSpec,
     call_id: &str,

@@ -19,9 +19,9 @@ use crate::turns::tools::ToolCall;
 
 /// The server and tool being called.
 #[derive(Debug, Clone, Copy)]
-pub struct Called<'a> {
-    pub server: &'a str,
-    pub tool: &'a str,
+pub(crate) struct Called<'a> {
+    pub(crate) server: &'a str,
+    pub(crate) tool: &'a str,
 }
 
 fn refuse(why: String) -> Result<ElicitResult, ErrorData> {
@@ -30,7 +30,7 @@ fn refuse(why: String) -> Result<ElicitResult, ErrorData> {
 }
 
 /// The user's answer to the server's elicitation, or why there is none.
-pub async fn ask(
+pub(crate) async fn ask(
     call: &ToolCall<'_>,
     called: Called<'_>,
     request: ElicitRequestParams,
@@ -90,7 +90,7 @@ fn result_of(answer: McpElicitationResult) -> ElicitResult {
 }
 
 /// Passes one progress notification on to the thread's clients.
-pub fn progress(call: &ToolCall<'_>, called: Called<'_>, update: ProgressNotificationParam) {
+pub(crate) fn progress(call: &ToolCall<'_>, called: Called<'_>, update: ProgressNotificationParam) {
     let Some(thread) = call.env.threads.loaded(call.thread_id) else { return };
     let params = ToolCallProgressParams {
         thread_id: call.thread_id.to_owned(),

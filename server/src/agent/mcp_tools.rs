@@ -33,7 +33,7 @@ fn text_arg(arguments: &Value, name: &str) -> Result<String, ToolOutput> {
 }
 
 /// The MCP Apps view a tool declares (`_meta.ui.resourceUri`, or the older `_meta["ui/resourceUri"]`).
-pub fn view_of(tool: &McpTool) -> Option<String> {
+pub(crate) fn view_of(tool: &McpTool) -> Option<String> {
     let meta = tool.meta.as_ref()?;
     let uri = meta.get("ui").and_then(|ui| ui.get("resourceUri")).or_else(|| meta.get("ui/resourceUri"))?;
     uri.as_str().filter(|u| u.starts_with("ui://")).map(str::to_owned)
@@ -47,7 +47,7 @@ fn hints(tool: &McpTool) -> (bool, bool) {
 }
 
 #[derive(Debug)]
-pub struct McpServersTool;
+pub(crate) struct McpServersTool;
 
 impl Tool for McpServersTool {
     fn name(&self) -> &str {
@@ -87,7 +87,7 @@ impl Tool for McpServersTool {
 }
 
 #[derive(Debug)]
-pub struct McpToolTool;
+pub(crate) struct McpToolTool;
 
 impl Tool for McpToolTool {
     fn name(&self) -> &str {
@@ -151,7 +151,7 @@ fn find(env: &ToolEnv, server: &str, tool: &str) -> Result<McpTool, ToolOutput> 
 }
 
 #[derive(Debug)]
-pub struct McpCallTool;
+pub(crate) struct McpCallTool;
 
 impl Tool for McpCallTool {
     fn name(&self) -> &str {

@@ -4,20 +4,20 @@
 //! servers' tools and the debug tools.
 //! The interfaces they implement (`Agent`, `Tool`) belong to the turn runner (`turns`).
 
-pub mod app_tools;
+pub(crate) mod app_tools;
 mod builtin;
 mod channel_tools;
-pub mod cron_tool;
-pub mod debug_tools;
-pub mod discover_tool;
-pub mod dynamic;
-pub mod hands;
+pub(crate) mod cron_tool;
+pub(crate) mod debug_tools;
+pub(crate) mod discover_tool;
+pub(crate) mod dynamic;
+pub(crate) mod hands;
 mod mcp_elicit;
-pub mod mcp_tools;
+pub(crate) mod mcp_tools;
 mod model_agent;
-pub mod plan;
-pub mod skill_tool;
-pub mod todo;
+pub(crate) mod plan;
+pub(crate) mod skill_tool;
+pub(crate) mod todo;
 
-pub use builtin::BuiltinAgent;
-pub use model_agent::ModelAgent;
+pub(crate) use builtin::BuiltinAgent;
+pub(crate) use model_agent::ModelAgent;

@@ -29,14 +29,14 @@ its state keys and commands), and app_command runs a command with params matchin
 before you command an app. Use update_plan to record a plan for longer tasks. Be concise.";
 
 #[derive(Debug)]
-pub struct ModelAgent {
+pub(crate) struct ModelAgent {
     provider: Arc<ModelProvider>,
     /// The skills whose names and descriptions the agent is told about.
     skills: Arc<SkillCatalog>,
 }
 
 impl ModelAgent {
-    pub fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>) -> Self {
+    pub(crate) fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>) -> Self {
         ModelAgent { provider, skills }
     }
 }
@@ -329,7 +329,7 @@ fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Valu
 }
 
 /// The model-visible content of input parts: plain text, or content parts when there are images.
-pub fn user_content(parts: &[InputPart]) -> Value {
+pub(crate) fn user_content(parts: &[InputPart]) -> Value {
     let mut texts = Vec::new();
     let mut images = Vec::new();
     for part in parts {
@@ -366,7 +366,7 @@ async fn stored_history(ctx: &TurnContext) -> Result<Vec<Value>, TurnError> {
 
 /// Converts stored items to chat messages. Every tool call gets a tool message (a placeholder
 /// when its result is missing, e.g. the turn was interrupted), as the API requires.
-pub fn history_messages(items: &[Item]) -> Vec<Value> {
+pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
     let mut messages: Vec<Value> = Vec::new();
     let mut unanswered: Vec<String> = Vec::new();
     let close_calls = |messages: &mut Vec<Value>, unanswered: &mut Vec<String>| {

@@ -11,11 +11,11 @@ use crate::store::ThreadWrite;
 use crate::threads::broadcast;
 use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
-pub const PRIORITIES: &[&str] = &["high", "medium", "low"];
-pub const STATUSES: &[&str] = &["pending", "in_progress", "completed", "cancelled"];
+pub(crate) const PRIORITIES: &[&str] = &["high", "medium", "low"];
+pub(crate) const STATUSES: &[&str] = &["pending", "in_progress", "completed", "cancelled"];
 
 #[derive(Debug)]
-pub struct UpdatePlanTool;
+pub(crate) struct UpdatePlanTool;
 
 #[derive(Deserialize)]
 struct Args {
@@ -37,7 +37,7 @@ struct TodoArg {
 }
 
 /// Checks and normalizes the arguments into a plan (priority defaults to `medium`).
-pub fn parse_plan(arguments: Value) -> Result<Plan, String> {
+pub(crate) fn parse_plan(arguments: Value) -> Result<Plan, String> {
     let args: Args = serde_json::from_value(arguments).map_err(|e| format!("invalid plan: {e}"))?;
     if args.title.trim().is_empty() {
         return Err("invalid plan: title must not be empty".into());
@@ -109,13 +109,13 @@ impl Tool for UpdatePlanTool {
 }
 
 /// The thread's current plan, if it has one.
-pub fn current_plan(call: &ToolCall<'_>) -> Option<Plan> {
+pub(crate) fn current_plan(call: &ToolCall<'_>) -> Option<Plan> {
     call.env.threads.loaded(call.thread_id).and_then(|handle| handle.state().plan.clone())
 }
 
 /// Saves a thread's plan (its latest snapshot, fenced by the thread's lease) and broadcasts
 /// `plan/updated` with the complete snapshot.
-pub async fn save_plan(call: &ToolCall<'_>, plan: Plan) -> Result<(), String> {
+pub(crate) async fn save_plan(call: &ToolCall<'_>, plan: Plan) -> Result<(), String> {
     let write = ThreadWrite::SavePlan { thread_id: call.thread_id.to_owned(), plan: plan.clone() };
     let written = match call.env.threads.loaded(call.thread_id) {
         Some(handle) => handle.fence.write(&call.env.store, write).await,

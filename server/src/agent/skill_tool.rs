@@ -10,8 +10,8 @@ use crate::skills::SkillCatalog;
 use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
 #[derive(Debug)]
-pub struct SkillViewTool {
-    pub skills: Arc<SkillCatalog>,
+pub(crate) struct SkillViewTool {
+    pub(crate) skills: Arc<SkillCatalog>,
 }
 
 impl Tool for SkillViewTool {

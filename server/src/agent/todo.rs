@@ -77,7 +77,7 @@ fn todo_write(existing: Option<Plan>, todos: &[TodoInput], merge: bool) -> Resul
 macro_rules! plan_tool {
     ($tool:ident, $name:literal, $description:expr, $schema:expr, $apply:expr) => {
         #[derive(Debug)]
-        pub struct $tool;
+        pub(crate) struct $tool;
 
         impl Tool for $tool {
             fn name(&self) -> &str {
@@ -212,7 +212,7 @@ plan_tool!(
 
 /// A Markdown plan's title (its first H1, else its first line), overview (the first paragraph
 /// after it) and content (the rest, without the title line).
-pub fn parse_markdown(markdown: &str) -> (String, String, String) {
+pub(crate) fn parse_markdown(markdown: &str) -> (String, String, String) {
     let text = markdown.replace("\r\n", "\n");
     let lines: Vec<&str> = text.trim().lines().collect();
     let title_at = lines.iter().position(|l| l.trim_start().starts_with("# "));

@@ -33,7 +33,7 @@ pub(super) fn check_declared(
 
 /// [`check_declared`] for a window registered on this instance, before its approval is asked;
 /// a window not known here passes (running the command reports what is wrong with it).
-pub fn check_before_approval(
+pub(crate) fn check_before_approval(
     apps: &AppService,
     window_id: &str,
     command: &str,

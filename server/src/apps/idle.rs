@@ -15,7 +15,7 @@ use super::service::{self, AppService};
 use crate::store::AppWrite;
 
 /// Runs until `token` is cancelled, looking a few times per period.
-pub async fn forget_idle_windows(apps: Arc<AppService>, token: CancellationToken) {
+pub(crate) async fn forget_idle_windows(apps: Arc<AppService>, token: CancellationToken) {
     let after = apps.config.app_window_forget_after;
     let every = (after / 4).clamp(Duration::from_millis(10), Duration::from_secs(30));
     let mut hostless_since: HashMap<String, Instant> = HashMap::new();

@@ -9,18 +9,18 @@ use appserver_protocol::{AppManifest, FileAssociation};
 use serde_json::Value;
 
 /// Names reserved for the server's built-in commands.
-pub const BUILTIN_COMMANDS: &[&str] = &["__describe", "__getState"];
+pub(crate) const BUILTIN_COMMANDS: &[&str] = &["__describe", "__getState"];
 
 /// A manifest that passed validation, with a validator per command that declares `params`.
 #[derive(Debug)]
-pub struct CheckedManifest {
-    pub manifest: AppManifest,
+pub(crate) struct CheckedManifest {
+    pub(crate) manifest: AppManifest,
     validators: HashMap<String, jsonschema::Validator>,
 }
 
 impl CheckedManifest {
     /// Checks command params against the command's schema; the error says where and why.
-    pub fn check_params(&self, command: &str, params: &Value) -> Result<(), String> {
+    pub(crate) fn check_params(&self, command: &str, params: &Value) -> Result<(), String> {
         let Some(validator) = self.validators.get(command) else { return Ok(()) };
         let errors: Vec<String> = validator
             .iter_errors(params)
@@ -34,18 +34,18 @@ impl CheckedManifest {
     }
 
     /// Whether a logged `command` is sent again on replay (not when declared `replay: false`).
-    pub fn replays(&self, command: &str) -> bool {
+    pub(crate) fn replays(&self, command: &str) -> bool {
         self.manifest.commands.get(command).is_none_or(|c| c.replay != Some(false))
     }
 
     /// Whether `event_type` is declared: a key of `events` or a name in some command's `streams`.
-    pub fn declares_event(&self, event_type: &str) -> bool {
+    pub(crate) fn declares_event(&self, event_type: &str) -> bool {
         self.manifest.events.as_ref().is_some_and(|events| events.contains_key(event_type))
             || self.manifest.commands.values().any(|c| c.streams.iter().flatten().any(|s| s == event_type))
     }
 
     /// The declared event types, for error messages.
-    pub fn declared_events(&self) -> Vec<String> {
+    pub(crate) fn declared_events(&self) -> Vec<String> {
         let mut all: Vec<String> = self.manifest.events.iter().flat_map(|e| e.keys().cloned()).collect();
         all.extend(self.manifest.commands.values().flat_map(|c| c.streams.iter().flatten().cloned()));
         all.sort();
@@ -82,7 +82,7 @@ fn unwrap_interface(mut manifest: AppManifest) -> Result<AppManifest, String> {
 
 /// Validates a manifest (and file associations); errors name the bad field, e.g.
 /// `manifest.commands.setCells.params: ...`.
-pub fn check(manifest: AppManifest, associations: &[FileAssociation]) -> Result<CheckedManifest, String> {
+pub(crate) fn check(manifest: AppManifest, associations: &[FileAssociation]) -> Result<CheckedManifest, String> {
     let manifest = unwrap_interface(manifest)?;
     if manifest.app_id.trim().is_empty() {
         return Err("manifest.appId: must not be empty".into());
@@ -154,7 +154,7 @@ pub fn check(manifest: AppManifest, associations: &[FileAssociation]) -> Result<
 }
 
 /// Whether a file name matches an association's extensions (case-insensitive, dot optional).
-pub fn matches_extension(association: &FileAssociation, path: &str) -> bool {
+pub(crate) fn matches_extension(association: &FileAssociation, path: &str) -> bool {
     let lower = path.to_ascii_lowercase();
     association.extensions.iter().any(|ext| {
         let ext = ext.trim_start_matches('.').to_ascii_lowercase();

@@ -7,16 +7,16 @@
 //! whose host has gone waits (as long) for a host to register it again; only the window's
 //! current host is asked.
 
-pub mod checks;
-pub mod descriptors;
-pub mod hosts;
-pub mod idle;
-pub mod manifest;
-pub mod order;
-pub mod remote;
+pub(crate) mod checks;
+pub(crate) mod descriptors;
+pub(crate) mod hosts;
+pub(crate) mod idle;
+pub(crate) mod manifest;
+pub(crate) mod order;
+pub(crate) mod remote;
 mod replay;
-pub mod service;
-pub mod web;
+pub(crate) mod service;
+pub(crate) mod web;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -30,14 +30,14 @@ use crate::ports::{AppHost, HostId};
 use crate::store::StoreError;
 use crate::threads::SessionError;
 
-pub use manifest::CheckedManifest;
+pub(crate) use manifest::CheckedManifest;
 use order::{CommandSlot, SendOrder};
 
 /// App-level failures. `rpc/error.rs` maps them to a JSON-RPC error whose `data.code` is the
 /// code below (one of `INVALID_REQUEST`, `UNKNOWN_TOOL`, `INVALID_PARAMS`, `PERMISSION_DENIED`,
 /// `INTERNAL_ERROR`, `APP_NOT_FOUND`, `APP_NOT_LIVE`, `TIMEOUT`; docs/apps.md lists them).
 #[derive(Debug, thiserror::Error)]
-pub enum AppError {
+pub(crate) enum AppError {
     #[error("no app window {0}")]
     NotFound(String),
     #[error("the app in window {0} is not live: its host is not connected")]
@@ -82,7 +82,7 @@ pub enum AppError {
 
 impl AppError {
     /// The `data.code` of the error.
-    pub fn code(&self) -> &str {
+    pub(crate) fn code(&self) -> &str {
         match self {
             AppError::NotFound(_) => "APP_NOT_FOUND",
             AppError::NotLive(_) => "APP_NOT_LIVE",
@@ -101,7 +101,7 @@ impl AppError {
 
     /// For a command whose log write failed: what the log and the app hold (`data.logState`)
     /// and the entry's sequence number.
-    pub fn log_state(&self) -> Option<(&'static str, u64)> {
+    pub(crate) fn log_state(&self) -> Option<(&'static str, u64)> {
         match self {
             AppError::NotRun { seq, .. } => Some(("notRun", *seq)),
             AppError::AppliedNotRecorded { seq, .. } => Some(("appliedNotRecorded", *seq)),
@@ -116,14 +116,14 @@ impl AppError {
 }
 
 /// How long a call waits for a window that is replaying its log, or for a gone host to come back.
-pub const READY_WAIT: Duration = Duration::from_secs(5);
+pub(crate) const READY_WAIT: Duration = Duration::from_secs(5);
 /// Default limit of one app call.
-pub const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
+pub(crate) const DEFAULT_CALL_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A registered app window.
 #[derive(Debug)]
-pub struct AppWindow {
-    pub window_id: String,
+pub(crate) struct AppWindow {
+    pub(crate) window_id: String,
     inner: Mutex<WindowInner>,
     /// `true` when calls may go to the app (not re-registering or replaying).
     ready: watch::Sender<bool>,
@@ -136,11 +136,11 @@ pub struct AppWindow {
     emitted: watch::Sender<u64>,
     /// The "accept for session" answers to this window's app when it calls other apps: kept
     /// while the server runs.
-    pub consents: crate::policy::SessionConsents,
+    pub(crate) consents: crate::policy::SessionConsents,
 }
 
 /// How many of a window's latest events are kept for reading.
-pub const RECENT_EVENTS: usize = 256;
+pub(crate) const RECENT_EVENTS: usize = 256;
 
 #[derive(Debug)]
 struct WindowInner {
@@ -159,30 +159,30 @@ impl AppWindow {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn manifest(&self) -> Arc<CheckedManifest> {
+    pub(crate) fn manifest(&self) -> Arc<CheckedManifest> {
         self.lock().checked.clone()
     }
 
-    pub fn associations(&self) -> Vec<FileAssociation> {
+    pub(crate) fn associations(&self) -> Vec<FileAssociation> {
         self.lock().associations.clone()
     }
 
-    pub fn registered_at(&self) -> String {
+    pub(crate) fn registered_at(&self) -> String {
         self.lock().registered_at.clone()
     }
 
     /// The host, if it has not gone.
-    pub fn live_owner(&self) -> Option<Arc<dyn AppHost>> {
+    pub(crate) fn live_owner(&self) -> Option<Arc<dyn AppHost>> {
         self.lock().owner.clone().filter(|h| !h.is_gone())
     }
 
-    pub fn is_owned_by(&self, requester: &HostId) -> bool {
+    pub(crate) fn is_owned_by(&self, requester: &HostId) -> bool {
         self.lock().owner.as_ref().is_some_and(|o| o.host_id() == *requester)
     }
 
     /// Refuses `requester` when another live host hosts the window. A window whose host has
     /// gone (or that never had one since a restart) belongs to nobody: anyone may replace it.
-    pub fn check_host(&self, requester: &HostId, what: &str) -> Result<(), AppError> {
+    pub(crate) fn check_host(&self, requester: &HostId, what: &str) -> Result<(), AppError> {
         match self.live_owner() {
             Some(owner) if owner.host_id() != *requester => Err(AppError::PermissionDenied(format!(
                 "window {} is hosted by another connection; only its host may {what}",
@@ -192,17 +192,17 @@ impl AppWindow {
         }
     }
 
-    pub fn bound_thread(&self) -> Option<String> {
+    pub(crate) fn bound_thread(&self) -> Option<String> {
         self.lock().bound_thread.clone()
     }
 
-    pub fn bind_thread(&self, thread_id: &str) {
+    pub(crate) fn bind_thread(&self, thread_id: &str) {
         self.lock().bound_thread = Some(thread_id.to_owned());
     }
 
     /// Reserves the log sequence number of a command about to be sent and runs `then` with it
     /// in the same step (see [`order::reserve`]). The command is sent when its slot's turn comes.
-    pub fn reserve_command<T>(&self, then: impl FnOnce(u64) -> T) -> (CommandSlot, T) {
+    pub(crate) fn reserve_command<T>(&self, then: impl FnOnce(u64) -> T) -> (CommandSlot, T) {
         let order = self.lock().order.clone();
         order::reserve(&order, then)
     }
@@ -211,7 +211,7 @@ impl AppWindow {
     /// replaying: an iframe that reloads (or a host that reconnects) registers the window again
     /// within that time, and a call made meanwhile goes to the new host instead of failing.
     /// `APP_NOT_LIVE` when no host has come; `TIMEOUT` when one came but is still replaying.
-    pub async fn host_or_reregistration(&self) -> Result<Arc<dyn AppHost>, AppError> {
+    pub(crate) async fn host_or_reregistration(&self) -> Result<Arc<dyn AppHost>, AppError> {
         let mut rx = self.ready.subscribe();
         let deadline = tokio::time::Instant::now() + READY_WAIT;
         loop {
@@ -236,7 +236,7 @@ impl AppWindow {
         }
     }
 
-    pub fn set_ready(&self, ready: bool) {
+    pub(crate) fn set_ready(&self, ready: bool) {
         self.ready.send_replace(ready);
     }
 
@@ -257,7 +257,7 @@ impl AppWindow {
     }
 
     /// Keeps an emitted event (the oldest is dropped past [`RECENT_EVENTS`]).
-    pub fn remember_event(&self, event: AppEventParams) {
+    pub(crate) fn remember_event(&self, event: AppEventParams) {
         let mut events = self.events();
         if events.len() == RECENT_EVENTS {
             events.pop_front();
@@ -269,7 +269,7 @@ impl AppWindow {
 
     /// Notes a run a streaming command started (its answer's `runId`), so reading it before its
     /// first event is not an unknown run.
-    pub fn remember_run(&self, run_id: &str) {
+    pub(crate) fn remember_run(&self, run_id: &str) {
         let mut runs = self.runs.lock().unwrap_or_else(|p| p.into_inner());
         if runs.iter().any(|r| r == run_id) {
             return;
@@ -281,18 +281,18 @@ impl AppWindow {
     }
 
     /// Whether `run_id` is a run this window started or emitted events for (among the latest).
-    pub fn knows_run(&self, run_id: &str) -> bool {
+    pub(crate) fn knows_run(&self, run_id: &str) -> bool {
         self.runs.lock().unwrap_or_else(|p| p.into_inner()).iter().any(|r| r == run_id)
             || self.events().iter().any(|e| e.run_id == run_id)
     }
 
     /// A receiver that changes whenever an event is kept.
-    pub fn watch_events(&self) -> watch::Receiver<u64> {
+    pub(crate) fn watch_events(&self) -> watch::Receiver<u64> {
         self.emitted.subscribe()
     }
 
     /// The kept events of one run, oldest first.
-    pub fn run_events(&self, run_id: &str) -> Vec<AppEventParams> {
+    pub(crate) fn run_events(&self, run_id: &str) -> Vec<AppEventParams> {
         self.events().iter().filter(|e| e.run_id == run_id).cloned().collect()
     }
 
@@ -301,7 +301,7 @@ impl AppWindow {
         self.set_ready(ready);
     }
 
-    pub fn summary(&self) -> AppSummary {
+    pub(crate) fn summary(&self) -> AppSummary {
         let inner = self.lock();
         let manifest = &inner.checked.manifest;
         AppSummary {
@@ -318,7 +318,7 @@ impl AppWindow {
     }
 
     /// `__getState`: the window's record as the server knows it.
-    pub fn record_json(&self, log_entries: u64, last_seq: u64) -> Value {
+    pub(crate) fn record_json(&self, log_entries: u64, last_seq: u64) -> Value {
         let inner = self.lock();
         serde_json::json!({
             "windowId": self.window_id,
@@ -337,7 +337,7 @@ impl AppWindow {
 
 /// Every known window, live or not.
 #[derive(Debug, Default)]
-pub struct AppRegistry {
+pub(crate) struct AppRegistry {
     windows: Mutex<HashMap<String, Arc<AppWindow>>>,
     /// Counts registrations and removals, so watchers (the MCP server's
     /// `notifications/resources/list_changed`) learn that the set of apps changed.
@@ -350,7 +350,7 @@ impl AppRegistry {
     }
 
     /// A receiver that sees the change counter move whenever a window registers or leaves.
-    pub fn watch_changes(&self) -> watch::Receiver<u64> {
+    pub(crate) fn watch_changes(&self) -> watch::Receiver<u64> {
         self.changes.subscribe()
     }
 
@@ -358,12 +358,12 @@ impl AppRegistry {
         self.changes.send_modify(|n| *n += 1);
     }
 
-    pub fn get(&self, window_id: &str) -> Option<Arc<AppWindow>> {
+    pub(crate) fn get(&self, window_id: &str) -> Option<Arc<AppWindow>> {
         self.map().get(window_id).cloned()
     }
 
     /// Windows in registration order.
-    pub fn all(&self) -> Vec<Arc<AppWindow>> {
+    pub(crate) fn all(&self) -> Vec<Arc<AppWindow>> {
         let mut all: Vec<Arc<AppWindow>> = self.map().values().cloned().collect();
         all.sort_by_key(|w| (w.registered_at(), w.window_id.clone()));
         all
@@ -371,14 +371,19 @@ impl AppRegistry {
 
     /// Refuses `requester` when another live host hosts `window_id` (see
     /// [`AppWindow::check_host`]); an unknown window is nobody's.
-    pub fn check_host(&self, window_id: &str, requester: &HostId, what: &str) -> Result<(), AppError> {
+    pub(crate) fn check_host(&self, window_id: &str, requester: &HostId, what: &str) -> Result<(), AppError> {
         self.get(window_id).map_or(Ok(()), |w| w.check_host(requester, what))
     }
 
     /// Refuses a registration of `window_id` by `host` that a bound forbids: a new window past
     /// `limits.total` windows, or a window (new, or taken over) for a connection that already
     /// hosts `limits.per_connection`. A host the server runs itself is not bounded per host.
-    pub fn check_limits(&self, window_id: &str, host: &dyn AppHost, limits: WindowLimits) -> Result<(), AppError> {
+    pub(crate) fn check_limits(
+        &self,
+        window_id: &str,
+        host: &dyn AppHost,
+        limits: WindowLimits,
+    ) -> Result<(), AppError> {
         Self::within_limits(&self.map(), window_id, host, limits)
     }
 
@@ -414,7 +419,7 @@ impl AppRegistry {
     /// and the replacement happen under the registry's lock, so two connections registering the
     /// same id at once cannot both win.
     #[allow(clippy::too_many_arguments)]
-    pub fn upsert(
+    pub(crate) fn upsert(
         &self,
         window_id: &str,
         checked: CheckedManifest,
@@ -465,7 +470,7 @@ impl AppRegistry {
     /// Adds the windows the store knows and the registry does not (at start-up: all of them; in
     /// cluster mode: those registered on other instances), none of them hosted here. A window
     /// whose stored manifest no longer passes is skipped with a warning.
-    pub async fn add_stored(&self, store: &crate::store::Store) -> Result<(), crate::store::StoreError> {
+    pub(crate) async fn add_stored(&self, store: &crate::store::Store) -> Result<(), crate::store::StoreError> {
         for window in store.app_windows().await? {
             if self.get(&window.window_id).is_some() {
                 continue;
@@ -498,7 +503,7 @@ impl AppRegistry {
     }
 
     /// Removes a window that still has no live host (a host that registers it meanwhile keeps it).
-    pub fn remove_if_hostless(&self, window_id: &str) -> bool {
+    pub(crate) fn remove_if_hostless(&self, window_id: &str) -> bool {
         let mut map = self.map();
         if map.get(window_id).is_none_or(|w| w.live_owner().is_some()) {
             return false;
@@ -511,7 +516,11 @@ impl AppRegistry {
 
     /// Removes a window unless another live host than `requester` hosts it (checked under the
     /// registry's lock, so a host registering at the same moment is not removed by a stranger).
-    pub fn remove_hosted(&self, window_id: &str, requester: &HostId) -> Result<Option<Arc<AppWindow>>, AppError> {
+    pub(crate) fn remove_hosted(
+        &self,
+        window_id: &str,
+        requester: &HostId,
+    ) -> Result<Option<Arc<AppWindow>>, AppError> {
         let mut map = self.map();
         if let Some(existing) = map.get(window_id) {
             existing.check_host(requester, "unregister it")?;
@@ -527,19 +536,19 @@ impl AppRegistry {
 
 /// The bounds on app windows (`--max-app-windows`, `--max-app-windows-per-connection`).
 #[derive(Debug, Clone, Copy)]
-pub struct WindowLimits {
-    pub total: usize,
-    pub per_connection: usize,
+pub(crate) struct WindowLimits {
+    pub(crate) total: usize,
+    pub(crate) per_connection: usize,
 }
 
 impl WindowLimits {
     /// For windows the store already holds (at start-up, or registered on another instance).
-    pub const NONE: WindowLimits = WindowLimits { total: usize::MAX, per_connection: usize::MAX };
+    pub(crate) const NONE: WindowLimits = WindowLimits { total: usize::MAX, per_connection: usize::MAX };
 }
 
 /// Refuses a registration that would change a window's app id: a window stays the app it was
 /// registered as (its log, its consents and its callers' records are that app's).
-pub fn same_app(window: &AppWindow, app_id: &str) -> Result<(), AppError> {
+pub(crate) fn same_app(window: &AppWindow, app_id: &str) -> Result<(), AppError> {
     let current = window.manifest().manifest.app_id.clone();
     if current == app_id {
         return Ok(());
@@ -551,7 +560,7 @@ pub fn same_app(window: &AppWindow, app_id: &str) -> Result<(), AppError> {
 }
 
 /// A new window id: `win_xxxxxxxx`.
-pub fn new_window_id() -> String {
+pub(crate) fn new_window_id() -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let suffix: String = (0..8).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
     format!("win_{suffix}")

@@ -10,7 +10,7 @@ use tokio::sync::watch;
 
 /// Sequence numbers of one window (one registration of it) and whose turn it is to be sent.
 #[derive(Debug)]
-pub struct SendOrder {
+pub(crate) struct SendOrder {
     next_seq: u64,
     /// Every number below the turn has been sent or has given up.
     turn: watch::Sender<u64>,
@@ -19,7 +19,7 @@ pub struct SendOrder {
 }
 
 impl SendOrder {
-    pub fn new(next_seq: u64) -> Arc<Mutex<SendOrder>> {
+    pub(crate) fn new(next_seq: u64) -> Arc<Mutex<SendOrder>> {
         Arc::new(Mutex::new(SendOrder { next_seq, turn: watch::Sender::new(next_seq), finished: BTreeSet::new() }))
     }
 
@@ -39,7 +39,7 @@ fn lock(order: &Mutex<SendOrder>) -> MutexGuard<'_, SendOrder> {
 
 /// Takes the next sequence number and runs `then` with it under the order's lock, so whatever
 /// `then` queues (the log entry written ahead) is queued in sequence order.
-pub fn reserve<T>(order: &Arc<Mutex<SendOrder>>, then: impl FnOnce(u64) -> T) -> (CommandSlot, T) {
+pub(crate) fn reserve<T>(order: &Arc<Mutex<SendOrder>>, then: impl FnOnce(u64) -> T) -> (CommandSlot, T) {
     let mut guard = lock(order);
     let seq = guard.next_seq;
     guard.next_seq += 1;
@@ -51,26 +51,26 @@ pub fn reserve<T>(order: &Arc<Mutex<SendOrder>>, then: impl FnOnce(u64) -> T) ->
 
 /// Earlier commands were not sent within the wait.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct TurnTimeout;
+pub(crate) struct TurnTimeout;
 
 /// One command's place in the order. Dropping it (sent, failed or abandoned) lets the next
 /// number go.
 #[derive(Debug)]
-pub struct CommandSlot {
+pub(crate) struct CommandSlot {
     order: Arc<Mutex<SendOrder>>,
     seq: u64,
     turn: watch::Receiver<u64>,
 }
 
 impl CommandSlot {
-    pub fn seq(&self) -> u64 {
+    pub(crate) fn seq(&self) -> u64 {
         self.seq
     }
 
     /// Waits until every earlier command has been sent or has given up, at most `wait`. (The
     /// slot keeps its order, and so the sender of the turn, alive: the wait ends only by the turn
     /// coming or by the time running out.)
-    pub async fn wait_turn(&mut self, wait: Duration) -> Result<(), TurnTimeout> {
+    pub(crate) async fn wait_turn(&mut self, wait: Duration) -> Result<(), TurnTimeout> {
         let seq = self.seq;
         match tokio::time::timeout(wait, self.turn.wait_for(|turn| *turn >= seq)).await {
             Ok(Ok(_)) => Ok(()),

@@ -118,7 +118,7 @@ fn millis(d: Duration) -> u64 {
 
 /// A window's host connected to another instance.
 #[derive(Debug)]
-pub struct RemoteHost {
+pub(crate) struct RemoteHost {
     cluster: Cluster,
     window_id: String,
 }
@@ -197,7 +197,7 @@ impl AppHost for RemoteHost {
 
 /// The host to call for a window without a live host here: its host on another instance, when
 /// one serves it.
-pub async fn host_elsewhere(cluster: &Cluster, window_id: &str) -> Option<RemoteHost> {
+pub(crate) async fn host_elsewhere(cluster: &Cluster, window_id: &str) -> Option<RemoteHost> {
     let host = RemoteHost { cluster: cluster.clone(), window_id: window_id.to_owned() };
     match host.call(&RemoteCall::Ping, LIVE_CHECK).await {
         Ok(_) => Some(host),
@@ -207,7 +207,7 @@ pub async fn host_elsewhere(cluster: &Cluster, window_id: &str) -> Option<Remote
 
 /// Serves calls on `window` from other instances while `host` is its live host here; the
 /// commands they ask this instance to run are logged in `store`.
-pub fn serve_window(cluster: Cluster, store: Store, window: Arc<AppWindow>, host: Arc<dyn AppHost>) {
+pub(crate) fn serve_window(cluster: Cluster, store: Store, window: Arc<AppWindow>, host: Arc<dyn AppHost>) {
     tokio::spawn(async move {
         let window_id = window.window_id.clone();
         let mut requests = match cluster.serve(&service(&window_id)).await {

@@ -27,31 +27,31 @@ use crate::threads::{ThreadHandle, ThreadManager};
 /// What the app operations need: the store, the registered windows, the loaded threads (a
 /// window may be bound to one), every client (for unbound events) and the configuration.
 #[derive(Debug)]
-pub struct AppService {
-    pub store: Store,
-    pub registry: AppRegistry,
-    pub threads: Arc<ThreadManager>,
-    pub clients: Arc<dyn Broadcast>,
-    pub config: Arc<ServerConfig>,
+pub(crate) struct AppService {
+    pub(crate) store: Store,
+    pub(crate) registry: AppRegistry,
+    pub(crate) threads: Arc<ThreadManager>,
+    pub(crate) clients: Arc<dyn Broadcast>,
+    pub(crate) config: Arc<ServerConfig>,
     /// Web descriptors fetched by `app/discover`, and the clock that ages them.
-    pub web: super::web::WebDiscovery,
+    pub(crate) web: super::web::WebDiscovery,
     /// Cluster mode: windows hosted on other instances are reached through it.
-    pub cluster: Option<crate::cluster::Cluster>,
+    pub(crate) cluster: Option<crate::cluster::Cluster>,
     /// Descriptor apps whose program waits for the owner's approval.
-    pub descriptors: super::descriptors::pins::Approvals,
+    pub(crate) descriptors: super::descriptors::pins::Approvals,
 }
 
 /// Longest `timeoutMs` a caller may ask for.
 const MAX_CALL_TIMEOUT: Duration = Duration::from_secs(600);
 /// What a registration did.
 #[derive(Debug)]
-pub struct Registration {
-    pub window_id: String,
-    pub app_id: String,
-    pub name: String,
-    pub replayed: u64,
-    pub failed: u64,
-    pub errors: Vec<AppReplayError>,
+pub(crate) struct Registration {
+    pub(crate) window_id: String,
+    pub(crate) app_id: String,
+    pub(crate) name: String,
+    pub(crate) replayed: u64,
+    pub(crate) failed: u64,
+    pub(crate) errors: Vec<AppReplayError>,
 }
 
 fn window_limits(config: &ServerConfig) -> super::WindowLimits {
@@ -95,7 +95,7 @@ fn unwrap_member(raw: &serde_json::value::RawValue, member: &str) -> Value {
     }
 }
 
-pub async fn register(
+pub(crate) async fn register(
     apps: &AppService,
     host: Arc<dyn AppHost>,
     p: AppRegisterParams,
@@ -154,7 +154,7 @@ pub async fn register(
 
 /// Tells every connection that a window registered (and what its replay did), for a host the
 /// server runs itself; a connection's registration is announced by its handler after the reply.
-pub fn announce_registered(apps: &AppService, registration: &Registration) {
+pub(crate) fn announce_registered(apps: &AppService, registration: &Registration) {
     let registered = ServerNotification::AppRegistered(AppRegisteredParams {
         window_id: registration.window_id.clone(),
         app_id: registration.app_id.clone(),
@@ -173,7 +173,7 @@ pub fn announce_registered(apps: &AppService, registration: &Registration) {
 }
 
 /// Tells every connection that a window was unregistered by the server.
-pub fn announce_unregistered(apps: &AppService, window_id: &str, forgotten: bool) {
+pub(crate) fn announce_unregistered(apps: &AppService, window_id: &str, forgotten: bool) {
     let notification =
         ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: window_id.to_owned(), forgotten });
     broadcast(apps.clients.as_ref(), &notification);
@@ -181,7 +181,12 @@ pub fn announce_unregistered(apps: &AppService, window_id: &str, forgotten: bool
 
 /// Removes a window (and with `forget`, its log). Only its live host may, or anyone when it has
 /// no live host.
-pub async fn unregister(apps: &AppService, requester: &HostId, window_id: &str, forget: bool) -> Result<(), AppError> {
+pub(crate) async fn unregister(
+    apps: &AppService,
+    requester: &HostId,
+    window_id: &str,
+    forget: bool,
+) -> Result<(), AppError> {
     window(apps, window_id)?.check_host(requester, "unregister it")?;
     apps.store.write(AppWrite::DeleteWindow { window_id: window_id.to_owned(), forget_log: forget }).await?;
     apps.registry.remove_hosted(window_id, requester)?;
@@ -190,7 +195,7 @@ pub async fn unregister(apps: &AppService, requester: &HostId, window_id: &str, 
 
 /// Every window: in cluster mode also those registered on other instances, live when their
 /// instance says so.
-pub async fn list(apps: &AppService) -> Vec<AppSummary> {
+pub(crate) async fn list(apps: &AppService) -> Vec<AppSummary> {
     let Some(cluster) = &apps.cluster else {
         return apps.registry.all().iter().map(|w| w.summary()).collect();
     };
@@ -209,7 +214,7 @@ pub async fn list(apps: &AppService) -> Vec<AppSummary> {
 
 /// The app window a connection calls for (`callerWindowId`), as a caller: only its live host may
 /// call on its behalf.
-pub fn calling_window(apps: &AppService, requester: &HostId, window_id: &str) -> Result<AppCaller, AppError> {
+pub(crate) fn calling_window(apps: &AppService, requester: &HostId, window_id: &str) -> Result<AppCaller, AppError> {
     let window = window(apps, window_id)?;
     if !window.is_owned_by(requester) || window.live_owner().is_none() {
         return Err(AppError::PermissionDenied(format!(
@@ -221,7 +226,7 @@ pub fn calling_window(apps: &AppService, requester: &HostId, window_id: &str) ->
 }
 
 /// Refuses an app that did not declare `permissions.callApps` a call on another window.
-pub fn may_call_apps(apps: &AppService, caller: &AppCaller) -> Result<(), AppError> {
+pub(crate) fn may_call_apps(apps: &AppService, caller: &AppCaller) -> Result<(), AppError> {
     let AppCaller::App { window_id, app_id } = caller else { return Ok(()) };
     let allowed = apps
         .registry
@@ -277,7 +282,7 @@ async fn host_for(apps: &AppService, window: &AppWindow) -> Result<Hosted, AppEr
 }
 
 /// Reads a state key (or `manifest`, answered by the server).
-pub async fn query(
+pub(crate) async fn query(
     apps: &AppService,
     window_id: &str,
     state_key: &str,
@@ -310,7 +315,7 @@ pub async fn query(
 /// against their schema, sent to the host, and — if the app succeeds — appended to the replay
 /// log, with the caller, before the result is returned. Whether the caller may run it (and its
 /// approval) is decided before: `turns::app_calls`, the thread's gate, or a client acting itself.
-pub async fn command_as(
+pub(crate) async fn command_as(
     apps: &AppService,
     window_id: &str,
     command: &str,
@@ -445,7 +450,7 @@ pub(super) async fn run_logged(
     Ok(result)
 }
 
-pub async fn log_read(
+pub(crate) async fn log_read(
     apps: &AppService,
     window_id: &str,
     after_seq: Option<u64>,
@@ -465,7 +470,7 @@ pub async fn log_read(
 
 /// Opens a workspace file with the live app whose file association matches its extension, as
 /// `caller` (the client that asked).
-pub async fn open(apps: &AppService, path: &str, caller: &AppCaller) -> Result<AppOpenResult, AppError> {
+pub(crate) async fn open(apps: &AppService, path: &str, caller: &AppCaller) -> Result<AppOpenResult, AppError> {
     let workspace = tokio::fs::canonicalize(&apps.config.workspace)
         .await
         .map_err(|e| AppError::App { code: "INTERNAL_ERROR".into(), message: format!("workspace: {e}") })?;
@@ -510,7 +515,7 @@ pub async fn open(apps: &AppService, path: &str, caller: &AppCaller) -> Result<A
 /// `app/emit` from a host: forwarded as `app/event` to the recipients of the window's thread,
 /// or to every connection when the window is not bound to a thread. Only the window's live host
 /// may emit: anyone else (also any connection while the window has no live host) is refused.
-pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(), AppError> {
+pub(crate) fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(), AppError> {
     let window = window(apps, &p.window_id)?;
     if !window.is_owned_by(requester) {
         return Err(AppError::PermissionDenied(format!(
@@ -540,16 +545,16 @@ pub fn emit(apps: &AppService, requester: &HostId, p: AppEmitParams) -> Result<(
 
 /// What a host's `app/interaction` asks for: `text` as input on `thread`, from the app.
 #[derive(Debug)]
-pub struct Interaction {
-    pub thread: Arc<ThreadHandle>,
-    pub parts: Vec<InputPart>,
-    pub sender: SenderContext,
+pub(crate) struct Interaction {
+    pub(crate) thread: Arc<ThreadHandle>,
+    pub(crate) parts: Vec<InputPart>,
+    pub(crate) sender: SenderContext,
 }
 
 /// `app/interaction` from a host: resolves where its content goes — the window's thread, or the
 /// most recently active thread (which the window is then bound to). The caller queues it as input
 /// (behind a running turn, or starting one).
-pub async fn interaction(
+pub(crate) async fn interaction(
     apps: &AppService,
     requester: &HostId,
     p: AppInteractionParams,

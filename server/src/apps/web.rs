@@ -28,9 +28,9 @@ use crate::clock::{Clock, UtcTime};
 use crate::store::AppWrite;
 
 /// Longest a fetch (with its redirects) may take.
-pub const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+pub(crate) const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a descriptor is used without fetching it again, unless it or the answer says.
-pub const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
+pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 const MAX_REDIRECTS: usize = 5;
 /// Longest window id a registration accepts.
 const MAX_WINDOW_ID: usize = 200;
@@ -50,8 +50,8 @@ struct Cached {
 
 /// The cache of web descriptors and the clock that ages it.
 #[derive(Debug, Default)]
-pub struct WebDiscovery {
-    pub clock: Clock,
+pub(crate) struct WebDiscovery {
+    pub(crate) clock: Clock,
     cache: Mutex<HashMap<String, Cached>>,
 }
 
@@ -90,12 +90,12 @@ fn origin_tag(origin: &Url) -> String {
 }
 
 /// The app id of a web descriptor's app published at `origin`.
-pub fn web_app_id(descriptor: &Descriptor, origin: &Url) -> String {
+pub(crate) fn web_app_id(descriptor: &Descriptor, origin: &Url) -> String {
     format!("{}@{}", descriptor.app.id, origin_tag(origin))
 }
 
 /// The window of a web descriptor's app published at `origin`.
-pub fn web_window_id(descriptor: &Descriptor, origin: &Url) -> String {
+pub(crate) fn web_window_id(descriptor: &Descriptor, origin: &Url) -> String {
     format!("web:{}", web_app_id(descriptor, origin))
 }
 
@@ -253,7 +253,7 @@ async fn target(apps: &AppService, p: &AppDiscoverParams) -> Result<Url, AppErro
 
 /// `app/discover`: the web app at a URL (or a remembered name), fetched or from the cache, and
 /// registered.
-pub async fn discover(apps: &AppService, p: AppDiscoverParams) -> Result<AppDiscoverResult, AppError> {
+pub(crate) async fn discover(apps: &AppService, p: AppDiscoverParams) -> Result<AppDiscoverResult, AppError> {
     let origin = target(apps, &p).await?;
     let key = origin.as_str().to_owned();
     let now = apps.web.clock.now().unix_millis;

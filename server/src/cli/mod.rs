@@ -30,13 +30,13 @@ Precedence: flags, then environment, then the file.";
 #[command(name = "appserver", version, about, after_help = AFTER_HELP, args_conflicts_with_subcommands = true)]
 pub struct Cli {
     #[command(subcommand)]
-    pub command: Option<Sub>,
+    pub(crate) command: Option<Sub>,
     #[command(flatten)]
-    pub run: RunArgs,
+    pub(crate) run: RunArgs,
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Sub {
+pub(crate) enum Sub {
     /// Print the workspace's running server (pid, URL, token file) as JSON; exit status 1 when
     /// none runs.
     Locate {
@@ -90,14 +90,14 @@ pub enum Sub {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum LogFormatArg {
+pub(crate) enum LogFormatArg {
     Text,
     Json,
 }
 
 /// The flags of a server run.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// stdio:// (default) or ws://HOST:PORT; repeat to serve both. Port 0 picks a free port; the
     /// bound address is printed on stderr.
     #[arg(long = "listen", value_name = "URL", value_parser = listen_value)]
@@ -315,7 +315,7 @@ where
 }
 
 /// The command a parsed command line stands for. `env` resolves the config file's `api_key_env`.
-pub fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Command, ConfigError> {
+pub(crate) fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Result<Command, ConfigError> {
     let absolute = |p: PathBuf| if p.is_absolute() { p } else { cwd.join(p) };
     match cli.command {
         Some(Sub::Locate { workspace }) => {

@@ -23,21 +23,21 @@ use tokio::sync::mpsc;
 use super::{Cluster, ClusterError, PUBLISH_TIMEOUT, subject};
 
 /// Events a subscription holds for a reader that has not taken them; more are dropped (counted).
-pub const EVENT_BUFFER: usize = 4096;
+pub(crate) const EVENT_BUFFER: usize = 4096;
 
 const VERSION: &str = "AS1";
 
 /// One thread event as it travels between instances.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ClusterEvent {
+pub(crate) struct ClusterEvent {
     /// The instance that published it (its [`Cluster::instance_id`]); a receiver skips its own.
-    pub origin: String,
+    pub(crate) origin: String,
     /// The thread's event sequence number (the store's record of the event).
-    pub seq: u64,
+    pub(crate) seq: u64,
     /// The notification's JSON-RPC method.
-    pub method: String,
+    pub(crate) method: String,
     /// The exact JSON-RPC notification text sent to clients.
-    pub frame: String,
+    pub(crate) frame: String,
 }
 
 /// The envelope of an event, stamped with `published` (µs since the Unix epoch).
@@ -91,13 +91,13 @@ impl Cluster {
     #[cfg(test)]
     /// Publishes one event of `thread_id` to every instance subscribed to it (this one too).
     /// Returns once the message is queued to the connection, not when anyone received it.
-    pub async fn publish_event(&self, thread_id: &str, event: &ClusterEvent) -> Result<(), ClusterError> {
+    pub(crate) async fn publish_event(&self, thread_id: &str, event: &ClusterEvent) -> Result<(), ClusterError> {
         self.publish_payload(thread_id, event.encode(now_micros())?).await
     }
 
     /// [`Cluster::publish_event`] of a frame as the bytes it was sent in (no copy into a
     /// `String`), with this instance as its origin.
-    pub async fn publish_frame(
+    pub(crate) async fn publish_frame(
         &self,
         thread_id: &str,
         seq: u64,
@@ -122,12 +122,12 @@ impl Cluster {
     /// order; unsubscribes when dropped. Returns once the NATS server has the subscription, so
     /// nothing published afterwards is missed for that reason (read the store after this, not
     /// before). Holds [`EVENT_BUFFER`] events for a slow reader.
-    pub async fn subscribe_events(&self, thread_id: &str) -> Result<EventSubscription, ClusterError> {
+    pub(crate) async fn subscribe_events(&self, thread_id: &str) -> Result<EventSubscription, ClusterError> {
         self.subscribe_events_bounded(thread_id, EVENT_BUFFER).await
     }
 
     /// [`Cluster::subscribe_events`] holding at most `capacity` unread events (at least 1).
-    pub async fn subscribe_events_bounded(
+    pub(crate) async fn subscribe_events_bounded(
         &self,
         thread_id: &str,
         capacity: usize,
@@ -196,7 +196,7 @@ async fn forward(
 
 /// The events of one thread from every instance; unsubscribes when dropped.
 #[derive(Debug)]
-pub struct EventSubscription {
+pub(crate) struct EventSubscription {
     rx: mpsc::Receiver<Received>,
     #[cfg(test)]
     dropped: Arc<AtomicU64>,
@@ -208,7 +208,7 @@ impl EventSubscription {
     /// The next event, in publish order per publisher; `None` once the connection is closed.
     /// A gap in `seq` means events were lost (a slow reader, a reconnection): read them from
     /// the store.
-    pub async fn next(&mut self) -> Option<ClusterEvent> {
+    pub(crate) async fn next(&mut self) -> Option<ClusterEvent> {
         let (event, published) = self.rx.recv().await?;
         let lag = now_micros().saturating_sub(published);
         crate::telemetry::cluster_lag(Duration::from_micros(lag));
@@ -217,13 +217,13 @@ impl EventSubscription {
 
     /// Events this subscription dropped because its reader was behind.
     #[cfg(test)]
-    pub fn dropped(&self) -> u64 {
+    pub(crate) fn dropped(&self) -> u64 {
         self.dropped.load(Ordering::Relaxed)
     }
 
     /// The NATS subject it listens on.
     #[cfg(test)]
-    pub fn subject(&self) -> &str {
+    pub(crate) fn subject(&self) -> &str {
         &self.subject
     }
 }

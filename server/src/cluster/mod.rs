@@ -25,9 +25,9 @@ mod subject;
 #[cfg(test)]
 mod tests;
 
-pub use events::{ClusterEvent, EventSubscription};
-pub use presence::Presence;
-pub use subject::{instance_subject, token as subject_token};
+pub(crate) use events::{ClusterEvent, EventSubscription};
+pub(crate) use presence::Presence;
+pub(crate) use subject::{instance_subject, token as subject_token};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -65,7 +65,7 @@ pub enum ClusterError {
 
 /// A connection to the cluster's NATS server; cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Cluster {
+pub(crate) struct Cluster {
     inner: Arc<Inner>,
 }
 
@@ -83,7 +83,7 @@ struct Inner {
 }
 
 /// A new random instance id: `inst_` and 12 lowercase letters and digits.
-pub fn new_instance_id() -> String {
+pub(crate) fn new_instance_id() -> String {
     let mut id = String::from("inst_");
     for _ in 0..12 {
         id.push(fastrand::alphanumeric().to_ascii_lowercase());
@@ -96,7 +96,7 @@ impl Cluster {
     /// Connects to the NATS server(s) at `url` (`nats://host:port`, several separated by commas).
     /// Fails when no connection is made within `timeout`; once connected, a lost connection is
     /// made again in the background (async-nats reconnects by itself, forever).
-    pub async fn connect(
+    pub(crate) async fn connect(
         url: &str,
         namespace: &str,
         instance_id: String,
@@ -108,7 +108,7 @@ impl Cluster {
     /// [`Cluster::connect`], trusting the certificates in `tls_ca` (PEM) for the server's TLS
     /// besides the system's. A `tls://` URL requires TLS; a `nats://` server that requires it
     /// gets it too.
-    pub async fn connect_with(
+    pub(crate) async fn connect_with(
         url: &str,
         namespace: &str,
         instance_id: String,
@@ -150,17 +150,17 @@ impl Cluster {
     }
 
     /// This process's id in the cluster (the `origin` of the events it publishes).
-    pub fn instance_id(&self) -> &str {
+    pub(crate) fn instance_id(&self) -> &str {
         &self.inner.instance_id
     }
 
     /// The subject namespace (`--cluster-namespace`).
-    pub fn namespace(&self) -> &str {
+    pub(crate) fn namespace(&self) -> &str {
         &self.inner.namespace
     }
 
     /// The NATS URL, without its password or token.
-    pub fn url(&self) -> &str {
+    pub(crate) fn url(&self) -> &str {
         &self.inner.url
     }
 
@@ -170,13 +170,13 @@ impl Cluster {
     }
 
     /// Whether the connection to NATS is up right now.
-    pub fn is_connected(&self) -> bool {
+    pub(crate) fn is_connected(&self) -> bool {
         !self.inner.closed.load(Ordering::SeqCst)
             && self.inner.client.connection_state() == async_nats::connection::State::Connected
     }
 
     /// Sends what is queued and closes the connection (its subscriptions end), within `timeout`.
-    pub async fn shutdown(&self, timeout: Duration) {
+    pub(crate) async fn shutdown(&self, timeout: Duration) {
         self.inner.closed.store(true, Ordering::SeqCst);
         let client = &self.inner.client;
         let done = tokio::time::timeout(timeout, async {
@@ -197,7 +197,7 @@ impl Cluster {
     /// Waits until the NATS server has processed everything this instance sent so far
     /// (subscriptions included): a request nobody serves, whose "no responders" answer comes
     /// back after all of it. Bounded by `timeout`.
-    pub async fn flush(&self, timeout: Duration) -> Result<(), ClusterError> {
+    pub(crate) async fn flush(&self, timeout: Duration) -> Result<(), ClusterError> {
         let subject = format!("{}.sync.{}", self.inner.namespace, subject::token(&self.inner.instance_id));
         let request = async_nats::Request::new().payload(bytes::Bytes::new()).timeout(Some(timeout));
         let answered = tokio::time::timeout(timeout, self.inner.client.send_request(subject.clone(), request)).await;
@@ -252,7 +252,7 @@ fn parse_addrs(url: &str, shown: &str) -> Result<Vec<ServerAddr>, ClusterError> 
 }
 
 /// `url` with the password (or the token) of each address replaced by `***`.
-pub fn redact(url: &str) -> String {
+pub(crate) fn redact(url: &str) -> String {
     let one = |part: &str| -> String {
         let Some((scheme, rest)) = part.split_once("://") else { return part.to_owned() };
         let authority_end = rest.find('/').unwrap_or(rest.len());
@@ -272,11 +272,11 @@ pub fn redact(url: &str) -> String {
 }
 
 /// Validates a `--cluster` URL without connecting (for the command line).
-pub fn check_url(url: &str) -> Result<(), ClusterError> {
+pub(crate) fn check_url(url: &str) -> Result<(), ClusterError> {
     parse_addrs(url, &redact(url)).map(|_| ())
 }
 
 /// Validates a `--cluster-namespace` (for the command line).
-pub fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
     subject::check_namespace(namespace)
 }

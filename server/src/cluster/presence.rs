@@ -13,15 +13,15 @@ use bytes::Bytes;
 use futures_util::StreamExt;
 
 /// How often an instance says it is alive.
-pub const BEAT: Duration = Duration::from_secs(1);
+pub(crate) const BEAT: Duration = Duration::from_secs(1);
 /// How long an instance counts as alive after it last said so.
-pub const ALIVE_FOR: Duration = Duration::from_secs(3);
+pub(crate) const ALIVE_FOR: Duration = Duration::from_secs(3);
 /// Most instances kept (a namespace flooded with made-up ids keeps this many).
 const MAX_MEMBERS: usize = 1024;
 
 /// The instances heard from lately.
 #[derive(Debug, Clone, Default)]
-pub struct Presence {
+pub(crate) struct Presence {
     seen: Arc<Mutex<HashMap<String, Instant>>>,
 }
 
@@ -31,7 +31,7 @@ impl Presence {
     }
 
     /// The other instances alive now (heard from within [`ALIVE_FOR`]).
-    pub fn others(&self, me: &str) -> Vec<String> {
+    pub(crate) fn others(&self, me: &str) -> Vec<String> {
         let mut seen = self.seen();
         seen.retain(|_, at| at.elapsed() < ALIVE_FOR);
         let mut others: Vec<String> = seen.keys().filter(|id| id.as_str() != me).cloned().collect();
@@ -58,7 +58,7 @@ impl Cluster {
     }
 
     /// The other instances alive now (heard from within [`ALIVE_FOR`]).
-    pub fn others(&self) -> Vec<String> {
+    pub(crate) fn others(&self) -> Vec<String> {
         self.inner.presence.others(self.instance_id())
     }
 

@@ -11,7 +11,7 @@ impl Cluster {
     /// Sends `payload` to whoever serves `subject_suffix` and returns the first answer.
     /// [`ClusterError::NoResponders`] when nobody serves it (NATS says so at once),
     /// [`ClusterError::Timeout`] when nobody answered within `timeout`.
-    pub async fn ask(
+    pub(crate) async fn ask(
         &self,
         subject_suffix: &str,
         payload: Bytes,
@@ -35,7 +35,7 @@ impl Cluster {
     /// Receives the requests sent to `subject_suffix` (on every instance that serves it, each
     /// gets every request; the asker takes the first answer). Returns once the NATS server has
     /// the subscription. Ends when dropped.
-    pub async fn serve(&self, subject_suffix: &str) -> Result<Requests, ClusterError> {
+    pub(crate) async fn serve(&self, subject_suffix: &str) -> Result<Requests, ClusterError> {
         let subject = subject::rpc_subject(self.namespace(), subject_suffix)?;
         let subscribe = self.client().subscribe(subject.clone());
         match tokio::time::timeout(PUBLISH_TIMEOUT, subscribe).await {
@@ -52,7 +52,7 @@ impl Cluster {
 
 /// The requests sent to one subject; unsubscribes when dropped.
 #[derive(Debug)]
-pub struct Requests {
+pub(crate) struct Requests {
     subscriber: async_nats::Subscriber,
     cluster: Cluster,
     subject: String,
@@ -62,14 +62,17 @@ impl Requests {
     /// The next request and the way to answer it; `None` once the connection is closed.
     /// Messages without a reply subject (not requests) are skipped.
     /// [`Requests::next`], or `None` once `stop` is cancelled.
-    pub async fn next_until(&mut self, stop: &tokio_util::sync::CancellationToken) -> Option<(Bytes, Responder)> {
+    pub(crate) async fn next_until(
+        &mut self,
+        stop: &tokio_util::sync::CancellationToken,
+    ) -> Option<(Bytes, Responder)> {
         tokio::select! {
             _ = stop.cancelled() => None,
             next = self.next() => next,
         }
     }
 
-    pub async fn next(&mut self) -> Option<(Bytes, Responder)> {
+    pub(crate) async fn next(&mut self) -> Option<(Bytes, Responder)> {
         loop {
             let message = self.subscriber.next().await?;
             match message.reply {
@@ -85,14 +88,14 @@ impl Requests {
 
 /// The answer to one request.
 #[derive(Debug)]
-pub struct Responder {
+pub(crate) struct Responder {
     cluster: Cluster,
     reply: String,
 }
 
 impl Responder {
     /// Sends the answer (queued to the connection; the asker may have given up already).
-    pub async fn reply(self, payload: Bytes) -> Result<(), ClusterError> {
+    pub(crate) async fn reply(self, payload: Bytes) -> Result<(), ClusterError> {
         let publish = self.cluster.client().publish(self.reply.clone(), payload);
         match tokio::time::timeout(PUBLISH_TIMEOUT, publish).await {
             Err(_) => Err(ClusterError::Timeout { subject: self.reply, timeout: PUBLISH_TIMEOUT }),

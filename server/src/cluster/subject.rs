@@ -18,7 +18,7 @@ fn plain_byte(b: u8) -> bool {
 }
 
 /// The subject token standing for `id` (a thread id, an instance id).
-pub fn token(id: &str) -> String {
+pub(crate) fn token(id: &str) -> String {
     let bytes = id.as_bytes();
     if !bytes.is_empty() && bytes.len() <= MAX_PLAIN && bytes.iter().all(|b| plain_byte(*b)) {
         return id.to_owned();
@@ -39,24 +39,24 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// `<namespace>.thread.<token>.events`
-pub fn events_subject(namespace: &str, thread_id: &str) -> String {
+pub(crate) fn events_subject(namespace: &str, thread_id: &str) -> String {
     format!("{namespace}.thread.{}.events", token(thread_id))
 }
 
 /// `<namespace>.rpc.<suffix>`, the suffix checked by [`check_suffix`].
-pub fn rpc_subject(namespace: &str, suffix: &str) -> Result<String, ClusterError> {
+pub(crate) fn rpc_subject(namespace: &str, suffix: &str) -> Result<String, ClusterError> {
     check_suffix(suffix)?;
     Ok(format!("{namespace}.rpc.{suffix}"))
 }
 
 /// The subject suffix addressed to one instance (`instance.<token>`); append `.<what>` for a
 /// particular service of it, e.g. `format!("{}.approval", instance_subject(id))`.
-pub fn instance_subject(instance_id: &str) -> String {
+pub(crate) fn instance_subject(instance_id: &str) -> String {
     format!("instance.{}", token(instance_id))
 }
 
 /// A namespace: one or more dot-separated tokens of `[A-Za-z0-9_-]`.
-pub fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
+pub(crate) fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
     let ok = namespace.split('.').all(|t| !t.is_empty() && t.bytes().all(plain_byte));
     if ok {
         Ok(())
@@ -70,7 +70,7 @@ pub fn check_namespace(namespace: &str) -> Result<(), ClusterError> {
 
 /// A request subject suffix: dot-separated non-empty tokens without whitespace, `*` or `>`
 /// (no wildcards: a suffix names one service).
-pub fn check_suffix(suffix: &str) -> Result<(), ClusterError> {
+pub(crate) fn check_suffix(suffix: &str) -> Result<(), ClusterError> {
     let bad_token = |t: &str| t.is_empty() || t.chars().any(|c| c.is_whitespace() || c == '*' || c == '>');
     if suffix.split('.').any(bad_token) {
         return Err(ClusterError::InvalidSubject {

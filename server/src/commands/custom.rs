@@ -12,15 +12,15 @@ use std::path::{Path, PathBuf};
 
 /// A custom command read from the workspace.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CustomCommand {
-    pub name: String,
-    pub description: String,
-    pub template: String,
+pub(crate) struct CustomCommand {
+    pub(crate) name: String,
+    pub(crate) description: String,
+    pub(crate) template: String,
 }
 
 impl CustomCommand {
     /// The prompt for these arguments.
-    pub fn expand(&self, arguments: &str) -> String {
+    pub(crate) fn expand(&self, arguments: &str) -> String {
         if self.template.contains("$ARGUMENTS") {
             self.template.replace("$ARGUMENTS", arguments.trim())
         } else if arguments.trim().is_empty() {
@@ -31,7 +31,7 @@ impl CustomCommand {
     }
 }
 
-pub fn commands_dir(workspace: &Path) -> PathBuf {
+pub(crate) fn commands_dir(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("commands")
 }
 
@@ -40,7 +40,7 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// Parses one command file.
-pub fn parse(name: &str, text: &str) -> CustomCommand {
+pub(crate) fn parse(name: &str, text: &str) -> CustomCommand {
     let text = text.replace("\r\n", "\n");
     let (description, template) = match text.strip_prefix("---\n").and_then(|rest| rest.split_once("\n---\n")) {
         Some((front, body)) => {
@@ -61,7 +61,7 @@ pub fn parse(name: &str, text: &str) -> CustomCommand {
 
 /// What a command name leads to.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Lookup {
+pub(crate) enum Lookup {
     Found(CustomCommand),
     /// The file exists but resolves outside the workspace.
     Outside,
@@ -80,7 +80,7 @@ async fn read_confined(canonical_workspace: &Path, path: &Path) -> Result<String
 
 /// Every custom command of the workspace and of the enabled plugins (`plugin_dirs`), sorted by
 /// name. Unreadable files and files that resolve outside the workspace are skipped.
-pub async fn load_all(workspace: &Path, plugin_dirs: &[PathBuf]) -> Vec<CustomCommand> {
+pub(crate) async fn load_all(workspace: &Path, plugin_dirs: &[PathBuf]) -> Vec<CustomCommand> {
     let mut out: Vec<CustomCommand> = Vec::new();
     for dir in std::iter::once(commands_dir(workspace)).chain(plugin_dirs.iter().cloned()) {
         for command in load_dir(workspace, &dir).await {
@@ -114,7 +114,7 @@ async fn load_dir(workspace: &Path, commands: &Path) -> Vec<CustomCommand> {
 
 /// One custom command by name (the workspace's first, then the enabled plugins' folders), and
 /// whether it was refused for resolving outside the workspace.
-pub async fn lookup(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Lookup {
+pub(crate) async fn lookup(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Lookup {
     if !valid_name(name) {
         return Lookup::Missing;
     }
@@ -130,7 +130,7 @@ pub async fn lookup(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Lo
 }
 
 /// One custom command by name (`None` when missing or outside the workspace).
-pub async fn load(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Option<CustomCommand> {
+pub(crate) async fn load(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Option<CustomCommand> {
     match lookup(workspace, plugin_dirs, name).await {
         Lookup::Found(command) => Some(command),
         Lookup::Outside | Lookup::Missing => None,

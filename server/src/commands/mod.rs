@@ -2,7 +2,7 @@
 //! server; custom commands — the built-in agent's app commands and the workspace's templates —
 //! expand to a prompt that the client submits with `turn/start` as a `commandRef`.
 
-pub mod custom;
+pub(crate) mod custom;
 
 use std::path::{Path, PathBuf};
 
@@ -12,10 +12,10 @@ use crate::threads::SessionError;
 
 /// Built-in slash commands: never valid as `commandRef` (section 5.1); they go through
 /// `command/execute`.
-pub const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbeat", "cron"];
+pub(crate) const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbeat", "cron"];
 
 #[derive(Debug, thiserror::Error)]
-pub enum CommandError {
+pub(crate) enum CommandError {
     #[error("Command not found: /{0}")]
     NotFound(String),
     #[error("Permission denied for /{0}")]
@@ -27,14 +27,14 @@ pub enum CommandError {
 /// (name, English description, Chinese description).
 type Described = (&'static str, &'static str, &'static str);
 
-pub const BUILTINS: &[Described] = &[
+pub(crate) const BUILTINS: &[Described] = &[
     ("new", "Archive this conversation and start a new one", "归档当前会话并开始新会话"),
     ("stop", "Stop the running turn", "停止正在运行的回合"),
     ("help", "List the available commands", "列出可用的命令"),
 ];
 
 /// The built-in agent's commands (custom: they run through the agent's tool path).
-pub const APP_COMMANDS: &[Described] = &[
+pub(crate) const APP_COMMANDS: &[Described] = &[
     ("apps", "List the registered apps", "列出已注册的应用"),
     ("query", "Read an app's state: /query WINDOW KEY", "读取应用状态：/query 窗口 键"),
     ("command", "Run an app command: /command WINDOW NAME JSON", "执行应用命令：/command 窗口 命令 JSON"),
@@ -57,7 +57,7 @@ fn info(name: &str, description: &str, category: &str) -> CommandInfo {
 }
 
 /// Every command, built-ins first unless left out.
-pub async fn list(
+pub(crate) async fn list(
     workspace: &Path,
     plugin_dirs: &[PathBuf],
     include_builtins: bool,
@@ -78,7 +78,7 @@ pub async fn list(
 }
 
 /// `"/query  w1 cells"` → `("query", "w1 cells")`; explicit `arguments` win over the inline text.
-pub fn parse(command: &str, arguments: Option<&[String]>) -> (String, String) {
+pub(crate) fn parse(command: &str, arguments: Option<&[String]>) -> (String, String) {
     let text = command.trim().trim_start_matches('/');
     let (name, inline) = match text.split_once(char::is_whitespace) {
         Some((name, rest)) => (name, rest.trim()),
@@ -93,7 +93,7 @@ pub fn parse(command: &str, arguments: Option<&[String]>) -> (String, String) {
 
 /// The prompt an app command stands for (what a model is asked to do, and the `expandedPrompt`
 /// of `command/execute`).
-pub fn app_command_prompt(name: &str, args: &str) -> String {
+pub(crate) fn app_command_prompt(name: &str, args: &str) -> String {
     let (lead, args) = match name {
         "apps" => return APPS_PROMPT.to_owned(),
         "query" => (QUERY_PROMPT.to_owned(), args.trim()),
@@ -111,7 +111,7 @@ const PLAN_PROMPT: &str = "Record this plan:";
 
 /// The app command a prompt of [`app_command_prompt`] stands for: `(name, args)`. This is how a
 /// client that submits `expandedPrompt` as plain text gets what a `commandRef` gets.
-pub fn app_command_from_prompt(text: &str) -> Option<(&'static str, String)> {
+pub(crate) fn app_command_from_prompt(text: &str) -> Option<(&'static str, String)> {
     let text = text.trim();
     if text == APPS_PROMPT {
         return Some(("apps", String::new()));
@@ -128,7 +128,7 @@ pub fn app_command_from_prompt(text: &str) -> Option<(&'static str, String)> {
 /// A slash line naming a command that is not a built-in: `"/query w1 cells"` → `("query",
 /// "w1 cells")`. Built-ins (`/new`, `/stop`, …) are not turn input; they go through
 /// `command/execute`.
-pub fn slash_command(text: &str) -> Option<(String, String)> {
+pub(crate) fn slash_command(text: &str) -> Option<(String, String)> {
     let text = text.trim();
     let rest = text.strip_prefix('/')?;
     let (name, args) = match rest.split_once(char::is_whitespace) {

@@ -13,7 +13,7 @@ use crate::store::{CronRecord, parse_seq};
 impl CronService {
     /// Where a job made by the turn `turn_id` of `thread_id` delivers its results: the chat the
     /// turn came from, when the thread belongs to a chat channel.
-    pub async fn delivery_for(&self, thread_id: &str, turn_id: &str) -> Option<CronDelivery> {
+    pub(crate) async fn delivery_for(&self, thread_id: &str, turn_id: &str) -> Option<CronDelivery> {
         let thread = self.store.thread(thread_id).await.ok().flatten()?;
         if !is_adapter_channel(&thread.origin_channel) {
             return None;

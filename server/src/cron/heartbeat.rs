@@ -16,13 +16,13 @@ use crate::store::{CronWrite, StoreError, ThreadQuery, ThreadRecord, ThreadWrite
 use crate::threads::{broadcast, new_thread_id};
 
 /// The origin channel of the heartbeat thread.
-pub const CHANNEL: &str = "heartbeat";
+pub(crate) const CHANNEL: &str = "heartbeat";
 /// The periodic heartbeat's row in `scheduler_slots`.
 const SLOT: &str = "heartbeat";
 /// Largest `HEARTBEAT.md` read.
 const MAX_BYTES: u64 = 64 * 1024;
 
-pub fn file(workspace: &Path) -> PathBuf {
+pub(crate) fn file(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("HEARTBEAT.md")
 }
 
@@ -92,7 +92,7 @@ impl CronService {
     }
 
     /// Runs the heartbeat once: `(result, error)`, both `None` when there is no `HEARTBEAT.md`.
-    pub async fn heartbeat(self: &Arc<Self>) -> (Option<String>, Option<String>) {
+    pub(crate) async fn heartbeat(self: &Arc<Self>) -> (Option<String>, Option<String>) {
         let Some(text) = instructions(&self.turns.config.workspace).await else { return (None, None) };
         let (thread_id, outcome) = match self.heartbeat_thread().await {
             Ok(thread_id) => {

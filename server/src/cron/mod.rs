@@ -6,9 +6,9 @@
 //! skipped. The time comes from a [`Clock`] tests can move forward.
 
 mod deliver;
-pub mod heartbeat;
-pub mod run;
-pub mod schedule;
+pub(crate) mod heartbeat;
+pub(crate) mod run;
+pub(crate) mod schedule;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -36,7 +36,7 @@ const QUEUE: usize = 64;
 
 /// Why a cron request failed.
 #[derive(Debug, thiserror::Error)]
-pub enum CronError {
+pub(crate) enum CronError {
     #[error("cron job not found: {0}")]
     NotFound(String),
     #[error("{0}")]
@@ -55,14 +55,14 @@ struct Queued {
 
 /// The jobs, their scheduler and their runner.
 #[derive(Debug)]
-pub struct CronService {
+pub(crate) struct CronService {
     store: Store,
     turns: Arc<TurnService>,
     threads: Arc<ThreadManager>,
     clients: Arc<dyn Broadcast>,
     /// Where a job made in a chat sends its results.
     delivery: Arc<DeliveryService>,
-    pub clock: Clock,
+    pub(crate) clock: Clock,
     wake: Notify,
     queue: mpsc::Sender<Queued>,
     receiver: std::sync::Mutex<Option<mpsc::Receiver<Queued>>>,
@@ -72,7 +72,7 @@ pub struct CronService {
 }
 
 /// The wire form of a stored job.
-pub fn info(job: &CronRecord) -> CronJobInfo {
+pub(crate) fn info(job: &CronRecord) -> CronJobInfo {
     CronJobInfo {
         id: job.id.clone(),
         name: job.name.clone(),
@@ -97,7 +97,7 @@ pub fn info(job: &CronRecord) -> CronJobInfo {
 }
 
 impl CronService {
-    pub fn new(
+    pub(crate) fn new(
         store: Store,
         turns: Arc<TurnService>,
         threads: Arc<ThreadManager>,
@@ -125,12 +125,12 @@ impl CronService {
     }
 
     /// Looks for due jobs now (after the clock moved, a job was added or enabled).
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.wake.notify_one();
     }
 
     /// Adds a job that runs `message` on `thread_id`, its results delivered to `delivery` too.
-    pub async fn add(
+    pub(crate) async fn add(
         &self,
         name: &str,
         message: &str,
@@ -170,7 +170,7 @@ impl CronService {
         Ok(info(&job))
     }
 
-    pub async fn list(&self, include_disabled: bool) -> Result<Vec<CronJobInfo>, CronError> {
+    pub(crate) async fn list(&self, include_disabled: bool) -> Result<Vec<CronJobInfo>, CronError> {
         let jobs = self.store.cron_jobs().await?;
         Ok(jobs.iter().filter(|j| include_disabled || j.enabled).map(info).collect())
     }
@@ -179,7 +179,7 @@ impl CronService {
         self.store.cron_job(id).await?.ok_or_else(|| CronError::NotFound(id.to_owned()))
     }
 
-    pub async fn remove(&self, id: &str) -> Result<(), CronError> {
+    pub(crate) async fn remove(&self, id: &str) -> Result<(), CronError> {
         let job = self.get(id).await?;
         self.store.write(CronWrite::Delete(id.to_owned())).await?;
         self.changed(&job, true);
@@ -187,7 +187,7 @@ impl CronService {
     }
 
     /// Enables or disables a job; enabling moves a missing or past next run to the next one due.
-    pub async fn enable(&self, id: &str, enabled: bool) -> Result<CronJobInfo, CronError> {
+    pub(crate) async fn enable(&self, id: &str, enabled: bool) -> Result<CronJobInfo, CronError> {
         let mut job = self.get(id).await?;
         let now = self.now();
         if enabled && job.next_run_at_ms.is_none_or(|next| next <= now) {
@@ -203,7 +203,7 @@ impl CronService {
     }
 
     /// Queues one run now (enabled or not).
-    pub async fn run_now(&self, id: &str) -> Result<CronJobInfo, CronError> {
+    pub(crate) async fn run_now(&self, id: &str) -> Result<CronJobInfo, CronError> {
         let job = self.get(id).await?;
         self.queue.try_send(Queued { id: Some(id.to_owned()) }).map_err(|_| CronError::Busy)?;
         Ok(info(&job))
@@ -216,7 +216,7 @@ impl CronService {
     }
 
     /// The scheduler and the runner, until `stop`.
-    pub async fn serve(self: Arc<Self>, stop: CancellationToken) {
+    pub(crate) async fn serve(self: Arc<Self>, stop: CancellationToken) {
         let receiver = self.receiver.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some(mut receiver) = receiver else { return };
         let runner = {

@@ -13,10 +13,10 @@ use crate::turns::runner::{self, Origin};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunOutcome {
-    pub result: Option<String>,
-    pub error: Option<String>,
-    pub usage: Option<(u64, u64)>,
+pub(crate) struct RunOutcome {
+    pub(crate) result: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) usage: Option<(u64, u64)>,
 }
 
 impl RunOutcome {
@@ -26,7 +26,7 @@ impl RunOutcome {
 }
 
 /// Runs `message` as a turn on `thread_id` and waits for it to end.
-pub async fn run_turn(
+pub(crate) async fn run_turn(
     turns: &Arc<TurnService>,
     threads: &ThreadManager,
     store: &Store,

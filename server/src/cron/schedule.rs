@@ -13,10 +13,10 @@ use chrono::{DateTime, Utc};
 use chrono_tz::Tz;
 
 /// Shortest interval of an `every` job.
-pub const MIN_EVERY_MS: i64 = 1000;
+pub(crate) const MIN_EVERY_MS: i64 = 1000;
 
 /// Why a schedule is refused, or `Ok`.
-pub fn check(s: &CronSchedule) -> Result<(), String> {
+pub(crate) fn check(s: &CronSchedule) -> Result<(), String> {
     zone(s)?;
     match s.kind.as_str() {
         "every" => match s.every_ms {
@@ -49,7 +49,7 @@ fn zone(s: &CronSchedule) -> Result<Tz, String> {
 }
 
 /// The first slot of an `every` cadence that started at `due` after `now`.
-pub fn every_slot(due: i64, every: i64, now: i64) -> i64 {
+pub(crate) fn every_slot(due: i64, every: i64, now: i64) -> i64 {
     if every <= 0 || due > now {
         return due;
     }
@@ -57,7 +57,7 @@ pub fn every_slot(due: i64, every: i64, now: i64) -> i64 {
 }
 
 /// The first run of a job made at `now`.
-pub fn first_run(s: &CronSchedule, now: i64) -> Option<i64> {
+pub(crate) fn first_run(s: &CronSchedule, now: i64) -> Option<i64> {
     match s.kind.as_str() {
         "every" => Some(now + s.initial_delay_ms.filter(|d| *d >= 0).map_or(s.every_ms, Some)?),
         "at" => s.at_ms,
@@ -68,7 +68,7 @@ pub fn first_run(s: &CronSchedule, now: i64) -> Option<i64> {
 /// The run after the one due at `due`, claimed at `now`: an `every` job keeps its cadence (the
 /// first slot after `now`, so runs missed meanwhile are skipped); the others take their next
 /// time after `now`.
-pub fn next_slot(s: &CronSchedule, due: i64, now: i64) -> Option<i64> {
+pub(crate) fn next_slot(s: &CronSchedule, due: i64, now: i64) -> Option<i64> {
     match (s.kind.as_str(), s.every_ms) {
         ("every", Some(every)) if every > 0 && due <= now => Some(every_slot(due, every, now)),
         _ => next_after(s, now),
@@ -76,7 +76,7 @@ pub fn next_slot(s: &CronSchedule, due: i64, now: i64) -> Option<i64> {
 }
 
 /// The run after one due at `now` (`None`: the job has no further runs).
-pub fn next_after(s: &CronSchedule, now: i64) -> Option<i64> {
+pub(crate) fn next_after(s: &CronSchedule, now: i64) -> Option<i64> {
     match s.kind.as_str() {
         "every" => Some(now + s.every_ms?),
         "at" => None,

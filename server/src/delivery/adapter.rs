@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::ports::{Broadcast, ChannelAdapter, Client};
 
 /// Most channel tools kept per adapter; the rest are ignored.
-pub const MAX_TOOLS: usize = 64;
+pub(crate) const MAX_TOOLS: usize = 64;
 /// Longest tool name (ASCII letters, digits, `_` and `-`, starting with a letter).
 const MAX_NAME: usize = 64;
 /// Longest description kept (longer ones are cut).
@@ -21,7 +21,7 @@ const MAX_DESCRIPTION: usize = 2048;
 const MAX_SCHEMA_BYTES: usize = 32 * 1024;
 
 /// The declaration as kept for the connection.
-pub fn validate(declared: &ChannelAdapterCapabilities) -> ChannelAdapter {
+pub(crate) fn validate(declared: &ChannelAdapterCapabilities) -> ChannelAdapter {
     let structured_delivery = declared
         .delivery_capabilities
         .as_ref()
@@ -80,7 +80,7 @@ fn tool(raw: &Value) -> Option<DynamicToolSpec> {
 
 /// The open connection here whose adapter serves `channel` (compared case-insensitively), the
 /// one that connected last when there are several.
-pub fn connected(clients: &dyn Broadcast, channel: &str) -> Option<(Arc<dyn Client>, Arc<ChannelAdapter>)> {
+pub(crate) fn connected(clients: &dyn Broadcast, channel: &str) -> Option<(Arc<dyn Client>, Arc<ChannelAdapter>)> {
     clients
         .all()
         .into_iter()

@@ -8,7 +8,7 @@
 //! `system/event` `deliveryFailed`. Each connected adapter is also probed with
 //! `ext/channel/heartbeat` and disconnected when it does not answer.
 
-pub mod adapter;
+pub(crate) mod adapter;
 mod send;
 
 use std::collections::HashSet;
@@ -33,7 +33,7 @@ const EXPIRED_PER_TICK: u32 = 100;
 
 /// Why a message was not queued.
 #[derive(Debug, thiserror::Error)]
-pub enum DeliveryError {
+pub(crate) enum DeliveryError {
     #[error("channel `{0}` already has {1} messages waiting")]
     Full(String, i64),
     #[error(transparent)]
@@ -42,7 +42,7 @@ pub enum DeliveryError {
 
 /// The queue of every channel and its senders on this instance.
 #[derive(Debug)]
-pub struct DeliveryService {
+pub(crate) struct DeliveryService {
     store: Store,
     clients: Arc<dyn Broadcast>,
     settings: ChannelSettings,
@@ -62,7 +62,7 @@ fn millis(d: Duration) -> i64 {
 }
 
 impl DeliveryService {
-    pub fn new(store: Store, clients: Arc<dyn Broadcast>, settings: ChannelSettings) -> Arc<DeliveryService> {
+    pub(crate) fn new(store: Store, clients: Arc<dyn Broadcast>, settings: ChannelSettings) -> Arc<DeliveryService> {
         Arc::new(DeliveryService {
             store,
             clients,
@@ -74,13 +74,13 @@ impl DeliveryService {
     }
 
     /// Looks for messages to send now (a message was queued, an adapter connected).
-    pub fn wake(&self) {
+    pub(crate) fn wake(&self) {
         self.wake.notify_one();
     }
 
     /// Keeps `message` for `channel`'s adapter, to `target`; returns its `deliveryId`.
     /// `metadata` is sent along, with `deliveryId` added.
-    pub async fn enqueue(
+    pub(crate) async fn enqueue(
         &self,
         channel: &str,
         target: &str,
@@ -115,7 +115,7 @@ impl DeliveryService {
     }
 
     /// Sends what the adapters connected here can take, and probes them, until `stop`.
-    pub async fn serve(self: Arc<Self>, stop: CancellationToken) {
+    pub(crate) async fn serve(self: Arc<Self>, stop: CancellationToken) {
         let mut tasks = JoinSet::new();
         let mut next_probe = tokio::time::Instant::now() + self.settings.probe_interval;
         loop {

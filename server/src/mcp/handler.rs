@@ -34,7 +34,7 @@ const INSTRUCTIONS: &str = "appserver's registered apps (spreadsheets, editors, 
 
 /// The MCP server of one session (one client).
 #[derive(Debug, Clone)]
-pub struct McpSession {
+pub(crate) struct McpSession {
     apps: Arc<AppService>,
     turns: Arc<TurnService>,
     /// The session's "accept for session" answers.
@@ -49,7 +49,7 @@ pub struct McpSession {
 }
 
 impl McpSession {
-    pub fn new(apps: Arc<AppService>, turns: Arc<TurnService>, session_ends: Arc<SessionEnds>) -> Self {
+    pub(crate) fn new(apps: Arc<AppService>, turns: Arc<TurnService>, session_ends: Arc<SessionEnds>) -> Self {
         let ended = CancellationToken::new();
         McpSession {
             apps,

@@ -17,11 +17,11 @@ use crate::config::ServerConfig;
 use crate::turns::TurnService;
 
 /// The `/mcp` service, shared by every listener (it holds the sessions).
-pub type McpService = StreamableHttpService<McpSession, Sessions>;
+pub(crate) type McpService = StreamableHttpService<McpSession, Sessions>;
 
 /// Builds the service and starts its idle sweep (on `tasks`); its sessions end when `shutdown`
 /// is cancelled.
-pub fn service(
+pub(crate) fn service(
     apps: Arc<AppService>,
     turns: Arc<TurnService>,
     config: &ServerConfig,

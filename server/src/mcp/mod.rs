@@ -12,12 +12,12 @@
 //! bounds its sessions (a connection slot each, an idle timeout) and tells a session's running
 //! calls when it ends, and `relay.rs` relays stdio to a server's `/mcp` (`appserver mcp`).
 
-pub mod handler;
-pub mod http;
-pub mod progress;
-pub mod relay;
-pub mod sessions;
-pub mod tools;
-pub mod uris;
+pub(crate) mod handler;
+pub(crate) mod http;
+pub(crate) mod progress;
+pub(crate) mod relay;
+pub(crate) mod sessions;
+pub(crate) mod tools;
+pub(crate) mod uris;
 
-pub use handler::McpSession;
+pub(crate) use handler::McpSession;

@@ -16,13 +16,13 @@ use tokio_util::sync::CancellationToken;
 use crate::apps::AppWindow;
 
 /// How long a run is followed when the call gives no `timeoutMs`.
-pub const DEFAULT_FOLLOW: Duration = Duration::from_secs(60);
+pub(crate) const DEFAULT_FOLLOW: Duration = Duration::from_secs(60);
 /// The longest a run is followed.
-pub const MAX_FOLLOW: Duration = Duration::from_secs(600);
+pub(crate) const MAX_FOLLOW: Duration = Duration::from_secs(600);
 
 /// How a run ended for its follower.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// Its last declared event came.
     Finished,
     /// The limit passed first.
@@ -32,26 +32,31 @@ pub enum Ended {
 }
 
 /// Where progress goes.
-pub struct Follower<'a> {
-    pub peer: &'a Peer<RoleServer>,
-    pub token: ProgressToken,
-    pub limit: Duration,
-    pub stop: &'a CancellationToken,
+pub(crate) struct Follower<'a> {
+    pub(crate) peer: &'a Peer<RoleServer>,
+    pub(crate) token: ProgressToken,
+    pub(crate) limit: Duration,
+    pub(crate) stop: &'a CancellationToken,
 }
 
 /// The limit of a follow: `timeoutMs`, at most [`MAX_FOLLOW`].
-pub fn limit(timeout_ms: Option<u64>) -> Duration {
+pub(crate) fn limit(timeout_ms: Option<u64>) -> Duration {
     timeout_ms.map_or(DEFAULT_FOLLOW, |ms| Duration::from_millis(ms.max(1)).min(MAX_FOLLOW))
 }
 
 /// The event type that ends a run of `command`: the last one its `streams` lists.
-pub fn terminal_event(window: &AppWindow, command: &str) -> Option<String> {
+pub(crate) fn terminal_event(window: &AppWindow, command: &str) -> Option<String> {
     let checked = window.manifest();
     checked.manifest.commands.get(command)?.streams.as_ref()?.last().cloned()
 }
 
 /// Follows `run_id` of `window`, sending each event as progress; the events seen and how it ended.
-pub async fn follow(window: &AppWindow, run_id: &str, terminal: Option<&str>, to: Follower<'_>) -> (Vec<Value>, Ended) {
+pub(crate) async fn follow(
+    window: &AppWindow,
+    run_id: &str,
+    terminal: Option<&str>,
+    to: Follower<'_>,
+) -> (Vec<Value>, Ended) {
     let deadline = tokio::time::Instant::now() + to.limit;
     let mut changes = window.watch_events();
     let mut seen: Vec<Value> = Vec::new();

@@ -17,7 +17,7 @@ pub enum RelayError {
 }
 
 /// Relays until stdin closes (the agent is done) or the server goes away.
-pub async fn relay_stdio(url: &str, token: Option<String>) -> Result<(), RelayError> {
+pub(crate) async fn relay_stdio(url: &str, token: Option<String>) -> Result<(), RelayError> {
     let mut config = StreamableHttpClientTransportConfig::with_uri(url.to_owned());
     if let Some(token) = token {
         config = config.auth_header(token);

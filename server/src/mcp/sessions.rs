@@ -25,7 +25,7 @@ const CLOSE_WAIT: Duration = Duration::from_secs(5);
 
 /// Each open session's token, cancelled when the session is closed.
 #[derive(Debug, Default)]
-pub struct SessionEnds(Mutex<HashMap<String, CancellationToken>>);
+pub(crate) struct SessionEnds(Mutex<HashMap<String, CancellationToken>>);
 
 impl SessionEnds {
     fn map(&self) -> std::sync::MutexGuard<'_, HashMap<String, CancellationToken>> {
@@ -33,7 +33,7 @@ impl SessionEnds {
     }
 
     /// The token of session `id`, cancelled when it ends (an unknown session's is cancelled).
-    pub fn ended(&self, id: &str) -> CancellationToken {
+    pub(crate) fn ended(&self, id: &str) -> CancellationToken {
         self.map().get(id).cloned().unwrap_or_else(|| {
             let gone = CancellationToken::new();
             gone.cancel();
@@ -67,16 +67,16 @@ type LiveMap = Arc<Mutex<HashMap<SessionId, Live>>>;
 
 /// rmcp's session manager with slots and an idle timeout.
 #[derive(Debug)]
-pub struct Sessions {
+pub(crate) struct Sessions {
     inner: LocalSessionManager,
     live: LiveMap,
     idle: Duration,
     /// Each open session's end, for the calls running in it.
-    pub ends: Arc<SessionEnds>,
+    pub(crate) ends: Arc<SessionEnds>,
 }
 
 impl Sessions {
-    pub fn new(idle: Duration, ends: Arc<SessionEnds>) -> Sessions {
+    pub(crate) fn new(idle: Duration, ends: Arc<SessionEnds>) -> Sessions {
         let mut inner = LocalSessionManager::default();
         // The idle sweep here is the one timeout: rmcp's own would end a session that keeps a
         // GET stream open for notifications and never sends a request.
@@ -85,14 +85,14 @@ impl Sessions {
     }
 
     /// Gives the session `id` its connection slot; dropped (freed) when no such session lives.
-    pub fn adopt(&self, id: &str, slot: OwnedSemaphorePermit) {
+    pub(crate) fn adopt(&self, id: &str, slot: OwnedSemaphorePermit) {
         if let Some(live) = lock(&self.live).get_mut(id) {
             live.slot = Some(slot);
         }
     }
 
     /// Whether the session `id` is open (without counting this as activity).
-    pub fn is_live(&self, id: &str) -> bool {
+    pub(crate) fn is_live(&self, id: &str) -> bool {
         lock(&self.live).contains_key(id)
     }
 
@@ -123,7 +123,7 @@ impl Sessions {
 
     /// Closes the sessions idle for longer than the timeout, checking a few times per timeout,
     /// until `shutdown`.
-    pub async fn sweep(self: Arc<Self>, shutdown: CancellationToken) {
+    pub(crate) async fn sweep(self: Arc<Self>, shutdown: CancellationToken) {
         let period = (self.idle / 4).clamp(Duration::from_millis(50), Duration::from_secs(30));
         loop {
             tokio::select! {

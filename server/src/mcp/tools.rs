@@ -40,7 +40,7 @@ fn command_schema() -> Arc<JsonObject> {
 }
 
 /// The tools as `tools/list` gives them.
-pub fn definitions() -> Vec<Tool> {
+pub(crate) fn definitions() -> Vec<Tool> {
     let mut command = describe(
         &AppCommandTool,
         ToolAnnotations::with_title("Run an app command")
@@ -70,7 +70,7 @@ pub fn definitions() -> Vec<Tool> {
 }
 
 /// A successful call: the value as JSON text (and as structured content when it is an object).
-pub fn success(value: &Value) -> CallToolResult {
+pub(crate) fn success(value: &Value) -> CallToolResult {
     let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
     let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
     if value.is_object() {
@@ -81,7 +81,7 @@ pub fn success(value: &Value) -> CallToolResult {
 
 /// A streaming command answers `{"runId": …}` and its events follow as `app/event`; an MCP agent
 /// reads them from the resource `app://<windowId>/runs/<runId>`, named in a second text block.
-pub fn with_run_link(mut result: CallToolResult, window_id: &str, value: &Value) -> CallToolResult {
+pub(crate) fn with_run_link(mut result: CallToolResult, window_id: &str, value: &Value) -> CallToolResult {
     if let Some(run_id) = value.get("runId").and_then(Value::as_str) {
         let uri = super::uris::run(window_id, run_id);
         result
@@ -92,27 +92,27 @@ pub fn with_run_link(mut result: CallToolResult, window_id: &str, value: &Value)
 }
 
 /// A tool error the agent can read.
-pub fn failure(message: impl Into<String>) -> CallToolResult {
+pub(crate) fn failure(message: impl Into<String>) -> CallToolResult {
     CallToolResult::error(vec![ContentBlock::text(message.into())])
 }
 
-pub fn app_failure(err: &AppError) -> CallToolResult {
+pub(crate) fn app_failure(err: &AppError) -> CallToolResult {
     failure(format!("{}: {err}", err.code()))
 }
 
 /// A required string argument, or the built-in agent's `INVALID_PARAMS` error.
-pub fn string_arg(args: &JsonObject, name: &str) -> Result<String, CallToolResult> {
+pub(crate) fn string_arg(args: &JsonObject, name: &str) -> Result<String, CallToolResult> {
     args.get(name)
         .and_then(Value::as_str)
         .map(str::to_owned)
         .ok_or_else(|| failure(format!("INVALID_PARAMS: `{name}` (a string) is required")))
 }
 
-pub async fn list(apps: &service::AppService) -> CallToolResult {
+pub(crate) async fn list(apps: &service::AppService) -> CallToolResult {
     success(&json!({ "apps": service::list(apps).await }))
 }
 
-pub async fn query(apps: &service::AppService, args: &JsonObject) -> CallToolResult {
+pub(crate) async fn query(apps: &service::AppService, args: &JsonObject) -> CallToolResult {
     let (window, key) = match (string_arg(args, "windowId"), string_arg(args, "stateKey")) {
         (Ok(w), Ok(k)) => (w, k),
         (Err(e), _) | (_, Err(e)) => return e,

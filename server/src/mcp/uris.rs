@@ -8,22 +8,22 @@
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, utf8_percent_encode};
 
 /// The URI scheme of app resources.
-pub const SCHEME: &str = "app://";
+pub(crate) const SCHEME: &str = "app://";
 const RUNS: &str = "/runs/";
 const ID: &AsciiSet = &NON_ALPHANUMERIC.remove(b'-').remove(b'.').remove(b'_').remove(b'~');
 
 /// The resource of a window's manifest.
-pub fn window(window_id: &str) -> String {
+pub(crate) fn window(window_id: &str) -> String {
     format!("{SCHEME}{}", utf8_percent_encode(window_id, ID))
 }
 
 /// The resource of a run's events.
-pub fn run(window_id: &str, run_id: &str) -> String {
+pub(crate) fn run(window_id: &str, run_id: &str) -> String {
     format!("{}{RUNS}{}", window(window_id), utf8_percent_encode(run_id, ID))
 }
 
 /// What a URI names: a window, and a run of it.
-pub fn parse(uri: &str) -> Option<(String, Option<String>)> {
+pub(crate) fn parse(uri: &str) -> Option<(String, Option<String>)> {
     let path = uri.strip_prefix(SCHEME)?;
     let decode = |s: &str| percent_decode_str(s).decode_utf8().ok().map(|s| s.into_owned());
     match path.split_once(RUNS) {

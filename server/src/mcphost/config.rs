@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 use super::McpHostError;
 
 /// Most servers a workspace may define.
-pub const MAX_SERVERS: usize = 64;
+pub(crate) const MAX_SERVERS: usize = 64;
 /// Longest server name.
 const MAX_NAME: usize = 64;
 /// Header names whose value is a credential: never stored in plain config.
@@ -22,13 +22,13 @@ struct File {
 }
 
 /// `<workspace>/.appserver/mcp.json`.
-pub fn path(workspace: &Path) -> PathBuf {
+pub(crate) fn path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("mcp.json")
 }
 
 /// The definitions kept for `workspace` (none when the file does not exist; a file that does
 /// not parse is an error, so it is never overwritten unread).
-pub fn load(workspace: &Path) -> Result<Vec<McpServerConfig>, McpHostError> {
+pub(crate) fn load(workspace: &Path) -> Result<Vec<McpServerConfig>, McpHostError> {
     let path = path(workspace);
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
@@ -41,7 +41,7 @@ pub fn load(workspace: &Path) -> Result<Vec<McpServerConfig>, McpHostError> {
 }
 
 /// Writes the definitions (the workspace-origin ones) for `workspace`.
-pub fn save(workspace: &Path, servers: &[McpServerConfig]) -> Result<(), McpHostError> {
+pub(crate) fn save(workspace: &Path, servers: &[McpServerConfig]) -> Result<(), McpHostError> {
     let path = path(workspace);
     let file = File { servers: servers.to_vec() };
     let text = serde_json::to_string_pretty(&file).map_err(|e| McpHostError::Storage(e.to_string()))?;
@@ -59,7 +59,7 @@ pub fn save(workspace: &Path, servers: &[McpServerConfig]) -> Result<(), McpHost
 
 /// Checks a definition for its transport (section 22.2's validation rules), and that it holds no
 /// credential in plain text; the error names the field.
-pub fn validate(server: &McpServerConfig) -> Result<(), McpHostError> {
+pub(crate) fn validate(server: &McpServerConfig) -> Result<(), McpHostError> {
     let invalid = |field: &str, why: &str| Err(McpHostError::Validation(format!("{field}: {why}")));
     let name = server.name.as_str();
     if name.is_empty()

@@ -31,7 +31,7 @@ use tokio_util::sync::CancellationToken;
 /// Default limit of the connection and first tool listing.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 /// Default limit of one tool call.
-pub const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
+pub(crate) const DEFAULT_TOOL_TIMEOUT: Duration = Duration::from_secs(120);
 const FIRST_BACKOFF: Duration = Duration::from_millis(500);
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 /// Environment variables every stdio server gets from the server's own environment.
@@ -44,9 +44,9 @@ type ProgressRoutes = Arc<Mutex<HashMap<String, mpsc::UnboundedSender<ProgressNo
 /// An MCP server's `elicitation/create`, handed to the agent's call in progress on that server;
 /// `reply` takes the user's answer (or why there is none).
 #[derive(Debug)]
-pub struct Elicitation {
-    pub request: ElicitRequestParams,
-    pub reply: oneshot::Sender<Result<ElicitResult, ErrorData>>,
+pub(crate) struct Elicitation {
+    pub(crate) request: ElicitRequestParams,
+    pub(crate) reply: oneshot::Sender<Result<ElicitResult, ErrorData>>,
 }
 
 /// The calls in progress that take elicitations, by their progress token.
@@ -115,7 +115,7 @@ fn token_key(token: &rmcp::model::ProgressToken) -> String {
 
 /// Why a call did not give a result.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     #[error("MCP server `{0}` is not connected ({1})")]
     NotReady(String, String),
     #[error("the call was cancelled")]
@@ -150,8 +150,8 @@ impl Drop for Withdraw {
 }
 
 /// A live server: its definition, state, tools and (while connected) its peer.
-pub struct Connection {
-    pub config: McpServerConfig,
+pub(crate) struct Connection {
+    pub(crate) config: McpServerConfig,
     status: watch::Sender<McpServerStatus>,
     tools: Mutex<Vec<Tool>>,
     peer: Mutex<Option<Peer<RoleClient>>>,
@@ -159,7 +159,7 @@ pub struct Connection {
     elicit: ElicitRoutes,
     tools_changed: Arc<Notify>,
     /// Cancelled to stop the server (removed, replaced, shutdown).
-    pub stop: CancellationToken,
+    pub(crate) stop: CancellationToken,
 }
 
 impl std::fmt::Debug for Connection {
@@ -169,7 +169,7 @@ impl std::fmt::Debug for Connection {
 }
 
 /// The state of a server that is not running.
-pub fn status_of(config: &McpServerConfig, state: &str, error: Option<String>) -> McpServerStatus {
+pub(crate) fn status_of(config: &McpServerConfig, state: &str, error: Option<String>) -> McpServerStatus {
     McpServerStatus {
         name: config.name.clone(),
         enabled: config.enabled,
@@ -183,7 +183,7 @@ pub fn status_of(config: &McpServerConfig, state: &str, error: Option<String>) -
 }
 
 impl Connection {
-    pub fn new(config: McpServerConfig, stop: CancellationToken) -> Arc<Connection> {
+    pub(crate) fn new(config: McpServerConfig, stop: CancellationToken) -> Arc<Connection> {
         let state = if config.enabled { "starting" } else { "disabled" };
         Arc::new(Connection {
             status: watch::Sender::new(status_of(&config, state, None)),
@@ -197,20 +197,20 @@ impl Connection {
         })
     }
 
-    pub fn status(&self) -> McpServerStatus {
+    pub(crate) fn status(&self) -> McpServerStatus {
         self.status.borrow().clone()
     }
 
     /// A receiver of the server's state.
-    pub fn watch(&self) -> watch::Receiver<McpServerStatus> {
+    pub(crate) fn watch(&self) -> watch::Receiver<McpServerStatus> {
         self.status.subscribe()
     }
 
-    pub fn tools(&self) -> Vec<Tool> {
+    pub(crate) fn tools(&self) -> Vec<Tool> {
         lock(&self.tools).clone()
     }
 
-    pub fn tool(&self, name: &str) -> Option<Tool> {
+    pub(crate) fn tool(&self, name: &str) -> Option<Tool> {
         lock(&self.tools).iter().find(|t| t.name == name).cloned()
     }
 
@@ -228,7 +228,7 @@ impl Connection {
     /// Calls `tool`; `progress` gets the server's progress notifications, `elicit` its
     /// elicitations while the call is the only one taking them; `cancel` withdraws the call (the
     /// server gets `notifications/cancelled`).
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         tool: &str,
         arguments: JsonObject,
@@ -289,7 +289,7 @@ impl Connection {
     }
 
     /// Reads the resource `uri` (an MCP Apps view's `ui://` HTML): its contents as given.
-    pub async fn read_resource(&self, uri: &str) -> Result<Vec<serde_json::Value>, CallError> {
+    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Vec<serde_json::Value>, CallError> {
         let name = self.config.name.clone();
         let Some(peer) = lock(&self.peer).clone() else {
             return Err(CallError::NotReady(name, self.status().startup_state));
@@ -304,7 +304,7 @@ impl Connection {
     }
 
     /// Keeps the server connected until `stop` is cancelled.
-    pub async fn supervise(self: Arc<Self>, workspace: std::path::PathBuf) {
+    pub(crate) async fn supervise(self: Arc<Self>, workspace: std::path::PathBuf) {
         if !self.config.enabled {
             return;
         }
@@ -390,7 +390,7 @@ type Running = (RunningService<RoleClient, Handler>, Option<tokio::process::Chil
 
 /// Connects to `config`'s server, lists its tools and disconnects (`mcp/test`): the number of
 /// tools, or why it failed.
-pub async fn probe(
+pub(crate) async fn probe(
     config: McpServerConfig,
     workspace: &std::path::Path,
     shutdown: &CancellationToken,

@@ -6,8 +6,8 @@
 //! servers and their tool names, one tool's schema when asked, and a call (approved like any
 //! gated tool, scope `mcp:<server>:<tool>`).
 
-pub mod config;
-pub mod connection;
+pub(crate) mod config;
+pub(crate) mod connection;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -26,7 +26,7 @@ use connection::Connection;
 
 /// Why an MCP management request failed (section 22.11).
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
-pub enum McpHostError {
+pub(crate) enum McpHostError {
     #[error("no MCP server named `{0}`")]
     NotFound(String),
     #[error("invalid MCP server: {0}")]
@@ -56,7 +56,7 @@ struct Inner {
 
 /// The MCP servers of the workspace.
 #[derive(Debug)]
-pub struct McpHost {
+pub(crate) struct McpHost {
     workspace: PathBuf,
     clients: Arc<dyn Broadcast>,
     shutdown: CancellationToken,
@@ -65,15 +65,15 @@ pub struct McpHost {
     /// One write (upsert, remove) at a time, so the file and the running servers agree.
     writes: tokio::sync::Mutex<()>,
     /// "Accept for session" answers to views' calls (while the server runs).
-    pub view_consents: SessionConsents,
+    pub(crate) view_consents: SessionConsents,
     /// One view call logged at a time (each takes the next number of its view's log).
-    pub view_log: tokio::sync::Mutex<()>,
+    pub(crate) view_log: tokio::sync::Mutex<()>,
 }
 
 /// What a call of `tool` on `server` asks approval for: a `shell` approval rendering the call,
 /// scope key `mcp:<server>:<tool>`; read-only when the tool says `readOnlyHint: true`, asked
 /// every time when it says `destructiveHint: true`.
-pub fn approval_spec(
+pub(crate) fn approval_spec(
     server: &str,
     tool: &rmcp::model::Tool,
     arguments: &serde_json::Value,
@@ -105,7 +105,7 @@ pub fn approval_spec(
 
 /// Whether `who` (`"model"`: the agent; `"app"`: the tool's MCP Apps views) may see and call the
 /// tool: SEP-1865's `_meta.ui.visibility`, `["model", "app"]` when absent (or not a list).
-pub fn visible_to(tool: &rmcp::model::Tool, who: &str) -> bool {
+pub(crate) fn visible_to(tool: &rmcp::model::Tool, who: &str) -> bool {
     let visibility = tool.meta.as_ref().and_then(|m| m.0.get("ui")).and_then(|ui| ui.get("visibility"));
     match visibility.and_then(serde_json::Value::as_array) {
         Some(list) => list.iter().any(|v| v == who),
@@ -138,7 +138,7 @@ fn stored(mut config: McpServerConfig) -> McpServerConfig {
 
 impl McpHost {
     /// The host of `workspace`'s servers (read from its definitions file; none are started).
-    pub fn new(
+    pub(crate) fn new(
         workspace: PathBuf,
         clients: Arc<dyn Broadcast>,
         shutdown: CancellationToken,
@@ -169,7 +169,7 @@ impl McpHost {
     }
 
     /// Starts every defined server in the background.
-    pub fn start(self: &Arc<Self>) {
+    pub(crate) fn start(self: &Arc<Self>) {
         let configs = self.lock().configs.clone();
         for config in configs {
             self.run(config);
@@ -202,14 +202,14 @@ impl McpHost {
     }
 
     /// `mcp/list`: the workspace's servers, then the enabled plugins'.
-    pub fn list(&self) -> Vec<McpServerConfig> {
+    pub(crate) fn list(&self) -> Vec<McpServerConfig> {
         let inner = self.lock();
         let plugin = inner.plugin.iter().map(|(c, _)| c.clone());
         inner.configs.iter().cloned().map(listed).chain(plugin).collect()
     }
 
     /// `mcp/get`.
-    pub fn get(&self, name: &str) -> Result<McpServerConfig, McpHostError> {
+    pub(crate) fn get(&self, name: &str) -> Result<McpServerConfig, McpHostError> {
         let inner = self.lock();
         let found = inner.configs.iter().find(|c| key(&c.name) == key(name)).cloned().map(listed);
         let found =
@@ -219,7 +219,7 @@ impl McpHost {
 
     /// The enabled plugins' servers as they are now (`plugins::service`): a server that is gone,
     /// changed or no longer approved is stopped; an approved, enabled one not running is started.
-    pub fn set_plugin_servers(&self, servers: Vec<(McpServerConfig, bool)>) {
+    pub(crate) fn set_plugin_servers(&self, servers: Vec<(McpServerConfig, bool)>) {
         let runs = |(c, approved): &(McpServerConfig, bool)| *approved && c.enabled;
         let (stopped, started) = {
             let mut inner = self.lock();
@@ -250,7 +250,7 @@ impl McpHost {
     }
 
     /// `mcp/upsert`: validated, written, then (re)started.
-    pub async fn upsert(&self, server: McpServerConfig) -> Result<McpServerConfig, McpHostError> {
+    pub(crate) async fn upsert(&self, server: McpServerConfig) -> Result<McpServerConfig, McpHostError> {
         config::validate(&server)?;
         let server = stored(server);
         let _write = self.writes.lock().await;
@@ -283,7 +283,7 @@ impl McpHost {
     }
 
     /// `mcp/remove`: forgotten, written, then stopped.
-    pub async fn remove(&self, name: &str) -> Result<(), McpHostError> {
+    pub(crate) async fn remove(&self, name: &str) -> Result<(), McpHostError> {
         let _write = self.writes.lock().await;
         let configs = {
             let inner = self.lock();
@@ -323,7 +323,7 @@ impl McpHost {
     }
 
     /// `mcp/status/list`.
-    pub fn statuses(&self) -> Vec<McpServerStatus> {
+    pub(crate) fn statuses(&self) -> Vec<McpServerStatus> {
         let inner = self.lock();
         let plugin = inner.plugin.iter().map(|(c, approved)| match inner.connections.get(&key(&c.name)) {
             Some(connection) => connection.status(),
@@ -342,7 +342,7 @@ impl McpHost {
     }
 
     /// `mcp/test`: validates and probes `server` without keeping it.
-    pub async fn test(&self, server: McpServerConfig) -> McpTestResult {
+    pub(crate) async fn test(&self, server: McpServerConfig) -> McpTestResult {
         let failed = |code: &str, message: String| McpTestResult {
             success: false,
             tool_count: None,
@@ -359,12 +359,12 @@ impl McpHost {
     }
 
     /// The running server `name`.
-    pub fn connection(&self, name: &str) -> Option<Arc<Connection>> {
+    pub(crate) fn connection(&self, name: &str) -> Option<Arc<Connection>> {
         self.lock().connections.get(&key(name)).cloned()
     }
 
     /// Every defined server's connection (those not running are absent).
-    pub fn connections(&self) -> Vec<Arc<Connection>> {
+    pub(crate) fn connections(&self) -> Vec<Arc<Connection>> {
         let inner = self.lock();
         let names = inner.configs.iter().map(|c| &c.name).chain(inner.plugin.iter().map(|(c, _)| &c.name));
         names.filter_map(|name| inner.connections.get(&key(name)).cloned()).collect()

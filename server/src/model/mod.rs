@@ -2,20 +2,20 @@
 //! server, Ollama, LM Studio, ...) reached with reqwest. Streaming requests with retries of
 //! transient failures, and the model catalog (`model/list`).
 
-pub mod sse;
+pub(crate) mod sse;
 
 use std::time::Duration;
 
 use appserver_protocol::{ModelCatalogItem, ModelListResult};
 use serde_json::Value;
 
-pub use sse::ChatDelta;
+pub(crate) use sse::ChatDelta;
 
 use crate::config::ModelSettings;
 
 /// Why a model request failed.
 #[derive(Debug, Clone, thiserror::Error)]
-pub enum ModelError {
+pub(crate) enum ModelError {
     #[error("cannot reach the model endpoint {url}: {reason}")]
     Connect { url: String, reason: String },
     #[error("the model endpoint answered HTTP {status}: {message}")]
@@ -41,14 +41,14 @@ impl ModelError {
 
 /// A configured provider.
 #[derive(Debug)]
-pub struct ModelProvider {
-    pub settings: ModelSettings,
+pub(crate) struct ModelProvider {
+    pub(crate) settings: ModelSettings,
     http: reqwest::Client,
 }
 
 /// A streaming completion being read.
 #[derive(Debug)]
-pub struct ChatStream {
+pub(crate) struct ChatStream {
     response: reqwest::Response,
     decoder: sse::SseDecoder,
     pending: std::collections::VecDeque<ChatDelta>,
@@ -62,7 +62,7 @@ pub struct ChatStream {
 
 impl ChatStream {
     /// The next piece, or `None` at the end of the stream.
-    pub async fn next(&mut self) -> Result<Option<ChatDelta>, ModelError> {
+    pub(crate) async fn next(&mut self) -> Result<Option<ChatDelta>, ModelError> {
         loop {
             if let Some(delta) = self.pending.pop_front() {
                 if matches!(delta, ChatDelta::Finished(_)) {
@@ -110,7 +110,7 @@ impl ChatStream {
 }
 
 impl ModelProvider {
-    pub fn new(settings: ModelSettings) -> Result<ModelProvider, String> {
+    pub(crate) fn new(settings: ModelSettings) -> Result<ModelProvider, String> {
         let http = reqwest::Client::builder()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("appserver/", env!("CARGO_PKG_VERSION")))
@@ -130,7 +130,7 @@ impl ModelProvider {
 
     /// Starts a streaming chat completion; retries connection failures, 429 and 5xx with
     /// exponential backoff, at most `max_retries` times.
-    pub async fn stream_chat(&self, body: &Value) -> Result<ChatStream, ModelError> {
+    pub(crate) async fn stream_chat(&self, body: &Value) -> Result<ChatStream, ModelError> {
         let mut attempt = 0;
         loop {
             match self.try_stream_chat(body).await {
@@ -180,7 +180,7 @@ impl ModelProvider {
     }
 
     /// `GET /models`, as `model/list` reports it (errors in the result, not as JSON-RPC errors).
-    pub async fn list_models(&self) -> ModelListResult {
+    pub(crate) async fn list_models(&self) -> ModelListResult {
         let failure = |code: &str, message: String| ModelListResult {
             success: false,
             models: Vec::new(),

@@ -6,13 +6,13 @@ use serde_json::Value;
 
 /// Splits a byte stream into SSE events and yields the `data` of each.
 #[derive(Debug, Default)]
-pub struct SseDecoder {
+pub(crate) struct SseDecoder {
     buffer: Vec<u8>,
 }
 
 impl SseDecoder {
     /// Adds bytes; returns the data payloads of the events they completed.
-    pub fn push(&mut self, bytes: &[u8]) -> Vec<String> {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
         self.buffer.extend_from_slice(bytes);
         let mut events = Vec::new();
         while let Some((end, sep)) = find_event_end(&self.buffer) {
@@ -25,7 +25,7 @@ impl SseDecoder {
     }
 
     /// The data of a final event that was not followed by a blank line.
-    pub fn finish(&mut self) -> Option<String> {
+    pub(crate) fn finish(&mut self) -> Option<String> {
         let raw = std::mem::take(&mut self.buffer);
         event_data(&raw)
     }
@@ -52,7 +52,7 @@ fn event_data(raw: &[u8]) -> Option<String> {
 
 /// One decoded piece of a streamed completion.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ChatDelta {
+pub(crate) enum ChatDelta {
     Text(String),
     Reasoning(String),
     /// A piece of tool call `index`: its id and name arrive first, arguments in fragments.
@@ -70,7 +70,7 @@ pub enum ChatDelta {
 }
 
 /// Decodes one `data:` payload (not `[DONE]`).
-pub fn decode_chunk(data: &str) -> Result<Vec<ChatDelta>, String> {
+pub(crate) fn decode_chunk(data: &str) -> Result<Vec<ChatDelta>, String> {
     let chunk: Value =
         serde_json::from_str(data).map_err(|e| format!("invalid JSON in the stream ({e}): {}", clip(data)))?;
     if let Some(error) = chunk.get("error") {

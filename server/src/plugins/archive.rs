@@ -9,25 +9,25 @@ use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
 /// Largest archive file read.
-pub const MAX_ARCHIVE_BYTES: u64 = 32 * 1024 * 1024;
+pub(crate) const MAX_ARCHIVE_BYTES: u64 = 32 * 1024 * 1024;
 /// Most files (and folders) a plugin may hold.
-pub const MAX_ENTRIES: usize = 2000;
+pub(crate) const MAX_ENTRIES: usize = 2000;
 /// Most bytes a plugin may hold, unpacked.
-pub const MAX_UNPACKED_BYTES: u64 = 64 * 1024 * 1024;
+pub(crate) const MAX_UNPACKED_BYTES: u64 = 64 * 1024 * 1024;
 /// Longest entry path (bytes), and deepest.
-pub const MAX_PATH_BYTES: usize = 240;
+pub(crate) const MAX_PATH_BYTES: usize = 240;
 const MAX_DEPTH: usize = 16;
 
 /// What a plugin's source is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Folder,
     Zip,
     TarGz,
 }
 
 /// The kind of the source at `path` (an error names the `path` field).
-pub fn kind_of(path: &Path) -> Result<Kind, String> {
+pub(crate) fn kind_of(path: &Path) -> Result<Kind, String> {
     let meta = std::fs::metadata(path).map_err(|e| format!("path: `{}`: {e}", path.display()))?;
     let name = path.file_name().and_then(|n| n.to_str()).unwrap_or_default().to_ascii_lowercase();
     if meta.is_dir() {
@@ -59,7 +59,7 @@ impl Budget {
 }
 
 /// Checks an entry's name and returns it as a relative path.
-pub fn safe_relative(name: &str) -> Result<PathBuf, String> {
+pub(crate) fn safe_relative(name: &str) -> Result<PathBuf, String> {
     let refuse = |why: &str| Err(format!("path: the entry `{}` {why}", name.chars().take(100).collect::<String>()));
     if name.len() > MAX_PATH_BYTES {
         return refuse(&format!("is longer than {MAX_PATH_BYTES} bytes"));
@@ -113,7 +113,7 @@ fn make_dir(dest: &Path, relative: &Path) -> Result<(), String> {
 }
 
 /// Unpacks (or copies) the source at `source` of `kind` into the empty folder `dest`.
-pub fn unpack(kind: Kind, source: &Path, dest: &Path) -> Result<(), String> {
+pub(crate) fn unpack(kind: Kind, source: &Path, dest: &Path) -> Result<(), String> {
     let mut budget = Budget::default();
     if kind == Kind::Folder {
         return copy_folder(source, dest, Path::new(""), &mut budget);

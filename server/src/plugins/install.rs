@@ -9,12 +9,12 @@ use std::path::{Path, PathBuf};
 use super::{INSTALLED_MARKER, Plugin, PluginError, archive, manifest, plugins_dir};
 
 /// Skill folders (holding a `SKILL.md`) in `dir`.
-pub fn skill_names(dir: &Path) -> Vec<String> {
+pub(crate) fn skill_names(dir: &Path) -> Vec<String> {
     names(dir, |path| path.join("SKILL.md").is_file().then(|| file_name(path)).flatten())
 }
 
 /// Custom commands (`NAME.md`) in `dir`.
-pub fn command_names(dir: &Path) -> Vec<String> {
+pub(crate) fn command_names(dir: &Path) -> Vec<String> {
     names(dir, |path| {
         let is_md = path.extension().and_then(|e| e.to_str()) == Some("md") && path.is_file();
         is_md.then(|| path.file_stem().and_then(|s| s.to_str()).map(str::to_owned)).flatten()
@@ -23,7 +23,7 @@ pub fn command_names(dir: &Path) -> Vec<String> {
 
 /// Window ids (`aai:<app id>`) of the app descriptors (`*/aai.json`) in `dir`; the error names
 /// the descriptor that does not parse.
-pub fn app_windows(dir: &Path) -> Result<Vec<String>, String> {
+pub(crate) fn app_windows(dir: &Path) -> Result<Vec<String>, String> {
     let mut out = Vec::new();
     for folder in names(dir, |path| path.join("aai.json").is_file().then(|| file_name(path)).flatten()) {
         let text =
@@ -120,7 +120,7 @@ fn plugin_root(staging: &Path) -> PathBuf {
 }
 
 /// A staging folder, removed when dropped.
-pub struct Staging(pub PathBuf);
+pub(crate) struct Staging(pub(crate) PathBuf);
 
 impl Drop for Staging {
     fn drop(&mut self) {
@@ -134,7 +134,7 @@ impl Drop for Staging {
 
 /// Unpacks and checks the plugin at `source` for `id`; returns it (loaded from its staging
 /// folder, marked installed) with that folder. Nothing is in place yet: see [`commit`].
-pub fn stage(
+pub(crate) fn stage(
     workspace: &Path,
     id: &str,
     source: &Path,
@@ -169,7 +169,7 @@ pub fn stage(
 }
 
 /// Puts a staged plugin in place (one rename); the staging folder goes.
-pub fn commit(workspace: &Path, plugin: &Plugin, staging: Staging) -> Result<PathBuf, PluginError> {
+pub(crate) fn commit(workspace: &Path, plugin: &Plugin, staging: Staging) -> Result<PathBuf, PluginError> {
     let target = plugins_dir(workspace).join(&plugin.manifest.id);
     if target.exists() {
         return Err(PluginError::Conflict(format!("id: a plugin `{}` is already installed", plugin.manifest.id)));
@@ -180,7 +180,7 @@ pub fn commit(workspace: &Path, plugin: &Plugin, staging: Staging) -> Result<Pat
 }
 
 /// Deletes an installed plugin's folder: renamed aside first (so it is gone at once), then removed.
-pub fn delete(workspace: &Path, dir: &Path) -> Result<(), PluginError> {
+pub(crate) fn delete(workspace: &Path, dir: &Path) -> Result<(), PluginError> {
     let aside = plugins_dir(workspace).join(format!(".removing-{:016x}", fastrand::u64(..)));
     std::fs::rename(dir, &aside).map_err(|e| PluginError::Io(e.to_string()))?;
     drop(Staging(aside));
@@ -188,7 +188,7 @@ pub fn delete(workspace: &Path, dir: &Path) -> Result<(), PluginError> {
 }
 
 /// Removes staging folders an interrupted install or removal left (at start-up).
-pub fn sweep(workspace: &Path) {
+pub(crate) fn sweep(workspace: &Path) {
     let Ok(entries) = std::fs::read_dir(plugins_dir(workspace)) else { return };
     for entry in entries.filter_map(Result::ok) {
         let name = entry.file_name().to_string_lossy().into_owned();

@@ -9,39 +9,39 @@ use appserver_protocol::PluginInterface;
 use serde_json::Value;
 
 /// Where a plugin's manifest is, relative to its folder.
-pub const MANIFEST_PATH: &str = ".craft-plugin/plugin.json";
+pub(crate) const MANIFEST_PATH: &str = ".craft-plugin/plugin.json";
 /// Largest manifest read.
-pub const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
+pub(crate) const MAX_MANIFEST_BYTES: u64 = 64 * 1024;
 /// Legacy native-tool fields: ignored, with a diagnostic.
 const LEGACY_FIELDS: [&str; 3] = ["tools", "functions", "processes"];
 
 /// A parsed manifest.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Manifest {
-    pub id: String,
-    pub version: Option<String>,
-    pub display_name: String,
-    pub description: String,
-    pub interface: Option<PluginInterface>,
+pub(crate) struct Manifest {
+    pub(crate) id: String,
+    pub(crate) version: Option<String>,
+    pub(crate) display_name: String,
+    pub(crate) description: String,
+    pub(crate) interface: Option<PluginInterface>,
     /// Manifest-relative folders and files, resolved against the plugin's folder.
-    pub skills: Option<PathBuf>,
-    pub mcp_servers: Option<PathBuf>,
-    pub commands: Option<PathBuf>,
-    pub apps: Option<PathBuf>,
+    pub(crate) skills: Option<PathBuf>,
+    pub(crate) mcp_servers: Option<PathBuf>,
+    pub(crate) commands: Option<PathBuf>,
+    pub(crate) apps: Option<PathBuf>,
     /// Non-fatal findings: `(code, message)`.
-    pub warnings: Vec<(String, String)>,
+    pub(crate) warnings: Vec<(String, String)>,
 }
 
 /// A plugin id: 1 to 64 lowercase letters, digits, `-` or `_`, starting with a letter or digit
 /// (it names a folder, an MCP prefix and a config entry).
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     (1..=64).contains(&id.len())
         && id.chars().next().is_some_and(|c| c.is_ascii_lowercase() || c.is_ascii_digit())
         && id.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-' || c == '_')
 }
 
 /// A manifest-relative path (`./x/y`) under `root`; the error names `field`.
-pub fn relative(root: &Path, field: &str, value: &str) -> Result<PathBuf, String> {
+pub(crate) fn relative(root: &Path, field: &str, value: &str) -> Result<PathBuf, String> {
     let bad = |why: &str| Err(format!("{field}: `{value}` {why}"));
     let Some(rest) = value.strip_prefix("./") else { return bad("must start with `./`") };
     if value.contains('\\') || value.contains('\0') {
@@ -76,7 +76,7 @@ fn interface(value: Option<&Value>) -> Result<Option<PluginInterface>, String> {
 }
 
 /// Parses the manifest `text` of the plugin in `root`.
-pub fn parse(root: &Path, text: &str) -> Result<Manifest, String> {
+pub(crate) fn parse(root: &Path, text: &str) -> Result<Manifest, String> {
     let value: Value = serde_json::from_str(text).map_err(|e| format!("plugin.json: not JSON: {e}"))?;
     let Value::Object(object) = value else { return Err("plugin.json: must be an object".into()) };
     match object.get("schemaVersion") {
@@ -132,7 +132,7 @@ pub fn parse(root: &Path, text: &str) -> Result<Manifest, String> {
 
 /// Reads and parses `<root>/.craft-plugin/plugin.json` (not through a symlink, at most
 /// [`MAX_MANIFEST_BYTES`]).
-pub fn read(root: &Path) -> Result<Manifest, String> {
+pub(crate) fn read(root: &Path) -> Result<Manifest, String> {
     let path = root.join(MANIFEST_PATH);
     let meta = std::fs::symlink_metadata(&path).map_err(|_| format!("{MANIFEST_PATH}: missing"))?;
     if !meta.is_file() || meta.len() > MAX_MANIFEST_BYTES {

@@ -20,7 +20,7 @@ use sha2::{Digest, Sha256};
 use crate::store::DescriptorPin;
 
 /// Most MCP servers one plugin declares.
-pub const MAX_PLUGIN_SERVERS: usize = 16;
+pub(crate) const MAX_PLUGIN_SERVERS: usize = 16;
 const MAX_MCP_FILE_BYTES: u64 = 64 * 1024;
 
 fn strings(value: &Value, field: &str) -> Result<Vec<String>, String> {
@@ -108,7 +108,7 @@ fn confine(mut config: McpServerConfig, root: &Path) -> Result<McpServerConfig, 
 
 /// The servers declared in the MCP file at `file`, of the plugin `id` (folder `root`), named
 /// `{id}:{name}`; the error names the field.
-pub fn read(file: &Path, root: &Path, id: &str, display_name: &str) -> Result<Vec<McpServerConfig>, String> {
+pub(crate) fn read(file: &Path, root: &Path, id: &str, display_name: &str) -> Result<Vec<McpServerConfig>, String> {
     let meta = std::fs::symlink_metadata(file).map_err(|_| format!("mcpServers: `{}` is missing", file.display()))?;
     if !meta.is_file() || meta.len() > MAX_MCP_FILE_BYTES {
         return Err(format!("mcpServers: not a file of at most {MAX_MCP_FILE_BYTES} bytes"));
@@ -145,7 +145,7 @@ fn hex(bytes: &[u8]) -> String {
 }
 
 /// What approving `config` (a server of the plugin in `root`, declared in `file`) pins now.
-pub fn pin_for(config: &McpServerConfig, root: &Path, file: &Path) -> DescriptorPin {
+pub(crate) fn pin_for(config: &McpServerConfig, root: &Path, file: &Path) -> DescriptorPin {
     let declared = config.origin.as_ref().and_then(|o| o.declared_name.clone()).unwrap_or_default();
     let program = config.command.clone().or_else(|| config.url.clone()).unwrap_or_default();
     let program_sha256 = Path::new(&program)

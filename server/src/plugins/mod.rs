@@ -7,11 +7,11 @@
 //! folder or an archive (`install.rs`, `archive.rs`); a plugin's MCP servers run once approved
 //! (`mcp.rs`).
 
-pub mod archive;
-pub mod install;
-pub mod manifest;
-pub mod mcp;
-pub mod service;
+pub(crate) mod archive;
+pub(crate) mod install;
+pub(crate) mod manifest;
+pub(crate) mod mcp;
+pub(crate) mod service;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -20,16 +20,16 @@ use appserver_protocol::{McpServerConfig, PluginDiagnostic};
 
 use crate::store::DescriptorPin;
 
-pub use service::PluginService;
+pub(crate) use service::PluginService;
 
 /// Most plugins read from the plugins folder.
-pub const MAX_PLUGINS: usize = 64;
+pub(crate) const MAX_PLUGINS: usize = 64;
 /// The file `plugin/install` leaves in a plugin's folder: `plugin/remove` deletes only those.
-pub const INSTALLED_MARKER: &str = ".installed";
+pub(crate) const INSTALLED_MARKER: &str = ".installed";
 
 /// Why a plugin request failed.
 #[derive(Debug, thiserror::Error)]
-pub enum PluginError {
+pub(crate) enum PluginError {
     #[error("no plugin `{0}` is installed")]
     NotFound(String),
     /// The message names the field (`id: ...`, `path: ...`, `mcpServers.x.command: ...`).
@@ -53,7 +53,7 @@ pub enum PluginError {
 
 impl PluginError {
     /// `data.code` of the error.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             PluginError::NotFound(_) => "PluginNotFound",
             PluginError::Invalid(_) => "PluginInvalid",
@@ -66,33 +66,33 @@ impl PluginError {
 }
 
 /// `<workspace>/.appserver/plugins`.
-pub fn plugins_dir(workspace: &Path) -> PathBuf {
+pub(crate) fn plugins_dir(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("plugins")
 }
 
 /// One plugin found in the plugins folder.
 #[derive(Debug, Clone)]
-pub struct Plugin {
-    pub manifest: manifest::Manifest,
-    pub dir: PathBuf,
-    pub removable: bool,
+pub(crate) struct Plugin {
+    pub(crate) manifest: manifest::Manifest,
+    pub(crate) dir: PathBuf,
+    pub(crate) removable: bool,
     /// Its MCP servers, named `{id}:{name}` (see `mcp.rs`), and what approving each would pin.
-    pub mcp: Vec<McpServerConfig>,
-    pub pins: Vec<DescriptorPin>,
-    pub parts: Parts,
+    pub(crate) mcp: Vec<McpServerConfig>,
+    pub(crate) pins: Vec<DescriptorPin>,
+    pub(crate) parts: Parts,
 }
 
 /// A plugin's part folders (only those that are folders inside the plugin, symlinks resolved)
 /// and the names of what they hold.
 #[derive(Debug, Clone, Default)]
-pub struct Parts {
-    pub skills_dir: Option<PathBuf>,
-    pub commands_dir: Option<PathBuf>,
-    pub apps_dir: Option<PathBuf>,
-    pub skills: Vec<String>,
-    pub commands: Vec<String>,
+pub(crate) struct Parts {
+    pub(crate) skills_dir: Option<PathBuf>,
+    pub(crate) commands_dir: Option<PathBuf>,
+    pub(crate) apps_dir: Option<PathBuf>,
+    pub(crate) skills: Vec<String>,
+    pub(crate) commands: Vec<String>,
     /// Window ids of its app descriptors (`aai:<app id>`).
-    pub apps: Vec<String>,
+    pub(crate) apps: Vec<String>,
 }
 
 /// `path` when it is a folder whose real location is inside `root` (a folder copied in by hand
@@ -119,20 +119,20 @@ fn parts(dir: &Path, m: &manifest::Manifest) -> Parts {
 
 /// The parts of one enabled plugin its families read.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Contribution {
-    pub id: String,
-    pub display_name: String,
-    pub skills: Option<PathBuf>,
-    pub commands: Option<PathBuf>,
-    pub apps: Option<PathBuf>,
+pub(crate) struct Contribution {
+    pub(crate) id: String,
+    pub(crate) display_name: String,
+    pub(crate) skills: Option<PathBuf>,
+    pub(crate) commands: Option<PathBuf>,
+    pub(crate) apps: Option<PathBuf>,
 }
 
 /// The enabled plugins' parts, in id order (replaced whole after each change).
 #[derive(Debug, Default)]
-pub struct Contributions(Mutex<Vec<Contribution>>);
+pub(crate) struct Contributions(Mutex<Vec<Contribution>>);
 
 impl Contributions {
-    pub fn snapshot(&self) -> Vec<Contribution> {
+    pub(crate) fn snapshot(&self) -> Vec<Contribution> {
         self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner).clone()
     }
 
@@ -141,12 +141,12 @@ impl Contributions {
     }
 
     /// The enabled plugins' command folders.
-    pub fn command_dirs(&self) -> Vec<PathBuf> {
+    pub(crate) fn command_dirs(&self) -> Vec<PathBuf> {
         self.snapshot().into_iter().filter_map(|c| c.commands).collect()
     }
 
     /// The enabled plugins' app folders (each holding app folders with an `aai.json`).
-    pub fn app_dirs(&self) -> Vec<PathBuf> {
+    pub(crate) fn app_dirs(&self) -> Vec<PathBuf> {
         self.snapshot().into_iter().filter_map(|c| c.apps).collect()
     }
 }
@@ -161,7 +161,7 @@ fn diagnostic(code: &str, message: String, plugin_id: Option<&str>, path: &Path)
 }
 
 /// Loads the plugin in `dir` (its manifest and MCP file).
-pub fn load(dir: &Path) -> Result<Plugin, String> {
+pub(crate) fn load(dir: &Path) -> Result<Plugin, String> {
     let manifest = manifest::read(dir)?;
     let mcp = match &manifest.mcp_servers {
         Some(file) => mcp::read(file, dir, &manifest.id, &manifest.display_name)?,
@@ -176,7 +176,7 @@ pub fn load(dir: &Path) -> Result<Plugin, String> {
 
 /// Every plugin of the workspace's plugins folder (folders only, never through a symlink; the
 /// folder's name must be the manifest's id), with what was wrong with the others.
-pub fn discover(workspace: &Path) -> (Vec<Plugin>, Vec<PluginDiagnostic>) {
+pub(crate) fn discover(workspace: &Path) -> (Vec<Plugin>, Vec<PluginDiagnostic>) {
     let (mut plugins, mut diagnostics) = (Vec::new(), Vec::new());
     let Ok(entries) = std::fs::read_dir(plugins_dir(workspace)) else { return (plugins, diagnostics) };
     let mut dirs: Vec<(String, PathBuf)> = entries

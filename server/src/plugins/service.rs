@@ -22,13 +22,13 @@ use crate::workspace::{ConfigFile, WorkspaceError};
 
 /// The workspace's plugins.
 #[derive(Debug)]
-pub struct PluginService {
+pub(crate) struct PluginService {
     workspace: PathBuf,
     config: Arc<ConfigFile>,
     store: Store,
     mcp: Arc<McpHost>,
     apps: Arc<AppService>,
-    pub contributions: Arc<Contributions>,
+    pub(crate) contributions: Arc<Contributions>,
     writes: tokio::sync::Mutex<()>,
 }
 
@@ -64,7 +64,7 @@ fn set_disabled(doc: &mut DocumentMut, id: &str, disabled: bool) -> Result<bool,
 impl PluginService {
     /// The plugins of the apps' workspace, handing their app folders to its descriptor watcher
     /// and their MCP servers to `mcp` (leftover staging folders are removed).
-    pub fn new(
+    pub(crate) fn new(
         apps: &Arc<AppService>,
         mcp: Arc<McpHost>,
         config: Arc<ConfigFile>,
@@ -107,7 +107,7 @@ impl PluginService {
     }
 
     /// Reads the plugins again and hands the enabled ones' parts to their families.
-    pub async fn refresh(&self) -> Result<(), PluginError> {
+    pub(crate) async fn refresh(&self) -> Result<(), PluginError> {
         self.apply(&self.read().await?);
         Ok(())
     }
@@ -188,7 +188,7 @@ impl PluginService {
     }
 
     /// `plugin/list`.
-    pub async fn list(&self, include_disabled: bool) -> Result<PluginListResult, PluginError> {
+    pub(crate) async fn list(&self, include_disabled: bool) -> Result<PluginListResult, PluginError> {
         let now = self.read().await?;
         self.apply(&now);
         let plugins =
@@ -197,14 +197,14 @@ impl PluginService {
     }
 
     /// `plugin/view`.
-    pub async fn view(&self, id: &str) -> Result<PluginInfo, PluginError> {
+    pub(crate) async fn view(&self, id: &str) -> Result<PluginInfo, PluginError> {
         let now = self.read().await?;
         Ok(self.info(&now, Self::find(&now, id)?))
     }
 
     /// `plugin/install` from `path` (absolute or relative to the workspace): staged and checked,
     /// enabled in the config, then renamed into place.
-    pub async fn install(&self, id: &str, path: &str) -> Result<PluginInfo, PluginError> {
+    pub(crate) async fn install(&self, id: &str, path: &str) -> Result<PluginInfo, PluginError> {
         let _write = self.writes.lock().await;
         let source = self.workspace.join(path);
         let before = self.read().await?;
@@ -225,7 +225,7 @@ impl PluginService {
     }
 
     /// `plugin/remove`: deletes a plugin `plugin/install` put in place; its parts go with it.
-    pub async fn remove(&self, id: &str) -> Result<PluginInfo, PluginError> {
+    pub(crate) async fn remove(&self, id: &str) -> Result<PluginInfo, PluginError> {
         let _write = self.writes.lock().await;
         let before = self.read().await?;
         let index = Self::find(&before, id)?;
@@ -255,7 +255,7 @@ impl PluginService {
     }
 
     /// `plugin/setEnabled`; returns the plugin and whether its state changed.
-    pub async fn set_enabled(&self, id: &str, enabled: bool) -> Result<(PluginInfo, bool), PluginError> {
+    pub(crate) async fn set_enabled(&self, id: &str, enabled: bool) -> Result<(PluginInfo, bool), PluginError> {
         let _write = self.writes.lock().await;
         Self::find(&self.read().await?, id)?;
         let owned = id.to_owned();
@@ -267,7 +267,7 @@ impl PluginService {
 
     /// `plugin/mcp/approve`: pins the server `name` of the plugin `id` as it is now; it starts
     /// (when the plugin and the server are enabled).
-    pub async fn approve_mcp(&self, id: &str, name: &str) -> Result<PluginInfo, PluginError> {
+    pub(crate) async fn approve_mcp(&self, id: &str, name: &str) -> Result<PluginInfo, PluginError> {
         let _write = self.writes.lock().await;
         let before = self.read().await?;
         let plugin = &before.plugins[Self::find(&before, id)?];

@@ -11,14 +11,14 @@ use tokio_util::sync::CancellationToken;
 use super::peer::{ConnectionId, OutFrame, Peer, PeerLimits, TransportKind};
 
 #[derive(Debug, Default)]
-pub struct Connections {
+pub(crate) struct Connections {
     next_id: AtomicU64,
     peers: RwLock<HashMap<ConnectionId, Arc<Peer>>>,
 }
 
 impl Connections {
     /// Registers a new connection and returns it with the receiving end of its outgoing queue.
-    pub fn open(
+    pub(crate) fn open(
         &self,
         transport: TransportKind,
         limits: PeerLimits,
@@ -31,25 +31,25 @@ impl Connections {
     }
 
     /// Forgets a connection (it has closed).
-    pub fn remove(&self, id: ConnectionId) {
+    pub(crate) fn remove(&self, id: ConnectionId) {
         self.write().remove(&id);
     }
 
-    pub fn get(&self, id: ConnectionId) -> Option<Arc<Peer>> {
+    pub(crate) fn get(&self, id: ConnectionId) -> Option<Arc<Peer>> {
         self.read().get(&id).cloned()
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.read().len()
     }
 
     /// A snapshot of the live connections (the lock is not held while the caller uses them).
-    pub fn all(&self) -> Vec<Arc<Peer>> {
+    pub(crate) fn all(&self) -> Vec<Arc<Peer>> {
         self.read().values().cloned().collect()
     }
 
     /// Sends an already-serialized notification to every connection that wants it. Never awaits.
-    pub fn broadcast(&self, method: &str, frame: &OutFrame) -> usize {
+    pub(crate) fn broadcast(&self, method: &str, frame: &OutFrame) -> usize {
         self.all().iter().filter(|peer| peer.notify(method, frame)).count()
     }
 

@@ -11,7 +11,7 @@ type Callback = Box<dyn FnOnce() + Send>;
 
 /// Callbacks to run once the response is queued (or could not be, if the connection closed).
 #[derive(Default)]
-pub struct AfterReply {
+pub(crate) struct AfterReply {
     callbacks: Mutex<Vec<Callback>>,
 }
 
@@ -23,16 +23,16 @@ impl std::fmt::Debug for AfterReply {
 
 impl AfterReply {
     /// Whether there is nothing to run.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.callbacks.lock().unwrap_or_else(|p| p.into_inner()).is_empty()
     }
 
-    pub fn push(&self, callback: Callback) {
+    pub(crate) fn push(&self, callback: Callback) {
         self.callbacks.lock().unwrap_or_else(|p| p.into_inner()).push(callback);
     }
 
     /// Runs (and forgets) every callback, in the order they were added.
-    pub fn run(&self) {
+    pub(crate) fn run(&self) {
         let callbacks = std::mem::take(&mut *self.callbacks.lock().unwrap_or_else(|p| p.into_inner()));
         for callback in callbacks {
             callback();
@@ -41,31 +41,31 @@ impl AfterReply {
 }
 
 #[derive(Debug)]
-pub struct RequestCtx {
-    pub state: Arc<ServerState>,
-    pub peer: Arc<Peer>,
+pub(crate) struct RequestCtx {
+    pub(crate) state: Arc<ServerState>,
+    pub(crate) peer: Arc<Peer>,
     pub(crate) after: AfterReply,
 }
 
 impl RequestCtx {
     /// The calling connection as the domain sees it.
-    pub fn client(&self) -> Arc<dyn crate::ports::Client> {
+    pub(crate) fn client(&self) -> Arc<dyn crate::ports::Client> {
         self.peer.clone()
     }
 
     /// Runs `f` after this request's response has been queued on the connection. Always runs,
     /// even when the connection closed first, so work that was promised is never stranded.
-    pub fn after_reply(&self, f: impl FnOnce() + Send + 'static) {
+    pub(crate) fn after_reply(&self, f: impl FnOnce() + Send + 'static) {
         self.after.push(Box::new(f));
     }
 
     /// The chat channel of this connection, when it initialized as a channel adapter.
-    pub fn channel(&self) -> Option<String> {
+    pub(crate) fn channel(&self) -> Option<String> {
         self.peer.session.client().and_then(|c| c.capabilities.channel_adapter.as_ref()).map(|a| a.channel_name.clone())
     }
 
     /// A name for this connection's client (`resumedBy`): its channel, or its client name.
-    pub fn client_name(&self) -> String {
+    pub(crate) fn client_name(&self) -> String {
         self.channel().or_else(|| self.peer.session.client().map(|c| c.client_info.name.clone())).unwrap_or_default()
     }
 }

@@ -64,7 +64,7 @@ struct LinkParams {
     status: Option<String>,
 }
 
-pub async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Request) -> Result<String, RpcError> {
+pub(crate) async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: &Request) -> Result<String, RpcError> {
     match request.method.as_str() {
         // Holds its in-flight permit for `ms` milliseconds (or until the connection closes).
         "debug/sleep" => {

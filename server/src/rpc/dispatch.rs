@@ -39,9 +39,9 @@ enum Started {
 
 /// A response ready to go out, and the callbacks to run once it is queued or written.
 #[derive(Debug)]
-pub struct Reply {
-    pub frame: OutFrame,
-    pub after: AfterReply,
+pub(crate) struct Reply {
+    pub(crate) frame: OutFrame,
+    pub(crate) after: AfterReply,
 }
 
 impl Reply {
@@ -50,7 +50,7 @@ impl Reply {
     }
 
     /// Queues the reply on `peer`'s outgoing queue (waiting for room), then runs its callbacks.
-    pub async fn queue(self, peer: &Peer) {
+    pub(crate) async fn queue(self, peer: &Peer) {
         peer.send(self.frame).await;
         self.after.run();
     }
@@ -60,7 +60,7 @@ impl Reply {
 /// at once (errors, `initialize`, and every request done on its first poll) is returned for
 /// the transport to write, in order, after what is already queued, and then run its callbacks;
 /// a request still running answers through the outgoing queue when it is done.
-pub async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str) -> Option<Reply> {
+pub(crate) async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, text: &str) -> Option<Reply> {
     match jsonrpc::parse_frame(text) {
         Frame::ParseError(detail) => Some(Reply::now(error_text(&RequestId::null(), &RpcError::parse_error(&detail)))),
         Frame::Single(Err(invalid)) => {
@@ -243,10 +243,10 @@ fn notification_ctx(state: &Arc<ServerState>, peer: &Arc<Peer>) -> RequestCtx {
 }
 
 /// A success response frame. A result that cannot be serialized is a bug; it becomes -32603.
-pub fn reply_text<T: Serialize>(id: &RequestId, result: &T) -> String {
+pub(crate) fn reply_text<T: Serialize>(id: &RequestId, result: &T) -> String {
     jsonrpc::write_response(id, result).unwrap_or_else(|err| error_text(id, &RpcError::internal(err)))
 }
 
-pub fn error_text(id: &RequestId, err: &RpcError) -> String {
+pub(crate) fn error_text(id: &RequestId, err: &RpcError) -> String {
     jsonrpc::write_error(id, &err.to_object())
 }

@@ -15,52 +15,52 @@ use crate::workspace::WorkspaceError;
 
 /// A JSON-RPC error on its way to the client.
 #[derive(Debug, Clone, PartialEq)]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
-    pub data: Option<Value>,
+pub(crate) struct RpcError {
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<Value>,
 }
 
 impl RpcError {
-    pub fn new(code: i64, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: i64, message: impl Into<String>) -> Self {
         RpcError { code, message: message.into(), data: None }
     }
 
-    pub fn with_data(mut self, data: Value) -> Self {
+    pub(crate) fn with_data(mut self, data: Value) -> Self {
         self.data = Some(data);
         self
     }
 
-    pub fn parse_error(detail: &str) -> Self {
+    pub(crate) fn parse_error(detail: &str) -> Self {
         Self::new(error_codes::PARSE_ERROR, "Parse error").with_data(json!({ "detail": detail }))
     }
 
-    pub fn invalid_request(detail: &str) -> Self {
+    pub(crate) fn invalid_request(detail: &str) -> Self {
         Self::new(error_codes::INVALID_REQUEST, format!("Invalid request: {detail}"))
     }
 
-    pub fn method_not_found(method: &str) -> Self {
+    pub(crate) fn method_not_found(method: &str) -> Self {
         Self::new(error_codes::METHOD_NOT_FOUND, format!("Method not found: {method}"))
     }
 
     /// `detail` names the field, e.g. `identity.workspacePath: missing field`.
-    pub fn invalid_params(detail: impl Into<String>) -> Self {
+    pub(crate) fn invalid_params(detail: impl Into<String>) -> Self {
         Self::new(error_codes::INVALID_PARAMS, format!("Invalid params: {}", detail.into()))
     }
 
     /// Params that do not decode. The app methods' errors carry `data.code` (`INVALID_PARAMS`),
     /// like every other app error, so an app host can tell a bad manifest by its code.
-    pub fn undecodable_params(method: &str, detail: impl Into<String>) -> Self {
+    pub(crate) fn undecodable_params(method: &str, detail: impl Into<String>) -> Self {
         let error = Self::invalid_params(detail);
         if method.starts_with("app/") { error.with_data(json!({ "code": "INVALID_PARAMS" })) } else { error }
     }
 
-    pub fn internal(detail: impl std::fmt::Display) -> Self {
+    pub(crate) fn internal(detail: impl std::fmt::Display) -> Self {
         Self::new(error_codes::INTERNAL_ERROR, "Internal error").with_data(json!({ "detail": detail.to_string() }))
     }
 
     /// A response larger than the client accepts: not sent, this error instead.
-    pub fn response_too_large(bytes: usize, limit: usize) -> Self {
+    pub(crate) fn response_too_large(bytes: usize, limit: usize) -> Self {
         Self::new(error_codes::INTERNAL_ERROR, "Response too large").with_data(json!({
             "code": "RESPONSE_TOO_LARGE",
             "bytes": bytes,
@@ -69,22 +69,22 @@ impl RpcError {
     }
 
     /// -32001 with the retry advice of section 9.1.
-    pub fn overloaded(max_in_flight: usize) -> Self {
+    pub(crate) fn overloaded(max_in_flight: usize) -> Self {
         Self::new(error_codes::SERVER_OVERLOADED, "Server overloaded; retry later.").with_data(json!({
             "maxInFlight": max_in_flight,
             "retry": "exponential backoff with jitter",
         }))
     }
 
-    pub fn not_initialized() -> Self {
+    pub(crate) fn not_initialized() -> Self {
         Self::new(error_codes::NOT_INITIALIZED, "Not initialized")
     }
 
-    pub fn already_initialized() -> Self {
+    pub(crate) fn already_initialized() -> Self {
         Self::new(error_codes::ALREADY_INITIALIZED, "Already initialized")
     }
 
-    pub fn to_object(&self) -> ErrorObject {
+    pub(crate) fn to_object(&self) -> ErrorObject {
         ErrorObject { code: self.code, message: self.message.clone(), data: self.data.clone() }
     }
 }

@@ -47,7 +47,7 @@ fn service(instance: &str) -> String {
 
 /// Sends `method` with `params` to `owner` and returns its result, or its error as this
 /// request's error.
-pub async fn forward<P: Serialize, R: DeserializeOwned>(
+pub(crate) async fn forward<P: Serialize, R: DeserializeOwned>(
     ctx: &RequestCtx,
     cluster: &Cluster,
     owner: &str,
@@ -79,7 +79,7 @@ pub async fn forward<P: Serialize, R: DeserializeOwned>(
 }
 
 /// Serves the requests other instances forward to this one, until shutdown.
-pub async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: CancellationToken) {
+pub(crate) async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: CancellationToken) {
     let served = cluster.serve(&service(cluster.instance_id())).await;
     let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve forwarded requests"))
     else {
@@ -149,7 +149,7 @@ fn response_to_request(frame: &[u8]) -> Option<Vec<u8>> {
 
 /// What a turn request needs of the thread's lease (cluster mode).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Need {
+pub(crate) enum Need {
     /// It may start a turn: take the lease unless another instance holds it.
     Claim,
     /// It acts on a running turn: forward it to the lease's holder if there is one elsewhere.
@@ -160,7 +160,7 @@ pub enum Need {
 /// this instance's, the thread read again and its events caught up); `Some(answer)` when the
 /// instance running the thread's turn answered it. The asking connection is subscribed to the
 /// thread here, so the forwarded turn's events reach it. Running alone: always `None`.
-pub async fn route<P: Serialize, R: DeserializeOwned>(
+pub(crate) async fn route<P: Serialize, R: DeserializeOwned>(
     ctx: &RequestCtx,
     thread_id: &str,
     method: &str,
@@ -209,7 +209,7 @@ pub async fn route<P: Serialize, R: DeserializeOwned>(
 /// Cluster mode: marks the thread's lease as used by this request from before its claim until
 /// the guard is dropped (once the request's turn is reserved, or it gave up), so the lease is not
 /// given up here in between. `None` running alone.
-pub async fn use_lease(
+pub(crate) async fn use_lease(
     ctx: &RequestCtx,
     thread_id: &str,
 ) -> Result<Option<crate::threads::fence::LeaseUse>, SessionError> {
@@ -245,7 +245,7 @@ async fn draining_route(
 
 /// Cluster mode: gives the thread's lease up unless this instance still needs it (a request
 /// that took the lease started no turn).
-pub fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {
+pub(crate) fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {
     if let Some(ownership) = &ctx.state.turns.ownership {
         ownership.release_unless_needed(&ctx.state.turns, thread_id);
     }

@@ -2,21 +2,21 @@
 //! mapping of errors to JSON-RPC error objects. Transport-agnostic: transports hand it text frames
 //! and drain its outgoing queue.
 
-pub mod connections;
+pub(crate) mod connections;
 mod context;
 mod debug;
-pub mod dispatch;
+pub(crate) mod dispatch;
 mod error;
-pub mod forward;
+pub(crate) mod forward;
 pub(crate) mod handlers;
 mod outbound;
-pub mod peer;
+pub(crate) mod peer;
 mod router;
-pub mod session;
+pub(crate) mod session;
 mod state;
 
-pub use connections::Connections;
-pub use context::RequestCtx;
-pub use error::RpcError;
-pub use peer::{CloseReason, OutFrame, Peer, PeerLimits, TransportKind};
-pub use state::ServerState;
+pub(crate) use connections::Connections;
+pub(crate) use context::RequestCtx;
+pub(crate) use error::RpcError;
+pub(crate) use peer::{CloseReason, OutFrame, Peer, PeerLimits, TransportKind};
+pub(crate) use state::ServerState;

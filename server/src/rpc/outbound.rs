@@ -19,18 +19,18 @@ use crate::ports::{
 use crate::telemetry;
 
 /// `item/approval/request` (DotCraft AppServer protocol, section 7).
-pub const APPROVAL_REQUEST: &str = "item/approval/request";
+pub(crate) const APPROVAL_REQUEST: &str = "item/approval/request";
 /// `item/tool/call`: a dynamic tool the client declared.
-pub const TOOL_CALL: &str = "item/tool/call";
+pub(crate) const TOOL_CALL: &str = "item/tool/call";
 /// `mcp/elicitation/request` (appserver extension): an MCP server asks the user for input.
-pub const ELICITATION_REQUEST: &str = "mcp/elicitation/request";
+pub(crate) const ELICITATION_REQUEST: &str = "mcp/elicitation/request";
 /// `ext/app/query`: read one state key of a window.
-pub const APP_QUERY: &str = "ext/app/query";
+pub(crate) const APP_QUERY: &str = "ext/app/query";
 /// `ext/app/command`: run a command in a window.
-pub const APP_COMMAND: &str = "ext/app/command";
+pub(crate) const APP_COMMAND: &str = "ext/app/command";
 
 /// The method of a unified channel runtime request (section 11.2).
-pub fn channel_method(call: ChannelCall) -> &'static str {
+pub(crate) fn channel_method(call: ChannelCall) -> &'static str {
     match call {
         ChannelCall::Send => "ext/channel/send",
         ChannelCall::ToolCall => "ext/channel/toolCall",
@@ -39,7 +39,7 @@ pub fn channel_method(call: ChannelCall) -> &'static str {
 }
 
 /// The method of an ACP tool proxy request (section 11.3).
-pub fn acp_method(call: AcpCall) -> &'static str {
+pub(crate) fn acp_method(call: AcpCall) -> &'static str {
     match call {
         AcpCall::ReadTextFile => "ext/acp/fs/readTextFile",
         AcpCall::WriteTextFile => "ext/acp/fs/writeTextFile",

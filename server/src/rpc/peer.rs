@@ -19,19 +19,19 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::session::Session;
-pub use crate::ports::{CallError, ConnectionId, OutFrame};
+pub(crate) use crate::ports::{CallError, ConnectionId, OutFrame};
 
 /// Which transport a connection came over (a WebSocket channel adapter is admitted by its
 /// channel; stdio's is the process that started the server).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum TransportKind {
+pub(crate) enum TransportKind {
     Stdio,
     WebSocket,
 }
 
 /// Why the server closed a connection; a WebSocket writer turns it into a close frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CloseReason {
+pub(crate) enum CloseReason {
     /// The client is gone or the transport failed.
     Disconnected,
     /// The server is shutting down (WebSocket 1012, "service restart": the client should
@@ -53,7 +53,7 @@ pub enum CloseReason {
 }
 
 impl CloseReason {
-    pub fn ws_code(self) -> u16 {
+    pub(crate) fn ws_code(self) -> u16 {
         match self {
             CloseReason::Disconnected | CloseReason::PingTimeout => 1001,
             CloseReason::Shutdown => 1012,
@@ -64,7 +64,7 @@ impl CloseReason {
         }
     }
 
-    pub fn text(self) -> &'static str {
+    pub(crate) fn text(self) -> &'static str {
         match self {
             CloseReason::Disconnected => "disconnected",
             CloseReason::Shutdown => "server shutting down; reconnect",
@@ -80,11 +80,11 @@ impl CloseReason {
 
 /// Per-connection bounds.
 #[derive(Debug, Clone, Copy)]
-pub struct PeerLimits {
-    pub max_in_flight: usize,
-    pub outgoing_queue: usize,
+pub(crate) struct PeerLimits {
+    pub(crate) max_in_flight: usize,
+    pub(crate) outgoing_queue: usize,
     /// Largest message sent to the client (lowered by its `capabilities.maxMessageBytes`).
-    pub max_outgoing_bytes: usize,
+    pub(crate) max_outgoing_bytes: usize,
 }
 
 type PendingAnswer = oneshot::Sender<Result<Box<RawValue>, ErrorObject>>;
@@ -97,16 +97,16 @@ const KEEP_UP_BACKLOG: usize = 256;
 
 /// A connected client.
 #[derive(Debug)]
-pub struct Peer {
-    pub id: ConnectionId,
-    pub transport: TransportKind,
-    pub session: Session,
+pub(crate) struct Peer {
+    pub(crate) id: ConnectionId,
+    pub(crate) transport: TransportKind,
+    pub(crate) session: Session,
     /// Permits for requests in flight; none left means -32001.
-    pub in_flight: Arc<Semaphore>,
-    pub max_in_flight: usize,
+    pub(crate) in_flight: Arc<Semaphore>,
+    pub(crate) max_in_flight: usize,
     /// The connection's requests (and interactions) that went on as tasks, until their answers
     /// are queued and their callbacks have run: what stdin EOF waits for before shutting down.
-    pub requests: TaskTracker,
+    pub(crate) requests: TaskTracker,
     max_outgoing_bytes: usize,
     out: mpsc::Sender<OutFrame>,
     pending: Mutex<HashMap<i64, PendingAnswer>>,
@@ -127,7 +127,7 @@ pub struct Peer {
 
 impl Peer {
     /// A new peer and the receiving end of its outgoing queue (for the transport's writer).
-    pub fn new(
+    pub(crate) fn new(
         id: ConnectionId,
         transport: TransportKind,
         limits: PeerLimits,
@@ -156,25 +156,25 @@ impl Peer {
     }
 
     /// Cancelled when the connection closes for any reason.
-    pub fn closed(&self) -> &CancellationToken {
+    pub(crate) fn closed(&self) -> &CancellationToken {
         &self.closed
     }
 
     /// Whether [`Peer::close`] was called. Every transport calls it when its connection ends,
     /// server shutdown included (the transport's loop ends on the cancelled token, then closes).
-    pub fn is_closed(&self) -> bool {
+    pub(crate) fn is_closed(&self) -> bool {
         self.closing.load(Ordering::SeqCst)
     }
 
     /// Why the connection closed: the first reason given to [`Peer::close`], or `Shutdown` when
     /// server shutdown closed it. `None` while open.
-    pub fn close_reason(&self) -> Option<CloseReason> {
+    pub(crate) fn close_reason(&self) -> Option<CloseReason> {
         self.close_reason.get().copied().or_else(|| self.closed.is_cancelled().then_some(CloseReason::Shutdown))
     }
 
     /// Closes the connection: the writer stops, pending server→client requests fail. The first
     /// reason wins; calling it again only makes sure nothing is left pending.
-    pub fn close(&self, reason: CloseReason) {
+    pub(crate) fn close(&self, reason: CloseReason) {
         if !self.closed.is_cancelled() {
             let _ = self.close_reason.set(reason);
         }
@@ -190,7 +190,7 @@ impl Peer {
     }
 
     /// Queues a response or other direct reply; waits for room (backpressure on this client only).
-    pub async fn send(&self, frame: OutFrame) {
+    pub(crate) async fn send(&self, frame: OutFrame) {
         tokio::select! {
             _ = self.closed.cancelled() => {}
             sent = self.out.send(frame) => {
@@ -203,7 +203,7 @@ impl Peer {
 
     /// Queues a notification without waiting. A client whose queue is full is not reading: it
     /// is disconnected rather than allowed to slow anyone else down. Returns whether it was queued.
-    pub fn try_send(&self, frame: OutFrame) -> bool {
+    pub(crate) fn try_send(&self, frame: OutFrame) -> bool {
         if self.is_closed() {
             return false;
         }
@@ -223,7 +223,7 @@ impl Peer {
     }
 
     /// Called by the transport's writer after it took frames off the outgoing queue.
-    pub fn note_drained(&self) {
+    pub(crate) fn note_drained(&self) {
         if self.keeping_up_waiters.load(Ordering::SeqCst) > 0 {
             self.drained.notify_waiters();
         }
@@ -232,7 +232,7 @@ impl Peer {
     /// See [`crate::ports::Client::keep_up`]: waits while more than [`KEEP_UP_BACKLOG`] frames
     /// (at most half the queue) are queued, until `deadline`; a wait that saw no frame taken off
     /// marks the peer as not reading.
-    pub async fn keep_up(&self, deadline: tokio::time::Instant) {
+    pub(crate) async fn keep_up(&self, deadline: tokio::time::Instant) {
         let allowed = KEEP_UP_BACKLOG.min(self.out.max_capacity() / 2);
         let behind = || self.out.max_capacity() - self.out.capacity() > allowed;
         if !behind() {
@@ -265,7 +265,7 @@ impl Peer {
 
     /// The largest message this client may be sent: the configured limit, or less when the
     /// client declared less (`capabilities.maxMessageBytes`).
-    pub fn outgoing_limit(&self) -> usize {
+    pub(crate) fn outgoing_limit(&self) -> usize {
         let declared = self.session.client().and_then(|c| c.capabilities.max_message_bytes);
         declared
             .map_or(self.max_outgoing_bytes, |d| usize::try_from(d).unwrap_or(usize::MAX).min(self.max_outgoing_bytes))
@@ -274,7 +274,7 @@ impl Peer {
     /// Sends a notification if this connection wants it: initialized (the client sent
     /// `initialized`) and not opted out of `method`. One over the client's size limit is not
     /// sent (and logged).
-    pub fn notify(&self, method: &str, frame: &OutFrame) -> bool {
+    pub(crate) fn notify(&self, method: &str, frame: &OutFrame) -> bool {
         if !self.session.wants_notification(method) {
             return false;
         }
@@ -286,7 +286,7 @@ impl Peer {
     }
 
     /// Sends a server→client request and waits for the answer, at most `timeout`.
-    pub async fn request<P: Serialize>(
+    pub(crate) async fn request<P: Serialize>(
         &self,
         method: &str,
         params: &P,
@@ -300,7 +300,11 @@ impl Peer {
     /// The first half of [`Peer::request`]: queues the request (waiting only for room in the
     /// outgoing queue) and returns what awaits its answer. Requests queued one after another
     /// reach the client in that order, so a caller can order them without waiting for answers.
-    pub async fn send_request<P: Serialize>(&self, method: &str, params: &P) -> Result<SentRequest<'_>, CallError> {
+    pub(crate) async fn send_request<P: Serialize>(
+        &self,
+        method: &str,
+        params: &P,
+    ) -> Result<SentRequest<'_>, CallError> {
         let id = self.next_request_id.fetch_add(1, Ordering::Relaxed);
         let text = jsonrpc::write_request(&RequestId::integer(id), method, params)
             .map_err(|e| CallError::Serialize(e.to_string()))?;
@@ -325,7 +329,7 @@ impl Peer {
     }
 
     /// Routes a response from the client to the request waiting for it.
-    pub fn on_response(&self, id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) {
+    pub(crate) fn on_response(&self, id: &RequestId, outcome: Result<Box<RawValue>, ErrorObject>) {
         let waiter = id.as_i64().and_then(|n| self.lock_pending().remove(&n));
         match waiter {
             Some(tx) => {
@@ -343,14 +347,14 @@ impl Peer {
 }
 
 /// A server→client request that has been queued; [`SentRequest::answer`] awaits its answer.
-pub struct SentRequest<'a> {
+pub(crate) struct SentRequest<'a> {
     _guard: PendingGuard<'a>,
     rx: oneshot::Receiver<Result<Box<RawValue>, ErrorObject>>,
 }
 
 impl SentRequest<'_> {
     /// Waits for the client's answer, at most `timeout`.
-    pub async fn answer(self, timeout: Duration) -> Result<Box<RawValue>, CallError> {
+    pub(crate) async fn answer(self, timeout: Duration) -> Result<Box<RawValue>, CallError> {
         match tokio::time::timeout(timeout, self.rx).await {
             Ok(Ok(Ok(result))) => Ok(result),
             Ok(Ok(Err(error))) => Err(CallError::Rejected(error)),

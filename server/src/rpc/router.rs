@@ -20,7 +20,7 @@ use super::handlers::{
 /// Each handler's future is boxed on its own, sized for that handler: one future for all of them
 /// would be as large as the largest (kilobytes, for `turn/start`) and every request, however
 /// cheap, would allocate and copy that much (the round-trip profile in docs/performance.md).
-pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest) -> Handled<'a> {
+pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest) -> Handled<'a> {
     use ClientRequest as R;
     match request {
         // Answered inline by the dispatcher before any other request can run.
@@ -138,7 +138,7 @@ pub fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: ClientRequest
 }
 
 /// A running handler: resolves to the response frame.
-pub type Handled<'a> = Pin<Box<dyn Future<Output = Result<String, RpcError>> + Send + 'a>>;
+pub(crate) type Handled<'a> = Pin<Box<dyn Future<Output = Result<String, RpcError>> + Send + 'a>>;
 
 /// Boxes a handler's future, serializing its result as the response to `id`. The result's type
 /// is the one the method table declares for `M`, so a handler cannot answer another shape.

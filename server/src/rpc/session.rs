@@ -15,26 +15,26 @@ use crate::ports::ChannelAdapter;
 
 /// What the client told us in `initialize`.
 #[derive(Debug)]
-pub struct ClientSession {
-    pub client_info: ClientInfo,
-    pub capabilities: ClientCapabilities,
+pub(crate) struct ClientSession {
+    pub(crate) client_info: ClientInfo,
+    pub(crate) capabilities: ClientCapabilities,
     /// `capabilities.channelAdapter`, validated (its raw `channelTools` are not kept).
-    pub adapter: Option<Arc<ChannelAdapter>>,
+    pub(crate) adapter: Option<Arc<ChannelAdapter>>,
     opt_out: HashSet<String>,
 }
 
 impl ClientSession {
     /// `capabilities.approvalSupport`, default `true`.
-    pub fn approval_support(&self) -> bool {
+    pub(crate) fn approval_support(&self) -> bool {
         self.capabilities.approval_support.unwrap_or(true)
     }
 
-    pub fn opted_out(&self, method: &str) -> bool {
+    pub(crate) fn opted_out(&self, method: &str) -> bool {
         self.opt_out.contains(method)
     }
 
     /// Whether the client declared a capability that gates notifications (`threads::label`).
-    pub fn declared(&self, capability: &str) -> bool {
+    pub(crate) fn declared(&self, capability: &str) -> bool {
         let c = &self.capabilities;
         match capability {
             "commandExecutionStreaming" => c.command_execution_streaming.unwrap_or(false),
@@ -48,7 +48,7 @@ impl ClientSession {
 
     /// Whether a notification delivered under `label` (`method` or `method@capability`) is for
     /// this client.
-    pub fn wants(&self, label: &str) -> bool {
+    pub(crate) fn wants(&self, label: &str) -> bool {
         match label.split_once('@') {
             Some((method, capability)) => self.declared(capability) && !self.opted_out(method),
             None => !self.opted_out(label),
@@ -59,14 +59,14 @@ impl ClientSession {
 /// The handshake state of one connection. `initialize` can succeed once; the opt-out list is
 /// fixed from then on for the connection's lifetime.
 #[derive(Debug, Default)]
-pub struct Session {
+pub(crate) struct Session {
     client: OnceLock<ClientSession>,
     ready: AtomicBool,
 }
 
 impl Session {
     /// Applies `initialize`. A second call fails with -32003, whatever its params.
-    pub fn initialize(&self, mut params: InitializeParams) -> Result<(), RpcError> {
+    pub(crate) fn initialize(&self, mut params: InitializeParams) -> Result<(), RpcError> {
         let opt_out = params.capabilities.opt_out_notification_methods.iter().cloned().collect();
         let adapter = params.capabilities.channel_adapter.as_mut().map(|declared| {
             let adapter = crate::delivery::adapter::validate(declared);
@@ -78,12 +78,12 @@ impl Session {
         self.client.set(client).map_err(|_| RpcError::already_initialized())
     }
 
-    pub fn is_initialized(&self) -> bool {
+    pub(crate) fn is_initialized(&self) -> bool {
         self.client.get().is_some()
     }
 
     /// Applies the `initialized` notification. Ignored (returns false) before `initialize`.
-    pub fn mark_ready(&self) -> bool {
+    pub(crate) fn mark_ready(&self) -> bool {
         if self.is_initialized() {
             self.ready.store(true, Ordering::Release);
             true
@@ -93,23 +93,23 @@ impl Session {
     }
 
     /// Whether the client has sent `initialized`; notifications flow only after it.
-    pub fn is_ready(&self) -> bool {
+    pub(crate) fn is_ready(&self) -> bool {
         self.ready.load(Ordering::Acquire)
     }
 
-    pub fn client(&self) -> Option<&ClientSession> {
+    pub(crate) fn client(&self) -> Option<&ClientSession> {
         self.client.get()
     }
 
     /// Ready, not opted out of the method, and with the capability a label may require.
-    pub fn wants_notification(&self, label: &str) -> bool {
+    pub(crate) fn wants_notification(&self, label: &str) -> bool {
         self.is_ready() && self.client.get().is_some_and(|c| c.wants(label))
     }
 }
 
 /// The `initialize` result: who we are and exactly what is implemented (`model/list` only when
 /// a model provider is configured).
-pub fn initialize_result(
+pub(crate) fn initialize_result(
     model_configured: bool,
     sandbox: Option<appserver_protocol::SandboxCapability>,
 ) -> InitializeResult {

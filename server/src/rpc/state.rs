@@ -18,50 +18,50 @@ use crate::turns::TurnService;
 
 /// Every service handle, shared by the transports and the request handlers.
 #[derive(Debug)]
-pub struct ServerState {
-    pub config: Arc<ServerConfig>,
-    pub store: Store,
-    pub connections: Arc<Connections>,
-    pub threads: Arc<ThreadManager>,
-    pub apps: Arc<AppService>,
-    pub turns: Arc<TurnService>,
-    pub debug: Arc<DebugHooks>,
+pub(crate) struct ServerState {
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) store: Store,
+    pub(crate) connections: Arc<Connections>,
+    pub(crate) threads: Arc<ThreadManager>,
+    pub(crate) apps: Arc<AppService>,
+    pub(crate) turns: Arc<TurnService>,
+    pub(crate) debug: Arc<DebugHooks>,
     /// The configured model provider (`None`: the built-in agent answers).
-    pub model: Option<Arc<crate::model::ModelProvider>>,
+    pub(crate) model: Option<Arc<crate::model::ModelProvider>>,
     /// The agent's commands and background terminals (`terminal/*`).
-    pub shell: Arc<crate::shell::ShellService>,
+    pub(crate) shell: Arc<crate::shell::ShellService>,
     /// Cancelled once, when the server starts shutting down: listeners stop accepting and
     /// running turns are cancelled (their tokens are its children).
-    pub shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     /// Parent of every connection's token; cancelled after the running turns have ended, so
     /// their last notifications reach the clients before the connections close.
-    pub close_connections: CancellationToken,
+    pub(crate) close_connections: CancellationToken,
     /// The running turns, so shutdown can wait for them.
-    pub turn_tasks: TaskTracker,
+    pub(crate) turn_tasks: TaskTracker,
     /// Every other task the server spawns, so shutdown can wait for them.
-    pub tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
     /// Cluster mode's NATS connection (`--cluster`); `None` when the server runs alone.
-    pub cluster: Option<Cluster>,
+    pub(crate) cluster: Option<Cluster>,
     /// `<workspace>/.appserver/config.toml`, as `workspace/config/update` and
     /// `externalChannel/*` edit it.
-    pub config_file: Arc<crate::workspace::ConfigFile>,
+    pub(crate) config_file: Arc<crate::workspace::ConfigFile>,
     /// The workspace's and the user's skills (`skills/*`, the agent's `SkillView`).
-    pub skills: Arc<crate::skills::SkillCatalog>,
+    pub(crate) skills: Arc<crate::skills::SkillCatalog>,
     /// The workspace's plugins (`plugin/*`) and their enabled parts.
-    pub plugins: Arc<crate::plugins::PluginService>,
+    pub(crate) plugins: Arc<crate::plugins::PluginService>,
     /// Scheduled jobs (`cron/*`).
-    pub cron: Arc<crate::cron::CronService>,
+    pub(crate) cron: Arc<crate::cron::CronService>,
     /// Messages for chat channels and their adapters (`ext/channel/send`).
-    pub delivery: Arc<crate::delivery::DeliveryService>,
+    pub(crate) delivery: Arc<crate::delivery::DeliveryService>,
 }
 
 impl ServerState {
     /// Cluster mode's NATS connection, when the server runs as one of several instances.
-    pub fn cluster(&self) -> Option<&Cluster> {
+    pub(crate) fn cluster(&self) -> Option<&Cluster> {
         self.cluster.as_ref()
     }
 
-    pub fn peer_limits(&self) -> PeerLimits {
+    pub(crate) fn peer_limits(&self) -> PeerLimits {
         PeerLimits {
             max_in_flight: self.config.max_in_flight,
             outgoing_queue: self.config.outgoing_queue,

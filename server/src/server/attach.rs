@@ -15,21 +15,21 @@ const EMBEDDED_START: Duration = Duration::from_secs(30);
 /// A server `appserver mcp` or `appserver acp` relays to: the workspace's running one, or one
 /// started in this process (which [`Attached::finish`] stops).
 #[derive(Debug)]
-pub struct Attached {
+pub(crate) struct Attached {
     /// Its WebSocket URL (`ws://HOST:PORT/ws`, a wildcard address as loopback).
-    pub ws_url: String,
+    pub(crate) ws_url: String,
     /// The token it requires, if any.
-    pub token: Option<String>,
+    pub(crate) token: Option<String>,
     embedded: Option<(tokio::task::JoinHandle<Result<(), ServerError>>, CancellationToken)>,
 }
 
 impl Attached {
-    pub fn is_embedded(&self) -> bool {
+    pub(crate) fn is_embedded(&self) -> bool {
         self.embedded.is_some()
     }
 
     /// Stops the embedded server, if this process started one, and waits for it.
-    pub async fn finish(self) -> Result<(), ServerError> {
+    pub(crate) async fn finish(self) -> Result<(), ServerError> {
         match self.embedded {
             Some((task, stop)) => {
                 stop.cancel();
@@ -45,7 +45,7 @@ impl Attached {
 /// runs, one started in this process on `ws://127.0.0.1:0` (stdio belongs to the relay), published
 /// in the lock file like any other so app hosts and clients can find and join it. When two start
 /// at once, the one that loses the workspace lock attaches to the other's.
-pub async fn attach(mut config: ServerConfig) -> Result<Attached, ServerError> {
+pub(crate) async fn attach(mut config: ServerConfig) -> Result<Attached, ServerError> {
     if let Some(info) = crate::lock::locate(&config.workspace)? {
         return running(&info, None);
     }

@@ -37,7 +37,8 @@ use crate::turns::tools::{ToolEnv, ToolRegistry};
 
 mod attach;
 
-pub use attach::{attach, mcp_stdio};
+pub(crate) use attach::attach;
+pub use attach::mcp_stdio;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
@@ -80,7 +81,7 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
 }
 
 /// [`run`], also shutting down when `stop` is cancelled (the embedded server of `appserver mcp`).
-pub async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<(), ServerError> {
+pub(crate) async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<(), ServerError> {
     let signal = ShutdownSignal::install();
     if !config.workspace.is_dir() {
         return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });

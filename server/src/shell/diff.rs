@@ -14,7 +14,7 @@ const MAX_TURN_DIFF_BYTES: usize = 1024 * 1024;
 const MAX_TURN_CONTENT_BYTES: usize = 16 * 1024 * 1024;
 
 /// The change of `path` from `before` (`None`: the file is new) to `after`.
-pub fn file_change(path: &str, before: Option<&str>, after: &str) -> FileChange {
+pub(crate) fn file_change(path: &str, before: Option<&str>, after: &str) -> FileChange {
     let (diff, additions, deletions) = unified(path, before, after);
     let truncated = diff.len() > MAX_DIFF_BYTES;
     FileChange {
@@ -55,7 +55,7 @@ fn cut(text: &str, max: usize) -> String {
 
 /// The files a turn changed: each one's content before the turn's first change to it, and now.
 #[derive(Debug, Default)]
-pub struct TurnDiff {
+pub(crate) struct TurnDiff {
     files: BTreeMap<String, Tracked>,
     content_bytes: usize,
 }
@@ -72,7 +72,7 @@ enum Tracked {
 
 impl TurnDiff {
     /// Notes a change of `path` (the same text as [`file_change`]'s).
-    pub fn record(&mut self, path: &str, before: Option<&str>, after: &str, change: &FileChange) {
+    pub(crate) fn record(&mut self, path: &str, before: Option<&str>, after: &str, change: &FileChange) {
         match self.files.get_mut(path) {
             Some(Tracked::Content { now, .. }) => {
                 self.content_bytes = self.content_bytes - now.len() + after.len();
@@ -93,7 +93,7 @@ impl TurnDiff {
     }
 
     /// The aggregate unified diff, files in path order (unchanged files left out).
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = String::new();
         for (path, tracked) in &self.files {
             match tracked {

@@ -12,38 +12,38 @@ use super::process::Launcher;
 use super::sandbox::ExecSpec;
 
 /// Output kept of a command: its first and last this many bytes.
-pub const KEEP_HEAD: usize = 64 * 1024;
-pub const KEEP_TAIL: usize = 64 * 1024;
+pub(crate) const KEEP_HEAD: usize = 64 * 1024;
+pub(crate) const KEEP_TAIL: usize = 64 * 1024;
 /// A delta is sent once this much output waits, or its first byte has waited [`DELTA_WAIT`].
-pub const DELTA_BYTES: usize = 16 * 1024;
-pub const DELTA_WAIT: Duration = Duration::from_millis(50);
+pub(crate) const DELTA_BYTES: usize = 16 * 1024;
+pub(crate) const DELTA_WAIT: Duration = Duration::from_millis(50);
 /// After the command exits, output still arriving (from what it left running) is read this long.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 
 /// How a foreground command ended.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ExecResult {
-    pub exit_code: Option<i64>,
-    pub timed_out: bool,
+pub(crate) struct ExecResult {
+    pub(crate) exit_code: Option<i64>,
+    pub(crate) timed_out: bool,
     /// Head and tail of the output (what the deltas concatenate to).
-    pub output: String,
-    pub truncated: bool,
-    pub original_chars: u64,
-    pub duration: Duration,
+    pub(crate) output: String,
+    pub(crate) truncated: bool,
+    pub(crate) original_chars: u64,
+    pub(crate) duration: Duration,
     /// Reads of the pipes, and deltas sent: how much the coalescing saved.
-    pub reads: usize,
-    pub deltas: usize,
+    pub(crate) reads: usize,
+    pub(crate) deltas: usize,
 }
 
 impl ExecResult {
     /// `completed` (exit 0), `failed` (non-zero, or killed at its timeout).
-    pub fn status(&self) -> &'static str {
+    pub(crate) fn status(&self) -> &'static str {
         if self.exit_code == Some(0) && !self.timed_out { "completed" } else { "failed" }
     }
 }
 
 /// Runs `spec` in `cwd` until it ends or `timeout`; `on_delta` gets the output as it comes.
-pub async fn run(
+pub(crate) async fn run(
     launcher: &Launcher,
     spec: &ExecSpec,
     cwd: &std::path::Path,
@@ -120,7 +120,7 @@ pub async fn run(
 }
 
 /// The exit code, or 128 + the signal for a command killed by one (as shells report it).
-pub fn exit_code(status: std::process::ExitStatus) -> i64 {
+pub(crate) fn exit_code(status: std::process::ExitStatus) -> i64 {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(code), _) => i64::from(code),

@@ -13,11 +13,11 @@ use nix::fcntl::{OFlag, open, openat, renameat};
 use nix::sys::stat::Mode;
 
 /// Largest file read or written.
-pub const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
+pub(crate) const MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
 
 /// Why a file operation failed, as the agent is told.
 #[derive(Debug, thiserror::Error)]
-pub enum FileError {
+pub(crate) enum FileError {
     #[error("{0} does not exist")]
     NotFound(String),
     #[error("{0} changed while it was being checked (a symlink appeared); nothing was done")]
@@ -60,7 +60,7 @@ fn split(path: &Path) -> Result<(&Path, &std::ffi::OsStr), FileError> {
 
 /// Reads the regular file at `path` (real, canonical), at most [`MAX_FILE_BYTES`]. `Ok(None)`
 /// when it does not exist.
-pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
+pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
     let (parent, name) = split(path)?;
     let dir = match open_dir(parent) {
         Err(FileError::NotFound(_)) => return Ok(None),
@@ -86,7 +86,7 @@ pub fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
 }
 
 /// [`read_bytes`] as UTF-8 text.
-pub fn read_text(path: &Path) -> Result<Option<String>, FileError> {
+pub(crate) fn read_text(path: &Path) -> Result<Option<String>, FileError> {
     match read_bytes(path)? {
         None => Ok(None),
         Some(bytes) => String::from_utf8(bytes).map(Some).map_err(|_| FileError::NotText(path.display().to_string())),
@@ -95,7 +95,7 @@ pub fn read_text(path: &Path) -> Result<Option<String>, FileError> {
 
 /// Replaces (or creates) the file at `path` (real, canonical) with `content`, atomically. The
 /// parent directories are created first when missing (`create_dirs`, inside `within`).
-pub fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -> Result<(), FileError> {
+pub(crate) fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -> Result<(), FileError> {
     if content.len() as u64 > MAX_FILE_BYTES {
         return Err(FileError::TooLarge { path: path.display().to_string(), size: content.len() as u64 });
     }
@@ -143,7 +143,7 @@ fn regular_file_bits() -> u32 {
 
 /// The entries of the directory `path` (real, canonical): `[DIR] name` / `[FILE] name`, sorted,
 /// at most `max`; and whether there were more.
-pub fn list_dir(path: &Path, max: usize) -> Result<(Vec<String>, bool), FileError> {
+pub(crate) fn list_dir(path: &Path, max: usize) -> Result<(Vec<String>, bool), FileError> {
     let dir = open_dir(path)?;
     let real = PathBuf::from(format!("/proc/self/fd/{}", dir.as_raw_fd()));
     let mut entries: Vec<String> = std::fs::read_dir(&real)

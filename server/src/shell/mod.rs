@@ -3,15 +3,15 @@
 //! checked file operations, diffs and searches of the file tools. The tools themselves (their
 //! arguments, approvals and items) are in `agent::hands`.
 
-pub mod diff;
-pub mod exec;
-pub mod files;
-pub mod output;
-pub mod paths;
-pub mod process;
-pub mod sandbox;
-pub mod search;
-pub mod terminals;
+pub(crate) mod diff;
+pub(crate) mod exec;
+pub(crate) mod files;
+pub(crate) mod output;
+pub(crate) mod paths;
+pub(crate) mod process;
+pub(crate) mod sandbox;
+pub(crate) mod search;
+pub(crate) mod terminals;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -30,17 +30,17 @@ use self::terminals::Terminals;
 /// What the command and file tools share: settings, the sandbox's status, the launcher and the
 /// background terminals.
 #[derive(Debug)]
-pub struct ShellService {
-    pub settings: ShellSettings,
-    pub sandbox: SandboxStatus,
-    pub launcher: Arc<Launcher>,
-    pub terminals: Arc<Terminals>,
+pub(crate) struct ShellService {
+    pub(crate) settings: ShellSettings,
+    pub(crate) sandbox: SandboxStatus,
+    pub(crate) launcher: Arc<Launcher>,
+    pub(crate) terminals: Arc<Terminals>,
 }
 
 impl ShellService {
     /// Probes the sandbox (saying so when it is unavailable) and kills what a previous server
     /// of this workspace left running.
-    pub fn new(
+    pub(crate) fn new(
         config: &ServerConfig,
         clients: Arc<dyn Broadcast>,
         shutdown: CancellationToken,
@@ -65,7 +65,7 @@ impl ShellService {
     }
 
     /// `capabilities.sandbox` of `initialize`.
-    pub fn capability(&self) -> SandboxCapability {
+    pub(crate) fn capability(&self) -> SandboxCapability {
         SandboxCapability {
             mechanism: "landlock".to_owned(),
             available: self.sandbox.available,
@@ -75,7 +75,7 @@ impl ShellService {
     }
 
     /// A thread's sandbox mode: its configuration's, else the workspace's.
-    pub fn mode_for(&self, configuration: Option<&ThreadConfiguration>) -> SandboxMode {
+    pub(crate) fn mode_for(&self, configuration: Option<&ThreadConfiguration>) -> SandboxMode {
         configuration
             .and_then(|c| c.sandbox_mode.as_deref())
             .and_then(SandboxMode::parse)
@@ -84,13 +84,13 @@ impl ShellService {
 
     /// Whether a command in `mode` runs unconfined although it should not be (no Landlock
     /// here): it must then be asked about every time.
-    pub fn unconfined(&self, mode: SandboxMode) -> bool {
+    pub(crate) fn unconfined(&self, mode: SandboxMode) -> bool {
         mode != SandboxMode::FullAccess && !self.sandbox.available
     }
 }
 
 /// A workspace path, canonical (symlinks resolved) when it exists.
-pub fn canonical_workspace(path: &str) -> PathBuf {
+pub(crate) fn canonical_workspace(path: &str) -> PathBuf {
     let path = Path::new(path);
     path.canonicalize().unwrap_or_else(|_| paths::normalize(path))
 }

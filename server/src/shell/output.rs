@@ -5,12 +5,12 @@
 /// Decodes a byte stream as UTF-8, holding a character split across reads until it is whole;
 /// invalid bytes become U+FFFD.
 #[derive(Debug, Default)]
-pub struct Utf8Decoder {
+pub(crate) struct Utf8Decoder {
     pending: Vec<u8>,
 }
 
 impl Utf8Decoder {
-    pub fn push(&mut self, bytes: &[u8]) -> String {
+    pub(crate) fn push(&mut self, bytes: &[u8]) -> String {
         self.pending.extend_from_slice(bytes);
         let mut out = String::new();
         loop {
@@ -40,7 +40,7 @@ impl Utf8Decoder {
     }
 
     /// The end of the stream: an incomplete character left is U+FFFD.
-    pub fn finish(&mut self) -> String {
+    pub(crate) fn finish(&mut self) -> String {
         if self.pending.is_empty() {
             String::new()
         } else {
@@ -52,7 +52,7 @@ impl Utf8Decoder {
 
 /// Output kept as its first `head_max` and last `tail_max` bytes (at character boundaries).
 #[derive(Debug)]
-pub struct OutputBuffer {
+pub(crate) struct OutputBuffer {
     head: String,
     head_max: usize,
     tail: String,
@@ -64,13 +64,13 @@ pub struct OutputBuffer {
 }
 
 impl OutputBuffer {
-    pub fn new(head_max: usize, tail_max: usize) -> Self {
+    pub(crate) fn new(head_max: usize, tail_max: usize) -> Self {
         OutputBuffer { head: String::new(), head_max, tail: String::new(), tail_max, total_chars: 0, overflowed: false }
     }
 
     /// Adds text; returns the part that is part of the head (what may be streamed now: the rest
     /// is only known to be kept once the output ends).
-    pub fn push(&mut self, text: &str) -> String {
+    pub(crate) fn push(&mut self, text: &str) -> String {
         self.total_chars += text.chars().count() as u64;
         if self.overflowed {
             self.push_tail(text);
@@ -102,17 +102,17 @@ impl OutputBuffer {
         }
     }
 
-    pub fn truncated(&self) -> bool {
+    pub(crate) fn truncated(&self) -> bool {
         self.overflowed && self.total_chars > (self.head.chars().count() + self.tail.chars().count()) as u64
     }
 
-    pub fn total_chars(&self) -> u64 {
+    pub(crate) fn total_chars(&self) -> u64 {
         self.total_chars
     }
 
     /// What follows the head once the output has ended: the omission marker (when something was
     /// dropped) and the tail. `head + rest()` is [`OutputBuffer::kept`].
-    pub fn rest(&mut self) -> String {
+    pub(crate) fn rest(&mut self) -> String {
         self.trim_tail();
         if !self.overflowed {
             return String::new();
@@ -125,14 +125,14 @@ impl OutputBuffer {
     }
 
     /// Everything kept: the head, then (after a marker when something was dropped) the tail.
-    pub fn kept(&mut self) -> String {
+    pub(crate) fn kept(&mut self) -> String {
         let rest = self.rest();
         format!("{}{rest}", self.head)
     }
 }
 
 /// The last `max_chars` characters of `text`.
-pub fn tail_chars(text: &str, max_chars: usize) -> &str {
+pub(crate) fn tail_chars(text: &str, max_chars: usize) -> &str {
     let count = text.chars().count();
     if count <= max_chars {
         return text;
@@ -142,7 +142,7 @@ pub fn tail_chars(text: &str, max_chars: usize) -> &str {
 }
 
 /// `text` cut to `max_chars` characters, keeping its first and last halves around a marker.
-pub fn head_and_tail(text: &str, max_chars: usize) -> (String, bool) {
+pub(crate) fn head_and_tail(text: &str, max_chars: usize) -> (String, bool) {
     let count = text.chars().count();
     if count <= max_chars {
         return (text.to_owned(), false);
@@ -172,7 +172,7 @@ fn ceil_boundary(text: &str, mut at: usize) -> usize {
 /// Collects streamed text into deltas: one is due once `max_bytes` are waiting or the first of
 /// them has waited `max_wait`.
 #[derive(Debug)]
-pub struct Coalescer {
+pub(crate) struct Coalescer {
     pending: String,
     since: Option<tokio::time::Instant>,
     max_bytes: usize,
@@ -180,11 +180,11 @@ pub struct Coalescer {
 }
 
 impl Coalescer {
-    pub fn new(max_bytes: usize, max_wait: std::time::Duration) -> Self {
+    pub(crate) fn new(max_bytes: usize, max_wait: std::time::Duration) -> Self {
         Coalescer { pending: String::new(), since: None, max_bytes, max_wait }
     }
 
-    pub fn push(&mut self, text: &str) {
+    pub(crate) fn push(&mut self, text: &str) {
         if text.is_empty() {
             return;
         }
@@ -195,16 +195,16 @@ impl Coalescer {
     }
 
     /// When the waiting text is due (`None`: nothing waits).
-    pub fn deadline(&self) -> Option<tokio::time::Instant> {
+    pub(crate) fn deadline(&self) -> Option<tokio::time::Instant> {
         self.since.map(|since| since + self.max_wait)
     }
 
-    pub fn is_full(&self) -> bool {
+    pub(crate) fn is_full(&self) -> bool {
         self.pending.len() >= self.max_bytes
     }
 
     /// Takes the waiting text.
-    pub fn take(&mut self) -> Option<String> {
+    pub(crate) fn take(&mut self) -> Option<String> {
         self.since = None;
         (!self.pending.is_empty()).then(|| std::mem::take(&mut self.pending))
     }

@@ -6,20 +6,20 @@ use std::path::{Component, Path, PathBuf};
 
 /// A path the agent named, resolved.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Resolved {
+pub(crate) struct Resolved {
     /// Absolute, with the symlinks of its existing part resolved.
-    pub real: PathBuf,
+    pub(crate) real: PathBuf,
     /// Workspace-relative (`/`-separated) when inside, else absolute: how it is shown.
-    pub display: String,
+    pub(crate) display: String,
     /// Whether `real` is inside the workspace.
-    pub inside: bool,
+    pub(crate) inside: bool,
     /// Named inside the workspace, but a symlink takes it out.
-    pub escapes: bool,
+    pub(crate) escapes: bool,
 }
 
 /// Resolves `raw` (workspace-relative or absolute; `~` is the home directory) against the
 /// canonical `workspace`.
-pub fn resolve(workspace: &Path, raw: &str) -> Result<Resolved, String> {
+pub(crate) fn resolve(workspace: &Path, raw: &str) -> Result<Resolved, String> {
     let raw = raw.trim();
     if raw.is_empty() {
         return Err("the path is empty".to_owned());
@@ -42,7 +42,7 @@ pub fn resolve(workspace: &Path, raw: &str) -> Result<Resolved, String> {
 }
 
 /// `..` and `.` removed without touching the file system (`/..` is `/`).
-pub fn normalize(path: &Path) -> PathBuf {
+pub(crate) fn normalize(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for component in path.components() {
         match component {

@@ -18,14 +18,14 @@ use tokio::sync::mpsc;
 use super::sandbox::{ExecSpec, PARENT_PID_ENV};
 
 /// The variable that marks a command's processes: `<workspace key>-<n>`.
-pub const MARK_ENV: &str = "APPSERVER_EXEC_MARK";
+pub(crate) const MARK_ENV: &str = "APPSERVER_EXEC_MARK";
 
 /// Output read per chunk.
 const READ_CHUNK: usize = 16 * 1024;
 
 /// How the server starts commands.
 #[derive(Debug)]
-pub struct Launcher {
+pub(crate) struct Launcher {
     /// This binary (`appserver sandbox-exec`).
     exe: PathBuf,
     /// The environment commands get.
@@ -37,26 +37,26 @@ pub struct Launcher {
 
 /// A started command.
 #[derive(Debug)]
-pub struct Running {
-    pub child: Child,
+pub(crate) struct Running {
+    pub(crate) child: Child,
     /// Kills what is left of the command when dropped.
-    pub guard: KillGuard,
-    pub stdin: Option<ChildStdin>,
+    pub(crate) guard: KillGuard,
+    pub(crate) stdin: Option<ChildStdin>,
     /// Output chunks, stdout and stderr interleaved as they arrive; closed when both end.
-    pub output: mpsc::Receiver<Vec<u8>>,
+    pub(crate) output: mpsc::Receiver<Vec<u8>>,
 }
 
 /// Kills a command's process group and every process carrying its marker, once: when
 /// [`KillGuard::kill`] is called or the guard is dropped (a turn interrupted mid-command drops
 /// it with the tool's future).
 #[derive(Debug)]
-pub struct KillGuard {
+pub(crate) struct KillGuard {
     pgid: Option<i32>,
     mark: String,
 }
 
 impl KillGuard {
-    pub fn kill(&mut self) {
+    pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
             kill_marked(&self.mark, true);
@@ -73,7 +73,7 @@ impl Drop for KillGuard {
 impl Launcher {
     /// Commands of `workspace` get the server's environment less every `APPSERVER_*` variable
     /// and those named in `hidden`.
-    pub fn new(workspace: &Path, hidden: &[String]) -> std::io::Result<Self> {
+    pub(crate) fn new(workspace: &Path, hidden: &[String]) -> std::io::Result<Self> {
         let exe = std::env::current_exe()?;
         let env = std::env::vars_os()
             .filter(|(name, _)| {
@@ -86,7 +86,7 @@ impl Launcher {
 
     /// The program and arguments that run `spec` confined (`appserver sandbox-exec …`), for a
     /// process started by someone else: an editor's terminal (the agent's `Exec` through ACP).
-    pub fn sandbox_argv(&self, spec: &ExecSpec) -> (String, Vec<String>) {
+    pub(crate) fn sandbox_argv(&self, spec: &ExecSpec) -> (String, Vec<String>) {
         let args = vec![
             "sandbox-exec".to_owned(),
             "--mode".to_owned(),
@@ -102,7 +102,7 @@ impl Launcher {
     }
 
     /// Starts `spec` in `cwd`. With `stdin`, the command's stdin is a pipe; else `/dev/null`.
-    pub fn spawn(&self, spec: &ExecSpec, cwd: &Path, stdin: bool) -> std::io::Result<Running> {
+    pub(crate) fn spawn(&self, spec: &ExecSpec, cwd: &Path, stdin: bool) -> std::io::Result<Running> {
         let mark = format!("{}-{}", self.key, self.next.fetch_add(1, Ordering::Relaxed));
         let mut command = tokio::process::Command::new(&self.exe);
         command
@@ -140,7 +140,7 @@ impl Launcher {
 
     /// At start-up: kills the commands a previous server of this workspace left running (it
     /// died before it could), found by their marker.
-    pub fn kill_leftovers(&self) -> usize {
+    pub(crate) fn kill_leftovers(&self) -> usize {
         kill_marked(&format!("{}-", self.key), false)
     }
 }
@@ -172,7 +172,7 @@ fn workspace_key(workspace: &Path) -> String {
 /// Kills (SIGKILL) every process of this user whose environment marks it with `mark` (exactly,
 /// or as a prefix with `prefix`). Two passes, for children forked during the first. Returns how
 /// many were signalled.
-pub fn kill_marked(mark: &str, exact: bool) -> usize {
+pub(crate) fn kill_marked(mark: &str, exact: bool) -> usize {
     let mut killed = 0;
     for _ in 0..2 {
         let pids = marked_pids(mark, exact);
@@ -206,7 +206,7 @@ fn marked_pids(mark: &str, exact: bool) -> Vec<i32> {
 
 /// The shell commands run in: `shell` when given (an absolute path to an executable), else
 /// bash, else sh.
-pub fn shell_path(shell: Option<&str>) -> Result<PathBuf, String> {
+pub(crate) fn shell_path(shell: Option<&str>) -> Result<PathBuf, String> {
     match shell.map(str::trim).filter(|s| !s.is_empty()) {
         Some(name) => {
             let path = PathBuf::from(name);

@@ -17,7 +17,7 @@ use crate::policy::SandboxMode;
 
 /// The environment variable carrying the server's pid: the helper stops if its parent is not
 /// (or no longer) the server that started it.
-pub const PARENT_PID_ENV: &str = "APPSERVER_SANDBOX_PARENT";
+pub(crate) const PARENT_PID_ENV: &str = "APPSERVER_SANDBOX_PARENT";
 
 /// The Landlock ABI the rules are written for (best effort below it: older kernels enforce what
 /// they know, a kernel without Landlock enforces nothing and the helper refuses to run).
@@ -26,22 +26,22 @@ const TARGET_ABI: ABI = ABI::V5;
 /// What `appserver sandbox-exec` runs.
 #[derive(Debug, Clone)]
 pub struct ExecSpec {
-    pub mode: SandboxMode,
-    pub workspace: PathBuf,
-    pub shell: PathBuf,
-    pub command: String,
+    pub(crate) mode: SandboxMode,
+    pub(crate) workspace: PathBuf,
+    pub(crate) shell: PathBuf,
+    pub(crate) command: String,
 }
 
 /// Whether commands can be confined on this host.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SandboxStatus {
-    pub available: bool,
+pub(crate) struct SandboxStatus {
+    pub(crate) available: bool,
     /// Why not, when not.
-    pub reason: Option<String>,
+    pub(crate) reason: Option<String>,
 }
 
 /// Asks the kernel whether it supports Landlock (creating a ruleset, not enforcing it).
-pub fn probe() -> SandboxStatus {
+pub(crate) fn probe() -> SandboxStatus {
     let created = Ruleset::default()
         .set_compatibility(CompatLevel::HardRequirement)
         .handle_access(AccessFs::from_all(ABI::V1))

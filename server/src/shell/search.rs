@@ -12,9 +12,9 @@ const MAX_GREP_FILE_BYTES: u64 = 5 * 1024 * 1024;
 /// A matching line longer than this is cut.
 const MAX_LINE_CHARS: usize = 500;
 /// Default and largest number of matches or files listed.
-pub const DEFAULT_MATCHES: usize = 100;
-pub const MAX_MATCHES: usize = 2000;
-pub const MAX_FOUND: usize = 200;
+pub(crate) const DEFAULT_MATCHES: usize = 100;
+pub(crate) const MAX_MATCHES: usize = 2000;
+pub(crate) const MAX_FOUND: usize = 200;
 /// A search stops after this long.
 const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Entries visited at most.
@@ -52,7 +52,7 @@ fn walk(root: &Path, mut visit: impl FnMut(&Path) -> bool) -> Result<bool, Strin
 
 /// Lines matching `pattern` in the files under `root` whose name matches `include` (`*.rs;*.md`),
 /// as `relative/path:` headers and `  Line N: text` rows, at most `limit` matches.
-pub fn grep(root: &Path, pattern: &str, include: &str, limit: usize) -> Result<String, String> {
+pub(crate) fn grep(root: &Path, pattern: &str, include: &str, limit: usize) -> Result<String, String> {
     let regex = Regex::new(pattern).map_err(|e| format!("invalid regular expression: {e}"))?;
     let globs: Vec<&str> = include.split(';').map(str::trim).filter(|g| !g.is_empty()).collect();
     let base = if root.is_file() { root.parent().unwrap_or(root).to_path_buf() } else { root.to_path_buf() };
@@ -102,7 +102,7 @@ pub fn grep(root: &Path, pattern: &str, include: &str, limit: usize) -> Result<S
 }
 
 /// Files under `root` whose name matches one of `patterns` (`*.rs;*.json`), newest first.
-pub fn find(root: &Path, patterns: &str) -> Result<String, String> {
+pub(crate) fn find(root: &Path, patterns: &str) -> Result<String, String> {
     let globs: Vec<&str> = patterns.split(';').map(str::trim).filter(|g| !g.is_empty()).collect();
     if globs.is_empty() {
         return Err("the pattern is empty".to_owned());
@@ -137,7 +137,7 @@ fn relative(base: &Path, file: &Path) -> String {
 }
 
 /// `*` (any run) and `?` (one character) against a whole file name.
-pub fn glob_match(pattern: &str, name: &str) -> bool {
+pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
     let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
     let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
     while ni < n.len() {

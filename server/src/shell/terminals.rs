@@ -34,7 +34,7 @@ const STALL_AFTER: Duration = Duration::from_secs(30);
 
 /// Why a terminal operation failed.
 #[derive(Debug, thiserror::Error)]
-pub enum TerminalError {
+pub(crate) enum TerminalError {
     #[error("no background terminal {0}")]
     NotFound(String),
     #[error("thread {0} already has {1} running background terminals; stop one first")]
@@ -49,18 +49,18 @@ pub enum TerminalError {
 
 /// What starts a terminal.
 #[derive(Debug, Clone)]
-pub struct StartRequest {
-    pub thread_id: String,
-    pub turn_id: Option<String>,
-    pub call_id: Option<String>,
-    pub spec: ExecSpec,
-    pub cwd: PathBuf,
-    pub interactive: bool,
-    pub background_reason: String,
+pub(crate) struct StartRequest {
+    pub(crate) thread_id: String,
+    pub(crate) turn_id: Option<String>,
+    pub(crate) call_id: Option<String>,
+    pub(crate) spec: ExecSpec,
+    pub(crate) cwd: PathBuf,
+    pub(crate) interactive: bool,
+    pub(crate) background_reason: String,
 }
 
 #[derive(Debug)]
-pub struct Terminal {
+pub(crate) struct Terminal {
     request: StartRequest,
     id: String,
     started_at: String,
@@ -84,7 +84,7 @@ struct State {
 
 /// The background terminals of the server.
 #[derive(Debug)]
-pub struct Terminals {
+pub(crate) struct Terminals {
     map: Mutex<HashMap<String, Arc<Terminal>>>,
     launcher: Arc<Launcher>,
     clients: Arc<dyn Broadcast>,
@@ -94,7 +94,7 @@ pub struct Terminals {
 
 /// Which output a snapshot carries.
 #[derive(Debug, Clone, Copy)]
-pub enum View {
+pub(crate) enum View {
     /// What arrived since the last unread view (taken), its tail at most this many characters.
     Unread(usize),
     /// The tail of everything kept.
@@ -102,7 +102,7 @@ pub enum View {
 }
 
 impl Terminals {
-    pub fn new(
+    pub(crate) fn new(
         launcher: Arc<Launcher>,
         clients: Arc<dyn Broadcast>,
         settings: ShellSettings,
@@ -116,7 +116,7 @@ impl Terminals {
     }
 
     /// Starts a terminal and its task; announces `terminal/started`.
-    pub fn start(self: &Arc<Self>, request: StartRequest) -> Result<Arc<Terminal>, TerminalError> {
+    pub(crate) fn start(self: &Arc<Self>, request: StartRequest) -> Result<Arc<Terminal>, TerminalError> {
         let max = self.settings.max_terminals_per_thread;
         let mut map = self.map();
         let running = map.values().filter(|t| t.request.thread_id == request.thread_id && t.is_running()).count();
@@ -152,12 +152,12 @@ impl Terminals {
         Ok(terminal)
     }
 
-    pub fn get(&self, id: &str) -> Result<Arc<Terminal>, TerminalError> {
+    pub(crate) fn get(&self, id: &str) -> Result<Arc<Terminal>, TerminalError> {
         self.map().get(id).cloned().ok_or_else(|| TerminalError::NotFound(id.to_owned()))
     }
 
     /// Every terminal (of one thread), oldest first.
-    pub fn list(&self, thread_id: Option<&str>) -> Vec<BackgroundTerminal> {
+    pub(crate) fn list(&self, thread_id: Option<&str>) -> Vec<BackgroundTerminal> {
         let mut terminals: Vec<Arc<Terminal>> =
             self.map().values().filter(|t| thread_id.is_none_or(|id| t.request.thread_id == id)).cloned().collect();
         terminals.sort_by_key(|t| t.started);
@@ -165,7 +165,12 @@ impl Terminals {
     }
 
     /// The output since the last read, waiting up to `wait` for some when there is none.
-    pub async fn read(&self, id: &str, wait: Duration, max_chars: usize) -> Result<BackgroundTerminal, TerminalError> {
+    pub(crate) async fn read(
+        &self,
+        id: &str,
+        wait: Duration,
+        max_chars: usize,
+    ) -> Result<BackgroundTerminal, TerminalError> {
         let terminal = self.get(id)?;
         terminal.wait_for_output(wait).await;
         Ok(terminal.snapshot(View::Unread(max_chars)))
@@ -173,7 +178,7 @@ impl Terminals {
 
     /// Writes `input` to the terminal's stdin, waits `yield_time` (or until it ends), and returns
     /// the output since the last read.
-    pub async fn write(
+    pub(crate) async fn write(
         &self,
         id: &str,
         input: &str,
@@ -195,7 +200,7 @@ impl Terminals {
     }
 
     /// Kills the terminal's process group and waits (2 s at most) until it is recorded as ended.
-    pub async fn stop(&self, id: &str) -> Result<BackgroundTerminal, TerminalError> {
+    pub(crate) async fn stop(&self, id: &str) -> Result<BackgroundTerminal, TerminalError> {
         let terminal = self.get(id)?;
         terminal.stop.cancel();
         terminal.wait_until_ended(Duration::from_secs(2)).await;
@@ -204,7 +209,7 @@ impl Terminals {
 
     /// Stops every terminal of a thread and forgets them (`terminal/cleaned` for each); returns
     /// their last snapshots.
-    pub async fn clean(&self, thread_id: &str) -> Vec<BackgroundTerminal> {
+    pub(crate) async fn clean(&self, thread_id: &str) -> Vec<BackgroundTerminal> {
         let terminals: Vec<Arc<Terminal>> =
             self.map().values().filter(|t| t.request.thread_id == thread_id).cloned().collect();
         // All of them told to stop first, so the waits overlap.
@@ -307,7 +312,7 @@ enum Event {
 
 impl Terminal {
     /// The thread the terminal belongs to.
-    pub fn snapshot_thread(&self) -> &str {
+    pub(crate) fn snapshot_thread(&self) -> &str {
         &self.request.thread_id
     }
 
@@ -315,7 +320,7 @@ impl Terminal {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    pub fn is_running(&self) -> bool {
+    pub(crate) fn is_running(&self) -> bool {
         self.state().status == "running"
     }
 
@@ -362,7 +367,7 @@ impl Terminal {
     }
 
     /// Waits until the terminal has ended, at most `wait`.
-    pub async fn wait_until_ended(&self, wait: Duration) {
+    pub(crate) async fn wait_until_ended(&self, wait: Duration) {
         let deadline = Instant::now() + wait;
         loop {
             let notified = self.changed.notified();
@@ -376,7 +381,7 @@ impl Terminal {
     }
 
     /// The wire snapshot (taking the unread output for [`View::Unread`]).
-    pub fn snapshot(&self, view: View) -> BackgroundTerminal {
+    pub(crate) fn snapshot(&self, view: View) -> BackgroundTerminal {
         let mut state = self.state();
         let (output, truncated) = match view {
             View::Unread(max) => {

@@ -7,7 +7,7 @@ use std::path::Path;
 
 /// The frontmatter's top-level keys (`None` when there is no frontmatter) and the body after it.
 /// A key's list items (`- x` lines) are joined with `, `; nested maps are kept as their raw text.
-pub fn split(content: &str) -> (Option<BTreeMap<String, String>>, &str) {
+pub(crate) fn split(content: &str) -> (Option<BTreeMap<String, String>>, &str) {
     let text = content.strip_prefix('\u{feff}').unwrap_or(content);
     let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
         return (None, content);
@@ -84,7 +84,7 @@ fn on_path(bin: &str) -> bool {
 
 /// Why the declared requirements (`bins`: programs on the `PATH`, `env`: variables that are
 /// set) are not met here; `None` when they are.
-pub fn unmet(metadata: &BTreeMap<String, String>) -> Option<String> {
+pub(crate) fn unmet(metadata: &BTreeMap<String, String>) -> Option<String> {
     let bins: Vec<String> = names(metadata.get("bins")).into_iter().filter(|b| !on_path(b)).collect();
     let env: Vec<String> =
         names(metadata.get("env")).into_iter().filter(|v| std::env::var_os(v).is_none_or(|x| x.is_empty())).collect();

@@ -5,7 +5,7 @@
 //! enabled or disabled (`[skills] disabled` in the config file), uninstalled; the agent sees the
 //! enabled ones' names and descriptions and loads a body on demand (`SkillView`).
 
-pub mod frontmatter;
+pub(crate) mod frontmatter;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -16,16 +16,16 @@ use toml_edit::{Item, Value};
 use crate::workspace::{ConfigFile, WorkspaceError};
 
 /// Most skills read from one folder; the rest are left out (and logged).
-pub const MAX_SKILLS_PER_ROOT: usize = 256;
+pub(crate) const MAX_SKILLS_PER_ROOT: usize = 256;
 /// Largest `SKILL.md` read.
-pub const MAX_SKILL_BYTES: u64 = 256 * 1024;
+pub(crate) const MAX_SKILL_BYTES: u64 = 256 * 1024;
 /// Skills named in the agent's instructions, and the longest description there.
 const MAX_PROMPT_SKILLS: usize = 64;
 const MAX_PROMPT_DESCRIPTION: usize = 300;
 
 /// Why a skill request failed.
 #[derive(Debug, thiserror::Error)]
-pub enum SkillError {
+pub(crate) enum SkillError {
     #[error("skill not found: {0}")]
     NotFound(String),
     #[error("{0}")]
@@ -38,14 +38,14 @@ pub enum SkillError {
 
 /// Where a skill is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Source {
+pub(crate) enum Source {
     Workspace,
     Plugin,
     User,
 }
 
 impl Source {
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Source::Workspace => "workspace",
             Source::Plugin => "plugin",
@@ -56,35 +56,35 @@ impl Source {
 
 /// One skill as found on disk.
 #[derive(Debug, Clone)]
-pub struct Skill {
-    pub name: String,
-    pub source: Source,
+pub(crate) struct Skill {
+    pub(crate) name: String,
+    pub(crate) source: Source,
     /// Its folder, and its `SKILL.md`.
-    pub dir: PathBuf,
-    pub path: PathBuf,
-    pub content: String,
+    pub(crate) dir: PathBuf,
+    pub(crate) path: PathBuf,
+    pub(crate) content: String,
     /// `None` when the file has no frontmatter.
-    pub metadata: Option<BTreeMap<String, String>>,
-    pub unavailable_reason: Option<String>,
-    pub enabled: bool,
+    pub(crate) metadata: Option<BTreeMap<String, String>>,
+    pub(crate) unavailable_reason: Option<String>,
+    pub(crate) enabled: bool,
     /// The plugin holding it: id and display name (source `plugin`).
-    pub plugin: Option<(String, String)>,
+    pub(crate) plugin: Option<(String, String)>,
 }
 
 impl Skill {
-    pub fn description(&self) -> String {
+    pub(crate) fn description(&self) -> String {
         let described = self.metadata.as_ref().and_then(|m| m.get("description")).filter(|d| !d.trim().is_empty());
         described.cloned().unwrap_or_else(|| self.name.clone())
     }
 
     /// The body the agent gets: the file without its frontmatter.
-    pub fn body(&self) -> &str {
+    pub(crate) fn body(&self) -> &str {
         frontmatter::split(&self.content).1.trim_start_matches(['\r', '\n'])
     }
 }
 
 /// A skill name is a folder name: 1 to 64 letters, digits, `-`, `_`, `.` (not starting with `.`).
-pub fn valid_name(name: &str) -> bool {
+pub(crate) fn valid_name(name: &str) -> bool {
     (1..=64).contains(&name.len())
         && !name.starts_with('.')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
@@ -95,7 +95,7 @@ type Root = (Source, PathBuf, Option<(String, String)>);
 
 /// The skill folders and the config file that says which are disabled.
 #[derive(Debug)]
-pub struct SkillCatalog {
+pub(crate) struct SkillCatalog {
     roots: Vec<(Source, PathBuf)>,
     config: Arc<ConfigFile>,
     /// The enabled plugins' parts (their skill folders come after the workspace's).
@@ -152,7 +152,7 @@ fn set_disabled(doc: &mut toml_edit::DocumentMut, name: &str, disabled: bool) ->
 }
 
 impl SkillCatalog {
-    pub fn new(
+    pub(crate) fn new(
         workspace: &Path,
         skills_home: Option<PathBuf>,
         config: Arc<ConfigFile>,
@@ -176,7 +176,7 @@ impl SkillCatalog {
 
     /// Every skill, a workspace skill hiding a plugin's or user skill of the same name, and a
     /// plugin's skill hiding a user skill.
-    pub async fn list(&self) -> Result<Vec<Skill>, SkillError> {
+    pub(crate) async fn list(&self) -> Result<Vec<Skill>, SkillError> {
         let disabled = disabled_in(&self.config.read().await?);
         let roots = self.ordered_roots();
         let skills = tokio::task::spawn_blocking(move || {
@@ -196,13 +196,13 @@ impl SkillCatalog {
         Ok(skills)
     }
 
-    pub async fn find(&self, name: &str) -> Result<Skill, SkillError> {
+    pub(crate) async fn find(&self, name: &str) -> Result<Skill, SkillError> {
         let found = self.list().await?.into_iter().find(|s| s.name == name);
         found.ok_or_else(|| SkillError::NotFound(name.to_owned()))
     }
 
     /// Enables or disables a skill (kept in `[skills] disabled`); returns it as it is now.
-    pub async fn set_enabled(&self, name: &str, enabled: bool) -> Result<Skill, SkillError> {
+    pub(crate) async fn set_enabled(&self, name: &str, enabled: bool) -> Result<Skill, SkillError> {
         let skill = self.find(name).await?;
         if skill.enabled != enabled {
             let owned = name.to_owned();
@@ -213,7 +213,7 @@ impl SkillCatalog {
 
     /// Deletes a skill's folder (a workspace or user skill; the folder must be directly inside
     /// its root) and forgets that it was disabled.
-    pub async fn uninstall(&self, name: &str) -> Result<Skill, SkillError> {
+    pub(crate) async fn uninstall(&self, name: &str) -> Result<Skill, SkillError> {
         let skill = self.find(name).await?;
         if skill.source == Source::Plugin {
             return Err(SkillError::InvalidParams(format!(
@@ -240,7 +240,7 @@ impl SkillCatalog {
 
     /// What the agent is told about the skills it may load: each enabled, available skill's
     /// name and description. `None` when there are none.
-    pub async fn instructions(&self) -> Option<String> {
+    pub(crate) async fn instructions(&self) -> Option<String> {
         let skills = match self.list().await {
             Ok(skills) => skills,
             Err(err) => {

@@ -7,31 +7,31 @@ use serde_json::Value;
 
 /// A registered window as stored.
 #[derive(Debug, Clone, PartialEq)]
-pub struct WindowRecord {
-    pub window_id: String,
-    pub manifest: AppManifest,
-    pub file_associations: Vec<FileAssociation>,
-    pub registered_at: String,
+pub(crate) struct WindowRecord {
+    pub(crate) window_id: String,
+    pub(crate) manifest: AppManifest,
+    pub(crate) file_associations: Vec<FileAssociation>,
+    pub(crate) registered_at: String,
 }
 
 /// The program a stdio descriptor app may run, as the workspace's owner approved it.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DescriptorPin {
+pub(crate) struct DescriptorPin {
     /// The descriptor file (absolute).
-    pub path: String,
-    pub window_id: String,
-    pub program: String,
-    pub args: Vec<String>,
-    pub cwd: String,
+    pub(crate) path: String,
+    pub(crate) window_id: String,
+    pub(crate) program: String,
+    pub(crate) args: Vec<String>,
+    pub(crate) cwd: String,
     /// SHA-256 (hex) of the descriptor file.
-    pub descriptor_sha256: String,
+    pub(crate) descriptor_sha256: String,
     /// SHA-256 (hex) of the program file, when the program is a file next to the descriptor.
-    pub program_sha256: Option<String>,
+    pub(crate) program_sha256: Option<String>,
 }
 
 /// App-related writes.
 #[derive(Debug, Clone)]
-pub enum AppWrite {
+pub(crate) enum AppWrite {
     SaveWindow(Box<WindowRecord>),
     /// Forget a window; with `forget_log`, its replay log too.
     DeleteWindow {
@@ -95,7 +95,7 @@ pub enum AppWrite {
 }
 
 /// The most views of a thread whose model context is kept.
-pub const VIEW_CONTEXTS_PER_THREAD: u32 = 8;
+pub(crate) const VIEW_CONTEXTS_PER_THREAD: u32 = 8;
 
 fn text_of(value: &Value) -> String {
     value.to_string()
@@ -228,7 +228,7 @@ fn entry(row: &Row) -> Result<AppLogEntry, StoreError> {
 
 impl Store {
     /// Every registered window, oldest registration first.
-    pub async fn app_windows(&self) -> Result<Vec<WindowRecord>, StoreError> {
+    pub(crate) async fn app_windows(&self) -> Result<Vec<WindowRecord>, StoreError> {
         let text = "SELECT window_id, manifest, file_associations, registered_at FROM app_windows \
              ORDER BY registered_at, window_id";
         let rows = self.reader.fetch_all(sql(text)).await?;
@@ -248,7 +248,12 @@ impl Store {
 
     /// Done log entries of a window after `after_seq`, in order, at most `limit` (pending ones,
     /// whose outcome the log does not know, are neither replayed nor read).
-    pub async fn app_log(&self, window_id: &str, after_seq: u64, limit: u32) -> Result<Vec<AppLogEntry>, StoreError> {
+    pub(crate) async fn app_log(
+        &self,
+        window_id: &str,
+        after_seq: u64,
+        limit: u32,
+    ) -> Result<Vec<AppLogEntry>, StoreError> {
         let text = "SELECT seq, command, params, result, recorded_at, replay_error, caller FROM app_log \
              WHERE window_id = ? AND seq > ? AND state = 'done' ORDER BY seq LIMIT ?";
         let rows = self.reader.fetch_all(sql(text).bind(window_id).bind(sql_seq(after_seq)).bind(limit)).await?;
@@ -256,7 +261,7 @@ impl Store {
     }
 
     /// The pinned program of the descriptor at `path`, if its owner approved one.
-    pub async fn descriptor_pin(&self, path: &str) -> Result<Option<DescriptorPin>, StoreError> {
+    pub(crate) async fn descriptor_pin(&self, path: &str) -> Result<Option<DescriptorPin>, StoreError> {
         let text = "SELECT path, window_id, program, args, cwd, descriptor_sha256, program_sha256 \
              FROM descriptor_pins WHERE path = ?";
         let Some(row) = self.reader.fetch_optional(sql(text).bind(path)).await? else { return Ok(None) };
@@ -273,7 +278,7 @@ impl Store {
     }
 
     /// The model context of a thread's views: `(call_id, context)`, least recently updated first.
-    pub async fn view_contexts(&self, thread_id: &str) -> Result<Vec<(String, String)>, StoreError> {
+    pub(crate) async fn view_contexts(&self, thread_id: &str) -> Result<Vec<(String, String)>, StoreError> {
         let text = "SELECT call_id, context FROM view_model_context WHERE thread_id = ? \
              ORDER BY updated_at, call_id";
         let rows = self.reader.fetch_all(sql(text).bind(thread_id)).await?;
@@ -281,14 +286,14 @@ impl Store {
     }
 
     /// The URL of the web app a confirmed name stands for.
-    pub async fn app_name_url(&self, name: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn app_name_url(&self, name: &str) -> Result<Option<String>, StoreError> {
         let row = self.reader.fetch_optional(sql("SELECT url FROM app_names WHERE name = ?").bind(name)).await?;
         Ok(row.map(|row| row.text("url")).transpose()?)
     }
 
     /// The highest sequence number in a window's log, pending entries included, so a number is
     /// never reused (0 when empty), and its number of done entries.
-    pub async fn app_log_position(&self, window_id: &str) -> Result<(u64, u64), StoreError> {
+    pub(crate) async fn app_log_position(&self, window_id: &str) -> Result<(u64, u64), StoreError> {
         let text = "SELECT COALESCE(MAX(seq), 0) AS last, COUNT(*) FILTER (WHERE state = 'done') AS n \
              FROM app_log WHERE window_id = ?";
         let row = self

@@ -8,35 +8,35 @@ use super::{Store, StoreError, WriteOp};
 
 /// A job as stored. Times are Unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct CronRecord {
-    pub id: String,
-    pub name: String,
+pub(crate) struct CronRecord {
+    pub(crate) id: String,
+    pub(crate) name: String,
     /// The schedule's JSON (`CronSchedule` on the wire).
-    pub schedule: String,
+    pub(crate) schedule: String,
     /// The prompt each run submits.
-    pub message: String,
+    pub(crate) message: String,
     /// The thread the runs happen on (and their results are delivered to).
-    pub thread_id: String,
-    pub enabled: bool,
-    pub delete_after_run: bool,
-    pub created_at_ms: i64,
-    pub next_run_at_ms: Option<i64>,
-    pub last_run_at_ms: Option<i64>,
-    pub last_status: Option<String>,
-    pub last_error: Option<String>,
-    pub last_thread_id: Option<String>,
-    pub last_result: Option<String>,
+    pub(crate) thread_id: String,
+    pub(crate) enabled: bool,
+    pub(crate) delete_after_run: bool,
+    pub(crate) created_at_ms: i64,
+    pub(crate) next_run_at_ms: Option<i64>,
+    pub(crate) last_run_at_ms: Option<i64>,
+    pub(crate) last_status: Option<String>,
+    pub(crate) last_error: Option<String>,
+    pub(crate) last_thread_id: Option<String>,
+    pub(crate) last_result: Option<String>,
     /// The chat channel and platform target each run's result is delivered to.
-    pub deliver_channel: Option<String>,
-    pub deliver_to: Option<String>,
+    pub(crate) deliver_channel: Option<String>,
+    pub(crate) deliver_to: Option<String>,
 }
 
 /// Most jobs a workspace keeps.
-pub const MAX_CRON_JOBS: u32 = 256;
+pub(crate) const MAX_CRON_JOBS: u32 = 256;
 
 /// A change to the jobs.
 #[derive(Debug, Clone)]
-pub enum CronWrite {
+pub(crate) enum CronWrite {
     Insert(Box<CronRecord>),
     Delete(String),
     /// Sets `enabled` and the next run.
@@ -169,20 +169,20 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &CronWrite) -> Result<(), Sto
 
 impl Store {
     /// Every job, oldest first.
-    pub async fn cron_jobs(&self) -> Result<Vec<CronRecord>, StoreError> {
+    pub(crate) async fn cron_jobs(&self) -> Result<Vec<CronRecord>, StoreError> {
         let text = format!("SELECT {COLUMNS} FROM cron_jobs ORDER BY created_at_ms, id LIMIT ?");
         let rows = self.reader.fetch_all(sql(text).bind(MAX_CRON_JOBS)).await?;
         rows.iter().map(record).collect()
     }
 
-    pub async fn cron_job(&self, id: &str) -> Result<Option<CronRecord>, StoreError> {
+    pub(crate) async fn cron_job(&self, id: &str) -> Result<Option<CronRecord>, StoreError> {
         let row =
             self.reader.fetch_optional(sql(format!("SELECT {COLUMNS} FROM cron_jobs WHERE id = ?")).bind(id)).await?;
         row.as_ref().map(record).transpose()
     }
 
     /// Enabled jobs due at `now`.
-    pub async fn due_cron_jobs(&self, now: i64) -> Result<Vec<CronRecord>, StoreError> {
+    pub(crate) async fn due_cron_jobs(&self, now: i64) -> Result<Vec<CronRecord>, StoreError> {
         let text = format!(
             "SELECT {COLUMNS} FROM cron_jobs WHERE enabled = 1 AND next_run_at_ms IS NOT NULL AND next_run_at_ms <= ? \
              ORDER BY next_run_at_ms LIMIT ?"
@@ -192,7 +192,7 @@ impl Store {
     }
 
     /// A periodic task's next run, if one was ever claimed.
-    pub async fn scheduler_slot(&self, name: &str) -> Result<Option<i64>, StoreError> {
+    pub(crate) async fn scheduler_slot(&self, name: &str) -> Result<Option<i64>, StoreError> {
         let q = sql("SELECT next_run_at_ms FROM scheduler_slots WHERE name = ?").bind(name);
         let row = self.reader.fetch_optional(q).await?;
         Ok(row.map(|r| r.int("next_run_at_ms")).transpose()?)

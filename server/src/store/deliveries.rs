@@ -7,27 +7,27 @@ use super::{Store, StoreError, WriteOp};
 
 /// A queued message. Times are Unix milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DeliveryRecord {
-    pub id: String,
+pub(crate) struct DeliveryRecord {
+    pub(crate) id: String,
     /// The channel's name, lower case.
-    pub channel: String,
-    pub target: String,
+    pub(crate) channel: String,
+    pub(crate) target: String,
     /// `ChannelOutboundMessage` JSON.
-    pub message: String,
+    pub(crate) message: String,
     /// The `metadata` object's JSON.
-    pub metadata: String,
+    pub(crate) metadata: String,
     /// The thread the message came from, if any.
-    pub thread_id: Option<String>,
-    pub created_at_ms: i64,
-    pub expires_at_ms: i64,
-    pub attempts: i64,
-    pub next_attempt_at_ms: i64,
-    pub last_error: Option<String>,
+    pub(crate) thread_id: Option<String>,
+    pub(crate) created_at_ms: i64,
+    pub(crate) expires_at_ms: i64,
+    pub(crate) attempts: i64,
+    pub(crate) next_attempt_at_ms: i64,
+    pub(crate) last_error: Option<String>,
 }
 
 /// A change to the queue.
 #[derive(Debug, Clone)]
-pub enum DeliveryWrite {
+pub(crate) enum DeliveryWrite {
     Insert(Box<DeliveryRecord>),
     /// Leases a message to `owner` until `until`, if no one holds a live lease on it or on any
     /// other message of its channel at `now`; [`StoreError::Stale`] otherwise.
@@ -142,7 +142,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &DeliveryWrite) -> Result<(),
 
 impl Store {
     /// The oldest message of `channel` (leased or not).
-    pub async fn oldest_delivery(&self, channel: &str) -> Result<Option<DeliveryRecord>, StoreError> {
+    pub(crate) async fn oldest_delivery(&self, channel: &str) -> Result<Option<DeliveryRecord>, StoreError> {
         let text =
             format!("SELECT {COLUMNS} FROM channel_deliveries WHERE channel = ? ORDER BY created_at_ms, id LIMIT 1");
         let row = self.reader.fetch_optional(sql(text).bind(channel)).await?;
@@ -150,7 +150,7 @@ impl Store {
     }
 
     /// Messages of any channel expired at `now`, at most `limit`.
-    pub async fn expired_deliveries(&self, now: i64, limit: u32) -> Result<Vec<DeliveryRecord>, StoreError> {
+    pub(crate) async fn expired_deliveries(&self, now: i64, limit: u32) -> Result<Vec<DeliveryRecord>, StoreError> {
         let text =
             format!("SELECT {COLUMNS} FROM channel_deliveries WHERE expires_at_ms <= ? ORDER BY expires_at_ms LIMIT ?");
         let rows = self.reader.fetch_all(sql(text).bind(now).bind(limit)).await?;
@@ -158,7 +158,7 @@ impl Store {
     }
 
     /// How many messages wait for `channel`.
-    pub async fn queued_deliveries(&self, channel: &str) -> Result<i64, StoreError> {
+    pub(crate) async fn queued_deliveries(&self, channel: &str) -> Result<i64, StoreError> {
         let q = sql("SELECT COUNT(*) AS n FROM channel_deliveries WHERE channel = ?").bind(channel);
         let row = self.reader.fetch_optional(q).await?;
         Ok(row.map(|r| r.int("n")).transpose()?.unwrap_or(0))

@@ -10,7 +10,7 @@ use super::{Store, StoreError};
 
 /// A change to the event log.
 #[derive(Debug, Clone)]
-pub enum EventWrite {
+pub(crate) enum EventWrite {
     /// Notifications as they go out, in order: (seq, method, the notification's text).
     Append { thread_id: String, events: Vec<(u64, &'static str, bytes::Bytes)> },
     /// Forget the thread's events numbered below `below_seq`.
@@ -19,11 +19,11 @@ pub enum EventWrite {
 
 /// A logged notification.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct StoredEvent {
-    pub seq: u64,
-    pub method: String,
+pub(crate) struct StoredEvent {
+    pub(crate) seq: u64,
+    pub(crate) method: String,
     /// The whole JSON-RPC notification text.
-    pub body: String,
+    pub(crate) body: String,
 }
 
 fn to_i64(seq: u64) -> i64 {
@@ -111,7 +111,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &EventWrite) -> Result<(), St
 impl Store {
     /// The thread's events numbered after `after` and up to `through`, oldest first, at most
     /// `limit` of them.
-    pub async fn events_between(
+    pub(crate) async fn events_between(
         &self,
         thread_id: &str,
         after: u64,
@@ -142,7 +142,7 @@ impl Store {
     }
 
     /// The number of the thread's last logged event (0 when it has none).
-    pub async fn last_event_seq(&self, thread_id: &str) -> Result<u64, StoreError> {
+    pub(crate) async fn last_event_seq(&self, thread_id: &str) -> Result<u64, StoreError> {
         let text = "SELECT COALESCE(MAX(last_seq), 0) AS last FROM thread_event_runs WHERE thread_id = ?";
         let row = self.reader.fetch_optional(sql(text).bind(thread_id)).await?;
         Ok(row.map(|row| row.int("last")).transpose()?.map_or(0, to_u64))

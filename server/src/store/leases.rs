@@ -30,7 +30,7 @@ use crate::clock::UtcTime;
 
 /// What [`Store::try_acquire_lease`] found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LeaseClaim {
+pub(crate) enum LeaseClaim {
     /// The caller holds the lease now (new, taken after it expired, or its own renewed), at
     /// `generation`; `orphans`: the turns a previous holder left unfinished, failed in the same
     /// transaction (a lease that changes hands fences off everything of the one before).
@@ -43,10 +43,10 @@ pub enum LeaseClaim {
 /// travels with an app command that another instance logs for the turn: `apps/remote.rs`.)
 #[derive(Debug, Clone, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
-pub struct Fence {
-    pub thread_id: String,
-    pub owner: String,
-    pub generation: i64,
+pub(crate) struct Fence {
+    pub(crate) thread_id: String,
+    pub(crate) owner: String,
+    pub(crate) generation: i64,
 }
 
 /// The lease change a unit makes.
@@ -90,7 +90,7 @@ enum LeaseOutcome {
 /// A lease change as a write unit, with the slot its outcome is left in. (The slot may be filled
 /// by a unit that is then rolled back; it is read only when the unit's write succeeded.)
 #[derive(Debug, Clone)]
-pub struct LeaseWrite {
+pub(crate) struct LeaseWrite {
     op: LeaseOp,
     outcome: Arc<Mutex<Option<LeaseOutcome>>>,
 }
@@ -103,7 +103,7 @@ const UPSERT: &str = "INSERT INTO thread_leases (thread_id, owner, expires_at_ms
      ELSE thread_leases.generation + 1 END";
 
 /// The error of a turn a claim finds unfinished (its previous holder gave the lease up or died).
-pub const ORPHANED: &str = "the turn's instance gave its thread up before the turn ended";
+pub(crate) const ORPHANED: &str = "the turn's instance gave its thread up before the turn ended";
 
 /// No owner: a released lease (its row and generation are kept).
 const NO_OWNER: &str = "";
@@ -239,7 +239,7 @@ impl Store {
     /// instances claiming one free lease, exactly one gets `Acquired`. Taking an expired lease
     /// this way does not fail the old owner's unfinished turns: see
     /// [`Store::take_over_expired`].
-    pub async fn try_acquire_lease(
+    pub(crate) async fn try_acquire_lease(
         &self,
         thread_id: &str,
         owner: &str,
@@ -257,7 +257,12 @@ impl Store {
     /// `now_ms + ttl_ms`, in one statement; returns (thread id, generation) of each. A lease
     /// another instance took is not among them, so an owner that finds one of its fences missing
     /// (or at another generation) has lost it.
-    pub async fn renew_leases(&self, owner: &str, now_ms: i64, ttl_ms: i64) -> Result<Vec<(String, i64)>, StoreError> {
+    pub(crate) async fn renew_leases(
+        &self,
+        owner: &str,
+        now_ms: i64,
+        ttl_ms: i64,
+    ) -> Result<Vec<(String, i64)>, StoreError> {
         match self.lease_write(LeaseOp::Renew { owner: owner.to_owned(), now_ms, ttl_ms }).await? {
             LeaseOutcome::Renewed(renewed) => Ok(renewed),
             other => Err(unexpected(&other)),
@@ -267,7 +272,7 @@ impl Store {
     /// Gives up the thread's lease if `owner` holds it; whether there was one to give up. The
     /// write is submitted at once (so it commits before any write submitted after this call);
     /// the future waits for it.
-    pub fn release_lease(
+    pub(crate) fn release_lease(
         &self,
         thread_id: &str,
         owner: &str,
@@ -283,7 +288,7 @@ impl Store {
     }
 
     /// Gives up every lease `owner` holds (at shutdown); how many.
-    pub async fn release_all_leases(&self, owner: &str) -> Result<u64, StoreError> {
+    pub(crate) async fn release_all_leases(&self, owner: &str) -> Result<u64, StoreError> {
         self.lease_count(LeaseOp::Release { thread_id: None, owner: owner.to_owned() }).await
     }
 
@@ -300,7 +305,7 @@ impl Store {
     /// start-up recovery does for every thread). Returns the lease's new generation and the ids of
     /// the turns it failed, or `None` when a live lease is held — by anyone, `new_owner`
     /// included, whose running turns are its own and are left alone.
-    pub async fn take_over_expired(
+    pub(crate) async fn take_over_expired(
         &self,
         thread_id: &str,
         new_owner: &str,
@@ -323,7 +328,7 @@ impl Store {
 
     /// Who holds the thread's live lease, and until when; `None` when there is none or it has
     /// expired by `now_ms`. (A read: it may be stale by the time the caller acts on it.)
-    pub async fn lease_holder(&self, thread_id: &str, now_ms: i64) -> Result<Option<(String, i64)>, StoreError> {
+    pub(crate) async fn lease_holder(&self, thread_id: &str, now_ms: i64) -> Result<Option<(String, i64)>, StoreError> {
         let text = "SELECT owner, expires_at_ms FROM thread_leases WHERE thread_id = ? AND expires_at_ms > ? \
              AND owner <> ''";
         let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(now_ms)).await?;
@@ -333,7 +338,7 @@ impl Store {
     /// Up to `limit` leases expired by `now_ms` (released ones, with no owner, are not),
     /// longest expired first: (thread id, owner). What a sweeper passes to
     /// [`Store::take_over_expired`].
-    pub async fn expired_leases(&self, now_ms: i64, limit: u32) -> Result<Vec<(String, String)>, StoreError> {
+    pub(crate) async fn expired_leases(&self, now_ms: i64, limit: u32) -> Result<Vec<(String, String)>, StoreError> {
         let text = "SELECT thread_id, owner FROM thread_leases WHERE expires_at_ms <= ? AND owner <> '' \
              ORDER BY expires_at_ms, thread_id LIMIT ?";
         let rows = self.reader.fetch_all(sql(text).bind(now_ms).bind(limit)).await?;

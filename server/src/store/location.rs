@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 /// The database the store opens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum StoreLocation {
+pub(crate) enum StoreLocation {
     /// A SQLite database file (created with its directory if missing).
     Sqlite(PathBuf),
     /// A PostgreSQL connection URL (the database must exist; the schema is created).
@@ -16,7 +16,7 @@ pub enum StoreLocation {
 impl StoreLocation {
     /// A `postgres://` or `postgresql://` URL selects PostgreSQL; anything else is a SQLite path,
     /// made absolute against `cwd`.
-    pub fn parse(text: &str, cwd: &Path) -> StoreLocation {
+    pub(crate) fn parse(text: &str, cwd: &Path) -> StoreLocation {
         let lower = text.get(..13).unwrap_or(text).to_ascii_lowercase();
         if lower.starts_with("postgres://") || lower.starts_with("postgresql://") {
             return StoreLocation::Postgres(text.to_owned());
@@ -26,7 +26,7 @@ impl StoreLocation {
     }
 
     /// The SQLite file, if this is one.
-    pub fn sqlite_path(&self) -> Option<&Path> {
+    pub(crate) fn sqlite_path(&self) -> Option<&Path> {
         match self {
             StoreLocation::Sqlite(path) => Some(path),
             StoreLocation::Postgres(_) => None,

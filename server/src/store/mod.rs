@@ -26,16 +26,16 @@ mod thread_writes;
 mod threads;
 mod writer;
 
-pub use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
-pub use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
-pub use deliveries::{DeliveryRecord, DeliveryWrite};
-pub use events::EventWrite;
-pub use leases::{Fence, LeaseClaim};
-pub use location::StoreLocation;
-pub use subagents::EdgeRecord;
-pub use thread_writes::ThreadWrite;
-pub use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
-pub use writer::FaultKind;
+pub(crate) use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
+pub(crate) use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
+pub(crate) use deliveries::{DeliveryRecord, DeliveryWrite};
+pub(crate) use events::EventWrite;
+pub(crate) use leases::{Fence, LeaseClaim};
+pub(crate) use location::StoreLocation;
+pub(crate) use subagents::EdgeRecord;
+pub(crate) use thread_writes::ThreadWrite;
+pub(crate) use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
+pub(crate) use writer::FaultKind;
 
 /// Registers the SQLite VFS the store's writer opens its connection with (each commit's WAL
 /// frames in one write) and returns its name: for the benchmark's SQLite floor, which must write
@@ -59,7 +59,7 @@ use db::{Pool, sql};
 
 /// How far a committed (and so acknowledged) write survives.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Durability {
+pub(crate) enum Durability {
     /// SQLite `synchronous=NORMAL`: survives a crash of the process; the last commits may be lost
     /// to a power loss or an operating-system crash (the WAL is synced at checkpoints only).
     /// PostgreSQL: the database server's own `synchronous_commit` setting.
@@ -72,7 +72,7 @@ pub enum Durability {
 
 impl Durability {
     /// `normal` or `full` (as the flag and the config file spell it).
-    pub fn parse(text: &str) -> Option<Durability> {
+    pub(crate) fn parse(text: &str) -> Option<Durability> {
         match text.trim().to_ascii_lowercase().as_str() {
             "normal" => Some(Durability::Normal),
             "full" => Some(Durability::Full),
@@ -84,7 +84,7 @@ impl Durability {
 /// Whether the database is this server's alone (the default) or shared by the instances of a
 /// cluster (`--cluster`, PostgreSQL only).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Sharing {
+pub(crate) enum Sharing {
     /// One server per database: SQLite's `<db>.lock` file, PostgreSQL's advisory lock; turns a
     /// crash left running are failed at open.
     #[default]
@@ -142,7 +142,7 @@ impl From<sqlx::Error> for StoreError {
 
 /// One write. Each is applied inside the writer's current transaction.
 #[derive(Debug, Clone)]
-pub enum WriteOp {
+pub(crate) enum WriteOp {
     /// A lease operation (`leases.rs`), with the slot its result is left in.
     Lease(leases::LeaseWrite),
     /// A write made for a thread's turn by the instance holding its lease: applied only while
@@ -159,14 +159,14 @@ pub enum WriteOp {
 
 impl StoreError {
     /// Whether the write failed because a row with the same key exists (a new id collided).
-    pub fn is_conflict(&self) -> bool {
+    pub(crate) fn is_conflict(&self) -> bool {
         matches!(self, StoreError::Query(DbError(sqlx::Error::Database(db))) if db.is_unique_violation())
     }
 }
 
 impl WriteOp {
     /// `self`, conditional on `fence` when there is one.
-    pub fn fenced(self, fence: Option<Fence>) -> WriteOp {
+    pub(crate) fn fenced(self, fence: Option<Fence>) -> WriteOp {
         match fence {
             Some(fence) => WriteOp::Fenced(fence, Box::new(self)),
             None => self,
@@ -285,7 +285,7 @@ struct Opened {
 
 /// Handle to the database; cheap to clone.
 #[derive(Clone, Debug)]
-pub struct Store {
+pub(crate) struct Store {
     writer: Pool,
     reader: Pool,
     location: StoreLocation,
@@ -302,14 +302,14 @@ impl Store {
     /// Opens the database (a SQLite file, created if needed, or a PostgreSQL database) and
     /// applies its embedded migrations (for the tests; the server opens with [`Store::open_with`]).
     #[cfg(test)]
-    pub async fn open(location: impl Into<StoreLocation>, durability: Durability) -> Result<Store, StoreError> {
+    pub(crate) async fn open(location: impl Into<StoreLocation>, durability: Durability) -> Result<Store, StoreError> {
         Store::open_with(location, durability, Sharing::Exclusive).await
     }
 
     /// [`Store::open`], on a database this server owns alone or (PostgreSQL only) shares with
     /// other instances: a shared database takes no lock and fails no running turn at open (the
     /// other instances' turns run there).
-    pub async fn open_with(
+    pub(crate) async fn open_with(
         location: impl Into<StoreLocation>,
         durability: Durability,
         sharing: Sharing,
@@ -348,7 +348,7 @@ impl Store {
     }
 
     /// The database this store opened.
-    pub fn location(&self) -> &StoreLocation {
+    pub(crate) fn location(&self) -> &StoreLocation {
         &self.location
     }
 
@@ -365,19 +365,19 @@ impl Store {
     /// (thread id, turn id) of each turn that was still running when the server last stopped
     /// and was marked failed when this store opened.
     #[cfg(test)]
-    pub fn recovered_turns(&self) -> &[(String, String)] {
+    pub(crate) fn recovered_turns(&self) -> &[(String, String)] {
         &self.recovered
     }
 
     /// Reads one `server_meta` value.
     #[cfg(test)]
-    pub async fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn meta(&self, key: &str) -> Result<Option<String>, StoreError> {
         let row = self.reader.fetch_optional(sql("SELECT value FROM server_meta WHERE key = ?").bind(key)).await?;
         Ok(row.map(|row| row.text("value")).transpose()?)
     }
 
     /// Applies a write and returns once it has committed.
-    pub async fn write(&self, op: impl Into<WriteOp>) -> Result<(), StoreError> {
+    pub(crate) async fn write(&self, op: impl Into<WriteOp>) -> Result<(), StoreError> {
         self.submit(op).wait().await
     }
 
@@ -385,7 +385,7 @@ impl Store {
     /// caller that submits while holding a lock gets that lock's order; it awaits the ticket
     /// after releasing the lock. (The queue is unbounded, but every write has a caller waiting
     /// on its ticket, so it holds at most one write per waiting task.)
-    pub fn submit(&self, op: impl Into<WriteOp>) -> WriteTicket {
+    pub(crate) fn submit(&self, op: impl Into<WriteOp>) -> WriteTicket {
         let (tx, rx) = oneshot::channel();
         if self.writes.send(writer::WriterMessage::Write(op.into(), tx)).is_ok() {
             crate::telemetry::store_queue(1.0);
@@ -396,25 +396,25 @@ impl Store {
     /// `Ok` while writes may commit (for `/readyz`): the SQLite file the store opened is still in
     /// place; on PostgreSQL, this server still holds the database's lock (its session is alive),
     /// or, on a database shared by a cluster, the database answered its last ping (every second).
-    pub fn check_writable(&self) -> Result<(), StoreError> {
+    pub(crate) fn check_writable(&self) -> Result<(), StoreError> {
         self.backing.ready()
     }
 
     /// Test support (`debug/store/failWrites`): the next `count` write units of `kind` fail after
     /// running their statements, as a unit whose last statement failed would.
-    pub fn fail_next_writes(&self, count: u32, kind: FaultKind) {
+    pub(crate) fn fail_next_writes(&self, count: u32, kind: FaultKind) {
         self.faults.arm(count, kind);
     }
 
     /// Test support (`debug/store/holdWrites`): while held, no write commits (30 s at most).
-    pub fn hold_writes(&self, held: bool) {
+    pub(crate) fn hold_writes(&self, held: bool) {
         self.faults.hold(held);
     }
 
     /// Stops the writer after what is queued, lets the backend finish (SQLite flushes its WAL
     /// into the main file; PostgreSQL releases the database's lock) and closes every connection
     /// (part of shutdown).
-    pub async fn close(&self) {
+    pub(crate) async fn close(&self) {
         let (tx, rx) = oneshot::channel();
         if self.writes.send(writer::WriterMessage::Stop(tx)).is_ok() {
             let _ = rx.await;
@@ -431,16 +431,16 @@ impl Store {
 
 /// A submitted write; await it to know it committed.
 #[derive(Debug)]
-pub struct WriteTicket(oneshot::Receiver<Result<(), StoreError>>);
+pub(crate) struct WriteTicket(oneshot::Receiver<Result<(), StoreError>>);
 
 impl WriteTicket {
-    pub async fn wait(self) -> Result<(), StoreError> {
+    pub(crate) async fn wait(self) -> Result<(), StoreError> {
         self.0.await.map_err(|_| StoreError::Closed)?
     }
 }
 
 /// The error of a turn that was running when the process died.
-pub const RESTART_MESSAGE: &str =
+pub(crate) const RESTART_MESSAGE: &str =
     "The server stopped while this turn was running (crash or kill); the turn did not finish.";
 
 /// Start-up recovery, before the writer task takes the connection.

@@ -6,22 +6,22 @@ use super::{Store, StoreError};
 
 /// One parent/child edge as stored.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EdgeRecord {
-    pub parent_thread_id: String,
-    pub child_thread_id: String,
-    pub parent_turn_id: Option<String>,
-    pub depth: u32,
-    pub agent_nickname: Option<String>,
-    pub agent_role: Option<String>,
-    pub profile_name: String,
-    pub runtime_type: String,
+pub(crate) struct EdgeRecord {
+    pub(crate) parent_thread_id: String,
+    pub(crate) child_thread_id: String,
+    pub(crate) parent_turn_id: Option<String>,
+    pub(crate) depth: u32,
+    pub(crate) agent_nickname: Option<String>,
+    pub(crate) agent_role: Option<String>,
+    pub(crate) profile_name: String,
+    pub(crate) runtime_type: String,
     /// `open` or `closed`.
-    pub status: String,
-    pub created_at: String,
+    pub(crate) status: String,
+    pub(crate) created_at: String,
 }
 
 /// Most children listed for one parent.
-pub const MAX_CHILDREN_LISTED: u32 = 1000;
+pub(crate) const MAX_CHILDREN_LISTED: u32 = 1000;
 
 const COLUMNS: &str = "parent_thread_id, child_thread_id, parent_turn_id, depth, agent_nickname, agent_role, \
      profile_name, runtime_type, status, created_at";
@@ -66,7 +66,7 @@ pub(super) async fn set_status(conn: &mut Conn<'_>, child: &str, status: &str) -
 impl Store {
     /// The children of `parent`, oldest first (at most [`MAX_CHILDREN_LISTED`]); closed ones only
     /// when asked.
-    pub async fn children(&self, parent: &str, include_closed: bool) -> Result<Vec<EdgeRecord>, StoreError> {
+    pub(crate) async fn children(&self, parent: &str, include_closed: bool) -> Result<Vec<EdgeRecord>, StoreError> {
         let filter = if include_closed { "" } else { " AND status = 'open'" };
         let text = format!(
             "SELECT {COLUMNS} FROM subagent_edges WHERE parent_thread_id = ?{filter} \
@@ -77,7 +77,7 @@ impl Store {
     }
 
     /// The edge that makes `child` a sub-agent, if it is one.
-    pub async fn parent_edge(&self, child: &str) -> Result<Option<EdgeRecord>, StoreError> {
+    pub(crate) async fn parent_edge(&self, child: &str) -> Result<Option<EdgeRecord>, StoreError> {
         let text = format!("SELECT {COLUMNS} FROM subagent_edges WHERE child_thread_id = ?");
         let row = self.reader.fetch_optional(sql(text).bind(child)).await?;
         row.as_ref().map(edge_from_row).transpose()

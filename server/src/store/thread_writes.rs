@@ -11,7 +11,7 @@ use appserver_protocol::{Item, Plan, QueuedTurnInput, ThreadConfiguration, Threa
 /// row never replaces another: `Create*` and `InsertItem` are plain INSERTs that fail on an
 /// existing key, and `Update*`/`FinishTurn` change only a row that exists (none is an error).
 #[derive(Debug, Clone)]
-pub enum ThreadWrite {
+pub(crate) enum ThreadWrite {
     /// Insert a new thread row; fails if the id is taken (the caller retries with a new id).
     CreateThread(Box<ThreadRecord>),
     /// Set an existing thread's display name (and only that column: several instances may change
@@ -107,7 +107,7 @@ pub enum ThreadWrite {
 }
 
 impl ThreadWrite {
-    pub fn item(thread_id: &str, turn_seq: u32, item: &Item) -> ThreadWrite {
+    pub(crate) fn item(thread_id: &str, turn_seq: u32, item: &Item) -> ThreadWrite {
         ThreadWrite::InsertItem {
             thread_id: thread_id.to_owned(),
             turn_seq,

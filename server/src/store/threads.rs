@@ -12,70 +12,70 @@ use appserver_protocol::{
 
 /// A thread as stored.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ThreadRecord {
-    pub id: String,
-    pub workspace_path: String,
-    pub user_id: Option<String>,
-    pub origin_channel: String,
-    pub channel_context: Option<String>,
-    pub display_name: Option<String>,
-    pub status: ThreadStatus,
-    pub history_mode: HistoryMode,
-    pub created_at: String,
-    pub last_active_at: String,
-    pub metadata: BTreeMap<String, String>,
-    pub configuration: Option<ThreadConfiguration>,
+pub(crate) struct ThreadRecord {
+    pub(crate) id: String,
+    pub(crate) workspace_path: String,
+    pub(crate) user_id: Option<String>,
+    pub(crate) origin_channel: String,
+    pub(crate) channel_context: Option<String>,
+    pub(crate) display_name: Option<String>,
+    pub(crate) status: ThreadStatus,
+    pub(crate) history_mode: HistoryMode,
+    pub(crate) created_at: String,
+    pub(crate) last_active_at: String,
+    pub(crate) metadata: BTreeMap<String, String>,
+    pub(crate) configuration: Option<ThreadConfiguration>,
     /// Sequence number the next turn gets (turn ids are never reused, even after a rollback).
-    pub next_turn_seq: u32,
+    pub(crate) next_turn_seq: u32,
 }
 
 /// A turn as stored (its items are stored separately, one row each).
 #[derive(Debug, Clone, PartialEq)]
-pub struct TurnRecord {
-    pub thread_id: String,
-    pub seq: u32,
-    pub id: String,
-    pub status: TurnStatus,
-    pub started_at: String,
-    pub completed_at: Option<String>,
-    pub error: Option<String>,
-    pub token_usage: Option<TokenUsage>,
-    pub origin_channel: Option<String>,
-    pub initiator: Option<TurnInitiator>,
+pub(crate) struct TurnRecord {
+    pub(crate) thread_id: String,
+    pub(crate) seq: u32,
+    pub(crate) id: String,
+    pub(crate) status: TurnStatus,
+    pub(crate) started_at: String,
+    pub(crate) completed_at: Option<String>,
+    pub(crate) error: Option<String>,
+    pub(crate) token_usage: Option<TokenUsage>,
+    pub(crate) origin_channel: Option<String>,
+    pub(crate) initiator: Option<TurnInitiator>,
 }
 
 /// `turn_001` for sequence 1.
-pub fn turn_id(seq: u32) -> String {
+pub(crate) fn turn_id(seq: u32) -> String {
     format!("turn_{seq:03}")
 }
 
 /// `item_001` for sequence 1.
-pub fn item_id(seq: u32) -> String {
+pub(crate) fn item_id(seq: u32) -> String {
     format!("item_{seq:03}")
 }
 
 /// The sequence number in `turn_012` / `item_012`.
-pub fn parse_seq(id: &str, prefix: &str) -> Option<u32> {
+pub(crate) fn parse_seq(id: &str, prefix: &str) -> Option<u32> {
     id.strip_prefix(prefix)?.parse().ok()
 }
 
 /// The identity filter of `thread/list`.
 #[derive(Debug, Clone, Default)]
-pub struct ThreadQuery {
-    pub workspace_path: String,
-    pub origin_channel: String,
-    pub user_id: Option<String>,
-    pub channel_context: Option<String>,
+pub(crate) struct ThreadQuery {
+    pub(crate) workspace_path: String,
+    pub(crate) origin_channel: String,
+    pub(crate) user_id: Option<String>,
+    pub(crate) channel_context: Option<String>,
     /// Threads of these other origin channels (same workspace and user) are included too.
-    pub cross_channel_origins: Vec<String>,
+    pub(crate) cross_channel_origins: Vec<String>,
     /// Post-filter on origin channel (case-insensitive).
-    pub channel_name: Option<String>,
-    pub include_archived: bool,
+    pub(crate) channel_name: Option<String>,
+    pub(crate) include_archived: bool,
     /// Sub-agent child threads too (hidden unless asked for, section 24.10).
-    pub include_sub_agents: bool,
+    pub(crate) include_sub_agents: bool,
     /// Keyset cursor: rows strictly older than (last_active_at, id).
-    pub after: Option<(String, String)>,
-    pub limit: u32,
+    pub(crate) after: Option<(String, String)>,
+    pub(crate) limit: u32,
 }
 
 pub(super) const THREAD_COLUMNS: &str = "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, \
@@ -194,7 +194,7 @@ fn list_threads_query<'a>(sql_text: &'a str, q: &'a ThreadQuery) -> super::db::S
 }
 
 impl Store {
-    pub async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
+    pub(crate) async fn thread(&self, id: &str) -> Result<Option<ThreadRecord>, StoreError> {
         let row = self
             .reader
             .fetch_optional(sql(format!("SELECT {THREAD_COLUMNS} FROM threads WHERE id = ?")).bind(id))
@@ -203,7 +203,7 @@ impl Store {
     }
 
     /// The distinct `originChannel`s of the stored threads (at most `limit`), for `channel/list`.
-    pub async fn origin_channels(&self, limit: u32) -> Result<Vec<String>, StoreError> {
+    pub(crate) async fn origin_channels(&self, limit: u32) -> Result<Vec<String>, StoreError> {
         let rows = self
             .reader
             .fetch_all(sql("SELECT DISTINCT origin_channel FROM threads ORDER BY origin_channel LIMIT ?").bind(limit))
@@ -212,7 +212,7 @@ impl Store {
     }
 
     /// One page of threads matching the identity, newest first, and whether more follow.
-    pub async fn list_threads(&self, q: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), StoreError> {
+    pub(crate) async fn list_threads(&self, q: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), StoreError> {
         let text = list_threads_sql(q);
         let rows = self.reader.fetch_all(list_threads_query(&text, q)).await?;
         let more = rows.len() > q.limit as usize;
@@ -222,7 +222,7 @@ impl Store {
 
     /// Turns of a thread in order. `before_seq` and `limit` select the most recent `limit` turns
     /// older than `before_seq`; returns them oldest first, and whether older ones remain.
-    pub async fn turns(
+    pub(crate) async fn turns(
         &self,
         thread_id: &str,
         before_seq: Option<u32>,
@@ -251,14 +251,14 @@ impl Store {
     }
 
     /// One turn by sequence number.
-    pub async fn turn(&self, thread_id: &str, seq: u32) -> Result<Option<TurnRecord>, StoreError> {
+    pub(crate) async fn turn(&self, thread_id: &str, seq: u32) -> Result<Option<TurnRecord>, StoreError> {
         let text = format!("SELECT {TURN_COLUMNS} FROM turns WHERE thread_id = ? AND seq = ?");
         let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(seq)).await?;
         row.as_ref().map(turn_from_row).transpose()
     }
 
     /// The stored items of the turns with sequence numbers in `from..=to`, in order.
-    pub async fn items(&self, thread_id: &str, from: u32, to: u32) -> Result<Vec<(u32, Item)>, StoreError> {
+    pub(crate) async fn items(&self, thread_id: &str, from: u32, to: u32) -> Result<Vec<(u32, Item)>, StoreError> {
         let text =
             "SELECT turn_seq, body FROM items WHERE thread_id = ? AND turn_seq BETWEEN ? AND ? ORDER BY turn_seq, seq";
         let rows = self.reader.fetch_all(sql(text).bind(thread_id).bind(from).bind(to)).await?;
@@ -275,7 +275,7 @@ impl Store {
     /// The stored item bodies — their JSON text, not parsed — of the turns `from..=to`, in
     /// order, each handed to `each` with its turn's sequence number as the rows arrive: one query,
     /// and never more than a few rows held at once.
-    pub async fn for_each_item_body(
+    pub(crate) async fn for_each_item_body(
         &self,
         thread_id: &str,
         (from, to): (u32, u32),
@@ -294,7 +294,7 @@ impl Store {
 
     /// The total length in characters of the stored item bodies of the turns `from..=to`: a size
     /// hint for a reply that will hold them.
-    pub async fn item_body_length(&self, thread_id: &str, (from, to): (u32, u32)) -> Result<u64, StoreError> {
+    pub(crate) async fn item_body_length(&self, thread_id: &str, (from, to): (u32, u32)) -> Result<u64, StoreError> {
         let text = "SELECT COALESCE(SUM(LENGTH(body)), 0) AS n FROM items \
                     WHERE thread_id = ? AND turn_seq BETWEEN ? AND ?";
         let row = self.reader.fetch_optional(sql(text).bind(thread_id).bind(from).bind(to)).await?;
@@ -302,7 +302,7 @@ impl Store {
     }
 
     /// The active thread that was active most recently.
-    pub async fn most_recent_active_thread(&self) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn most_recent_active_thread(&self) -> Result<Option<String>, StoreError> {
         let text = "SELECT id FROM threads WHERE status = 'active' ORDER BY last_active_at DESC, id DESC LIMIT 1";
         let row = self.reader.fetch_optional(sql(text)).await?;
         Ok(row.map(|row| row.text("id")).transpose()?)
@@ -310,7 +310,7 @@ impl Store {
 
     /// Whether `scope_key` was approved with `acceptAlways` in this workspace for the caller
     /// `caller_key` (`thread:<id>`, `mcp:<declared name>`, `app:<app id>`).
-    pub async fn always_approved(
+    pub(crate) async fn always_approved(
         &self,
         workspace_path: &str,
         caller_key: &str,
@@ -322,13 +322,13 @@ impl Store {
         Ok(found.is_some())
     }
 
-    pub async fn plan(&self, thread_id: &str) -> Result<Option<Plan>, StoreError> {
+    pub(crate) async fn plan(&self, thread_id: &str) -> Result<Option<Plan>, StoreError> {
         let row = self.reader.fetch_optional(sql("SELECT body FROM plans WHERE thread_id = ?").bind(thread_id)).await?;
         let body = row.map(|row| row.text("body")).transpose()?;
         body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::Corrupt(e.to_string()))).transpose()
     }
 
-    pub async fn queued_inputs(&self, thread_id: &str) -> Result<Vec<QueuedTurnInput>, StoreError> {
+    pub(crate) async fn queued_inputs(&self, thread_id: &str) -> Result<Vec<QueuedTurnInput>, StoreError> {
         let text = "SELECT body FROM queued_inputs WHERE thread_id = ? ORDER BY position";
         let rows = self.reader.fetch_all(sql(text).bind(thread_id)).await?;
         rows.iter()

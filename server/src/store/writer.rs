@@ -48,7 +48,7 @@ pub(super) struct WriteFaults {
 
 /// Which write units an armed fault counts.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FaultKind {
+pub(crate) enum FaultKind {
     /// Every unit.
     Any,
     /// Units that save how a turn ended.

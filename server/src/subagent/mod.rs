@@ -4,13 +4,13 @@
 //! (`progress`). Below this layer: the roles that decide a child's tools (`policy::roles`) and a
 //! running child's link to its parent (`threads::subagent`).
 
-pub mod profiles;
-pub mod progress;
-pub mod spawn;
+pub(crate) mod profiles;
+pub(crate) mod progress;
+pub(crate) mod spawn;
 
 /// Why a sub-agent profile request failed (section 24.9); `rpc/error.rs` maps it to codes.
 #[derive(Debug, thiserror::Error)]
-pub enum SubAgentError {
+pub(crate) enum SubAgentError {
     #[error("sub-agent profile not found: {0}")]
     NotFound(String),
     #[error("invalid sub-agent profile: {0}")]

@@ -15,38 +15,38 @@ use super::SubAgentError;
 use crate::config::{FileConfig, FileSubAgent};
 
 /// The config file's table of profiles and of settings.
-pub const PROFILES_TABLE: &str = "subagent_profiles";
-pub const SETTINGS_TABLE: &str = "subagent";
+pub(crate) const PROFILES_TABLE: &str = "subagent_profiles";
+pub(crate) const SETTINGS_TABLE: &str = "subagent";
 /// The built-in profile: a child thread run by this server's agent. Protected.
-pub const NATIVE: &str = "native";
+pub(crate) const NATIVE: &str = "native";
 /// The runtime of [`NATIVE`]; the only one this server runs.
-pub const NATIVE_RUNTIME: &str = "native";
+pub(crate) const NATIVE_RUNTIME: &str = "native";
 /// An external command run once per task (DotCraft's CLI profiles); stored and listed, not run here.
-pub const CLI_ONESHOT_RUNTIME: &str = "cli-oneshot";
+pub(crate) const CLI_ONESHOT_RUNTIME: &str = "cli-oneshot";
 /// Most workspace profiles, and the longest value or list in one.
-pub const MAX_PROFILES: usize = 64;
+pub(crate) const MAX_PROFILES: usize = 64;
 const MAX_TEXT: usize = 4096;
 const MAX_LIST: usize = 64;
 /// Defaults of the depth limit (a root's children are depth 1) and of children running at once.
-pub const DEFAULT_MAX_DEPTH: u32 = 1;
-pub const DEFAULT_MAX_CONCURRENT: u32 = 4;
+pub(crate) const DEFAULT_MAX_DEPTH: u32 = 1;
+pub(crate) const DEFAULT_MAX_CONCURRENT: u32 = 4;
 /// Largest configurable depth and concurrency.
-pub const MAX_DEPTH_LIMIT: u32 = 8;
-pub const MAX_CONCURRENT_LIMIT: u32 = 32;
+pub(crate) const MAX_DEPTH_LIMIT: u32 = 8;
+pub(crate) const MAX_CONCURRENT_LIMIT: u32 = 32;
 
 /// What the config file says about sub-agents.
 #[derive(Debug, Clone, Default)]
-pub struct Config {
-    pub settings: SubAgentSettings,
-    pub disabled: Vec<String>,
-    pub max_depth: u32,
-    pub max_concurrent: u32,
+pub(crate) struct Config {
+    pub(crate) settings: SubAgentSettings,
+    pub(crate) disabled: Vec<String>,
+    pub(crate) max_depth: u32,
+    pub(crate) max_concurrent: u32,
     /// Workspace definitions by name.
-    pub profiles: BTreeMap<String, SubAgentProfileWrite>,
+    pub(crate) profiles: BTreeMap<String, SubAgentProfileWrite>,
 }
 
 /// Reads the sub-agent part of the document (which the server could start with).
-pub fn read(doc: &DocumentMut) -> Result<Config, SubAgentError> {
+pub(crate) fn read(doc: &DocumentMut) -> Result<Config, SubAgentError> {
     let file: FileConfig = toml::from_str(&doc.to_string()).map_err(|e| SubAgentError::Config(e.to_string()))?;
     let sub = file.subagent.unwrap_or_default();
     let FileSubAgent { model, external_cli_session_resume_enabled, disabled_profiles, max_depth, max_concurrent } = sub;
@@ -63,7 +63,7 @@ pub fn read(doc: &DocumentMut) -> Result<Config, SubAgentError> {
 }
 
 /// The built-in definition of `name`, if it is a built-in profile.
-pub fn built_in(name: &str) -> Option<SubAgentProfileWrite> {
+pub(crate) fn built_in(name: &str) -> Option<SubAgentProfileWrite> {
     (name == NATIVE).then(SubAgentProfileWrite::default)
 }
 
@@ -73,14 +73,14 @@ impl Config {
     }
 
     /// Every profile, built-in first, then workspace ones by name.
-    pub fn entries(&self, workspace: &Path) -> Vec<SubAgentProfileEntry> {
+    pub(crate) fn entries(&self, workspace: &Path) -> Vec<SubAgentProfileEntry> {
         let mut names = vec![NATIVE.to_owned()];
         names.extend(self.profiles.keys().filter(|n| built_in(n).is_none()).cloned());
         names.iter().filter_map(|n| self.entry(n, workspace)).collect()
     }
 
     /// One profile as listed, if it exists.
-    pub fn entry(&self, name: &str, workspace: &Path) -> Option<SubAgentProfileEntry> {
+    pub(crate) fn entry(&self, name: &str, workspace: &Path) -> Option<SubAgentProfileEntry> {
         let defaults = built_in(name);
         let own = self.profiles.get(name);
         let definition = own.cloned().or_else(|| defaults.clone())?;
@@ -100,7 +100,7 @@ impl Config {
     }
 
     /// The profile a spawn may use: it exists, is enabled and runs here.
-    pub fn runnable(&self, name: &str, workspace: &Path) -> Result<SubAgentProfileEntry, String> {
+    pub(crate) fn runnable(&self, name: &str, workspace: &Path) -> Result<SubAgentProfileEntry, String> {
         let entry = self.entry(name, workspace).ok_or_else(|| format!("there is no sub-agent profile `{name}`"))?;
         if !entry.enabled {
             return Err(format!("the sub-agent profile `{name}` is disabled"));
@@ -146,7 +146,7 @@ fn resolve_binary(bin: &str, workspace: &Path) -> bool {
 }
 
 /// A profile name: 1 to 64 letters, digits, `-`, `_`, `.`.
-pub fn check_name(name: &str) -> Result<(), SubAgentError> {
+pub(crate) fn check_name(name: &str) -> Result<(), SubAgentError> {
     let ok = !name.is_empty()
         && name.len() <= 64
         && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'));
@@ -158,7 +158,7 @@ pub fn check_name(name: &str) -> Result<(), SubAgentError> {
 }
 
 /// Refuses a definition the server could not use or store.
-pub fn validate(name: &str, d: &SubAgentProfileWrite) -> Result<(), SubAgentError> {
+pub(crate) fn validate(name: &str, d: &SubAgentProfileWrite) -> Result<(), SubAgentError> {
     let invalid = |why: String| Err(SubAgentError::Invalid(format!("profile `{name}`: {why}")));
     match d.runtime.as_str() {
         NATIVE_RUNTIME if d.bin.is_some() => return invalid("a `native` profile has no `bin`".into()),
@@ -196,7 +196,11 @@ fn within_limits(v: &Json) -> bool {
 }
 
 /// Stores `definition` as the workspace's profile `name` (a built-in's override, or a custom one).
-pub fn upsert(doc: &mut DocumentMut, name: &str, definition: &SubAgentProfileWrite) -> Result<(), SubAgentError> {
+pub(crate) fn upsert(
+    doc: &mut DocumentMut,
+    name: &str,
+    definition: &SubAgentProfileWrite,
+) -> Result<(), SubAgentError> {
     let config = read(doc)?;
     if !config.profiles.contains_key(name) && config.profiles.len() >= MAX_PROFILES {
         return Err(SubAgentError::Invalid(format!("at most {MAX_PROFILES} workspace profiles")));
@@ -215,7 +219,7 @@ pub fn upsert(doc: &mut DocumentMut, name: &str, definition: &SubAgentProfileWri
 }
 
 /// Removes the workspace's profile `name` (for a built-in, its override).
-pub fn remove(doc: &mut DocumentMut, name: &str) -> Result<(), SubAgentError> {
+pub(crate) fn remove(doc: &mut DocumentMut, name: &str) -> Result<(), SubAgentError> {
     let removed = doc.get_mut(PROFILES_TABLE).and_then(Item::as_table_like_mut).and_then(|t| t.remove(name));
     if removed.is_none() {
         return Err(SubAgentError::NotFound(name.to_owned()));
@@ -227,7 +231,7 @@ pub fn remove(doc: &mut DocumentMut, name: &str) -> Result<(), SubAgentError> {
 }
 
 /// Enables or disables `name` (`[subagent] disabled_profiles`).
-pub fn set_enabled(doc: &mut DocumentMut, name: &str, enabled: bool) -> Result<(), SubAgentError> {
+pub(crate) fn set_enabled(doc: &mut DocumentMut, name: &str, enabled: bool) -> Result<(), SubAgentError> {
     let mut disabled = read(doc)?.disabled;
     disabled.retain(|d| d != name);
     if !enabled {
@@ -243,7 +247,7 @@ pub fn set_enabled(doc: &mut DocumentMut, name: &str, enabled: bool) -> Result<(
 }
 
 /// `subagent/settings/update`: sets what is given (`Some(None)` clears the model).
-pub fn update_settings(
+pub(crate) fn update_settings(
     doc: &mut DocumentMut,
     resume: Option<bool>,
     model: Option<Option<String>>,

@@ -13,7 +13,7 @@ use crate::threads::subagent::Progress;
 /// Parent turns whose children are remembered at once (older ones are forgotten first).
 const MAX_TRACKED_TURNS: usize = 256;
 /// Children listed per parent turn.
-pub const MAX_ENTRIES: usize = 256;
+pub(crate) const MAX_ENTRIES: usize = 256;
 
 /// A parent turn: (thread id, turn id).
 type TurnKey = (String, String);
@@ -27,7 +27,7 @@ struct Turns {
 
 /// The children of recent parent turns, by (parent thread, turn).
 #[derive(Debug, Default)]
-pub struct Tracker {
+pub(crate) struct Tracker {
     turns: Mutex<Turns>,
 }
 
@@ -39,7 +39,7 @@ impl Tracker {
     /// Adds a child to the parent turn's list (a turn with [`MAX_ENTRIES`] keeps its first ones
     /// in the snapshot). A thread's earlier turns are over: they are forgotten; so is the least
     /// recent turn when [`MAX_TRACKED_TURNS`] are remembered.
-    pub fn track(&self, thread_id: &str, turn_id: &str, progress: Arc<Progress>) {
+    pub(crate) fn track(&self, thread_id: &str, turn_id: &str, progress: Arc<Progress>) {
         let mut turns = self.lock();
         turns.clock += 1;
         let now = turns.clock;
@@ -59,7 +59,7 @@ impl Tracker {
     }
 
     /// Every child of the parent turn, in spawn order.
-    pub fn snapshot(&self, thread_id: &str, turn_id: &str) -> Vec<SubAgentProgressEntry> {
+    pub(crate) fn snapshot(&self, thread_id: &str, turn_id: &str) -> Vec<SubAgentProgressEntry> {
         let key = (thread_id.to_owned(), turn_id.to_owned());
         let turns = self.lock();
         turns.by_turn.get(&key).map(|(_, list)| list.iter().map(|p| p.snapshot()).collect()).unwrap_or_default()

@@ -34,7 +34,7 @@ use crate::turns::runner::{self, Origin};
 use crate::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
 
 /// The origin channel of child threads.
-pub const CHANNEL: &str = "subagent";
+pub(crate) const CHANNEL: &str = "subagent";
 /// How often a changed progress snapshot is sent.
 const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 /// Longest task prompt and nickname.
@@ -43,7 +43,7 @@ const MAX_NICKNAME_CHARS: usize = 64;
 
 /// The tool; one per server, counting the children running at once.
 #[derive(Debug, Default)]
-pub struct SpawnAgentTool {
+pub(crate) struct SpawnAgentTool {
     running: Arc<AtomicU32>,
     tracker: Tracker,
 }

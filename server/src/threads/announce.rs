@@ -12,7 +12,7 @@ const HELD_LIMIT: usize = 1024;
 
 /// Whether a thread's `thread/started` has gone out, and what waits for it.
 #[derive(Debug, Default)]
-pub struct AnnounceGate {
+pub(crate) struct AnnounceGate {
     /// `Some` until announced.
     held: Mutex<Option<Vec<Held>>>,
 }
@@ -35,12 +35,12 @@ impl AnnounceGate {
     }
 
     /// Whether notifications are being held (the thread is not announced yet).
-    pub fn is_holding(&self) -> bool {
+    pub(crate) fn is_holding(&self) -> bool {
         self.lock().is_some()
     }
 
     /// Holds notifications from now until [`super::EventHub::announce`].
-    pub fn hold(&self) {
+    pub(crate) fn hold(&self) {
         *self.lock() = Some(Vec::new());
     }
 
@@ -58,7 +58,7 @@ impl AnnounceGate {
 
     /// Broadcasts a workspace-wide notification about this thread, or holds it while the thread
     /// is unannounced.
-    pub fn broadcast(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
+    pub(crate) fn broadcast(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
         if let Some(Held::Workspace(method, frame)) = self.try_hold(Held::Workspace(method.to_owned(), frame)) {
             connections.broadcast(&method, &frame);
         }

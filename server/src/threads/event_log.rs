@@ -11,18 +11,18 @@ use super::fence::ThreadFence;
 use crate::store::{EventWrite, Store, StoreError, WriteOp};
 
 /// Resolves when an appended event has committed (or failed to).
-pub type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
+pub(crate) type Commit = Pin<Box<dyn Future<Output = Result<(), StoreError>> + Send>>;
 
 /// One event to log: its number, method and notification text.
 #[derive(Debug, Clone)]
-pub struct LogEntry {
-    pub seq: u64,
-    pub method: &'static str,
-    pub body: Bytes,
+pub(crate) struct LogEntry {
+    pub(crate) seq: u64,
+    pub(crate) method: &'static str,
+    pub(crate) body: Bytes,
 }
 
 /// The log a hub appends to.
-pub trait EventLog: Send + Sync + Debug {
+pub(crate) trait EventLog: Send + Sync + Debug {
     /// Appends a thread's events, in order, as one write unit (after `with`, a write they
     /// announce, in the same unit); resolves once it has committed. The unit is submitted at
     /// once: units appended one after another commit in that order.
@@ -63,10 +63,10 @@ impl EventLog for Store {
 /// each event, once committed, rung on the other instances' doorbell (NATS) in the order it was
 /// numbered. A lost message is caught up from the store.
 #[derive(Debug, Clone)]
-pub struct ClusterLog {
-    pub store: Store,
-    pub cluster: crate::cluster::Cluster,
-    pub fence: std::sync::Arc<ThreadFence>,
+pub(crate) struct ClusterLog {
+    pub(crate) store: Store,
+    pub(crate) cluster: crate::cluster::Cluster,
+    pub(crate) fence: std::sync::Arc<ThreadFence>,
 }
 
 impl EventLog for ClusterLog {
@@ -93,7 +93,7 @@ impl EventLog for ClusterLog {
 
 /// No log: every event (and its write) commits at once (unit tests of the hub).
 #[derive(Debug, Default)]
-pub struct Unlogged;
+pub(crate) struct Unlogged;
 
 impl EventLog for Unlogged {
     fn append(&self, _: &str, _: Vec<LogEntry>, _: Option<WriteOp>) -> Commit {
@@ -104,21 +104,21 @@ impl EventLog for Unlogged {
 }
 
 /// Most events one subscription catches up on; further behind, the client reads the thread.
-pub const MAX_CATCH_UP: u64 = 20_000;
+pub(crate) const MAX_CATCH_UP: u64 = 20_000;
 /// Logged events read per query while catching up.
 const CATCH_UP_PAGE: u32 = 1000;
 
 /// A logged event read back for a client.
 #[derive(Debug, Clone)]
-pub struct LoggedEvent {
-    pub seq: u64,
-    pub method: String,
-    pub frame: crate::ports::OutFrame,
+pub(crate) struct LoggedEvent {
+    pub(crate) seq: u64,
+    pub(crate) method: String,
+    pub(crate) frame: crate::ports::OutFrame,
 }
 
 /// The logged events of `thread_id` numbered after `after` up to `through`, every one of them: an error when some are no longer kept (pruned with older turns) or
 /// when there are more than [`MAX_CATCH_UP`].
-pub async fn catch_up(
+pub(crate) async fn catch_up(
     store: &Store,
     thread_id: &str,
     after: u64,

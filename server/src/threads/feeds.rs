@@ -26,7 +26,7 @@ type Running = Arc<Mutex<HashMap<String, Instant>>>;
 
 /// The feeds of this instance's threads.
 #[derive(Debug)]
-pub struct Feeds {
+pub(crate) struct Feeds {
     cluster: Cluster,
     store: Store,
     running: Running,
@@ -35,18 +35,18 @@ pub struct Feeds {
 }
 
 impl Feeds {
-    pub fn new(cluster: Cluster, store: Store, shutdown: CancellationToken, tasks: TaskTracker) -> Self {
+    pub(crate) fn new(cluster: Cluster, store: Store, shutdown: CancellationToken, tasks: TaskTracker) -> Self {
         Feeds { cluster, store, running: Arc::default(), shutdown, tasks }
     }
 
-    pub fn cluster(&self) -> &Cluster {
+    pub(crate) fn cluster(&self) -> &Cluster {
         &self.cluster
     }
 
     /// Makes sure the thread's events published by other instances reach its hub here, then
     /// takes note of the log's last event: subscribe to the subject first, read the log after,
     /// and nothing published in between is missed.
-    pub async fn follow(&self, handle: &Arc<ThreadHandle>) -> Result<(), SessionError> {
+    pub(crate) async fn follow(&self, handle: &Arc<ThreadHandle>) -> Result<(), SessionError> {
         let started = self.running().insert(handle.id.clone(), Instant::now()).is_none();
         if started {
             // Without NATS (an outage) the feed reads the log alone until it can subscribe.

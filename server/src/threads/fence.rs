@@ -12,7 +12,7 @@ use crate::store::{Fence, Store, StoreError, WriteOp, WriteTicket};
 /// A thread's lease as this instance holds it (nothing when running alone, or when this instance
 /// does not hold it), and how many requests are using it (claiming it to start a turn).
 #[derive(Debug, Default)]
-pub struct ThreadFence {
+pub(crate) struct ThreadFence {
     held: Mutex<Option<Held>>,
     users: Mutex<usize>,
 }
@@ -20,7 +20,7 @@ pub struct ThreadFence {
 /// A request's use of a thread's lease, from before it claims the lease until its turn is
 /// reserved (or it gave up): while any exists, the lease is not given up here.
 #[derive(Debug)]
-pub struct LeaseUse(Arc<ThreadFence>);
+pub(crate) struct LeaseUse(Arc<ThreadFence>);
 
 impl Drop for LeaseUse {
     fn drop(&mut self) {
@@ -46,7 +46,7 @@ impl ThreadFence {
 
     /// A request is about to claim the lease (and start a turn): until the returned guard is
     /// dropped, [`ThreadFence::release_unless_used`] gives nothing up.
-    pub fn use_lease(self: &Arc<Self>) -> LeaseUse {
+    pub(crate) fn use_lease(self: &Arc<Self>) -> LeaseUse {
         *self.users() += 1;
         LeaseUse(self.clone())
     }
@@ -54,7 +54,7 @@ impl ThreadFence {
     /// Gives the lease up here unless a request is using it: forgets the fence and runs `give_up`
     /// (which submits the release to the store, so it is queued before any later claim's write).
     /// Whether it did.
-    pub fn release_unless_used(&self, give_up: impl FnOnce()) -> bool {
+    pub(crate) fn release_unless_used(&self, give_up: impl FnOnce()) -> bool {
         let users = self.users();
         if *users > 0 {
             return false;
@@ -68,7 +68,7 @@ impl ThreadFence {
     /// This instance holds the lease at `fence`'s generation (claimed, renewed or taken over).
     /// A different generation than the one held replaces it; the turn of the old one, if it still
     /// runs, is stopped (its writes would be refused anyway).
-    pub fn hold(&self, fence: Fence) {
+    pub(crate) fn hold(&self, fence: Fence) {
         let mut held = self.held();
         if held.as_ref().is_some_and(|h| h.fence == fence && !h.lost.is_cancelled()) {
             return;
@@ -81,7 +81,7 @@ impl ThreadFence {
 
     /// The lease at `generation` was taken over: its turn stops here. The fence stays, so every
     /// write still made for it is refused until the lease is held again.
-    pub fn lose(&self, generation: i64) {
+    pub(crate) fn lose(&self, generation: i64) {
         if let Some(held) = self.held().as_ref().filter(|h| h.fence.generation == generation) {
             if !held.lost.is_cancelled() {
                 tracing::warn!(thread = %held.fence.thread_id, generation, "this instance lost the thread's lease; its turn stops here");
@@ -91,57 +91,57 @@ impl ThreadFence {
     }
 
     /// The fence writes carry now, if this instance holds (or held) the lease.
-    pub fn fence(&self) -> Option<Fence> {
+    pub(crate) fn fence(&self) -> Option<Fence> {
         self.held().as_ref().map(|h| h.fence.clone())
     }
 
     /// The generation held, if any.
-    pub fn generation(&self) -> Option<i64> {
+    pub(crate) fn generation(&self) -> Option<i64> {
         self.held().as_ref().map(|h| h.fence.generation)
     }
 
     /// Cancelled when the lease held now is lost (a token that never fires when none is held).
-    pub fn lost_token(&self) -> CancellationToken {
+    pub(crate) fn lost_token(&self) -> CancellationToken {
         self.held().as_ref().map(|h| h.lost.clone()).unwrap_or_default()
     }
 
     /// Whether the lease held was lost.
-    pub fn is_lost(&self) -> bool {
+    pub(crate) fn is_lost(&self) -> bool {
         self.held().as_ref().is_some_and(|h| h.lost.is_cancelled())
     }
 
     /// `op`, fenced when this instance holds the lease.
-    pub fn guard(&self, op: impl Into<WriteOp>) -> WriteOp {
+    pub(crate) fn guard(&self, op: impl Into<WriteOp>) -> WriteOp {
         op.into().fenced(self.fence())
     }
 
     /// Takes note of a fenced write's outcome: refused for a lost lease, the turn stops.
-    pub fn note<T>(&self, outcome: &Result<T, StoreError>) {
+    pub(crate) fn note<T>(&self, outcome: &Result<T, StoreError>) {
         if let Err(StoreError::Fenced { generation, .. }) = outcome {
             self.lose(*generation);
         }
     }
 
     /// Submits a write made for the thread's turn, fenced ([`ThreadFence::guard`]).
-    pub fn submit(self: &Arc<Self>, store: &Store, op: impl Into<WriteOp>) -> FencedTicket {
+    pub(crate) fn submit(self: &Arc<Self>, store: &Store, op: impl Into<WriteOp>) -> FencedTicket {
         FencedTicket { ticket: store.submit(self.guard(op)), fence: self.clone() }
     }
 
     /// Writes for the thread's turn, fenced, and returns once it has committed.
-    pub async fn write(self: &Arc<Self>, store: &Store, op: impl Into<WriteOp>) -> Result<(), StoreError> {
+    pub(crate) async fn write(self: &Arc<Self>, store: &Store, op: impl Into<WriteOp>) -> Result<(), StoreError> {
         self.submit(store, op).wait().await
     }
 }
 
 /// A fenced write submitted for a thread's turn; awaiting it also takes note of a lost lease.
 #[derive(Debug)]
-pub struct FencedTicket {
+pub(crate) struct FencedTicket {
     ticket: WriteTicket,
     fence: Arc<ThreadFence>,
 }
 
 impl FencedTicket {
-    pub async fn wait(self) -> Result<(), StoreError> {
+    pub(crate) async fn wait(self) -> Result<(), StoreError> {
         let committed = self.ticket.wait().await;
         self.fence.note(&committed);
         committed

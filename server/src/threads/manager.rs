@@ -18,7 +18,7 @@ use crate::store::{Store, ThreadRecord};
 
 /// The loaded threads.
 #[derive(Debug)]
-pub struct ThreadManager {
+pub(crate) struct ThreadManager {
     store: Store,
     loaded: Mutex<HashMap<String, Arc<ThreadHandle>>>,
     /// Most threads kept loaded (more only while they are all in use).
@@ -35,7 +35,7 @@ pub struct ThreadManager {
 }
 
 impl ThreadManager {
-    pub fn new(store: Store, max_loaded: usize) -> Self {
+    pub(crate) fn new(store: Store, max_loaded: usize) -> Self {
         ThreadManager {
             store,
             loaded: Mutex::new(HashMap::new()),
@@ -48,13 +48,13 @@ impl ThreadManager {
     }
 
     /// Keeps at least `events` of each thread's events in its log (`--min-kept-events`).
-    pub fn keeping_events(mut self, events: u64) -> Self {
+    pub(crate) fn keeping_events(mut self, events: u64) -> Self {
         self.min_kept_events = events;
         self
     }
 
     /// For cluster mode: threads are shared with other instances (see `shared`).
-    pub fn shared(mut self, feeds: Feeds) -> Self {
+    pub(crate) fn shared(mut self, feeds: Feeds) -> Self {
         self.shared = true;
         self.feeds = Some(feeds);
         self
@@ -62,7 +62,7 @@ impl ThreadManager {
 
     /// Cluster mode: makes the thread's events published by other instances reach its hub here
     /// (before a connection subscribes). Nothing to do when running alone.
-    pub async fn follow(&self, handle: &Arc<ThreadHandle>) -> Result<(), SessionError> {
+    pub(crate) async fn follow(&self, handle: &Arc<ThreadHandle>) -> Result<(), SessionError> {
         match &self.feeds {
             Some(feeds) => feeds.follow(handle).await,
             None => Ok(()),
@@ -93,7 +93,7 @@ impl ThreadManager {
     }
 
     /// The thread, loading it from the store if needed. -32010 if it does not exist.
-    pub async fn get(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
+    pub(crate) async fn get(&self, id: &str) -> Result<Arc<ThreadHandle>, SessionError> {
         if let Some(handle) = self.loaded(id) {
             if self.shared && handle.state().running.is_none() {
                 Box::pin(self.refresh(&handle)).await?;
@@ -125,7 +125,7 @@ impl ThreadManager {
 
     /// Reads a loaded thread's record, queue and plan again from the store (another instance
     /// may have changed them), unless a turn of it runs here (then this instance's are current).
-    pub async fn refresh(&self, handle: &ThreadHandle) -> Result<(), SessionError> {
+    pub(crate) async fn refresh(&self, handle: &ThreadHandle) -> Result<(), SessionError> {
         let record = self.store.thread(&handle.id).await?;
         let queue = self.store.queued_inputs(&handle.id).await?;
         let plan = self.store.plan(&handle.id).await?;
@@ -147,7 +147,7 @@ impl ThreadManager {
     }
 
     /// A loaded thread, without touching the store.
-    pub fn loaded(&self, id: &str) -> Option<Arc<ThreadHandle>> {
+    pub(crate) fn loaded(&self, id: &str) -> Option<Arc<ThreadHandle>> {
         let handle = self.loaded_map().get(id).cloned()?;
         self.touch(&handle);
         Some(handle)
@@ -156,7 +156,7 @@ impl ThreadManager {
     /// Registers a thread being created; `None` when a thread with its id is loaded already
     /// (which is never replaced). Its notifications are held until it is announced
     /// (`EventHub::announce`).
-    pub fn insert_new(&self, record: ThreadRecord) -> Option<Arc<ThreadHandle>> {
+    pub(crate) fn insert_new(&self, record: ThreadRecord) -> Option<Arc<ThreadHandle>> {
         let mut map = self.loaded_map();
         if map.contains_key(&record.id) {
             return None;
@@ -172,17 +172,17 @@ impl ThreadManager {
     }
 
     /// Forgets a deleted thread.
-    pub fn remove(&self, id: &str) {
+    pub(crate) fn remove(&self, id: &str) {
         self.loaded_map().remove(id);
     }
 
     /// Every loaded thread.
-    pub fn all_loaded(&self) -> Vec<Arc<ThreadHandle>> {
+    pub(crate) fn all_loaded(&self) -> Vec<Arc<ThreadHandle>> {
         self.loaded_map().values().cloned().collect()
     }
 
     /// How many threads are loaded.
-    pub fn loaded_count(&self) -> usize {
+    pub(crate) fn loaded_count(&self) -> usize {
         self.loaded_map().len()
     }
 

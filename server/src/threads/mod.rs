@@ -7,15 +7,15 @@
 //! source of truth for a loaded thread and is written through to the store.
 
 mod announce;
-pub mod event_log;
-pub mod feeds;
-pub mod fence;
+pub(crate) mod event_log;
+pub(crate) mod feeds;
+pub(crate) mod fence;
 mod hub;
-pub mod manager;
-pub mod pending_approval;
-pub mod rollback;
-pub mod subagent;
-pub mod wire;
+pub(crate) mod manager;
+pub(crate) mod pending_approval;
+pub(crate) mod rollback;
+pub(crate) mod subagent;
+pub(crate) mod wire;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -25,16 +25,16 @@ use appserver_protocol::{
 };
 use tokio_util::sync::CancellationToken;
 
-pub use announce::AnnounceGate;
-pub use hub::{EventHub, Publication, Subscribed, TurnBegun};
-pub use manager::ThreadManager;
+pub(crate) use announce::AnnounceGate;
+pub(crate) use hub::{EventHub, Publication, Subscribed, TurnBegun};
+pub(crate) use manager::ThreadManager;
 
 use crate::ports::{Broadcast, ConnectionId, OutFrame};
 use crate::store::{StoreError, ThreadRecord, WriteOp};
 
 /// Failures of thread and turn operations; `rpc/error.rs` maps them to protocol error codes.
 #[derive(Debug, thiserror::Error)]
-pub enum SessionError {
+pub(crate) enum SessionError {
     #[error("Thread not found: {0}")]
     ThreadNotFound(String),
     #[error("Thread {id} is {status}; it must be active")]
@@ -68,70 +68,70 @@ const STALE_TURN_WAIT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The turn a thread is running.
 #[derive(Debug, Clone)]
-pub struct RunningTurn {
-    pub id: String,
-    pub cancel: CancellationToken,
+pub(crate) struct RunningTurn {
+    pub(crate) id: String,
+    pub(crate) cancel: CancellationToken,
 }
 
 /// Mutable state of a loaded thread.
 #[derive(Debug)]
-pub struct ThreadState {
-    pub record: ThreadRecord,
-    pub running: Option<RunningTurn>,
+pub(crate) struct ThreadState {
+    pub(crate) record: ThreadRecord,
+    pub(crate) running: Option<RunningTurn>,
     /// Changed only with the thread's queue-order token held ([`ThreadState::queue_mut`]).
     queue: Queue,
-    pub runtime: ThreadRuntime,
-    pub deleted: bool,
+    pub(crate) runtime: ThreadRuntime,
+    pub(crate) deleted: bool,
     /// Tools declared on `thread/start` and the connection that serves them.
-    pub dynamic_tools: Vec<DynamicToolSpec>,
-    pub dynamic_tools_owner: Option<ConnectionId>,
+    pub(crate) dynamic_tools: Vec<DynamicToolSpec>,
+    pub(crate) dynamic_tools_owner: Option<ConnectionId>,
     /// The connection that fronts an editor for this thread (it declared `acpExtensions` and
     /// started or last resumed the thread): the agent's file and command tools go through it.
-    pub editor: Option<ConnectionId>,
+    pub(crate) editor: Option<ConnectionId>,
     /// The latest plan snapshot (`plan/updated`).
-    pub plan: Option<appserver_protocol::Plan>,
+    pub(crate) plan: Option<appserver_protocol::Plan>,
     /// The approval the running turn waits for.
-    pub pending_approval: Option<pending_approval::PendingApproval>,
+    pub(crate) pending_approval: Option<pending_approval::PendingApproval>,
     /// Scope keys approved with `acceptForSession` (until the server stops).
-    pub session_approvals: std::collections::HashSet<String>,
+    pub(crate) session_approvals: std::collections::HashSet<String>,
     /// Holds the thread's notifications until its `thread/started` is out (see `hub.rs`).
-    pub announce: Arc<AnnounceGate>,
+    pub(crate) announce: Arc<AnnounceGate>,
     /// The thread's lease as this instance holds it (the same as its handle's).
-    pub fence: Arc<fence::ThreadFence>,
+    pub(crate) fence: Arc<fence::ThreadFence>,
     /// While a `SpawnAgent` call runs this thread as a sub-agent: its parent and progress.
-    pub subagent: Option<Arc<subagent::Link>>,
+    pub(crate) subagent: Option<Arc<subagent::Link>>,
 }
 
 /// A thread's queued inputs and who queued each.
 #[derive(Debug, Default)]
-pub struct Queue {
-    pub inputs: Vec<QueuedTurnInput>,
+pub(crate) struct Queue {
+    pub(crate) inputs: Vec<QueuedTurnInput>,
     /// Which connection queued each input: it gets that turn's notifications inline.
-    pub queued_by: HashMap<String, ConnectionId>,
+    pub(crate) queued_by: HashMap<String, ConnectionId>,
 }
 
 /// Proof that the thread's queue-order token is held: taken with [`ThreadHandle::queue_order`],
 /// asked for by every change of the queue ([`ThreadState::queue_mut`]), so no change can skip it.
 #[derive(Debug)]
-pub struct QueueOrder<'a> {
+pub(crate) struct QueueOrder<'a> {
     _token: tokio::sync::MutexGuard<'a, ()>,
     thread_id: &'a str,
 }
 
 impl ThreadState {
     /// The queued inputs, in order.
-    pub fn queue(&self) -> &[QueuedTurnInput] {
+    pub(crate) fn queue(&self) -> &[QueuedTurnInput] {
         &self.queue.inputs
     }
 
     /// The queue, to change, with the thread's queue-order token held.
-    pub fn queue_mut(&mut self, order: &QueueOrder<'_>) -> &mut Queue {
+    pub(crate) fn queue_mut(&mut self, order: &QueueOrder<'_>) -> &mut Queue {
         debug_assert_eq!(order.thread_id, self.record.id, "another thread's queue-order token");
         &mut self.queue
     }
 
     /// -32010 for a deleted thread, -32011 unless active.
-    pub fn require_active(&self) -> Result<(), SessionError> {
+    pub(crate) fn require_active(&self) -> Result<(), SessionError> {
         if self.deleted {
             return Err(SessionError::ThreadNotFound(self.record.id.clone()));
         }
@@ -141,28 +141,28 @@ impl ThreadState {
         }
     }
 
-    pub fn require_exists(&self) -> Result<(), SessionError> {
+    pub(crate) fn require_exists(&self) -> Result<(), SessionError> {
         if self.deleted { Err(SessionError::ThreadNotFound(self.record.id.clone())) } else { Ok(()) }
     }
 }
 
 /// What a thread is loaded from: its record, queue and plan, and its last logged event's `seq`.
 #[derive(Debug)]
-pub struct Loaded {
-    pub record: ThreadRecord,
-    pub queue: Vec<QueuedTurnInput>,
-    pub plan: Option<appserver_protocol::Plan>,
-    pub last_seq: u64,
+pub(crate) struct Loaded {
+    pub(crate) record: ThreadRecord,
+    pub(crate) queue: Vec<QueuedTurnInput>,
+    pub(crate) plan: Option<appserver_protocol::Plan>,
+    pub(crate) last_seq: u64,
 }
 
 /// A loaded thread.
 #[derive(Debug)]
-pub struct ThreadHandle {
-    pub id: String,
+pub(crate) struct ThreadHandle {
+    pub(crate) id: String,
     state: Mutex<ThreadState>,
-    pub hub: EventHub,
+    pub(crate) hub: EventHub,
     /// Cluster mode: the thread's lease as this instance holds it; its turn's writes carry it.
-    pub fence: Arc<fence::ThreadFence>,
+    pub(crate) fence: Arc<fence::ThreadFence>,
     /// When it was last handed out ([`ThreadManager`]'s clock), for least-recently-used eviction.
     last_used: std::sync::atomic::AtomicU64,
     /// Held (across the await of the write) by every change of the queue, from before the change
@@ -173,7 +173,7 @@ pub struct ThreadHandle {
 
 impl ThreadHandle {
     /// Takes the thread's queue-order token (waiting for a change of the queue being written).
-    pub async fn queue_order(&self) -> QueueOrder<'_> {
+    pub(crate) async fn queue_order(&self) -> QueueOrder<'_> {
         QueueOrder { _token: self.queue_token.lock().await, thread_id: &self.id }
     }
 
@@ -215,7 +215,7 @@ impl ThreadHandle {
     /// has not noticed yet) is stopped first: from now on the database refuses its writes, and it
     /// must be gone before the new generation is handed to anything, or its last writes would
     /// carry it. -32001 when it does not stop in time.
-    pub async fn hold_lease(&self, fence: crate::store::Fence) -> Result<(), SessionError> {
+    pub(crate) async fn hold_lease(&self, fence: crate::store::Fence) -> Result<(), SessionError> {
         let stale = self.fence.generation().filter(|held| *held != fence.generation);
         if let Some(old) = stale.filter(|_| self.state().running.is_some()) {
             self.fence.lose(old);
@@ -235,18 +235,18 @@ impl ThreadHandle {
     }
 
     /// Locks the thread's state. Never hold the guard across an await.
-    pub fn state(&self) -> MutexGuard<'_, ThreadState> {
+    pub(crate) fn state(&self) -> MutexGuard<'_, ThreadState> {
         self.state.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// Sends a workspace-wide notification about this thread (held until the thread is
     /// announced).
-    pub fn broadcast(&self, connections: &dyn Broadcast, notification: &ServerNotification) {
+    pub(crate) fn broadcast(&self, connections: &dyn Broadcast, notification: &ServerNotification) {
         broadcast_about(connections, self.hub.gate(), notification);
     }
 
     /// Publishes a thread-scoped (turn/item) notification to this thread's recipients.
-    pub fn publish(&self, notification: &ServerNotification) {
+    pub(crate) fn publish(&self, notification: &ServerNotification) {
         match notification.to_frame() {
             Ok(text) => self.hub.publish(label(notification), text),
             Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
@@ -256,7 +256,7 @@ impl ThreadHandle {
     /// Publishes a notification that announces `write`: both commit as one unit, and the
     /// notification goes out only if they did ([`EventHub::publish_with`]; `hold` keeps it until
     /// [`Publication::release`]). A notification that cannot be serialized is not written either.
-    pub fn publish_with(
+    pub(crate) fn publish_with(
         &self,
         notification: &ServerNotification,
         write: WriteOp,
@@ -269,7 +269,7 @@ impl ThreadHandle {
 
 /// A thread-scoped notification as the hub takes it: its method and its frame's text. One that
 /// cannot be serialized is an error of the write that it would announce.
-pub fn frame(notification: &ServerNotification) -> Result<(&'static str, String), StoreError> {
+pub(crate) fn frame(notification: &ServerNotification) -> Result<(&'static str, String), StoreError> {
     let method = notification.method();
     let text = notification.to_frame().map_err(|err| StoreError::Write(format!("cannot serialize {method}: {err}")))?;
     Ok((label(notification), text))
@@ -279,7 +279,7 @@ pub fn frame(notification: &ServerNotification) -> Result<(&'static str, String)
 /// clients with a capability get, `method@capability` (a `commandExecution` item and its
 /// output for `commandExecutionStreaming`, `terminal/*` for `backgroundTerminals`). Recipients
 /// check it (`rpc::session`), also on events caught up from the log.
-pub fn label(notification: &ServerNotification) -> &'static str {
+pub(crate) fn label(notification: &ServerNotification) -> &'static str {
     use appserver_protocol::ItemPayload::CommandExecution;
     match notification {
         ServerNotification::ItemStarted(p) if matches!(p.item.payload, CommandExecution(_)) => {
@@ -302,7 +302,7 @@ pub fn label(notification: &ServerNotification) -> &'static str {
 }
 
 /// Sends a workspace-wide notification to every initialized connection that wants it.
-pub fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification) {
+pub(crate) fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification) {
     match notification.to_frame() {
         Ok(text) => {
             connections.broadcast(label(notification), &OutFrame::from(text));
@@ -312,7 +312,7 @@ pub fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification)
 }
 
 /// Sends a workspace-wide notification about one thread: held while the thread is unannounced.
-pub fn broadcast_about(connections: &dyn Broadcast, gate: &AnnounceGate, notification: &ServerNotification) {
+pub(crate) fn broadcast_about(connections: &dyn Broadcast, gate: &AnnounceGate, notification: &ServerNotification) {
     match notification.to_frame() {
         Ok(text) => gate.broadcast(connections, label(notification), OutFrame::from(text)),
         Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
@@ -321,7 +321,11 @@ pub fn broadcast_about(connections: &dyn Broadcast, gate: &AnnounceGate, notific
 
 /// Updates a thread's runtime flags and broadcasts `thread/runtimeChanged` when they changed.
 /// Call with the state locked; the broadcast does not await.
-pub fn set_runtime(connections: &dyn Broadcast, state: &mut ThreadState, change: impl FnOnce(&mut ThreadRuntime)) {
+pub(crate) fn set_runtime(
+    connections: &dyn Broadcast,
+    state: &mut ThreadState,
+    change: impl FnOnce(&mut ThreadRuntime),
+) {
     let before = state.runtime;
     change(&mut state.runtime);
     if state.runtime != before {
@@ -337,7 +341,7 @@ pub fn set_runtime(connections: &dyn Broadcast, state: &mut ThreadState, change:
 }
 
 /// A new thread id: `thread_YYYYMMDD_xxxxxx`.
-pub fn new_thread_id(now: crate::clock::UtcTime) -> String {
+pub(crate) fn new_thread_id(now: crate::clock::UtcTime) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let suffix: String = (0..6).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
     format!("thread_{}_{suffix}", now.yyyymmdd())

@@ -13,19 +13,19 @@ use crate::ports::ConnectionId;
 
 /// Takes the first decision offered; later ones are ignored.
 #[derive(Debug, Default)]
-pub struct DecisionSlot(Mutex<Option<oneshot::Sender<(ApprovalDecision, ConnectionId)>>>);
+pub(crate) struct DecisionSlot(Mutex<Option<oneshot::Sender<(ApprovalDecision, ConnectionId)>>>);
 
 impl DecisionSlot {
-    pub fn new(sender: oneshot::Sender<(ApprovalDecision, ConnectionId)>) -> DecisionSlot {
+    pub(crate) fn new(sender: oneshot::Sender<(ApprovalDecision, ConnectionId)>) -> DecisionSlot {
         DecisionSlot(Mutex::new(Some(sender)))
     }
 
     /// No decision will come: whoever waits for one gets none (and applies its fallback).
-    pub fn close(&self) {
+    pub(crate) fn close(&self) {
         drop(self.0.lock().unwrap_or_else(|p| p.into_inner()).take());
     }
 
-    pub fn offer(&self, decision: ApprovalDecision, by: ConnectionId) -> bool {
+    pub(crate) fn offer(&self, decision: ApprovalDecision, by: ConnectionId) -> bool {
         let sender = self.0.lock().unwrap_or_else(|p| p.into_inner()).take();
         sender.is_some_and(|tx| tx.send((decision, by)).is_ok())
     }
@@ -33,14 +33,14 @@ impl DecisionSlot {
 
 /// The approval a thread is waiting for.
 #[derive(Debug)]
-pub struct PendingApproval {
-    pub turn_id: String,
+pub(crate) struct PendingApproval {
+    pub(crate) turn_id: String,
     /// The request in the spec's form; `app` is the app command, for clients that want it.
-    pub params: ApprovalRequestParams,
-    pub app: Option<AppCommandApproval>,
-    pub slot: Arc<DecisionSlot>,
+    pub(crate) params: ApprovalRequestParams,
+    pub(crate) app: Option<AppCommandApproval>,
+    pub(crate) slot: Arc<DecisionSlot>,
     /// Connections already asked.
-    pub asked: HashSet<ConnectionId>,
+    pub(crate) asked: HashSet<ConnectionId>,
     /// Cancelled once decided: the remaining requests stop waiting.
-    pub done: CancellationToken,
+    pub(crate) done: CancellationToken,
 }

@@ -10,7 +10,7 @@ use crate::store::{Store, ThreadWrite};
 use super::{SessionError, ThreadHandle, wire};
 
 /// Deletes the last `num_turns` turns (at least 1) and answers the thread as it is then.
-pub async fn rollback(
+pub(crate) async fn rollback(
     store: &Store,
     debug: &DebugHooks,
     handle: &ThreadHandle,

@@ -11,15 +11,15 @@ use super::ThreadHandle;
 /// What a running child knows of its parent: the parent's loaded thread (whose approval-capable
 /// clients are asked the child's approvals too) and the progress entry the parent reports.
 #[derive(Debug)]
-pub struct Link {
-    pub parent: Weak<ThreadHandle>,
-    pub progress: Arc<Progress>,
+pub(crate) struct Link {
+    pub(crate) parent: Weak<ThreadHandle>,
+    pub(crate) progress: Arc<Progress>,
 }
 
 impl Link {
     /// The loaded ancestors of a thread with this link, nearest first (at most `max`, so a
     /// cycle cannot loop).
-    pub fn ancestors(&self, max: usize) -> Vec<Arc<ThreadHandle>> {
+    pub(crate) fn ancestors(&self, max: usize) -> Vec<Arc<ThreadHandle>> {
         let mut out = Vec::new();
         let mut next = self.parent.upgrade();
         while let Some(handle) = next {
@@ -35,12 +35,12 @@ impl Link {
 
 /// One child's progress.
 #[derive(Debug)]
-pub struct Progress {
+pub(crate) struct Progress {
     entry: Mutex<SubAgentProgressEntry>,
 }
 
 impl Progress {
-    pub fn new(label: String) -> Self {
+    pub(crate) fn new(label: String) -> Self {
         Progress {
             entry: Mutex::new(SubAgentProgressEntry {
                 label,
@@ -57,23 +57,23 @@ impl Progress {
     }
 
     /// The tool the child runs now; `None` while it waits for its model.
-    pub fn set_tool(&self, tool: Option<&str>) {
+    pub(crate) fn set_tool(&self, tool: Option<&str>) {
         self.lock().current_tool = tool.map(str::to_owned);
     }
 
-    pub fn add_tokens(&self, input: u64, output: u64) {
+    pub(crate) fn add_tokens(&self, input: u64, output: u64) {
         let mut entry = self.lock();
         entry.input_tokens = entry.input_tokens.saturating_add(input);
         entry.output_tokens = entry.output_tokens.saturating_add(output);
     }
 
-    pub fn complete(&self) {
+    pub(crate) fn complete(&self) {
         let mut entry = self.lock();
         entry.is_completed = true;
         entry.current_tool = None;
     }
 
-    pub fn snapshot(&self) -> SubAgentProgressEntry {
+    pub(crate) fn snapshot(&self) -> SubAgentProgressEntry {
         self.lock().clone()
     }
 }

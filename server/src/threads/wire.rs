@@ -7,13 +7,13 @@ use crate::store::{Store, StoreError, ThreadRecord, TurnRecord};
 use super::ThreadState;
 
 /// The wire thread for a loaded thread's state, with the given turns.
-pub fn thread(state: &ThreadState, turns: Vec<Turn>) -> Thread {
+pub(crate) fn thread(state: &ThreadState, turns: Vec<Turn>) -> Thread {
     let mut thread = thread_from_record(&state.record, Some(state.runtime), state.queue().to_vec(), turns);
     thread.plan = state.plan.clone();
     thread
 }
 
-pub fn thread_from_record(
+pub(crate) fn thread_from_record(
     record: &ThreadRecord,
     runtime: Option<ThreadRuntime>,
     queued_inputs: Vec<appserver_protocol::QueuedTurnInput>,
@@ -43,7 +43,7 @@ pub fn thread_from_record(
     }
 }
 
-pub fn summary(record: &ThreadRecord, runtime: ThreadRuntime) -> ThreadSummary {
+pub(crate) fn summary(record: &ThreadRecord, runtime: ThreadRuntime) -> ThreadSummary {
     ThreadSummary {
         id: record.id.clone(),
         display_name: record.display_name.clone(),
@@ -57,7 +57,7 @@ pub fn summary(record: &ThreadRecord, runtime: ThreadRuntime) -> ThreadSummary {
     }
 }
 
-pub fn turn(record: &TurnRecord, items: Vec<Item>) -> Turn {
+pub(crate) fn turn(record: &TurnRecord, items: Vec<Item>) -> Turn {
     Turn {
         id: record.id.clone(),
         thread_id: record.thread_id.clone(),
@@ -74,7 +74,7 @@ pub fn turn(record: &TurnRecord, items: Vec<Item>) -> Turn {
 
 /// A page of a thread's turns (oldest first) with their stored items, and whether older turns
 /// were left out. `before_seq`/`limit` as in [`Store::turns`].
-pub async fn load_turns(
+pub(crate) async fn load_turns(
     store: &Store,
     thread_id: &str,
     before_seq: Option<u32>,
@@ -104,11 +104,11 @@ pub async fn load_turns(
 /// A page of turns to be written as JSON text straight from the stored item bodies, never
 /// parsing them: a full `thread/read` then holds about one copy of its reply, not several.
 #[derive(Debug)]
-pub struct StoredTurns {
+pub(crate) struct StoredTurns {
     thread_id: String,
     records: Vec<TurnRecord>,
     /// Whether older turns were left out.
-    pub more: bool,
+    pub(crate) more: bool,
     body_length: u64,
 }
 
@@ -116,7 +116,7 @@ pub struct StoredTurns {
 const TURN_OVERHEAD: usize = 512;
 
 /// The turns [`load_turns`] would return, ready to be written with [`StoredTurns::write_json`].
-pub async fn stored_turns(
+pub(crate) async fn stored_turns(
     store: &Store,
     thread_id: &str,
     before_seq: Option<u32>,
@@ -132,18 +132,18 @@ pub async fn stored_turns(
 
 impl StoredTurns {
     /// The oldest turn's id (the cursor for the next older page).
-    pub fn first_turn_id(&self) -> Option<&str> {
+    pub(crate) fn first_turn_id(&self) -> Option<&str> {
         self.records.first().map(|r| r.id.as_str())
     }
 
     /// About how many bytes [`StoredTurns::write_json`] writes (to size the reply once).
-    pub fn size_hint(&self) -> usize {
+    pub(crate) fn size_hint(&self) -> usize {
         usize::try_from(self.body_length).unwrap_or(0).saturating_add(self.records.len() * TURN_OVERHEAD)
     }
 
     /// Appends the turns as JSON array elements (comma-separated, no brackets), each turn's items
     /// spliced in as stored, as the store's rows arrive: the reply is the only copy held.
-    pub async fn write_json(&self, store: &Store, out: &mut String) -> Result<(), StoreError> {
+    pub(crate) async fn write_json(&self, store: &Store, out: &mut String) -> Result<(), StoreError> {
         let (Some(first), Some(last)) = (self.records.first(), self.records.last()) else { return Ok(()) };
         let mut splice = Splice { records: &self.records, open: None, first_item: true, out };
         store

@@ -20,7 +20,7 @@ use super::http::Edge;
 use super::http::limits::Slot;
 use super::sse_json;
 
-pub async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {
+pub(crate) async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {
     let slot = Slot::take(&request);
     let method = request.method().clone();
     let json_body = is_json(request.headers());

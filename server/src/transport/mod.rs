@@ -6,10 +6,10 @@
 //! (`http/probes.rs`) and the browser desktop: its page and assets, the catalog of the
 //! workspace's apps and their files (`web/`). The protocol itself is `rpc`'s.
 
-pub mod http;
+pub(crate) mod http;
 mod mcp;
 mod sse_json;
-pub mod stdio;
-pub mod web;
-pub mod ws;
+pub(crate) mod stdio;
+pub(crate) mod web;
+pub(crate) mod ws;
 mod ws_frames;

@@ -20,7 +20,7 @@ use crate::telemetry;
 const EOF_GRACE: Duration = Duration::from_secs(5);
 
 /// Serves the single stdio client until EOF or shutdown.
-pub async fn serve(state: Arc<ServerState>) {
+pub(crate) async fn serve(state: Arc<ServerState>) {
     let (peer, outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.close_connections);
     let _counted = telemetry::ConnectionGauge::open("stdio");
     tracing::info!(conn = %peer.id, "stdio client connected");
@@ -132,7 +132,7 @@ async fn write_frame<W: AsyncWrite + Unpin>(out: &mut W, frame: &OutFrame) -> st
 
 /// Outcome of reading one line.
 #[derive(Debug, PartialEq, Eq)]
-pub enum LineRead {
+pub(crate) enum LineRead {
     /// `buf` holds the line, without its newline.
     Line,
     /// The line was longer than the limit; it has been skipped up to its newline.
@@ -141,7 +141,7 @@ pub enum LineRead {
 }
 
 /// Reads one `\n`-terminated line into `buf`, never buffering more than `limit` bytes of it.
-pub async fn read_line_limited<R: AsyncBufRead + Unpin>(
+pub(crate) async fn read_line_limited<R: AsyncBufRead + Unpin>(
     reader: &mut R,
     buf: &mut Vec<u8>,
     limit: usize,

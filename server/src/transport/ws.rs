@@ -40,7 +40,7 @@ use appserver_protocol::jsonrpc::RequestId;
 
 /// `GET /ws`: checks the handshake, answers 101, and hands the raw TCP stream (taken back from
 /// hyper once upgraded) to a connection task with the slot the stack reserved for it.
-pub async fn upgrade(State(edge): State<Arc<Edge>>, mut request: Request) -> Response {
+pub(crate) async fn upgrade(State(edge): State<Arc<Edge>>, mut request: Request) -> Response {
     let headers = request.headers();
     let key = headers.get(header::SEC_WEBSOCKET_KEY).and_then(|k| k.to_str().ok()).map(str::trim);
     let Some(key) = key.filter(|k| !k.is_empty() && limits::is_websocket_upgrade(headers)) else {

@@ -18,21 +18,21 @@ use crate::threads::broadcast;
 
 /// One command of an outside caller.
 #[derive(Debug)]
-pub struct AppCall<'a> {
-    pub caller: AppCaller,
-    pub window_id: &'a str,
-    pub command: &'a str,
-    pub params: Option<Value>,
-    pub timeout_ms: Option<u64>,
+pub(crate) struct AppCall<'a> {
+    pub(crate) caller: AppCaller,
+    pub(crate) window_id: &'a str,
+    pub(crate) command: &'a str,
+    pub(crate) params: Option<Value>,
+    pub(crate) timeout_ms: Option<u64>,
     /// The caller's "accept for session" answers.
-    pub session: &'a SessionConsents,
+    pub(crate) session: &'a SessionConsents,
     /// Fires when the call is withdrawn (cancelled, its session ended, its caller went away).
-    pub withdrawn: &'a CancellationToken,
+    pub(crate) withdrawn: &'a CancellationToken,
 }
 
 /// What became of the call.
 #[derive(Debug)]
-pub enum Outcome {
+pub(crate) enum Outcome {
     Done(Value),
     /// Not approved; the message says why.
     Declined(String),
@@ -43,7 +43,7 @@ pub enum Outcome {
 
 /// What an app command asks approval for: scope key `app:{appId}:{command}` (the built-ins count
 /// as read-only). `None` for an unknown window (running it fails with `APP_NOT_FOUND`).
-pub fn app_command_spec(
+pub(crate) fn app_command_spec(
     apps: &service::AppService,
     window_id: &str,
     command: &str,
@@ -57,7 +57,7 @@ pub fn app_command_spec(
 }
 
 /// Gates and runs the command, announcing what became of it.
-pub async fn command(turns: &TurnService, call: AppCall<'_>) -> Result<Outcome, StoreError> {
+pub(crate) async fn command(turns: &TurnService, call: AppCall<'_>) -> Result<Outcome, StoreError> {
     let apps = &turns.tool_env.apps;
     let params = call.params.clone().unwrap_or_else(|| json!({}));
     let tell = |status: &str, detail: Value| {

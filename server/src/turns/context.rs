@@ -24,7 +24,7 @@ use super::input::PreparedInput;
 
 /// Why an agent stopped early.
 #[derive(Debug, thiserror::Error)]
-pub enum TurnError {
+pub(crate) enum TurnError {
     /// The agent (or its model) failed: the turn fails with this message.
     #[error("{0}")]
     Agent(String),
@@ -50,17 +50,17 @@ struct OpenItem {
 
 /// The agent's handle on the turn it is running.
 #[derive(Debug)]
-pub struct TurnContext {
+pub(crate) struct TurnContext {
     pub(crate) turns: Arc<TurnService>,
     pub(crate) handle: Arc<ThreadHandle>,
-    pub thread_id: String,
-    pub turn_id: String,
+    pub(crate) thread_id: String,
+    pub(crate) turn_id: String,
     pub(crate) turn_seq: u32,
     /// The model-visible input of this turn.
-    pub input: Vec<InputPart>,
+    pub(crate) input: Vec<InputPart>,
     /// The client's history when the thread uses `historyMode = "client"`.
-    pub messages: Option<Vec<ChatMessage>>,
-    pub cancel: CancellationToken,
+    pub(crate) messages: Option<Vec<ChatMessage>>,
+    pub(crate) cancel: CancellationToken,
     pub(crate) items: Vec<Item>,
     open: Vec<OpenItem>,
     /// Text items completed without waiting for their writes ([`TurnContext::complete_text`]),
@@ -100,11 +100,11 @@ impl TurnContext {
         }
     }
 
-    pub fn tools(&self) -> &ToolRegistry {
+    pub(crate) fn tools(&self) -> &ToolRegistry {
         &self.turns.tools
     }
 
-    pub fn turns(&self) -> &Arc<TurnService> {
+    pub(crate) fn turns(&self) -> &Arc<TurnService> {
         &self.turns
     }
 
@@ -113,7 +113,7 @@ impl TurnContext {
     }
 
     /// Starts an item: assigns its id and sends `item/started`.
-    pub fn begin(&mut self, payload: ItemPayload) -> String {
+    pub(crate) fn begin(&mut self, payload: ItemPayload) -> String {
         let id = item_id(self.next_item_seq);
         self.next_item_seq += 1;
         let item = Item {
@@ -134,7 +134,7 @@ impl TurnContext {
     }
 
     /// Appends streamed text to an open `agentMessage` or `reasoningContent` item.
-    pub fn append_text(&mut self, item_id: &str, delta: &str) {
+    pub(crate) fn append_text(&mut self, item_id: &str, delta: &str) {
         if delta.is_empty() {
             return;
         }
@@ -160,7 +160,7 @@ impl TurnContext {
     }
 
     /// Appends streamed argument text to an open `toolCall` item.
-    pub fn append_arguments(&mut self, item_id: &str, delta: &str) {
+    pub(crate) fn append_arguments(&mut self, item_id: &str, delta: &str) {
         if delta.is_empty() {
             return;
         }
@@ -185,7 +185,7 @@ impl TurnContext {
 
     /// Appends output to an open `commandExecution` item: `item/commandExecution/outputDelta`,
     /// a numbered thread event (only clients that declared `commandExecutionStreaming` get it).
-    pub fn append_output(&mut self, item_id: &str, delta: &str) {
+    pub(crate) fn append_output(&mut self, item_id: &str, delta: &str) {
         if delta.is_empty() {
             return;
         }
@@ -201,7 +201,7 @@ impl TurnContext {
 
     /// Records a file change of this turn and sends `turn/diff/updated` with the turn's
     /// aggregate diff; returns the change (its unified diff) for the call's `toolResult`.
-    pub fn record_file_change(&mut self, path: &str, before: Option<&str>, after: &str) -> FileChange {
+    pub(crate) fn record_file_change(&mut self, path: &str, before: Option<&str>, after: &str) -> FileChange {
         let change = crate::shell::diff::file_change(path, before, after);
         self.diff.record(path, before, after, &change);
         self.publish(ServerNotification::TurnDiffUpdated(TurnDiffUpdatedParams {
@@ -214,7 +214,7 @@ impl TurnContext {
 
     /// Completes an open item with its final payload (or, for text items, the accumulated text):
     /// its write and its `item/completed` commit as one unit, and the event goes out after.
-    pub async fn complete(&mut self, item_id: &str, payload: Option<ItemPayload>) -> Result<Item, TurnError> {
+    pub(crate) async fn complete(&mut self, item_id: &str, payload: Option<ItemPayload>) -> Result<Item, TurnError> {
         let Some(index) = self.open.iter().position(|o| o.item.id == item_id) else {
             return Err(TurnError::Agent(format!("item {item_id} is not open")));
         };
@@ -254,7 +254,7 @@ impl TurnContext {
     /// has committed; the next awaited item checks it ([`TurnContext::confirm`]), and the turn's
     /// end is recorded as completed only if every item it announced is stored
     /// ([`ThreadWrite::FinishTurnWithItems`]).
-    pub async fn complete_text(&mut self, item_id: &str) -> Result<Item, TurnError> {
+    pub(crate) async fn complete_text(&mut self, item_id: &str) -> Result<Item, TurnError> {
         let Some(index) = self.open.iter().position(|o| o.item.id == item_id) else {
             return Err(TurnError::Agent(format!("item {item_id} is not open")));
         };
@@ -286,13 +286,13 @@ impl TurnContext {
     }
 
     /// An item that is complete from the start (`item/started` then `item/completed`).
-    pub async fn record(&mut self, payload: ItemPayload) -> Result<Item, TurnError> {
+    pub(crate) async fn record(&mut self, payload: ItemPayload) -> Result<Item, TurnError> {
         let id = self.begin(payload);
         self.complete(&id, None).await
     }
 
     /// An `approvalResponse` item: `item/approval/resolved`, then `item/completed` (section 6.4).
-    pub async fn record_resolved(&mut self, payload: ItemPayload) -> Result<Item, TurnError> {
+    pub(crate) async fn record_resolved(&mut self, payload: ItemPayload) -> Result<Item, TurnError> {
         let now = clock::now_rfc3339();
         let item = Item {
             id: item_id(self.next_item_seq),
@@ -313,7 +313,7 @@ impl TurnContext {
     }
 
     /// Streams a whole agent message in several deltas.
-    pub async fn say(&mut self, text: &str) -> Result<Item, TurnError> {
+    pub(crate) async fn say(&mut self, text: &str) -> Result<Item, TurnError> {
         let id = self.begin(ItemPayload::AgentMessage(TextPayload::default()));
         for chunk in chunks(text, 32) {
             self.append_text(&id, chunk);
@@ -323,7 +323,7 @@ impl TurnContext {
 
     /// Calls a tool: a `toolCall` item, the tool's run, then a `toolResult` item. An unknown
     /// tool is a failed result, not a failed turn.
-    pub async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<ToolOutput, TurnError> {
+    pub(crate) async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<ToolOutput, TurnError> {
         let call_id = format!("call_{}", fastrand::u64(..));
         let payload =
             ToolCallPayload { tool_name: name.to_owned(), arguments: arguments.clone(), call_id: call_id.clone() };
@@ -333,7 +333,12 @@ impl TurnContext {
 
     /// Runs a tool for a `toolCall` item the agent has already recorded — through the approval
     /// gate when the tool asks for one — then records its result.
-    pub async fn run_tool(&mut self, name: &str, arguments: Value, call_id: &str) -> Result<ToolOutput, TurnError> {
+    pub(crate) async fn run_tool(
+        &mut self,
+        name: &str,
+        arguments: Value,
+        call_id: &str,
+    ) -> Result<ToolOutput, TurnError> {
         let (allowed, progress) = self.subagent_view(name);
         let tool = self.turns.tools.get(name).filter(|_| allowed);
         if let Some(progress) = &progress {
@@ -390,7 +395,7 @@ impl TurnContext {
     }
 
     /// Adds the token usage of one model call and sends `item/usage/delta`.
-    pub fn add_usage(&mut self, input_tokens: u64, output_tokens: u64) {
+    pub(crate) fn add_usage(&mut self, input_tokens: u64, output_tokens: u64) {
         if input_tokens == 0 && output_tokens == 0 {
             return;
         }
@@ -412,7 +417,7 @@ impl TurnContext {
 
     /// At a safe point: takes the inputs promoted with `turn/steer`, records each as a
     /// `userMessage` with `deliveryMode = "guidance"`, and returns them for the agent to act on.
-    pub async fn take_guidance(&mut self) -> Result<Vec<QueuedTurnInput>, TurnError> {
+    pub(crate) async fn take_guidance(&mut self) -> Result<Vec<QueuedTurnInput>, TurnError> {
         // The queue without them is announced only once it has committed; if that fails, they
         // stay promised (finalize returns them to the queue).
         let order = self.handle.queue_order().await;
@@ -495,7 +500,7 @@ fn completed_item(open: &OpenItem, payload: Option<ItemPayload>) -> Item {
 }
 
 /// Splits text into pieces of about `size` bytes at whitespace (or char) boundaries.
-pub fn chunks(text: &str, size: usize) -> Vec<&str> {
+pub(crate) fn chunks(text: &str, size: usize) -> Vec<&str> {
     let mut out = Vec::new();
     let mut start = 0;
     while start < text.len() {

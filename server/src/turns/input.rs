@@ -15,18 +15,18 @@ const MAX_INLINE_TOTAL: u64 = 1024 * 1024;
 
 /// Input ready to become a turn.
 #[derive(Debug, Clone, Default)]
-pub struct PreparedInput {
-    pub native: Vec<InputPart>,
-    pub materialized: Vec<InputPart>,
-    pub display_text: String,
-    pub sender: Option<SenderContext>,
+pub(crate) struct PreparedInput {
+    pub(crate) native: Vec<InputPart>,
+    pub(crate) materialized: Vec<InputPart>,
+    pub(crate) display_text: String,
+    pub(crate) sender: Option<SenderContext>,
     /// `normal` (absent), `queued` or `guidance`.
-    pub delivery_mode: Option<String>,
+    pub(crate) delivery_mode: Option<String>,
 }
 
 impl PreparedInput {
     /// The `userMessage` payload recording this input.
-    pub fn user_message(&self, channel_name: Option<String>) -> UserMessagePayload {
+    pub(crate) fn user_message(&self, channel_name: Option<String>) -> UserMessagePayload {
         let images = self
             .native
             .iter()
@@ -56,7 +56,7 @@ impl PreparedInput {
 }
 
 /// Checks the parts of `turn/start` / `turn/enqueue` input (-32602 naming the problem).
-pub fn validate(input: &[InputPart]) -> Result<(), SessionError> {
+pub(crate) fn validate(input: &[InputPart]) -> Result<(), SessionError> {
     if input.is_empty() {
         return Err(SessionError::InvalidParams("input: at least one input part is required".into()));
     }
@@ -86,7 +86,7 @@ pub fn validate(input: &[InputPart]) -> Result<(), SessionError> {
 }
 
 /// The human-readable text of an input: literal text, `/cmd args`, `$skill`, `@path`.
-pub fn display_text(input: &[InputPart]) -> String {
+pub(crate) fn display_text(input: &[InputPart]) -> String {
     let parts: Vec<String> = input
         .iter()
         .map(|part| match part {
@@ -113,12 +113,12 @@ pub fn display_text(input: &[InputPart]) -> String {
 /// with the file's content, a workspace command its expanded prompt; a text part that is a
 /// command (see [`command_in_text`]) becomes what that command's `commandRef` becomes;
 /// everything else is kept.
-pub async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
+pub(crate) async fn materialize(input: &[InputPart], workspace: &Path) -> Vec<InputPart> {
     materialize_with(input, workspace, &[]).await
 }
 
 /// [`materialize`], the enabled plugins' command folders (`plugin_dirs`) holding commands too.
-pub async fn materialize_with(input: &[InputPart], workspace: &Path, plugin_dirs: &[PathBuf]) -> Vec<InputPart> {
+pub(crate) async fn materialize_with(input: &[InputPart], workspace: &Path, plugin_dirs: &[PathBuf]) -> Vec<InputPart> {
     let mut out = Vec::with_capacity(input.len());
     let mut budget = MAX_INLINE_TOTAL;
     for part in input {
@@ -155,7 +155,7 @@ pub async fn materialize_with(input: &[InputPart], workspace: &Path, plugin_dirs
 /// - the whole part is a slash line `/NAME ARGS` naming an app command or a workspace command.
 ///
 /// Anything else (including built-ins like `/new`, and unknown `/words`) stays text.
-pub async fn command_in_text(text: &str, workspace: &Path, plugin_dirs: &[PathBuf]) -> Option<InputPart> {
+pub(crate) async fn command_in_text(text: &str, workspace: &Path, plugin_dirs: &[PathBuf]) -> Option<InputPart> {
     let command_ref = |name: &str, args: String, raw: Option<String>| InputPart::CommandRef {
         name: name.to_owned(),
         args_text: Some(args).filter(|a| !a.is_empty()),
@@ -204,7 +204,7 @@ async fn read_file_ref(path: &str, workspace: &Path, budget: &mut u64) -> String
 /// A display name from the first real message: its first line, at most 60 characters; none for
 /// a message that is a slash command (`/query win_1 cells`), so the thread is named by the first
 /// message a person wrote.
-pub fn title_from(text: &str) -> Option<String> {
+pub(crate) fn title_from(text: &str) -> Option<String> {
     let line = text.lines().map(str::trim).find(|l| !l.is_empty())?;
     if line.starts_with('/') {
         return None;

@@ -2,18 +2,18 @@
 //! context agents use to emit items, the approval gate of tool calls, and the interfaces agents
 //! and tools implement. [`TurnService`] is what all of it needs.
 
-pub mod agent;
-pub mod app_calls;
-pub mod approvals;
-pub mod context;
+pub(crate) mod agent;
+pub(crate) mod app_calls;
+pub(crate) mod approvals;
+pub(crate) mod context;
 mod ending;
-pub mod input;
-pub mod ownership;
-pub mod queue;
-pub mod runner;
-pub mod tools;
-pub mod view_calls;
-pub mod view_context;
+pub(crate) mod input;
+pub(crate) mod ownership;
+pub(crate) mod queue;
+pub(crate) mod runner;
+pub(crate) mod tools;
+pub(crate) mod view_calls;
+pub(crate) mod view_context;
 
 use std::sync::Arc;
 
@@ -31,25 +31,25 @@ use tools::{ToolEnv, ToolRegistry};
 /// (for workspace-wide notifications and to find a turn's starter), the agent and its tools, the
 /// configuration, and the server's lifecycle (its shutdown token and task trackers).
 #[derive(Debug)]
-pub struct TurnService {
-    pub config: Arc<ServerConfig>,
-    pub store: Store,
-    pub threads: Arc<ThreadManager>,
-    pub clients: Arc<dyn Broadcast>,
-    pub agent: Arc<dyn Agent>,
-    pub tools: ToolRegistry,
-    pub tool_env: ToolEnv,
+pub(crate) struct TurnService {
+    pub(crate) config: Arc<ServerConfig>,
+    pub(crate) store: Store,
+    pub(crate) threads: Arc<ThreadManager>,
+    pub(crate) clients: Arc<dyn Broadcast>,
+    pub(crate) agent: Arc<dyn Agent>,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) tool_env: ToolEnv,
     /// Cancelled when the server starts shutting down; every turn's token is its child.
-    pub shutdown: CancellationToken,
+    pub(crate) shutdown: CancellationToken,
     /// Cancelled when a signal starts a graceful shutdown: no new turn starts here, the running
     /// ones may finish (`--shutdown-grace`) before `shutdown` cancels them.
-    pub draining: CancellationToken,
+    pub(crate) draining: CancellationToken,
     /// The running turns, so shutdown can wait for them to end.
-    pub turn_tasks: TaskTracker,
+    pub(crate) turn_tasks: TaskTracker,
     /// Other tasks (approval requests), so shutdown can wait for them.
-    pub tasks: TaskTracker,
+    pub(crate) tasks: TaskTracker,
     /// Cluster mode: the leases of the threads whose turns run here.
-    pub ownership: Option<Arc<ownership::Ownership>>,
+    pub(crate) ownership: Option<Arc<ownership::Ownership>>,
     /// Cluster mode: the other instances (for approvals whose clients are connected there).
-    pub cluster: Option<crate::cluster::Cluster>,
+    pub(crate) cluster: Option<crate::cluster::Cluster>,
 }

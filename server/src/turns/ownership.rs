@@ -25,7 +25,7 @@ use crate::threads::{ThreadHandle, wire};
 
 /// Who may run a thread's turn now.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Claim {
+pub(crate) enum Claim {
     /// This instance holds the lease, at this fence (hold it in the thread's `ThreadFence`).
     Mine(Fence),
     /// Another instance (its id) holds a live lease.
@@ -34,7 +34,7 @@ pub enum Claim {
 
 /// This instance's leases.
 #[derive(Debug)]
-pub struct Ownership {
+pub(crate) struct Ownership {
     store: Store,
     instance: String,
     ttl: Duration,
@@ -66,7 +66,7 @@ fn millis(d: Duration) -> i64 {
 }
 
 impl Ownership {
-    pub fn new(store: Store, instance: String, ttl: Duration) -> Self {
+    pub(crate) fn new(store: Store, instance: String, ttl: Duration) -> Self {
         Ownership { store, instance, ttl, held: Mutex::default(), orphans: Mutex::default() }
     }
 
@@ -75,7 +75,7 @@ impl Ownership {
     }
 
     /// Takes (or renews) the thread's lease for this instance, unless another holds it.
-    pub async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
+    pub(crate) async fn claim(&self, thread_id: &str) -> Result<Claim, StoreError> {
         match self.store.try_acquire_lease(thread_id, &self.instance, now_ms(), millis(self.ttl)).await? {
             LeaseClaim::Acquired { generation, orphans, .. } => {
                 tracing::debug!(thread = %thread_id, generation, "lease claimed");
@@ -93,7 +93,7 @@ impl Ownership {
     }
 
     /// The turns of `thread_id` a claim failed for a previous holder, not announced yet.
-    pub fn take_orphans(&self, thread_id: &str) -> Vec<String> {
+    pub(crate) fn take_orphans(&self, thread_id: &str) -> Vec<String> {
         self.orphans.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(thread_id).unwrap_or_default()
     }
 
@@ -104,14 +104,14 @@ impl Ownership {
     /// Gives the thread's lease up unless this instance still needs it: a turn of it runs here,
     /// or the client serving its dynamic tools is connected here (its tool calls can only be
     /// made here, so its turns run here), or a request is claiming it to start a turn.
-    pub fn release_unless_needed(&self, turns: &TurnService, thread_id: &str) {
+    pub(crate) fn release_unless_needed(&self, turns: &TurnService, thread_id: &str) {
         if !needed_here(turns, thread_id) {
             self.release(turns, thread_id);
         }
     }
 
     /// Gives up every lease no turn here needs (at the start of a graceful shutdown).
-    pub fn release_idle(&self, turns: &TurnService) {
+    pub(crate) fn release_idle(&self, turns: &TurnService) {
         let held: Vec<String> = self.held().keys().cloned().collect();
         for thread_id in held {
             self.release_unless_needed(turns, &thread_id);
@@ -121,7 +121,7 @@ impl Ownership {
     /// Gives the thread's lease up now, unless a turn of it runs here, and returns once that is
     /// written (a draining instance sends the thread's next turn to another one, which must find
     /// the lease free).
-    pub async fn release_now(&self, turns: &TurnService, thread_id: &str) -> Result<(), StoreError> {
+    pub(crate) async fn release_now(&self, turns: &TurnService, thread_id: &str) -> Result<(), StoreError> {
         if needed_here(turns, thread_id) {
             return Ok(());
         }
@@ -133,14 +133,14 @@ impl Ownership {
     }
 
     /// The instance holding the thread's live lease, when it is another one.
-    pub async fn holder_elsewhere(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
+    pub(crate) async fn holder_elsewhere(&self, thread_id: &str) -> Result<Option<String>, StoreError> {
         let holder = self.store.lease_holder(thread_id, now_ms()).await?;
         Ok(holder.map(|(owner, _)| owner).filter(|owner| *owner != self.instance))
     }
 
     /// Gives the thread's lease up (the write is queued at once, so it commits before any claim
     /// this instance makes later), unless a request is claiming it.
-    pub fn release(&self, turns: &TurnService, thread_id: &str) {
+    pub(crate) fn release(&self, turns: &TurnService, thread_id: &str) {
         let give_up = || {
             tracing::debug!(thread = %thread_id, "lease given up");
             self.held().remove(thread_id);
@@ -163,7 +163,7 @@ impl Ownership {
 
 /// Renews this instance's leases every third of their time to live and takes over expired ones,
 /// until shutdown; then releases them all.
-pub async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: CancellationToken) {
+pub(crate) async fn keep(turns: Arc<TurnService>, ownership: Arc<Ownership>, shutdown: CancellationToken) {
     let mut tick = tokio::time::interval(ownership.ttl / 3);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -279,7 +279,11 @@ async fn announce_failed(turns: &Arc<TurnService>, fence: Fence, failed: &[Strin
 
 /// `turn/failed` for each of `failed` (turns the store has failed), on the thread's hub, which
 /// holds the lease.
-pub async fn publish_failed(turns: &TurnService, handle: &ThreadHandle, failed: &[String]) -> Result<(), StoreError> {
+pub(crate) async fn publish_failed(
+    turns: &TurnService,
+    handle: &ThreadHandle,
+    failed: &[String],
+) -> Result<(), StoreError> {
     let (all, _) = wire::load_turns(&turns.store, &handle.id, None, None).await?;
     for turn in all.into_iter().filter(|t| failed.contains(&t.id) && t.status == TurnStatus::Failed) {
         let error = turn.error.clone().unwrap_or_else(|| TAKEN_OVER.to_owned());

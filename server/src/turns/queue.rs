@@ -10,7 +10,7 @@ use super::TurnService;
 use super::runner::save_queue;
 
 /// Removes the queued input `queued_input_id`; answers the queue as written.
-pub async fn remove(
+pub(crate) async fn remove(
     turns: &TurnService,
     handle: &ThreadHandle,
     queued_input_id: &str,
@@ -44,7 +44,7 @@ pub async fn remove(
 
 /// Marks the queued input `queued_input_id` as guidance for the running turn
 /// `expected_turn_id` (-32014 when that turn is not the one running); answers the queue as written.
-pub async fn steer(
+pub(crate) async fn steer(
     turns: &TurnService,
     handle: &ThreadHandle,
     expected_turn_id: &str,

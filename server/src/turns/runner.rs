@@ -32,21 +32,21 @@ use crate::turns::TurnService;
 
 /// A turn that has been allocated on its thread and whose start is being written.
 #[derive(Debug)]
-pub struct Reservation {
-    pub turn: TurnRecord,
-    pub user_item: Item,
-    pub input: PreparedInput,
-    pub messages: Option<Vec<ChatMessage>>,
-    pub cancel: CancellationToken,
+pub(crate) struct Reservation {
+    pub(crate) turn: TurnRecord,
+    pub(crate) user_item: Item,
+    pub(crate) input: PreparedInput,
+    pub(crate) messages: Option<Vec<ChatMessage>>,
+    pub(crate) cancel: CancellationToken,
     /// The display name set from this first message, if any.
-    pub renamed: Option<String>,
+    pub(crate) renamed: Option<String>,
     /// The turn's start and its opening events, written as one unit; the events are held
     /// until [`spawn`] releases them (after the `turn/start` response).
     start: Option<Publication>,
     /// The turn boundary queued with the start, undone if the start is not written.
     begun: Option<TurnBegun>,
     /// For a dequeued input: the connection that queued it.
-    pub queued_by: Option<ConnectionId>,
+    pub(crate) queued_by: Option<ConnectionId>,
     /// For a dequeued input: where it was in the queue, to put it back if the start is not
     /// written, and the queue to announce once it is.
     dequeued: Option<Dequeued>,
@@ -61,7 +61,7 @@ struct Dequeued {
 
 impl Reservation {
     /// The turn as `turn/start` returns it: running, no items yet.
-    pub fn wire(&self) -> Turn {
+    pub(crate) fn wire(&self) -> Turn {
         wire::turn(&self.turn, Vec::new())
     }
 }
@@ -69,16 +69,16 @@ impl Reservation {
 /// Who started a turn: its channel, for the provenance fields, and the connection that gets the
 /// turn's notifications inline unless it is subscribed.
 #[derive(Debug, Clone, Default)]
-pub struct Origin {
-    pub channel: Option<String>,
-    pub starter: Option<Arc<dyn Client>>,
+pub(crate) struct Origin {
+    pub(crate) channel: Option<String>,
+    pub(crate) starter: Option<Arc<dyn Client>>,
 }
 
 /// Under the thread's lock: checks that a turn may start, allocates it, marks the thread busy
 /// and submits the writes of its start with its opening events (`turn/started`, the user
 /// message's `item/started` and `item/completed`) to the thread's `hub`. Await [`persist`] after
 /// releasing the lock.
-pub fn reserve(
+pub(crate) fn reserve(
     turns: &TurnService,
     hub: &EventHub,
     thread: &mut ThreadState,
@@ -203,7 +203,7 @@ fn opening_events(thread_id: &str, turn: &TurnRecord, user_item: &Item) -> Resul
 /// Waits for the turn's start to be written. For a dequeued input, the queue without it is
 /// announced then (`order`: the token [`dequeue`] was given, still held). On failure nothing of
 /// the start was kept: the thread is free again and a dequeued input is back in its place.
-pub async fn persist(
+pub(crate) async fn persist(
     turns: &TurnService,
     handle: &ThreadHandle,
     mut reservation: Reservation,
@@ -249,12 +249,12 @@ pub async fn persist(
 
 /// Runs a persisted turn as a server-owned task, after its opening events (held until now, so
 /// they follow the `turn/start` response).
-pub fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
+pub(crate) fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
     spawn_then(turns, handle, reservation, None);
 }
 
 /// [`spawn`], telling `done` once the turn has ended (and its end is saved and announced).
-pub fn spawn_then(
+pub(crate) fn spawn_then(
     turns: &Arc<TurnService>,
     handle: Arc<ThreadHandle>,
     mut reservation: Reservation,
@@ -329,7 +329,7 @@ async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Re
 /// Under the lock and the thread's queue order: if the thread is idle and has a queued input,
 /// reserves a turn for it. The turn's start and the queue without the input are one write unit,
 /// so the input is never both queued and started, nor lost; [`persist`] announces the queue.
-pub fn dequeue(
+pub(crate) fn dequeue(
     turns: &TurnService,
     hub: &EventHub,
     state: &mut ThreadState,
@@ -410,18 +410,18 @@ fn enqueue(
 
 /// What [`enqueue_durably`] did.
 #[derive(Debug)]
-pub struct Enqueued {
-    pub queued_input: QueuedTurnInput,
+pub(crate) struct Enqueued {
+    pub(crate) queued_input: QueuedTurnInput,
     /// The queue after it (and after starting the first input, if nothing was running).
-    pub queued_inputs: Vec<QueuedTurnInput>,
+    pub(crate) queued_inputs: Vec<QueuedTurnInput>,
     /// The turn that starts now (its start is written); the caller spawns it.
-    pub started: Option<Reservation>,
+    pub(crate) started: Option<Reservation>,
 }
 
 /// Queues an input: returns only once the queue has committed, announced
 /// (`thread/queue/updated`) after that; a failed write is undone and returned, never announced.
 /// When nothing runs, the first queued input then starts as a turn.
-pub async fn enqueue_durably(
+pub(crate) async fn enqueue_durably(
     turns: &TurnService,
     handle: &ThreadHandle,
     input: PreparedInput,
@@ -482,7 +482,7 @@ fn queued_input_id(now: UtcTime) -> String {
 /// A write of a thread's queue, submitted under its lock; announced only once it has committed.
 #[must_use = "a queue write is announced (or its failure handled) by awaiting it"]
 #[derive(Debug)]
-pub struct QueueWrite {
+pub(crate) struct QueueWrite {
     thread_id: String,
     queue: Vec<QueuedTurnInput>,
     ticket: FencedTicket,
@@ -493,7 +493,7 @@ pub struct QueueWrite {
 impl QueueWrite {
     /// Waits for the write to commit, then tells every connection (`thread/queue/updated`).
     /// A failed write is returned and announced to nobody.
-    pub async fn announce(self, turns: &TurnService) -> Result<Vec<QueuedTurnInput>, StoreError> {
+    pub(crate) async fn announce(self, turns: &TurnService) -> Result<Vec<QueuedTurnInput>, StoreError> {
         self.ticket.wait().await?;
         broadcast_queue(turns, &self.announce, &self.thread_id, self.queue.clone());
         Ok(self.queue)
@@ -501,7 +501,7 @@ impl QueueWrite {
 }
 
 /// Under the lock and the thread's queue order: submits the thread's queue as it now is.
-pub fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
+pub(crate) fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
     let ticket = state.fence.submit(
         &turns.store,
         ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue().to_vec() },
@@ -526,7 +526,7 @@ fn broadcast_queue(turns: &TurnService, announce: &AnnounceGate, thread_id: &str
 }
 
 /// Persists a reservation made without a request (a dequeued input, `order` still held) and runs it.
-pub async fn start_reserved(
+pub(crate) async fn start_reserved(
     turns: &Arc<TurnService>,
     handle: Arc<ThreadHandle>,
     reservation: Reservation,

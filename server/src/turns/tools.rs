@@ -19,25 +19,25 @@ use crate::turns::context::{TurnContext, TurnError};
 
 /// What a tool call returns to the agent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ToolOutput {
-    pub success: bool,
+pub(crate) struct ToolOutput {
+    pub(crate) success: bool,
     /// The model-visible result (JSON text for structured results).
-    pub result: String,
+    pub(crate) result: String,
     /// The files the call changed (recorded on its `toolResult` item).
-    pub file_changes: Vec<appserver_protocol::FileChange>,
+    pub(crate) file_changes: Vec<appserver_protocol::FileChange>,
 }
 
 impl ToolOutput {
-    pub fn ok(result: impl Into<String>) -> Self {
+    pub(crate) fn ok(result: impl Into<String>) -> Self {
         ToolOutput { success: true, result: result.into(), file_changes: Vec::new() }
     }
 
-    pub fn error(message: impl Into<String>) -> Self {
+    pub(crate) fn error(message: impl Into<String>) -> Self {
         ToolOutput { success: false, result: message.into(), file_changes: Vec::new() }
     }
 
     /// A successful structured result, as JSON text.
-    pub fn json(value: &Value) -> Self {
+    pub(crate) fn json(value: &Value) -> Self {
         ToolOutput::ok(value.to_string())
     }
 }
@@ -46,29 +46,29 @@ impl ToolOutput {
 /// (to announce what a tool changed), the apps (for `app_*`), the commands and terminals (for
 /// `Exec` and the file tools), the debug hooks and the MCP servers (for `mcp_*`).
 #[derive(Debug, Clone)]
-pub struct ToolEnv {
-    pub store: Store,
-    pub threads: Arc<ThreadManager>,
-    pub clients: Arc<dyn Broadcast>,
-    pub apps: Arc<AppService>,
-    pub shell: Arc<ShellService>,
-    pub debug: Arc<DebugHooks>,
+pub(crate) struct ToolEnv {
+    pub(crate) store: Store,
+    pub(crate) threads: Arc<ThreadManager>,
+    pub(crate) clients: Arc<dyn Broadcast>,
+    pub(crate) apps: Arc<AppService>,
+    pub(crate) shell: Arc<ShellService>,
+    pub(crate) debug: Arc<DebugHooks>,
     /// The MCP servers the agent uses (`mcp_*`).
-    pub mcp: Arc<crate::mcphost::McpHost>,
+    pub(crate) mcp: Arc<crate::mcphost::McpHost>,
 }
 
 /// Everything a running tool may use.
 #[derive(Debug)]
-pub struct ToolCall<'a> {
-    pub env: &'a ToolEnv,
-    pub thread_id: &'a str,
-    pub turn_id: &'a str,
-    pub call_id: &'a str,
-    pub arguments: Value,
-    pub cancel: &'a CancellationToken,
+pub(crate) struct ToolCall<'a> {
+    pub(crate) env: &'a ToolEnv,
+    pub(crate) thread_id: &'a str,
+    pub(crate) turn_id: &'a str,
+    pub(crate) call_id: &'a str,
+    pub(crate) arguments: Value,
+    pub(crate) cancel: &'a CancellationToken,
 }
 
-pub trait Tool: Send + Sync + std::fmt::Debug {
+pub(crate) trait Tool: Send + Sync + std::fmt::Debug {
     fn name(&self) -> &str;
     fn description(&self) -> &str;
     /// JSON Schema of the arguments.
@@ -87,7 +87,7 @@ pub trait Tool: Send + Sync + std::fmt::Debug {
 
 /// A tool that gets the turn itself: it asks its own approvals (`approvals::gate`), starts
 /// and streams its own items, and records file changes.
-pub trait TurnTool: Send + Sync {
+pub(crate) trait TurnTool: Send + Sync {
     fn run_in_turn<'a>(
         &'a self,
         ctx: &'a mut TurnContext,
@@ -98,20 +98,20 @@ pub trait TurnTool: Send + Sync {
 
 /// The tools available to agents, by name.
 #[derive(Debug, Default, Clone)]
-pub struct ToolRegistry {
+pub(crate) struct ToolRegistry {
     tools: BTreeMap<String, Arc<dyn Tool>>,
 }
 
 impl ToolRegistry {
-    pub fn register(&mut self, tool: Arc<dyn Tool>) {
+    pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
         self.tools.insert(tool.name().to_owned(), tool);
     }
 
-    pub fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
+    pub(crate) fn get(&self, name: &str) -> Option<Arc<dyn Tool>> {
         self.tools.get(name).cloned()
     }
 
-    pub fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
         self.tools.values()
     }
 }

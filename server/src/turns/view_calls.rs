@@ -20,24 +20,24 @@ use crate::mcphost::connection::CallError;
 use crate::store::{AppWrite, StoreError};
 
 /// The log (window id) of the view created by the tool call `call_id`.
-pub fn view_window(call_id: &str) -> String {
+pub(crate) fn view_window(call_id: &str) -> String {
     format!("mcp-view:{call_id}")
 }
 
 /// One call of a view.
 #[derive(Debug)]
-pub struct ViewCall<'a> {
-    pub call_id: &'a str,
-    pub server: &'a str,
-    pub tool: &'a str,
-    pub arguments: JsonObject,
+pub(crate) struct ViewCall<'a> {
+    pub(crate) call_id: &'a str,
+    pub(crate) server: &'a str,
+    pub(crate) tool: &'a str,
+    pub(crate) arguments: JsonObject,
     /// Fires when the call is withdrawn (the relaying connection closed).
-    pub withdrawn: &'a CancellationToken,
+    pub(crate) withdrawn: &'a CancellationToken,
 }
 
 /// What became of it.
 #[derive(Debug)]
-pub enum ViewOutcome {
+pub(crate) enum ViewOutcome {
     /// The server's result, and its entry in the view's log (none for a read-only tool).
     Done {
         result: Value,
@@ -50,7 +50,7 @@ pub enum ViewOutcome {
 }
 
 /// Gates, runs and logs the call.
-pub async fn call(turns: &TurnService, call: ViewCall<'_>) -> Result<ViewOutcome, StoreError> {
+pub(crate) async fn call(turns: &TurnService, call: ViewCall<'_>) -> Result<ViewOutcome, StoreError> {
     let mcp = &turns.tool_env.mcp;
     let Some(connection) = mcp.connection(call.server) else {
         return Ok(ViewOutcome::NotFound(format!("no MCP server `{}`", call.server)));

@@ -14,13 +14,13 @@ use crate::store::{AppWrite, Store, StoreError, VIEW_CONTEXTS_PER_THREAD};
 use crate::threads::SessionError;
 
 /// The most characters of one view's context (its text parts and `structuredContent` as JSON).
-pub const MAX_CONTEXT: usize = 16_384;
+pub(crate) const MAX_CONTEXT: usize = 16_384;
 /// The most characters of a call id.
 const MAX_CALL_ID: usize = 200;
 
 /// The text the model reads for one update: its text blocks, then its `structuredContent` as
 /// JSON; `None` when it has neither (the update clears the view's context).
-pub fn context_text(content: Option<&[Value]>, structured: Option<&Value>) -> Option<String> {
+pub(crate) fn context_text(content: Option<&[Value]>, structured: Option<&Value>) -> Option<String> {
     let mut parts: Vec<String> = content
         .unwrap_or_default()
         .iter()
@@ -36,7 +36,7 @@ pub fn context_text(content: Option<&[Value]>, structured: Option<&Value>) -> Op
 }
 
 /// `mcp/view/context`: keeps (or clears) the view's context for the thread's next turns.
-pub async fn set(turns: &TurnService, p: McpViewContextParams) -> Result<(), SessionError> {
+pub(crate) async fn set(turns: &TurnService, p: McpViewContextParams) -> Result<(), SessionError> {
     if p.call_id.is_empty() || p.call_id.len() > MAX_CALL_ID {
         return Err(SessionError::InvalidParams(format!("callId: 1 to {MAX_CALL_ID} characters")));
     }
@@ -59,7 +59,7 @@ pub async fn set(turns: &TurnService, p: McpViewContextParams) -> Result<(), Ses
 
 /// The message put before a turn's input: every view's latest context in the thread, oldest
 /// update first; `None` when no view gave any.
-pub async fn message(store: &Store, thread_id: &str) -> Result<Option<String>, StoreError> {
+pub(crate) async fn message(store: &Store, thread_id: &str) -> Result<Option<String>, StoreError> {
     let contexts = store.view_contexts(thread_id).await?;
     if contexts.is_empty() {
         return Ok(None);

@@ -17,14 +17,14 @@ use crate::model::{ChatDelta, ModelProvider};
 use crate::store::Store;
 
 /// Default and largest diff given to the model, in characters.
-pub const DEFAULT_DIFF_CHARS: usize = 60_000;
-pub const MAX_DIFF_CHARS: usize = 200_000;
+pub(crate) const DEFAULT_DIFF_CHARS: usize = 60_000;
+pub(crate) const MAX_DIFF_CHARS: usize = 200_000;
 /// Most paths one request may name.
-pub const MAX_PATHS: usize = 1000;
+pub(crate) const MAX_PATHS: usize = 1000;
 /// How long one git command may run.
 const GIT_TIMEOUT: Duration = Duration::from_secs(30);
 /// How long the whole suggestion may take.
-pub const SUGGEST_TIMEOUT: Duration = Duration::from_secs(110);
+pub(crate) const SUGGEST_TIMEOUT: Duration = Duration::from_secs(110);
 /// Conversation context given to the model: the last turns, at most this many characters.
 const CONTEXT_TURNS: u32 = 5;
 const CONTEXT_CHARS: usize = 8_000;
@@ -33,7 +33,7 @@ const CONTEXT_CHARS: usize = 8_000;
 const EMPTY_TREE: &str = "4b825dc642cb6eb9a060e54bf8d69288fbee4904";
 
 /// Checks that every path is relative and stays inside the workspace (no `..`, no root).
-pub fn confine(paths: &[String]) -> Result<Vec<String>, WorkspaceError> {
+pub(crate) fn confine(paths: &[String]) -> Result<Vec<String>, WorkspaceError> {
     if paths.is_empty() {
         return Err(WorkspaceError::InvalidParams("paths: must not be empty".into()));
     }
@@ -107,7 +107,7 @@ async fn git(workspace: &Path, args: &[&str], limit: usize) -> Result<(String, b
 
 /// The unified diff of `paths` against `HEAD` (staged and unstaged), new untracked files
 /// included, cut at `limit` characters.
-pub async fn diff(workspace: &Path, paths: &[String], limit: usize) -> Result<String, WorkspaceError> {
+pub(crate) async fn diff(workspace: &Path, paths: &[String], limit: usize) -> Result<String, WorkspaceError> {
     let (inside, _, code) = git(workspace, &["rev-parse", "--is-inside-work-tree"], 64).await?;
     if code != 0 || inside.trim() != "true" {
         return Err(WorkspaceError::NotGitRepository(workspace.display().to_string()));
@@ -209,7 +209,7 @@ async fn ask(provider: &ModelProvider, body: &Value) -> Result<String, Workspace
 }
 
 /// The whole pipeline: thread check, diff, context, model.
-pub async fn suggest(
+pub(crate) async fn suggest(
     store: &Store,
     workspace: &Path,
     provider: Option<&ModelProvider>,

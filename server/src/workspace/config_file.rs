@@ -12,22 +12,22 @@ use super::WorkspaceError;
 use crate::config::{FileConfig, config_file_path};
 
 /// Largest config file read or written.
-pub const MAX_CONFIG_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_CONFIG_BYTES: usize = 1024 * 1024;
 
 /// The workspace's config file; one edit at a time.
 #[derive(Debug)]
-pub struct ConfigFile {
+pub(crate) struct ConfigFile {
     path: PathBuf,
     lock: Mutex<()>,
 }
 
 impl ConfigFile {
-    pub fn new(workspace: &Path) -> Arc<ConfigFile> {
+    pub(crate) fn new(workspace: &Path) -> Arc<ConfigFile> {
         Arc::new(ConfigFile { path: config_file_path(workspace), lock: Mutex::new(()) })
     }
 
     #[cfg(test)]
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
@@ -49,7 +49,7 @@ impl ConfigFile {
     }
 
     /// Reads the document off the async runtime.
-    pub async fn read(self: &Arc<Self>) -> Result<DocumentMut, WorkspaceError> {
+    pub(crate) async fn read(self: &Arc<Self>) -> Result<DocumentMut, WorkspaceError> {
         let file = self.clone();
         tokio::task::spawn_blocking(move || {
             let _guard = file.lock.lock().unwrap_or_else(|p| p.into_inner());
@@ -62,7 +62,7 @@ impl ConfigFile {
     /// Applies `edit` to the current document and, when it succeeds, writes the result
     /// atomically — unless the server would refuse to start with it. Runs off the async runtime,
     /// one edit at a time.
-    pub async fn edit<T: Send + 'static>(
+    pub(crate) async fn edit<T: Send + 'static>(
         self: &Arc<Self>,
         edit: impl FnOnce(&mut DocumentMut) -> Result<T, WorkspaceError> + Send + 'static,
     ) -> Result<T, WorkspaceError> {

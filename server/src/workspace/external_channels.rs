@@ -11,15 +11,15 @@ use super::WorkspaceError;
 use crate::channels::{BUILTIN_CHANNELS, RESERVED_CHANNELS as RESERVED};
 
 /// The config file's table of external channels.
-pub const TABLE: &str = "external_channels";
+pub(crate) const TABLE: &str = "external_channels";
 /// Most external channels a workspace may configure.
-pub const MAX_CHANNELS: usize = 64;
+pub(crate) const MAX_CHANNELS: usize = 64;
 /// Most arguments and environment variables of one channel, and the longest string.
 const MAX_LIST: usize = 64;
 const MAX_TEXT: usize = 4096;
 
 /// Every configured channel, by name (case-insensitively).
-pub fn list(doc: &DocumentMut) -> Vec<ExternalChannelConfig> {
+pub(crate) fn list(doc: &DocumentMut) -> Vec<ExternalChannelConfig> {
     let Some(table) = doc.get(TABLE).and_then(Item::as_table_like) else { return Vec::new() };
     let mut out: Vec<_> = table.iter().filter_map(|(name, item)| from_item(name, item)).collect();
     out.sort_by(|a, b| a.name.to_lowercase().cmp(&b.name.to_lowercase()).then_with(|| a.name.cmp(&b.name)));
@@ -27,7 +27,7 @@ pub fn list(doc: &DocumentMut) -> Vec<ExternalChannelConfig> {
 }
 
 /// One channel by name, compared case-insensitively.
-pub fn get(doc: &DocumentMut, name: &str) -> Result<ExternalChannelConfig, WorkspaceError> {
+pub(crate) fn get(doc: &DocumentMut, name: &str) -> Result<ExternalChannelConfig, WorkspaceError> {
     list(doc)
         .into_iter()
         .find(|c| c.name.eq_ignore_ascii_case(name.trim()))
@@ -53,7 +53,7 @@ fn from_item(name: &str, item: &Item) -> Option<ExternalChannelConfig> {
 }
 
 /// The channel with empty optional fields dropped, or why it is refused.
-pub fn validate(mut c: ExternalChannelConfig) -> Result<ExternalChannelConfig, WorkspaceError> {
+pub(crate) fn validate(mut c: ExternalChannelConfig) -> Result<ExternalChannelConfig, WorkspaceError> {
     let invalid = |why: String| Err(WorkspaceError::ChannelInvalid(why));
     c.name = c.name.trim().to_owned();
     if c.name.is_empty() || c.name.len() > 64 {
@@ -120,7 +120,10 @@ fn to_table(c: &ExternalChannelConfig) -> Table {
 }
 
 /// Replaces (or adds) the channel; an entry of the same name in another case is replaced too.
-pub fn upsert(doc: &mut DocumentMut, channel: ExternalChannelConfig) -> Result<ExternalChannelConfig, WorkspaceError> {
+pub(crate) fn upsert(
+    doc: &mut DocumentMut,
+    channel: ExternalChannelConfig,
+) -> Result<ExternalChannelConfig, WorkspaceError> {
     let channel = validate(channel)?;
     let item = doc.entry(TABLE).or_insert_with(toml_edit::table);
     let table = item
@@ -145,7 +148,7 @@ pub fn upsert(doc: &mut DocumentMut, channel: ExternalChannelConfig) -> Result<E
 }
 
 /// Removes the channel (`ChannelNotFound` when there is none of that name).
-pub fn remove(doc: &mut DocumentMut, name: &str) -> Result<(), WorkspaceError> {
+pub(crate) fn remove(doc: &mut DocumentMut, name: &str) -> Result<(), WorkspaceError> {
     let table = doc.get_mut(TABLE).and_then(Item::as_table_like_mut);
     let key =
         table.as_ref().and_then(|t| t.iter().map(|(k, _)| k.to_owned()).find(|k| k.eq_ignore_ascii_case(name.trim())));

@@ -3,21 +3,21 @@
 //! suggestions. DotCraft keeps these in `.craft/`; appserver keeps them in
 //! `<workspace>/.appserver/config.toml`.
 
-pub mod commit_message;
-pub mod config_file;
-pub mod external_channels;
-pub mod settings;
-pub mod welcome;
+pub(crate) mod commit_message;
+pub(crate) mod config_file;
+pub(crate) mod external_channels;
+pub(crate) mod settings;
+pub(crate) mod welcome;
 
 use std::time::Duration;
 
 use crate::store::StoreError;
 
-pub use config_file::ConfigFile;
+pub(crate) use config_file::ConfigFile;
 
 /// Why a workspace request failed.
 #[derive(Debug, thiserror::Error)]
-pub enum WorkspaceError {
+pub(crate) enum WorkspaceError {
     #[error("{0}")]
     InvalidParams(String),
     #[error("external channel not found: {0}")]
@@ -52,7 +52,7 @@ pub enum WorkspaceError {
 
 impl WorkspaceError {
     /// The `data.code` the error carries on the wire.
-    pub fn code(&self) -> &'static str {
+    pub(crate) fn code(&self) -> &'static str {
         match self {
             WorkspaceError::InvalidParams(_) => "INVALID_PARAMS",
             WorkspaceError::ChannelNotFound(_) => "EXTERNAL_CHANNEL_NOT_FOUND",

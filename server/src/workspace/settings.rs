@@ -10,7 +10,12 @@ use crate::policy::ApprovalPolicy;
 
 /// Sets (or, with `None`, removes) `[table] key`, keeping the comments around it; a table left
 /// empty is removed.
-pub fn set_leaf(doc: &mut DocumentMut, table: &str, key: &str, value: Option<Value>) -> Result<(), WorkspaceError> {
+pub(crate) fn set_leaf(
+    doc: &mut DocumentMut,
+    table: &str,
+    key: &str,
+    value: Option<Value>,
+) -> Result<(), WorkspaceError> {
     match value {
         Some(mut value) => {
             let item = doc.entry(table).or_insert_with(toml_edit::table);
@@ -52,7 +57,7 @@ fn text_or_remove(value: &Option<String>, blank_words: &[&str]) -> Option<String
 }
 
 /// The update applied to `doc`: what the result echoes, and the regions it touched.
-pub fn apply(
+pub(crate) fn apply(
     doc: &mut DocumentMut,
     u: &WorkspaceConfigValues,
 ) -> Result<(WorkspaceConfigValues, Vec<String>), WorkspaceError> {
@@ -119,7 +124,7 @@ pub fn apply(
 }
 
 /// Whether personalized welcome suggestions are on (`[welcome] suggestions_enabled`, default on).
-pub fn welcome_suggestions_enabled(doc: &DocumentMut) -> bool {
+pub(crate) fn welcome_suggestions_enabled(doc: &DocumentMut) -> bool {
     doc.get("welcome").and_then(|t| t.get("suggestions_enabled")).and_then(Item::as_bool).unwrap_or(true)
 }
 
@@ -222,7 +227,7 @@ fn values(path: &str, key: &str) -> Vec<String> {
 }
 
 /// The schema of the config file: every section and field, and when a change takes effect.
-pub fn schema() -> Vec<ConfigSectionSchema> {
+pub(crate) fn schema() -> Vec<ConfigSectionSchema> {
     SECTIONS
         .iter()
         .zip(0u32..)

@@ -11,8 +11,8 @@ use super::WorkspaceError;
 use crate::store::{Store, ThreadQuery, ThreadRecord};
 
 /// Default and largest `maxItems`.
-pub const DEFAULT_ITEMS: usize = 4;
-pub const MAX_ITEMS: usize = 10;
+pub(crate) const DEFAULT_ITEMS: usize = 4;
+pub(crate) const MAX_ITEMS: usize = 10;
 /// Recent threads looked at.
 const EVIDENCE_THREADS: u32 = 20;
 /// Longest title, in characters.
@@ -45,7 +45,7 @@ fn item(thread: &ThreadRecord) -> Option<WelcomeSuggestionItem> {
 
 /// The suggestions for `p.identity`, or `source: "none"` when they are switched off or there is
 /// nothing to go on.
-pub async fn suggestions(
+pub(crate) async fn suggestions(
     store: &Store,
     workspace: &Path,
     enabled: bool,

@@ -371,10 +371,10 @@ impl CodeFinder {
         for (i, tree) in trees.iter().enumerate() {
             match (tree, trees.get(i + 1)) {
                 (TokenTree::Group(g), _) => self.tokens(g.stream()),
-                (TokenTree::Punct(p), Some(TokenTree::Literal(lit))) if p.as_char() == '-' => {
-                    if is_error_code(&lit.to_string()) {
-                        self.lines.push(lit.span().start().line);
-                    }
+                (TokenTree::Punct(p), Some(TokenTree::Literal(lit)))
+                    if p.as_char() == '-' && is_error_code(&lit.to_string()) =>
+                {
+                    self.lines.push(lit.span().start().line);
                 }
                 _ => {}
             }

@@ -21,14 +21,14 @@ const FS_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The client that fronts the thread's editor, with what it declared it does.
 #[derive(Debug, Clone)]
-pub struct Editor {
+pub(crate) struct Editor {
     client: Arc<dyn Client>,
     offers: AcpExtensions,
     thread_id: String,
 }
 
 /// The thread's editor, if its client is connected (to this instance) and offers anything.
-pub fn editor(ctx: &TurnContext) -> Option<Editor> {
+pub(crate) fn editor(ctx: &TurnContext) -> Option<Editor> {
     let id = ctx.handle.state().editor?;
     let client = ctx.turns().clients.client(id).filter(|c| !c.is_closed())?;
     let offers = client.acp_extensions()?;
@@ -36,24 +36,24 @@ pub fn editor(ctx: &TurnContext) -> Option<Editor> {
 }
 
 impl Editor {
-    pub fn reads(&self) -> bool {
+    pub(crate) fn reads(&self) -> bool {
         self.offers.reads()
     }
 
-    pub fn writes(&self) -> bool {
+    pub(crate) fn writes(&self) -> bool {
         self.offers.writes()
     }
 
-    pub fn terminals(&self) -> bool {
+    pub(crate) fn terminals(&self) -> bool {
         self.offers.terminals()
     }
 
-    pub fn thread_id(&self) -> &str {
+    pub(crate) fn thread_id(&self) -> &str {
         &self.thread_id
     }
 
     /// One request; `Err` is the message the model reads.
-    pub async fn call<T: DeserializeOwned>(
+    pub(crate) async fn call<T: DeserializeOwned>(
         &self,
         call: AcpCall,
         params: Value,
@@ -66,7 +66,7 @@ impl Editor {
     }
 
     /// The file's text as the editor has it.
-    pub async fn read(&self, path: &Path) -> Result<String, String> {
+    pub(crate) async fn read(&self, path: &Path) -> Result<String, String> {
         let params = AcpReadTextFileParams {
             thread_id: self.thread_id.clone(),
             path: path.to_string_lossy().into_owned(),
@@ -79,7 +79,7 @@ impl Editor {
     }
 
     /// Writes the file through the editor.
-    pub async fn write(&self, path: &Path, content: &str) -> Result<(), String> {
+    pub(crate) async fn write(&self, path: &Path, content: &str) -> Result<(), String> {
         let params = AcpWriteTextFileParams {
             thread_id: self.thread_id.clone(),
             path: path.to_string_lossy().into_owned(),
@@ -92,7 +92,7 @@ impl Editor {
 
 /// The text of a file before a change: through the editor when it reads (its unsaved buffer),
 /// else from disk. `Ok(None)`: the file does not exist.
-pub async fn text_before(editor: Option<&Editor>, path: &Path) -> Result<Option<String>, String> {
+pub(crate) async fn text_before(editor: Option<&Editor>, path: &Path) -> Result<Option<String>, String> {
     match editor.filter(|e| e.reads()) {
         Some(editor) if path.is_file() => editor.read(path).await.map(Some),
         _ => crate::shell::files::read_text(path).map_err(|e| e.to_string()),

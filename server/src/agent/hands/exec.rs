@@ -25,12 +25,12 @@ use crate::turns::context::{TurnContext, TurnError};
 use crate::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
 
 /// Default `maxOutputChars` of what the model gets back.
-pub const DEFAULT_MAX_OUTPUT_CHARS: u64 = 10_000;
+pub(crate) const DEFAULT_MAX_OUTPUT_CHARS: u64 = 10_000;
 /// Default `yieldTimeMs`: how long a background command is waited for before the call returns.
-pub const DEFAULT_YIELD_MS: u64 = 1000;
+pub(crate) const DEFAULT_YIELD_MS: u64 = 1000;
 
 #[derive(Debug)]
-pub struct ExecTool;
+pub(crate) struct ExecTool;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -222,7 +222,7 @@ async fn approve(
 
 /// Paths the command names that are outside the workspace: absolute ones, `~` and `$HOME`, and
 /// relative ones that climb out with `..` (the temp directory and `/dev/null` excepted).
-pub fn outside_paths(command: &str, place: &Place, cwd: &Resolved) -> Vec<String> {
+pub(crate) fn outside_paths(command: &str, place: &Place, cwd: &Resolved) -> Vec<String> {
     let separators = |c: char| c.is_whitespace() || ";|&<>()'\"`=,".contains(c);
     let mut out = Vec::new();
     for token in command.split(separators).filter(|t| !t.is_empty()) {
@@ -292,7 +292,7 @@ async fn background(
 }
 
 /// A terminal as the model reads it (DotCraft's layout).
-pub fn format_snapshot(snapshot: &BackgroundTerminal) -> String {
+pub(crate) fn format_snapshot(snapshot: &BackgroundTerminal) -> String {
     let mut text = format!(
         "Session ID: {}\nStatus: {}\nCommand: {}\nWorking directory: {}\n",
         snapshot.session_id, snapshot.status, snapshot.command, snapshot.working_directory

@@ -72,7 +72,7 @@ fn failure(err: FileError) -> ToolOutput {
 }
 
 #[derive(Debug)]
-pub struct ReadFileTool;
+pub(crate) struct ReadFileTool;
 
 #[derive(Deserialize)]
 struct ReadArgs {
@@ -175,7 +175,7 @@ fn numbered(text: &str, first: usize, count: usize) -> String {
 }
 
 #[derive(Debug)]
-pub struct WriteFileTool;
+pub(crate) struct WriteFileTool;
 
 #[derive(Deserialize)]
 struct WriteArgs {
@@ -237,7 +237,7 @@ async fn write(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnErro
 }
 
 #[derive(Debug)]
-pub struct EditFileTool;
+pub(crate) struct EditFileTool;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -324,7 +324,7 @@ async fn store(editor: Option<&Editor>, path: &Resolved, content: &str, within: 
 
 /// `old` replaced by `new` in `text` (line endings matched to the file's): exactly once unless
 /// `all`.
-pub fn replace(text: &str, old: &str, new: &str, all: bool) -> Result<String, String> {
+pub(crate) fn replace(text: &str, old: &str, new: &str, all: bool) -> Result<String, String> {
     let crlf = text.contains("\r\n");
     let fix = |s: &str| if crlf { s.replace("\r\n", "\n").replace('\n', "\r\n") } else { s.replace("\r\n", "\n") };
     let (old, new) = (fix(old), fix(new));

@@ -5,12 +5,12 @@
 //! with DotCraft's shapes: `shell` (the command, the working directory) or `file` (`read`,
 //! `write`, `edit`, `list` and the path); a path outside the workspace is asked about every time.
 
-pub mod editor;
-pub mod exec;
-pub mod files;
-pub mod search;
-pub mod stdin;
-pub mod terminal;
+pub(crate) mod editor;
+pub(crate) mod exec;
+pub(crate) mod files;
+pub(crate) mod search;
+pub(crate) mod stdin;
+pub(crate) mod terminal;
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -25,7 +25,7 @@ use crate::turns::context::{TurnContext, TurnError};
 use crate::turns::tools::ToolRegistry;
 
 /// Registers the hands.
-pub fn register(tools: &mut ToolRegistry) {
+pub(crate) fn register(tools: &mut ToolRegistry) {
     tools.register(Arc::new(exec::ExecTool));
     tools.register(Arc::new(stdin::WriteStdinTool));
     tools.register(Arc::new(files::ReadFileTool));
@@ -38,14 +38,14 @@ pub fn register(tools: &mut ToolRegistry) {
 /// Where a thread's tools work: its workspace, its sandbox mode, and what it says about paths
 /// outside the workspace (`requireApprovalOutsideWorkspace`: `false` refuses them outright).
 #[derive(Debug, Clone)]
-pub struct Place {
-    pub workspace: PathBuf,
-    pub mode: SandboxMode,
-    pub outside_allowed: bool,
-    pub shell: Arc<ShellService>,
+pub(crate) struct Place {
+    pub(crate) workspace: PathBuf,
+    pub(crate) mode: SandboxMode,
+    pub(crate) outside_allowed: bool,
+    pub(crate) shell: Arc<ShellService>,
 }
 
-pub fn place(ctx: &TurnContext) -> Place {
+pub(crate) fn place(ctx: &TurnContext) -> Place {
     let shell = ctx.turns().tool_env.shell.clone();
     let state = ctx.handle.state();
     let configuration = state.record.configuration.as_ref();
@@ -58,14 +58,14 @@ pub fn place(ctx: &TurnContext) -> Place {
 }
 
 /// The arguments of a call, or the message the model gets for bad ones.
-pub fn arguments<T: DeserializeOwned>(tool: &str, arguments: serde_json::Value) -> Result<T, String> {
+pub(crate) fn arguments<T: DeserializeOwned>(tool: &str, arguments: serde_json::Value) -> Result<T, String> {
     serde_json::from_value(arguments).map_err(|e| format!("Error: invalid arguments for {tool}: {e}"))
 }
 
 /// Asks for a `file` operation (`read`, `write`, `edit`, `list`) on `path` when the thread's
 /// policy says so; a path outside the workspace (or leaving it through a symlink) every time.
 /// `Ok(Err(message))`: refused or declined, the call fails with the message.
-pub async fn gate_file(
+pub(crate) async fn gate_file(
     ctx: &mut TurnContext,
     place: &Place,
     path: &Resolved,

@@ -39,7 +39,7 @@ async fn search_under(
 }
 
 #[derive(Debug)]
-pub struct GrepFilesTool;
+pub(crate) struct GrepFilesTool;
 
 #[derive(Deserialize)]
 struct GrepArgs {
@@ -87,7 +87,7 @@ async fn grep(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
 }
 
 #[derive(Debug)]
-pub struct FindFilesTool;
+pub(crate) struct FindFilesTool;
 
 #[derive(Deserialize)]
 struct FindArgs {

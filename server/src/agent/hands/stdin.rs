@@ -12,7 +12,7 @@ use crate::ports::BoxFuture;
 use crate::turns::tools::{Tool, ToolCall, ToolOutput};
 
 #[derive(Debug)]
-pub struct WriteStdinTool;
+pub(crate) struct WriteStdinTool;
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]

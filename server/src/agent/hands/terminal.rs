@@ -64,7 +64,7 @@ impl Drop for Held {
 }
 
 /// Runs `spec` in the editor's terminal; completes the `commandExecution` item `item_id`.
-pub async fn run(
+pub(crate) async fn run(
     ctx: &mut TurnContext,
     editor: Editor,
     (spec, argv): (&ExecSpec, (String, Vec<String>)),

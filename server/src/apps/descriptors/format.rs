@@ -14,31 +14,31 @@ use serde_json::Value;
 use super::versions::{self, Shape, ToolCall};
 
 /// Largest descriptor file read.
-pub const MAX_DESCRIPTOR_BYTES: u64 = 1024 * 1024;
+pub(crate) const MAX_DESCRIPTOR_BYTES: u64 = 1024 * 1024;
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct Descriptor {
-    pub app: AppInfo,
-    pub execution: Execution,
+pub(crate) struct Descriptor {
+    pub(crate) app: AppInfo,
+    pub(crate) execution: Execution,
     #[serde(default)]
-    pub tools: Vec<Tool>,
+    pub(crate) tools: Vec<Tool>,
     /// How long a fetched web descriptor may be served from the cache, in seconds.
     #[serde(default)]
-    pub cache_ttl_secs: Option<u64>,
+    pub(crate) cache_ttl_secs: Option<u64>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
-pub struct AppInfo {
-    pub id: String,
-    pub name: String,
+pub(crate) struct AppInfo {
+    pub(crate) id: String,
+    pub(crate) name: String,
     #[serde(default)]
-    pub description: Option<String>,
+    pub(crate) description: Option<String>,
 }
 
 /// How the app runs: a program the server spawns, or a web service.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
-pub enum Execution {
+pub(crate) enum Execution {
     Stdio {
         command: String,
         #[serde(default)]
@@ -64,7 +64,7 @@ pub enum Execution {
 
 /// How an MCP server described by a 2.0 descriptor is reached.
 #[derive(Debug, Clone, PartialEq)]
-pub enum McpTransport {
+pub(crate) enum McpTransport {
     Stdio {
         command: String,
         args: Vec<String>,
@@ -82,7 +82,7 @@ pub enum McpTransport {
 /// A bearer token from an environment variable or a file; never the token itself.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 #[serde(tag = "type", rename_all = "lowercase")]
-pub enum HttpAuth {
+pub(crate) enum HttpAuth {
     Bearer {
         #[serde(default)]
         token_env: Option<String>,
@@ -92,41 +92,41 @@ pub enum HttpAuth {
 }
 
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct Tool {
-    pub name: String,
-    pub description: String,
+pub(crate) struct Tool {
+    pub(crate) name: String,
+    pub(crate) description: String,
     #[serde(default)]
-    pub parameters: Option<Value>,
+    pub(crate) parameters: Option<Value>,
     #[serde(default)]
-    pub returns: Option<Value>,
+    pub(crate) returns: Option<Value>,
     /// Whether the tool changes the app's state: only such tools are replayed.
     #[serde(default)]
-    pub state_changing: bool,
+    pub(crate) state_changing: bool,
     /// HTTP apps: the tool's path under `base_url` (default `/<name>`) and method (default POST).
     #[serde(default)]
-    pub path: Option<String>,
+    pub(crate) path: Option<String>,
     #[serde(default)]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
     /// The AAI 1.0 spelling of `path` and `method`.
     #[serde(default)]
-    pub execution: Option<ToolCall>,
+    pub(crate) execution: Option<ToolCall>,
 }
 
 impl Tool {
     /// The tool's path under `base_url`, when it gives one.
-    pub fn http_path(&self) -> Option<&str> {
+    pub(crate) fn http_path(&self) -> Option<&str> {
         self.path.as_deref().or(self.execution.as_ref().map(|e| e.path.as_str()))
     }
 
     /// The tool's HTTP method, when it gives one.
-    pub fn http_method(&self) -> Option<&str> {
+    pub(crate) fn http_method(&self) -> Option<&str> {
         self.method.as_deref().or(self.execution.as_ref().and_then(|e| e.method.as_deref()))
     }
 }
 
 impl Descriptor {
     #[cfg(test)]
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self.execution {
             Execution::Stdio { .. } => "stdio",
             Execution::Http { .. } => "http",
@@ -135,12 +135,12 @@ impl Descriptor {
     }
 
     /// Parses a descriptor of any published shape; the error names the field.
-    pub fn parse(text: &str) -> Result<Descriptor, String> {
+    pub(crate) fn parse(text: &str) -> Result<Descriptor, String> {
         Descriptor::parse_named(text, None)
     }
 
     /// [`Descriptor::parse`], `folder` naming the app when the descriptor does not (2.0).
-    pub fn parse_named(text: &str, folder: Option<&str>) -> Result<Descriptor, String> {
+    pub(crate) fn parse_named(text: &str, folder: Option<&str>) -> Result<Descriptor, String> {
         let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
         let descriptor = match versions::shape(&value)? {
             Shape::Spec => {
@@ -165,14 +165,14 @@ impl Descriptor {
     }
 
     /// The window id the app is registered under.
-    pub fn window_id(&self) -> String {
+    pub(crate) fn window_id(&self) -> String {
         format!("aai:{}", self.app.id)
     }
 
     /// The manifest: the app's id, name and description; its tools as commands (`parameters` is
     /// the params schema). Only the state-changing tools of a stdio app replay: the others, and
     /// every tool of an HTTP app (the service keeps its own state), are `replay: false`.
-    pub fn manifest(&self) -> AppManifest {
+    pub(crate) fn manifest(&self) -> AppManifest {
         let commands: BTreeMap<String, AppCommandDescriptor> = self
             .tools
             .iter()
@@ -200,7 +200,7 @@ impl Descriptor {
 
 /// The program of a stdio app: a command with a `/` in it is relative to the descriptor's
 /// directory; a bare name is looked up in `PATH`.
-pub fn program_path(command: &str, descriptor_dir: &Path) -> PathBuf {
+pub(crate) fn program_path(command: &str, descriptor_dir: &Path) -> PathBuf {
     let path = Path::new(command);
     if path.is_absolute() || !command.contains('/') { path.to_path_buf() } else { descriptor_dir.join(path) }
 }

@@ -6,9 +6,9 @@
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
 //! kept). A descriptor that does not parse is logged and skipped.
 
-pub mod format;
-pub mod pins;
-pub mod versions;
+pub(crate) mod format;
+pub(crate) mod pins;
+pub(crate) mod versions;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::path::{Path, PathBuf};
@@ -27,7 +27,7 @@ use crate::store::{DescriptorPin, Store};
 use format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
 
 /// How often the directories are scanned for changes.
-pub const SCAN_INTERVAL: Duration = Duration::from_millis(500);
+pub(crate) const SCAN_INTERVAL: Duration = Duration::from_millis(500);
 /// Descriptors read per scan, at most.
 const MAX_DESCRIPTORS: usize = 256;
 /// Default request limit of a descriptor app.
@@ -37,7 +37,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(5);
 type Fingerprint = (Option<SystemTime>, u64);
 
 /// The directories holding one app directory each (with its aai.json).
-pub fn roots(workspace: &Path, aai_home: Option<&Path>) -> Vec<PathBuf> {
+pub(crate) fn roots(workspace: &Path, aai_home: Option<&Path>) -> Vec<PathBuf> {
     let mut roots = vec![workspace.join(".appserver").join("apps")];
     match aai_home {
         Some(home) => roots.push(home.to_path_buf()),
@@ -94,13 +94,13 @@ fn file_fingerprint(path: &Path) -> Option<Fingerprint> {
 }
 
 /// The folders to scan: fixed ones, and those of the enabled plugins (asked before each scan).
-pub type Roots = (Vec<PathBuf>, Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
+pub(crate) type Roots = (Vec<PathBuf>, Arc<dyn Fn() -> Vec<PathBuf> + Send + Sync>);
 
 /// Scans the directories until `token` is cancelled, keeping the registered apps in step with
 /// the descriptors.
 /// The programs of stdio apps are supervised by tasks of `tasks`, so shutdown waits until they
 /// are killed.
-pub async fn watch(apps: Arc<AppService>, roots: Roots, token: CancellationToken, tasks: TaskTracker) {
+pub(crate) async fn watch(apps: Arc<AppService>, roots: Roots, token: CancellationToken, tasks: TaskTracker) {
     let mut loaded: HashMap<PathBuf, Loaded> = HashMap::new();
     loop {
         let (scan_roots, plugin_roots) = (roots.0.clone(), (roots.1)());

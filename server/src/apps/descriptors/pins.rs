@@ -26,11 +26,11 @@ use crate::store::{AppWrite, DescriptorPin};
 /// The descriptor apps waiting for their owner's approval, and the approved ones the watcher is
 /// to load again.
 #[derive(Debug, Default)]
-pub struct Approvals {
+pub(crate) struct Approvals {
     held: Mutex<HashMap<String, DescriptorPin>>,
     reload: Mutex<HashSet<PathBuf>>,
     /// Wakes the watcher at once when a descriptor was approved.
-    pub wake: Notify,
+    pub(crate) wake: Notify,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -39,17 +39,17 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 
 impl Approvals {
     /// Remembers that `pin` waits for approval (its window is held).
-    pub fn hold(&self, pin: DescriptorPin) {
+    pub(crate) fn hold(&self, pin: DescriptorPin) {
         lock(&self.held).insert(pin.window_id.clone(), pin);
     }
 
     /// The window no longer waits (its descriptor was approved, removed or changed).
-    pub fn release(&self, window_id: &str) {
+    pub(crate) fn release(&self, window_id: &str) {
         lock(&self.held).remove(window_id);
     }
 
     /// Descriptors approved since the last call: the watcher loads them again.
-    pub fn take_reloads(&self) -> Vec<PathBuf> {
+    pub(crate) fn take_reloads(&self) -> Vec<PathBuf> {
         lock(&self.reload).drain().collect()
     }
 }
@@ -60,17 +60,17 @@ fn hex(bytes: &[u8]) -> String {
 
 /// The program file a pin covers by its digest: one given as a path, next to the descriptor in
 /// `dir` (a pull may change it as well as the descriptor).
-pub fn pinned_program(dir: &Path, spec: &StdioSpec) -> Option<PathBuf> {
+pub(crate) fn pinned_program(dir: &Path, spec: &StdioSpec) -> Option<PathBuf> {
     spec.program.starts_with(dir).then(|| spec.program.clone())
 }
 
 /// SHA-256 (hex) of a file, `None` when it cannot be read.
-pub async fn file_sha256(path: &Path) -> Option<String> {
+pub(crate) async fn file_sha256(path: &Path) -> Option<String> {
     tokio::fs::read(path).await.ok().map(|bytes| hex(&Sha256::digest(bytes)))
 }
 
 /// What approving the descriptor at `path` (whose text is `text`) to run `spec` pins.
-pub async fn pin_for(path: &Path, text: &str, window_id: &str, spec: &StdioSpec) -> DescriptorPin {
+pub(crate) async fn pin_for(path: &Path, text: &str, window_id: &str, spec: &StdioSpec) -> DescriptorPin {
     let dir = path.parent().unwrap_or(Path::new("."));
     let program_sha256 = match pinned_program(dir, spec) {
         Some(program) => file_sha256(&program).await,
@@ -90,7 +90,7 @@ pub async fn pin_for(path: &Path, text: &str, window_id: &str, spec: &StdioSpec)
 /// `app/descriptor/approve`: pins the program the held window's descriptor runs now (refused if
 /// the file changed since it was listed), has the watcher load it again, and answers once the
 /// app runs (its log replayed).
-pub async fn approve(apps: &AppService, window_id: &str) -> Result<AppDescriptorApproveResult, AppError> {
+pub(crate) async fn approve(apps: &AppService, window_id: &str) -> Result<AppDescriptorApproveResult, AppError> {
     let held = lock(&apps.descriptors.held).get(window_id).cloned().ok_or_else(|| {
         AppError::InvalidParams(format!("windowId: {window_id} has no descriptor program waiting for approval"))
     })?;
@@ -138,7 +138,7 @@ async fn running(apps: &AppService, window_id: &str) -> Result<Arc<super::super:
 
 /// The host of a descriptor app whose program is not approved: it runs nothing.
 #[derive(Debug)]
-pub struct HeldHost {
+pub(crate) struct HeldHost {
     app_id: String,
     reason: String,
     /// Cancelled when the descriptor is removed or replaced: the window is then gone (so the
@@ -147,7 +147,12 @@ pub struct HeldHost {
 }
 
 impl HeldHost {
-    pub fn new(app_id: &str, window_id: &str, new: bool, token: tokio_util::sync::CancellationToken) -> Arc<HeldHost> {
+    pub(crate) fn new(
+        app_id: &str,
+        window_id: &str,
+        new: bool,
+        token: tokio_util::sync::CancellationToken,
+    ) -> Arc<HeldHost> {
         let what = if new { "is new" } else { "changed" };
         let reason = format!(
             "the descriptor of {window_id} {what}: its program runs once the workspace's owner approves it (app/descriptor/approve)"

@@ -25,7 +25,7 @@ const RUNS: &str = "appserver runs `stdio` programs (the AAI JSON envelope), `ht
 
 /// Which shape a descriptor has.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Shape {
+pub(crate) enum Shape {
     /// The AAI spec's own (snake_case `schema_version`, `app`, `execution`, `tools`).
     Spec,
     /// 1.0 without `app` (`appId`, `platforms`).
@@ -37,7 +37,7 @@ pub enum Shape {
 }
 
 /// The shape of a parsed descriptor, or why it has none.
-pub fn shape(value: &Value) -> Result<Shape, String> {
+pub(crate) fn shape(value: &Value) -> Result<Shape, String> {
     let Value::Object(map) = value else { return Err("the descriptor is not a JSON object".into()) };
     if let Some(version) = map.get("schemaVersion") {
         let version = version.as_str().unwrap_or_default();
@@ -54,7 +54,7 @@ pub fn shape(value: &Value) -> Result<Shape, String> {
 }
 
 /// Deserializes `value` as `T`, the error naming the field.
-pub fn read<T: DeserializeOwned>(value: Value) -> Result<T, String> {
+pub(crate) fn read<T: DeserializeOwned>(value: Value) -> Result<T, String> {
     serde_path_to_error::deserialize(value).map_err(|e| e.to_string())
 }
 
@@ -86,7 +86,7 @@ struct Platform {
 }
 
 /// 1.0 without `app`: every platform's tools are scripts for that OS's automation.
-pub fn from_platforms(value: Value) -> Result<Descriptor, String> {
+pub(crate) fn from_platforms(value: Value) -> Result<Descriptor, String> {
     let d: Platforms = read(value)?;
     let what = d
         .platforms
@@ -103,14 +103,14 @@ pub fn from_platforms(value: Value) -> Result<Descriptor, String> {
 /// A name, or localized names (`{"en": "Reminders", "zh-CN": "提醒事项"}`).
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum Name {
+pub(crate) enum Name {
     Plain(String),
     Localized(BTreeMap<String, String>),
 }
 
 impl Name {
     /// The name in `lang`, else English, else `default`, else the first.
-    pub fn pick(&self, lang: Option<&str>) -> String {
+    pub(crate) fn pick(&self, lang: Option<&str>) -> String {
         match self {
             Name::Plain(name) => name.clone(),
             Name::Localized(names) => [lang, Some("default"), Some("en")]
@@ -160,10 +160,10 @@ struct CamelTool {
 
 /// Where an HTTP tool is called.
 #[derive(Debug, Clone, PartialEq, Deserialize)]
-pub struct ToolCall {
-    pub path: String,
+pub(crate) struct ToolCall {
+    pub(crate) path: String,
     #[serde(default)]
-    pub method: Option<String>,
+    pub(crate) method: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -186,7 +186,7 @@ struct CamelStdio {
 }
 
 /// 1.x camelCase.
-pub fn from_camel(value: Value) -> Result<Descriptor, String> {
+pub(crate) fn from_camel(value: Value) -> Result<Descriptor, String> {
     let d: Camel = read(value)?;
     let kind = d.execution.get("type").and_then(Value::as_str).unwrap_or_default().to_owned();
     let execution = match kind.as_str() {
@@ -227,7 +227,7 @@ pub fn from_camel(value: Value) -> Result<Descriptor, String> {
 }
 
 /// The refusal of a kind of execution appserver does not run.
-pub fn unrunnable(field: &str, kind: &str) -> String {
+pub(crate) fn unrunnable(field: &str, kind: &str) -> String {
     let what = match kind {
         "ipc" => "a desktop app's IPC",
         "apple-events" => "macOS Apple Events",
@@ -305,7 +305,7 @@ enum McpConfig {
 
 /// 2.0: the app is its access (an MCP server; the others are refused); its tools are the
 /// server's, listed when it runs. `id` names it when the descriptor does not (its folder).
-pub fn from_access(value: Value, id: Option<&str>) -> Result<Descriptor, String> {
+pub(crate) fn from_access(value: Value, id: Option<&str>) -> Result<Descriptor, String> {
     let d: Access2 = read(value)?;
     let Some(id) = d.app.id.clone().or_else(|| id.map(str::to_owned)) else {
         return Err("app.id: a 2.0 descriptor is named by its folder, and this one has none".into());

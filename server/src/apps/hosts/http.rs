@@ -23,26 +23,26 @@ const MAX_BODY: usize = 16 * 1024 * 1024;
 
 /// One tool's endpoint.
 #[derive(Debug, Clone)]
-pub struct Endpoint {
-    pub method: reqwest::Method,
-    pub path: String,
+pub(crate) struct Endpoint {
+    pub(crate) method: reqwest::Method,
+    pub(crate) path: String,
 }
 
 #[derive(Debug, Clone)]
-pub struct HttpSpec {
-    pub app_id: String,
-    pub base_url: String,
-    pub endpoints: HashMap<String, Endpoint>,
-    pub auth: Option<HttpAuth>,
+pub(crate) struct HttpSpec {
+    pub(crate) app_id: String,
+    pub(crate) base_url: String,
+    pub(crate) endpoints: HashMap<String, Endpoint>,
+    pub(crate) auth: Option<HttpAuth>,
     /// Relative token files are read from here (the descriptor's directory).
-    pub descriptor_dir: PathBuf,
-    pub timeout: Duration,
+    pub(crate) descriptor_dir: PathBuf,
+    pub(crate) timeout: Duration,
     /// `http` (a local descriptor) or `web` (found with `app/discover`).
-    pub kind: &'static str,
+    pub(crate) kind: &'static str,
 }
 
 #[derive(Debug)]
-pub struct HttpHost {
+pub(crate) struct HttpHost {
     spec: HttpSpec,
     client: reqwest::Client,
     /// One command at a time, taken in the order they were sent.
@@ -52,7 +52,7 @@ pub struct HttpHost {
 }
 
 impl HttpHost {
-    pub fn new(spec: HttpSpec, token: CancellationToken) -> Result<HttpHost, String> {
+    pub(crate) fn new(spec: HttpSpec, token: CancellationToken) -> Result<HttpHost, String> {
         let client = reqwest::Client::builder()
             .redirect(reqwest::redirect::Policy::none())
             .build()

@@ -3,8 +3,8 @@
 //! (`http.rs`). Both implement the `AppHost` port, so queries, commands, approvals, validation
 //! and the replay log work for them as for a connected window.
 
-pub mod http;
-pub mod process;
+pub(crate) mod http;
+pub(crate) mod process;
 
 use appserver_protocol::ExtAppQueryParams;
 use appserver_protocol::jsonrpc::{ErrorObject, error_codes};

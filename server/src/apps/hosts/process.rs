@@ -36,26 +36,26 @@ const STABLE_RUN: Duration = Duration::from_secs(30);
 
 /// How to run the program.
 #[derive(Debug, Clone)]
-pub struct StdioSpec {
-    pub app_id: String,
-    pub program: PathBuf,
-    pub args: Vec<String>,
-    pub cwd: PathBuf,
+pub(crate) struct StdioSpec {
+    pub(crate) app_id: String,
+    pub(crate) program: PathBuf,
+    pub(crate) args: Vec<String>,
+    pub(crate) cwd: PathBuf,
     /// Longest a request may wait for its answer.
-    pub timeout: Duration,
+    pub(crate) timeout: Duration,
     /// The commands a program started again after a death is sent first (the app's replay).
-    pub replay: Option<ReplaySource>,
+    pub(crate) replay: Option<ReplaySource>,
     /// The digest the program file was approved with (a file next to its descriptor): checked
     /// before each start, and a program that no longer matches is not started.
-    pub program_sha256: Option<String>,
+    pub(crate) program_sha256: Option<String>,
 }
 
 /// Commands to replay, in order: `(tool, params)`.
-pub type ReplayCommands = Vec<(String, Value)>;
+pub(crate) type ReplayCommands = Vec<(String, Value)>;
 
 /// Reads the commands to replay.
 #[derive(Clone)]
-pub struct ReplaySource(pub Arc<dyn Fn() -> BoxFuture<'static, ReplayCommands> + Send + Sync>);
+pub(crate) struct ReplaySource(pub(crate) Arc<dyn Fn() -> BoxFuture<'static, ReplayCommands> + Send + Sync>);
 
 impl std::fmt::Debug for ReplaySource {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -74,7 +74,7 @@ struct Request {
 
 /// The host of one stdio app.
 #[derive(Debug)]
-pub struct ProcessHost {
+pub(crate) struct ProcessHost {
     app_id: String,
     timeout: Duration,
     requests: mpsc::Sender<Request>,
@@ -90,7 +90,7 @@ impl std::fmt::Debug for Request {
 impl ProcessHost {
     /// Starts the supervisor; the program itself starts with the first request. `token` ends it
     /// (and kills the program); so does dropping the host.
-    pub fn start(spec: StdioSpec, token: CancellationToken, tasks: &TaskTracker) -> Arc<ProcessHost> {
+    pub(crate) fn start(spec: StdioSpec, token: CancellationToken, tasks: &TaskTracker) -> Arc<ProcessHost> {
         let (requests, rx) = mpsc::channel(QUEUE);
         let host = Arc::new(ProcessHost { app_id: spec.app_id.clone(), timeout: spec.timeout, requests, token });
         tasks.spawn(supervise(spec, rx, host.token.clone()));

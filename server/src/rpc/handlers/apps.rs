@@ -16,7 +16,7 @@ use crate::turns::app_calls::{self, AppCall, Outcome};
 use crate::turns::input::{self, PreparedInput};
 use crate::turns::runner;
 
-pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
+pub(crate) async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
     let registration = service::register(&ctx.state.apps, ctx.peer.clone(), p).await?;
     let registered = ServerNotification::AppRegistered(AppRegisteredParams {
         window_id: registration.window_id.clone(),
@@ -45,7 +45,7 @@ pub async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Resu
     })
 }
 
-pub async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> Result<EmptyResult, AppError> {
+pub(crate) async fn handle_app_unregister(ctx: &RequestCtx, p: AppUnregisterParams) -> Result<EmptyResult, AppError> {
     service::unregister(&ctx.state.apps, &HostId::Connection(ctx.peer.id), &p.window_id, p.forget).await?;
     let notification =
         ServerNotification::AppUnregistered(AppUnregisteredParams { window_id: p.window_id, forgotten: p.forget });
@@ -78,12 +78,12 @@ fn app_caller(
     Ok(Some(caller))
 }
 
-pub async fn handle_app_list(ctx: &RequestCtx, p: AppListParams) -> Result<AppListResult, AppError> {
+pub(crate) async fn handle_app_list(ctx: &RequestCtx, p: AppListParams) -> Result<AppListResult, AppError> {
     app_caller(ctx, p.caller_window_id.as_deref(), None)?;
     Ok(AppListResult { apps: service::list(&ctx.state.apps).await })
 }
 
-pub async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {
+pub(crate) async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {
     app_caller(ctx, p.caller_window_id.as_deref(), Some(&p.window_id))?;
     Ok(AppQueryResult { data: service::query(&ctx.state.apps, &p.window_id, &p.state_key, p.timeout_ms).await? })
 }
@@ -91,7 +91,7 @@ pub async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<App
 /// A client's command runs as its own; with `callerWindowId`, as the app's: on the app's own
 /// window without approval, on another window through the gate of calls that are not a thread's
 /// own (withdrawn if this connection closes while it waits).
-pub async fn handle_app_command(ctx: &RequestCtx, p: AppCommandParams) -> Result<AppCommandResult, AppError> {
+pub(crate) async fn handle_app_command(ctx: &RequestCtx, p: AppCommandParams) -> Result<AppCommandResult, AppError> {
     let apps = &ctx.state.apps;
     let caller = match app_caller(ctx, p.caller_window_id.as_deref(), Some(&p.window_id))? {
         Some(app) if p.caller_window_id.as_deref() != Some(p.window_id.as_str()) => app,
@@ -123,7 +123,7 @@ pub async fn handle_app_command(ctx: &RequestCtx, p: AppCommandParams) -> Result
 
 /// Runs (and pins) the program of a new or changed descriptor app: only a client acting for the
 /// workspace's owner may approve it.
-pub async fn handle_app_descriptor_approve(
+pub(crate) async fn handle_app_descriptor_approve(
     ctx: &RequestCtx,
     p: AppDescriptorApproveParams,
 ) -> Result<AppDescriptorApproveResult, AppError> {
@@ -136,22 +136,22 @@ pub async fn handle_app_descriptor_approve(
     crate::apps::descriptors::pins::approve(&ctx.state.apps, &p.window_id).await
 }
 
-pub async fn handle_app_log_read(ctx: &RequestCtx, p: AppLogReadParams) -> Result<AppLogReadResult, AppError> {
+pub(crate) async fn handle_app_log_read(ctx: &RequestCtx, p: AppLogReadParams) -> Result<AppLogReadResult, AppError> {
     service::log_read(&ctx.state.apps, &p.window_id, p.after_seq, p.limit).await
 }
 
-pub async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOpenResult, AppError> {
+pub(crate) async fn handle_app_open(ctx: &RequestCtx, p: AppOpenParams) -> Result<AppOpenResult, AppError> {
     service::open(&ctx.state.apps, &p.path, &client_caller(ctx)).await
 }
 
 /// `app/emit` sent as a request: `{}` once the event is queued, or the reason it was refused.
-pub async fn handle_app_emit(ctx: &RequestCtx, p: AppEmitParams) -> Result<EmptyResult, AppError> {
+pub(crate) async fn handle_app_emit(ctx: &RequestCtx, p: AppEmitParams) -> Result<EmptyResult, AppError> {
     service::emit(&ctx.state.apps, &HostId::Connection(ctx.peer.id), p)?;
     Ok(EmptyResult {})
 }
 
 /// `app/emit` sent as a notification: nothing to answer, so a refused one is dropped and logged.
-pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
+pub(crate) fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
     let window = p.window_id.clone();
     if let Err(err) = service::emit(&ctx.state.apps, &HostId::Connection(ctx.peer.id), p) {
         tracing::warn!(conn = %ctx.peer.id, %window, error = %err, "app/emit dropped");
@@ -161,7 +161,7 @@ pub fn on_app_emit(ctx: &RequestCtx, p: AppEmitParams) {
 /// `app/interaction` (notification): runs as a task so the connection's reader is not held up,
 /// holding one of the connection's in-flight permits like a request. With none free it is
 /// dropped with a warning: a notification has no reply to carry -32001.
-pub fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
+pub(crate) fn on_app_interaction(ctx: &RequestCtx, p: AppInteractionParams) {
     let Ok(permit) = ctx.peer.in_flight.clone().try_acquire_owned() else {
         tracing::warn!(conn = %ctx.peer.id, window = %p.window_id, max_in_flight = ctx.peer.max_in_flight,
             "app/interaction dropped: the connection's in-flight limit is reached");

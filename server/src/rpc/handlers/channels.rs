@@ -48,7 +48,7 @@ async fn rejection(state: &ServerState, channel: &str) -> Option<String> {
 /// otherwise the messages kept for its channel start going out. The check reads the config file,
 /// so it ends a moment after `initialized`: an adapter is not held back meanwhile (one that is
 /// then rejected could be sent a message in that moment).
-pub async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
+pub(crate) async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
     let Some(adapter) = peer.session.client().and_then(|c| c.adapter.clone()) else { return };
     let why = match peer.transport {
         TransportKind::WebSocket => rejection(&state, &adapter.channel).await,
@@ -70,14 +70,17 @@ pub async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
     peer.close(CloseReason::ChannelRejected);
 }
 
-pub async fn handle_channel_list(ctx: &RequestCtx, _: ChannelListParams) -> Result<ChannelListResult, StoreError> {
+pub(crate) async fn handle_channel_list(
+    ctx: &RequestCtx,
+    _: ChannelListParams,
+) -> Result<ChannelListResult, StoreError> {
     let stored = ctx.state.store.origin_channels(MAX_STORED_ORIGINS).await?;
     Ok(ChannelListResult { channels: catalog(stored.into_iter().chain(connected_adapters(ctx))) })
 }
 
 /// The configured external channels: `enabled` from the config file, `running` while an adapter
 /// of that channel is connected.
-pub async fn handle_channel_status(
+pub(crate) async fn handle_channel_status(
     ctx: &RequestCtx,
     _: ChannelStatusParams,
 ) -> Result<ChannelStatusResult, WorkspaceError> {
@@ -95,21 +98,21 @@ pub async fn handle_channel_status(
     Ok(ChannelStatusResult { channels })
 }
 
-pub async fn handle_external_list(
+pub(crate) async fn handle_external_list(
     ctx: &RequestCtx,
     _: ExternalChannelListParams,
 ) -> Result<ExternalChannelListResult, WorkspaceError> {
     Ok(ExternalChannelListResult { channels: external_channels::list(&ctx.state.config_file.read().await?) })
 }
 
-pub async fn handle_external_get(
+pub(crate) async fn handle_external_get(
     ctx: &RequestCtx,
     p: ExternalChannelNameParams,
 ) -> Result<ExternalChannelResult, WorkspaceError> {
     Ok(ExternalChannelResult { channel: external_channels::get(&ctx.state.config_file.read().await?, &p.name)? })
 }
 
-pub async fn handle_external_upsert(
+pub(crate) async fn handle_external_upsert(
     ctx: &RequestCtx,
     p: ExternalChannelUpsertParams,
 ) -> Result<ExternalChannelResult, WorkspaceError> {
@@ -118,7 +121,7 @@ pub async fn handle_external_upsert(
     Ok(ExternalChannelResult { channel })
 }
 
-pub async fn handle_external_remove(
+pub(crate) async fn handle_external_remove(
     ctx: &RequestCtx,
     p: ExternalChannelNameParams,
 ) -> Result<RemovedResult, WorkspaceError> {

@@ -10,7 +10,10 @@ use crate::commands::{APP_COMMANDS, CommandError, custom};
 use crate::rpc::RequestCtx;
 use crate::store::ThreadWrite;
 
-pub async fn handle_command_list(ctx: &RequestCtx, p: CommandListParams) -> Result<CommandListResult, CommandError> {
+pub(crate) async fn handle_command_list(
+    ctx: &RequestCtx,
+    p: CommandListParams,
+) -> Result<CommandListResult, CommandError> {
     let chinese = p.language.as_deref().is_some_and(|l| l.starts_with("zh"));
     let plugin_dirs = ctx.state.plugins.contributions.command_dirs();
     let commands =
@@ -19,7 +22,10 @@ pub async fn handle_command_list(ctx: &RequestCtx, p: CommandListParams) -> Resu
     Ok(CommandListResult { commands })
 }
 
-pub async fn handle_command_execute(ctx: &RequestCtx, p: CommandExecuteParams) -> Result<CommandResult, CommandError> {
+pub(crate) async fn handle_command_execute(
+    ctx: &RequestCtx,
+    p: CommandExecuteParams,
+) -> Result<CommandResult, CommandError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     handle.state().require_exists()?;
     let (name, args) = crate::commands::parse(&p.command, p.arguments.as_deref());

@@ -9,20 +9,20 @@ use appserver_protocol::{
 use crate::cron::CronError;
 use crate::rpc::RequestCtx;
 
-pub async fn handle_list(ctx: &RequestCtx, p: CronListParams) -> Result<CronListResult, CronError> {
+pub(crate) async fn handle_list(ctx: &RequestCtx, p: CronListParams) -> Result<CronListResult, CronError> {
     Ok(CronListResult { jobs: ctx.state.cron.list(p.include_disabled).await? })
 }
 
-pub async fn handle_remove(ctx: &RequestCtx, p: CronJobIdParams) -> Result<RemovedResult, CronError> {
+pub(crate) async fn handle_remove(ctx: &RequestCtx, p: CronJobIdParams) -> Result<RemovedResult, CronError> {
     ctx.state.cron.remove(&p.job_id).await?;
     Ok(RemovedResult { removed: true })
 }
 
-pub async fn handle_enable(ctx: &RequestCtx, p: CronEnableParams) -> Result<CronJobResult, CronError> {
+pub(crate) async fn handle_enable(ctx: &RequestCtx, p: CronEnableParams) -> Result<CronJobResult, CronError> {
     Ok(CronJobResult { job: ctx.state.cron.enable(&p.job_id, p.enabled).await? })
 }
 
-pub async fn handle_heartbeat(
+pub(crate) async fn handle_heartbeat(
     ctx: &RequestCtx,
     _: HeartbeatTriggerParams,
 ) -> Result<HeartbeatTriggerResult, CronError> {
@@ -30,6 +30,6 @@ pub async fn handle_heartbeat(
     Ok(HeartbeatTriggerResult { result, error })
 }
 
-pub async fn handle_run(ctx: &RequestCtx, p: CronJobIdParams) -> Result<CronRunResult, CronError> {
+pub(crate) async fn handle_run(ctx: &RequestCtx, p: CronJobIdParams) -> Result<CronRunResult, CronError> {
     Ok(CronRunResult { queued: true, job: ctx.state.cron.run_now(&p.job_id).await? })
 }

@@ -22,37 +22,37 @@ fn owner_only(ctx: &RequestCtx) -> Result<(), McpHostError> {
     }
 }
 
-pub async fn handle_list(ctx: &RequestCtx) -> Result<McpListResult, McpHostError> {
+pub(crate) async fn handle_list(ctx: &RequestCtx) -> Result<McpListResult, McpHostError> {
     Ok(McpListResult { servers: ctx.state.turns.tool_env.mcp.list() })
 }
 
-pub async fn handle_get(ctx: &RequestCtx, p: McpNameParams) -> Result<McpServerResult, McpHostError> {
+pub(crate) async fn handle_get(ctx: &RequestCtx, p: McpNameParams) -> Result<McpServerResult, McpHostError> {
     Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.get(&p.name)? })
 }
 
-pub async fn handle_upsert(ctx: &RequestCtx, p: McpServerParams) -> Result<McpServerResult, McpHostError> {
+pub(crate) async fn handle_upsert(ctx: &RequestCtx, p: McpServerParams) -> Result<McpServerResult, McpHostError> {
     owner_only(ctx)?;
     Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.upsert(p.server).await? })
 }
 
-pub async fn handle_remove(ctx: &RequestCtx, p: McpNameParams) -> Result<McpRemoveResult, McpHostError> {
+pub(crate) async fn handle_remove(ctx: &RequestCtx, p: McpNameParams) -> Result<McpRemoveResult, McpHostError> {
     owner_only(ctx)?;
     ctx.state.turns.tool_env.mcp.remove(&p.name).await?;
     Ok(McpRemoveResult { removed: true })
 }
 
-pub async fn handle_status_list(ctx: &RequestCtx) -> Result<McpStatusListResult, McpHostError> {
+pub(crate) async fn handle_status_list(ctx: &RequestCtx) -> Result<McpStatusListResult, McpHostError> {
     Ok(McpStatusListResult { servers: ctx.state.turns.tool_env.mcp.statuses() })
 }
 
-pub async fn handle_test(ctx: &RequestCtx, p: McpServerParams) -> Result<McpTestResult, McpHostError> {
+pub(crate) async fn handle_test(ctx: &RequestCtx, p: McpServerParams) -> Result<McpTestResult, McpHostError> {
     owner_only(ctx)?;
     Ok(ctx.state.turns.tool_env.mcp.test(p.server).await)
 }
 
 /// `mcp/resources/read`: a `ui://` resource (an MCP Apps view's HTML) of a running server; other
 /// resources are not read through here.
-pub async fn handle_resources_read(
+pub(crate) async fn handle_resources_read(
     ctx: &RequestCtx,
     p: McpResourceReadParams,
 ) -> Result<McpResourceReadResult, McpHostError> {
@@ -65,7 +65,7 @@ pub async fn handle_resources_read(
 }
 
 /// `mcp/view/call`: withdrawn if this connection closes while its approval is pending.
-pub async fn handle_view_call(ctx: &RequestCtx, p: McpViewCallParams) -> Result<McpViewCallResult, RpcError> {
+pub(crate) async fn handle_view_call(ctx: &RequestCtx, p: McpViewCallParams) -> Result<McpViewCallResult, RpcError> {
     use crate::turns::view_calls::{self, ViewCall, ViewOutcome};
     let withdrawn = ctx.peer.closed().clone();
     let call = ViewCall {
@@ -93,7 +93,7 @@ pub async fn handle_view_call(ctx: &RequestCtx, p: McpViewCallParams) -> Result<
 }
 
 /// `mcp/view/context`: a view's `ui/update-model-context`, kept for the thread's next turns.
-pub async fn handle_view_context(ctx: &RequestCtx, p: McpViewContextParams) -> Result<EmptyResult, RpcError> {
+pub(crate) async fn handle_view_context(ctx: &RequestCtx, p: McpViewContextParams) -> Result<EmptyResult, RpcError> {
     crate::turns::view_context::set(&ctx.state.turns, p).await?;
     Ok(EmptyResult {})
 }

@@ -2,16 +2,16 @@
 //! the domain and its result into the wire result. The method table (`router.rs`) finds every
 //! handler here in one hop.
 
-pub mod apps;
-pub mod channels;
-pub mod commands;
-pub mod cron;
-pub mod mcp;
-pub mod plugins;
-pub mod skills;
-pub mod subagents;
-pub mod terminals;
-pub mod thread_tree;
-pub mod threads;
-pub mod turns;
-pub mod workspace;
+pub(crate) mod apps;
+pub(crate) mod channels;
+pub(crate) mod commands;
+pub(crate) mod cron;
+pub(crate) mod mcp;
+pub(crate) mod plugins;
+pub(crate) mod skills;
+pub(crate) mod subagents;
+pub(crate) mod terminals;
+pub(crate) mod thread_tree;
+pub(crate) mod threads;
+pub(crate) mod turns;
+pub(crate) mod workspace;

@@ -26,15 +26,15 @@ fn announce(ctx: &RequestCtx, source: &str) {
     announce_config_changed(ctx, source, vec!["plugins".into(), "skills".into(), "mcp".into()]);
 }
 
-pub async fn handle_list(ctx: &RequestCtx, p: PluginListParams) -> Result<PluginListResult, PluginError> {
+pub(crate) async fn handle_list(ctx: &RequestCtx, p: PluginListParams) -> Result<PluginListResult, PluginError> {
     ctx.state.plugins.list(p.include_disabled.unwrap_or(true)).await
 }
 
-pub async fn handle_view(ctx: &RequestCtx, p: PluginIdParams) -> Result<PluginResult, PluginError> {
+pub(crate) async fn handle_view(ctx: &RequestCtx, p: PluginIdParams) -> Result<PluginResult, PluginError> {
     Ok(PluginResult { plugin: ctx.state.plugins.view(&p.id).await? })
 }
 
-pub async fn handle_install(ctx: &RequestCtx, p: PluginInstallParams) -> Result<PluginResult, PluginError> {
+pub(crate) async fn handle_install(ctx: &RequestCtx, p: PluginInstallParams) -> Result<PluginResult, PluginError> {
     owner_only(ctx)?;
     let Some(path) = p.path.as_deref().filter(|p| !p.trim().is_empty()) else {
         return Err(PluginError::Invalid(format!(
@@ -47,14 +47,17 @@ pub async fn handle_install(ctx: &RequestCtx, p: PluginInstallParams) -> Result<
     Ok(PluginResult { plugin })
 }
 
-pub async fn handle_remove(ctx: &RequestCtx, p: PluginIdParams) -> Result<PluginResult, PluginError> {
+pub(crate) async fn handle_remove(ctx: &RequestCtx, p: PluginIdParams) -> Result<PluginResult, PluginError> {
     owner_only(ctx)?;
     let plugin = ctx.state.plugins.remove(&p.id).await?;
     announce(ctx, "plugin/remove");
     Ok(PluginResult { plugin })
 }
 
-pub async fn handle_set_enabled(ctx: &RequestCtx, p: PluginSetEnabledParams) -> Result<PluginResult, PluginError> {
+pub(crate) async fn handle_set_enabled(
+    ctx: &RequestCtx,
+    p: PluginSetEnabledParams,
+) -> Result<PluginResult, PluginError> {
     owner_only(ctx)?;
     let (plugin, changed) = ctx.state.plugins.set_enabled(&p.id, p.enabled).await?;
     if changed {
@@ -63,7 +66,10 @@ pub async fn handle_set_enabled(ctx: &RequestCtx, p: PluginSetEnabledParams) -> 
     Ok(PluginResult { plugin })
 }
 
-pub async fn handle_mcp_approve(ctx: &RequestCtx, p: PluginMcpApproveParams) -> Result<PluginResult, PluginError> {
+pub(crate) async fn handle_mcp_approve(
+    ctx: &RequestCtx,
+    p: PluginMcpApproveParams,
+) -> Result<PluginResult, PluginError> {
     owner_only(ctx)?;
     let plugin = ctx.state.plugins.approve_mcp(&p.id, &p.name).await?;
     announce_config_changed(ctx, "plugin/mcp/approve", vec!["plugins".into(), "mcp".into()]);

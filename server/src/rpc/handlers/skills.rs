@@ -24,36 +24,39 @@ fn info(skill: &Skill) -> SkillInfo {
     }
 }
 
-pub async fn handle_list(ctx: &RequestCtx, p: SkillsListParams) -> Result<SkillsListResult, SkillError> {
+pub(crate) async fn handle_list(ctx: &RequestCtx, p: SkillsListParams) -> Result<SkillsListResult, SkillError> {
     let include_unavailable = p.include_unavailable.unwrap_or(true);
     let skills = ctx.state.skills.list().await?;
     let skills = skills.iter().filter(|s| include_unavailable || s.unavailable_reason.is_none()).map(info).collect();
     Ok(SkillsListResult { skills })
 }
 
-pub async fn handle_read(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsReadResult, SkillError> {
+pub(crate) async fn handle_read(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsReadResult, SkillError> {
     let skill = ctx.state.skills.find(&p.name).await?;
     Ok(SkillsReadResult { name: p.name, content: skill.content, metadata: skill.metadata })
 }
 
-pub async fn handle_view(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsViewResult, SkillError> {
+pub(crate) async fn handle_view(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsViewResult, SkillError> {
     let skill = ctx.state.skills.find(&p.name).await?;
     Ok(SkillsViewResult { name: p.name, content: skill.body().to_owned() })
 }
 
 /// This server makes no workspace adaptations of skills, so there is never one to restore.
-pub async fn handle_restore(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsRestoreResult, SkillError> {
+pub(crate) async fn handle_restore(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsRestoreResult, SkillError> {
     ctx.state.skills.find(&p.name).await?;
     Ok(SkillsRestoreResult { name: p.name, restored: false })
 }
 
-pub async fn handle_set_enabled(ctx: &RequestCtx, p: SkillsSetEnabledParams) -> Result<SkillResult, SkillError> {
+pub(crate) async fn handle_set_enabled(ctx: &RequestCtx, p: SkillsSetEnabledParams) -> Result<SkillResult, SkillError> {
     let skill = ctx.state.skills.set_enabled(&p.name, p.enabled).await?;
     announce_config_changed(ctx, "skills/setEnabled", vec!["skills".into()]);
     Ok(SkillResult { skill: info(&skill) })
 }
 
-pub async fn handle_uninstall(ctx: &RequestCtx, p: SkillNameParams) -> Result<SkillsUninstallResult, SkillError> {
+pub(crate) async fn handle_uninstall(
+    ctx: &RequestCtx,
+    p: SkillNameParams,
+) -> Result<SkillsUninstallResult, SkillError> {
     let skill = ctx.state.skills.uninstall(&p.name).await?;
     announce_config_changed(ctx, "skills/uninstall", vec!["skills".into()]);
     Ok(SkillsUninstallResult {

@@ -39,7 +39,7 @@ fn edge(e: EdgeRecord) -> SubAgentEdge {
     }
 }
 
-pub async fn handle_children_list(
+pub(crate) async fn handle_children_list(
     ctx: &RequestCtx,
     p: SubAgentChildrenListParams,
 ) -> Result<SubAgentChildrenListResult, SessionError> {
@@ -97,7 +97,7 @@ fn changed(ctx: &RequestCtx, source: &str) {
     announce_config_changed(ctx, source, vec!["subagent".into()]);
 }
 
-pub async fn handle_profiles_list(
+pub(crate) async fn handle_profiles_list(
     ctx: &RequestCtx,
     _: SubAgentProfilesListParams,
 ) -> Result<SubAgentProfilesListResult, SubAgentError> {
@@ -109,7 +109,7 @@ pub async fn handle_profiles_list(
     })
 }
 
-pub async fn handle_settings_update(
+pub(crate) async fn handle_settings_update(
     ctx: &RequestCtx,
     p: SubAgentSettingsUpdateParams,
 ) -> Result<SubAgentSettingsResult, SubAgentError> {
@@ -122,7 +122,7 @@ pub async fn handle_settings_update(
     Ok(SubAgentSettingsResult { settings: config(ctx).await?.settings })
 }
 
-pub async fn handle_set_enabled(
+pub(crate) async fn handle_set_enabled(
     ctx: &RequestCtx,
     p: SubAgentProfileSetEnabledParams,
 ) -> Result<SubAgentProfileResult, SubAgentError> {
@@ -142,7 +142,7 @@ pub async fn handle_set_enabled(
     entry(ctx, &p.name).await
 }
 
-pub async fn handle_upsert(
+pub(crate) async fn handle_upsert(
     ctx: &RequestCtx,
     p: SubAgentProfileUpsertParams,
 ) -> Result<SubAgentProfileResult, SubAgentError> {
@@ -157,7 +157,10 @@ pub async fn handle_upsert(
     entry(ctx, &p.name).await
 }
 
-pub async fn handle_remove(ctx: &RequestCtx, p: SubAgentProfileNameParams) -> Result<RemovedResult, SubAgentError> {
+pub(crate) async fn handle_remove(
+    ctx: &RequestCtx,
+    p: SubAgentProfileNameParams,
+) -> Result<RemovedResult, SubAgentError> {
     if p.name == profiles::NATIVE {
         return Err(SubAgentError::Protected(p.name));
     }
@@ -194,7 +197,10 @@ async fn set_edge(ctx: &RequestCtx, mut edge: EdgeRecord, status: &str) -> Resul
 }
 
 /// `subagent/close`: cancels the child's running turn, if any, and closes its edge.
-pub async fn handle_close(ctx: &RequestCtx, p: SubAgentControlParams) -> Result<SubAgentEdgeResult, SessionError> {
+pub(crate) async fn handle_close(
+    ctx: &RequestCtx,
+    p: SubAgentControlParams,
+) -> Result<SubAgentEdgeResult, SessionError> {
     let edge = child_edge(ctx, &p).await?;
     if let Some(child) = ctx.state.threads.loaded(&p.child_thread_id)
         && let Some(running) = child.state().running.as_ref()
@@ -206,7 +212,10 @@ pub async fn handle_close(ctx: &RequestCtx, p: SubAgentControlParams) -> Result<
 
 /// `subagent/resume`: a paused child becomes active again and its edge reopens (the child is sent
 /// nothing).
-pub async fn handle_resume(ctx: &RequestCtx, p: SubAgentControlParams) -> Result<SubAgentEdgeResult, SessionError> {
+pub(crate) async fn handle_resume(
+    ctx: &RequestCtx,
+    p: SubAgentControlParams,
+) -> Result<SubAgentEdgeResult, SessionError> {
     let edge = child_edge(ctx, &p).await?;
     let child = ctx.state.threads.get(&p.child_thread_id).await?;
     if child.state().record.status == ThreadStatus::Paused {

@@ -24,28 +24,28 @@ fn max_chars(max: Option<u64>) -> usize {
     max.unwrap_or(DEFAULT_MAX_CHARS).clamp(1, 1_000_000) as usize
 }
 
-pub async fn handle_list(ctx: &RequestCtx, p: TerminalListParams) -> Result<TerminalListResult, RpcError> {
+pub(crate) async fn handle_list(ctx: &RequestCtx, p: TerminalListParams) -> Result<TerminalListResult, RpcError> {
     Ok(TerminalListResult { terminals: ctx.state.shell.terminals.list(p.thread_id.as_deref()) })
 }
 
-pub async fn handle_read(ctx: &RequestCtx, p: TerminalReadParams) -> Result<TerminalResult, RpcError> {
+pub(crate) async fn handle_read(ctx: &RequestCtx, p: TerminalReadParams) -> Result<TerminalResult, RpcError> {
     let terminals = &ctx.state.shell.terminals;
     let terminal = terminals.read(&p.session_id, wait(p.wait_ms, 0), max_chars(p.max_output_chars)).await?;
     Ok(TerminalResult { terminal })
 }
 
-pub async fn handle_write(ctx: &RequestCtx, p: TerminalWriteParams) -> Result<TerminalResult, RpcError> {
+pub(crate) async fn handle_write(ctx: &RequestCtx, p: TerminalWriteParams) -> Result<TerminalResult, RpcError> {
     let terminals = &ctx.state.shell.terminals;
     let (yield_time, max) = (wait(p.yield_time_ms, 1000), max_chars(p.max_output_chars));
     let terminal = terminals.write(&p.session_id, &p.input, yield_time, max).await?;
     Ok(TerminalResult { terminal })
 }
 
-pub async fn handle_stop(ctx: &RequestCtx, p: TerminalSessionParams) -> Result<TerminalResult, RpcError> {
+pub(crate) async fn handle_stop(ctx: &RequestCtx, p: TerminalSessionParams) -> Result<TerminalResult, RpcError> {
     Ok(TerminalResult { terminal: ctx.state.shell.terminals.stop(&p.session_id).await? })
 }
 
-pub async fn handle_clean(ctx: &RequestCtx, p: TerminalCleanParams) -> Result<TerminalListResult, RpcError> {
+pub(crate) async fn handle_clean(ctx: &RequestCtx, p: TerminalCleanParams) -> Result<TerminalListResult, RpcError> {
     if p.thread_id.trim().is_empty() {
         return Err(RpcError::invalid_params("threadId: must not be empty"));
     }

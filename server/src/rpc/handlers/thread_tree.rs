@@ -43,7 +43,7 @@ fn not_running(state: &ThreadState) -> Result<(), SessionError> {
     if state.running.is_some() { Err(SessionError::TurnInProgress(state.record.id.clone())) } else { Ok(()) }
 }
 
-pub async fn handle_thread_archive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_archive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
     refuse_child(ctx, &p.thread_id, "archived").await?;
     {
         let handle = ctx.state.threads.get(&p.thread_id).await?;
@@ -58,7 +58,7 @@ pub async fn handle_thread_archive(ctx: &RequestCtx, p: ThreadIdParams) -> Resul
     Ok(EmptyResult {})
 }
 
-pub async fn handle_thread_unarchive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_unarchive(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
     let allowed = |state: &ThreadState| match state.record.status {
         ThreadStatus::Paused => Err(SessionError::InvalidParams(format!(
             "thread {} is paused, not archived: use thread/resume",
@@ -77,7 +77,7 @@ pub async fn handle_thread_unarchive(ctx: &RequestCtx, p: ThreadIdParams) -> Res
 }
 
 /// Deletes a thread and, first, its sub-agent descendants (deepest first).
-pub async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_delete(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
     refuse_child(ctx, &p.thread_id, "deleted").await?;
     ctx.state.threads.get(&p.thread_id).await?.state().require_exists()?;
     for child in descendants(ctx, &p.thread_id).await?.into_iter().rev() {

@@ -23,7 +23,8 @@ const DEFAULT_PAGE: u32 = 100;
 const MAX_PAGE: u32 = 1000;
 
 /// Approval policies a thread may name: DotCraft's and the Codex-style names.
-pub const APPROVAL_POLICIES: &[&str] = &["default", "autoApprove", "interrupt", "never", "onRequest", "untrusted"];
+pub(crate) const APPROVAL_POLICIES: &[&str] =
+    &["default", "autoApprove", "interrupt", "never", "onRequest", "untrusted"];
 
 fn validate_config(config: &appserver_protocol::ThreadConfiguration) -> Result<(), SessionError> {
     if let Some(policy) = &config.approval_policy {
@@ -63,7 +64,7 @@ fn validate_dynamic_tools(tools: &[appserver_protocol::DynamicToolSpec]) -> Resu
     Ok(())
 }
 
-pub async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Result<ThreadResult, SessionError> {
+pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) -> Result<ThreadResult, SessionError> {
     if p.identity.channel_name.trim().is_empty() {
         return Err(SessionError::InvalidParams("identity.channelName: must not be empty".into()));
     }
@@ -109,7 +110,7 @@ const THREAD_ID_ATTEMPTS: u32 = 8;
 /// Persists a new thread, loads it, and announces it (`thread/started`) after the reply. The row
 /// is inserted, never upserted: when its id is taken, the thread gets a new id and the existing
 /// thread is left as it was.
-pub async fn create_thread(
+pub(crate) async fn create_thread(
     ctx: &RequestCtx,
     mut record: ThreadRecord,
     dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
@@ -172,7 +173,7 @@ pub async fn create_thread(
 }
 
 /// A fresh active thread record with the identity and settings of `like` (for `/new`).
-pub fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
+pub(crate) fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
     let now = UtcTime::now();
     ThreadRecord {
         id: new_thread_id(now),
@@ -193,7 +194,10 @@ fn fronts_editor(ctx: &RequestCtx) -> bool {
     ctx.peer.acp_extensions().is_some()
 }
 
-pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadResumeParams) -> Result<ThreadResult, SessionError> {
+pub(crate) async fn handle_thread_resume(
+    ctx: &RequestCtx,
+    p: ThreadResumeParams,
+) -> Result<ThreadResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let (ticket, previous) = {
         let mut state = handle.state();
@@ -241,7 +245,10 @@ pub async fn handle_thread_resume(ctx: &RequestCtx, p: ThreadResumeParams) -> Re
     Ok(ThreadResult { thread })
 }
 
-pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result<ThreadListResult, SessionError> {
+pub(crate) async fn handle_thread_list(
+    ctx: &RequestCtx,
+    p: ThreadListParams,
+) -> Result<ThreadListResult, SessionError> {
     let limit = p.limit.unwrap_or(DEFAULT_PAGE).clamp(1, MAX_PAGE);
     let after = match &p.cursor {
         Some(cursor) => Some(
@@ -293,7 +300,11 @@ pub async fn handle_thread_list(ctx: &RequestCtx, p: ThreadListParams) -> Result
 /// `thread/read`, answered with its whole response frame. With `includeTurns` the stored items
 /// are spliced into the reply as they are read, never parsed, into a reply sized once: the reply
 /// is the one copy of the thread held (see docs/performance.md).
-pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadParams) -> Result<String, SessionError> {
+pub(crate) async fn thread_read_reply(
+    ctx: &RequestCtx,
+    id: &RequestId,
+    p: ThreadReadParams,
+) -> Result<String, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     // Taken before the store is read: the reply reflects at least every event up to it. In
     // cluster mode another instance may number the thread's events: the log is the record.
@@ -335,13 +346,19 @@ pub async fn thread_read_reply(ctx: &RequestCtx, id: &RequestId, p: ThreadReadPa
     Ok(reply)
 }
 
-pub async fn handle_thread_rollback(ctx: &RequestCtx, p: ThreadRollbackParams) -> Result<ThreadResult, SessionError> {
+pub(crate) async fn handle_thread_rollback(
+    ctx: &RequestCtx,
+    p: ThreadRollbackParams,
+) -> Result<ThreadResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     let thread = rollback::rollback(&ctx.state.store, &ctx.state.debug, &handle, p.num_turns).await?;
     Ok(ThreadResult { thread })
 }
 
-pub async fn handle_thread_subscribe(ctx: &RequestCtx, p: ThreadSubscribeParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_subscribe(
+    ctx: &RequestCtx,
+    p: ThreadSubscribeParams,
+) -> Result<EmptyResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     subscribe_connection(ctx, handle, p.replay_recent, p.after_seq).await?;
     Ok(EmptyResult {})
@@ -385,7 +402,10 @@ pub(crate) async fn subscribe_connection(
     Ok(())
 }
 
-pub async fn handle_thread_unsubscribe(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_unsubscribe(
+    ctx: &RequestCtx,
+    p: ThreadIdParams,
+) -> Result<EmptyResult, SessionError> {
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     handle.hub.unsubscribe(ctx.peer.id);
     Ok(EmptyResult {})
@@ -426,7 +446,7 @@ pub(super) async fn change_status(
     Ok(EmptyResult {})
 }
 
-pub async fn handle_thread_pause(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_pause(ctx: &RequestCtx, p: ThreadIdParams) -> Result<EmptyResult, SessionError> {
     change_status(ctx, &p.thread_id, ThreadStatus::Paused, |state| match state.record.status {
         ThreadStatus::Archived => {
             Err(SessionError::ThreadNotActive { id: state.record.id.clone(), status: "archived" })
@@ -454,7 +474,10 @@ async fn update_record(
     Ok(handle)
 }
 
-pub async fn handle_thread_mode_set(ctx: &RequestCtx, p: ThreadModeSetParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_mode_set(
+    ctx: &RequestCtx,
+    p: ThreadModeSetParams,
+) -> Result<EmptyResult, SessionError> {
     let mode = p.mode.trim().to_owned();
     if mode.is_empty() {
         return Err(SessionError::InvalidParams("mode: must not be empty".into()));
@@ -467,7 +490,7 @@ pub async fn handle_thread_mode_set(ctx: &RequestCtx, p: ThreadModeSetParams) ->
     Ok(EmptyResult {})
 }
 
-pub async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Result<EmptyResult, SessionError> {
     let name = p.display_name.trim().to_owned();
     if name.is_empty() {
         return Err(SessionError::InvalidParams("displayName: must not be empty".into()));
@@ -485,7 +508,7 @@ pub async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Re
     Ok(EmptyResult {})
 }
 
-pub async fn handle_thread_config_update(
+pub(crate) async fn handle_thread_config_update(
     ctx: &RequestCtx,
     p: ThreadConfigUpdateParams,
 ) -> Result<EmptyResult, SessionError> {

@@ -17,7 +17,7 @@ use crate::turns::runner::{self, Origin};
 /// Tries of a turn start whose allocation found the thread changed by another instance.
 const STALE_ATTEMPTS: u32 = 3;
 
-pub async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
+pub(crate) async fn handle_turn_start(ctx: &RequestCtx, p: TurnStartParams) -> Result<TurnResult, SessionError> {
     input::validate(&p.input)?;
     let thread_id = p.thread_id.clone();
     let mut attempt = 1;
@@ -109,7 +109,10 @@ async fn prepare(
     }
 }
 
-pub async fn handle_turn_interrupt(ctx: &RequestCtx, p: TurnInterruptParams) -> Result<EmptyResult, SessionError> {
+pub(crate) async fn handle_turn_interrupt(
+    ctx: &RequestCtx,
+    p: TurnInterruptParams,
+) -> Result<EmptyResult, SessionError> {
     if let Some(answer) = forward::route(ctx, &p.thread_id, "turn/interrupt", &p, Need::Holder).await? {
         return Ok(answer);
     }
@@ -134,7 +137,10 @@ pub async fn handle_turn_interrupt(ctx: &RequestCtx, p: TurnInterruptParams) -> 
     }
 }
 
-pub async fn handle_turn_enqueue(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqueueResult, SessionError> {
+pub(crate) async fn handle_turn_enqueue(
+    ctx: &RequestCtx,
+    p: TurnEnqueueParams,
+) -> Result<TurnEnqueueResult, SessionError> {
     input::validate(&p.input)?;
     let thread_id = p.thread_id.clone();
     let using = forward::use_lease(ctx, &thread_id).await?;
@@ -158,7 +164,7 @@ async fn enqueue_here(ctx: &RequestCtx, p: TurnEnqueueParams) -> Result<TurnEnqu
     Ok(TurnEnqueueResult { queued_input: enqueued.queued_input, queued_inputs: enqueued.queued_inputs })
 }
 
-pub async fn handle_turn_queue_remove(
+pub(crate) async fn handle_turn_queue_remove(
     ctx: &RequestCtx,
     p: TurnQueueRemoveParams,
 ) -> Result<QueuedInputsResult, SessionError> {
@@ -170,7 +176,7 @@ pub async fn handle_turn_queue_remove(
     Ok(QueuedInputsResult { queued_inputs })
 }
 
-pub async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<TurnSteerResult, SessionError> {
+pub(crate) async fn handle_turn_steer(ctx: &RequestCtx, p: TurnSteerParams) -> Result<TurnSteerResult, SessionError> {
     if let Some(answer) = forward::route(ctx, &p.thread_id, "turn/steer", &p, Need::Holder).await? {
         return Ok(answer);
     }

@@ -12,7 +12,7 @@ use crate::threads::broadcast;
 use crate::workspace::{WorkspaceError, commit_message, settings, welcome};
 
 /// Announces, after the reply, that `source` changed the workspace config's `regions`.
-pub fn announce_config_changed(ctx: &RequestCtx, source: &str, regions: Vec<String>) {
+pub(crate) fn announce_config_changed(ctx: &RequestCtx, source: &str, regions: Vec<String>) {
     let notification = ServerNotification::WorkspaceConfigChanged(WorkspaceConfigChangedParams {
         source: source.to_owned(),
         regions,
@@ -22,14 +22,14 @@ pub fn announce_config_changed(ctx: &RequestCtx, source: &str, regions: Vec<Stri
     ctx.after_reply(move || broadcast(server.connections.as_ref(), &notification));
 }
 
-pub async fn handle_config_schema(
+pub(crate) async fn handle_config_schema(
     _: &RequestCtx,
     _: WorkspaceConfigSchemaParams,
 ) -> Result<WorkspaceConfigSchemaResult, WorkspaceError> {
     Ok(WorkspaceConfigSchemaResult { sections: settings::schema() })
 }
 
-pub async fn handle_config_update(
+pub(crate) async fn handle_config_update(
     ctx: &RequestCtx,
     p: WorkspaceConfigValues,
 ) -> Result<WorkspaceConfigValues, WorkspaceError> {
@@ -38,7 +38,7 @@ pub async fn handle_config_update(
     Ok(echo)
 }
 
-pub async fn handle_commit_message_suggest(
+pub(crate) async fn handle_commit_message_suggest(
     ctx: &RequestCtx,
     p: CommitMessageSuggestParams,
 ) -> Result<CommitMessageSuggestResult, WorkspaceError> {
@@ -46,7 +46,7 @@ pub async fn handle_commit_message_suggest(
     commit_message::suggest(&state.store, &state.config.workspace, state.model.as_deref(), p).await
 }
 
-pub async fn handle_welcome_suggestions(
+pub(crate) async fn handle_welcome_suggestions(
     ctx: &RequestCtx,
     p: WelcomeSuggestionsParams,
 ) -> Result<WelcomeSuggestionsResult, WorkspaceError> {

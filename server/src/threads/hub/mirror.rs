@@ -12,7 +12,7 @@ use crate::threads::event_log::{LoggedEvent, MAX_CATCH_UP, catch_up};
 impl EventHub {
     /// Delivers an event another instance published: skipped when delivered already; after a
     /// gap, the missing events are read from the log and delivered first.
-    pub async fn deliver_remote(&self, store: &Store, event: LoggedEvent) -> Result<(), SessionError> {
+    pub(crate) async fn deliver_remote(&self, store: &Store, event: LoggedEvent) -> Result<(), SessionError> {
         let _order = self.shared.remote.lock().await;
         let delivered = self.delivered_seq();
         if event.seq <= delivered {
@@ -35,7 +35,7 @@ impl EventHub {
 
     /// Delivers the logged events after the last delivered, up to `last` (their messages were
     /// lost, or came from this instance's own numbering elsewhere).
-    pub async fn catch_up_to(&self, store: &Store, last: u64) -> Result<(), SessionError> {
+    pub(crate) async fn catch_up_to(&self, store: &Store, last: u64) -> Result<(), SessionError> {
         let _order = self.shared.remote.lock().await;
         let delivered = self.delivered_seq();
         if last <= delivered {
@@ -51,7 +51,7 @@ impl EventHub {
     /// Takes note that the log holds events up to `last` (read from the store before a
     /// subscription on an instance that may not have seen them): they can be asked for as
     /// `afterSeq`, and with nobody listening here they count as delivered.
-    pub fn fast_forward(&self, last: u64) {
+    pub(crate) fn fast_forward(&self, last: u64) {
         {
             let mut pipeline = self.shared.pipeline();
             pipeline.last_seq = pipeline.last_seq.max(last);
@@ -68,7 +68,7 @@ impl EventHub {
     /// the thread over) leave no gap: with nothing left in flight, numbering restarts after what
     /// the log and the recipients have. A gap in the log that is too old to read (pruned with
     /// older turns) is skipped, as a subscriber that far behind would be.
-    pub async fn adopt(&self, store: &Store) -> Result<(), SessionError> {
+    pub(crate) async fn adopt(&self, store: &Store) -> Result<(), SessionError> {
         // What this instance still has in flight is logged (or refused) first.
         self.flush().await;
         let last = store.last_event_seq(&self.shared.thread_id).await?;

@@ -29,7 +29,7 @@ use crate::store::{StoreError, WriteOp};
 /// Events a thread's log keeps at least by default (beyond the current and the previous turn), so
 /// a subscriber that fell behind for a while catches up from it rather than missing events
 /// (`--min-kept-events`).
-pub const MIN_KEPT_EVENTS: u64 = 4096;
+pub(crate) const MIN_KEPT_EVENTS: u64 = 4096;
 
 /// Frames of the current turn kept for `replayRecent`: at most this many...
 const RECENT_LIMIT: usize = 512;
@@ -38,13 +38,13 @@ const RECENT_MAX_BYTES: usize = 1024 * 1024;
 
 /// A notification's method: static for this instance's own, owned for one read back from the
 /// log or received from another instance.
-pub type Method = std::borrow::Cow<'static, str>;
+pub(crate) type Method = std::borrow::Cow<'static, str>;
 
 /// A delivered notification: its `seq`, method and frame.
 type Event = (u64, Method, OutFrame);
 
 #[derive(Debug)]
-pub struct EventHub {
+pub(crate) struct EventHub {
     shared: Arc<Shared>,
 }
 
@@ -94,7 +94,7 @@ impl std::fmt::Debug for Pipeline {
 /// An event published with its own write ([`EventHub::publish_with`]): its commit, and for a held
 /// event its release. Dropping it releases the event (delivered if it committed).
 #[derive(Debug)]
-pub struct Publication {
+pub(crate) struct Publication {
     committed: oneshot::Receiver<Result<(), StoreError>>,
     release: Option<oneshot::Sender<bool>>,
 }
@@ -102,12 +102,12 @@ pub struct Publication {
 impl Publication {
     /// Waits until the unit holding the write and the event has committed (or failed: then the
     /// event is never delivered).
-    pub async fn committed(&mut self) -> Result<(), StoreError> {
+    pub(crate) async fn committed(&mut self) -> Result<(), StoreError> {
         (&mut self.committed).await.unwrap_or(Err(StoreError::Closed))
     }
 
     /// Lets a held event go on: delivered when `deliver` and its unit committed, else dropped.
-    pub fn release(mut self, deliver: bool) {
+    pub(crate) fn release(mut self, deliver: bool) {
         if let Some(release) = self.release.take() {
             let _ = release.send(deliver);
         }
@@ -145,14 +145,14 @@ pub(super) enum Boundary {
 /// A turn boundary queued by [`EventHub::start_turn`], to undo with [`EventHub::abandon_turn`].
 #[derive(Debug)]
 #[must_use = "a turn whose start fails is abandoned"]
-pub struct TurnBegun {
+pub(crate) struct TurnBegun {
     /// The `seq` the turn before began at.
     previous: Option<u64>,
 }
 
 /// What [`EventHub::subscribe`] did.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Subscribed {
+pub(crate) enum Subscribed {
     /// The connection was subscribed already: nothing changed.
     Already,
     /// Subscribed and holding. With `Some((after, through))`, the caller reads the logged events
@@ -163,14 +163,14 @@ pub enum Subscribed {
 /// `afterSeq` names an event the thread has not had.
 #[derive(Debug, thiserror::Error)]
 #[error("afterSeq {after} is past the thread's last event ({last})")]
-pub struct AfterSeqAhead {
-    pub after: u64,
-    pub last: u64,
+pub(crate) struct AfterSeqAhead {
+    pub(crate) after: u64,
+    pub(crate) last: u64,
 }
 
 impl EventHub {
     /// The hub of thread `thread_id`, whose last logged event is `last_seq`.
-    pub fn new(thread_id: &str, gate: Arc<AnnounceGate>, log: Arc<dyn EventLog>, last_seq: u64) -> Self {
+    pub(crate) fn new(thread_id: &str, gate: Arc<AnnounceGate>, log: Arc<dyn EventLog>, last_seq: u64) -> Self {
         EventHub {
             shared: Arc::new(Shared {
                 thread_id: thread_id.to_owned(),
@@ -187,7 +187,7 @@ impl EventHub {
     /// Numbers a thread-scoped notification (`text`, as `ServerNotification::to_frame` wrote
     /// it), logs it and queues it for delivery to every recipient, at most once each, after the
     /// log write commits (held further while the thread is unannounced).
-    pub fn publish(&self, method: &'static str, text: String) {
+    pub(crate) fn publish(&self, method: &'static str, text: String) {
         let pipeline = self.shared.pipeline();
         self.push_event(pipeline, method, text, None);
     }
@@ -198,7 +198,7 @@ impl EventHub {
     /// whether it committed; the event goes out only if it did. With `hold`, it also waits for
     /// [`Publication::release`] (the publisher settles what the announcement must find first,
     /// such as the thread no longer running), and everything published after it waits too.
-    pub fn publish_with(&self, method: &'static str, text: String, write: WriteOp, hold: bool) -> Publication {
+    pub(crate) fn publish_with(&self, method: &'static str, text: String, write: WriteOp, hold: bool) -> Publication {
         let (committed_tx, committed) = oneshot::channel();
         let (release, release_rx) = match hold {
             true => {
@@ -220,7 +220,7 @@ impl EventHub {
     /// so starting a turn costs one commit. The events are held until [`Publication::release`]
     /// (the starter's `turn/start` response goes first) and never go out if the start is not
     /// written; then undo the boundary with [`EventHub::abandon_turn`].
-    pub fn start_turn(
+    pub(crate) fn start_turn(
         &self,
         starter: Option<&Arc<dyn Client>>,
         write: WriteOp,
@@ -297,13 +297,13 @@ impl EventHub {
     }
 
     /// Keeps at least `events` of the thread's events in its log (see [`MIN_KEPT_EVENTS`]).
-    pub fn keep_at_least(&self, events: u64) {
+    pub(crate) fn keep_at_least(&self, events: u64) {
         self.shared.pipeline().min_kept = events;
     }
 
     /// Broadcasts `thread/started` (`frame`), then everything held for the thread, in order;
     /// from then on nothing is held.
-    pub fn announce(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
+    pub(crate) fn announce(&self, connections: &dyn Broadcast, method: &str, frame: OutFrame) {
         let mut held = self.shared.gate.lock();
         connections.broadcast(method, &frame);
         for notification in held.take().unwrap_or_default() {
@@ -318,31 +318,31 @@ impl EventHub {
     }
 
     /// The thread's announcement state (shared with its `ThreadState`).
-    pub fn gate(&self) -> &Arc<AnnounceGate> {
+    pub(crate) fn gate(&self) -> &Arc<AnnounceGate> {
         &self.shared.gate
     }
 
     /// The `seq` of the last event delivered: everything it announced is in the store.
-    pub fn delivered_seq(&self) -> u64 {
+    pub(crate) fn delivered_seq(&self) -> u64 {
         self.shared.inner().delivered
     }
 
     /// Waits until every event published (and turn boundary queued) so far has been handed on,
     /// so a request that follows an event, such as an approval after its item, reaches clients
     /// after it.
-    pub async fn flush(&self) {
+    pub(crate) async fn flush(&self) {
         self.flush_through(self.queued()).await;
     }
 
     /// How many steps (events and turn boundaries) have been queued so far: a mark for
     /// [`EventHub::flush_through`].
-    pub fn queued(&self) -> u64 {
+    pub(crate) fn queued(&self) -> u64 {
         self.shared.pipeline().pushed
     }
 
     /// Waits until the steps queued up to `mark` have been handed on (not those queued after it,
     /// such as the next turn's opening events, held until that turn is spawned).
-    pub async fn flush_through(&self, mark: u64) {
+    pub(crate) async fn flush_through(&self, mark: u64) {
         let mut handed = self.shared.handed.subscribe();
         let _ = handed.wait_for(|count| *count >= mark).await;
     }
@@ -352,7 +352,7 @@ impl EventHub {
     /// [`Subscribed::New`]); else, with `replay`, the frames of the running turn so far come
     /// first. A turn that has ended is not replayed: its `turn/started` would look live
     /// (`status: "running"`); `thread/read` has it as it ended.
-    pub fn subscribe(
+    pub(crate) fn subscribe(
         &self,
         peer: &Arc<dyn Client>,
         replay: bool,
@@ -378,7 +378,7 @@ impl EventHub {
     }
 
     /// Sends a new subscriber the logged events it catches up on (`caught_up`), then what was held for it, in order, and makes it live.
-    pub fn release(&self, id: ConnectionId, caught_up: Vec<LoggedEvent>) {
+    pub(crate) fn release(&self, id: ConnectionId, caught_up: Vec<LoggedEvent>) {
         let mut inner = self.shared.inner();
         if let Some(subscriber) = inner.subscribers.get_mut(&id) {
             for event in &caught_up {
@@ -394,14 +394,14 @@ impl EventHub {
         }
     }
 
-    pub fn unsubscribe(&self, id: ConnectionId) -> bool {
+    pub(crate) fn unsubscribe(&self, id: ConnectionId) -> bool {
         self.shared.inner().subscribers.remove(&id).is_some()
     }
 
     /// The turn boundary of [`EventHub::start_turn`] alone: a turn with no start to write, for the
     /// hub's tests.
     #[cfg(test)]
-    pub fn begin_turn(&self, starter: Option<&Arc<dyn Client>>) {
+    pub(crate) fn begin_turn(&self, starter: Option<&Arc<dyn Client>>) {
         let mut pipeline = self.shared.pipeline();
         let _begun = self.begin_turn_locked(&mut pipeline, starter);
         self.start_draining(pipeline);
@@ -425,7 +425,7 @@ impl EventHub {
 
     /// Undoes [`EventHub::start_turn`] whose start was not written: ends the turn's delivery,
     /// and the turn before it is again the previous one (its events stay in the log).
-    pub fn abandon_turn(&self, begun: TurnBegun) {
+    pub(crate) fn abandon_turn(&self, begun: TurnBegun) {
         let mut pipeline = self.shared.pipeline();
         pipeline.turn_start = begun.previous;
         self.queue_step(&mut pipeline, Step::EndTurn);
@@ -433,25 +433,25 @@ impl EventHub {
     }
 
     /// Ends the inline path and the replay of the turn, after the events published so far.
-    pub fn end_turn(&self) {
+    pub(crate) fn end_turn(&self) {
         let pipeline = self.shared.pipeline();
         self.push(pipeline, Step::EndTurn);
     }
 
     /// Everyone who receives this thread's notifications now: live subscribers and the running
     /// turn's starter, once each.
-    pub fn recipients(&self) -> Vec<Arc<dyn Client>> {
+    pub(crate) fn recipients(&self) -> Vec<Arc<dyn Client>> {
         self.shared.recipients()
     }
 
     /// Whether any live connection receives this thread's notifications.
-    pub fn has_recipients(&self) -> bool {
+    pub(crate) fn has_recipients(&self) -> bool {
         let inner = self.shared.inner();
         inner.subscribers.values().any(|s| !s.peer.is_closed()) || inner.turn_listeners.values().any(|p| !p.is_closed())
     }
 
     /// Whether events wait to be handed on.
-    pub fn is_draining(&self) -> bool {
+    pub(crate) fn is_draining(&self) -> bool {
         self.shared.pipeline().draining
     }
 }

@@ -24,10 +24,10 @@ use super::{Edge, refusal};
 
 /// The cookie the web desktop sets after a request that presented a good `?token=`, so that
 /// the page's WebSocket, its assets and its app iframes are let in without the token in each URL.
-pub const TOKEN_COOKIE: &str = "appserver_token";
+pub(crate) const TOKEN_COOKIE: &str = "appserver_token";
 
 /// Layer 1: the Host header (and the authority of an absolute-form request target).
-pub async fn host(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
+pub(crate) async fn host(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
     let allowed = &edge.state.config.allowed_hosts;
     let named = request.headers().get(header::HOST).map(|v| v.to_str().unwrap_or("\u{0}"));
     let Some(named) = named else {
@@ -42,7 +42,7 @@ pub async fn host(State(edge): State<Arc<Edge>>, request: Request, next: Next) -
 }
 
 /// Layer 2: the browser Origin.
-pub async fn origin(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
+pub(crate) async fn origin(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
     let origin = request.headers().get(header::ORIGIN).map(|v| v.to_str().unwrap_or("\u{0}"));
     let path = request.uri().path();
     let static_file = path.starts_with("/assets/") || path.starts_with("/apps/");
@@ -56,7 +56,7 @@ pub async fn origin(State(edge): State<Arc<Edge>>, request: Request, next: Next)
 }
 
 /// Layer 3: the token, where the server has one and the route needs it.
-pub async fn token(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
+pub(crate) async fn token(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
     let Some(expected) = edge.state.config.ws_token.as_deref() else {
         return next.run(request).await;
     };
@@ -86,7 +86,7 @@ fn exempt(path: &str, app_key: Option<&str>) -> bool {
 
 /// Whether a `Host` value (`name`, `name:port`, `[v6]:port`) names this server: `localhost`, an
 /// IP address, or a host the operator allowed (an entry without a port allows every port).
-pub fn host_allowed(value: &str, allowed: &[String]) -> bool {
+pub(crate) fn host_allowed(value: &str, allowed: &[String]) -> bool {
     let value = value.trim().to_ascii_lowercase();
     let (name, port) = match value.strip_prefix('[') {
         Some(v6) => match v6.split_once(']') {
@@ -117,7 +117,7 @@ fn valid_port(port: &str) -> bool {
 /// Whether a browser `Origin` may connect: absent (not a browser), a loopback origin, or one the
 /// operator allowed. Anything else is refused: a page on another site must not drive the server
 /// through the user's browser.
-pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
     let Some(origin) = origin.map(|o| o.trim().trim_end_matches('/')) else {
         return true;
     };
@@ -143,7 +143,7 @@ pub fn origin_allowed(origin: Option<&str>, allowed: &[String]) -> bool {
 
 /// The token a client presented: `?token=`, `Authorization: Bearer`, or the [`TOKEN_COOKIE`]
 /// cookie (a browser cannot set headers on a WebSocket or an iframe).
-pub fn presented_token(query: Option<&str>, headers: &HeaderMap) -> Option<String> {
+pub(crate) fn presented_token(query: Option<&str>, headers: &HeaderMap) -> Option<String> {
     if let Some(token) = query.and_then(|q| query_value(q, "token")) {
         return Some(token);
     }
@@ -166,7 +166,7 @@ fn cookie(headers: &HeaderMap, name: &str) -> Option<String> {
 }
 
 /// A parameter of a query string, percent-decoded.
-pub fn query_value(query: &str, key: &str) -> Option<String> {
+pub(crate) fn query_value(query: &str, key: &str) -> Option<String> {
     query.split('&').find_map(|pair| {
         let (k, v) = pair.split_once('=').unwrap_or((pair, ""));
         (percent_decode(k) == key).then(|| percent_decode(v))
@@ -174,13 +174,13 @@ pub fn query_value(query: &str, key: &str) -> Option<String> {
 }
 
 /// Compares two secrets in time that depends only on their lengths.
-pub fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
+pub(crate) fn constant_time_eq(a: &[u8], b: &[u8]) -> bool {
     // `subtle` compares in constant time for equal lengths (a length mismatch answers at once,
     // which reveals only the length).
     subtle::ConstantTimeEq::ct_eq(a, b).into()
 }
 
-pub fn percent_decode(s: &str) -> String {
+pub(crate) fn percent_decode(s: &str) -> String {
     percent_encoding::percent_decode_str(s).decode_utf8_lossy().into_owned()
 }
 

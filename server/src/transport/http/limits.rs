@@ -28,7 +28,7 @@ use tokio::sync::OwnedSemaphorePermit;
 use super::{Edge, refusal};
 
 /// Layer 4: the body cap.
-pub async fn body(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
+pub(crate) async fn body(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
     let cap = edge.state.config.max_message_bytes;
     let declared = request.headers().get(header::CONTENT_LENGTH).and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
     if declared.is_some_and(|len| len > cap as u64) {
@@ -94,18 +94,18 @@ impl HttpBody for Capped {
 
 /// A connection slot on its way to the route that holds it (a request extension).
 #[derive(Debug, Clone)]
-pub struct Slot(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
+pub(crate) struct Slot(Arc<Mutex<Option<OwnedSemaphorePermit>>>);
 
 impl Slot {
     /// The slot the stack reserved for `request`, taken (only once).
-    pub fn take<B>(request: &axum::http::Request<B>) -> Option<OwnedSemaphorePermit> {
+    pub(crate) fn take<B>(request: &axum::http::Request<B>) -> Option<OwnedSemaphorePermit> {
         let slot = request.extensions().get::<Slot>()?;
         slot.0.lock().ok()?.take()
     }
 }
 
 /// Layer 5: a slot for each request that opens a connection.
-pub async fn connections(State(edge): State<Arc<Edge>>, mut request: Request, next: Next) -> Response {
+pub(crate) async fn connections(State(edge): State<Arc<Edge>>, mut request: Request, next: Next) -> Response {
     if !opens_connection(&request) {
         return next.run(request).await;
     }
@@ -133,12 +133,12 @@ fn opens_connection<B>(request: &axum::http::Request<B>) -> bool {
 }
 
 /// `Upgrade: websocket` with `Connection: upgrade` (each may be a list).
-pub fn is_websocket_upgrade(headers: &axum::http::HeaderMap) -> bool {
+pub(crate) fn is_websocket_upgrade(headers: &axum::http::HeaderMap) -> bool {
     has_token(headers, header::UPGRADE, "websocket") && has_token(headers, header::CONNECTION, "upgrade")
 }
 
 /// Whether a comma-separated header contains `token` (case-insensitively).
-pub fn has_token(headers: &axum::http::HeaderMap, name: header::HeaderName, token: &str) -> bool {
+pub(crate) fn has_token(headers: &axum::http::HeaderMap, name: header::HeaderName, token: &str) -> bool {
     headers
         .get_all(name)
         .iter()

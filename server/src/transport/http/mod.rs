@@ -9,8 +9,8 @@
 //! must arrive within 10 s (also the next one on a kept-alive connection) and hold at most
 //! 16 KiB.
 
-pub mod admission;
-pub mod limits;
+pub(crate) mod admission;
+pub(crate) mod limits;
 mod probes;
 
 use std::net::SocketAddr;
@@ -39,18 +39,18 @@ const HEAD_TIMEOUT: Duration = Duration::from_secs(10);
 const MAX_HEAD: usize = 16 * 1024;
 
 /// What the routes and layers share: the server, the connection slots, the MCP service.
-pub struct Edge {
-    pub state: Arc<ServerState>,
+pub(crate) struct Edge {
+    pub(crate) state: Arc<ServerState>,
     /// `--max-connections` slots, shared by WebSocket connections and MCP sessions.
-    pub slots: Arc<Semaphore>,
+    pub(crate) slots: Arc<Semaphore>,
     /// The key of app file URLs (`/apps/~KEY/…`), when the server has a token.
-    pub app_key: Option<String>,
-    pub mcp: McpService,
-    pub mcp_sessions: Arc<Sessions>,
+    pub(crate) app_key: Option<String>,
+    pub(crate) mcp: McpService,
+    pub(crate) mcp_sessions: Arc<Sessions>,
 }
 
 /// Serves every listener until shutdown (one accept task each, one router for all).
-pub fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
+pub(crate) fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
     let slots = Arc::new(Semaphore::new(state.config.max_connections));
     let (apps, turns) = (state.apps.clone(), state.turns.clone());
     let (mcp, mcp_sessions) = crate::mcp::http::service(apps, turns, &state.config, &state.shutdown, &state.tasks);
@@ -88,7 +88,7 @@ async fn not_found() -> Response {
 }
 
 /// A plain-text answer: `text` and a line break.
-pub fn refusal(status: StatusCode, text: &str) -> Response {
+pub(crate) fn refusal(status: StatusCode, text: &str) -> Response {
     Response::builder()
         .status(status)
         .header(header::CONTENT_TYPE, "text/plain; charset=utf-8")

@@ -23,11 +23,11 @@ fn json(status: StatusCode, body: String) -> Response {
         .unwrap_or_default()
 }
 
-pub async fn healthz() -> Response {
+pub(crate) async fn healthz() -> Response {
     json(StatusCode::OK, r#"{"status":"ok"}"#.to_owned())
 }
 
-pub async fn readyz(State(edge): State<Arc<Edge>>) -> Response {
+pub(crate) async fn readyz(State(edge): State<Arc<Edge>>) -> Response {
     let (status, body) = readiness(&edge.state);
     json(status, body)
 }
@@ -50,7 +50,7 @@ fn readiness(state: &ServerState) -> (StatusCode, String) {
     (StatusCode::OK, r#"{"status":"ready"}"#.to_owned())
 }
 
-pub async fn metrics() -> Response {
+pub(crate) async fn metrics() -> Response {
     // The allocator's counts are read per scrape: the call locks each arena in turn.
     if let Some(heap) = memory::heap_usage() {
         telemetry::heap(heap.in_use, heap.free);

@@ -22,7 +22,7 @@ const ASSETS: &[(&str, &[u8])] = &[
 ];
 
 /// `GET /`: the desktop page.
-pub fn page() -> Response {
+pub(crate) fn page() -> Response {
     Response::ok("text/html; charset=utf-8", INDEX_HTML.to_vec())
         .with("Content-Security-Policy", PAGE_CSP)
         .with("X-Frame-Options", "DENY")
@@ -31,7 +31,7 @@ pub fn page() -> Response {
 /// `GET /assets/view-frame.html?…`: the proxy page under the policy its query asks for — the
 /// MCP Apps restrictive default opened to the origins the view declared (`view_csp`), always
 /// sandboxed (an opaque origin) even when opened on its own.
-pub fn view_frame(query: Option<&str>) -> Response {
+pub(crate) fn view_frame(query: Option<&str>) -> Response {
     Response::ok("text/html; charset=utf-8", VIEW_FRAME_HTML.to_vec())
         .with("Content-Security-Policy", super::view_csp::policy(query))
         .with("Cross-Origin-Resource-Policy", "cross-origin")
@@ -39,7 +39,7 @@ pub fn view_frame(query: Option<&str>) -> Response {
 
 /// `GET /assets/NAME`. The SDK is loaded by app iframes whose origin is opaque (sandboxed), so
 /// the assets may be fetched cross-origin (they hold no secret: the same bytes for everyone).
-pub fn asset(name: &str) -> Response {
+pub(crate) fn asset(name: &str) -> Response {
     if name == "view-frame.html" {
         return view_frame(None);
     }

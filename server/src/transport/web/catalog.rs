@@ -46,25 +46,25 @@ struct AppJson {
 /// One app of the catalog, as the page gets it.
 #[derive(Debug, Serialize)]
 #[serde(rename_all = "camelCase")]
-pub struct CatalogEntry {
-    pub id: String,
-    pub name: String,
-    pub icon: Option<String>,
-    pub description: Option<String>,
+pub(crate) struct CatalogEntry {
+    pub(crate) id: String,
+    pub(crate) name: String,
+    pub(crate) icon: Option<String>,
+    pub(crate) description: Option<String>,
     /// The iframe's URL: `/apps/<id>/<entry>`.
-    pub entry: String,
-    pub dialect: String,
-    pub file_associations: Vec<Value>,
-    pub permissions: Option<AppPermissions>,
+    pub(crate) entry: String,
+    pub(crate) dialect: String,
+    pub(crate) file_associations: Vec<Value>,
+    pub(crate) permissions: Option<AppPermissions>,
 }
 
 /// The folder the workspace's apps live in.
-pub fn apps_dir(workspace: &Path) -> PathBuf {
+pub(crate) fn apps_dir(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("apps")
 }
 
 /// Whether `id` may name an app folder: letters, digits, `-`, `_`, `.`, not starting with `.`.
-pub fn valid_id(id: &str) -> bool {
+pub(crate) fn valid_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 100
         && !id.starts_with('.')
@@ -73,13 +73,13 @@ pub fn valid_id(id: &str) -> bool {
 
 /// An app folder that could not be listed, and why.
 #[derive(Debug, Serialize)]
-pub struct CatalogProblem {
-    pub id: String,
-    pub error: String,
+pub(crate) struct CatalogProblem {
+    pub(crate) id: String,
+    pub(crate) error: String,
 }
 
 /// `key`: the server's app key (it has a token): entries are `/apps/~KEY/<id>/…`.
-pub async fn response(workspace: &Path, key: Option<&str>) -> Response {
+pub(crate) async fn response(workspace: &Path, key: Option<&str>) -> Response {
     let (mut apps, problems) = list(workspace).await;
     if let Some(key) = key {
         for app in &mut apps {
@@ -92,7 +92,7 @@ pub async fn response(workspace: &Path, key: Option<&str>) -> Response {
 
 /// Every app with a readable `app.json`, sorted by id, and the folders that have none (or a
 /// malformed one), with why.
-pub async fn list(workspace: &Path) -> (Vec<CatalogEntry>, Vec<CatalogProblem>) {
+pub(crate) async fn list(workspace: &Path) -> (Vec<CatalogEntry>, Vec<CatalogProblem>) {
     let dir = apps_dir(workspace);
     let Ok(mut entries) = tokio::fs::read_dir(&dir).await else {
         return (Vec::new(), Vec::new());

@@ -27,7 +27,7 @@ fn app_csp(origin: &str) -> String {
 }
 
 /// `rest` is the path after `/apps/`; `host` the request's `Host` header.
-pub async fn response(workspace: &Path, rest: &str, host: Option<&str>) -> Response {
+pub(crate) async fn response(workspace: &Path, rest: &str, host: Option<&str>) -> Response {
     let mut segments = rest.split('/').map(admission::percent_decode);
     let Some(id) = segments.next().filter(|id| valid_id(id)) else {
         return Response::not_found();
@@ -58,7 +58,7 @@ pub async fn response(workspace: &Path, rest: &str, host: Option<&str>) -> Respo
 /// The real path of `<workspace>/.appserver/apps/<id>/<segments…>` when it is a regular file
 /// inside the app's real folder; `None` for anything else (a bad segment, a missing file, a
 /// symlinked apps or app folder, a symlink leading out).
-pub async fn confined(workspace: &Path, id: &str, segments: &[String]) -> Option<PathBuf> {
+pub(crate) async fn confined(workspace: &Path, id: &str, segments: &[String]) -> Option<PathBuf> {
     let bad = |s: &String| s.is_empty() || s == "." || s == ".." || s.contains(['/', '\\', '\0']);
     if !valid_id(id) || segments.is_empty() || segments.iter().any(bad) {
         return None;

@@ -22,7 +22,7 @@ use super::http::Edge;
 use super::http::admission::{self, TOKEN_COOKIE};
 
 /// The desktop's routes (GET, and HEAD).
-pub fn routes() -> Router<Arc<Edge>> {
+pub(crate) fn routes() -> Router<Arc<Edge>> {
     Router::new()
         .route("/", get(handle))
         .route("/index.html", get(handle))
@@ -33,18 +33,18 @@ pub fn routes() -> Router<Arc<Edge>> {
 
 /// One HTTP response of the desktop.
 pub(crate) struct Response {
-    pub status: u16,
-    pub content_type: String,
-    pub body: Vec<u8>,
-    pub headers: Vec<(&'static str, String)>,
+    pub(crate) status: u16,
+    pub(crate) content_type: String,
+    pub(crate) body: Vec<u8>,
+    pub(crate) headers: Vec<(&'static str, String)>,
 }
 
 impl Response {
-    pub fn ok(content_type: impl Into<String>, body: Vec<u8>) -> Response {
+    pub(crate) fn ok(content_type: impl Into<String>, body: Vec<u8>) -> Response {
         Response { status: 200, content_type: content_type.into(), body, headers: Vec::new() }
     }
 
-    pub fn error(status: u16, text: &str) -> Response {
+    pub(crate) fn error(status: u16, text: &str) -> Response {
         Response {
             status,
             content_type: "text/plain; charset=utf-8".into(),
@@ -53,11 +53,11 @@ impl Response {
         }
     }
 
-    pub fn not_found() -> Response {
+    pub(crate) fn not_found() -> Response {
         Response::error(404, "not found")
     }
 
-    pub fn with(mut self, name: &'static str, value: impl Into<String>) -> Response {
+    pub(crate) fn with(mut self, name: &'static str, value: impl Into<String>) -> Response {
         self.headers.push((name, value.into()));
         self
     }

@@ -14,7 +14,7 @@ const MAX_ORIGINS: usize = 32;
 const MAX_ORIGIN_LEN: usize = 260;
 
 /// The policy for the proxy page's query string (none: the restrictive default).
-pub fn policy(query: Option<&str>) -> String {
+pub(crate) fn policy(query: Option<&str>) -> String {
     let list = |key: &str| -> Vec<String> {
         let value = query.and_then(|q| admission::query_value(q, key)).unwrap_or_default();
         let mut kept: Vec<String> = Vec::new();

@@ -22,7 +22,7 @@ use crate::config::ServerConfig;
 use crate::ports::Client;
 
 /// Whether `client` acts for the workspace's owner (see the module's description).
-pub fn acts_for_owner(client: &dyn Client, config: &ServerConfig) -> bool {
+pub(crate) fn acts_for_owner(client: &dyn Client, config: &ServerConfig) -> bool {
     match client.channel_adapter() {
         None => true,
         Some(channel) => config.approver_channels.iter().any(|c| c.trim().eq_ignore_ascii_case(channel.trim())),
@@ -30,7 +30,7 @@ pub fn acts_for_owner(client: &dyn Client, config: &ServerConfig) -> bool {
 }
 
 /// Whether `client` is one of the caller's own connections.
-pub fn belongs_to_caller(client: &dyn Client, caller: &AppCaller) -> bool {
+pub(crate) fn belongs_to_caller(client: &dyn Client, caller: &AppCaller) -> bool {
     match caller {
         AppCaller::Client { connection, .. } => client.id().to_string() == *connection,
         AppCaller::Mcp { declared_name, .. } => same_name(&client.declared_name(), declared_name),
@@ -45,7 +45,7 @@ fn same_name(a: &str, b: &str) -> bool {
 
 /// Whether `client` may be asked to decide `caller`'s call (and its answer counts): it declared
 /// `approvalSupport`, is connected, acts for the owner and is not the caller's own.
-pub fn may_decide(client: &dyn Client, caller: &AppCaller, config: &ServerConfig) -> bool {
+pub(crate) fn may_decide(client: &dyn Client, caller: &AppCaller, config: &ServerConfig) -> bool {
     client.approval_support()
         && !client.is_closed()
         && acts_for_owner(client, config)

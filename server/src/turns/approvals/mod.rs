@@ -10,10 +10,10 @@
 //! subscribes or resumes gets the request too, a timeout applies the policy's fallback, and an
 //! interrupted turn resolves it as `cancel`.
 
-pub mod approvers;
-pub mod outside;
-pub mod remote;
-pub mod wire;
+pub(crate) mod approvers;
+pub(crate) mod outside;
+pub(crate) mod remote;
+pub(crate) mod wire;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -25,7 +25,7 @@ use appserver_protocol::{
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-pub use crate::policy::{ApprovalPolicy, ApprovalSpec, consent_key};
+pub(crate) use crate::policy::{ApprovalPolicy, ApprovalSpec, consent_key};
 
 use crate::clock;
 use crate::ports::{CallError, Client};
@@ -37,7 +37,7 @@ use crate::turns::context::{TurnContext, TurnError};
 
 /// What a gate lets through.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Gate {
+pub(crate) enum Gate {
     Proceed,
     /// The tool call fails with this message; the turn goes on.
     Declined(String),
@@ -48,7 +48,7 @@ static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
 /// Decides whether a tool call described by `spec` may run, asking clients when the thread's
 /// policy says so. `Err(TurnError::Cancelled)` when the decision (or the policy) cancels the turn.
 /// The caller is the thread's agent: its consent is the thread's.
-pub async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, TurnError> {
+pub(crate) async fn gate(ctx: &mut TurnContext, spec: &ApprovalSpec) -> Result<Gate, TurnError> {
     let turns = ctx.turns().clone();
     let handle = ctx.handle.clone();
     let caller = AppCaller::Agent { thread_id: ctx.thread_id.clone() };
@@ -320,7 +320,7 @@ fn spawn_ask(
 
 /// A connection that subscribed to (or resumed) a thread with a pending approval is asked too,
 /// and so are the pending approvals of the sub-agents running under that thread.
-pub fn offer_pending(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
+pub(crate) fn offer_pending(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn Client>) {
     if !client.approval_support() {
         return;
     }
@@ -345,7 +345,7 @@ fn offer_one(turns: &Arc<TurnService>, handle: &ThreadHandle, client: &Arc<dyn C
 
 /// After a turn was cancelled mid-approval: the approval is resolved as `cancel`, so every
 /// subscriber learns the request is void.
-pub async fn abandon(ctx: &mut TurnContext) -> Result<(), TurnError> {
+pub(crate) async fn abandon(ctx: &mut TurnContext) -> Result<(), TurnError> {
     let pending = {
         let mut state = ctx.handle.state();
         match &state.pending_approval {

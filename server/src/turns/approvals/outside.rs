@@ -36,18 +36,18 @@ static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
 
 /// One call to decide.
 #[derive(Debug, Clone, Copy)]
-pub struct OutsideCall<'a> {
-    pub caller: &'a AppCaller,
-    pub spec: &'a ApprovalSpec,
+pub(crate) struct OutsideCall<'a> {
+    pub(crate) caller: &'a AppCaller,
+    pub(crate) spec: &'a ApprovalSpec,
     /// The caller's "accept for session" answers.
-    pub session: &'a SessionConsents,
+    pub(crate) session: &'a SessionConsents,
     /// Fires when the call is withdrawn.
-    pub withdrawn: &'a CancellationToken,
+    pub(crate) withdrawn: &'a CancellationToken,
 }
 
 /// What the gate decided.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub(crate) enum Verdict {
     Proceed,
     /// The call does not run; the message says why (the caller reads it as the call's error).
     Declined(String),
@@ -63,7 +63,7 @@ enum Asked {
 }
 
 /// Decides whether the call may run.
-pub async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<Verdict, StoreError> {
+pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<Verdict, StoreError> {
     let OutsideCall { caller, spec, session, withdrawn } = call;
     if withdrawn.is_cancelled() {
         return Ok(Verdict::Withdrawn);
@@ -132,7 +132,7 @@ pub async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<Verdict,
 }
 
 /// Who the caller is, for a person reading the request: a declared name is said to be one.
-pub fn describe(caller: &AppCaller) -> String {
+pub(crate) fn describe(caller: &AppCaller) -> String {
     match caller {
         AppCaller::Mcp { session_id, declared_name } => format!(
             "The outside agent that calls itself `{declared_name}` (a declared name, not verified; MCP session {session_id})"

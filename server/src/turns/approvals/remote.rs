@@ -29,7 +29,7 @@ fn service(id: &str) -> String {
 }
 
 /// Who decided, when it was a client of another instance.
-pub const REMOTE: ConnectionId = ConnectionId(0);
+pub(crate) const REMOTE: ConnectionId = ConnectionId(0);
 
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -50,7 +50,7 @@ struct RemoteDecision {
 /// Asks the other instances' clients too; their decision is offered to `slot`. When every other
 /// instance answered that nobody there can decide and `local` clients are none, the slot is
 /// closed (the fallback applies at once).
-pub fn ask_elsewhere(
+pub(crate) fn ask_elsewhere(
     turns: &Arc<TurnService>,
     cluster: &Cluster,
     thread_id: &str,
@@ -119,7 +119,7 @@ async fn ask_one(
 /// Answers other instances' approval requests (on this instance's subject) until shutdown: at
 /// once with no decision when the thread has no approval-capable recipient here, else with the
 /// first decision of those asked here (none when the approval times out).
-pub async fn serve(turns: Arc<TurnService>, cluster: Cluster, shutdown: CancellationToken) {
+pub(crate) async fn serve(turns: Arc<TurnService>, cluster: Cluster, shutdown: CancellationToken) {
     let served = cluster.serve(&service(cluster.instance_id())).await;
     let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve remote approvals"))
     else {

@@ -10,7 +10,7 @@ use crate::ports::Client;
 
 /// The request `client` gets: `spec_form` as is, or its app form for a client that declared the
 /// app extension.
-pub fn request_for(
+pub(crate) fn request_for(
     client: &dyn Client,
     spec_form: &ApprovalRequestParams,
     app: Option<&AppCommandApproval>,
