@@ -169,8 +169,10 @@ async fn cluster_mode_reaches_a_nats_server_that_requires_tls() {
     let db = database_for(&base, dir.path()).await.unwrap();
     for url in [format!("tls://{}", nats.addr), nats.url()] {
         let args = ["--db", &db.url, "--cluster", &url, "--cluster-tls-ca", &ca];
-        let server = ServerBuilder::ws().workspace(dir.path()).args(args).spawn().await.unwrap();
+        let mut server = ServerBuilder::ws().workspace(dir.path()).args(args).spawn().await.unwrap();
         assert_eq!(readyz_until(server.ws_addr(), 200).await, r#"{"status":"ready"}"#, "{url}: {}", server.stderr());
+        // Gone (its workspace lock released) before the next server starts on the workspace.
+        server.kill().await.unwrap();
     }
     let workspace = dir.path().to_str().unwrap();
     let url = format!("tls://{}", nats.addr);

@@ -265,3 +265,67 @@ async fn in_cluster_mode_the_periodic_heartbeat_runs_on_one_instance_only() {
     drop((a, b));
     cluster.db.drop_now();
 }
+
+/// Cluster mode: a job run by the instance that did not run the thread's last turn takes the
+/// thread over as a `turn/start` would (its lease claimed, its event numbering from the log), so
+/// runs that alternate between instances neither reuse an event number nor fail.
+#[tokio::test]
+async fn in_cluster_mode_runs_alternating_between_instances_continue_the_threads_numbering() {
+    let test = "in_cluster_mode_runs_alternating_between_instances_continue_the_threads_numbering";
+    let Some(mut cluster) = appserver_tests::cluster::Cluster::new(test).await else { return };
+    let mock = MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["First run on B."], (3, 1))),
+        Reply::Sse(text_reply(&["A turn on A."], (3, 1))),
+        Reply::Sse(text_reply(&["Second run on B."], (3, 1))),
+    ])
+    .await;
+    let a = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let b = cluster.instance_with(ServerBuilder::ws().mock_model(&mock)).await;
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let thread = start_thread(&on_a, json!({})).await.unwrap();
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    run_turn(&mut on_a, &thread_id, text("remind me to drink water every hour")).await.unwrap();
+    let jobs = on_b.request("cron/list", json!({})).await.unwrap()["jobs"].clone();
+    let job_id = jobs[0]["id"].as_str().unwrap().to_owned();
+
+    // B runs the job (loading the thread), A runs a turn, B runs the job again: B's copy of the
+    // thread is behind by A's turn.
+    on_b.request("cron/run", json!({ "jobId": job_id })).await.unwrap();
+    let first = next_event(&mut on_b, "system/jobResult").await;
+    assert_eq!((first["result"].clone(), first["error"].clone()), (json!("First run on B."), Value::Null));
+    run_turn(&mut on_a, &thread_id, text("hello")).await.unwrap();
+    on_b.request("cron/run", json!({ "jobId": job_id })).await.unwrap();
+    let second = loop {
+        let result = next_event(&mut on_b, "system/jobResult").await;
+        if result["result"] != first["result"] {
+            break result;
+        }
+    };
+    assert_eq!((second["result"].clone(), second["error"].clone()), (json!("Second run on B."), Value::Null));
+
+    // Every turn is there, in order, and the log's numbers have no gap or repeat.
+    let read = on_a.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    let statuses: Vec<&Value> = read["thread"]["turns"].as_array().unwrap().iter().map(|t| &t["status"]).collect();
+    assert_eq!(statuses, vec![&json!("completed"); 4], "{read}");
+    let mut replay = b.ws_client_initialized().await.unwrap();
+    replay.request("thread/subscribe", json!({ "threadId": thread_id, "afterSeq": 0 })).await.unwrap();
+    // The log keeps the last turns: what it replays up to the last turn's end is numbered once
+    // each, without a gap.
+    let last_turn = read["thread"]["turns"][3]["id"].clone();
+    let mut seqs = Vec::new();
+    loop {
+        let event = replay.next_event().await.unwrap();
+        if let Some(seq) = event.params().get("seq").and_then(Value::as_u64) {
+            seqs.push(seq);
+        }
+        if event.method() == Some("turn/completed") && event.params()["turn"]["id"] == last_turn {
+            break;
+        }
+    }
+    assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "the thread's events are numbered once each: {seqs:?}");
+    drop((a, b));
+    cluster.db.drop_now();
+}

@@ -5,11 +5,12 @@ use std::sync::Arc;
 
 use appserver_protocol::{InputPart, ItemPayload, TurnStatus};
 
-use crate::store::{Store, parse_seq};
-use crate::threads::ThreadManager;
+use crate::store::{Store, StoreError, parse_seq};
+use crate::threads::{SessionError, ThreadHandle, ThreadManager};
 use crate::turns::TurnService;
 use crate::turns::input::{self, PreparedInput};
-use crate::turns::runner::{self, Origin};
+use crate::turns::ownership::own_here;
+use crate::turns::runner::{self, Origin, Reservation};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -45,24 +46,55 @@ pub(crate) async fn run_turn(
         sender: None,
         delivery_mode: None,
     };
-    let origin = Origin { channel: Some("cron".to_owned()), starter: None };
-    let reserved = {
-        let mut state = handle.state();
-        runner::reserve(turns, &handle.hub, &mut state, prepared, None, origin)
-    };
-    let reservation = match reserved {
+    // Cluster mode: the lease is kept here from the claim until the turn is reserved.
+    let using = turns.ownership.as_ref().map(|_| handle.fence.use_lease());
+    let started = start(turns, threads, &handle, prepared).await;
+    drop(using);
+    let reservation = match started {
         Ok(reservation) => reservation,
-        Err(err) => return RunOutcome::failed(err),
-    };
-    let reservation = match runner::persist(turns, &handle, reservation, None).await {
-        Ok(reservation) => reservation,
-        Err(err) => return RunOutcome::failed(err),
+        Err(err) => {
+            if let Some(ownership) = &turns.ownership {
+                ownership.release_unless_needed(turns, thread_id);
+            }
+            return RunOutcome::failed(err);
+        }
     };
     let turn_id = reservation.wire().id;
     let (done, ended) = tokio::sync::oneshot::channel();
     runner::spawn_then(turns, handle, reservation, Some(done));
     let _ = ended.await;
     read_outcome(store, thread_id, &turn_id).await
+}
+
+/// Tries of a start whose thread another instance changed meanwhile.
+const STALE_ATTEMPTS: u32 = 3;
+
+/// Reserves and writes the run's turn: in cluster mode this instance owns the thread first (as a
+/// `turn/start` would make it), and a thread another instance changed is read again.
+async fn start(
+    turns: &Arc<TurnService>,
+    threads: &ThreadManager,
+    handle: &Arc<ThreadHandle>,
+    prepared: PreparedInput,
+) -> Result<Reservation, SessionError> {
+    own_here(turns, handle).await?;
+    let origin = Origin { channel: Some("cron".to_owned()), starter: None };
+    let mut attempt = 1;
+    loop {
+        let reservation = {
+            let mut state = handle.state();
+            runner::reserve(turns, &handle.hub, &mut state, prepared.clone(), None, origin.clone())?
+        };
+        match runner::persist(turns, handle, reservation, None).await {
+            Err(SessionError::Store(StoreError::Stale(what))) if attempt < STALE_ATTEMPTS => {
+                tracing::info!(thread = %handle.id, what, "the thread changed elsewhere; reading it again");
+                threads.refresh(handle).await?;
+                handle.hub.adopt(&turns.store).await?;
+                attempt += 1;
+            }
+            other => return other,
+        }
+    }
 }
 
 async fn read_outcome(store: &Store, thread_id: &str, turn_id: &str) -> RunOutcome {

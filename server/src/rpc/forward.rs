@@ -180,18 +180,10 @@ pub(crate) async fn route<P: Serialize, R: DeserializeOwned>(
         Need::Claim => match ownership.claim(thread_id).await? {
             crate::turns::ownership::Claim::Mine(fence) => {
                 let handle = ctx.state.threads.get(thread_id).await?;
-                handle.hold_lease(fence).await?;
-                // Numbering goes on from the log, unless a turn of the thread runs here (then
-                // this instance numbers its events already; the request gets -32012).
-                if handle.state().running.is_none() {
-                    handle.hub.adopt(&ctx.state.store).await?;
-                }
-                // Turns a previous holder left unfinished, failed by the claim: announced before
-                // this request's own events.
-                let orphans = ownership.take_orphans(thread_id);
-                if !orphans.is_empty() {
-                    crate::turns::ownership::publish_failed(&ctx.state.turns, &handle, &orphans).await?;
-                }
+                // A turn of the thread running here already numbers its events (the request
+                // then gets -32012); turns a previous holder left unfinished are announced
+                // before this request's own events.
+                crate::turns::ownership::take_over(&ctx.state.turns, &handle, fence).await?;
                 return Ok(None);
             }
             crate::turns::ownership::Claim::Elsewhere(owner) => owner,

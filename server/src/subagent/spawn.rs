@@ -324,8 +324,7 @@ async fn create_child(
     if let Some(ownership) = &turns.ownership {
         match ownership.claim(&handle.id).await {
             Ok(crate::turns::ownership::Claim::Mine(fence)) => {
-                handle.hold_lease(fence).await.map_err(|e| e.to_string())?;
-                ownership.take_orphans(&handle.id);
+                crate::turns::ownership::take_over(turns, &handle, fence).await.map_err(|e| e.to_string())?;
             }
             Ok(_) => return Err("another instance holds the new child thread".into()),
             Err(err) => return Err(format!("cannot claim the child thread: {err}")),

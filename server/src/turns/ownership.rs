@@ -21,7 +21,7 @@ use tokio_util::sync::CancellationToken;
 use super::TurnService;
 use crate::clock::UtcTime;
 use crate::store::{Fence, LeaseClaim, Store, StoreError};
-use crate::threads::{ThreadHandle, wire};
+use crate::threads::{SessionError, ThreadHandle, wire};
 
 /// Who may run a thread's turn now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -275,6 +275,38 @@ async fn announce_failed(turns: &Arc<TurnService>, fence: Fence, failed: &[Strin
         tracing::warn!(thread = %thread_id, error = %err, "cannot catch up before announcing");
     }
     publish_failed(turns, &handle, failed).await
+}
+
+/// Cluster mode, once this instance holds the thread's lease at `fence`: the thread's writes
+/// carry it, its event numbering goes on from the log (unless a turn of it runs here, which
+/// numbers its events already), and the turns a previous holder left unfinished are announced as
+/// failed before anything of this instance's.
+pub(crate) async fn take_over(turns: &TurnService, handle: &ThreadHandle, fence: Fence) -> Result<(), SessionError> {
+    handle.hold_lease(fence).await?;
+    if handle.state().running.is_none() {
+        handle.hub.adopt(&turns.store).await?;
+    }
+    if let Some(ownership) = &turns.ownership {
+        let orphans = ownership.take_orphans(&handle.id);
+        if !orphans.is_empty() {
+            publish_failed(turns, handle, &orphans).await?;
+        }
+    }
+    Ok(())
+}
+
+/// Cluster mode: makes this instance the thread's owner before it starts a turn there with no
+/// request to route elsewhere (a cron run): the lease claimed and taken over, or -32012 naming
+/// the instance that holds it (a turn of the thread runs there). Running alone: nothing to do.
+pub(crate) async fn own_here(turns: &TurnService, handle: &ThreadHandle) -> Result<(), SessionError> {
+    let Some(ownership) = &turns.ownership else { return Ok(()) };
+    match ownership.claim(&handle.id).await? {
+        Claim::Mine(fence) => take_over(turns, handle, fence).await,
+        Claim::Elsewhere(owner) => {
+            tracing::info!(thread = %handle.id, %owner, "the thread is owned by another instance");
+            Err(SessionError::TurnInProgress(handle.id.clone()))
+        }
+    }
 }
 
 /// `turn/failed` for each of `failed` (turns the store has failed), on the thread's hub, which
