@@ -262,10 +262,15 @@ impl ServerProcess {
         Ok(Client::new(self.ws_raw(&[]).await?, TIMEOUT))
     }
 
-    /// A WebSocket client that has done `initialize` + `initialized`.
+    /// A WebSocket client that has done `initialize` + `initialized`, and whose `initialized`
+    /// the server has handled: `initialized` has no answer, so one more request (`app/list`,
+    /// which reads memory only) is answered after it on the same connection. Without it, a
+    /// request on another connection may race ahead of it, and a notification that request
+    /// broadcasts would (rightly) not reach this client, not yet initialized.
     pub async fn ws_client_initialized(&self) -> Result<Client> {
         let client = self.ws_client().await?;
         client.initialize("test-client", json!({})).await?;
+        client.request("app/list", json!({})).await?;
         Ok(client)
     }
 
