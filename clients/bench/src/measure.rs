@@ -261,6 +261,25 @@ pub fn thread_cpu(tid: u32) -> Duration {
         .unwrap_or_default()
 }
 
+/// CPU time the live threads of process `pid` named one of `names` (`/proc/<pid>/task/<tid>/comm`)
+/// have run (their `schedstat`, nanoseconds, as [`thread_cpu`] reads the floors' threads).
+pub fn named_threads_cpu(pid: u32, names: &[&str]) -> Result<Duration> {
+    let mut total = Duration::ZERO;
+    for task in std::fs::read_dir(format!("/proc/{pid}/task"))? {
+        let path = task?.path();
+        let Ok(comm) = std::fs::read_to_string(path.join("comm")) else { continue };
+        if !names.contains(&comm.trim_end()) {
+            continue;
+        }
+        let ran = std::fs::read_to_string(path.join("schedstat"))
+            .ok()
+            .and_then(|s| s.split_whitespace().next()?.parse().ok())
+            .map(Duration::from_nanos);
+        total += ran.unwrap_or_default();
+    }
+    Ok(total)
+}
+
 /// CPU time (user + system) a whole process has used, all its threads, dead ones included
 /// (`/proc/<pid>/stat`, clock ticks of 10 ms: measure long enough for that to vanish).
 pub fn process_cpu(pid: u32) -> Result<Duration> {

@@ -19,6 +19,7 @@ const ROWS: &[&str] = &[
     "replay of",
     "database writes per turn (sequential",
     "database writes per turn (concurrent",
+    "store CPU per item completed",
     "server CPU per item completed",
     "concurrent streaming turns:",
     "a noisy command:",
