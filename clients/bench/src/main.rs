@@ -8,7 +8,7 @@
 //! cargo run --profile profiling -p appserver-bench -- --scale                                  # + the scale curves
 //! cargo run --profile profiling -p appserver-bench -- --quick                                  # smoke run, < 1 min
 //! APPSERVER_BENCH_POSTGRES=postgres://… APPSERVER_BENCH_NATS=nats://… \
-//!     cargo run --profile profiling -p appserver-bench -- --only cluster                        # two instances
+//!     cargo run --profile profiling -p appserver-bench -- --only cluster                        # 1–3 instances
 //! ```
 //! (`profiling` is the release profile with line tables, for `perf`; `--release` runs the same
 //! code stripped.)
@@ -26,8 +26,8 @@ use std::process::ExitCode;
 use anyhow::Result;
 
 use scenarios::{
-    cluster, fan_out, memory, noisy, persistence, postgres_store, round_trips, stdio, streaming, thread_store,
-    write_profile,
+    cluster, cluster_scale, fan_out, memory, noisy, persistence, postgres_store, round_trips, stdio, streaming,
+    thread_store, write_profile,
 };
 
 fn main() -> ExitCode {
@@ -163,7 +163,12 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
                 }
                 rows
             }
-            "cluster" => cluster::cluster(sizes.cluster_deltas, sizes.rounds).await?,
+            "cluster" => {
+                let mut rows = cluster::cluster(sizes.cluster_deltas, sizes.rounds).await?;
+                let (connections, turns) = (sizes.cluster_connections, sizes.cluster_turns);
+                rows.extend(cluster_scale::cluster_scale(connections, turns, sizes.rounds).await?);
+                rows
+            }
             "postgres" => postgres_store::postgres_store(sizes).await?,
             other => anyhow::bail!("unknown group `{other}`"),
         };

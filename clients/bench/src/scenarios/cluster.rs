@@ -31,17 +31,9 @@ const MIN_ROUNDS: usize = 5;
 /// The cluster row: `rounds` (at least 5) turns of `deltas` deltas each way, after one warm-up
 /// turn each way; or a row saying why it was skipped.
 pub async fn cluster(deltas: usize, rounds: usize) -> Result<Vec<Row>> {
-    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
-    let (base, nats) = match (var(POSTGRES_VAR), var(NATS_VAR)) {
-        (Some(base), Some(nats)) => (base, nats),
-        (base, nats) => {
-            let missing: Vec<&str> = [(POSTGRES_VAR, base.is_none()), (NATS_VAR, nats.is_none())]
-                .iter()
-                .filter(|m| m.1)
-                .map(|m| m.0)
-                .collect();
-            return Ok(vec![skipped(&missing.join(" and "))]);
-        }
+    let (base, nats) = match services() {
+        Ok(services) => services,
+        Err(missing) => return Ok(vec![skipped(MEASUREMENT, &missing)]),
     };
     let db = BenchDatabase::create(&base, "").await?;
     eprintln!("appserver-bench: cluster on database {} and NATS {nats}", db.name);
@@ -52,9 +44,27 @@ pub async fn cluster(deltas: usize, rounds: usize) -> Result<Vec<Row>> {
     Ok(vec![measured?])
 }
 
-fn skipped(missing: &str) -> Row {
+/// The PostgreSQL server and the NATS server the cluster rows need (from `APPSERVER_BENCH_POSTGRES`
+/// and `APPSERVER_BENCH_NATS`), or which of the two variables are not set.
+pub(super) fn services() -> std::result::Result<(String, String), String> {
+    let var = |name: &str| std::env::var(name).ok().filter(|v| !v.trim().is_empty());
+    match (var(POSTGRES_VAR), var(NATS_VAR)) {
+        (Some(base), Some(nats)) => Ok((base, nats)),
+        (base, nats) => {
+            let missing: Vec<&str> = [(POSTGRES_VAR, base.is_none()), (NATS_VAR, nats.is_none())]
+                .iter()
+                .filter(|m| m.1)
+                .map(|m| m.0)
+                .collect();
+            Err(missing.join(" and "))
+        }
+    }
+}
+
+/// The row `measurement` saying it was skipped because `missing` is not set.
+pub(super) fn skipped(measurement: &str, missing: &str) -> Row {
     row(
-        MEASUREMENT,
+        measurement,
         "skipped".to_owned(),
         "—".to_owned(),
         format!(
@@ -173,8 +183,7 @@ impl Setup {
     /// Starts B and A (turns for `per_kind` rounds each way scripted on B's model), a thread for
     /// each kind started on B, the subscribers subscribed.
     async fn start(db_url: &str, nats: &str, deltas: usize, per_kind: usize) -> Result<Setup> {
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
-        let namespace = format!("bench{}x{nanos}", std::process::id());
+        let namespace = namespace("")?;
         let cluster_args = ["--db", db_url, "--cluster", nats, "--cluster-namespace", &namespace];
         let (_b_mock, b_model) = streaming_model(deltas, 2 * per_kind).await;
         // A runs no turn: its model has no reply scripted, and any request to it fails the row.
@@ -220,6 +229,12 @@ impl Setup {
         self.starter = Some(starter);
         compare(&starter_events, &sub_events)
     }
+}
+
+/// A NATS namespace of this run's own (`bench<pid>x<nanos><suffix>`).
+pub(super) fn namespace(suffix: &str) -> Result<String> {
+    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_nanos();
+    Ok(format!("bench{}x{nanos}{suffix}", std::process::id()))
 }
 
 /// A connection on `server` subscribed to `thread_id`.
@@ -304,7 +319,7 @@ fn compare(starter: &[(u64, Instant)], subscriber: &[(u64, Instant)]) -> Result<
 }
 
 /// The `p` quantile of `samples` (sorted here).
-fn percentile(samples: &mut [f64], p: f64) -> f64 {
+pub(super) fn percentile(samples: &mut [f64], p: f64) -> f64 {
     samples.sort_by(f64::total_cmp);
     match samples.len() {
         0 => 0.0,
@@ -312,7 +327,7 @@ fn percentile(samples: &mut [f64], p: f64) -> f64 {
     }
 }
 
-fn median(values: impl Iterator<Item = f64>) -> f64 {
+pub(super) fn median(values: impl Iterator<Item = f64>) -> f64 {
     let mut values: Vec<f64> = values.collect();
     percentile(&mut values, 0.5)
 }

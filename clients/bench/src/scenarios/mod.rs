@@ -3,6 +3,7 @@
 //! target (a same-run ratio) or misses it.
 
 pub mod cluster;
+pub mod cluster_scale;
 pub mod fan_out;
 pub mod memory;
 pub mod noisy;
@@ -42,11 +43,14 @@ pub struct Sizes {
     /// Items in the thread read whole by the `thread/read` row.
     pub read_items: usize,
     pub idle: usize,
-    /// Rounds the persistence rows interleave appserver and its floors in (the cluster row: of
-    /// each kind, at least 5).
+    /// Rounds the persistence rows interleave appserver and its floors in (the cluster rows: of
+    /// each kind, at least 5 for the events row, 3 for the throughput row).
     pub rounds: usize,
     /// Deltas of each turn of the cluster row.
     pub cluster_deltas: usize,
+    /// The cluster throughput row: client connections, and the turns each runs a round.
+    pub cluster_connections: usize,
+    pub cluster_turns: usize,
     /// Turns streaming at once in the streaming row, and the deltas each streams at 50/s.
     pub streaming_turns: usize,
     pub streaming_deltas: usize,
@@ -70,6 +74,8 @@ pub const FULL: Sizes = Sizes {
     idle: 1000,
     rounds: 5,
     cluster_deltas: 2000,
+    cluster_connections: 30,
+    cluster_turns: 20,
     streaming_turns: 1000,
     streaming_deltas: 50,
     noisy_megabytes: 50,
@@ -91,6 +97,8 @@ pub const QUICK: Sizes = Sizes {
     idle: 100,
     rounds: 2,
     cluster_deltas: 300,
+    cluster_connections: 6,
+    cluster_turns: 3,
     streaming_turns: 40,
     streaming_deltas: 10,
     noisy_megabytes: 5,
