@@ -116,7 +116,9 @@ async fn cpu_rows(server: &ServerProcess, pid: u32, sizes: Sizes) -> Result<Vec<
     let floor_rows = turns * (per_turn + 2);
     let per_item = |cpu: std::time::Duration| cpu.as_secs_f64() * 1e6 / items.max(1) as f64;
     let floor_per = floor_cpu.as_secs_f64() * 1e6 / floor_rows.max(1) as f64;
-    let comparator = format!("SQLite floor, same group commit: {floor_per:.1} µs per row written (its writer and checkpoint threads)");
+    let comparator = format!(
+        "SQLite floor, same group commit: {floor_per:.1} µs per row written (its writer and checkpoint threads)"
+    );
     let shape = format!("{turns} turns, {items} items on {} threads", sizes.item_threads);
     let target = format_args!("≤ {CPU_RATIO}× the floor's CPU per row").to_string();
     let (store_per, whole_per) = (per_item(store), per_item(ours));
