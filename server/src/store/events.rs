@@ -1,7 +1,8 @@
 //! The thread event log: each thread's notifications, numbered per thread (`seq`), kept so a
 //! client (or another instance) can catch up after the last event it saw. Stored as runs of
-//! consecutive events, a row each (`thread_event_runs`). Older turns' events are pruned; turns
-//! and items stay the thread's record.
+//! consecutive events, a row each (`thread_event_runs`), in which a streamed delta is kept as its
+//! text only, the rest of its notification taken from the run's previous one of the same kind
+//! ([`DeltaTemplate`]). Older turns' events are pruned; turns and items stay the thread's record.
 
 use std::ops::ControlFlow;
 
@@ -51,37 +52,101 @@ fn runs<'e>(events: &'e [(u64, &'static str, bytes::Bytes)]) -> Vec<&'e [(u64, &
     runs
 }
 
+/// A run's line that stands for an event kept by its delta only (the line after this mark).
+/// No notification text starts with it: each is a JSON object.
+const COMPACT: char = '~';
+/// The key after which a delta notification's text differs from the previous one's.
+const DELTA_KEY: &str = "\"delta\":";
+
+/// The last whole text of a run, as far as later events of its method may share it: a delta
+/// notification's text up to and including its `"delta":` key. An event of the same method whose
+/// text is that prefix, any part without a newline, then `,"seq":N}}` with its own number, is
+/// stored as [`COMPACT`] and that part (a streamed delta's ~200 bytes as the few of its text),
+/// and read back as exactly the same text. Writer and reader follow the same rule over a run's
+/// lines in order, so both always hold the same template.
+struct DeltaTemplate<'t> {
+    method: &'t str,
+    prefix: &'t str,
+}
+
+impl<'t> DeltaTemplate<'t> {
+    /// The template a whole text sets (none when it has no `"delta":` key).
+    fn of(method: &'t str, text: &'t str) -> Option<DeltaTemplate<'t>> {
+        let at = text.find(DELTA_KEY)?;
+        Some(DeltaTemplate { method, prefix: &text[..at + DELTA_KEY.len()] })
+    }
+
+    /// What of `text` (event `seq` of `method`) is stored when it fits the template.
+    fn part<'b>(&self, method: &str, seq: u64, text: &'b str) -> Option<&'b str> {
+        if method != self.method {
+            return None;
+        }
+        let part = text.strip_prefix(self.prefix)?.strip_suffix(&seq_suffix(seq))?;
+        (!part.contains('\n')).then_some(part)
+    }
+
+    /// The whole text of event `seq` stored as `part`.
+    fn expand(&self, seq: u64, part: &str) -> String {
+        [self.prefix, part, &seq_suffix(seq)].concat()
+    }
+}
+
+/// How a notification's text ends: its number, the params and the message closed.
+fn seq_suffix(seq: u64) -> String {
+    format!(",\"seq\":{seq}}}}}")
+}
+
 /// The `INSERT` of one run of events.
 fn insert_run<'a>(thread_id: &'a str, run: &[(u64, &'static str, bytes::Bytes)]) -> Result<Sql<'a>, StoreError> {
     let (Some(first), Some(last)) = (run.first(), run.last()) else {
         return Err(StoreError::Write("an empty run of events".into()));
     };
     let mut methods = String::new();
-    let mut bodies = String::with_capacity(run.iter().map(|(_, _, body)| body.len() + 1).sum());
+    let mut bodies = String::new();
+    let mut template: Option<DeltaTemplate<'_>> = None;
     for (n, (seq, method, body)) in run.iter().enumerate() {
         if n > 0 {
             methods.push('\n');
             bodies.push('\n');
         }
         methods.push_str(method);
-        bodies.push_str(std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?);
+        let text = std::str::from_utf8(body).map_err(|e| StoreError::Write(format!("event {seq}: {e}")))?;
+        match template.as_ref().and_then(|t| t.part(method, *seq, text)) {
+            Some(part) => {
+                bodies.push(COMPACT);
+                bodies.push_str(part);
+            }
+            _ => {
+                bodies.push_str(text);
+                template = DeltaTemplate::of(method, text);
+            }
+        }
     }
     let text = "INSERT INTO thread_event_runs (thread_id, first_seq, last_seq, methods, bodies) VALUES (?, ?, ?, ?, ?)";
     Ok(sql(text).bind(thread_id).bind(to_i64(first.0)).bind(to_i64(last.0)).bind(methods).bind(bodies))
 }
 
 /// The events of a stored run, in order: `first_seq`, then one per line (one event when the run
-/// has one, whatever its text holds).
+/// has one, whatever its text holds), a delta's line expanded from the run's template.
 fn split_run(first_seq: u64, last_seq: u64, methods: &str, bodies: &str) -> Result<Vec<StoredEvent>, StoreError> {
     if first_seq == last_seq {
         return Ok(vec![StoredEvent { seq: first_seq, method: methods.to_owned(), body: bodies.to_owned() }]);
     }
-    let events: Vec<StoredEvent> = methods
-        .split('\n')
-        .zip(bodies.split('\n'))
-        .zip(first_seq..)
-        .map(|((method, body), seq)| StoredEvent { seq, method: method.to_owned(), body: body.to_owned() })
-        .collect();
+    let mut template: Option<DeltaTemplate<'_>> = None;
+    let mut events = Vec::new();
+    for ((method, line), seq) in methods.split('\n').zip(bodies.split('\n')).zip(first_seq..) {
+        let body = match (line.strip_prefix(COMPACT), template.as_ref()) {
+            (Some(part), Some(t)) if t.method == method => t.expand(seq, part),
+            (Some(_), _) => {
+                return Err(StoreError::Corrupt(format!("the logged event {seq} is a delta without its template")));
+            }
+            (None, _) => {
+                template = DeltaTemplate::of(method, line);
+                line.to_owned()
+            }
+        };
+        events.push(StoredEvent { seq, method: method.to_owned(), body });
+    }
     let whole = u64::try_from(events.len()).ok() == last_seq.checked_sub(first_seq).map(|n| n + 1)
         && methods.split('\n').count() == bodies.split('\n').count();
     if !whole {
@@ -183,5 +248,79 @@ mod tests {
         assert_eq!(alone[0].body, "line one\nline two");
         // Texts that do not match the run's numbers are refused.
         assert!(split_run(5, 8, "m1\nm2", "{}\n{}").is_err());
+    }
+
+    const DELTA: &str = "item/agentMessage/delta";
+
+    /// A delta notification's text as the hub logs it: written from its params, then numbered.
+    fn delta(seq: u64, item: &str, text: &str) -> (u64, &'static str, Bytes) {
+        let params = appserver_protocol::TextDeltaParams {
+            thread_id: "thread_20261126_au0omv".into(),
+            turn_id: "turn_001".into(),
+            item_id: item.into(),
+            delta_kind: "agentMessage".into(),
+            delta: text.into(),
+        };
+        let frame = appserver_protocol::jsonrpc::write_notification(DELTA, &params).unwrap();
+        (seq, DELTA, Bytes::from(appserver_protocol::jsonrpc::with_seq(&frame, seq).unwrap()))
+    }
+
+    /// The methods and texts a run is stored as (the `INSERT`'s last two arguments).
+    fn stored(run: &[(u64, &'static str, Bytes)]) -> (String, String) {
+        let insert = insert_run("t", run).expect("insert");
+        let text = |i: usize| match &insert.args()[i] {
+            crate::store::db::Arg::Text(t) => t.to_string(),
+            _ => panic!("argument {i} is not text"),
+        };
+        (text(3), text(4))
+    }
+
+    /// A run stored and read back; the events and the stored texts' length.
+    fn round_trip(run: &[(u64, &'static str, Bytes)]) -> (Vec<StoredEvent>, usize) {
+        let (methods, bodies) = stored(run);
+        let read = split_run(run[0].0, run[run.len() - 1].0, &methods, &bodies).expect("split");
+        (read, bodies.len())
+    }
+
+    #[test]
+    fn a_run_of_deltas_keeps_their_texts_only_and_reads_back_byte_for_byte() {
+        let texts = ["No language model is ", "con\"fig\"ured, \"delta\":1 ", "\u{e9}t\u{e9} \\ ", "", "}}"];
+        let mut run = vec![(
+            4,
+            "item/started",
+            Bytes::from_static(br#"{"jsonrpc":"2.0","method":"item/started","params":{"seq":4}}"#),
+        )];
+        run.extend(texts.iter().enumerate().map(|(n, text)| delta(5 + n as u64, "item_002", text)));
+        // Another item's deltas share nothing with the first item's template: a new one starts.
+        run.push(delta(10, "item_003", "other"));
+        run.push(delta(11, "item_003", "more"));
+        let whole: usize = run.iter().map(|e| e.2.len() + 1).sum();
+        let (read, stored) = round_trip(&run);
+        assert_eq!(read.len(), run.len());
+        for (event, (seq, method, body)) in read.iter().zip(&run) {
+            assert_eq!((event.seq, event.method.as_str()), (*seq, *method));
+            assert_eq!(event.body.as_bytes(), &body[..], "event {seq}");
+        }
+        assert!(stored * 2 < whole, "{stored} bytes stored for {whole}");
+    }
+
+    #[test]
+    fn texts_that_do_not_fit_the_template_are_stored_whole() {
+        let mut odd = delta(6, "item_002", "x");
+        // The same prefix but another number inside: not the shape a delta has.
+        odd.2 = Bytes::from(String::from_utf8(odd.2.to_vec()).unwrap().replace("\"seq\":6", "\"seq\":60"));
+        let run = [delta(5, "item_002", "a"), odd.clone(), (7, "other/method", delta(7, "item_002", "b").2)];
+        let (read, _) = round_trip(&run);
+        for (event, (_, _, body)) in read.iter().zip(&run) {
+            assert_eq!(event.body.as_bytes(), &body[..]);
+        }
+        let (_, bodies) = stored(&run);
+        assert!(bodies.split('\n').all(|line| line.starts_with('{')), "nothing compact: {bodies}");
+    }
+
+    #[test]
+    fn a_compact_line_without_its_template_is_corrupt() {
+        assert!(matches!(split_run(5, 6, "m\nm", "{}\n~x"), Err(StoreError::Corrupt(_))));
+        assert!(matches!(split_run(5, 6, "m\nn", "{\"delta\":1}\n~x"), Err(StoreError::Corrupt(_))));
     }
 }
