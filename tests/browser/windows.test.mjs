@@ -171,7 +171,9 @@ test("keyboard only: open an app, answer an approval, switch threads", OPTIONS, 
     await page.locator(`#threads li.current:not([data-id="${first}"])`).waitFor();
     assert.equal(await focused(), "input");
 
-    // Open the sheet: Alt+2, the arrows, Enter.
+    // Open the sheet: Alt+2, the arrows, Enter (once the app list has loaded: Alt+2 focuses
+    // its first entry, and with none yet it leaves the focus where it is).
+    await page.locator("#apps li button").first().waitFor();
     await press("Alt+2");
     for (let i = 0; i < 5 && !(await focused())?.includes("Sheet"); i++) await press("ArrowDown");
     assert.match(await focused(), /Sheet/);
