@@ -269,8 +269,7 @@ impl ServerProcess {
     /// broadcasts would (rightly) not reach this client, not yet initialized.
     pub async fn ws_client_initialized(&self) -> Result<Client> {
         let client = self.ws_client().await?;
-        client.initialize("test-client", json!({})).await?;
-        client.request("app/list", json!({})).await?;
+        initialize(&client, "test-client", json!({})).await?;
         Ok(client)
     }
 
@@ -445,6 +444,21 @@ pub fn rss_kib(pid: u32) -> Result<u64> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status"))?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:")).context("no VmRSS")?;
     line.split_whitespace().nth(1).and_then(|n| n.parse().ok()).context("an unreadable VmRSS")
+}
+
+/// `initialize` with `capabilities`, `initialized`, then one more round trip (`app/list`, which
+/// reads memory only; its answer, whatever it is, is not looked at), so the server has handled
+/// `initialized` before this returns: `initialized` has no answer, and without the round trip
+/// a request on another connection may race ahead of it and broadcast a notification that
+/// (rightly) does not reach this client, not yet initialized. The result of `initialize`.
+pub async fn initialize(
+    client: &Client,
+    name: &str,
+    capabilities: Value,
+) -> Result<Value, appserver_client::ClientError> {
+    let result = client.initialize(name, capabilities).await?;
+    client.request_answer("app/list", json!({})).await?;
+    Ok(result)
 }
 
 /// Parses a frame that must be JSON.

@@ -162,10 +162,13 @@ async fn two_origins_publishing_one_app_id_are_two_apps() {
     let (first, second) = (notes_site("first").await, notes_site("second").await);
     let server = web_server().spawn().await.unwrap();
     let mut owner = server.ws_client().await.unwrap();
-    owner
-        .initialize("desktop", json!({ "approvalSupport": true, "extensions": { "appProtocol": true } }))
-        .await
-        .unwrap();
+    appserver_tests::initialize(
+        &owner,
+        "desktop",
+        json!({ "approvalSupport": true, "extensions": { "appProtocol": true } }),
+    )
+    .await
+    .unwrap();
     let a = discover(&server, json!({ "url": first.base_url() })).await.unwrap()["windowId"].clone();
     let b = discover(&server, json!({ "url": second.base_url() })).await.unwrap()["windowId"].clone();
     assert_eq!(a, notes_window(&first));

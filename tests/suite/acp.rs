@@ -16,10 +16,13 @@ const WAIT: Duration = Duration::from_secs(20);
 /// A client fronting an editor that reads and writes text files.
 async fn editor_client(server: &appserver_tests::ServerProcess) -> (Client, Value) {
     let client = server.ws_client().await.unwrap();
-    let init = client
-        .initialize("editor-bridge", json!({ "acpExtensions": { "fsReadTextFile": true, "fsWriteTextFile": true } }))
-        .await
-        .unwrap();
+    let init = appserver_tests::initialize(
+        &client,
+        "editor-bridge",
+        json!({ "acpExtensions": { "fsReadTextFile": true, "fsWriteTextFile": true } }),
+    )
+    .await
+    .unwrap();
     (client, init)
 }
 
@@ -152,7 +155,7 @@ async fn appserver_acp_without_a_running_server_starts_one_that_other_clients_jo
         serde_json::from_str(&std::fs::read_to_string(workspace.join(".appserver/server.lock")).unwrap()).unwrap();
     assert_eq!(lock["pid"], child.id().unwrap());
     let other = Client::connect_ws(lock["wsUrl"].as_str().unwrap(), WAIT).await.unwrap();
-    other.initialize("desktop", json!({})).await.unwrap();
+    appserver_tests::initialize(&other, "desktop", json!({})).await.unwrap();
     let read = other.request("thread/read", json!({ "threadId": session })).await.unwrap();
     assert_eq!(read["thread"]["originChannel"], "acp");
 

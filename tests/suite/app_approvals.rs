@@ -29,7 +29,9 @@ async fn spec_only_clients_get_a_shell_approval_and_app_clients_the_app_fields()
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let mut spec_client = server.ws_client_initialized().await.unwrap();
     let mut app_client = server.ws_client().await.unwrap();
-    app_client.initialize("app-aware", json!({ "extensions": { "appProtocol": true } })).await.unwrap();
+    appserver_tests::initialize(&app_client, "app-aware", json!({ "extensions": { "appProtocol": true } }))
+        .await
+        .unwrap();
     let sheet = host(&server, SheetOptions::default()).await;
     let w = sheet.window_id.clone();
     let thread_id = start_thread(&spec_client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
@@ -90,10 +92,13 @@ async fn spec_only_clients_get_a_shell_approval_and_app_clients_the_app_fields()
 async fn a_command_that_cannot_run_is_refused_without_asking_anyone() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let mut client = server.ws_client().await.unwrap();
-    client
-        .initialize("app-aware", json!({ "approvalSupport": true, "extensions": { "appProtocol": true } }))
-        .await
-        .unwrap();
+    appserver_tests::initialize(
+        &client,
+        "app-aware",
+        json!({ "approvalSupport": true, "extensions": { "appProtocol": true } }),
+    )
+    .await
+    .unwrap();
     let sheet = host(&server, SheetOptions::default()).await;
     let w = sheet.window_id.clone();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();

@@ -210,7 +210,7 @@ async fn accept_always_survives_a_restart_for_its_thread_only() {
 async fn without_approval_support_the_policy_decides() {
     let server = server().spawn().await.unwrap();
     let mut client = server.ws_client().await.unwrap();
-    client.initialize("headless", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&client, "headless", json!({ "approvalSupport": false })).await.unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     // Default policy: the non-interactive fallback is decline, and no request is sent.
     let turn = client.request("turn/start", gated(&thread_id, "h")).await.unwrap();

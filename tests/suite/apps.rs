@@ -47,7 +47,7 @@ fn cells(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 async fn register_query_command_and_query_again() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let mut controller = server.ws_client().await.unwrap();
-    let init = controller.initialize("controller", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&controller, "controller", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["extensions"]["appProtocol"], true);
     let sheet = host(&server, SheetOptions::default()).await;
     assert!(sheet.window_id.starts_with("win_"));

@@ -17,7 +17,13 @@ use super::mcp::{McpClient, approval_request, call, connect_http_as, quiet_host,
 /// An approval-capable client acting for the owner (the desktop's capabilities).
 async fn desktop(server: &ServerProcess, name: &str) -> Client {
     let client = server.ws_client().await.unwrap();
-    client.initialize(name, json!({ "approvalSupport": true, "extensions": { "appProtocol": true } })).await.unwrap();
+    appserver_tests::initialize(
+        &client,
+        name,
+        json!({ "approvalSupport": true, "extensions": { "appProtocol": true } }),
+    )
+    .await
+    .unwrap();
     client
 }
 
@@ -102,11 +108,11 @@ async fn a_channel_adapter_and_the_agents_own_websocket_never_decide_its_call() 
     // the token and declares the agent's name.
     let mut adapter = ws(&server).await;
     let adapter_caps = json!({ "approvalSupport": true, "channelAdapter": { "channelName": "telegram" } });
-    adapter.initialize("telegram-adapter", adapter_caps).await.unwrap();
+    appserver_tests::initialize(&adapter, "telegram-adapter", adapter_caps).await.unwrap();
     let mut own = ws(&server).await;
-    own.initialize("Evil-Agent", json!({ "approvalSupport": true })).await.unwrap();
+    appserver_tests::initialize(&own, "Evil-Agent", json!({ "approvalSupport": true })).await.unwrap();
     let host = ws(&server).await;
-    host.initialize("sheet-host", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&host, "sheet-host", json!({ "approvalSupport": false })).await.unwrap();
     let sheet = SheetHost::start(host, SheetOptions::default()).await.unwrap();
     let w = sheet.window_id.clone();
     let (agent, _) = connect_http_as(&server, Some("s3cret"), "evil-agent").await;
@@ -121,7 +127,7 @@ async fn a_channel_adapter_and_the_agents_own_websocket_never_decide_its_call() 
 
     // With the owner's desktop connected, only it is asked.
     let mut owner = ws(&server).await;
-    owner.initialize("desktop", json!({ "approvalSupport": true })).await.unwrap();
+    appserver_tests::initialize(&owner, "desktop", json!({ "approvalSupport": true })).await.unwrap();
     let pending = start_command(&agent, set_cells(&w, "A1", "approved")).await;
     let (id, _) = approval_request(&mut owner).await;
     owner.respond(&id, json!({ "decision": "accept" }));
@@ -183,7 +189,7 @@ async fn ending_the_mcp_session_withdraws_its_pending_approval() {
 /// A connected app (a host with its own connection) calling another window for its app.
 async fn relay(server: &ServerProcess, call_apps: bool) -> (Client, String) {
     let client = server.ws_client().await.unwrap();
-    client.initialize("relay-host", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&client, "relay-host", json!({ "approvalSupport": false })).await.unwrap();
     let manifest = json!({ "appId": "relay", "name": "Relay", "permissions": { "callApps": call_apps } });
     let registered = client.request("app/register", json!({ "manifest": manifest })).await.unwrap();
     (client, registered["windowId"].as_str().unwrap().to_owned())

@@ -26,7 +26,7 @@ fn adapter_caps(tools: Value) -> Value {
 
 async fn adapter(server: &ServerProcess, tools: Value) -> Client {
     let client = server.ws_client().await.unwrap();
-    client.initialize("telegram-adapter", adapter_caps(tools)).await.unwrap();
+    appserver_tests::initialize(&client, "telegram-adapter", adapter_caps(tools)).await.unwrap();
     client
 }
 
@@ -290,7 +290,7 @@ async fn an_adapter_of_a_channel_the_workspace_does_not_accept_is_rejected() {
     // The configured one is accepted.
     let weixin = server.ws_client().await.unwrap();
     let caps = json!({ "channelAdapter": { "channelName": "Weixin", "deliveryCapabilities": { "structuredDelivery": true } } });
-    weixin.initialize("weixin-adapter", caps).await.unwrap();
+    appserver_tests::initialize(&weixin, "weixin-adapter", caps).await.unwrap();
     let listed = weixin.request("channel/status", json!({})).await.unwrap();
     assert_eq!(listed["channels"][0]["running"], true, "{listed}");
 }

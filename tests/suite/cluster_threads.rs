@@ -106,7 +106,7 @@ async fn an_approval_asked_by_one_instance_is_answered_by_a_client_on_another() 
     let mut approver = a.ws_client_initialized().await.unwrap();
     // The turn's starter on B cannot answer approvals: only the client on A can.
     let mut starter = b.ws_client().await.unwrap();
-    starter.initialize("headless", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&starter, "headless", json!({ "approvalSupport": false })).await.unwrap();
     let id = start_thread(&approver, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     approver.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
 
@@ -147,9 +147,9 @@ async fn with_no_approver_on_any_instance_the_policy_decides_at_once() {
     let (_a, b, c) =
         (cluster.instance_with(long()).await, cluster.instance_with(long()).await, cluster.instance_with(long()).await);
     let mut starter = b.ws_client().await.unwrap();
-    starter.initialize("headless", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&starter, "headless", json!({ "approvalSupport": false })).await.unwrap();
     let watcher = c.ws_client().await.unwrap();
-    watcher.initialize("headless too", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&watcher, "headless too", json!({ "approvalSupport": false })).await.unwrap();
     let id = start_thread(&starter, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     watcher.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
     let input = command("debug-gated", "nobody");

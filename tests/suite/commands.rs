@@ -23,7 +23,7 @@ async fn command_list_with_and_without_builtins() {
     )
     .unwrap();
     let client = server.ws_client().await.unwrap();
-    let init = client.initialize("c", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "c", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["commandManagement"], true);
 
     let all = client.request("command/list", json!({})).await.unwrap();
@@ -122,7 +122,7 @@ async fn new_moves_the_identity_to_a_fresh_thread() {
     let adapter_caps = json!({ "approvalSupport": true, "channelAdapter": {
         "channelName": "telegram", "deliveryCapabilities": { "structuredDelivery": true, "media": {} },
         "channelTools": [{ "name": "TelegramSendDocument", "description": "d", "requiresChatContext": true, "inputSchema": { "type": "object" } }] } });
-    client.initialize("telegram-adapter", adapter_caps).await.unwrap();
+    appserver_tests::initialize(&client, "telegram-adapter", adapter_caps).await.unwrap();
     let who = identity("telegram", "user-9");
     let old =
         client.request("thread/start", json!({ "identity": who, "config": { "model": "m" } })).await.unwrap()["thread"]
@@ -182,10 +182,13 @@ async fn an_app_command_through_command_execute_reaches_the_app_with_an_approval
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let sheet = SheetHost::start(server.ws_client_initialized().await.unwrap(), SheetOptions::default()).await.unwrap();
     let mut adapter = server.ws_client().await.unwrap();
-    adapter
-        .initialize("adapter", json!({ "channelAdapter": { "channelName": "console", "deliveryCapabilities": {} } }))
-        .await
-        .unwrap();
+    appserver_tests::initialize(
+        &adapter,
+        "adapter",
+        json!({ "channelAdapter": { "channelName": "console", "deliveryCapabilities": {} } }),
+    )
+    .await
+    .unwrap();
     let thread_id =
         adapter.request("thread/start", json!({ "identity": identity("console", "u") })).await.unwrap()["thread"]["id"]
             .as_str()

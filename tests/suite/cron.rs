@@ -38,7 +38,7 @@ async fn a_job_fires_on_the_clock_reports_its_result_and_survives_a_restart() {
     let builder = || ServerBuilder::ws().workspace(dir.path()).mock_model(&mock).arg("--enable-debug-methods");
     let mut server = builder().spawn().await.unwrap();
     let mut client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["cronManagement"], true);
     let thread = start_thread(&client, json!({})).await.unwrap();
     let thread_id = thread["id"].as_str().unwrap().to_owned();
@@ -187,7 +187,7 @@ async fn the_heartbeat_runs_its_file_on_demand_and_on_its_interval() {
         .await
         .unwrap();
     let mut client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["heartbeatManagement"], true);
 
     let nothing = client.request("heartbeat/trigger", json!({})).await.unwrap();

@@ -42,10 +42,13 @@ async fn channel_list_names_builtin_stored_and_adapter_channels_in_order() {
         client.request("thread/start", json!({ "identity": identity(channel, "u") })).await.unwrap();
     }
     let adapter = server.ws_client().await.unwrap();
-    adapter
-        .initialize("adapter", json!({ "channelAdapter": { "channelName": "telegram", "deliveryCapabilities": {} } }))
-        .await
-        .unwrap();
+    appserver_tests::initialize(
+        &adapter,
+        "adapter",
+        json!({ "channelAdapter": { "channelName": "telegram", "deliveryCapabilities": {} } }),
+    )
+    .await
+    .unwrap();
 
     // Ungated: a client that declared nothing may call it, with `{}` params.
     let listed = client.request("channel/list", json!({})).await.unwrap();

@@ -19,7 +19,7 @@ async fn channels_are_upserted_listed_and_removed_and_survive_a_restart() {
     let mut server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["externalChannelManagement"], true);
     assert_eq!(init["capabilities"]["channelStatus"], true);
 
@@ -85,7 +85,9 @@ async fn channel_status_says_which_configured_channels_have_an_adapter_connected
         client.request("externalChannel/upsert", json!({ "channel": channel })).await.unwrap();
     }
     let adapter = server.ws_client().await.unwrap();
-    adapter.initialize("adapter", json!({ "channelAdapter": { "channelName": "Weixin" } })).await.unwrap();
+    appserver_tests::initialize(&adapter, "adapter", json!({ "channelAdapter": { "channelName": "Weixin" } }))
+        .await
+        .unwrap();
     let status = client.request("channel/status", json!({})).await.unwrap();
     assert_eq!(
         status,

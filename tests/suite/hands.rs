@@ -31,10 +31,13 @@ pub async fn server(mock: &MockModel, args: &[&str]) -> ServerProcess {
 /// A client that declared `commandExecutionStreaming` and `backgroundTerminals`.
 pub async fn streaming_client(server: &ServerProcess) -> Client {
     let client = server.ws_client().await.unwrap();
-    client
-        .initialize("hands", json!({ "commandExecutionStreaming": true, "backgroundTerminals": true }))
-        .await
-        .unwrap();
+    appserver_tests::initialize(
+        &client,
+        "hands",
+        json!({ "commandExecutionStreaming": true, "backgroundTerminals": true }),
+    )
+    .await
+    .unwrap();
     client
 }
 
@@ -225,7 +228,7 @@ async fn without_an_approving_client_commands_are_declined_and_interrupt_cancels
     let mock = MockModel::start(vec![exec_call("c1", json!({ "command": "echo hi > made.txt" })), done()]).await;
     let server = server(&mock, &[]).await;
     let mut client = server.ws_client().await.unwrap();
-    client.initialize("no-approvals", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&client, "no-approvals", json!({ "approvalSupport": false })).await.unwrap();
     let thread_id = thread(&client).await;
     let turn_id = start_turn(&client, &thread_id, "go").await;
     let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();

@@ -104,7 +104,7 @@ async fn a_symlink_out_of_the_workspace_is_refused_without_approval() {
     let server = server(&mock, &["--approval-policy", "never"]).await;
     std::os::unix::fs::symlink(outside.path(), server.workspace.join("link")).unwrap();
     let mut client = server.ws_client().await.unwrap();
-    client.initialize("no-approvals", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&client, "no-approvals", json!({ "approvalSupport": false })).await.unwrap();
     let thread_id = thread(&client).await;
     let turn_id = start_turn(&client, &thread_id, "go").await;
     let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();

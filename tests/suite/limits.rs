@@ -83,7 +83,7 @@ async fn connections_past_the_cap_get_503_until_one_leaves() {
 async fn nothing_larger_than_the_client_accepts_is_sent_to_it() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let limited = server.ws_client().await.unwrap();
-    limited.initialize("small-client", json!({ "maxMessageBytes": 4000 })).await.unwrap();
+    appserver_tests::initialize(&limited, "small-client", json!({ "maxMessageBytes": 4000 })).await.unwrap();
     let mut limited = limited;
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let thread_id = start_thread(&limited, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
@@ -121,7 +121,7 @@ async fn a_client_that_waits_for_each_answer_is_never_refused() {
     let ws = ServerBuilder::ws().args(args).spawn().await.unwrap();
     let mut stdio = ServerBuilder::stdio().args(args).spawn().await.unwrap();
     let stdio_client = stdio.stdio_client();
-    stdio_client.initialize("limits-test", json!({})).await.unwrap();
+    appserver_tests::initialize(&stdio_client, "limits-test", json!({})).await.unwrap();
     let mut clients = vec![stdio_client];
     for _ in 0..3 {
         clients.push(ws.ws_client_initialized().await.unwrap());

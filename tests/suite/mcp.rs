@@ -79,7 +79,7 @@ pub(super) fn text_of(result: &CallToolResult) -> String {
 /// A sheet host that does not answer approvals.
 pub(super) async fn quiet_host(server: &ServerProcess, options: SheetOptions) -> SheetHost {
     let client = server.ws_client().await.unwrap();
-    client.initialize("sheet-host", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&client, "sheet-host", json!({ "approvalSupport": false })).await.unwrap();
     SheetHost::start(client, options).await.unwrap()
 }
 
@@ -152,7 +152,7 @@ async fn tools_resources_and_queries_over_streamable_http() {
 async fn an_approval_client_accepts_and_declines_and_the_log_names_the_caller() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let mut approver = server.ws_client().await.unwrap();
-    approver.initialize("desktop", json!({ "extensions": { "appProtocol": true } })).await.unwrap();
+    appserver_tests::initialize(&approver, "desktop", json!({ "extensions": { "appProtocol": true } })).await.unwrap();
     let sheet = quiet_host(&server, SheetOptions::default()).await;
     let w = sheet.window_id.clone();
     let (client, _changed) = connect_http(&server, None).await;

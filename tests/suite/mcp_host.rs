@@ -51,7 +51,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     let log = workspace.path().join("calls.log");
     let mut server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
     let mut client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["mcpManagement"], true);
     assert_eq!(init["capabilities"]["mcpStatus"], true);
     assert_eq!(client.request("mcp/list", json!({})).await.unwrap(), json!({ "servers": [] }));
@@ -385,7 +385,7 @@ async fn a_views_calls_are_approved_and_logged_per_view() {
     let thread = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     run_answering(&mut client, &thread, &[]).await;
     let mut desktop = server.ws_client().await.unwrap();
-    desktop.initialize("desktop", json!({ "approvalSupport": true })).await.unwrap();
+    appserver_tests::initialize(&desktop, "desktop", json!({ "approvalSupport": true })).await.unwrap();
 
     let echo = json!({ "callId": "c1", "server": "tools", "tool": "echo", "arguments": { "text": "from the view" } });
     let read = client.request("mcp/view/call", echo).await.unwrap();

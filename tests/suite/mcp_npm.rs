@@ -250,7 +250,7 @@ async fn server_everythings_elicitation_is_put_to_the_threads_user() {
 
     // A client that answers no approvals cannot ask its user: the server is told why.
     let mut plain = server.ws_client().await.unwrap();
-    plain.initialize("no-approvals", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&plain, "no-approvals", json!({ "approvalSupport": false })).await.unwrap();
     drop(client);
     plain.request("thread/resume", json!({ "threadId": thread })).await.unwrap();
     let turn = plain.request("turn/start", json!({ "threadId": thread, "input": text("again") })).await.unwrap();

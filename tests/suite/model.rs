@@ -28,7 +28,7 @@ async fn a_plain_answer_streams_in_deltas() {
     let mock = MockModel::start(vec![Reply::Sse(text_reply(&["Hel", "lo", " world"], (10, 2)))]).await;
     let server = server_with(&mock).await;
     let mut client = server.ws_client().await.unwrap();
-    let init = client.initialize("c", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "c", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["modelCatalogManagement"], true);
     let thread_id = thread(&client).await;
     let (_, events) = run_turn(&mut client, &thread_id, text("hi")).await.unwrap();
@@ -287,7 +287,7 @@ async fn model_list_reads_the_providers_catalog() {
 
     let plain = ServerBuilder::ws().spawn().await.unwrap();
     let client = plain.ws_client().await.unwrap();
-    let init = client.initialize("c", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "c", json!({})).await.unwrap();
     assert!(init["capabilities"].get("modelCatalogManagement").is_none());
     assert_eq!(client.request("model/list", json!({})).await.unwrap_err().code(), Some(-32601));
 }

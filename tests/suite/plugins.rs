@@ -121,7 +121,7 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     let mut server = server(workspace.path()).await;
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["pluginManagement"], true);
     assert_eq!(client.request("plugin/list", json!({})).await.unwrap(), json!({ "plugins": [], "diagnostics": [] }));
 
@@ -366,7 +366,9 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
 
     // A channel adapter acts for its chat's users: it may not install (nor change) plugins.
     let adapter = server.ws_client().await.unwrap();
-    adapter.initialize("adapter", json!({ "channelAdapter": { "channelName": "telegram" } })).await.unwrap();
+    appserver_tests::initialize(&adapter, "adapter", json!({ "channelAdapter": { "channelName": "telegram" } }))
+        .await
+        .unwrap();
     let path = at("good.zip").display().to_string();
     let refused = adapter.request("plugin/install", json!({ "id": "zipped", "path": path })).await;
     assert_eq!(error(refused).1, "PluginPermissionDenied");

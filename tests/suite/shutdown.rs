@@ -122,7 +122,7 @@ async fn sigterm_lets_a_running_turn_finish_and_starts_no_new_one() {
 async fn stdin_eof_loses_no_reply_and_no_last_notification() {
     let mut server = ServerBuilder::stdio().arg("--enable-debug-methods").spawn().await.unwrap();
     let mut client = server.stdio_client();
-    client.initialize("eof-test", json!({})).await.unwrap();
+    appserver_tests::initialize(&client, "eof-test", json!({})).await.unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     let turn_id = start_blocked_turn(&mut client, &thread_id).await;
     // Slow requests still running when stdin closes.

@@ -43,7 +43,7 @@ async fn skills_are_listed_read_disabled_and_uninstalled_and_the_state_survives_
         ServerBuilder::ws().workspace(workspace.path()).args(["--skills-home", &home_arg]).spawn().await.unwrap();
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["skillsManagement"], true);
 
     let listed = client.request("skills/list", json!({})).await.unwrap();

@@ -183,7 +183,7 @@ async fn profiles_are_managed_checked_and_survive_a_restart() {
 async fn the_capability_flags_are_advertised() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let client = server.ws_client().await.unwrap();
-    let result = client.initialize("caps", json!({})).await.unwrap();
+    let result = appserver_tests::initialize(&client, "caps", json!({})).await.unwrap();
     assert_eq!(result["capabilities"]["subAgentManagement"], true);
     assert_eq!(result["capabilities"]["subAgentSessions"], true);
 }
@@ -206,7 +206,9 @@ async fn a_spawned_child_answers_the_parent_with_graph_and_progress_in_order() {
     let parent = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     // A subscriber that opted out of progress.
     let mut quiet = server.ws_client().await.unwrap();
-    quiet.initialize("quiet", json!({ "optOutNotificationMethods": ["subagent/progress"] })).await.unwrap();
+    appserver_tests::initialize(&quiet, "quiet", json!({ "optOutNotificationMethods": ["subagent/progress"] }))
+        .await
+        .unwrap();
     quiet.request("thread/subscribe", json!({ "threadId": parent })).await.unwrap();
     let turn = client.request("turn/start", json!({ "threadId": parent, "input": text("delegate") })).await.unwrap();
     let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
@@ -433,7 +435,7 @@ async fn a_childs_approval_is_answered_by_a_client_of_the_parent() {
     let server = ServerBuilder::ws().arg("--enable-debug-methods").mock_model(&mock).spawn().await.unwrap();
     // The starter cannot answer approvals; the watcher only subscribed to the parent.
     let mut starter = server.ws_client().await.unwrap();
-    starter.initialize("starter", json!({ "approvalSupport": false })).await.unwrap();
+    appserver_tests::initialize(&starter, "starter", json!({ "approvalSupport": false })).await.unwrap();
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let parent = start_thread(&starter, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     watcher.request("thread/subscribe", json!({ "threadId": parent })).await.unwrap();

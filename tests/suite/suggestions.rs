@@ -134,7 +134,7 @@ async fn welcome_suggestions_follow_the_workspaces_recent_threads_and_the_switch
     let dir = tempfile::tempdir().unwrap();
     let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
     let client = server.ws_client().await.unwrap();
-    let init = client.initialize("desktop", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["extensions"]["welcomeSuggestions"], true);
     let workspace = dir.path().display().to_string();
     let me = json!({ "channelName": "desktop", "userId": "u", "workspacePath": workspace });

@@ -206,13 +206,13 @@ async fn a_subscriber_sees_another_clients_turn_exactly_once() {
 async fn opted_out_notifications_are_not_sent() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let mut client = server.ws_client().await.unwrap();
-    client
-        .initialize(
-            "quiet",
-            json!({ "optOutNotificationMethods": ["item/agentMessage/delta", "thread/runtimeChanged", "thread/started"] }),
-        )
-        .await
-        .unwrap();
+    appserver_tests::initialize(
+        &client,
+        "quiet",
+        json!({ "optOutNotificationMethods": ["item/agentMessage/delta", "thread/runtimeChanged", "thread/started"] }),
+    )
+    .await
+    .unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     let (_, events) = run_turn(&mut client, &thread_id, text("hello")).await.unwrap();
     for event in &events {

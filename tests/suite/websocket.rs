@@ -141,8 +141,8 @@ async fn stdio_and_websocket_at_once() {
     let mut server = ServerBuilder::both().spawn().await.unwrap();
     let stdio = server.stdio_client();
     let ws = server.ws_client().await.unwrap();
-    let a = stdio.initialize("stdio", json!({})).await.unwrap();
-    let b = ws.initialize("ws", json!({})).await.unwrap();
+    let a = appserver_tests::initialize(&stdio, "stdio", json!({})).await.unwrap();
+    let b = appserver_tests::initialize(&ws, "ws", json!({})).await.unwrap();
     assert_eq!(a["serverInfo"], b["serverInfo"]);
     assert_eq!(stdio.request("no/such", json!({})).await.unwrap_err().code(), Some(-32601));
     assert_eq!(ws.request("no/such", json!({})).await.unwrap_err().code(), Some(-32601));
@@ -155,7 +155,7 @@ async fn many_connections_each_keep_their_own_state() {
     for i in 0..20 {
         let client = server.ws_client().await.unwrap();
         if i % 2 == 0 {
-            client.initialize("even", json!({})).await.unwrap();
+            appserver_tests::initialize(&client, "even", json!({})).await.unwrap();
         }
         clients.push(client);
     }

@@ -34,7 +34,7 @@ async fn an_update_round_trips_keeps_the_comments_and_is_announced() {
     assert_eq!(init["capabilities"]["workspaceConfigManagement"], true);
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let mut quiet = server.ws_client().await.unwrap();
-    quiet.initialize("quiet", json!({ "configChange": false })).await.unwrap();
+    appserver_tests::initialize(&quiet, "quiet", json!({ "configChange": false })).await.unwrap();
     let client = server.ws_client_initialized().await.unwrap();
 
     let update = json!({ "model": "new-model", "endPoint": "http://127.0.0.1:9/v1", "welcomeSuggestionsEnabled": false,
@@ -132,7 +132,7 @@ async fn a_model_written_by_update_is_the_model_after_a_restart() {
 
     let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
     let client = Client::connect_ws(&server.ws_url(), TIMEOUT).await.unwrap();
-    let init = client.initialize("x", json!({})).await.unwrap();
+    let init = appserver_tests::initialize(&client, "x", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["modelCatalogManagement"], true, "the model from the file is configured");
     let models = client.request("model/list", json!({})).await.unwrap();
     assert!(models.to_string().contains("from-file"), "{models}");
