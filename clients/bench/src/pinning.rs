@@ -93,6 +93,21 @@ pub fn describe(pinning: &Pinning) -> String {
     )
 }
 
+/// Whether throughput and latency ratios are judged in this run: client and server on separate
+/// cores, at least two for the server (the performance issue's decision 1). Elsewhere they are
+/// reported, marked *shared cores*.
+pub fn judged() -> bool {
+    match PINNING.get() {
+        Some(Pinning { client: Some(c), server: Some(s) }) => apart(c, s),
+        _ => false,
+    }
+}
+
+/// Client cores `client` and server cores `server` share none, and the server has two or more.
+fn apart(client: &str, server: &str) -> bool {
+    !overlap(client, server) && cores(server).len() >= 2
+}
+
 /// Whether two `taskset -c` lists name a common core.
 fn overlap(a: &str, b: &str) -> bool {
     let a = cores(a);
@@ -120,6 +135,14 @@ mod tests {
         assert!(overlap("0-3", "3,8"));
         assert!(!overlap("0,2,4", "1,3"));
         assert_eq!(cores("0-2,5"), vec![0, 1, 2, 5]);
+    }
+
+    #[test]
+    fn ratios_are_judged_only_with_the_sides_apart_and_two_server_cores() {
+        assert!(apart("0-3", "4-15"));
+        assert!(!apart("0-3", "3-15"), "a shared core");
+        assert!(!apart("0", "1"), "one core for the server");
+        assert!(apart("0", "1,2"));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use futures_util::SinkExt;
 use serde_json::{Value, json};
 use tokio_tungstenite::tungstenite::Message;
 
-use super::{Row, appserver_ws, bench_server, client, row, start_thread, verdict};
+use super::{Row, appserver_ws, bench_server, client, ratio_verdict, row, start_thread, verdict};
 use crate::measure::{self, Floor, Ws, count, kib, micros};
 
 /// appserver's `--outgoing-queue` default, given to the floor too.
@@ -18,6 +18,8 @@ const QUEUE: usize = 8192;
 /// How long after a turn its memory is measured: the server returns freed memory once its
 /// output has paused for 50 ms (docs/architecture.md, "Memory after a burst").
 const SETTLE: Duration = Duration::from_millis(300);
+/// Most memory a subscriber may leave behind after a burst (an absolute bound, on any machine).
+const KEPT_PER_SUBSCRIBER_KIB: f64 = 16.0;
 
 /// How one subscriber's turn ended.
 struct Received {
@@ -139,9 +141,13 @@ pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<
             kib(peak),
             after.iter().map(|k| kib(*k)).collect::<Vec<_>>().join(", "),
         ),
-        verdict(
-            ratio >= 0.8 && kept_per <= 0.25 * peak_per.max(1.0) && dropped == 0,
-            "≥ 0.8× floor, nobody dropped, ≥ 3/4 of the peak memory per subscriber returned after the turn",
+        format!(
+            "{}; {}",
+            verdict(
+                kept_per <= KEPT_PER_SUBSCRIBER_KIB && dropped == 0,
+                "≤ 16 KiB kept per subscriber, nobody dropped"
+            ),
+            ratio_verdict(ratio >= 0.9, "≥ 0.9× floor")
         ),
     ))
 }

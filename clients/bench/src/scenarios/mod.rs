@@ -123,6 +123,14 @@ pub fn verdict(met: bool, what: impl std::fmt::Display) -> String {
     format!("{} {what}", if met { "MET" } else { "MISS" })
 }
 
+/// The verdict on a throughput or latency ratio: judged only where client and server ran on
+/// separate cores ([`crate::pinning::judged`]); elsewhere the same words after `not judged
+/// (shared cores):`, so what it would have been is still read.
+pub fn ratio_verdict(met: bool, what: impl std::fmt::Display) -> String {
+    let verdict = verdict(met, what);
+    if crate::pinning::judged() { verdict } else { format!("not judged (shared cores): {verdict}") }
+}
+
 pub const NO_TARGET: &str = "no target";
 
 pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"bench","version":"1"},"capabilities":{"approvalSupport":false}}}"#;

@@ -8,7 +8,7 @@ use anyhow::Result;
 use serde_json::json;
 
 use super::cluster::{BenchDatabase, POSTGRES_VAR};
-use super::{NO_TARGET, Row, Sizes, bench_server, client, row, start_thread, verdict};
+use super::{NO_TARGET, Row, Sizes, bench_server, client, ratio_verdict, row, start_thread};
 use crate::measure::count;
 use crate::postgres_floor::PgFloor;
 use crate::sqlite_floor;
@@ -90,6 +90,6 @@ async fn measure(store_url: &str, floor_url: &str, sizes: Sizes) -> Result<Row> 
             sizes.item_threads,
             sizes.rounds
         ),
-        verdict(ratio >= 0.3, "≥ 0.3× the PostgreSQL floor"),
+        ratio_verdict(ratio >= 0.3, "≥ 0.3× the PostgreSQL floor"),
     ))
 }

@@ -10,7 +10,7 @@ use serde_json::Value;
 use tokio_tungstenite::tungstenite::Message;
 
 use super::{
-    INIT, INITIALIZED, Row, Sizes, appserver_ws, bench_server, client, read_frame, row, start_thread, verdict,
+    INIT, INITIALIZED, Row, Sizes, appserver_ws, bench_server, client, ratio_verdict, read_frame, row, start_thread,
 };
 use crate::measure::{self, Floor, Stats, Ws, count};
 
@@ -76,7 +76,7 @@ pub async fn round_trips(sizes: Sizes) -> Result<Vec<Row>> {
             floor.summary()
         ),
         format!("p50 {vs_rpc:.2}× jsonrpsee, {vs_sized:.2}× sized echo ({vs_echo:.2}× plain echo); {size_note}"),
-        verdict(vs_rpc <= 1.0 && vs_sized <= 1.15, "p50 ≤ 1.0× jsonrpsee and ≤ 1.15× sized echo"),
+        ratio_verdict(vs_rpc <= 1.0 && vs_sized <= 1.2, "p50 ≤ 1.0× jsonrpsee and ≤ 1.2× sized echo"),
     )];
 
     let [ours_p, theirs_p, floor_p, sized_p] = four(
@@ -101,7 +101,7 @@ pub async fn round_trips(sizes: Sizes) -> Result<Vec<Row>> {
             "{vs_rpc:.2}× jsonrpsee, {:.2}× sized echo throughput",
             ratio(ours_p.per_second(), sized_p.per_second())
         ),
-        verdict(vs_rpc >= 1.0, "≥ 1.0× jsonrpsee throughput"),
+        ratio_verdict(vs_rpc >= 2.0, "≥ 2× jsonrpsee throughput"),
     ));
 
     let urls = [server.ws_url(), rpc_url, sized_url];
