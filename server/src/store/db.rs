@@ -221,6 +221,20 @@ impl Row {
 /// Most tries of a PostgreSQL read whose connection was lost (a killed session, a restart).
 const READ_ATTEMPTS: u32 = 4;
 
+/// A read of this many rows or more (a whole long thread, a long catch-up) has filled its
+/// connection's page cache with pages nothing reads again soon: [`shrink`] gives them back.
+const SHRINK_AFTER_ROWS: usize = 512;
+
+/// Frees the page cache of a reader connection (`PRAGMA shrink_memory`): after a long read the
+/// pages stay in the process for as long as the connection lives, up to its `cache_size` in each
+/// of the pool's connections (docs/performance.md, the `thread/read` row). The operating system
+/// still caches the file, so a later read costs system calls, not disk reads.
+async fn shrink(conn: &mut SqliteConnection) {
+    if let Err(err) = sqlx::query("PRAGMA shrink_memory").execute(conn).await {
+        tracing::debug!(error = %err, "could not free a reader's page cache");
+    }
+}
+
 /// Runs a read, again on another of the pool's connections when its connection was lost before it
 /// answered (a read has no effect to repeat): a database session killed under the reader pool is
 /// not a client's error.
@@ -292,11 +306,19 @@ impl Pool {
         use futures_util::TryStreamExt;
         match self {
             Pool::Sqlite(pool) => {
-                let mut rows = q.sqlite().fetch(pool);
-                while let Some(row) = rows.try_next().await? {
-                    if each(Row::Sqlite(row))?.is_break() {
-                        break;
+                let mut conn = pool.acquire().await?;
+                let mut read = 0_usize;
+                {
+                    let mut rows = q.sqlite().fetch(&mut *conn);
+                    while let Some(row) = rows.try_next().await? {
+                        read += 1;
+                        if each(Row::Sqlite(row))?.is_break() {
+                            break;
+                        }
                     }
+                }
+                if read >= SHRINK_AFTER_ROWS {
+                    shrink(&mut conn).await;
                 }
             }
             Pool::Postgres(pool) => {
@@ -439,5 +461,34 @@ mod tests {
             "x = $1 AND y IN (SELECT y WHERE x = $1 LIMIT $2)"
         );
         assert_eq!(numbered("a = '?' AND \"w?\" = ?"), "a = '?' AND \"w?\" = $1");
+    }
+
+    /// A read long enough to free its connection's page cache afterwards hands on every row,
+    /// and the connection (the pool's only one) reads on as before. What the cache held is
+    /// measured by the benchmark's `thread/read` row, not here.
+    #[tokio::test]
+    async fn a_long_read_frees_its_cache_and_the_connection_reads_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let options =
+            sqlx::sqlite::SqliteConnectOptions::new().filename(dir.path().join("t.db")).create_if_missing(true);
+        let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options).await.unwrap();
+        sqlx::query("CREATE TABLE t (n INTEGER PRIMARY KEY, body TEXT NOT NULL)").execute(&pool).await.unwrap();
+        let rows = SHRINK_AFTER_ROWS + 88;
+        let insert = format!(
+            "WITH RECURSIVE c(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM c WHERE n < {rows}) \
+             INSERT INTO t SELECT n, printf('%.1000c', 'x') FROM c"
+        );
+        sqlx::query(&insert).execute(&pool).await.unwrap();
+        let pool = Pool::Sqlite(pool);
+        for _ in 0..2 {
+            let mut seen = Vec::new();
+            pool.for_each_row(sql("SELECT n, body FROM t ORDER BY n"), |row| {
+                seen.push(row.int("n")?);
+                Ok::<_, sqlx::Error>(ControlFlow::Continue(()))
+            })
+            .await
+            .unwrap();
+            assert_eq!(seen, (1..=rows as i64).collect::<Vec<_>>());
+        }
     }
 }
