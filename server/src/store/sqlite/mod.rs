@@ -62,7 +62,8 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
         .min_connections(0)
         // A reader's page cache is a copy of what the OS caches already: 256 KiB each (SQLite's
         // default is 2 MiB), so a full `thread/read` does not leave megabytes behind in four
-        // connections (docs/performance.md).
+        // connections; a read of many rows frees its connection's cache after it
+        // (`db::Pool::for_each_row`, docs/performance.md).
         .connect_with(options.read_only(true).pragma("cache_size", "-256"))
         .await
         .map_err(open_err)?;
