@@ -63,18 +63,23 @@ async fn next_request(client: &mut Client, method: &str) -> (appserver_protocol:
     }
 }
 
+/// A model that schedules a job, says so, then answers the job's run with a reminder.
+async fn reminder_model() -> MockModel {
+    MockModel::start(vec![
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
+        Reply::Sse(text_reply(&["Drink water now!"], (7, 4))),
+    ])
+    .await
+}
+
 async fn desktop(server: &ServerProcess) -> Client {
     server.ws_client_initialized().await.unwrap()
 }
 
 #[tokio::test]
 async fn a_job_made_in_a_chat_delivers_each_result_to_the_connected_adapter() {
-    let mock = MockModel::start(vec![
-        schedule_reply(),
-        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
-        Reply::Sse(text_reply(&["Drink water now!"], (7, 4))),
-    ])
-    .await;
+    let mock = reminder_model().await;
     let server = ServerBuilder::ws().mock_model(&mock).arg("--enable-debug-methods").spawn().await.unwrap();
     let mut telegram = adapter(&server, json!([])).await;
     let thread_id = job_from_chat(&mut telegram).await;
@@ -197,12 +202,7 @@ async fn channel_tools_are_offered_on_the_chats_threads_and_run_by_the_adapter()
 
 #[tokio::test]
 async fn hostile_adapters_are_bounded() {
-    let mock = MockModel::start(vec![
-        schedule_reply(),
-        Reply::Sse(text_reply(&["Scheduled."], (3, 1))),
-        Reply::Sse(text_reply(&["Drink water now!"], (7, 4))),
-    ])
-    .await;
+    let mock = reminder_model().await;
     let server = ServerBuilder::ws()
         .mock_model(&mock)
         .args(["--enable-debug-methods", "--channel-request-timeout-ms", "300", "--channel-retry-base-ms", "10"])

@@ -76,6 +76,18 @@ async fn until(client: &Client, method: &str, params: Value, what: &str, check: 
     .unwrap_or_else(|_| panic!("{what} never happened"))
 }
 
+/// Waits until the plugin's MCP server `review-tools:tools` reports itself ready.
+async fn plugin_server_ready(client: &Client, what: &str) {
+    until(client, "mcp/status/list", json!({}), what, |l| {
+        l["servers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["name"] == "review-tools:tools" && s["startupState"] == "ready")
+    })
+    .await;
+}
+
 fn names<'a>(list: &'a Value, key: &str, field: &str) -> Vec<&'a str> {
     list[key].as_array().unwrap().iter().filter_map(|v| v[field].as_str()).collect()
 }
@@ -179,14 +191,7 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     // Approved, the MCP server runs.
     let approved = client.request("plugin/mcp/approve", json!({ "id": ID, "name": "tools" })).await.unwrap();
     assert_eq!(approved["plugin"]["mcpServers"][0]["active"], true);
-    until(&client, "mcp/status/list", json!({}), "the plugin's server ready", |l| {
-        l["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["name"] == "review-tools:tools" && s["startupState"] == "ready")
-    })
-    .await;
+    plugin_server_ready(&client, "the plugin's server ready").await;
     assert!(log.exists());
 
     // Disabled: every part is hidden, the server stopped.
@@ -217,14 +222,7 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     let (skill, command, mcp, _) = parts(&client).await;
     assert_eq!((skill, command, mcp), (true, true, true));
     until(&client, "app/list", json!({}), "the app back", |l| names(l, "apps", "windowId").contains(&WINDOW)).await;
-    until(&client, "mcp/status/list", json!({}), "the approved server ready", |l| {
-        l["servers"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .any(|s| s["name"] == "review-tools:tools" && s["startupState"] == "ready")
-    })
-    .await;
+    plugin_server_ready(&client, "the approved server ready").await;
 
     // Removed: its folder and every part go.
     let removed = client.request("plugin/remove", json!({ "id": ID })).await.unwrap();

@@ -195,18 +195,21 @@ async fn whole_turn(c: &mut Client, thread: &str) -> Result<()> {
     }
 }
 
+/// The slowest and fastest of per-round rates.
+fn range(rates: &[f64]) -> (f64, f64) {
+    (rates.iter().copied().fold(f64::INFINITY, f64::min), rates.iter().copied().fold(0.0, f64::max))
+}
+
 /// `median/s (min–max)` of per-round rates.
 fn rates_cell(rates: &[f64]) -> (f64, String) {
     let median = median(rates.iter().copied());
-    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = rates.iter().copied().fold(0.0, f64::max);
+    let (min, max) = range(rates);
     (median, format!("{} turns/s (rounds {}–{})", count(median), count(min), count(max)))
 }
 
 /// The spread of `rates` around their median, as ± half the range in percent.
 fn spread(rates: &[f64], median: f64) -> f64 {
-    let min = rates.iter().copied().fold(f64::INFINITY, f64::min);
-    let max = rates.iter().copied().fold(0.0, f64::max);
+    let (min, max) = range(rates);
     50.0 * (max - min) / median.max(1e-9)
 }
 
