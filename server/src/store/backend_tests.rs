@@ -106,9 +106,11 @@ async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
     let dbs = Databases::new("a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits").await;
     for location in dbs.locations() {
         let store = Store::open(&location, Durability::Normal).await.unwrap();
-        // Submitted back to back, so they usually share a batch; the first fails on its last
-        // statement (a duplicate key), the second must still commit.
+        // Submitted back to back, so they usually share a batch; the middle one fails on its
+        // last statement (a duplicate key), the ones before and after it must still commit (the
+        // writer runs a batch with no savepoints first, and again unit by unit once one fails).
         store.write(ThreadWrite::CreateThread(Box::new(thread_record("taken")))).await.unwrap();
+        let earlier = store.submit(ThreadWrite::CreateThread(Box::new(thread_record("earlier"))));
         let failing = store.submit(WriteOp::All(vec![
             ThreadWrite::CreateThread(Box::new(thread_record("half"))).into(),
             ThreadWrite::CreateThread(Box::new(thread_record("taken"))).into(),
@@ -117,8 +119,10 @@ async fn a_failing_unit_leaves_nothing_and_the_rest_of_its_batch_commits() {
         let err = failing.wait().await.unwrap_err();
         assert!(err.is_conflict(), "{location}: {err}");
         fine.wait().await.unwrap();
+        earlier.wait().await.unwrap();
         assert!(store.thread("half").await.unwrap().is_none(), "{location}: the failed unit's first half was kept");
         assert!(store.thread("fine").await.unwrap().is_some());
+        assert!(store.thread("earlier").await.unwrap().is_some(), "{location}: a unit before the failed one was lost");
         assert_eq!(store.thread("taken").await.unwrap().unwrap().display_name.as_deref(), Some("taken"));
         let rename = ThreadWrite::SetDisplayName { thread_id: "ghost".to_owned(), display_name: "x".to_owned() };
         let err = store.write(rename).await.unwrap_err();

@@ -385,9 +385,13 @@ async fn try_commit(
     }
 }
 
-/// Opens the transaction, records its number, and applies each unit in its own savepoint,
-/// statement by statement. A unit that failed with a retryable error (a deadlock) fails the
-/// attempt: the batch is run again rather than the unit reported failed.
+/// Opens the transaction, records its number, and applies the units. They run first one after
+/// another with nothing between them: a unit rarely fails, and a savepoint around each one costs
+/// two statements and a copy of every page the unit changes (SQLite's statement journal). When
+/// one does fail, the transaction is rolled back and run again with each unit in its own
+/// savepoint, so that only the failed unit is left out. A unit that failed with a retryable
+/// error (a deadlock) fails the attempt: the batch is run again rather than the unit reported
+/// failed.
 async fn apply_units(
     conn: &mut Conn<'_>,
     backend: Backend,
@@ -395,14 +399,18 @@ async fn apply_units(
     faults: &WriteFaults,
     number: Option<&(String, i64)>,
 ) -> Result<Vec<Result<(), StoreError>>, sqlx::Error> {
-    conn.execute(sql(backend.begin())).await?;
-    if let Some((writer_id, number)) = number {
-        conn.execute(sql("UPDATE store_writers SET batch = ? WHERE writer_id = ?").bind(*number).bind(writer_id))
-            .await?;
+    let faulted: Vec<bool> = batch.iter().map(|(op, _)| faults.take(op)).collect();
+    begin(conn, backend, number).await?;
+    if apply_all(conn, batch, &faulted).await? {
+        return Ok(batch.iter().map(|_| Ok(())).collect());
     }
+    // Whatever the failed unit and those before it wrote is undone with the transaction (an
+    // error may have ended it already, hence no check).
+    let _ = conn.execute(sql("ROLLBACK")).await;
+    begin(conn, backend, number).await?;
     let mut results = Vec::with_capacity(batch.len());
-    for (op, _) in batch {
-        let result = apply_unit(conn, op, faults.take(op)).await?;
+    for ((op, _), &fault) in batch.iter().zip(&faulted) {
+        let result = apply_unit(conn, op, fault).await?;
         if let Err(StoreError::Query(super::DbError(err))) = result {
             if retry::classify(&err).is_some() {
                 return Err(err);
@@ -413,6 +421,30 @@ async fn apply_units(
         results.push(result);
     }
     Ok(results)
+}
+
+/// `BEGIN`, and on PostgreSQL the transaction's number in the writer's marker row.
+async fn begin(conn: &mut Conn<'_>, backend: Backend, number: Option<&(String, i64)>) -> Result<(), sqlx::Error> {
+    conn.execute(sql(backend.begin())).await?;
+    if let Some((writer_id, number)) = number {
+        conn.execute(sql("UPDATE store_writers SET batch = ? WHERE writer_id = ?").bind(*number).bind(writer_id))
+            .await?;
+    }
+    Ok(())
+}
+
+/// Applies every unit with no savepoint between them; false as soon as one fails (its fault
+/// injected, or an error that is not retryable), leaving the transaction to be rolled back.
+async fn apply_all(conn: &mut Conn<'_>, batch: &Batch, faulted: &[bool]) -> Result<bool, sqlx::Error> {
+    for ((op, _), &fault) in batch.iter().zip(faulted) {
+        match apply(conn, op).await {
+            Ok(()) if !fault => {}
+            Ok(()) => return Ok(false),
+            Err(StoreError::Query(super::DbError(err))) if retry::classify(&err).is_some() => return Err(err),
+            Err(_) => return Ok(false),
+        }
+    }
+    Ok(true)
 }
 
 /// Applies one submitted unit inside its own SAVEPOINT: every statement of the unit commits with
