@@ -1,9 +1,10 @@
 //! The persistence floors: SQLite with no server around it, committing the way appserver's store
 //! does — one writer thread calling its own connection directly (rusqlite, prepared statements
-//! cached, the store's VFS that writes each commit's WAL frames at once), whatever has queued (up to 512 units) in one transaction, each unit in its own
-//! SAVEPOINT, each caller answered after the commit — or one commit per unit, and with
-//! `synchronous=NORMAL` or `FULL`; and for context the same grouping through sqlx's driver, as
-//! appserver's writer committed before this round.
+//! cached, the store's VFS that writes each commit's WAL frames at once), whatever has queued (up
+//! to 512 units) in one transaction, the units one after another with no savepoint (appserver's
+//! writer sets one per unit only when a unit failed), each caller answered after the commit — or
+//! one commit per unit, and with `synchronous=NORMAL` or `FULL`; and for context the same grouping
+//! through sqlx's driver, a savepoint per unit, as appserver's writer committed two rounds ago.
 
 use std::time::{Duration, Instant};
 
@@ -186,9 +187,7 @@ fn checkpointer(
 fn commit(conn: &Connection, batch: &[Submitted]) -> Result<()> {
     conn.prepare_cached("BEGIN IMMEDIATE")?.execute([])?;
     for (unit, _) in batch {
-        conn.prepare_cached("SAVEPOINT unit")?.execute([])?;
         apply(conn, unit)?;
-        conn.prepare_cached("RELEASE SAVEPOINT unit")?.execute([])?;
     }
     conn.prepare_cached("COMMIT")?.execute([])?;
     Ok(())

@@ -1,6 +1,7 @@
 //! Fan-out: a turn streaming deltas to many subscribers, against the paced broadcast floor (the
 //! same mock model stream, frames of the same size, the same queue bound and drop policy), a turn
-//! of each in every round; and resident memory per subscriber at the peak and after each turn.
+//! of each in every round; and resident memory per subscriber at the peak and after each turn,
+//! over a second server running the same turns with no subscriber.
 
 use std::time::{Duration, Instant};
 
@@ -65,10 +66,13 @@ pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<
     let pid = server.pid().context("pid")?;
     let mut starter = client(&server).await?;
     let thread_id = start_thread(&starter).await?;
-    // A turn with no subscriber first: what does not grow with the subscribers (the store's page
-    // cache, the thread's buffer of recent events) is full before the memory is measured, so
-    // what the turns below keep is what their subscribers cost.
+    // A turn with no subscriber first: the thread's buffer of recent events and the like are
+    // full before the memory is measured.
     appserver_tests::run_turn(&mut starter, &thread_id, json!([{ "type": "text", "text": "warm up" }])).await?;
+    // What grows with the turns and not with the subscribers (the conversation the model is
+    // sent, SQLite's page caches filling up to their bound) is measured on a second server
+    // running the same turns with no subscriber, a turn of each in every round, and taken off.
+    let mut control = Control::start(deltas, turns).await?;
     let mut ours_sockets = Vec::new();
     for _ in 0..subscribers {
         let mut ws = appserver_ws(&server).await?;
@@ -95,6 +99,7 @@ pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<
         let (rss, peak) = measure::rss_kib(pid)?;
         peaks.push(peak);
         after.push(rss);
+        control.turn().await?;
 
         if floor_server.is_none() {
             let model = floor_mock.addr.to_string();
@@ -126,7 +131,15 @@ pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<
     let peak = peaks.iter().copied().max().unwrap_or(0);
     let last = after.last().copied().unwrap_or(rss_before);
     let per_sub = |k: u64| k.saturating_sub(rss_before) as f64 / subscribers as f64;
-    let (peak_per, kept_per) = (per_sub(peak), per_sub(last));
+    let (peak_per, kept_all) = (per_sub(peak), per_sub(last));
+    // Each round's growth over the control's in the same round; the median of the rounds.
+    let mut over_control: Vec<f64> = after
+        .iter()
+        .zip(&control.after)
+        .map(|(ours, theirs)| (*ours as f64 - rss_before as f64) - (*theirs as f64 - control.before as f64))
+        .collect();
+    over_control.sort_by(f64::total_cmp);
+    let kept_per = over_control.get(over_control.len() / 2).copied().unwrap_or(0.0).max(0.0) / subscribers as f64;
     Ok(row(
         &format!("fan-out: one turn of {} deltas to {} subscribers", count(deltas as f64), count(subscribers as f64)),
         format!("{}/s delivered; slowest lag {}; {dropped} dropped", count(ours_m.per_second), micros(ours_m.lag)),
@@ -136,10 +149,12 @@ pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<
             micros(floor_m.lag)
         ),
         format!(
-            "{ratio:.2}× floor (median of {turns} rounds, {frame_len}-byte frames); server RSS {} before, peak {}, 0.3 s after each turn {}; per subscriber {peak_per:.1} KiB at the peak, {kept_per:.1} KiB kept",
+            "{ratio:.2}× floor (median of {turns} rounds, {frame_len}-byte frames); server RSS {} before, peak {}, 0.3 s after each turn {}; per subscriber {peak_per:.1} KiB at the peak, {kept_all:.1} KiB kept after the last turn, {kept_per:.1} KiB kept over a server running the same turns with no subscriber (median of the rounds; that server {} before, then {})",
             kib(rss_before),
             kib(peak),
             after.iter().map(|k| kib(*k)).collect::<Vec<_>>().join(", "),
+            kib(control.before),
+            control.after.iter().map(|k| kib(*k)).collect::<Vec<_>>().join(", "),
         ),
         format!(
             "{}; {}",
@@ -150,6 +165,39 @@ pub async fn fan_out(deltas: usize, subscribers: usize, turns: usize) -> Result<
             ratio_verdict(ratio >= 0.9, "≥ 0.9× floor")
         ),
     ))
+}
+
+/// The comparison for memory kept: a server running the same turns, its starter the only client.
+struct Control {
+    server: appserver_tests::ServerProcess,
+    _mock: MockModel,
+    starter: appserver_client::Client,
+    thread_id: String,
+    before: u64,
+    after: Vec<u64>,
+}
+
+impl Control {
+    /// A server like the measured one, its thread warmed up by one turn as that one's is.
+    async fn start(deltas: usize, turns: usize) -> Result<Control> {
+        let (mock, model_args) = streaming_model(deltas, turns + 1).await;
+        let server = bench_server(&model_args.iter().map(String::as_str).collect::<Vec<_>>()).await?;
+        let mut starter = client(&server).await?;
+        let thread_id = start_thread(&starter).await?;
+        appserver_tests::run_turn(&mut starter, &thread_id, json!([{ "type": "text", "text": "warm up" }])).await?;
+        let (before, _) = measure::rss_kib(server.pid().context("pid")?)?;
+        Ok(Control { server, _mock: mock, starter, thread_id, before, after: Vec::new() })
+    }
+
+    /// One turn, then its resident memory once the server has settled.
+    async fn turn(&mut self) -> Result<()> {
+        appserver_tests::run_turn(&mut self.starter, &self.thread_id, json!([{ "type": "text", "text": "go" }]))
+            .await?;
+        tokio::time::sleep(SETTLE).await;
+        let (rss, _) = measure::rss_kib(self.server.pid().context("pid")?)?;
+        self.after.push(rss);
+        Ok(())
+    }
 }
 
 fn outcome(received: &[Received], start: Instant) -> Outcome {
