@@ -17,7 +17,7 @@
 //! not a transaction of its own on the pool. On SQLite a second write transaction would compete
 //! with the writer's connection for the database's one write lock (`SQLITE_BUSY` after the busy
 //! timeout, and a stall of every other write meanwhile); through the writer a lease change is
-//! ordered with the thread's other writes, is atomic in its own SAVEPOINT, and is answered only
+//! ordered with the thread's other writes, is atomic as every unit is, and is answered only
 //! once its group commit has committed. The writer answers units with `()`, so a lease unit
 //! carries a slot for its result, filled by [`apply`] and read once the unit has committed.
 

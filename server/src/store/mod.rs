@@ -4,7 +4,7 @@
 //! The front (this module, `threads.rs`, `apps.rs`, `writer.rs`) holds the SQL, written once for
 //! both backends through the small executor in `db.rs`; the backends (`sqlite/`, `postgres/`)
 //! open the connections, run their migrations and keep the database to this one server. Writes go
-//! through one writer task and connection (group commit, a SAVEPOINT per unit: see `writer.rs`);
+//! through one writer task and connection (group commit, each unit whole or not at all: see `writer.rs`);
 //! reads use a small pool of read-only connections that never block the writer.
 
 mod apps;
