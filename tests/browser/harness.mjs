@@ -118,8 +118,12 @@ export async function useWebDist(page) {
 
 /** A page on the desktop, ready (connected, threads and apps listed). */
 export async function openDesktop(browser, base, path = "/", viewport = { width: 1400, height: 800 }, options = {}) {
-  const page = await browser.newPage({ viewport: viewport ?? { width: 1400, height: 800 }, ...options });
+  // `socket`: a handler for the page's WebSocket (Playwright's WebSocketRoute), set before the
+  // page connects, for a test that holds or adds messages between the page and the server.
+  const { socket, ...pageOptions } = options;
+  const page = await browser.newPage({ viewport: viewport ?? { width: 1400, height: 800 }, ...pageOptions });
   page.setDefaultTimeout(TIMEOUT_MS);
+  if (socket) await page.routeWebSocket(/\/ws(\?|$)/, socket);
   await useWebDist(page);
   const errors = [];
   page.on("pageerror", (err) => errors.push(String(err)));

@@ -1,7 +1,8 @@
 // The desk's window manager, the narrow layout and the keyboard, from the user's side in headless
 // Chromium against the real server: windows dragged, resized, minimized, maximized and tiled,
 // and a reload puts them back; at 390 px the page fits and every pane is reached through its
-// tabs; and a keyboard-only flow opens an app, answers an approval and switches threads.
+// tabs; a keyboard-only flow opens an app, answers an approval and switches threads, and a thread that
+// opens slowly does not take back the focus.
 // Screenshots go to docs/images.
 
 import assert from "node:assert/strict";
@@ -227,6 +228,56 @@ test("keyboard only: open an app, answer an approval, switch threads", OPTIONS, 
     await page.screenshot({ path: join(IMAGES, "desktop-shortcuts.png") });
     await press("Escape");
     await page.locator("dialog#shortcuts:not([open])").waitFor({ state: "attached" });
+    assert.deepEqual(errors, []);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a new thread that opens slowly leaves the focus where the user moved it meanwhile", OPTIONS, async () => {
+  const server = await startServer();
+  try {
+    // The server's answer to the new thread's thread/subscribe (the last step of opening it) is
+    // held until the user has moved the focus to the apps with Alt+2.
+    const subscribes = new Set();
+    let hold = false;
+    let pageSocket;
+    let releaseHeld;
+    const held = new Promise((resolve) => (releaseHeld = resolve));
+    const socket = (ws) => {
+      const upstream = ws.connectToServer();
+      pageSocket = ws;
+      ws.onMessage((text) => {
+        const message = JSON.parse(text);
+        if (message.method === "thread/subscribe") subscribes.add(message.id);
+        upstream.send(text);
+      });
+      upstream.onMessage((text) => {
+        const message = JSON.parse(text);
+        if (hold && subscribes.has(message.id)) releaseHeld(text);
+        else ws.send(text);
+      });
+    };
+    const { page, errors } = await openDesktop(browser, server.base, "/", undefined, { socket });
+    const focused = () => page.evaluate(() => document.activeElement?.id || document.activeElement?.textContent?.trim());
+    await page.locator("#apps li button").first().waitFor();
+    await page.keyboard.press("Alt+3");
+    assert.equal(await focused(), "input");
+    hold = true;
+    await page.keyboard.press("Alt+n");
+    const answer = await held;
+    const threadId = await page.getAttribute("#threads li.current", "data-id");
+    await page.keyboard.press("Alt+2");
+    const moved = await focused();
+    assert.notEqual(moved, "input");
+    assert.equal(moved, (await page.locator("#apps li button").first().textContent()).trim());
+    // The held answer, then a notification the page shows: by the time it shows, the page has
+    // finished opening the thread (one socket, messages handled in order, each handler's
+    // continuations run before the next message).
+    pageSocket.send(answer);
+    pageSocket.send(JSON.stringify({ jsonrpc: "2.0", method: "thread/renamed", params: { threadId, displayName: "opened" } }));
+    await page.locator(`#threads li[data-id="${threadId}"] .name`, { hasText: "opened" }).waitFor();
+    assert.equal(await focused(), moved);
     assert.deepEqual(errors, []);
   } finally {
     await server.stop();

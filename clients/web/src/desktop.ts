@@ -70,11 +70,13 @@ const threads = new ThreadList({
   error: (text) => $("messages").append(el("div", "item error", text)),
 });
 
-/** New thread (the button, Alt+N): started, opened, and the message box focused. */
+/** New thread (the button, Alt+N): started, opened, and the message box focused — unless the
+ * user moved the focus elsewhere (Alt+2, a click) while the thread was opening. */
 async function startThread(): Promise<void> {
+  const focusedBefore = document.activeElement;
   try {
     await newThread();
-    $("input").focus();
+    if (document.activeElement === focusedBefore || document.activeElement === document.body) $("input").focus();
   } catch (err: any) {
     $("messages").append(el("div", "item error", `Cannot start a thread: ${String(err?.message ?? err)}`));
   }
