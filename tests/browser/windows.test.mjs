@@ -10,7 +10,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { IMAGES, launchBrowser, openApp, openDesktop, say, startServer } from "./harness.mjs";
+import { IMAGES, launchBrowser, openApp, openDesktop, say, startServer, within } from "./harness.mjs";
 
 const OPTIONS = { timeout: 90_000 };
 let browser;
@@ -32,6 +32,11 @@ function box(page, app) {
     height: w.offsetHeight,
     state: w.dataset.state,
   }));
+}
+
+/** What has the keyboard focus: its id, or else its text. */
+function focusedName(page) {
+  return page.evaluate(() => document.activeElement?.id || document.activeElement?.textContent?.trim());
 }
 
 /** Drags from the centre of `locator` by (dx, dy) with the mouse. */
@@ -160,7 +165,7 @@ test("keyboard only: open an app, answer an approval, switch threads", OPTIONS, 
   const server = await startServer();
   try {
     const { page, errors } = await openDesktop(browser, server.base);
-    const focused = () => page.evaluate(() => document.activeElement?.id || document.activeElement?.textContent?.trim());
+    const focused = () => focusedName(page);
     const press = (key) => page.keyboard.press(key);
     // Two threads, from the keyboard.
     await press("Alt+1");
@@ -259,13 +264,13 @@ test("a new thread that opens slowly leaves the focus where the user moved it me
       });
     };
     const { page, errors } = await openDesktop(browser, server.base, "/", undefined, { socket });
-    const focused = () => page.evaluate(() => document.activeElement?.id || document.activeElement?.textContent?.trim());
+    const focused = () => focusedName(page);
     await page.locator("#apps li button").first().waitFor();
     await page.keyboard.press("Alt+3");
     assert.equal(await focused(), "input");
     hold = true;
     await page.keyboard.press("Alt+n");
-    const answer = await held;
+    const answer = await within(held, "the answer to the new thread's thread/subscribe");
     const threadId = await page.getAttribute("#threads li.current", "data-id");
     await page.keyboard.press("Alt+2");
     const moved = await focused();
