@@ -171,7 +171,7 @@ pub struct ServerCapabilities {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SandboxCapability {
-    /// `landlock` on Linux.
+    /// `namespaces+landlock+seccomp` on Linux.
     pub mechanism: String,
     pub available: bool,
     /// The workspace's default mode: `readOnly`, `workspaceWrite` or `fullAccess`.

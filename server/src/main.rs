@@ -29,7 +29,7 @@ fn main() -> ExitCode {
         Ok(Command::Acp(config)) => (*config, Front::Acp),
         Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::Schema { out }) => return schema(&out),
-        Ok(Command::SandboxExec(spec)) => return appserver::sandbox_exec(spec),
+        Ok(Command::SandboxExec(spec)) => return appserver::sandbox_exec(*spec),
         Ok(Command::Completions(shell)) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());

@@ -79,13 +79,15 @@ pub(crate) struct ApprovalSpec {
 }
 
 /// How a thread's commands are confined (per workspace, overridable per thread).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub(crate) enum SandboxMode {
-    /// Reads anywhere, writes nowhere (but `/dev/null`).
+    /// Reads anywhere but the server's state and the deny-read list, writes nowhere (but
+    /// `/dev/null`), no network.
     ReadOnly,
-    /// Reads anywhere, writes only inside the workspace and the temp directories (the default).
+    /// As `readOnly`, and writes inside the workspace and the temp directories (the default).
     WorkspaceWrite,
-    /// Not confined.
+    /// Not confined (only the resource limits and the end of its process tree apply).
     FullAccess,
 }
 

@@ -66,6 +66,7 @@ pub struct ServerBuilder {
     args: Vec<String>,
     env: Vec<(String, String)>,
     workspace: Option<PathBuf>,
+    config: Option<String>,
     stdio: bool,
     ws: bool,
 }
@@ -73,7 +74,7 @@ pub struct ServerBuilder {
 impl ServerBuilder {
     /// A server on stdio only.
     pub fn stdio() -> Self {
-        ServerBuilder { args: Vec::new(), env: Vec::new(), workspace: None, stdio: true, ws: false }
+        ServerBuilder { args: Vec::new(), env: Vec::new(), workspace: None, config: None, stdio: true, ws: false }
     }
 
     /// A server on WebSocket (127.0.0.1, port 0) only.
@@ -106,6 +107,12 @@ impl ServerBuilder {
         self.args(["--model", "mock-model", "--base-url", &mock.base_url(), "--api-key", "test-key"])
     }
 
+    /// Writes `text` as the workspace's `.appserver/config.toml` before the server starts.
+    pub fn config(mut self, text: &str) -> Self {
+        self.config = Some(text.to_owned());
+        self
+    }
+
     /// Use this workspace (kept by the caller, e.g. across a restart) instead of a fresh one.
     pub fn workspace(mut self, path: &Path) -> Self {
         self.workspace = Some(path.to_path_buf());
@@ -122,6 +129,10 @@ impl ServerBuilder {
                 (Some(dir), path)
             }
         };
+        if let Some(text) = &self.config {
+            std::fs::create_dir_all(workspace.join(".appserver"))?;
+            std::fs::write(workspace.join(".appserver/config.toml"), text)?;
+        }
         let mut command = Command::new(server_binary()?);
         command.arg("--workspace").arg(&workspace);
         if self.stdio {

@@ -15,6 +15,7 @@ use crate::config::{
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
 
+mod shell;
 mod values;
 use values::{durability_value, host_value, listen_value, policy_value, positive, sandbox_value};
 
@@ -65,10 +66,9 @@ pub(crate) enum Sub {
     /// docs/architecture.md, "The agent's commands").
     #[command(hide = true)]
     SandboxExec {
-        #[arg(long, value_parser = sandbox_value)]
-        mode: crate::policy::SandboxMode,
-        #[arg(long, value_name = "DIR")]
-        workspace: PathBuf,
+        /// How the command is confined (JSON, decided by the server).
+        #[arg(long, value_name = "JSON")]
+        policy: String,
         /// The shell that runs the command (`-c COMMAND`).
         #[arg(long, value_name = "PATH")]
         shell: PathBuf,
@@ -288,7 +288,7 @@ pub enum Command {
     /// `appserver completions SHELL`
     Completions(clap_complete::Shell),
     /// `appserver sandbox-exec ...`: confine this process, then become the command.
-    SandboxExec(crate::shell::sandbox::ExecSpec),
+    SandboxExec(Box<crate::shell::sandbox::ExecSpec>),
 }
 
 /// A parse failure: clap's own (usage, `--help`, `--version`: print with `exit()`), or a value
@@ -323,8 +323,13 @@ pub(crate) fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>
         }
         Some(Sub::Completions { shell }) => Ok(Command::Completions(shell)),
         Some(Sub::Schema { out }) => Ok(Command::Schema { out: absolute(out) }),
-        Some(Sub::SandboxExec { mode, workspace, shell, command }) => {
-            Ok(Command::SandboxExec(crate::shell::sandbox::ExecSpec { mode, workspace, shell, command }))
+        Some(Sub::SandboxExec { policy, shell, command }) => {
+            let confinement = serde_json::from_str(&policy).map_err(|e| ConfigError::InvalidValue {
+                flag: "--policy".into(),
+                value: policy.clone(),
+                reason: e.to_string(),
+            })?;
+            Ok(Command::SandboxExec(Box::new(crate::shell::sandbox::ExecSpec { confinement, shell, command })))
         }
         Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
         Some(Sub::Acp { run }) => Ok(Command::Acp(Box::new(run_config(*run, cwd, env)?))),
@@ -394,7 +399,8 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     config.approver_channels = a.approver_channel.iter().cloned().chain(approvals.approver_channels).collect();
     app_limits(&a, file.apps.unwrap_or_default(), &mut config);
     (config.allowed_hosts, config.mcp_idle_timeout) = server_settings(&a, file.server.unwrap_or_default())?;
-    config.shell = shell_settings(&a, file.shell.unwrap_or_default(), file_model.api_key_env.clone(), &config)?;
+    let files = (file.shell.unwrap_or_default(), file.sandbox.unwrap_or_default());
+    config.shell = shell::settings(&a, files, file_model.api_key_env.clone(), &config)?;
     config.model = model_settings(&a, file_model, env);
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
@@ -407,31 +413,6 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
         }
     }
     Ok(config)
-}
-
-/// The command settings: flags, then the config file's `[shell]`. The model key's variable is
-/// hidden from commands too.
-fn shell_settings(
-    a: &RunArgs,
-    file: crate::config::FileShell,
-    model_key_env: Option<String>,
-    config: &ServerConfig,
-) -> Result<crate::config::ShellSettings, ConfigError> {
-    let mut shell = crate::config::ShellSettings::default();
-    shell.sandbox_mode = match (a.sandbox_mode, file.sandbox_mode) {
-        (Some(mode), _) => mode,
-        (None, Some(mode)) => crate::policy::SandboxMode::parse(&mode).ok_or_else(|| ConfigError::ConfigFile {
-            path: config_file_path(&config.workspace).display().to_string(),
-            reason: format!("shell.sandbox_mode: expected readOnly, workspaceWrite or fullAccess, not `{mode}`"),
-        })?,
-        (None, None) => shell.sandbox_mode,
-    };
-    let timeout = a.exec_timeout_ms.map(|ms| ms as u64).or(file.timeout_ms.filter(|t| *t > 0));
-    if let Some(ms) = timeout {
-        shell.exec_timeout = Duration::from_millis(ms);
-    }
-    shell.hidden_env = a.exec_hide_env.iter().cloned().chain(file.hidden_env).chain(model_key_env).collect();
-    Ok(shell)
 }
 
 /// The app window bounds: flags, then the config file's `[apps]`.

@@ -2,7 +2,10 @@
 //! directory is opened first and its real path (read back from the open descriptor) compared
 //! with the checked one, then the file is opened or replaced relative to that descriptor with
 //! `O_NOFOLLOW`. A symlink swapped in between the check and the operation is refused, never
-//! followed. Writes are atomic: a temporary file in the same directory, renamed over the target.
+//! followed; missing folders are made one at a time relative to the checked one the same way.
+//! Only regular files are read, opened without blocking (a FIFO or a device is refused, never
+//! waited on). Writes are atomic: a temporary file in the same directory, renamed over the
+//! target. These calls block: the tools run them off the async workers.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsFd, AsRawFd, OwnedFd};
@@ -66,7 +69,18 @@ pub(crate) fn read_bytes(path: &Path) -> Result<Option<Vec<u8>>, FileError> {
         Err(FileError::NotFound(_)) => return Ok(None),
         other => other?,
     };
-    let fd = match openat(dir.as_fd(), name, OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC, Mode::empty()) {
+    // Only a regular file is opened at all: opening a FIFO or a device could block or act.
+    match nix::sys::stat::fstatat(dir.as_fd(), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
+        Ok(stat) if stat.st_mode & file_type_bits() == regular_file_bits() => {}
+        Ok(stat) if stat.st_mode & file_type_bits() == nix::sys::stat::SFlag::S_IFLNK.bits() => {
+            return Err(FileError::Swapped(path.display().to_string()));
+        }
+        Ok(_) => return Err(FileError::NotAFile(path.display().to_string())),
+        Err(Errno::ENOENT) => return Ok(None),
+        Err(e) => return Err(io(path, e)),
+    }
+    let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+    let fd = match openat(dir.as_fd(), name, flags, Mode::empty()) {
         Ok(fd) => fd,
         Err(Errno::ENOENT) => return Ok(None),
         Err(Errno::ELOOP) => return Err(FileError::Swapped(path.display().to_string())),
@@ -100,15 +114,7 @@ pub(crate) fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -
         return Err(FileError::TooLarge { path: path.display().to_string(), size: content.len() as u64 });
     }
     let (parent, name) = split(path)?;
-    if !parent.exists() {
-        if let Some(root) = within {
-            if !parent.starts_with(root) {
-                return Err(FileError::Swapped(parent.display().to_string()));
-            }
-        }
-        std::fs::create_dir_all(parent).map_err(|e| io(parent, e))?;
-    }
-    let dir = open_dir(parent)?;
+    let dir = open_or_make_dir(parent, within)?;
     // A file replaced keeps its permissions (an executable script stays executable).
     let mode = match nix::sys::stat::fstatat(dir.as_fd(), name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW) {
         Ok(stat) if stat.st_mode & file_type_bits() == regular_file_bits() => {
@@ -130,6 +136,40 @@ pub(crate) fn write_atomic(path: &Path, content: &[u8], within: Option<&Path>) -
         let _ = nix::unistd::unlinkat(dir.as_fd(), temp.as_str(), nix::unistd::UnlinkatFlags::NoRemoveDir);
     }
     renamed
+}
+
+/// Opens the directory `dir` (real, canonical), making its missing part first: one folder at a
+/// time, each relative to the one before, from the deepest that exists (which must be itself,
+/// and inside `within` when given), never following a symlink. Nothing is made before that
+/// check.
+fn open_or_make_dir(dir: &Path, within: Option<&Path>) -> Result<OwnedFd, FileError> {
+    let mut existing = dir;
+    let mut missing = Vec::new();
+    while existing.symlink_metadata().is_err() {
+        match (existing.file_name(), existing.parent()) {
+            (Some(name), Some(parent)) => {
+                missing.push(name);
+                existing = parent;
+            }
+            _ => return Err(FileError::NotFound(dir.display().to_string())),
+        }
+    }
+    if within.is_some_and(|root| !existing.starts_with(root)) {
+        return Err(FileError::Swapped(existing.display().to_string()));
+    }
+    let mut fd = open_dir(existing)?;
+    for name in missing.iter().rev() {
+        match nix::sys::stat::mkdirat(fd.as_fd(), *name, Mode::from_bits_truncate(0o755)) {
+            Ok(()) | Err(Errno::EEXIST) => {}
+            Err(e) => return Err(io(dir, e)),
+        }
+        let flags = OFlag::O_DIRECTORY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_RDONLY;
+        fd = openat(fd.as_fd(), *name, flags, Mode::empty()).map_err(|e| match e {
+            Errno::ELOOP | Errno::ENOTDIR => FileError::Swapped(dir.display().to_string()),
+            e => io(dir, e),
+        })?;
+    }
+    Ok(fd)
 }
 
 /// The file-type bits of `st_mode`, and those of a regular file.
@@ -192,6 +232,16 @@ mod tests {
         std::os::unix::fs::symlink(root.join("real"), root.join("linkdir")).unwrap();
         assert!(matches!(write_atomic(&root.join("linkdir/x"), b"x", None), Err(FileError::Swapped(_))));
         assert_eq!(read_bytes(&root.join("missing/x")).unwrap(), None);
+        // A FIFO is refused at once, never opened (opening it would block until a writer came).
+        nix::unistd::mkfifo(&root.join("fifo"), Mode::from_bits_truncate(0o644)).unwrap();
+        assert!(matches!(read_bytes(&root.join("fifo")), Err(FileError::NotAFile(_))));
+        // A missing folder swapped for a symlink leading out: nothing is made through it.
+        let outside = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(outside.path(), root.join("new")).unwrap();
+        assert!(matches!(write_atomic(&root.join("new/deeper/x"), b"x", Some(&root)), Err(FileError::Swapped(_))));
+        assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0, "no folder was made outside");
+        write_atomic(&root.join("made/deeper/x"), b"x", Some(&root)).unwrap();
+        assert_eq!(std::fs::read_to_string(root.join("made/deeper/x")).unwrap(), "x");
         let (entries, more) = list_dir(&root, 10).unwrap();
         assert!(entries.contains(&"[DIR] sub".to_owned()) && !more);
     }

@@ -1,8 +1,10 @@
 //! Starting a command and ending it with everything it started. Each command runs as
-//! `appserver sandbox-exec … -- shell -c COMMAND` in a process group of its own, with the
-//! server's secrets taken out of its environment and a marker variable put in, so that a
-//! process which left the group (a daemon that called `setsid`) is still found and killed, and
-//! so are the leftovers of a server that died (at start-up, [`kill_leftovers`]).
+//! `appserver sandbox-exec --policy … -- shell -c COMMAND` in a process group of its own, with the
+//! server's secrets taken out of its environment and a marker variable put in. The helper is a
+//! sub-reaper (and, confined, the parent of a PID namespace), so the command's whole tree stays
+//! below it: ending a command kills that tree, then the group, then anything still marked; at
+//! start-up the leftovers of a server that died are killed by marker ([`kill_leftovers`]) and
+//! their cgroups removed.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -15,7 +17,7 @@ use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStdin};
 use tokio::sync::mpsc;
 
-use super::sandbox::{ExecSpec, PARENT_PID_ENV};
+use super::sandbox::{ExecSpec, PARENT_PID_ENV, cgroup, tree};
 
 /// The variable that marks a command's processes: `<workspace key>-<n>`.
 pub(crate) const MARK_ENV: &str = "APPSERVER_EXEC_MARK";
@@ -46,9 +48,9 @@ pub(crate) struct Running {
     pub(crate) output: mpsc::Receiver<Vec<u8>>,
 }
 
-/// Kills a command's process group and every process carrying its marker, once: when
-/// [`KillGuard::kill`] is called or the guard is dropped (a turn interrupted mid-command drops
-/// it with the tool's future).
+/// Kills a command's whole tree (every descendant of its helper), its process group and every
+/// process carrying its marker, once: when [`KillGuard::kill`] is called or the guard is dropped
+/// (a turn interrupted mid-command drops it with the tool's future).
 #[derive(Debug)]
 pub(crate) struct KillGuard {
     pgid: Option<i32>,
@@ -58,6 +60,9 @@ pub(crate) struct KillGuard {
 impl KillGuard {
     pub(crate) fn kill(&mut self) {
         if let Some(pgid) = self.pgid.take() {
+            // The helper leads the group: its descendants first (they would be re-parented away
+            // from it once it died), then the group, then strays by marker.
+            tree::kill_descendants(pgid);
             let _ = killpg(Pid::from_raw(pgid), Signal::SIGKILL);
             kill_marked(&self.mark, true);
         }
@@ -87,18 +92,12 @@ impl Launcher {
     /// The program and arguments that run `spec` confined (`appserver sandbox-exec …`), for a
     /// process started by someone else: an editor's terminal (the agent's `Exec` through ACP).
     pub(crate) fn sandbox_argv(&self, spec: &ExecSpec) -> (String, Vec<String>) {
-        let args = vec![
-            "sandbox-exec".to_owned(),
-            "--mode".to_owned(),
-            spec.mode.as_str().to_owned(),
-            "--workspace".to_owned(),
-            spec.workspace.to_string_lossy().into_owned(),
-            "--shell".to_owned(),
-            spec.shell.to_string_lossy().into_owned(),
-            "--".to_owned(),
-            spec.command.clone(),
-        ];
-        (self.exe.to_string_lossy().into_owned(), args)
+        (self.exe.to_string_lossy().into_owned(), helper_args(spec))
+    }
+
+    /// This binary, which is also the sandbox helper.
+    pub(crate) fn exe(&self) -> &Path {
+        &self.exe
     }
 
     /// Starts `spec` in `cwd`. With `stdin`, the command's stdin is a pipe; else `/dev/null`.
@@ -106,15 +105,7 @@ impl Launcher {
         let mark = format!("{}-{}", self.key, self.next.fetch_add(1, Ordering::Relaxed));
         let mut command = tokio::process::Command::new(&self.exe);
         command
-            .arg("sandbox-exec")
-            .arg("--mode")
-            .arg(spec.mode.as_str())
-            .arg("--workspace")
-            .arg(&spec.workspace)
-            .arg("--shell")
-            .arg(&spec.shell)
-            .arg("--")
-            .arg(&spec.command)
+            .args(helper_args(spec))
             .current_dir(cwd)
             .env_clear()
             .envs(self.env.iter().map(|(k, v)| (k, v)))
@@ -139,10 +130,29 @@ impl Launcher {
     }
 
     /// At start-up: kills the commands a previous server of this workspace left running (it
-    /// died before it could), found by their marker.
+    /// died before it could), found by their marker, and removes the cgroups their helpers left.
     pub(crate) fn kill_leftovers(&self) -> usize {
-        kill_marked(&format!("{}-", self.key), false)
+        let killed = kill_marked(&format!("{}-", self.key), false);
+        let removed = cgroup::sweep();
+        if removed > 0 {
+            tracing::info!(cgroups = removed, "removed the cgroups of commands a previous server left");
+        }
+        killed
     }
+}
+
+/// `sandbox-exec --policy JSON --shell SHELL -- COMMAND`.
+fn helper_args(spec: &ExecSpec) -> Vec<String> {
+    let policy = serde_json::to_string(&spec.confinement).unwrap_or_default();
+    vec![
+        "sandbox-exec".to_owned(),
+        "--policy".to_owned(),
+        policy,
+        "--shell".to_owned(),
+        spec.shell.to_string_lossy().into_owned(),
+        "--".to_owned(),
+        spec.command.clone(),
+    ]
 }
 
 async fn pump(mut from: impl tokio::io::AsyncRead + Unpin, to: mpsc::Sender<Vec<u8>>) {

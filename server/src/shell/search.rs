@@ -1,5 +1,6 @@
 //! `GrepFiles` and `FindFiles`: a walk of a directory tree that skips `.git`, `node_modules`,
-//! `.appserver` and symlinks, bounded in results, file size and time.
+//! `.appserver`, symlinks, anything but regular files, and the protected paths it is given (the
+//! server's state, the deny-read list), bounded in results, file size and time.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -20,8 +21,9 @@ const TIME_LIMIT: Duration = Duration::from_secs(10);
 /// Entries visited at most.
 const MAX_VISITED: usize = 200_000;
 
-/// Regular files under `root` (or `root` itself when it is a file), depth first, in name order.
-fn walk(root: &Path, mut visit: impl FnMut(&Path) -> bool) -> Result<bool, String> {
+/// Regular files under `root` (or `root` itself when it is a file), depth first, in name order,
+/// none under a path of `skip`.
+fn walk(root: &Path, skip: &[PathBuf], mut visit: impl FnMut(&Path) -> bool) -> Result<bool, String> {
     let started = Instant::now();
     if root.is_file() {
         visit(root);
@@ -40,6 +42,9 @@ fn walk(root: &Path, mut visit: impl FnMut(&Path) -> bool) -> Result<bool, Strin
             }
             let Ok(kind) = entry.file_type() else { continue };
             let name = entry.file_name();
+            if skip.iter().any(|s| entry.path().starts_with(s)) {
+                continue;
+            }
             if kind.is_dir() && !SKIPPED_DIRS.iter().any(|s| name == *s) {
                 stack.push(entry.path());
             } else if kind.is_file() && !visit(&entry.path()) {
@@ -52,12 +57,18 @@ fn walk(root: &Path, mut visit: impl FnMut(&Path) -> bool) -> Result<bool, Strin
 
 /// Lines matching `pattern` in the files under `root` whose name matches `include` (`*.rs;*.md`),
 /// as `relative/path:` headers and `  Line N: text` rows, at most `limit` matches.
-pub(crate) fn grep(root: &Path, pattern: &str, include: &str, limit: usize) -> Result<String, String> {
+pub(crate) fn grep(
+    root: &Path,
+    pattern: &str,
+    include: &str,
+    limit: usize,
+    skip: &[PathBuf],
+) -> Result<String, String> {
     let regex = Regex::new(pattern).map_err(|e| format!("invalid regular expression: {e}"))?;
     let globs: Vec<&str> = include.split(';').map(str::trim).filter(|g| !g.is_empty()).collect();
     let base = if root.is_file() { root.parent().unwrap_or(root).to_path_buf() } else { root.to_path_buf() };
     let mut matches: Vec<(PathBuf, usize, String)> = Vec::new();
-    let stopped = walk(root, |file| {
+    let stopped = walk(root, skip, |file| {
         let name = file.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         if !globs.is_empty() && !globs.iter().any(|g| glob_match(g, &name)) {
             return true;
@@ -102,13 +113,13 @@ pub(crate) fn grep(root: &Path, pattern: &str, include: &str, limit: usize) -> R
 }
 
 /// Files under `root` whose name matches one of `patterns` (`*.rs;*.json`), newest first.
-pub(crate) fn find(root: &Path, patterns: &str) -> Result<String, String> {
+pub(crate) fn find(root: &Path, patterns: &str, skip: &[PathBuf]) -> Result<String, String> {
     let globs: Vec<&str> = patterns.split(';').map(str::trim).filter(|g| !g.is_empty()).collect();
     if globs.is_empty() {
         return Err("the pattern is empty".to_owned());
     }
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
-    walk(root, |file| {
+    walk(root, skip, |file| {
         let name = file.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
         if globs.iter().any(|g| glob_match(g, &name)) {
             let modified = std::fs::metadata(file).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
@@ -174,12 +185,17 @@ mod tests {
         std::fs::write(root.join("src/a.rs"), "fn main() {}\nlet x = 1;\n").unwrap();
         std::fs::write(root.join(".git/config"), "fn main").unwrap();
         std::fs::write(root.join("b.md"), "fn in docs\n").unwrap();
-        let out = grep(root, "^fn ", "", 100).unwrap();
+        let out = grep(root, "^fn ", "", 100, &[]).unwrap();
         assert!(out.contains("src/a.rs:\n  Line 1: fn main() {}"), "{out}");
         assert!(out.contains("b.md:") && !out.contains(".git"), "{out}");
-        assert!(grep(root, "^fn ", "*.rs", 100).unwrap().contains("Found 1 matches"));
-        assert!(grep(root, "(", "", 1).is_err());
-        let found = find(root, "*.rs;*.md").unwrap();
+        assert!(grep(root, "^fn ", "*.rs", 100, &[]).unwrap().contains("Found 1 matches"));
+        assert!(grep(root, "(", "", 1, &[]).is_err());
+        let skipped = grep(root, "^fn ", "", 100, &[root.join("src")]).unwrap();
+        assert!(
+            skipped.contains("b.md:") && !skipped.contains("a.rs"),
+            "a protected folder is not searched: {skipped}"
+        );
+        let found = find(root, "*.rs;*.md", &[]).unwrap();
         assert!(found.contains("src/a.rs") && found.contains("b.md") && found.starts_with("Found 2 files"));
     }
 }

@@ -93,8 +93,10 @@ impl Editor {
 /// The text of a file before a change: through the editor when it reads (its unsaved buffer),
 /// else from disk. `Ok(None)`: the file does not exist.
 pub(crate) async fn text_before(editor: Option<&Editor>, path: &Path) -> Result<Option<String>, String> {
+    let owned = path.to_path_buf();
+    let on_disk = super::off_runtime(move || crate::shell::files::read_text(&owned).map_err(|e| e.to_string()));
     match editor.filter(|e| e.reads()) {
         Some(editor) if path.is_file() => editor.read(path).await.map(Some),
-        _ => crate::shell::files::read_text(path).map_err(|e| e.to_string()),
+        _ => on_disk.await.and_then(|read| read.map_err(|e| format!("Error: {e}"))),
     }
 }

@@ -1,9 +1,11 @@
 //! `Exec {command, workingDir?, runInBackground?, yieldTimeMs?, maxOutputChars?, interactive?,
 //! shell?}`: a shell command in the workspace. Asked about as DotCraft's `shell` approval (the
-//! command, the working directory, scope `shell:*`); a command that works outside the workspace,
-//! or that cannot be confined here, is asked about every time. Its `commandExecution` item
-//! streams the output (`inProgress` → deltas → completed with the exit code); in the background
-//! it becomes a terminal (`terminal/*`, `WriteStdin`) and the item completes as `backgrounded`.
+//! command, the working directory, scope `shell:*`); a command whose working directory is
+//! outside the workspace, or that cannot be confined here, is asked about every time. What a
+//! confined command may read, write and reach is the kernel's to enforce (docs/security.md), not
+//! a reading of the command's text. Its `commandExecution` item streams the output
+//! (`inProgress` → deltas → completed with the exit code); in the background it becomes a
+//! terminal (`terminal/*`, `WriteStdin`) and the item completes as `backgrounded`.
 
 use std::time::Duration;
 
@@ -111,6 +113,9 @@ async fn run(ctx: &mut TurnContext, call_id: &str, raw: Value) -> Result<ToolOut
         Ok(shell) => shell,
         Err(reason) => return Ok(ToolOutput::error(format!("Error: {reason}"))),
     };
+    if let Some(refusal) = place.shell.protected.refusal(&cwd.real, "list", place.mode) {
+        return Ok(ToolOutput::error(refusal.message(&cwd.display)));
+    }
     let mut mode = place.mode;
     match approve(ctx, &place, &args.command, &cwd).await? {
         Ok(()) => {}
@@ -120,7 +125,7 @@ async fn run(ctx: &mut TurnContext, call_id: &str, raw: Value) -> Result<ToolOut
         // Approved although it cannot be confined here: it runs as approved, unconfined.
         mode = SandboxMode::FullAccess;
     }
-    let spec = ExecSpec { mode, workspace: place.workspace.clone(), shell, command: args.command.clone() };
+    let spec = place.shell.exec_spec(mode, &place.workspace, shell, &args.command);
     let in_editor = super::editor::editor(ctx).filter(|e| e.terminals() && !args.run_in_background);
     let payload = CommandExecutionPayload {
         call_id: call_id.to_owned(),
@@ -192,18 +197,16 @@ async fn approve(
     command: &str,
     cwd: &Resolved,
 ) -> Result<Result<(), String>, TurnError> {
-    let outside = outside_paths(command, place, cwd);
     let cwd_text = cwd.real.to_string_lossy().into_owned();
     let mut reason = "The agent wants to execute a shell command".to_owned();
     let mut must_ask = false;
-    if !cwd.inside || !outside.is_empty() {
+    if !cwd.inside {
         if !place.outside_allowed {
             return Ok(Err(
                 "Error: the command works outside the workspace, and this thread does not allow that.".to_owned()
             ));
         }
-        let named = if cwd.inside { outside.join(", ") } else { cwd_text.clone() };
-        reason = format!("{reason} that reaches outside the workspace ({named})");
+        reason = format!("{reason} that works outside the workspace (in {cwd_text})");
         must_ask = true;
     }
     if place.shell.unconfined(place.mode) {
@@ -218,26 +221,6 @@ async fn approve(
         Gate::Proceed => Ok(()),
         Gate::Declined(message) => Err(format!("Error: Command execution was rejected by user. {message}")),
     })
-}
-
-/// Paths the command names that are outside the workspace: absolute ones, `~` and `$HOME`, and
-/// relative ones that climb out with `..` (the temp directory and `/dev/null` excepted).
-pub(crate) fn outside_paths(command: &str, place: &Place, cwd: &Resolved) -> Vec<String> {
-    let separators = |c: char| c.is_whitespace() || ";|&<>()'\"`=,".contains(c);
-    let mut out = Vec::new();
-    for token in command.split(separators).filter(|t| !t.is_empty()) {
-        let token = token.replace("${HOME}", "~").replace("$HOME", "~");
-        let candidate = token.starts_with('/') || token.starts_with('~') || token.contains("..");
-        if !candidate || token.starts_with("/dev/") || token == "/tmp" || token.starts_with("/tmp/") {
-            continue;
-        }
-        if let Ok(resolved) = resolve(&cwd.real, &token) {
-            if !resolved.real.starts_with(&place.workspace) && !out.contains(&token) {
-                out.push(token);
-            }
-        }
-    }
-    out
 }
 
 /// `runInBackground`: a terminal; the call returns after `yieldTimeMs` (or once it ended) with

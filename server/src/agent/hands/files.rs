@@ -10,10 +10,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::editor::{Editor, editor, text_before};
-use super::{arguments, gate_file, place};
+use super::{arguments, gate_file, off_runtime, place, resolve_checked};
 use crate::ports::BoxFuture;
 use crate::shell::files::{self, FileError};
-use crate::shell::paths::{Resolved, resolve};
+use crate::shell::paths::Resolved;
 use crate::turns::context::{TurnContext, TurnError};
 use crate::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
 
@@ -54,15 +54,21 @@ macro_rules! only_in_turn {
 }
 pub(super) use only_in_turn;
 
-/// Resolves and gates `raw` for `operation`; `Err(output)` is the call's failed result.
-async fn checked(ctx: &mut TurnContext, raw: &str, operation: &str) -> Result<Result<Resolved, ToolOutput>, TurnError> {
+/// Resolves, checks and gates `raw` for `operation` (`read` becomes `list` for a folder);
+/// `Err(output)` is the call's failed result.
+async fn checked(
+    ctx: &mut TurnContext,
+    raw: &str,
+    operation: &str,
+) -> Result<Result<(Resolved, bool), ToolOutput>, TurnError> {
     let place = place(ctx);
-    let path = match resolve(&place.workspace, raw) {
-        Ok(path) => path,
-        Err(reason) => return Ok(Err(ToolOutput::error(format!("Error: {reason}")))),
+    let (path, is_dir) = match resolve_checked(&place, raw, operation).await {
+        Ok(resolved) => resolved,
+        Err(message) => return Ok(Err(ToolOutput::error(message))),
     };
+    let operation = if is_dir && operation == "read" { "list" } else { operation };
     Ok(match gate_file(ctx, &place, &path, operation).await? {
-        Ok(()) => Ok(path),
+        Ok(()) => Ok((path, is_dir)),
         Err(message) => Err(ToolOutput::error(message)),
     })
 }
@@ -111,19 +117,22 @@ async fn read(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
         Ok(args) => args,
         Err(message) => return Ok(ToolOutput::error(message)),
     };
-    let is_dir = place(ctx).workspace.join(&args.path).is_dir() || std::path::Path::new(&args.path).is_dir();
-    let path = match checked(ctx, &args.path, if is_dir { "list" } else { "read" }).await? {
-        Ok(path) => path,
+    let (path, is_dir) = match checked(ctx, &args.path, "read").await? {
+        Ok(checked) => checked,
         Err(output) => return Ok(output),
     };
-    if path.real.is_dir() {
-        return Ok(match files::list_dir(&path.real, MAX_ENTRIES) {
-            Ok((entries, _)) if entries.is_empty() => ToolOutput::ok(format!("Directory {} is empty", path.display)),
-            Ok((entries, more)) => {
+    if is_dir {
+        let real = path.real.clone();
+        return Ok(match off_runtime(move || files::list_dir(&real, MAX_ENTRIES)).await {
+            Ok(Ok((entries, _))) if entries.is_empty() => {
+                ToolOutput::ok(format!("Directory {} is empty", path.display))
+            }
+            Ok(Ok((entries, more))) => {
                 let tail = if more { format!("\n(showing the first {MAX_ENTRIES} entries)") } else { String::new() };
                 ToolOutput::ok(format!("{}{tail}", entries.join("\n")))
             }
-            Err(err) => failure(err),
+            Ok(Err(err)) => failure(err),
+            Err(message) => ToolOutput::error(message),
         });
     }
     let text = match editor(ctx).filter(Editor::reads) {
@@ -135,11 +144,15 @@ async fn read(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
                 Err(message) => return Ok(ToolOutput::error(format!("Error: {}: {message}", path.display))),
             }
         }
-        None => match files::read_text(&path.real) {
-            Ok(Some(text)) => text,
-            Ok(None) => return Ok(ToolOutput::error(format!("Error: File not found: {}", path.display))),
-            Err(err) => return Ok(failure(err)),
-        },
+        None => {
+            let real = path.real.clone();
+            match off_runtime(move || files::read_text(&real)).await {
+                Ok(Ok(Some(text))) => text,
+                Ok(Ok(None)) => return Ok(ToolOutput::error(format!("Error: File not found: {}", path.display))),
+                Ok(Err(err)) => return Ok(failure(err)),
+                Err(message) => return Ok(ToolOutput::error(message)),
+            }
+        }
     };
     let paged = args.offset > 0 || args.limit > 0;
     if !paged && text.len() > MAX_UNPAGED_BYTES {
@@ -211,7 +224,8 @@ async fn write(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnErro
         Err(message) => return Ok(ToolOutput::error(message)),
     };
     let path = match checked(ctx, &args.path, "write").await? {
-        Ok(path) => path,
+        Ok((path, false)) => path,
+        Ok((path, true)) => return Ok(ToolOutput::error(format!("Error: {} is a directory", path.display))),
         Err(output) => return Ok(output),
     };
     let editor = editor(ctx);
@@ -284,7 +298,8 @@ async fn edit(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
         return Ok(ToolOutput::error("Error: oldText is required. Provide the exact snippet to find and replace."));
     }
     let path = match checked(ctx, &args.path, "edit").await? {
-        Ok(path) => path,
+        Ok((path, false)) => path,
+        Ok((path, true)) => return Ok(ToolOutput::error(format!("Error: {} is a directory", path.display))),
         Err(output) => return Ok(output),
     };
     let editor = editor(ctx);
@@ -318,7 +333,12 @@ async fn store(editor: Option<&Editor>, path: &Resolved, content: &str, within: 
             Err(format!("Error: {}", FileError::TooLarge { path: path.display.clone(), size: content.len() as u64 }))
         }
         Some(editor) => editor.write(&path.real, content).await.map_err(|m| format!("Error: {}: {m}", path.display)),
-        None => files::write_atomic(&path.real, content.as_bytes(), within).map_err(|err| format!("Error: {err}")),
+        None => {
+            let (real, bytes, within) = (path.real.clone(), content.as_bytes().to_vec(), within.map(Path::to_path_buf));
+            off_runtime(move || files::write_atomic(&real, &bytes, within.as_deref()))
+                .await?
+                .map_err(|err| format!("Error: {err}"))
+        }
     }
 }
 

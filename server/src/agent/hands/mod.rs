@@ -4,6 +4,9 @@
 //! workspace's files (checked paths, atomic writes, unified diffs). Each asks its own approval
 //! with DotCraft's shapes: `shell` (the command, the working directory) or `file` (`read`,
 //! `write`, `edit`, `list` and the path); a path outside the workspace is asked about every time.
+//! The server's state, the deny-read list and the read-only paths are refused before anything is
+//! asked, whatever the policy (`shell::protected`), and file-system work runs off the async
+//! workers, bounded in time.
 
 pub(crate) mod editor;
 pub(crate) mod exec;
@@ -14,11 +17,12 @@ pub(crate) mod terminal;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::Duration;
 
 use serde::de::DeserializeOwned;
 
 use crate::policy::{ApprovalSpec, SandboxMode};
-use crate::shell::paths::Resolved;
+use crate::shell::paths::{Resolved, resolve};
 use crate::shell::{ShellService, canonical_workspace};
 use crate::turns::approvals::{Gate, gate};
 use crate::turns::context::{TurnContext, TurnError};
@@ -55,6 +59,36 @@ pub(crate) fn place(ctx: &TurnContext) -> Place {
         outside_allowed: configuration.and_then(|c| c.require_approval_outside_workspace) != Some(false),
         shell: shell.clone(),
     }
+}
+
+/// How long one file operation of a tool may take before the call fails (its blocking thread
+/// is left to finish on its own; the runtime goes on).
+const FILE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// Runs file-system work on a blocking thread, bounded in time. `Err`: the message the model
+/// gets.
+pub(crate) async fn off_runtime<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Result<T, String> {
+    match tokio::time::timeout(FILE_TIMEOUT, tokio::task::spawn_blocking(work)).await {
+        Ok(Ok(value)) => Ok(value),
+        Ok(Err(err)) => Err(format!("Error: the file operation failed: {err}")),
+        Err(_) => Err(format!("Error: the file operation did not finish within {} s", FILE_TIMEOUT.as_secs())),
+    }
+}
+
+/// A path the agent named, resolved against the thread's workspace off the runtime, with
+/// whether it is a folder; a protected path is refused for `operation` (`read` covers `list`).
+pub(crate) async fn resolve_checked(place: &Place, raw: &str, operation: &str) -> Result<(Resolved, bool), String> {
+    let (shell, workspace, mode) = (place.shell.clone(), place.workspace.clone(), place.mode);
+    let (raw, operation) = (raw.to_owned(), operation.to_owned());
+    off_runtime(move || {
+        let path = resolve(&workspace, &raw).map_err(|reason| format!("Error: {reason}"))?;
+        if let Some(refusal) = shell.protected.refusal(&path.real, &operation, mode) {
+            return Err(refusal.message(&path.display));
+        }
+        let is_dir = path.real.is_dir();
+        Ok((path, is_dir))
+    })
+    .await?
 }
 
 /// The arguments of a call, or the message the model gets for bad ones.

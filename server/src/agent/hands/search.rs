@@ -1,14 +1,13 @@
 //! `GrepFiles {pattern, path?, include?, limit?}` and `FindFiles {pattern, path?}`: searches
 //! under a workspace directory (asked about as `file` `read` of it: only under `untrusted`
-//! inside the workspace, every time outside it).
+//! inside the workspace, every time outside it), never into the protected paths.
 
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::files::{only_in_turn, turn_tool};
-use super::{arguments, gate_file, place};
+use super::{arguments, gate_file, off_runtime, place, resolve_checked};
 use crate::ports::BoxFuture;
-use crate::shell::paths::resolve;
 use crate::shell::search::{self, DEFAULT_MATCHES, MAX_MATCHES};
 use crate::turns::context::{TurnContext, TurnError};
 use crate::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
@@ -17,25 +16,36 @@ use crate::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
 async fn search_under(
     ctx: &mut TurnContext,
     raw: &str,
-    search: impl FnOnce(&std::path::Path) -> Result<String, String> + Send + 'static,
+    search: impl FnOnce(&std::path::Path, &[std::path::PathBuf]) -> Result<String, String> + Send + 'static,
 ) -> Result<ToolOutput, TurnError> {
     let place = place(ctx);
-    let path = match resolve(&place.workspace, if raw.trim().is_empty() { "." } else { raw }) {
-        Ok(path) => path,
-        Err(reason) => return Ok(ToolOutput::error(format!("Error: {reason}"))),
+    let path = match resolve_checked(&place, if raw.trim().is_empty() { "." } else { raw }, "read").await {
+        Ok((path, _)) => path,
+        Err(message) => return Ok(ToolOutput::error(message)),
     };
     if let Err(message) = gate_file(ctx, &place, &path, "read").await? {
         return Ok(ToolOutput::error(message));
     }
-    if !path.real.exists() {
-        return Ok(ToolOutput::error(format!("Error: Path not found: {}", path.display)));
-    }
-    let root = path.real.clone();
-    Ok(match tokio::task::spawn_blocking(move || search(&root)).await {
+    let (root, display, shell) = (path.real.clone(), path.display.clone(), place.shell.clone());
+    Ok(match off_runtime(move || searched(&root, &display, &shell, search)).await {
         Ok(Ok(text)) => ToolOutput::ok(text),
-        Ok(Err(message)) => ToolOutput::error(format!("Error: {message}")),
-        Err(err) => ToolOutput::error(format!("Error: the search failed: {err}")),
+        Ok(Err(message)) | Err(message) => ToolOutput::error(message),
     })
+}
+
+/// Runs `search` under `root`, skipping the protected paths in it.
+fn searched(
+    root: &std::path::Path,
+    display: &str,
+    shell: &crate::shell::ShellService,
+    search: impl FnOnce(&std::path::Path, &[std::path::PathBuf]) -> Result<String, String>,
+) -> Result<String, String> {
+    if !root.exists() {
+        return Err(format!("Error: Path not found: {display}"));
+    }
+    let mut skip = shell.protected.hidden();
+    skip.retain(|p| !root.starts_with(p));
+    search(root, &skip).map_err(|message| format!("Error: {message}"))
 }
 
 #[derive(Debug)]
@@ -83,7 +93,7 @@ async fn grep(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
     };
     let limit = if args.limit == 0 { DEFAULT_MATCHES } else { args.limit.min(MAX_MATCHES) };
     let (pattern, include) = (args.pattern, args.include);
-    search_under(ctx, &args.path, move |root| search::grep(root, &pattern, &include, limit)).await
+    search_under(ctx, &args.path, move |root, skip| search::grep(root, &pattern, &include, limit, skip)).await
 }
 
 #[derive(Debug)]
@@ -124,5 +134,5 @@ async fn find(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnError
         Err(message) => return Ok(ToolOutput::error(message)),
     };
     let pattern = args.pattern;
-    search_under(ctx, &args.path, move |root| search::find(root, &pattern)).await
+    search_under(ctx, &args.path, move |root, skip| search::find(root, &pattern, skip)).await
 }

@@ -1,5 +1,8 @@
 //! Server configuration: what the server needs to start, its defaults, and the workspace's
-//! config file. The command line that builds it is in `cli/mod.rs`.
+//! config file (its `[sandbox]` section in `sandbox.rs`). The command line that builds it is in
+//! `cli/mod.rs`.
+
+pub(crate) mod sandbox;
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
@@ -156,6 +159,8 @@ pub(crate) struct ShellSettings {
     /// Environment variables never passed to commands, besides every `APPSERVER_*` one and the
     /// model key's variable.
     pub(crate) hidden_env: Vec<String>,
+    /// `[sandbox]`: deny-read list, read-only paths, network, limits, workspace roots.
+    pub(crate) sandbox: self::sandbox::SandboxSettings,
 }
 
 impl Default for ShellSettings {
@@ -166,6 +171,7 @@ impl Default for ShellSettings {
             terminal_lifetime: Duration::from_secs(3600),
             max_terminals_per_thread: 8,
             hidden_env: Vec::new(),
+            sandbox: self::sandbox::SandboxSettings::default(),
         }
     }
 }
@@ -226,6 +232,9 @@ pub(crate) struct FileConfig {
     pub(crate) apps: Option<FileApps>,
     #[serde(default)]
     pub(crate) server: Option<FileServer>,
+    /// `[sandbox]`: what the agent's commands may read, write and reach, and their limits.
+    #[serde(default)]
+    pub(crate) sandbox: Option<self::sandbox::FileSandbox>,
     #[serde(default)]
     pub(crate) shell: Option<FileShell>,
     /// `workspace/config/update`'s switches (read where they are used, not at start-up).
