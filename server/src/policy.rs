@@ -1,8 +1,9 @@
 //! Approval policies, what a gated tool call declares (kind, operation, target, scope key), whose
-//! consent a decision is (the caller's consent key, its session's consents), and which tools a
-//! sub-agent's role allows ([`roles`]).
+//! consent a decision is (the caller's consent key, its session's consents), which tools a
+//! sub-agent's role allows ([`roles`]), and which network addresses count as public.
 
 use std::collections::HashSet;
+use std::net::IpAddr;
 use std::sync::Mutex;
 
 use appserver_protocol::{AppCaller, AppCommandApproval, ApprovalDecision};
@@ -146,6 +147,32 @@ impl SessionConsents {
         if set.len() < MAX_SESSION_CONSENTS {
             set.insert(scope_key.to_owned());
         }
+    }
+}
+
+/// Whether an address is on the public internet (not loopback, private, link-local, shared,
+/// documentation, unique-local): where the server's own outgoing requests for the agent may go
+/// without the owner naming the host (app discovery, the sandbox's proxy).
+pub(crate) fn is_public(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            !(v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (b & 0xc0) == 64))
+        }
+        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
+            Some(v4) => is_public(IpAddr::V4(v4)),
+            None => {
+                let first = v6.segments()[0];
+                !(v6.is_loopback() || v6.is_unspecified() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80)
+            }
+        },
     }
 }
 

@@ -11,12 +11,13 @@
 //! same `app.id` is another app — it cannot take the window, its log or the consents given to it.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::Mutex;
 use std::time::Duration;
 
 use appserver_protocol::{AppDiscoverParams, AppDiscoverResult, AppRegisterParams};
 use reqwest::Url;
+
+use crate::policy::is_public;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -110,31 +111,16 @@ fn origin_of(url: &str) -> Result<Url, AppError> {
     origin.set_path("/");
     origin.set_query(None);
     origin.set_fragment(None);
+    // A credential in a URL the agent passed is never sent (reqwest would send it as Basic auth).
+    let _ = origin.set_username("");
+    let _ = origin.set_password(None);
     Ok(origin)
 }
 
-/// Whether an address is on the public internet (not loopback, private, link-local, ...).
-fn is_public(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            let [a, b, ..] = v4.octets();
-            !(v4.is_loopback()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_unspecified()
-                || v4.is_broadcast()
-                || v4.is_documentation()
-                || a == 0
-                || (a == 100 && (b & 0xc0) == 64))
-        }
-        IpAddr::V6(v6) => match v6.to_ipv4_mapped() {
-            Some(v4) => is_public(IpAddr::V4(v4)),
-            None => {
-                let first = v6.segments()[0];
-                !(v6.is_loopback() || v6.is_unspecified() || (first & 0xfe00) == 0xfc00 || (first & 0xffc0) == 0xfe80)
-            }
-        },
-    }
+/// The origin `url` would be fetched from, as an approval shows it (without credentials); the
+/// text itself when it is not a URL (the call then fails on it).
+pub(crate) fn shown_origin(url: &str) -> String {
+    origin_of(url).map(|o| o.as_str().trim_end_matches('/').to_owned()).unwrap_or_else(|_| url.to_owned())
 }
 
 /// Why a descriptor was not fetched.

@@ -22,6 +22,8 @@ pub(crate) struct Protected {
     state: Vec<PathBuf>,
     deny_read: Vec<String>,
     read_only: Vec<String>,
+    /// `[sandbox] workspace_roots`: where else a thread's workspace may be.
+    workspace_roots: Vec<PathBuf>,
     home: Option<PathBuf>,
 }
 
@@ -74,8 +76,38 @@ impl Protected {
             state,
             deny_read: sandbox.deny_read.clone(),
             read_only: sandbox.read_only.clone(),
+            workspace_roots: sandbox.workspace_roots.clone(),
             home,
         }
+    }
+
+    /// The folder a thread may work in, canonical: the server's workspace or a folder inside it
+    /// or inside one of the owner's `[sandbox] workspace_roots`, existing, and not the server's
+    /// state. Checked when the thread is made and again each time its tools run (a folder
+    /// swapped for a symlink since then leads where it now leads, and is judged there).
+    pub(crate) fn thread_workspace(&self, requested: &str) -> Result<PathBuf, String> {
+        let path = Path::new(requested);
+        if !path.is_absolute() {
+            return Err(format!("`{requested}` is not an absolute path"));
+        }
+        let real = path.canonicalize().map_err(|e| format!("`{requested}` cannot be used: {e}"))?;
+        if !real.is_dir() {
+            return Err(format!("`{requested}` is not a folder"));
+        }
+        let canonical = |p: &PathBuf| p.canonicalize().ok();
+        let server = canonical(&self.workspace).unwrap_or_else(|| self.workspace.clone());
+        let inside =
+            real.starts_with(&server) || self.workspace_roots.iter().filter_map(canonical).any(|r| real.starts_with(r));
+        if !inside {
+            return Err(format!(
+                "`{requested}` is outside the server's workspace ({}) and the owner's [sandbox] workspace_roots",
+                self.workspace.display()
+            ));
+        }
+        if self.state_paths().iter().any(|s| real.starts_with(s)) {
+            return Err(format!("`{requested}` is the server's own state"));
+        }
+        Ok(real)
     }
 
     /// The server's state that exists, canonical.
@@ -186,6 +218,7 @@ mod tests {
             state: vec![workspace.join(".appserver")],
             deny_read: deny.iter().map(|s| (*s).to_owned()).collect(),
             read_only: vec![".git".to_owned()],
+            workspace_roots: Vec::new(),
             home: Some(home.to_path_buf()),
         }
     }
@@ -218,6 +251,34 @@ mod tests {
         );
         assert_eq!(p.refusal(&ws.join(".git/HEAD"), "read", SandboxMode::WorkspaceWrite), None);
         assert_eq!(p.refusal(&ws.join("src/main.rs"), "write", SandboxMode::WorkspaceWrite), None);
+    }
+
+    #[test]
+    fn a_thread_works_only_in_the_workspace_or_the_owner_s_roots() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        let (ws, other, extra) = (root.join("ws"), root.join("other"), root.join("extra"));
+        for d in [ws.join("sub"), ws.join(".appserver"), other.clone(), extra.join("p")] {
+            std::fs::create_dir_all(d).unwrap();
+        }
+        std::os::unix::fs::symlink("/", ws.join("escape")).unwrap();
+        let mut p = protected(&ws, &root, &[]);
+        let text = |p: &Path| p.to_string_lossy().into_owned();
+        assert_eq!(p.thread_workspace(&text(&ws)).unwrap(), ws);
+        assert_eq!(p.thread_workspace(&text(&ws.join("sub"))).unwrap(), ws.join("sub"));
+        for refused in [
+            "/",
+            "relative",
+            &text(&other),
+            &text(&ws.join("escape")),
+            &text(&ws.join(".appserver")),
+            &text(&ws.join("missing")),
+        ] {
+            assert!(p.thread_workspace(refused).is_err(), "{refused}");
+        }
+        assert!(p.thread_workspace(&text(&extra.join("p"))).is_err());
+        p.workspace_roots = vec![extra.clone()];
+        assert_eq!(p.thread_workspace(&text(&extra.join("p"))).unwrap(), extra.join("p"));
     }
 
     #[test]

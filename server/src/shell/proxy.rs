@@ -18,6 +18,8 @@ use tokio::net::{TcpStream, UnixListener, UnixStream};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
+use crate::policy::is_public;
+
 /// Largest request head.
 const MAX_HEAD: usize = 16 * 1024;
 /// Connections served at once.
@@ -200,36 +202,13 @@ async fn destination(host: &str, port: u16, allowlist: &Allowlist) -> Result<Soc
         .collect();
     let own = own_addresses();
     let first = addresses.first().ok_or_else(|| format!("appserver: {host} has no address"))?;
-    let local = addresses.iter().any(|a| is_local(a.ip()) || own.contains(&a.ip()));
+    let local = addresses.iter().any(|a| !is_public(a.ip()) || own.contains(&a.ip()));
     if local && !allowlist.names(host) {
         return Err(format!(
             "appserver: {host} is on this machine or a private network; only a host named in [sandbox] allowed_domains may be"
         ));
     }
     Ok(*first)
-}
-
-/// Loopback, unspecified, private, link-local, shared and unique-local addresses.
-fn is_local(ip: IpAddr) -> bool {
-    match ip {
-        IpAddr::V4(v4) => {
-            v4.is_loopback()
-                || v4.is_unspecified()
-                || v4.is_private()
-                || v4.is_link_local()
-                || v4.is_broadcast()
-                || (v4.octets()[0] == 100 && (64..128).contains(&v4.octets()[1]))
-        }
-        IpAddr::V6(v6) => {
-            if let Some(v4) = v6.to_ipv4_mapped() {
-                return is_local(IpAddr::V4(v4));
-            }
-            v6.is_loopback()
-                || v6.is_unspecified()
-                || (v6.segments()[0] & 0xfe00) == 0xfc00
-                || (v6.segments()[0] & 0xffc0) == 0xfe80
-        }
-    }
 }
 
 /// The addresses of this machine's interfaces.

@@ -101,7 +101,10 @@ async fn run(ctx: &mut TurnContext, call_id: &str, raw: Value) -> Result<ToolOut
         Ok(args) => args,
         Err(message) => return Ok(ToolOutput::error(message)),
     };
-    let place = place(ctx);
+    let place = match place(ctx) {
+        Ok(place) => place,
+        Err(message) => return Ok(ToolOutput::error(message)),
+    };
     let cwd = match resolve(&place.workspace, args.working_dir.as_deref().unwrap_or(".")) {
         Ok(cwd) if cwd.real.is_dir() => cwd,
         Ok(cwd) => {

@@ -61,7 +61,10 @@ async fn checked(
     raw: &str,
     operation: &str,
 ) -> Result<Result<(Resolved, bool), ToolOutput>, TurnError> {
-    let place = place(ctx);
+    let place = match place(ctx) {
+        Ok(place) => place,
+        Err(message) => return Ok(Err(ToolOutput::error(message))),
+    };
     let (path, is_dir) = match resolve_checked(&place, raw, operation).await {
         Ok(resolved) => resolved,
         Err(message) => return Ok(Err(ToolOutput::error(message))),
@@ -238,7 +241,10 @@ async fn write(ctx: &mut TurnContext, raw: Value) -> Result<ToolOutput, TurnErro
         Some(old) if old.contains("\r\n") => args.content.replace("\r\n", "\n").replace('\n', "\r\n"),
         _ => args.content.replace("\r\n", "\n"),
     };
-    let within = place(ctx).workspace;
+    let within = match place(ctx) {
+        Ok(place) => place.workspace,
+        Err(message) => return Ok(ToolOutput::error(message)),
+    };
     if let Err(message) = store(editor.as_ref(), &path, &content, path.inside.then_some(within.as_path())).await {
         return Ok(ToolOutput::error(message));
     }

@@ -22,8 +22,8 @@ use std::time::Duration;
 use serde::de::DeserializeOwned;
 
 use crate::policy::{ApprovalSpec, SandboxMode};
+use crate::shell::ShellService;
 use crate::shell::paths::{Resolved, resolve};
-use crate::shell::{ShellService, canonical_workspace};
 use crate::turns::approvals::{Gate, gate};
 use crate::turns::context::{TurnContext, TurnError};
 use crate::turns::tools::ToolRegistry;
@@ -49,16 +49,23 @@ pub(crate) struct Place {
     pub(crate) shell: Arc<ShellService>,
 }
 
-pub(crate) fn place(ctx: &TurnContext) -> Place {
+/// Where the thread's tools work; `Err`: the message the model gets when its workspace is no
+/// longer one the owner allows (it was swapped for a symlink leading elsewhere, or the thread
+/// predates the check).
+pub(crate) fn place(ctx: &TurnContext) -> Result<Place, String> {
     let shell = ctx.turns().tool_env.shell.clone();
     let state = ctx.handle.state();
     let configuration = state.record.configuration.as_ref();
-    Place {
-        workspace: canonical_workspace(&state.record.workspace_path),
+    let workspace = shell
+        .protected
+        .thread_workspace(&state.record.workspace_path)
+        .map_err(|reason| format!("Error: this thread's workspace cannot be used: {reason}"))?;
+    Ok(Place {
+        workspace,
         mode: shell.mode_for(configuration),
         outside_allowed: configuration.and_then(|c| c.require_approval_outside_workspace) != Some(false),
         shell: shell.clone(),
-    }
+    })
 }
 
 /// How long one file operation of a tool may take before the call fails (its blocking thread

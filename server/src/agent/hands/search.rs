@@ -18,7 +18,10 @@ async fn search_under(
     raw: &str,
     search: impl FnOnce(&std::path::Path, &[std::path::PathBuf]) -> Result<String, String> + Send + 'static,
 ) -> Result<ToolOutput, TurnError> {
-    let place = place(ctx);
+    let place = match place(ctx) {
+        Ok(place) => place,
+        Err(message) => return Ok(ToolOutput::error(message)),
+    };
     let path = match resolve_checked(&place, if raw.trim().is_empty() { "." } else { raw }, "read").await {
         Ok((path, _)) => path,
         Err(message) => return Ok(ToolOutput::error(message)),

@@ -77,12 +77,20 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
     }
     validate_dynamic_tools(&p.dynamic_tools)?;
     let now = UtcTime::now();
-    let workspace = p
-        .identity
-        .workspace_path
-        .clone()
-        .filter(|w| !w.is_empty())
-        .unwrap_or_else(|| ctx.state.config.workspace.display().to_string());
+    // The thread's folder becomes its tools' sandbox root: only the owner's folders.
+    let workspace = match p.identity.workspace_path.as_deref().filter(|w| !w.is_empty()) {
+        None => ctx.state.config.workspace.display().to_string(),
+        Some(asked) => {
+            let checked = ctx.state.shell.protected.thread_workspace(asked);
+            let real =
+                checked.map_err(|reason| SessionError::InvalidParams(format!("identity.workspacePath: {reason}")))?;
+            if real == crate::shell::canonical_workspace(&ctx.state.config.workspace.to_string_lossy()) {
+                ctx.state.config.workspace.display().to_string()
+            } else {
+                real.display().to_string()
+            }
+        }
+    };
     let record = ThreadRecord {
         id: new_thread_id(now),
         workspace_path: workspace,
