@@ -21,6 +21,7 @@ mod cluster_fencing;
 mod cluster_threads;
 mod command_confinement;
 mod commands;
+mod containment;
 mod cron;
 mod dotcraft_clients;
 mod durability;

@@ -126,9 +126,11 @@ pub(crate) async fn run_until(config: ServerConfig, stop: CancellationToken) -> 
     let (tools, model, agent) = agent_and_tools(&config, &skills, &cron_slot)?;
     let registry = restore_windows(&store).await?;
     let (shutdown, connections) = (CancellationToken::new(), Arc::new(Connections::default()));
-    let shell = crate::shell::ShellService::new(&config, connections.clone(), shutdown.clone()).map_err(|e| {
-        ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
-    })?;
+    let own_ports: Vec<u16> = listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.port()).collect();
+    let shell =
+        crate::shell::ShellService::new(&config, &own_ports, connections.clone(), shutdown.clone()).map_err(|e| {
+            ServerError::Workspace { path: config.workspace.clone(), reason: format!("cannot start commands: {e}") }
+        })?;
     let parts = (tools, Arc::new(shell), shutdown, connections);
     let state = assemble(
         config,

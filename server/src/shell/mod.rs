@@ -46,9 +46,11 @@ pub(crate) struct ShellService {
 
 impl ShellService {
     /// Kills what a previous server of this workspace left running, starts the proxy when the
-    /// owner allows network, and probes the sandbox (saying so when it is unavailable).
+    /// owner allows network (never to the server's own ports, `own_ports`), and probes the
+    /// sandbox (saying so when it is unavailable).
     pub(crate) fn new(
         config: &ServerConfig,
+        own_ports: &[u16],
         clients: Arc<dyn Broadcast>,
         shutdown: CancellationToken,
     ) -> std::io::Result<Self> {
@@ -59,7 +61,10 @@ impl ShellService {
         }
         let sandbox_settings = &config.shell.sandbox;
         let proxy = match sandbox_settings.network {
-            true => Some(proxy::start(proxy::Allowlist::new(&sandbox_settings.allowed_domains), shutdown.clone())?),
+            true => {
+                let allowlist = proxy::Allowlist::new(&sandbox_settings.allowed_domains, own_ports);
+                Some(proxy::start(allowlist, shutdown.clone())?)
+            }
             false => None,
         };
         let terminals = Arc::new(Terminals::new(launcher.clone(), clients, config.shell.clone(), shutdown));

@@ -4,8 +4,9 @@
 //! can enter, reached from inside the command's network namespace through the bridge. A host
 //! must match `[sandbox] allowed_domains`; a destination on this machine or a private network
 //! (loopback, the host's own addresses, private, link-local, unique-local) is refused unless
-//! the owner named that host explicitly, so a command never reaches the server's own listeners.
-//! Every decision is logged.
+//! the owner named that host explicitly, and the server's own ports on this machine are refused
+//! whatever the list says, so a command never reaches the server's control plane. Every decision
+//! is logged.
 
 use std::net::{IpAddr, SocketAddr};
 use std::os::unix::fs::DirBuilderExt;
@@ -27,28 +28,34 @@ const MAX_CONNECTIONS: usize = 256;
 /// Reading a head, resolving a name, connecting: each bounded by this.
 const STEP_TIMEOUT: Duration = Duration::from_secs(10);
 
-/// Which hosts the proxy lets through.
+/// Which hosts the proxy lets through, and the server's own ports it never does.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Allowlist(Vec<String>);
+pub(crate) struct Allowlist {
+    patterns: Vec<String>,
+    own_ports: Vec<u16>,
+}
 
 impl Allowlist {
-    pub(crate) fn new(patterns: &[String]) -> Self {
-        Allowlist(patterns.iter().map(|p| p.trim().to_ascii_lowercase()).collect())
+    pub(crate) fn new(patterns: &[String], own_ports: &[u16]) -> Self {
+        let patterns = patterns.iter().map(|p| p.trim().to_ascii_lowercase()).collect();
+        Allowlist { patterns, own_ports: own_ports.to_vec() }
     }
 
     /// Whether `host` matches a pattern (`*`, `example.com`, `*.example.com` for its subdomains).
     pub(crate) fn permits(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        self.0
-            .iter()
-            .any(|p| p == "*" || *p == host || p.strip_prefix("*.").is_some_and(|d| host.ends_with(&format!(".{d}"))))
+        self.patterns.iter().any(|p| matches(p, &host))
     }
 
     /// Whether `host` is named by a pattern other than `*` (needed for a local destination).
     fn names(&self, host: &str) -> bool {
         let host = host.to_ascii_lowercase();
-        self.0.iter().any(|p| p != "*" && Allowlist(vec![p.clone()]).permits(&host))
+        self.patterns.iter().any(|p| p != "*" && matches(p, &host))
     }
+}
+
+fn matches(pattern: &str, host: &str) -> bool {
+    pattern == "*" || pattern == host || pattern.strip_prefix("*.").is_some_and(|d| host.ends_with(&format!(".{d}")))
 }
 
 /// Starts the proxy; returns its socket's path.
@@ -203,6 +210,9 @@ async fn destination(host: &str, port: u16, allowlist: &Allowlist) -> Result<Soc
     let own = own_addresses();
     let first = addresses.first().ok_or_else(|| format!("appserver: {host} has no address"))?;
     let local = addresses.iter().any(|a| !is_public(a.ip()) || own.contains(&a.ip()));
+    if local && allowlist.own_ports.contains(&port) {
+        return Err(format!("appserver: {host}:{port} is the server's own listener"));
+    }
     if local && !allowlist.names(host) {
         return Err(format!(
             "appserver: {host} is on this machine or a private network; only a host named in [sandbox] allowed_domains may be"
@@ -231,10 +241,10 @@ mod tests {
 
     #[test]
     fn allowlists_match_hosts_and_subdomains() {
-        let list = Allowlist::new(&["*.github.com".to_owned(), "crates.io".to_owned()]);
+        let list = Allowlist::new(&["*.github.com".to_owned(), "crates.io".to_owned()], &[]);
         assert!(list.permits("api.github.com") && list.permits("CRATES.IO"));
         assert!(!list.permits("github.com") && !list.permits("evilcrates.io") && !list.permits("crates.io.evil"));
-        let all = Allowlist::new(&["*".to_owned()]);
+        let all = Allowlist::new(&["*".to_owned()], &[]);
         assert!(all.permits("anything.example") && !all.names("anything.example"));
         assert!(list.names("api.github.com"));
     }
@@ -276,15 +286,20 @@ mod tests {
     #[tokio::test]
     async fn the_proxy_refuses_what_the_list_does_not_allow() {
         let shutdown = CancellationToken::new();
-        let socket = start(Allowlist::new(&["*".to_owned()]), shutdown.clone()).unwrap();
+        let socket =
+            start(Allowlist::new(&["*".to_owned(), "127.0.0.1".to_owned()], &[8080]), shutdown.clone()).unwrap();
         assert!(socket.exists());
-        for target in ["CONNECT 127.0.0.1:22 HTTP/1.1", "GET http://localhost:8080/ws HTTP/1.1"] {
+        for (target, why) in [
+            ("CONNECT 10.0.0.1:22 HTTP/1.1", "on this machine or a private network"),
+            ("GET http://localhost:80/ HTTP/1.1", "on this machine or a private network"),
+            ("GET http://127.0.0.1:8080/ws HTTP/1.1", "the server's own listener"),
+        ] {
             let mut client = UnixStream::connect(&socket).await.unwrap();
             client.write_all(format!("{target}\r\nHost: x\r\n\r\n").as_bytes()).await.unwrap();
             let mut answer = String::new();
             tokio::time::timeout(STEP_TIMEOUT, client.read_to_string(&mut answer)).await.unwrap().unwrap();
             assert!(answer.starts_with("HTTP/1.1 403"), "{target}: {answer}");
-            assert!(answer.contains("on this machine or a private network"), "{answer}");
+            assert!(answer.contains(why), "{answer}");
         }
         shutdown.cancel();
     }

@@ -23,6 +23,9 @@ pub(crate) struct Hits {
 #[derive(Debug, Default)]
 pub(super) struct Cgroup {
     groups: Vec<Group>,
+    /// Whether one of them limits memory (then the kernel, not an rlimit, stops the command, and
+    /// the helper can name the limit).
+    pub(super) limits_memory: bool,
 }
 
 #[derive(Debug)]
@@ -64,6 +67,7 @@ impl Cgroup {
             let group = Group { dir, parent: hierarchy.dir.clone(), v2: hierarchy.v2 };
             let written = wanted.iter().all(|(file, value)| write_limit(&group.dir, file, value));
             if written && std::fs::write(group.dir.join("cgroup.procs"), std::process::id().to_string()).is_ok() {
+                cgroup.limits_memory |= wanted.iter().any(|(file, _)| file.starts_with("memory."));
                 cgroup.groups.push(group);
             } else {
                 let _ = std::fs::remove_dir(&group.dir);

@@ -1,11 +1,12 @@
-//! The first process of a confined command's PID namespace, forked by the helper: it builds the
-//! command's view of the file system (`mounts.rs`), brings the namespace's loopback up (and the
+//! The first process of a confined command's PID namespace, forked by the helper: it makes the
+//! command's mount, network and IPC namespaces, builds its view of the file system (`mounts.rs`), brings the namespace's loopback up (and the
 //! proxy bridge, `bridge.rs`, when the owner allows network), applies the limits, makes itself
 //! undumpable, drops every capability, applies Landlock and seccomp to itself, then starts the
 //! command and reaps until it ends. Its exit ends the namespace: the kernel kills every process
 //! left in it, wherever it went (`setsid`, a double fork, a cleared environment).
 
 use nix::errno::Errno;
+use nix::sched::{CloneFlags, unshare};
 use nix::sys::signal::{SigSet, Signal};
 use nix::sys::wait::{WaitStatus, waitpid};
 use nix::unistd::Pid;
@@ -13,8 +14,8 @@ use nix::unistd::Pid;
 use super::{ExecSpec, Network, PARENT_PID_ENV, bridge, limits, mounts, rules, sys};
 
 /// Runs as the namespace's first process; never returns.
-pub(super) fn run(spec: &ExecSpec, own_user_namespace: bool) -> ! {
-    let code = match start(spec, own_user_namespace) {
+pub(super) fn run(spec: &ExecSpec, own_user_namespace: bool, cgroup_memory: bool) -> ! {
+    let code = match start(spec, own_user_namespace, cgroup_memory) {
         Ok(command) => reap_until(command),
         Err(reason) => {
             eprintln!("appserver sandbox-exec: cannot confine the command: {reason}");
@@ -24,13 +25,15 @@ pub(super) fn run(spec: &ExecSpec, own_user_namespace: bool) -> ! {
     std::process::exit(code)
 }
 
-fn start(spec: &ExecSpec, own_user_namespace: bool) -> Result<Pid, String> {
+fn start(spec: &ExecSpec, own_user_namespace: bool, cgroup_memory: bool) -> Result<Pid, String> {
     let confinement = &spec.confinement;
     nix::sys::prctl::set_pdeathsig(Some(Signal::SIGKILL))
         .map_err(|e| format!("cannot set the parent-death signal: {e}"))?;
     // The helper blocked the signals it waits for; the command gets a clean mask.
     SigSet::all().thread_unblock().map_err(|e| format!("cannot unblock signals: {e}"))?;
     let cwd = std::env::current_dir().map_err(|e| format!("cannot read the working directory: {e}"))?;
+    let namespaces = CloneFlags::CLONE_NEWNS | CloneFlags::CLONE_NEWNET | CloneFlags::CLONE_NEWIPC;
+    unshare(namespaces).map_err(|e| format!("cannot make the command's mount, network and IPC namespaces: {e}"))?;
     mounts::confine(confinement)?;
     // Entered again through the new mounts: a handle from before would see beneath a hidden path.
     std::env::set_current_dir(&cwd)
@@ -43,7 +46,7 @@ fn start(spec: &ExecSpec, own_user_namespace: bool) -> Result<Pid, String> {
             bridge::start(socket, *port)?
         }
     };
-    limits::apply(&confinement.limits, own_user_namespace)?;
+    limits::apply(&confinement.limits, own_user_namespace, cgroup_memory)?;
     nix::sys::prctl::set_dumpable(false).map_err(|e| format!("cannot make the sandbox undumpable: {e}"))?;
     drop_capabilities()?;
     rules::restrict(confinement)?;

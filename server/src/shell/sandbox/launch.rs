@@ -28,7 +28,7 @@ pub(super) fn run(spec: &ExecSpec) -> Result<u8, String> {
     let cgroup = Cgroup::join(&confinement.limits);
     let main = if confinement.mode == SandboxMode::FullAccess {
         nix::sys::prctl::set_child_subreaper(true).map_err(|e| format!("cannot become a sub-reaper: {e}"))?;
-        limits::apply(&confinement.limits, false)?;
+        limits::apply(&confinement.limits, false, cgroup.limits_memory)?;
         let child = Command::new(&spec.shell)
             .arg("-c")
             .arg(&spec.command)
@@ -39,7 +39,7 @@ pub(super) fn run(spec: &ExecSpec) -> Result<u8, String> {
     } else {
         let own_user_namespace = enter_namespaces()?;
         match fork()? {
-            Forked::Child => init::run(spec, own_user_namespace),
+            Forked::Child => init::run(spec, own_user_namespace, cgroup.limits_memory),
             Forked::Parent(first) => first,
         }
     };

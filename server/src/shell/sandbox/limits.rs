@@ -10,15 +10,17 @@ pub(crate) use crate::config::sandbox::Limits;
 
 /// Applies the rlimits to this process. `own_user_namespace`: it runs in a user namespace made
 /// for it, where `RLIMIT_NPROC` counts only its own processes (outside, it would count every
-/// process of the user, and root is exempt).
-pub(super) fn apply(limits: &Limits, own_user_namespace: bool) -> Result<(), String> {
+/// process of the user, and root is exempt). `cgroup_memory`: a cgroup limits the command's
+/// memory, so no per-process `RLIMIT_DATA` is set (the kernel stops the command at the limit,
+/// and the helper names it, where an rlimit would only make an allocation fail).
+pub(super) fn apply(limits: &Limits, own_user_namespace: bool, cgroup_memory: bool) -> Result<(), String> {
     let set = |resource: Resource, soft: u64, hard: u64, name: &str| -> Result<(), String> {
         // Never above the current hard limit (only a privileged process may raise it).
         let (_, current_hard) = getrlimit(resource).map_err(|e| format!("cannot read the {name} limit: {e}"))?;
         let hard = hard.min(current_hard);
         setrlimit(resource, soft.min(hard), hard).map_err(|e| format!("cannot set the {name} limit: {e}"))
     };
-    if let Some(bytes) = limits.memory_bytes {
+    if let (Some(bytes), false) = (limits.memory_bytes, cgroup_memory) {
         set(Resource::RLIMIT_DATA, bytes, bytes, "memory")?;
     }
     if let Some(seconds) = limits.cpu_seconds {
