@@ -159,6 +159,13 @@ async fn appserver_acp_without_a_running_server_starts_one_that_other_clients_jo
     let read = other.request("thread/read", json!({ "threadId": session })).await.unwrap();
     assert_eq!(read["thread"]["originChannel"], "acp");
 
+    // An editor's cwd becomes the thread's workspace: only the owner's folders (docs/security.md).
+    let outside = json!({ "cwd": "/", "mcpServers": [] });
+    send(&mut stdin, json!({ "jsonrpc": "2.0", "id": 3, "method": "session/new", "params": outside })).await;
+    let refused = answer_to(&mut lines, 3).await;
+    assert_eq!(refused["error"]["code"], -32602, "{refused}");
+    assert!(refused["error"]["message"].as_str().unwrap().contains("outside the server's workspace"), "{refused}");
+
     // An unknown method is refused; closing stdin stops it, and the server with it.
     send(&mut stdin, json!({ "jsonrpc": "2.0", "id": 2, "method": "session/fly", "params": {} })).await;
     assert_eq!(answer_to(&mut lines, 2).await["error"]["code"], -32601);

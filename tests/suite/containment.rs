@@ -435,3 +435,52 @@ async fn with_network_allowed_a_command_gets_only_the_listed_hosts_and_never_the
     assert!(!output.contains("DIRECT") && output.contains("end"), "{output}");
     assert_eq!(stub.requests().len(), 1);
 }
+
+/// The sandbox as an ordinary user gets it (a user namespace of its own, no cgroup of its own):
+/// run here as `nobody` when the tests run as root, as CI's do.
+#[tokio::test]
+async fn the_sandbox_holds_for_a_user_without_privileges() {
+    let test = "the_sandbox_holds_for_a_user_without_privileges";
+    let is_root = std::fs::read_to_string("/proc/self/status")
+        .is_ok_and(|s| s.lines().any(|l| l.starts_with("Uid:") && l.split_whitespace().nth(1) == Some("0")));
+    let setpriv = std::path::Path::new("/usr/bin/setpriv");
+    if !is_root || !setpriv.exists() {
+        report_skipped(test, "root and setpriv, to run the helper as nobody");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let ws = dir.path().canonicalize().unwrap();
+    std::fs::create_dir_all(ws.join(".appserver")).unwrap();
+    std::fs::write(ws.join(".appserver/server.token"), "NOBODY-SECRET").unwrap();
+    std::process::Command::new("chmod").args(["-R", "a+rwx"]).arg(&ws).status().unwrap();
+    let policy = json!({
+        "mode": "workspaceWrite", "workspace": ws, "hidden": [ws.join(".appserver")],
+        "limits": { "processes": 24, "fileSizeBytes": 65536 }
+    });
+    let command = "id -u; cat .appserver/server.token; echo in > inside.txt; \
+                   (exec 3<>/dev/tcp/127.0.0.1/22 && echo CONNECTED); ps -e | wc -l; \
+                   for i in $(seq 1 40); do sleep 5 & done; head -c 200000 /dev/zero > big; echo end";
+    let output = tokio::time::timeout(
+        TIMEOUT,
+        tokio::process::Command::new(setpriv)
+            .args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+            .arg(appserver_tests::server_binary().unwrap())
+            .args(["sandbox-exec", "--policy", &policy.to_string(), "--shell", "/bin/bash", "--", command])
+            .current_dir(&ws)
+            .output(),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&output.stdout), String::from_utf8_lossy(&output.stderr));
+    if stderr.contains("does not allow unprivileged user namespaces") {
+        report_skipped(test, "unprivileged user namespaces");
+        return;
+    }
+    assert!(stdout.starts_with("65534\n"), "{stdout}{stderr}");
+    assert!(!stdout.contains("NOBODY-SECRET") && !stdout.contains("CONNECTED"), "{stdout}");
+    assert_eq!(std::fs::read_to_string(ws.join("inside.txt")).unwrap(), "in\n");
+    assert!(stderr.contains("Permission denied") && stderr.contains("File size limit"), "{stderr}");
+    assert!(stderr.contains("fork") || stderr.contains("Resource temporarily unavailable"), "{stderr}");
+    assert!(std::fs::metadata(ws.join("big")).unwrap().len() <= 65536);
+}
