@@ -1398,7 +1398,7 @@ RemovedResult = TypedDict("RemovedResult", {
 # `capabilities.sandbox`: whether commands can be confined here. When `available` is false,
 # every command outside `fullAccess` is asked about, each time.
 SandboxCapability = TypedDict("SandboxCapability", {
-    "mechanism": str,  # `landlock` on Linux.
+    "mechanism": str,  # `namespaces+landlock+seccomp` on Linux.
     "available": bool,
     "defaultMode": str,  # The workspace's default mode: `readOnly`, `workspaceWrite` or `fullAccess`.
     "reason": NotRequired[Optional[str]],  # Why it is unavailable, when it is.

@@ -1660,7 +1660,7 @@ export interface RemovedResult {
  * every command outside `fullAccess` is asked about, each time.
  */
 export interface SandboxCapability {
-  /** `landlock` on Linux. */
+  /** `namespaces+landlock+seccomp` on Linux. */
   mechanism: string;
   available: boolean;
   /** The workspace's default mode: `readOnly`, `workspaceWrite` or `fullAccess`. */
