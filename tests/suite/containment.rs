@@ -459,7 +459,7 @@ async fn the_sandbox_holds_for_a_user_without_privileges() {
     });
     let command = "id -u; cat .appserver/server.token; echo in > inside.txt; \
                    (exec 3<>/dev/tcp/127.0.0.1/22 && echo CONNECTED); ps -e | wc -l; \
-                   for i in $(seq 1 40); do sleep 5 & done; head -c 200000 /dev/zero > big; echo end";
+                   head -c 200000 /dev/zero > big; for i in $(seq 1 40); do sleep 5 & done; echo end";
     let output = tokio::time::timeout(
         TIMEOUT,
         tokio::process::Command::new(setpriv)
