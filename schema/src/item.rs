@@ -297,18 +297,30 @@ pub struct ErrorPayload {
     pub fatal: bool,
 }
 
+/// A `systemNotice` item (Session Core, "SystemNotice"): a persistent marker in the timeline.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct SystemNoticePayload {
+    /// `compacted` or `memoryConsolidated`.
     pub kind: String,
+    /// For `compacted`: `auto`, `reactive` or `manual`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub trigger: Option<String>,
+    /// For `compacted`: `micro` or `partial`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mode: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_before: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tokens_after: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percent_left_after: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cleared_tool_results: Option<u64>,
+    /// For `compacted` (appserver extension): the summary that stands for everything before this
+    /// item in what the model is sent from now on. The items themselves stay in the log.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
 }
 
 /// `{ threadId, turnId, item }`: the params of `item/started` and `item/completed`.
@@ -380,6 +392,9 @@ pub struct UsageDeltaParams {
     pub total_input_tokens: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub total_output_tokens: Option<u64>,
+    /// The snapshot matching `totalInputTokens`, with the thresholds (section 6.6).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_usage: Option<crate::thread::ContextUsageSnapshot>,
 }
 
 /// One task of a plan (section 6.8).

@@ -179,6 +179,29 @@ pub struct Thread {
     /// absent for a user's thread.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub source: Option<ThreadSource>,
+    /// How full the model's context window is (section 4.4): the persisted snapshot, absent
+    /// when the server has none (no model configured, or a thread from before it kept one).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context_usage: Option<ContextUsageSnapshot>,
+}
+
+/// `contextUsage` (section 4.4): context-window occupancy for the desktop's token ring; not
+/// billing usage.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ContextUsageSnapshot {
+    /// Approximate input tokens currently occupying the context.
+    pub tokens: u64,
+    /// The effective context window (the denominator).
+    pub context_window: u64,
+    /// Where automatic compaction runs.
+    pub auto_compact_threshold: u64,
+    /// Where `compactWarning` starts firing.
+    pub warning_threshold: u64,
+    /// Where `compactError` starts firing.
+    pub error_threshold: u64,
+    /// Fraction of the window still available (0.0 – 1.0).
+    pub percent_left: f64,
 }
 
 /// `Thread.source`.

@@ -29,12 +29,22 @@ pub enum Reply {
     Json(Value),
 }
 
-#[derive(Debug, Default)]
+/// Computes a reply from a request's body, when the script is empty.
+pub type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
+
+#[derive(Default)]
 struct Shared {
     script: Mutex<VecDeque<Reply>>,
+    responder: Mutex<Option<Responder>>,
     requests: Mutex<Vec<(String, Value)>>,
     hung_up: Notify,
     request_seen: Notify,
+}
+
+impl std::fmt::Debug for Shared {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Shared").finish_non_exhaustive()
+    }
 }
 
 /// A running mock.
@@ -74,6 +84,12 @@ impl MockModel {
         self.shared.hung_up.notified().await;
     }
 
+    /// Answers every request the script does not with `responder` (a model with rules of its
+    /// own: a context window, say).
+    pub fn respond_with(&self, responder: impl Fn(&Value) -> Reply + Send + Sync + 'static) {
+        *self.shared.responder.lock().unwrap_or_else(|p| p.into_inner()) = Some(Arc::new(responder));
+    }
+
     /// Appends replies to the script.
     pub fn push(&self, reply: Reply) {
         self.shared.script.lock().unwrap_or_else(|p| p.into_inner()).push_back(reply);
@@ -105,9 +121,11 @@ async fn serve(mut stream: TcpStream, shared: Arc<Shared>) {
         }
     }
     let body: Value = serde_json::from_slice(&buf[head_end..head_end + length]).unwrap_or(Value::Null);
-    shared.requests.lock().unwrap_or_else(|p| p.into_inner()).push((path, body));
+    shared.requests.lock().unwrap_or_else(|p| p.into_inner()).push((path, body.clone()));
     shared.request_seen.notify_waiters();
     let reply = shared.script.lock().unwrap_or_else(|p| p.into_inner()).pop_front();
+    let responder = shared.responder.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let reply = reply.or_else(|| responder.map(|r| r(&body)));
     let reply =
         reply.unwrap_or_else(|| Reply::Status(500, json!({ "error": { "message": "the mock has no more replies" } })));
     const SSE_HEAD: &str =

@@ -22,6 +22,7 @@ mod cluster_threads;
 mod command_confinement;
 mod commands;
 mod containment;
+mod context;
 mod cron;
 mod dotcraft_clients;
 mod durability;

@@ -601,6 +601,17 @@ ContentItem = TypedDict("ContentItem", {
     "text": NotRequired[Optional[str]],
 })
 
+# `contextUsage` (section 4.4): context-window occupancy for the desktop's token ring; not
+# billing usage.
+ContextUsageSnapshot = TypedDict("ContextUsageSnapshot", {
+    "tokens": int,  # Approximate input tokens currently occupying the context.
+    "contextWindow": int,  # The effective context window (the denominator).
+    "autoCompactThreshold": int,  # Where automatic compaction runs.
+    "warningThreshold": int,  # Where `compactWarning` starts firing.
+    "errorThreshold": int,  # Where `compactError` starts firing.
+    "percentLeft": float,  # Fraction of the window still available (0.0 – 1.0).
+})
+
 # A job's delivery target: a chat channel's adapter (`ext/channel/send`) and the platform's
 # target there (the chat or group the job was made in).
 CronDelivery = TypedDict("CronDelivery", {
@@ -1703,12 +1714,16 @@ SystemEventParams = TypedDict("SystemEventParams", {
     "turnId": NotRequired[Optional[str]],
 })
 
+# A `systemNotice` item (Session Core, "SystemNotice"): a persistent marker in the timeline.
 SystemNoticePayload = TypedDict("SystemNoticePayload", {
-    "kind": str,
-    "mode": NotRequired[Optional[str]],
+    "kind": str,  # `compacted` or `memoryConsolidated`.
+    "clearedToolResults": NotRequired[Optional[int]],
+    "mode": NotRequired[Optional[str]],  # For `compacted`: `micro` or `partial`.
+    "percentLeftAfter": NotRequired[Optional[float]],
+    "summary": NotRequired[Optional[str]],  # For `compacted` (appserver extension): the summary that stands for everything before this
     "tokensAfter": NotRequired[Optional[int]],
     "tokensBefore": NotRequired[Optional[int]],
-    "trigger": NotRequired[Optional[str]],
+    "trigger": NotRequired[Optional[str]],  # For `compacted`: `auto`, `reactive` or `manual`.
 })
 
 # Params of `terminal/clean`.
@@ -1784,6 +1799,7 @@ Thread = TypedDict("Thread", {
     "historyMode": "HistoryMode",
     "channelContext": NotRequired[Optional[str]],
     "configuration": NotRequired[Optional["ThreadConfiguration"]],
+    "contextUsage": NotRequired[Optional["ContextUsageSnapshot"]],  # How full the model's context window is (section 4.4): the persisted snapshot, absent
     "displayName": NotRequired[Optional[str]],
     "metadata": NotRequired[Dict[str, str]],
     "plan": NotRequired[Optional["Plan"]],  # The thread's current plan (the latest `plan/updated` snapshot), if it has one.
@@ -2089,6 +2105,7 @@ UsageDeltaParams = TypedDict("UsageDeltaParams", {
     "turnId": str,
     "inputTokens": int,
     "outputTokens": int,
+    "contextUsage": NotRequired[Optional["ContextUsageSnapshot"]],  # The snapshot matching `totalInputTokens`, with the thresholds (section 6.6).
     "totalInputTokens": NotRequired[Optional[int]],
     "totalOutputTokens": NotRequired[Optional[int]],
 })

@@ -1,12 +1,13 @@
 //! The agents (the built-in one used when no model is configured, and the model agent) and the
 //! tools they can call: `update_plan` and DotCraft's plan tools (`TodoWrite`, `UpdateTodos`,
 //! `CreatePlan`), the hands (`Exec`, the file tools), dynamic client tools, the app tools, the MCP
-//! servers' tools and the debug tools.
+//! servers' tools and the debug tools; and the model agent's context window (`context`).
 //! The interfaces they implement (`Agent`, `Tool`) belong to the turn runner (`turns`).
 
 pub(crate) mod app_tools;
 mod builtin;
 mod channel_tools;
+pub(crate) mod context;
 pub(crate) mod cron_tool;
 pub(crate) mod debug_tools;
 pub(crate) mod discover_tool;

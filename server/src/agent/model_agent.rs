@@ -1,27 +1,25 @@
-//! The model agent: each turn builds the model context (the thread's stored history, or the
-//! client's `messages`), streams a completion into items (reasoning, message, tool calls with
-//! their argument deltas), runs the tool calls (registry tools through the approval gate,
-//! dynamic tools through the client), feeds the results back, and repeats until the model stops
-//! or the step limit is reached.
+//! The model agent: each turn builds the model context (the thread's stored history since its
+//! last summary, or the client's `messages`), streams a completion into items (reasoning,
+//! message, tool calls with their argument deltas), runs the tool calls (registry tools through
+//! the approval gate, dynamic tools through the client), feeds the results back, and repeats
+//! until the model stops or the step limit is reached, keeping the context window in check
+//! (`context`).
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use appserver_protocol::{
-    DynamicToolSpec, ErrorPayload, HistoryMode, InputPart, Item, ItemPayload, TextPayload, ToolCallPayload,
-};
+use appserver_protocol::{DynamicToolSpec, ErrorPayload, HistoryMode, ItemPayload, TextPayload, ToolCallPayload};
 use serde_json::{Value, json};
 
+use super::context::history::{self, user_content};
+use super::context::{Budget, Compactor, ContextKeeper, after_turn, persist};
 use super::dynamic;
+use crate::model::window::ContextWindow;
 use crate::model::{ChatDelta, ModelError, ModelProvider};
 use crate::ports::BoxFuture;
 use crate::skills::SkillCatalog;
-use crate::threads::wire;
 use crate::turns::agent::Agent;
 use crate::turns::context::{TurnContext, TurnError};
-
-/// Turns of stored history sent to the model.
-const HISTORY_TURNS: u32 = 50;
 
 const SYSTEM_PROMPT: &str = "You are the agent of appserver. You help the user and can read and drive the apps \
 registered with the server: app_list names them, app_query reads an app's state (stateKey \"manifest\" describes \
@@ -33,11 +31,13 @@ pub(crate) struct ModelAgent {
     provider: Arc<ModelProvider>,
     /// The skills whose names and descriptions the agent is told about.
     skills: Arc<SkillCatalog>,
+    /// Each thread's token calibration and compaction failures.
+    context: ContextKeeper,
 }
 
 impl ModelAgent {
     pub(crate) fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>) -> Self {
-        ModelAgent { provider, skills }
+        ModelAgent { provider, skills, context: ContextKeeper::default() }
     }
 }
 
@@ -45,7 +45,7 @@ impl Agent for ModelAgent {
     fn run<'a>(&'a self, turn: &'a mut TurnContext) -> BoxFuture<'a, Result<(), TurnError>> {
         Box::pin(async move {
             let skills = self.skills.instructions().await;
-            run(&self.provider, skills.as_deref(), turn).await
+            run(&self.provider, skills.as_deref(), &self.context, turn).await
         })
     }
 }
@@ -65,7 +65,12 @@ struct PendingCall {
     item: Option<String>,
 }
 
-async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnContext) -> Result<(), TurnError> {
+async fn run(
+    provider: &ModelProvider,
+    skills: Option<&str>,
+    keeper: &ContextKeeper,
+    ctx: &mut TurnContext,
+) -> Result<(), TurnError> {
     let (model, instructions, history_mode, dynamic_tools) = {
         let state = ctx.handle.state();
         let config = state.record.configuration.clone().unwrap_or_default();
@@ -77,9 +82,14 @@ async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnConte
         )
     };
     let (tools, targets) = tool_specs(ctx, &dynamic_tools);
+    let mut window = ContextWindow::of(&model, &provider.settings.context);
+    // A client that keeps the history sends it whole each turn: nothing to compact here.
+    window.auto_compact &= history_mode == HistoryMode::Server;
+    let compactor = Compactor { provider, model: &model };
+    let mut budget = Budget::start(keeper, ctx, window);
     let mut messages = vec![system_message(provider, skills, instructions.as_deref())];
     match history_mode {
-        HistoryMode::Server => messages.extend(stored_history(ctx).await?),
+        HistoryMode::Server => messages.extend(history::stored(ctx, window.auto_compact).await?.messages()),
         HistoryMode::Client => {
             for m in ctx.messages.clone().unwrap_or_default() {
                 messages.push(serde_json::to_value(&m).unwrap_or(Value::Null));
@@ -93,6 +103,10 @@ async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnConte
     messages.push(json!({ "role": "user", "content": user_content(&ctx.input) }));
 
     for _step in 0..provider.settings.max_steps {
+        if budget.before_request(&messages, &tools) {
+            compactor.run(ctx, &mut budget, &mut messages, &tools, "auto").await?;
+            budget.before_request(&messages, &tools);
+        }
         let mut body = json!({
             "model": model,
             "messages": messages,
@@ -102,7 +116,16 @@ async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnConte
         if !tools.is_empty() {
             body["tools"] = Value::Array(tools.clone());
         }
-        let step = stream_step(provider, ctx, &body, &targets).await?;
+        let step = match stream_step(provider, ctx, &body, &targets, &mut budget).await? {
+            Ok(step) => step,
+            Err(err) if err.is_context_overflow() && window.auto_compact => {
+                // Reactive compaction: the turn fails, but the history is repaired first.
+                compactor.run(ctx, &mut budget, &mut messages, &tools, "reactive").await?;
+                persist(ctx, window.snapshot(budget.tokens)).await?;
+                return Err(model_error(err));
+            }
+            Err(err) => return Err(model_error(err)),
+        };
         let mut assistant = json!({ "role": "assistant" });
         if let Some(id) = step.reasoning_item {
             ctx.complete_text(&id).await?;
@@ -115,7 +138,10 @@ async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnConte
         }
         let mut calls = step.calls;
         if calls.is_empty() {
-            return Ok(());
+            if let Some(content) = assistant.get("content").cloned() {
+                messages.push(json!({ "role": "assistant", "content": content }));
+            }
+            return after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await;
         }
         // The assistant message with every call, then one tool message per call, in order.
         let mut requested = Vec::new();
@@ -143,7 +169,7 @@ async fn run(provider: &ModelProvider, skills: Option<&str>, ctx: &mut TurnConte
         provider.settings.max_steps
     );
     ctx.record(ItemPayload::Error(ErrorPayload { message, code: "step_limit".into(), fatal: false })).await?;
-    Ok(())
+    after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await
 }
 
 /// What one model call streamed: the open text and reasoning items, and the tool calls by index.
@@ -154,20 +180,25 @@ struct Step {
 }
 
 /// Streams one model call into items: text and reasoning deltas as they come, tool calls as
-/// their names and arguments arrive.
+/// their names and arguments arrive, usage with the context it leaves. `Ok(Err)`: the model's
+/// own failure (the caller tells a too-long request from the rest).
 async fn stream_step(
     provider: &ModelProvider,
     ctx: &mut TurnContext,
     body: &Value,
     targets: &BTreeMap<String, Target>,
-) -> Result<Step, TurnError> {
-    let mut stream = provider.stream_chat(body).await.map_err(model_error)?;
+    budget: &mut Budget<'_>,
+) -> Result<Result<Step, ModelError>, TurnError> {
+    let mut stream = match provider.stream_chat(body).await {
+        Ok(stream) => stream,
+        Err(err) => return Ok(Err(err)),
+    };
     let mut step = Step { text_item: None, reasoning_item: None, calls: BTreeMap::new() };
     loop {
         let delta = match stream.next().await {
             Ok(Some(delta)) => delta,
-            Ok(None) => return Ok(step),
-            Err(err) => return Err(model_error(err)),
+            Ok(None) => return Ok(Ok(step)),
+            Err(err) => return Ok(Err(err)),
         };
         match delta {
             ChatDelta::Reasoning(text) => {
@@ -193,7 +224,10 @@ async fn stream_step(
                 });
                 on_tool_call_delta(ctx, targets, call, id, name, &arguments);
             }
-            ChatDelta::Usage { input, output } => ctx.add_usage(input, output),
+            ChatDelta::Usage { input, output } => {
+                let context = budget.after_response(input, output);
+                ctx.add_usage(input, output, Some(context));
+            }
             ChatDelta::Finished(_) => {}
         }
     }
@@ -326,162 +360,4 @@ fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Valu
         targets.insert(tool.name.clone(), Target::Dynamic(tool, dynamic::Route::Channel));
     }
     (specs, targets)
-}
-
-/// The model-visible content of input parts: plain text, or content parts when there are images.
-pub(crate) fn user_content(parts: &[InputPart]) -> Value {
-    let mut texts = Vec::new();
-    let mut images = Vec::new();
-    for part in parts {
-        match part {
-            InputPart::Text { text } => texts.push(text.clone()),
-            InputPart::CommandRef { name, args_text, raw_text } => {
-                let name = name.trim_start_matches('/');
-                let args = args_text.clone().unwrap_or_default();
-                let raw = raw_text.clone().unwrap_or_else(|| format!("/{name} {args}").trim_end().to_owned());
-                texts.push(format!("{raw}\n({})", crate::commands::app_command_prompt(name, &args)));
-            }
-            InputPart::SkillRef { name } => texts.push(format!("${name}")),
-            InputPart::FileRef { path, .. } => texts.push(format!("@{path}")),
-            InputPart::Image { url } => images.push(url.clone()),
-            InputPart::LocalImage { path, .. } => texts.push(format!("[local image: {path}]")),
-        }
-    }
-    let text = texts.join("\n");
-    if images.is_empty() {
-        return Value::String(text);
-    }
-    let mut content = vec![json!({ "type": "text", "text": text })];
-    content.extend(images.into_iter().map(|url| json!({ "type": "image_url", "image_url": { "url": url } })));
-    Value::Array(content)
-}
-
-/// The thread's stored turns before this one, as chat messages.
-async fn stored_history(ctx: &TurnContext) -> Result<Vec<Value>, TurnError> {
-    let (turns, _) =
-        wire::load_turns(&ctx.turns().store, &ctx.thread_id, Some(ctx.turn_seq), Some(HISTORY_TURNS)).await?;
-    let items: Vec<Item> = turns.into_iter().flat_map(|t| t.items).collect();
-    Ok(history_messages(&items))
-}
-
-/// Converts stored items to chat messages. Every tool call gets a tool message (a placeholder
-/// when its result is missing, e.g. the turn was interrupted), as the API requires.
-pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
-    let mut messages: Vec<Value> = Vec::new();
-    let mut unanswered: Vec<String> = Vec::new();
-    let close_calls = |messages: &mut Vec<Value>, unanswered: &mut Vec<String>| {
-        for id in unanswered.drain(..) {
-            messages
-                .push(json!({ "role": "tool", "tool_call_id": id, "content": "(no result: the turn ended first)" }));
-        }
-    };
-    for item in items {
-        match &item.payload {
-            ItemPayload::UserMessage(m) => {
-                close_calls(&mut messages, &mut unanswered);
-                let content = if m.materialized_input_parts.is_empty() {
-                    Value::String(m.text.clone())
-                } else {
-                    user_content(&m.materialized_input_parts)
-                };
-                messages.push(json!({ "role": "user", "content": content }));
-            }
-            ItemPayload::AgentMessage(t) => {
-                close_calls(&mut messages, &mut unanswered);
-                messages.push(json!({ "role": "assistant", "content": t.text }));
-            }
-            ItemPayload::ToolCall(call) => {
-                let request = json!({ "id": call.call_id, "type": "function",
-                    "function": { "name": call.tool_name, "arguments": call.arguments.to_string() } });
-                let extend = unanswered.len() == messages_tail_calls(&messages)
-                    && messages.last().is_some_and(|m| m["role"] == "assistant");
-                if extend && let Some(last) = messages.last_mut() {
-                    match last["tool_calls"].as_array_mut() {
-                        Some(calls) => calls.push(request),
-                        None => last["tool_calls"] = json!([request]),
-                    }
-                } else {
-                    close_calls(&mut messages, &mut unanswered);
-                    messages.push(json!({ "role": "assistant", "content": Value::Null, "tool_calls": [request] }));
-                }
-                unanswered.push(call.call_id.clone());
-            }
-            ItemPayload::ToolResult(result) => {
-                if let Some(pos) = unanswered.iter().position(|id| *id == result.call_id) {
-                    unanswered.remove(pos);
-                    messages.push(json!({ "role": "tool", "tool_call_id": result.call_id, "content": result.result }));
-                }
-            }
-            ItemPayload::DynamicToolCall(call) => {
-                close_calls(&mut messages, &mut unanswered);
-                let request = json!({ "id": call.call_id, "type": "function",
-                    "function": { "name": call.tool_name, "arguments": call.arguments.to_string() } });
-                messages.push(json!({ "role": "assistant", "content": Value::Null, "tool_calls": [request] }));
-                messages.push(
-                    json!({ "role": "tool", "tool_call_id": call.call_id, "content": dynamic::visible_result(call) }),
-                );
-            }
-            _ => {}
-        }
-    }
-    close_calls(&mut messages, &mut unanswered);
-    messages
-}
-
-/// How many tool calls the last assistant message carries (0 when it is not an assistant).
-fn messages_tail_calls(messages: &[Value]) -> usize {
-    messages.last().filter(|m| m["role"] == "assistant").and_then(|m| m["tool_calls"].as_array()).map_or(0, Vec::len)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use appserver_protocol::{ItemStatus, ToolResultPayload, UserMessagePayload};
-
-    fn item(payload: ItemPayload) -> Item {
-        Item {
-            id: "item_001".into(),
-            turn_id: "turn_001".into(),
-            payload,
-            status: ItemStatus::Completed,
-            created_at: String::new(),
-            completed_at: None,
-        }
-    }
-
-    #[test]
-    fn history_pairs_every_tool_call_with_a_result() {
-        let call = |id: &str| {
-            item(ItemPayload::ToolCall(ToolCallPayload {
-                tool_name: "app_list".into(),
-                arguments: json!({}),
-                call_id: id.into(),
-            }))
-        };
-        let result = |id: &str| {
-            item(ItemPayload::ToolResult(ToolResultPayload {
-                call_id: id.into(),
-                result: "[]".into(),
-                success: true,
-                file_changes: Vec::new(),
-            }))
-        };
-        let items = vec![
-            item(ItemPayload::UserMessage(UserMessagePayload { text: "hi".into(), ..Default::default() })),
-            item(ItemPayload::AgentMessage(TextPayload { text: "looking".into() })),
-            call("a"),
-            call("b"),
-            result("a"),
-            result("b"),
-            item(ItemPayload::AgentMessage(TextPayload { text: "done".into() })),
-            item(ItemPayload::UserMessage(UserMessagePayload { text: "again".into(), ..Default::default() })),
-            call("c"),
-        ];
-        let messages = history_messages(&items);
-        let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
-        assert_eq!(roles, ["user", "assistant", "tool", "tool", "assistant", "user", "assistant", "tool"]);
-        assert_eq!(messages[1]["tool_calls"].as_array().unwrap().len(), 2);
-        assert_eq!(messages[1]["content"], "looking");
-        assert!(messages[7]["content"].as_str().unwrap().contains("no result"));
-    }
 }

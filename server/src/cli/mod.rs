@@ -503,6 +503,11 @@ fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Opti
                 .unwrap_or(DEFAULT_MODEL_IDLE_MS),
         ),
         instructions: file_model.instructions,
+        context: crate::config::ContextSettings {
+            window: file_model.context_window.filter(|w| *w > 0),
+            output_reserve: file_model.output_reserve,
+            auto_compact: file_model.auto_compact.unwrap_or(true),
+        },
     })
 }
 

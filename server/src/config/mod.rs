@@ -214,6 +214,20 @@ pub(crate) struct ModelSettings {
     pub(crate) idle_timeout: Duration,
     /// Extra instructions for every turn.
     pub(crate) instructions: Option<String>,
+    /// The context window and compaction (`[model] context_window`, `output_reserve`,
+    /// `auto_compact`).
+    pub(crate) context: ContextSettings,
+}
+
+/// How much of a model's context window a thread may fill, and whether the server compacts it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ContextSettings {
+    /// The model's context window in tokens; `None`: known from the model's name.
+    pub(crate) window: Option<u64>,
+    /// Tokens kept free for the answer; `None`: an eighth of the window, at most 16,384.
+    pub(crate) output_reserve: Option<u64>,
+    /// Compact a thread's history automatically when it nears the window.
+    pub(crate) auto_compact: bool,
 }
 
 /// `<workspace>/.appserver/config.toml`.
@@ -400,6 +414,9 @@ pub(crate) struct FileModel {
     pub(crate) max_retries: Option<u32>,
     pub(crate) idle_timeout_ms: Option<u64>,
     pub(crate) instructions: Option<String>,
+    pub(crate) context_window: Option<u64>,
+    pub(crate) output_reserve: Option<u64>,
+    pub(crate) auto_compact: Option<bool>,
 }
 
 #[derive(Debug, Default, serde::Deserialize)]

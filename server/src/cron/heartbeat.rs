@@ -85,6 +85,7 @@ impl CronService {
             metadata: Default::default(),
             configuration: None,
             next_turn_seq: 1,
+            context_usage: None,
         };
         let id = record.id.clone();
         self.store.write(ThreadWrite::CreateThread(Box::new(record))).await.map_err(|e| e.to_string())?;

@@ -1,8 +1,10 @@
 //! The model provider: an OpenAI-compatible Chat Completions endpoint (OpenAI, vLLM, llama.cpp's
 //! server, Ollama, LM Studio, ...) reached with reqwest. Streaming requests with retries of
-//! transient failures, and the model catalog (`model/list`).
+//! transient failures, the model catalog (`model/list`), and each model's context window
+//! (`window.rs`).
 
 pub(crate) mod sse;
+pub(crate) mod window;
 
 use std::time::Duration;
 
@@ -29,6 +31,25 @@ pub(crate) enum ModelError {
 }
 
 impl ModelError {
+    /// The provider refused the request as longer than the model's context window (OpenAI's
+    /// `context_length_exceeded`, Anthropic's "prompt is too long", and the usual wordings of
+    /// compatible servers).
+    pub(crate) fn is_context_overflow(&self) -> bool {
+        let ModelError::Status { status, message } = self else { return false };
+        let message = message.to_ascii_lowercase();
+        matches!(status, 400 | 413 | 422)
+            && [
+                "context_length_exceeded",
+                "maximum context length",
+                "prompt is too long",
+                "prompt_too_long",
+                "context window",
+                "too many tokens",
+            ]
+            .iter()
+            .any(|needle| message.contains(needle))
+    }
+
     /// Worth retrying: the request never got an answer, or the answer says "later".
     fn transient(&self) -> bool {
         match self {
@@ -144,6 +165,21 @@ impl ModelProvider {
                 Err(err) => return Err(err),
             }
         }
+    }
+
+    /// A completion's whole text (a request without tools, such as a summary), and the input
+    /// tokens the provider counted for it.
+    pub(crate) async fn complete_text(&self, body: &Value) -> Result<(String, u64), ModelError> {
+        let mut stream = self.stream_chat(body).await?;
+        let (mut text, mut input) = (String::new(), 0);
+        while let Some(delta) = stream.next().await? {
+            match delta {
+                ChatDelta::Text(piece) => text.push_str(&piece),
+                ChatDelta::Usage { input: counted, .. } => input = counted,
+                _ => {}
+            }
+        }
+        Ok((text, input))
     }
 
     async fn try_stream_chat(&self, body: &Value) -> Result<ChatStream, ModelError> {

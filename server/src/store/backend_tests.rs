@@ -83,6 +83,7 @@ pub(super) fn thread_record(id: &str) -> ThreadRecord {
         metadata: Default::default(),
         configuration: None,
         next_turn_seq: 1,
+        context_usage: None,
     }
 }
 

@@ -26,6 +26,11 @@ pub(crate) enum ThreadWrite {
         status: ThreadStatus,
         last_active_at: Option<String>,
     },
+    /// Set an existing thread's context-window occupancy (and only that column).
+    SetContextUsage {
+        thread_id: String,
+        usage: appserver_protocol::ContextUsageSnapshot,
+    },
     /// Set an existing thread's configuration (mode, approval policy, ...).
     SetConfiguration {
         thread_id: String,
@@ -120,7 +125,7 @@ impl ThreadWrite {
 pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), StoreError> {
     match op {
         ThreadWrite::CreateThread(t) => {
-            let text = format!("INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)");
+            let text = format!("INSERT INTO threads ({THREAD_COLUMNS}) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
             let q = sql(text)
                 .bind(&t.id)
                 .bind(&t.workspace_path)
@@ -134,8 +139,13 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
                 .bind(&t.last_active_at)
                 .bind(json(&t.metadata))
                 .bind(t.configuration.as_ref().map(json))
-                .bind(t.next_turn_seq);
+                .bind(t.next_turn_seq)
+                .bind(t.context_usage.as_ref().map(json));
             conn.run(q).await?;
+        }
+        ThreadWrite::SetContextUsage { thread_id, usage } => {
+            let q = sql("UPDATE threads SET context_usage = ? WHERE id = ?").bind(json(usage)).bind(thread_id);
+            conn.run_one(q, "thread").await?;
         }
         ThreadWrite::SetDisplayName { thread_id, display_name } => {
             let q = sql("UPDATE threads SET display_name = ? WHERE id = ?").bind(display_name).bind(thread_id);

@@ -7,7 +7,8 @@ use std::ops::ControlFlow;
 use super::db::{Row, sql};
 use super::{Store, StoreError};
 use appserver_protocol::{
-    HistoryMode, Item, Plan, QueuedTurnInput, ThreadConfiguration, ThreadStatus, TokenUsage, TurnInitiator, TurnStatus,
+    ContextUsageSnapshot, HistoryMode, Item, Plan, QueuedTurnInput, ThreadConfiguration, ThreadStatus, TokenUsage,
+    TurnInitiator, TurnStatus,
 };
 
 /// A thread as stored.
@@ -27,6 +28,8 @@ pub(crate) struct ThreadRecord {
     pub(crate) configuration: Option<ThreadConfiguration>,
     /// Sequence number the next turn gets (turn ids are never reused, even after a rollback).
     pub(crate) next_turn_seq: u32,
+    /// How full the model's context window is (`Thread.contextUsage`), when known.
+    pub(crate) context_usage: Option<ContextUsageSnapshot>,
 }
 
 /// A turn as stored (its items are stored separately, one row each).
@@ -79,7 +82,7 @@ pub(crate) struct ThreadQuery {
 }
 
 pub(super) const THREAD_COLUMNS: &str = "id, workspace_path, user_id, origin_channel, channel_context, display_name, status, \
-     history_mode, created_at, last_active_at, metadata, configuration, next_turn_seq";
+     history_mode, created_at, last_active_at, metadata, configuration, next_turn_seq, context_usage";
 
 fn thread_from_row(row: &Row) -> Result<ThreadRecord, StoreError> {
     let status = row.text("status")?;
@@ -100,6 +103,7 @@ fn thread_from_row(row: &Row) -> Result<ThreadRecord, StoreError> {
         metadata: serde_json::from_str(&metadata).unwrap_or_default(),
         configuration: configuration.and_then(|c| serde_json::from_str(&c).ok()),
         next_turn_seq: row.int("next_turn_seq")?.try_into().unwrap_or(1),
+        context_usage: row.opt_text("context_usage")?.and_then(|c| serde_json::from_str(&c).ok()),
     })
 }
 
@@ -360,6 +364,7 @@ mod tests {
             metadata: Default::default(),
             configuration: None,
             next_turn_seq: 1,
+            context_usage: None,
         }
     }
 

@@ -298,6 +298,7 @@ async fn create_child(
         metadata: Default::default(),
         configuration: Some(prepared.configuration.clone()),
         next_turn_seq: 1,
+        context_usage: None,
     };
     let edge = EdgeRecord {
         parent_thread_id: ctx.thread_id.clone(),

@@ -40,6 +40,7 @@ pub(crate) fn thread_from_record(
         // refuses it.
         source: (record.origin_channel == "subagent")
             .then(|| appserver_protocol::ThreadSource { kind: "subagent".to_owned() }),
+        context_usage: record.context_usage,
     }
 }
 

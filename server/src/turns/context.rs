@@ -5,10 +5,10 @@
 use std::sync::Arc;
 
 use appserver_protocol::{
-    ChatMessage, CommandExecutionOutputDeltaParams, CommandExecutionPayload, FileChange, InputPart, Item,
-    ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput, ServerNotification, TextDeltaParams,
-    TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload, TurnDiffUpdatedParams,
-    UsageDeltaParams,
+    ChatMessage, CommandExecutionOutputDeltaParams, CommandExecutionPayload, ContextUsageSnapshot, FileChange,
+    InputPart, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput, ServerNotification,
+    TextDeltaParams, TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload,
+    TurnDiffUpdatedParams, UsageDeltaParams,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -108,7 +108,7 @@ impl TurnContext {
         &self.turns
     }
 
-    fn publish(&self, notification: ServerNotification) {
+    pub(crate) fn publish(&self, notification: ServerNotification) {
         self.handle.publish(&notification);
     }
 
@@ -394,8 +394,9 @@ impl TurnContext {
         (crate::policy::roles::allows(profile, tool), state.subagent.as_ref().map(|l| l.progress.clone()))
     }
 
-    /// Adds the token usage of one model call and sends `item/usage/delta`.
-    pub(crate) fn add_usage(&mut self, input_tokens: u64, output_tokens: u64) {
+    /// Adds the token usage of one model call and sends `item/usage/delta`, with the thread's
+    /// context occupancy after it when the agent knows it.
+    pub(crate) fn add_usage(&mut self, input_tokens: u64, output_tokens: u64, context: Option<ContextUsageSnapshot>) {
         if input_tokens == 0 && output_tokens == 0 {
             return;
         }
@@ -410,8 +411,9 @@ impl TurnContext {
             turn_id: self.turn_id.clone(),
             input_tokens,
             output_tokens,
-            total_input_tokens: Some(input_tokens),
+            total_input_tokens: Some(context.map_or(input_tokens, |c| c.tokens)),
             total_output_tokens: Some(self.usage.output_tokens),
+            context_usage: context,
         }));
     }
 

@@ -775,6 +775,25 @@ export interface ContentItem {
 }
 
 /**
+ * `contextUsage` (section 4.4): context-window occupancy for the desktop's token ring; not
+ * billing usage.
+ */
+export interface ContextUsageSnapshot {
+  /** Approximate input tokens currently occupying the context. */
+  tokens: number;
+  /** The effective context window (the denominator). */
+  contextWindow: number;
+  /** Where automatic compaction runs. */
+  autoCompactThreshold: number;
+  /** Where `compactWarning` starts firing. */
+  warningThreshold: number;
+  /** Where `compactError` starts firing. */
+  errorThreshold: number;
+  /** Fraction of the window still available (0.0 – 1.0). */
+  percentLeft: number;
+}
+
+/**
  * A job's delivery target: a chat channel's adapter (`ext/channel/send`) and the platform's
  * target there (the chat or group the job was made in).
  */
@@ -2023,11 +2042,22 @@ export interface SystemEventParams {
   turnId?: string | null;
 }
 
+/** A `systemNotice` item (Session Core, "SystemNotice"): a persistent marker in the timeline. */
 export interface SystemNoticePayload {
+  /** `compacted` or `memoryConsolidated`. */
   kind: string;
+  clearedToolResults?: number | null;
+  /** For `compacted`: `micro` or `partial`. */
   mode?: string | null;
+  percentLeftAfter?: number | null;
+  /**
+   * For `compacted` (appserver extension): the summary that stands for everything before this
+   * item in what the model is sent from now on. The items themselves stay in the log.
+   */
+  summary?: string | null;
   tokensAfter?: number | null;
   tokensBefore?: number | null;
+  /** For `compacted`: `auto`, `reactive` or `manual`. */
   trigger?: string | null;
 }
 
@@ -2110,6 +2140,11 @@ export interface Thread {
   historyMode: HistoryMode;
   channelContext?: string | null;
   configuration?: ThreadConfiguration | null;
+  /**
+   * How full the model's context window is (section 4.4): the persisted snapshot, absent
+   * when the server has none (no model configured, or a thread from before it kept one).
+   */
+  contextUsage?: ContextUsageSnapshot | null;
   displayName?: string | null;
   metadata?: { [key: string]: string };
   /** The thread's current plan (the latest `plan/updated` snapshot), if it has one. */
@@ -2462,6 +2497,8 @@ export interface UsageDeltaParams {
   turnId: string;
   inputTokens: number;
   outputTokens: number;
+  /** The snapshot matching `totalInputTokens`, with the thresholds (section 6.6). */
+  contextUsage?: ContextUsageSnapshot | null;
   totalInputTokens?: number | null;
   totalOutputTokens?: number | null;
 }

@@ -104,6 +104,10 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
         created_at: now.rfc3339(),
         last_active_at: now.rfc3339(),
         metadata: BTreeMap::new(),
+        context_usage: ctx.state.model.as_ref().map(|provider| {
+            let model = p.config.as_ref().and_then(|c| c.model.as_deref()).unwrap_or(&provider.settings.model);
+            crate::model::window::ContextWindow::of(model, &provider.settings.context).snapshot(0)
+        }),
         configuration: p.config,
         next_turn_seq: 1,
     };
@@ -191,8 +195,14 @@ pub(crate) fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
         last_active_at: now.rfc3339(),
         metadata: BTreeMap::new(),
         next_turn_seq: 1,
+        context_usage: like.context_usage.map(|usage| empty_context(&usage)),
         ..like.clone()
     }
+}
+
+/// A new thread's context usage: nothing in it yet (Section 4.4: a fresh thread starts at 0).
+fn empty_context(like: &appserver_protocol::ContextUsageSnapshot) -> appserver_protocol::ContextUsageSnapshot {
+    appserver_protocol::ContextUsageSnapshot { tokens: 0, percent_left: 1.0, ..*like }
 }
 
 /// Whether the calling connection fronts an editor (it declared `acpExtensions` the server

@@ -181,6 +181,7 @@ async fn store_with_events(dir: &std::path::Path, events: u64) -> crate::store::
         metadata: Default::default(),
         configuration: None,
         next_turn_seq: 1,
+        context_usage: None,
     };
     store.write(ThreadWrite::CreateThread(Box::new(record))).await.unwrap();
     for seq in 1..=events {
