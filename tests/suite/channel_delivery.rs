@@ -291,7 +291,8 @@ async fn an_adapter_of_a_channel_the_workspace_does_not_accept_is_rejected() {
     let weixin = server.ws_client().await.unwrap();
     let caps = json!({ "channelAdapter": { "channelName": "Weixin", "deliveryCapabilities": { "structuredDelivery": true } } });
     appserver_tests::initialize(&weixin, "weixin-adapter", caps).await.unwrap();
-    let listed = weixin.request("channel/status", json!({})).await.unwrap();
+    let owner = server.ws_client_initialized().await.unwrap();
+    let listed = owner.request("channel/status", json!({})).await.unwrap();
     assert_eq!(listed["channels"][0]["running"], true, "{listed}");
 }
 

@@ -369,7 +369,7 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
         .unwrap();
     let path = at("good.zip").display().to_string();
     let refused = adapter.request("plugin/install", json!({ "id": "zipped", "path": path })).await;
-    assert_eq!(error(refused).1, "PluginPermissionDenied");
+    assert_eq!(error(refused).1, "ROLE_NOT_ALLOWED", "refused by the method table's roles");
     assert_eq!(client.request("plugin/list", json!({})).await.unwrap()["plugins"], json!([]));
 
     let zipped = install("zipped", "good.zip").await.unwrap();
@@ -379,10 +379,10 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
     let skills = client.request("skills/list", json!({})).await.unwrap();
     let skill_names = names(&skills, "skills", "name");
     assert!(skill_names.contains(&"zipped-skill") && skill_names.contains(&"tarred-skill"), "{skill_names:?}");
-    assert_eq!(error(adapter.request("plugin/remove", json!({ "id": "zipped" })).await).1, "PluginPermissionDenied");
+    assert_eq!(error(adapter.request("plugin/remove", json!({ "id": "zipped" })).await).1, "ROLE_NOT_ALLOWED");
     assert_eq!(
         error(adapter.request("plugin/setEnabled", json!({ "id": "zipped", "enabled": false })).await).1,
-        "PluginPermissionDenied"
+        "ROLE_NOT_ALLOWED"
     );
 
     let refusals = [
