@@ -50,6 +50,8 @@ struct Inner {
     /// The enabled plugins' servers (`{pluginId}:{name}`, read-only), each with whether the
     /// workspace's owner approved it as it is (`plugins::mcp`): only approved ones run.
     plugin: Vec<(McpServerConfig, bool)>,
+    /// What each plugin server's program must still be before each start (its pin).
+    checks: HashMap<String, connection::StartCheck>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
     unreadable: Option<String>,
 }
@@ -179,7 +181,8 @@ impl McpHost {
     /// Starts `config`'s server (replacing a running one of the same name) and announces its
     /// state changes until it is stopped.
     fn run(&self, config: McpServerConfig) {
-        let connection = Connection::new(config.clone(), self.shutdown.child_token());
+        let check = self.lock().checks.get(&key(&config.name)).cloned();
+        let connection = Connection::new(config.clone(), self.shutdown.child_token(), check);
         if let Some(previous) = self.lock().connections.insert(key(&config.name), connection.clone()) {
             previous.stop.cancel();
         }
@@ -219,10 +222,15 @@ impl McpHost {
 
     /// The enabled plugins' servers as they are now (`plugins::service`): a server that is gone,
     /// changed or no longer approved is stopped; an approved, enabled one not running is started.
-    pub(crate) fn set_plugin_servers(&self, servers: Vec<(McpServerConfig, bool)>) {
+    pub(crate) fn set_plugin_servers(
+        &self,
+        servers: Vec<(McpServerConfig, bool)>,
+        checks: HashMap<String, connection::StartCheck>,
+    ) {
         let runs = |(c, approved): &(McpServerConfig, bool)| *approved && c.enabled;
         let (stopped, started) = {
             let mut inner = self.lock();
+            inner.checks = checks.into_iter().map(|(name, check)| (key(&name), check)).collect();
             let previous = std::mem::replace(&mut inner.plugin, servers.clone());
             let stopped: Vec<Arc<Connection>> = previous
                 .iter()
