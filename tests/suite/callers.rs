@@ -264,3 +264,43 @@ async fn an_app_calls_another_window_with_its_permission_approval_and_is_withdra
     assert_eq!(announced["status"], "cancelled");
     assert_eq!(sheet.received().len(), 1, "only the approved command reached the app");
 }
+
+/// An app's read of another app's state is asked like a command — per caller app, target app and
+/// state key, remembered as the user chooses — and recorded in the read window's log as a read,
+/// with its caller; its manifest (what commands it has) is not asked.
+#[tokio::test]
+async fn an_apps_read_of_another_window_is_asked_and_logged_as_a_read() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut owner = desktop(&server, "desktop").await;
+    let sheet = quiet_host(&server, SheetOptions::default()).await;
+    let w = sheet.window_id.clone();
+    owner.request("app/command", set_cells(&w, "A1", "secret")).await.unwrap();
+    let (reader, reader_w) = relay(&server, true).await;
+    let read = |key: &str| json!({ "windowId": w, "stateKey": key, "callerWindowId": reader_w });
+    reader.request("app/query", read("manifest")).await.unwrap();
+
+    let answer = reader.start_request("app/query", read("cells")).unwrap();
+    let (id, params) = approval_request(&mut owner).await;
+    assert_eq!(params["scopeKey"], "appState:sheet:cells");
+    assert!(params["reason"].as_str().unwrap().contains("read the state `cells` of app `sheet`"), "{params}");
+    assert_eq!(params["app"]["caller"], json!({ "kind": "app", "windowId": reader_w, "appId": "relay" }));
+    owner.respond(&id, json!({ "decision": "decline" }));
+    let declined = within("the declined read", answer).await.unwrap().result.unwrap_err();
+    assert_eq!(declined.data.unwrap()["code"], "PERMISSION_DENIED");
+
+    let answer = reader.start_request("app/query", read("cells")).unwrap();
+    let (id, _) = approval_request(&mut owner).await;
+    owner.respond(&id, json!({ "decision": "acceptForSession" }));
+    let data = within("the accepted read", answer).await.unwrap().result.unwrap();
+    assert_eq!(data["data"]["A1"], "secret");
+    // Remembered for this app's session and this key: read again without asking.
+    within("the second read", reader.request("app/query", read("cells"))).await.unwrap();
+
+    let log = owner.request("app/log/read", json!({ "windowId": w })).await.unwrap();
+    let entries = log["entries"].as_array().unwrap();
+    let reads: Vec<&Value> = entries.iter().filter(|e| e["command"] == "__query").collect();
+    assert_eq!(reads.len(), 2, "{log}");
+    assert_eq!(reads[0]["params"], json!({ "stateKey": "cells" }));
+    assert_eq!(reads[0]["caller"], json!({ "kind": "app", "windowId": reader_w, "appId": "relay" }));
+    assert_eq!(entries.len(), 3, "the command and the two reads; not the declined one nor the manifest");
+}

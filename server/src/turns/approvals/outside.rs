@@ -174,6 +174,12 @@ fn request(spec: &ApprovalSpec, caller: &AppCaller) -> ApprovalRequestParams {
     let n = NEXT_REQUEST.fetch_add(1, Ordering::Relaxed);
     let kind = caller.kind();
     let what = match &spec.app {
+        Some(app) if app.command == crate::apps::reads::READ_ENTRY => format!(
+            "wants to read the state `{}` of app `{}` (window {}).",
+            app.params.get("stateKey").and_then(serde_json::Value::as_str).unwrap_or_default(),
+            app.app_id,
+            app.window_id
+        ),
         Some(app) => {
             format!("wants to run the command `{}` of app `{}` (window {}).", app.command, app.app_id, app.window_id)
         }
