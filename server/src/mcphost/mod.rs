@@ -6,6 +6,7 @@
 //! servers and their tool names, one tool's schema when asked, and a call (approved like any
 //! gated tool, scope `mcp:<server>:<tool>`).
 
+pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
 
@@ -70,6 +71,8 @@ pub(crate) struct McpHost {
     pub(crate) view_consents: SessionConsents,
     /// One view call logged at a time (each takes the next number of its view's log).
     pub(crate) view_log: tokio::sync::Mutex<()>,
+    /// The questions each server put to the user lately (`budget.rs`).
+    pub(crate) elicitations: budget::ElicitationBudget,
 }
 
 /// What a call of `tool` on `server` asks approval for: a `shell` approval rendering the call,
@@ -163,6 +166,7 @@ impl McpHost {
             writes: Default::default(),
             view_consents: SessionConsents::default(),
             view_log: Default::default(),
+            elicitations: Default::default(),
         })
     }
 
