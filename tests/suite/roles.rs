@@ -278,6 +278,11 @@ async fn a_channel_adapter_cannot_loosen_settings_nor_reach_the_owners_threads_o
     adapter.request("thread/config/update", tighten).await.unwrap();
     adapter.request("thread/list", json!({ "identity": identity })).await.unwrap();
     adapter.request("thread/read", json!({ "threadId": own })).await.unwrap();
+    // A chat's user names no file of the workspace for the server to inline into the turn.
+    let secret = json!([{ "type": "fileRef", "path": ".appserver/agent.token" }]);
+    let refused =
+        refusal(adapter.request_answer("turn/start", json!({ "threadId": own, "input": secret })).await.unwrap());
+    assert_eq!(refused.data.unwrap()["field"], "input");
 }
 
 /// The outside agents' credential (what `appserver mcp`'s relay presents) opens `/mcp`, and `/ws`

@@ -28,19 +28,26 @@ pub(crate) enum RoleError {
         "the role `{role}` may not call `{method}` on {what}: a channel adapter acts on its own channel's threads only"
     )]
     Scope { role: Role, method: &'static str, what: String },
+    #[error("the role `{role}` may not send {what} with `{method}`: a chat's users name no file of the workspace")]
+    Input { role: Role, method: &'static str, what: &'static str },
 }
 
 impl RoleError {
     pub(crate) fn role(&self) -> Role {
         match self {
-            RoleError::Method { role, .. } | RoleError::Setting { role, .. } | RoleError::Scope { role, .. } => *role,
+            RoleError::Method { role, .. }
+            | RoleError::Setting { role, .. }
+            | RoleError::Scope { role, .. }
+            | RoleError::Input { role, .. } => *role,
         }
     }
 
     pub(crate) fn method(&self) -> &str {
         match self {
             RoleError::Method { method, .. } => method,
-            RoleError::Setting { method, .. } | RoleError::Scope { method, .. } => method,
+            RoleError::Setting { method, .. } | RoleError::Scope { method, .. } | RoleError::Input { method, .. } => {
+                method
+            }
         }
     }
 
@@ -48,6 +55,7 @@ impl RoleError {
     pub(crate) fn field(&self) -> Option<&'static str> {
         match self {
             RoleError::Setting { field, .. } => Some(field),
+            RoleError::Input { .. } => Some("input"),
             _ => None,
         }
     }

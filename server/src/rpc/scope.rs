@@ -8,8 +8,10 @@
 //! - **A channel adapter acts on its own channel's threads.** A request naming a thread must
 //!   name one whose `originChannel` is the adapter's channel; `thread/list` only its channel's
 //!   identities. A request of the channel's column with no rule here is refused (fail closed).
+//!   Its users' input is what they typed: a `fileRef` part (a workspace file the server would
+//!   inline into the turn) is the owner's clients' and an editor's only.
 
-use appserver_protocol::{ClientRequest, Role, ThreadConfiguration};
+use appserver_protocol::{ClientRequest, InputPart, Role, ThreadConfiguration};
 
 use super::RequestCtx;
 use super::roles::RoleError;
@@ -22,6 +24,7 @@ pub(crate) async fn check(ctx: &RequestCtx, role: Role, request: &ClientRequest)
     let method = request.method();
     if role == Role::ChannelAdapter {
         channel_scope(ctx, role, method, request).await?;
+        no_file_refs(role, method, request)?;
     }
     match request {
         ClientRequest::ThreadStart(p) => settings(role, method, p.config.as_ref()),
@@ -52,6 +55,19 @@ async fn channel_scope(
             _ => Ok(()),
         },
         Target::Unknown => Err(RoleError::Scope { role, method, what: "anything: no scope rule covers it".into() }),
+    }
+}
+
+/// Refuses a `fileRef` input part: a chat's user names no file of the owner's workspace.
+fn no_file_refs(role: Role, method: &'static str, request: &ClientRequest) -> Result<(), RoleError> {
+    let input = match request {
+        ClientRequest::TurnStart(p) => &p.input,
+        ClientRequest::TurnEnqueue(p) => &p.input,
+        _ => return Ok(()),
+    };
+    match input.iter().any(|part| matches!(part, InputPart::FileRef { .. })) {
+        true => Err(RoleError::Input { role, method, what: "a `fileRef` input part" }),
+        false => Ok(()),
     }
 }
 
