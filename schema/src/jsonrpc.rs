@@ -23,6 +23,10 @@ pub mod error_codes {
     pub const SERVER_OVERLOADED: i64 = -32001;
     pub const NOT_INITIALIZED: i64 = -32002;
     pub const ALREADY_INITIALIZED: i64 = -32003;
+    /// The caller's role may not call this method, or may not ask it for what it asked (a setting
+    /// that loosens safety, a thread of another channel): docs/security.md. The message names the
+    /// role and the method; `data` has `role`, `method` and, for a setting, `field`.
+    pub const ROLE_NOT_ALLOWED: i64 = -32004;
     pub const THREAD_NOT_FOUND: i64 = -32010;
     pub const THREAD_NOT_ACTIVE: i64 = -32011;
     pub const TURN_IN_PROGRESS: i64 = -32012;

@@ -48,6 +48,7 @@ use crate::plugin::{
     PluginIdParams, PluginInstallParams, PluginListParams, PluginListResult, PluginMcpApproveParams, PluginResult,
     PluginSetEnabledParams,
 };
+use crate::roles::{Role, Roles};
 use crate::skill::{
     SkillNameParams, SkillResult, SkillsListParams, SkillsListResult, SkillsReadResult, SkillsRestoreResult,
     SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
@@ -94,8 +95,31 @@ pub struct MethodSchema {
     pub result: Option<Schema>,
 }
 
+/// The roles column of a client table: `ROLES` (every method, in table order) and `roles`.
+macro_rules! roles_of {
+    ($enum_name:ident; $( $method:literal [$($role:ident),*] )*) => {
+        impl $enum_name {
+            /// Every method with the roles allowed to call it, in table order.
+            pub const ROLES: &'static [(&'static str, Roles)] = &[$( ($method, Roles::of(&[$(Role::$role),*])) ),*];
+
+            /// The roles allowed to call `method` (`None`: not in the table).
+            pub fn roles(method: &str) -> Option<Roles> {
+                match method {
+                    $( $method => Some(Roles::of(&[$(Role::$role),*])), )*
+                    _ => None,
+                }
+            }
+        }
+    };
+}
+
 /// Requests: a marker type per method, an enum of decoded requests, and a schema listing.
 macro_rules! request_table {
+    // A client table: each row names the roles allowed to call the method (`roles.rs`).
+    (roles $enum_name:ident, $schemas_fn:ident; $( $(#[$doc:meta])* $variant:ident => $method:literal [$($role:ident),*] ($params:ty) -> $result:ty; )*) => {
+        request_table! { $enum_name, $schemas_fn; $( $(#[$doc])* $variant => $method ($params) -> $result; )* }
+        roles_of! { $enum_name; $( $method [$($role),*] )* }
+    };
     ($enum_name:ident, $schemas_fn:ident; $( $(#[$doc:meta])* $variant:ident => $method:literal ($params:ty) -> $result:ty; )*) => {
         $(
             $(#[$doc])*
@@ -148,6 +172,10 @@ macro_rules! request_table {
 
 /// Notifications: an enum of typed params and a schema listing.
 macro_rules! notification_table {
+    (roles $enum_name:ident, $schemas_fn:ident; $( $(#[$doc:meta])* $variant:ident => $method:literal [$($role:ident),*] ($params:ty); )*) => {
+        notification_table! { $enum_name, $schemas_fn; $( $(#[$doc])* $variant => $method ($params); )* }
+        roles_of! { $enum_name; $( $method [$($role),*] )* }
+    };
     ($enum_name:ident, $schemas_fn:ident; $( $(#[$doc:meta])* $variant:ident => $method:literal ($params:ty); )*) => {
         #[derive(Debug, Clone)]
         pub enum $enum_name {
@@ -184,154 +212,154 @@ macro_rules! notification_table {
     };
 }
 
-request_table! { ClientRequest, client_request_schemas;
+request_table! { roles ClientRequest, client_request_schemas;
     /// The handshake: the first request on every connection.
-    Initialize => "initialize" (InitializeParams) -> InitializeResult;
+    Initialize => "initialize" [Owner, ChannelAdapter, OutsideAgent, Editor] (InitializeParams) -> InitializeResult;
     /// Create a thread.
-    ThreadStart => "thread/start" (ThreadStartParams) -> ThreadResult;
+    ThreadStart => "thread/start" [Owner, ChannelAdapter, Editor] (ThreadStartParams) -> ThreadResult;
     /// Make a paused (or any loaded) thread active again.
-    ThreadResume => "thread/resume" (ThreadResumeParams) -> ThreadResult;
+    ThreadResume => "thread/resume" [Owner, ChannelAdapter, Editor] (ThreadResumeParams) -> ThreadResult;
     /// Threads of an identity, most recently active first, a page at a time.
-    ThreadList => "thread/list" (ThreadListParams) -> ThreadListResult;
+    ThreadList => "thread/list" [Owner, ChannelAdapter, Editor] (ThreadListParams) -> ThreadListResult;
     /// Read a thread without resuming it, optionally with (a page of) its turns.
-    ThreadRead => "thread/read" (ThreadReadParams) -> ThreadReadResult;
+    ThreadRead => "thread/read" [Owner, ChannelAdapter, Editor] (ThreadReadParams) -> ThreadReadResult;
     /// Origin channel names that may appear on threads (built-in, seen on threads, adapters').
-    ChannelList => "channel/list" (ChannelListParams) -> ChannelListResult;
+    ChannelList => "channel/list" [Owner] (ChannelListParams) -> ChannelListResult;
     /// Drop turns from the end of the history.
-    ThreadRollback => "thread/rollback" (ThreadRollbackParams) -> ThreadResult;
+    ThreadRollback => "thread/rollback" [Owner, ChannelAdapter] (ThreadRollbackParams) -> ThreadResult;
     /// Receive this thread's turn and item notifications on this connection.
-    ThreadSubscribe => "thread/subscribe" (ThreadSubscribeParams) -> EmptyResult;
-    ThreadUnsubscribe => "thread/unsubscribe" (ThreadIdParams) -> EmptyResult;
-    ThreadPause => "thread/pause" (ThreadIdParams) -> EmptyResult;
-    ThreadArchive => "thread/archive" (ThreadIdParams) -> EmptyResult;
-    ThreadUnarchive => "thread/unarchive" (ThreadIdParams) -> EmptyResult;
-    ThreadDelete => "thread/delete" (ThreadIdParams) -> EmptyResult;
-    ThreadModeSet => "thread/mode/set" (ThreadModeSetParams) -> EmptyResult;
-    ThreadRename => "thread/rename" (ThreadRenameParams) -> EmptyResult;
-    ThreadConfigUpdate => "thread/config/update" (ThreadConfigUpdateParams) -> EmptyResult;
+    ThreadSubscribe => "thread/subscribe" [Owner, ChannelAdapter, Editor] (ThreadSubscribeParams) -> EmptyResult;
+    ThreadUnsubscribe => "thread/unsubscribe" [Owner, ChannelAdapter, Editor] (ThreadIdParams) -> EmptyResult;
+    ThreadPause => "thread/pause" [Owner, ChannelAdapter] (ThreadIdParams) -> EmptyResult;
+    ThreadArchive => "thread/archive" [Owner, ChannelAdapter] (ThreadIdParams) -> EmptyResult;
+    ThreadUnarchive => "thread/unarchive" [Owner, ChannelAdapter] (ThreadIdParams) -> EmptyResult;
+    ThreadDelete => "thread/delete" [Owner, ChannelAdapter] (ThreadIdParams) -> EmptyResult;
+    ThreadModeSet => "thread/mode/set" [Owner, ChannelAdapter, Editor] (ThreadModeSetParams) -> EmptyResult;
+    ThreadRename => "thread/rename" [Owner, ChannelAdapter] (ThreadRenameParams) -> EmptyResult;
+    ThreadConfigUpdate => "thread/config/update" [Owner, ChannelAdapter, Editor] (ThreadConfigUpdateParams) -> EmptyResult;
     /// Submit input and start the agent; the turn streams as notifications.
-    TurnStart => "turn/start" (TurnStartParams) -> TurnResult;
-    TurnInterrupt => "turn/interrupt" (TurnInterruptParams) -> EmptyResult;
+    TurnStart => "turn/start" [Owner, ChannelAdapter, Editor] (TurnStartParams) -> TurnResult;
+    TurnInterrupt => "turn/interrupt" [Owner, ChannelAdapter, Editor] (TurnInterruptParams) -> EmptyResult;
     /// Queue input to run after the current turn.
-    TurnEnqueue => "turn/enqueue" (TurnEnqueueParams) -> TurnEnqueueResult;
-    TurnQueueRemove => "turn/queue/remove" (TurnQueueRemoveParams) -> QueuedInputsResult;
+    TurnEnqueue => "turn/enqueue" [Owner, ChannelAdapter] (TurnEnqueueParams) -> TurnEnqueueResult;
+    TurnQueueRemove => "turn/queue/remove" [Owner, ChannelAdapter] (TurnQueueRemoveParams) -> QueuedInputsResult;
     /// Promote a queued input into guidance for the running turn.
-    TurnSteer => "turn/steer" (TurnSteerParams) -> TurnSteerResult;
+    TurnSteer => "turn/steer" [Owner, ChannelAdapter] (TurnSteerParams) -> TurnSteerResult;
     /// Register (or re-register, replaying its log) an app window owned by this connection.
-    AppRegister => "app/register" (AppRegisterParams) -> AppRegisterResult;
-    AppUnregister => "app/unregister" (AppUnregisterParams) -> EmptyResult;
+    AppRegister => "app/register" [Owner] (AppRegisterParams) -> AppRegisterResult;
+    AppUnregister => "app/unregister" [Owner] (AppUnregisterParams) -> EmptyResult;
     /// `app/emit` sent with an id: answered `{}`, or refused (`PERMISSION_DENIED` when this
     /// connection does not host the window). Also accepted as a notification.
-    AppEmit => "app/emit" (AppEmitParams) -> EmptyResult;
+    AppEmit => "app/emit" [Owner] (AppEmitParams) -> EmptyResult;
     /// Registered apps, names only (progressive discovery).
-    AppList => "app/list" (AppListParams) -> AppListResult;
-    AppQuery => "app/query" (AppQueryParams) -> AppQueryResult;
-    AppCommand => "app/command" (AppCommandParams) -> AppCommandResult;
-    AppLogRead => "app/log/read" (AppLogReadParams) -> AppLogReadResult;
+    AppList => "app/list" [Owner, App, OutsideAgent] (AppListParams) -> AppListResult;
+    AppQuery => "app/query" [Owner, App, OutsideAgent] (AppQueryParams) -> AppQueryResult;
+    AppCommand => "app/command" [Owner, App] (AppCommandParams) -> AppCommandResult;
+    AppLogRead => "app/log/read" [Owner] (AppLogReadParams) -> AppLogReadResult;
     /// Open a workspace file with the app associated with its extension.
-    AppOpen => "app/open" (AppOpenParams) -> AppOpenResult;
+    AppOpen => "app/open" [Owner] (AppOpenParams) -> AppOpenResult;
     /// Fetch (or take from the cache) a web app's `/.well-known/aai.json` and register it.
-    AppDiscover => "app/discover" (AppDiscoverParams) -> AppDiscoverResult;
+    AppDiscover => "app/discover" [Owner] (AppDiscoverParams) -> AppDiscoverResult;
     /// Approve (and pin) the program of a descriptor app that is new or changed; only a client
     /// acting for the workspace's owner may.
-    AppDescriptorApprove => "app/descriptor/approve" (AppDescriptorApproveParams) -> AppDescriptorApproveResult;
+    AppDescriptorApprove => "app/descriptor/approve" [Owner] (AppDescriptorApproveParams) -> AppDescriptorApproveResult;
     /// Slash commands the server knows (built-in and custom).
-    CommandList => "command/list" (CommandListParams) -> CommandListResult;
+    CommandList => "command/list" [Owner, ChannelAdapter, Editor] (CommandListParams) -> CommandListResult;
     /// Run a slash command (built-ins run here; custom ones expand to a prompt).
-    CommandExecute => "command/execute" (CommandExecuteParams) -> CommandResult;
+    CommandExecute => "command/execute" [Owner, ChannelAdapter] (CommandExecuteParams) -> CommandResult;
     /// Models of the configured provider (only when one is configured).
-    ModelList => "model/list" (ModelListParams) -> ModelListResult;
+    ModelList => "model/list" [Owner, ChannelAdapter, Editor] (ModelListParams) -> ModelListResult;
     /// MCP servers the agent may use (section 22): their definitions.
-    McpList => "mcp/list" (McpListParams) -> McpListResult;
-    McpGet => "mcp/get" (McpNameParams) -> McpServerResult;
+    McpList => "mcp/list" [Owner] (McpListParams) -> McpListResult;
+    McpGet => "mcp/get" [Owner] (McpNameParams) -> McpServerResult;
     /// Create or replace a workspace MCP server definition.
-    McpUpsert => "mcp/upsert" (McpServerParams) -> McpServerResult;
-    McpRemove => "mcp/remove" (McpNameParams) -> McpRemoveResult;
+    McpUpsert => "mcp/upsert" [Owner] (McpServerParams) -> McpServerResult;
+    McpRemove => "mcp/remove" [Owner] (McpNameParams) -> McpRemoveResult;
     /// Every server's runtime state.
-    McpStatusList => "mcp/status/list" (McpListParams) -> McpStatusListResult;
+    McpStatusList => "mcp/status/list" [Owner] (McpListParams) -> McpStatusListResult;
     /// Probe a definition without keeping it.
-    McpTest => "mcp/test" (McpServerParams) -> McpTestResult;
+    McpTest => "mcp/test" [Owner] (McpServerParams) -> McpTestResult;
     /// Read a `ui://` resource (an MCP Apps view's HTML) of a running server (appserver extension).
-    McpResourcesRead => "mcp/resources/read" (McpResourceReadParams) -> McpResourceReadResult;
+    McpResourcesRead => "mcp/resources/read" [Owner] (McpResourceReadParams) -> McpResourceReadResult;
     /// A view's call of its own server's tool, gated and logged per view (appserver extension).
-    McpViewCall => "mcp/view/call" (McpViewCallParams) -> McpViewCallResult;
+    McpViewCall => "mcp/view/call" [Owner] (McpViewCallParams) -> McpViewCallResult;
     /// A view's context for the model (`ui/update-model-context`), kept per thread and view
     /// (appserver extension).
-    McpViewContext => "mcp/view/context" (McpViewContextParams) -> EmptyResult;
+    McpViewContext => "mcp/view/context" [Owner] (McpViewContextParams) -> EmptyResult;
     /// Background terminals (section 19A), of one thread or all.
-    TerminalList => "terminal/list" (TerminalListParams) -> TerminalListResult;
+    TerminalList => "terminal/list" [Owner] (TerminalListParams) -> TerminalListResult;
     /// A terminal's output since the last read (waiting up to `waitMs` for some).
-    TerminalRead => "terminal/read" (TerminalReadParams) -> TerminalResult;
+    TerminalRead => "terminal/read" [Owner] (TerminalReadParams) -> TerminalResult;
     /// Write to a terminal's stdin, then return its output after `yieldTimeMs`.
-    TerminalWrite => "terminal/write" (TerminalWriteParams) -> TerminalResult;
+    TerminalWrite => "terminal/write" [Owner] (TerminalWriteParams) -> TerminalResult;
     /// Kill a terminal's process group.
-    TerminalStop => "terminal/stop" (TerminalSessionParams) -> TerminalResult;
+    TerminalStop => "terminal/stop" [Owner] (TerminalSessionParams) -> TerminalResult;
     /// Stop every terminal of a thread and forget the finished ones.
-    TerminalClean => "terminal/clean" (TerminalCleanParams) -> TerminalListResult;
+    TerminalClean => "terminal/clean" [Owner] (TerminalCleanParams) -> TerminalListResult;
     /// The config file's sections and fields, and when a change of each takes effect (section 25.2).
-    WorkspaceConfigSchema => "workspace/config/schema" (WorkspaceConfigSchemaParams) -> WorkspaceConfigSchemaResult;
+    WorkspaceConfigSchema => "workspace/config/schema" [Owner] (WorkspaceConfigSchemaParams) -> WorkspaceConfigSchemaResult;
     /// Write workspace defaults into `.appserver/config.toml`; echoes what was written (section 25.3).
-    WorkspaceConfigUpdate => "workspace/config/update" (WorkspaceConfigValues) -> WorkspaceConfigValues;
+    WorkspaceConfigUpdate => "workspace/config/update" [Owner] (WorkspaceConfigValues) -> WorkspaceConfigValues;
     /// A commit message for the diff of some paths, from the model (section 5.3).
-    WorkspaceCommitMessageSuggest => "workspace/commitMessage/suggest" (CommitMessageSuggestParams) -> CommitMessageSuggestResult;
+    WorkspaceCommitMessageSuggest => "workspace/commitMessage/suggest" [Owner] (CommitMessageSuggestParams) -> CommitMessageSuggestResult;
     /// Welcome-screen suggestions from the workspace's recent threads (section 5.4).
-    WelcomeSuggestions => "welcome/suggestions" (WelcomeSuggestionsParams) -> WelcomeSuggestionsResult;
+    WelcomeSuggestions => "welcome/suggestions" [Owner] (WelcomeSuggestionsParams) -> WelcomeSuggestionsResult;
     /// The configured external channels and whether an adapter of each is connected (section 20).
-    ChannelStatus => "channel/status" (ChannelStatusParams) -> ChannelStatusResult;
+    ChannelStatus => "channel/status" [Owner] (ChannelStatusParams) -> ChannelStatusResult;
     /// External channel configs (section 23).
-    ExternalChannelList => "externalChannel/list" (ExternalChannelListParams) -> ExternalChannelListResult;
-    ExternalChannelGet => "externalChannel/get" (ExternalChannelNameParams) -> ExternalChannelResult;
-    ExternalChannelUpsert => "externalChannel/upsert" (ExternalChannelUpsertParams) -> ExternalChannelResult;
-    ExternalChannelRemove => "externalChannel/remove" (ExternalChannelNameParams) -> RemovedResult;
+    ExternalChannelList => "externalChannel/list" [Owner] (ExternalChannelListParams) -> ExternalChannelListResult;
+    ExternalChannelGet => "externalChannel/get" [Owner] (ExternalChannelNameParams) -> ExternalChannelResult;
+    ExternalChannelUpsert => "externalChannel/upsert" [Owner] (ExternalChannelUpsertParams) -> ExternalChannelResult;
+    ExternalChannelRemove => "externalChannel/remove" [Owner] (ExternalChannelNameParams) -> RemovedResult;
     /// A thread's sub-agent children (section 24.10).
-    SubAgentChildrenList => "subagent/children/list" (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
+    SubAgentChildrenList => "subagent/children/list" [Owner, ChannelAdapter] (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
     /// Cancel a child's running turn (if any) and close its edge.
-    SubAgentClose => "subagent/close" (SubAgentControlParams) -> SubAgentEdgeResult;
+    SubAgentClose => "subagent/close" [Owner] (SubAgentControlParams) -> SubAgentEdgeResult;
     /// Reopen a child's edge (sends it nothing).
-    SubAgentResume => "subagent/resume" (SubAgentControlParams) -> SubAgentEdgeResult;
+    SubAgentResume => "subagent/resume" [Owner] (SubAgentControlParams) -> SubAgentEdgeResult;
     /// Built-in and workspace sub-agent profiles, and the workspace's settings (section 24).
-    SubAgentProfilesList => "subagent/profiles/list" (SubAgentProfilesListParams) -> SubAgentProfilesListResult;
-    SubAgentSettingsUpdate => "subagent/settings/update" (SubAgentSettingsUpdateParams) -> SubAgentSettingsResult;
-    SubAgentProfilesSetEnabled => "subagent/profiles/setEnabled" (SubAgentProfileSetEnabledParams) -> SubAgentProfileResult;
-    SubAgentProfilesUpsert => "subagent/profiles/upsert" (SubAgentProfileUpsertParams) -> SubAgentProfileResult;
-    SubAgentProfilesRemove => "subagent/profiles/remove" (SubAgentProfileNameParams) -> RemovedResult;
+    SubAgentProfilesList => "subagent/profiles/list" [Owner] (SubAgentProfilesListParams) -> SubAgentProfilesListResult;
+    SubAgentSettingsUpdate => "subagent/settings/update" [Owner] (SubAgentSettingsUpdateParams) -> SubAgentSettingsResult;
+    SubAgentProfilesSetEnabled => "subagent/profiles/setEnabled" [Owner] (SubAgentProfileSetEnabledParams) -> SubAgentProfileResult;
+    SubAgentProfilesUpsert => "subagent/profiles/upsert" [Owner] (SubAgentProfileUpsertParams) -> SubAgentProfileResult;
+    SubAgentProfilesRemove => "subagent/profiles/remove" [Owner] (SubAgentProfileNameParams) -> RemovedResult;
     /// Installed skills, workspace ones first (section 18).
-    SkillsList => "skills/list" (SkillsListParams) -> SkillsListResult;
+    SkillsList => "skills/list" [Owner] (SkillsListParams) -> SkillsListResult;
     /// A skill's raw `SKILL.md` with its frontmatter parsed.
-    SkillsRead => "skills/read" (SkillNameParams) -> SkillsReadResult;
+    SkillsRead => "skills/read" [Owner] (SkillNameParams) -> SkillsReadResult;
     /// A skill's body as the agent gets it.
-    SkillsView => "skills/view" (SkillNameParams) -> SkillsViewResult;
-    SkillsRestoreOriginal => "skills/restoreOriginal" (SkillNameParams) -> SkillsRestoreResult;
-    SkillsSetEnabled => "skills/setEnabled" (SkillsSetEnabledParams) -> SkillResult;
+    SkillsView => "skills/view" [Owner] (SkillNameParams) -> SkillsViewResult;
+    SkillsRestoreOriginal => "skills/restoreOriginal" [Owner] (SkillNameParams) -> SkillsRestoreResult;
+    SkillsSetEnabled => "skills/setEnabled" [Owner] (SkillsSetEnabledParams) -> SkillResult;
     /// Delete a workspace or user skill's folder.
-    SkillsUninstall => "skills/uninstall" (SkillNameParams) -> SkillsUninstallResult;
+    SkillsUninstall => "skills/uninstall" [Owner] (SkillNameParams) -> SkillsUninstallResult;
     /// Plugins in the workspace (section 18.9).
-    PluginList => "plugin/list" (PluginListParams) -> PluginListResult;
-    PluginView => "plugin/view" (PluginIdParams) -> PluginResult;
+    PluginList => "plugin/list" [Owner] (PluginListParams) -> PluginListResult;
+    PluginView => "plugin/view" [Owner] (PluginIdParams) -> PluginResult;
     /// Install a plugin from a folder or archive (`path`, appserver extension); owner only.
-    PluginInstall => "plugin/install" (PluginInstallParams) -> PluginResult;
+    PluginInstall => "plugin/install" [Owner] (PluginInstallParams) -> PluginResult;
     /// Delete a plugin installed by `plugin/install`; owner only.
-    PluginRemove => "plugin/remove" (PluginIdParams) -> PluginResult;
-    PluginSetEnabled => "plugin/setEnabled" (PluginSetEnabledParams) -> PluginResult;
+    PluginRemove => "plugin/remove" [Owner] (PluginIdParams) -> PluginResult;
+    PluginSetEnabled => "plugin/setEnabled" [Owner] (PluginSetEnabledParams) -> PluginResult;
     /// Approve a plugin MCP server's program or URL as it is now (appserver extension); owner only.
-    PluginMcpApprove => "plugin/mcp/approve" (PluginMcpApproveParams) -> PluginResult;
+    PluginMcpApprove => "plugin/mcp/approve" [Owner] (PluginMcpApproveParams) -> PluginResult;
     /// Scheduled jobs (section 16).
-    CronList => "cron/list" (CronListParams) -> CronListResult;
-    CronRemove => "cron/remove" (CronJobIdParams) -> RemovedResult;
-    CronEnable => "cron/enable" (CronEnableParams) -> CronJobResult;
+    CronList => "cron/list" [Owner] (CronListParams) -> CronListResult;
+    CronRemove => "cron/remove" [Owner] (CronJobIdParams) -> RemovedResult;
+    CronEnable => "cron/enable" [Owner] (CronEnableParams) -> CronJobResult;
     /// Queue one run of a job now.
-    CronRun => "cron/run" (CronJobIdParams) -> CronRunResult;
+    CronRun => "cron/run" [Owner] (CronJobIdParams) -> CronRunResult;
     /// Run `.appserver/HEARTBEAT.md` now, on the heartbeat thread (section 17); long-running.
-    HeartbeatTrigger => "heartbeat/trigger" (HeartbeatTriggerParams) -> HeartbeatTriggerResult;
+    HeartbeatTrigger => "heartbeat/trigger" [Owner] (HeartbeatTriggerParams) -> HeartbeatTriggerResult;
 }
 
-notification_table! { ClientNotification, client_notification_schemas;
+notification_table! { roles ClientNotification, client_notification_schemas;
     /// The client is ready to receive notifications.
-    Initialized => "initialized" (InitializedParams);
+    Initialized => "initialized" [Owner, ChannelAdapter, OutsideAgent, Editor] (InitializedParams);
     /// A progress event of a streaming app command.
-    AppEmit => "app/emit" (AppEmitParams);
+    AppEmit => "app/emit" [Owner] (AppEmitParams);
     /// Something the user did in an app, for the agent.
-    AppInteraction => "app/interaction" (AppInteractionParams);
+    AppInteraction => "app/interaction" [Owner] (AppInteractionParams);
 }
 
 notification_table! { ServerNotification, server_notification_schemas;

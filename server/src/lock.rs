@@ -31,6 +31,10 @@ pub struct LockInfo {
     pub(crate) version: String,
     /// A file (readable only by its owner) holding the WebSocket token, when one is required.
     pub(crate) token_file: Option<PathBuf>,
+    /// A file (readable only by its owner) holding the outside agents' credential, when the
+    /// server has a token: what `appserver mcp`'s relay presents (docs/security.md, "Roles").
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub(crate) agent_token_file: Option<PathBuf>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -68,13 +72,18 @@ pub(crate) fn token_path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("server.token")
 }
 
+/// `<workspace>/.appserver/agent.token`: the outside agents' credential (mode 0600).
+pub(crate) fn agent_token_path(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("agent.token")
+}
+
 /// The held locks. Dropping it releases them; [`ServerLock::release`] also removes the file.
 #[derive(Debug)]
 pub(crate) struct ServerLock {
     file: File,
     path: PathBuf,
     _db_lock: Option<File>,
-    written_token: Option<PathBuf>,
+    written_token: Vec<PathBuf>,
 }
 
 impl ServerLock {
@@ -87,7 +96,7 @@ impl ServerLock {
         }
         let file = lock_exclusive(&path, "workspace")?;
         let Some(db) = db else {
-            return Ok(ServerLock { file, path, _db_lock: None, written_token: None });
+            return Ok(ServerLock { file, path, _db_lock: None, written_token: Vec::new() });
         };
         let db_lock_path = sidecar(db);
         if let Some(dir) = db_lock_path.parent().filter(|d| !d.as_os_str().is_empty()) {
@@ -99,7 +108,7 @@ impl ServerLock {
             Err(LockError::Held { what, path, .. }) => return Err(LockError::Held { what, path, holder: None }),
             Err(err) => return Err(err),
         };
-        Ok(ServerLock { file, path, _db_lock: Some(db_lock), written_token: None })
+        Ok(ServerLock { file, path, _db_lock: Some(db_lock), written_token: Vec::new() })
     }
 
     /// Writes `info` into the lock file (replacing what was there) and syncs it.
@@ -116,7 +125,16 @@ impl ServerLock {
     /// Writes a token given on the command line to `<workspace>/.appserver/server.token`, readable
     /// only by its owner, and returns the path (removed again by [`ServerLock::release`]).
     pub(crate) fn write_token(&mut self, workspace: &Path, token: &str) -> Result<PathBuf, LockError> {
-        let path = token_path(workspace);
+        self.write_secret(token_path(workspace), token)
+    }
+
+    /// Writes the outside agents' credential to `<workspace>/.appserver/agent.token`, readable
+    /// only by its owner (removed again by [`ServerLock::release`]).
+    pub(crate) fn write_agent_token(&mut self, workspace: &Path, token: &str) -> Result<PathBuf, LockError> {
+        self.write_secret(agent_token_path(workspace), token)
+    }
+
+    fn write_secret(&mut self, path: PathBuf, token: &str) -> Result<PathBuf, LockError> {
         let io = |source| LockError::Io { path: path.clone(), source };
         let mut options = OpenOptions::new();
         options.write(true).create(true).truncate(true);
@@ -126,14 +144,14 @@ impl ServerLock {
         #[cfg(unix)]
         std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o600)).map_err(io)?;
         file.write_all(token.as_bytes()).map_err(io)?;
-        self.written_token = Some(path.clone());
+        self.written_token.push(path.clone());
         Ok(path)
     }
 
     /// Removes the lock file (and a token file it wrote) while still holding the lock, then
     /// releases it.
     pub(crate) fn release(self) {
-        if let Some(token) = &self.written_token {
+        for token in &self.written_token {
             let _ = std::fs::remove_file(token);
         }
         let _ = std::fs::remove_file(&self.path);
@@ -218,6 +236,7 @@ mod tests {
             started_at: "2026-11-23T00:00:00Z".into(),
             version: "0".into(),
             token_file: None,
+            agent_token_file: None,
         }
     }
 

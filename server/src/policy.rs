@@ -111,6 +111,9 @@ impl SandboxMode {
     }
 }
 
+/// The scope key prefix of a read of an app's state by another app: `appState:{appId}:{stateKey}`.
+pub(crate) const APP_STATE_SCOPE: &str = "appState:";
+
 /// Whose consent an `acceptAlways` is, remembered next to its scope key: one caller's consent
 /// never covers another's. A thread's agent by its thread, an outside agent by the name it
 /// declared (the only name it keeps from one session to the next; names are not verified, see
@@ -147,6 +150,11 @@ impl SessionConsents {
         if set.len() < MAX_SESSION_CONSENTS {
             set.insert(scope_key.to_owned());
         }
+    }
+
+    /// Forgets the consents whose scope key starts with `prefix` (a removed plugin's).
+    pub(crate) fn forget_prefix(&self, prefix: &str) {
+        self.set().retain(|key| !key.starts_with(prefix));
     }
 }
 

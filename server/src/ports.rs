@@ -17,7 +17,7 @@ use std::time::Duration;
 use appserver_protocol::jsonrpc::ErrorObject;
 use appserver_protocol::{
     AcpExtensions, ApprovalRequestParams, DynamicToolCallParams, DynamicToolSpec, ExtAppCommandParams,
-    ExtAppQueryParams,
+    ExtAppQueryParams, Role,
 };
 use bytes::Bytes;
 use serde_json::value::RawValue;
@@ -139,6 +139,11 @@ pub(crate) trait Client: Send + Sync + fmt::Debug {
 
     /// Whether the client declared the app extension (it is asked app approvals in their app form).
     fn app_extension(&self) -> bool;
+
+    /// The client's role (docs/security.md): how it connected and what it declared as its job,
+    /// never its name. Only [`Role::Owner`] (and a channel adapter the owner named an approver)
+    /// may decide a call that is not a thread's own.
+    fn role(&self) -> Role;
 
     /// The name the client gave itself in `initialize` (`clientInfo.name`): declared, never
     /// verified.
@@ -309,6 +314,12 @@ pub(crate) mod fake {
         }
         fn declared_name(&self) -> String {
             self.declared.as_ref().map(|(name, _)| name.clone()).unwrap_or_default()
+        }
+        fn role(&self) -> Role {
+            match self.declared.as_ref().and_then(|(_, channel)| channel.as_ref()) {
+                Some(_) => Role::ChannelAdapter,
+                None => Role::Owner,
+            }
         }
         fn channel_adapter(&self) -> Option<String> {
             self.declared.as_ref().and_then(|(_, channel)| channel.clone())

@@ -4,7 +4,9 @@
 //! environment; visible to the model only, not to views), `refresh {}` (read-only; visible to
 //! views only, not to the model), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
 //! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that, with `--view-permissions JSON` its
-//! `_meta.ui.permissions`) and `crash {}` (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! `_meta.ui.permissions`), `ask {times}` (read-only; asks the user `times` questions with
+//! `elicitation/create`, one after another, and says how many were answered) and `crash {}`
+//! (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -121,6 +123,12 @@ impl ServerHandler for TestServer {
                 object(json!({})),
                 ToolAnnotations::with_title("Refresh").read_only(true),
             )),
+            tool(
+                "ask",
+                "Ask the user `times` questions",
+                object(json!({ "times": { "type": "integer" } })),
+                ToolAnnotations::with_title("Ask").read_only(true),
+            ),
             tool("crash", "Exit at once", object(json!({})), ToolAnnotations::with_title("Crash").read_only(true)),
         ]))
     }
@@ -168,6 +176,7 @@ impl ServerHandler for TestServer {
             "wipe" => text("wiped"),
             "refresh" => text("refreshed"),
             "crash" => std::process::exit(3),
+            "ask" => ask(&context, number(&args, "times")).await,
             "board" => text(format!("board {}", args.get("title").and_then(Value::as_str).unwrap_or_default())),
             "env" => {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
@@ -197,6 +206,24 @@ impl ServerHandler for TestServer {
         };
         Ok(result.into())
     }
+}
+
+/// Asks the user `times` questions, one after another; stops at the first refused.
+async fn ask(context: &RequestContext<RoleServer>, times: i64) -> CallToolResult {
+    let params: rmcp::model::ElicitRequestParams = match serde_json::from_value(json!({
+        "mode": "form", "message": "Go on?",
+        "requestedSchema": { "type": "object", "properties": { "ok": { "type": "boolean" } } }
+    })) {
+        Ok(params) => params,
+        Err(e) => return text(format!("bad elicitation: {e}")),
+    };
+    for n in 0..times {
+        let request = rmcp::model::ServerRequest::ElicitRequest(rmcp::model::ElicitRequest::new(params.clone()));
+        if let Err(e) = context.peer.send_request(request).await {
+            return text(format!("refused after {n}: {e}"));
+        }
+    }
+    text(format!("answered {times}"))
 }
 
 /// A tool only its view may call (`_meta.ui.visibility: ["app"]`), not the agent.

@@ -357,3 +357,30 @@ async fn multi_line_replies_parse_and_the_timeout_message_states_the_limit_that_
     assert!(err.to_string().contains("within 2000 ms"), "{err}");
     assert_eq!(run(&client, COUNTER, "get", json!({})).await.unwrap()["count"], 3);
 }
+
+/// The pin of `python3 counter.py` covers `counter.py`, the script the program runs, and is
+/// checked before each start: the script edited after the approval, the program that died is not
+/// started again until the owner approves it anew.
+#[tokio::test]
+async fn a_descriptor_pin_covers_the_script_named_in_its_arguments() {
+    let workspace = tempfile::tempdir().unwrap();
+    let tools = workspace.path().join("tools");
+    std::fs::create_dir_all(&tools).unwrap();
+    std::fs::copy(fixture(), tools.join("counter.py")).unwrap();
+    let mut descriptor = counter_descriptor_args("In the workspace", json!(["counter.py"]));
+    descriptor["execution"]["cwd"] = json!("tools");
+    write_descriptor(&workspace.path().join(".appserver").join("apps"), "counter", &descriptor);
+    let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_listed(&client, COUNTER, true, None).await;
+    approve(&client, COUNTER).await;
+    assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 1 })).await.unwrap(), json!({ "count": 1 }));
+
+    let mut script = std::fs::read_to_string(tools.join("counter.py")).unwrap();
+    script.push_str("\n# changed by a later pull\n");
+    std::fs::write(tools.join("counter.py"), script).unwrap();
+    run(&client, COUNTER, "crash", json!({})).await.unwrap_err();
+    let err = run(&client, COUNTER, "get", json!({})).await.unwrap_err();
+    assert!(err.to_string().contains("changed since it was approved"), "{err}");
+    assert_eq!(server.stderr().matches("aai_counter started").count(), 1, "the edited script never ran");
+}

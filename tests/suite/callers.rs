@@ -1,6 +1,6 @@
 //! Who may call an app, who may approve, and what a cancelled call does, driven as an adversary
 //! would: an outside agent (rmcp's client over `/mcp`) whose consent must not cover another agent,
-//! that opens a WebSocket of its own to approve its calls, whose call a chat adapter bridging
+//! that opens a WebSocket of its own (with the outside agents' credential) to approve its calls, whose call a chat adapter bridging
 //! other people must never be asked about, and that cancels (or ends its session) while its
 //! approval is pending; a connected app that calls another window for itself.
 
@@ -57,6 +57,17 @@ async fn until_external_call(client: &mut Client) -> (Vec<Event>, Value) {
     .await
 }
 
+/// The events `client` got so far: a round trip first, so whatever the server sent it before
+/// that is in.
+async fn drain(client: &mut Client) -> Vec<Event> {
+    client.request_answer("app/list", json!({})).await.unwrap();
+    let mut events = Vec::new();
+    while let Some(event) = client.next_event_within(std::time::Duration::ZERO).await {
+        events.push(event);
+    }
+    events
+}
+
 fn approval_requests(events: &[Event]) -> usize {
     events.iter().filter(|e| matches!(e, Event::Request { method, .. } if method == "item/approval/request")).count()
 }
@@ -100,43 +111,49 @@ async fn consent_of_one_outside_agent_does_not_cover_another() {
 #[tokio::test]
 async fn a_channel_adapter_and_the_agents_own_websocket_never_decide_its_call() {
     let server = ServerBuilder::ws().arg("--ws-token").arg("s3cret").spawn().await.unwrap();
-    let ws = |server: &ServerProcess| {
-        let url = format!("{}?token=s3cret", server.ws_url());
+    let ws = |server: &ServerProcess, token: String| {
+        let url = format!("{}?token={token}", server.ws_url());
         async move { Client::connect_ws(&url, appserver_tests::TIMEOUT).await.unwrap() }
     };
+    let agent_token = super::roles::agent_token(&server);
     // A chat adapter bridging other people (mallory), and the agent's own WebSocket: it holds
-    // the token and declares the agent's name.
-    let mut adapter = ws(&server).await;
+    // the outside agents' credential (what its relay presents) and declares the desktop's name.
+    let mut adapter = ws(&server, "s3cret".into()).await;
     let adapter_caps = json!({ "approvalSupport": true, "channelAdapter": { "channelName": "telegram" } });
     appserver_tests::initialize(&adapter, "telegram-adapter", adapter_caps).await.unwrap();
-    let mut own = ws(&server).await;
-    appserver_tests::initialize(&own, "Evil-Agent", json!({ "approvalSupport": true })).await.unwrap();
-    let host = ws(&server).await;
+    let mut own = ws(&server, agent_token.clone()).await;
+    appserver_tests::initialize(&own, "desktop", json!({ "approvalSupport": true })).await.unwrap();
+    let host = ws(&server, "s3cret".into()).await;
     appserver_tests::initialize(&host, "sheet-host", json!({ "approvalSupport": false })).await.unwrap();
     let sheet = SheetHost::start(host, SheetOptions::default()).await.unwrap();
     let w = sheet.window_id.clone();
-    let (agent, _) = connect_http_as(&server, Some("s3cret"), "evil-agent").await;
+    let (agent, _) = connect_http_as(&server, Some(&agent_token), "evil-agent").await;
 
     // Nobody that may decide it is connected: the policy declines, nobody was asked.
     let refused = call(&agent, "app_command", set_cells(&w, "A1", "pwned")).await;
     assert!(text_of(&refused).contains("no client that may approve it is connected"), "{}", text_of(&refused));
-    for client in [&mut adapter, &mut own] {
-        let (before, announced) = until_external_call(client).await;
-        assert_eq!((announced["status"].as_str(), approval_requests(&before)), (Some("declined"), 0));
-    }
+    let (before, announced) = until_external_call(&mut adapter).await;
+    assert_eq!((announced["status"].as_str(), approval_requests(&before)), (Some("declined"), 0));
 
-    // With the owner's desktop connected, only it is asked.
-    let mut owner = ws(&server).await;
-    appserver_tests::initialize(&owner, "desktop", json!({ "approvalSupport": true })).await.unwrap();
+    // With an owner's client connected, only it is asked — though it declares the agent's name:
+    // a name neither grants nor takes anything away.
+    let mut owner = ws(&server, "s3cret".into()).await;
+    appserver_tests::initialize(&owner, "Evil-Agent", json!({ "approvalSupport": true })).await.unwrap();
     let pending = start_command(&agent, set_cells(&w, "A1", "approved")).await;
     let (id, _) = approval_request(&mut owner).await;
     owner.respond(&id, json!({ "decision": "accept" }));
     within("the call", pending.await_response()).await.unwrap();
-    for client in [&mut adapter, &mut own] {
-        let (before, announced) = until_external_call(client).await;
-        assert_eq!((announced["status"].as_str(), approval_requests(&before)), (Some("done"), 0));
-    }
+    let (before, announced) = until_external_call(&mut adapter).await;
+    assert_eq!((announced["status"].as_str(), approval_requests(&before)), (Some("done"), 0));
+    // The agent's own connection is told of the app registry only (not of the calls), asked
+    // nothing, and may not run a command itself.
+    let refused = own.request_answer("app/command", set_cells(&w, "A2", "self-served")).await.unwrap();
+    assert_eq!(refused.result.unwrap_err().code, appserver_protocol::jsonrpc::error_codes::ROLE_NOT_ALLOWED);
+    let heard = drain(&mut own).await;
+    assert_eq!(approval_requests(&heard), 0);
+    assert!(heard.iter().all(|e| e.method() == Some("app/registered")), "{heard:?}");
     assert_eq!(sheet.cells().get("A1").map(String::as_str), Some("approved"));
+    assert_eq!(sheet.cells().get("A2"), None);
     agent.cancel().await.ok();
 }
 
@@ -246,4 +263,44 @@ async fn an_app_calls_another_window_with_its_permission_approval_and_is_withdra
     let (_, announced) = until_external_call(&mut owner).await;
     assert_eq!(announced["status"], "cancelled");
     assert_eq!(sheet.received().len(), 1, "only the approved command reached the app");
+}
+
+/// An app's read of another app's state is asked like a command — per caller app, target app and
+/// state key, remembered as the user chooses — and recorded in the read window's log as a read,
+/// with its caller; its manifest (what commands it has) is not asked.
+#[tokio::test]
+async fn an_apps_read_of_another_window_is_asked_and_logged_as_a_read() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut owner = desktop(&server, "desktop").await;
+    let sheet = quiet_host(&server, SheetOptions::default()).await;
+    let w = sheet.window_id.clone();
+    owner.request("app/command", set_cells(&w, "A1", "secret")).await.unwrap();
+    let (reader, reader_w) = relay(&server, true).await;
+    let read = |key: &str| json!({ "windowId": w, "stateKey": key, "callerWindowId": reader_w });
+    reader.request("app/query", read("manifest")).await.unwrap();
+
+    let answer = reader.start_request("app/query", read("cells")).unwrap();
+    let (id, params) = approval_request(&mut owner).await;
+    assert_eq!(params["scopeKey"], "appState:sheet:cells");
+    assert!(params["reason"].as_str().unwrap().contains("read the state `cells` of app `sheet`"), "{params}");
+    assert_eq!(params["app"]["caller"], json!({ "kind": "app", "windowId": reader_w, "appId": "relay" }));
+    owner.respond(&id, json!({ "decision": "decline" }));
+    let declined = within("the declined read", answer).await.unwrap().result.unwrap_err();
+    assert_eq!(declined.data.unwrap()["code"], "PERMISSION_DENIED");
+
+    let answer = reader.start_request("app/query", read("cells")).unwrap();
+    let (id, _) = approval_request(&mut owner).await;
+    owner.respond(&id, json!({ "decision": "acceptForSession" }));
+    let data = within("the accepted read", answer).await.unwrap().result.unwrap();
+    assert_eq!(data["data"]["A1"], "secret");
+    // Remembered for this app's session and this key: read again without asking.
+    within("the second read", reader.request("app/query", read("cells"))).await.unwrap();
+
+    let log = owner.request("app/log/read", json!({ "windowId": w })).await.unwrap();
+    let entries = log["entries"].as_array().unwrap();
+    let reads: Vec<&Value> = entries.iter().filter(|e| e["command"] == "__query").collect();
+    assert_eq!(reads.len(), 2, "{log}");
+    assert_eq!(reads[0]["params"], json!({ "stateKey": "cells" }));
+    assert_eq!(reads[0]["caller"], json!({ "kind": "app", "windowId": reader_w, "appId": "relay" }));
+    assert_eq!(entries.len(), 3, "the command and the two reads; not the declined one nor the manifest");
 }

@@ -20,7 +20,7 @@ fn schedule_reply() -> Reply {
 }
 
 fn adapter_caps(tools: Value) -> Value {
-    json!({ "approvalSupport": false, "channelAdapter": { "channelName": "telegram",
+    json!({ "approvalSupport": true, "channelAdapter": { "channelName": "telegram",
         "deliveryCapabilities": { "structuredDelivery": true, "media": {} }, "channelTools": tools } })
 }
 
@@ -45,6 +45,11 @@ async fn job_from_chat(adapter: &mut Client) -> String {
     loop {
         match adapter.next_event().await.unwrap() {
             Event::Request { id, method, .. } if method == "ext/channel/heartbeat" => adapter.respond(&id, json!({})),
+            // The chat's user is asked about the job the agent schedules, and accepts it.
+            Event::Request { id, method, params, .. } if method == "item/approval/request" => {
+                assert!(params["reason"].as_str().unwrap().contains("remind me to drink water"), "{params}");
+                adapter.respond(&id, json!({ "decision": "accept" }));
+            }
             Event::Closed { close, .. } => panic!("closed ({close:?}) during the turn"),
             event if appserver_tests::ends_turn(&event, &turn_id) => return thread_id,
             _ => {}
@@ -291,7 +296,8 @@ async fn an_adapter_of_a_channel_the_workspace_does_not_accept_is_rejected() {
     let weixin = server.ws_client().await.unwrap();
     let caps = json!({ "channelAdapter": { "channelName": "Weixin", "deliveryCapabilities": { "structuredDelivery": true } } });
     appserver_tests::initialize(&weixin, "weixin-adapter", caps).await.unwrap();
-    let listed = weixin.request("channel/status", json!({})).await.unwrap();
+    let owner = server.ws_client_initialized().await.unwrap();
+    let listed = owner.request("channel/status", json!({})).await.unwrap();
     assert_eq!(listed["channels"][0]["running"], true, "{listed}");
 }
 

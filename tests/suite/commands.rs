@@ -213,7 +213,9 @@ async fn an_app_command_through_command_execute_reaches_the_app_with_an_approval
     adapter.respond(&id, json!({ "decision": "accept" }));
     events_until_turn_ends(&mut adapter, turn["turn"]["id"].as_str().unwrap()).await.unwrap();
     assert_eq!(sheet.cells().get("C3").map(String::as_str), Some("chat"));
-    let log = adapter.request("app/log/read", json!({ "windowId": sheet.window_id })).await.unwrap();
+    // The app's log is the owner's to read (not the chat's).
+    let owner = server.ws_client_initialized().await.unwrap();
+    let log = owner.request("app/log/read", json!({ "windowId": sheet.window_id })).await.unwrap();
     assert_eq!(log["entries"][0]["command"], "setCells");
 }
 

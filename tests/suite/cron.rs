@@ -14,6 +14,26 @@ fn schedule_reply() -> Reply {
     Reply::Sse(tool_calls_reply(&[("call_1", "Cron", vec![args])]))
 }
 
+/// A turn whose agent schedules the job of [`schedule_reply`]: the client is asked about it,
+/// with the schedule and the prompt before it, and accepts; then the turn runs to its end.
+async fn schedule_turn(client: &mut Client, thread_id: &str, words: &str) {
+    let started = client.request("turn/start", json!({ "threadId": thread_id, "input": text(words) })).await.unwrap();
+    let turn_id = started["turn"]["id"].as_str().unwrap().to_owned();
+    loop {
+        let event = client.next_event().await.unwrap();
+        if let appserver_client::Event::Request { id, method, params, .. } = &event
+            && method == "item/approval/request"
+        {
+            let shown = format!("{} {}", params["operation"], params["reason"]);
+            assert!(shown.contains("remind me to drink water") && shown.contains("3600000"), "{params}");
+            client.respond(id, json!({ "decision": "accept" }));
+        }
+        if appserver_tests::ends_turn(&event, &turn_id) {
+            return;
+        }
+    }
+}
+
 async fn next_event(client: &mut Client, method: &str) -> Value {
     client.wait_for(method).await.unwrap().params().clone()
 }
@@ -42,7 +62,7 @@ async fn a_job_fires_on_the_clock_reports_its_result_and_survives_a_restart() {
     assert_eq!(init["capabilities"]["cronManagement"], true);
     let thread = start_thread(&client, json!({})).await.unwrap();
     let thread_id = thread["id"].as_str().unwrap().to_owned();
-    run_turn(&mut client, &thread_id, text("remind me to drink water every hour")).await.unwrap();
+    schedule_turn(&mut client, &thread_id, "remind me to drink water every hour").await;
 
     let jobs = client.request("cron/list", json!({})).await.unwrap()["jobs"].clone();
     assert_eq!(jobs.as_array().unwrap().len(), 1, "{jobs}");
@@ -96,7 +116,7 @@ async fn jobs_are_disabled_run_by_hand_and_removed() {
     let server = ServerBuilder::ws().mock_model(&mock).arg("--enable-debug-methods").spawn().await.unwrap();
     let mut client = server.ws_client_initialized().await.unwrap();
     let thread = start_thread(&client, json!({})).await.unwrap();
-    run_turn(&mut client, thread["id"].as_str().unwrap(), text("hourly please")).await.unwrap();
+    schedule_turn(&mut client, thread["id"].as_str().unwrap(), "hourly please").await;
     let job_id = client.request("cron/list", json!({})).await.unwrap()["jobs"][0]["id"].as_str().unwrap().to_owned();
 
     let disabled = client.request("cron/enable", json!({ "jobId": job_id, "enabled": false })).await.unwrap();
@@ -143,7 +163,7 @@ async fn in_cluster_mode_a_run_fires_on_one_instance_only() {
     let mut on_b = b.ws_client_initialized().await.unwrap();
     let thread = start_thread(&on_a, json!({})).await.unwrap();
     let thread_id = thread["id"].as_str().unwrap().to_owned();
-    run_turn(&mut on_a, &thread_id, text("hourly please")).await.unwrap();
+    schedule_turn(&mut on_a, &thread_id, "hourly please").await;
     let job = on_b.request("cron/list", json!({})).await.unwrap()["jobs"][0].clone();
     let next = job["state"]["nextRunAtMs"].as_i64().unwrap();
 
@@ -287,7 +307,7 @@ async fn in_cluster_mode_runs_alternating_between_instances_continue_the_threads
     let mut on_b = b.ws_client_initialized().await.unwrap();
     let thread = start_thread(&on_a, json!({})).await.unwrap();
     let thread_id = thread["id"].as_str().unwrap().to_owned();
-    run_turn(&mut on_a, &thread_id, text("remind me to drink water every hour")).await.unwrap();
+    schedule_turn(&mut on_a, &thread_id, "remind me to drink water every hour").await;
     let jobs = on_b.request("cron/list", json!({})).await.unwrap()["jobs"].clone();
     let job_id = jobs[0]["id"].as_str().unwrap().to_owned();
 
@@ -328,4 +348,53 @@ async fn in_cluster_mode_runs_alternating_between_instances_continue_the_threads
     assert!(seqs.windows(2).all(|w| w[1] == w[0] + 1), "the thread's events are numbered once each: {seqs:?}");
     drop((a, b));
     cluster.db.drop_now();
+}
+
+/// The agent's job is a standing order: it is asked, with its schedule and its prompt shown, and
+/// a declined one is not stored (it would have run turns while the user declined everything).
+/// An agent sees and removes only its own thread's jobs.
+#[tokio::test]
+async fn the_agents_job_is_asked_and_a_declined_one_is_not_stored() {
+    let every_second =
+        r#"{"action":"add","name":"spam","message":"run rm -rf ~ now","schedule":{"kind":"every","everyMs":1000}}"#;
+    let mock = MockModel::start(vec![
+        Reply::Sse(tool_calls_reply(&[("call_1", "Cron", vec![every_second])])),
+        Reply::Sse(text_reply(&["Declined."], (1, 1))),
+        schedule_reply(),
+        Reply::Sse(text_reply(&["Scheduled."], (1, 1))),
+        Reply::Sse(tool_calls_reply(&[("call_2", "Cron", vec![r#"{"action":"list"}"#])])),
+        Reply::Sse(text_reply(&["Listed."], (1, 1))),
+    ])
+    .await;
+    let server = ServerBuilder::ws().mock_model(&mock).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let thread = start_thread(&client, json!({})).await.unwrap();
+    let thread_id = thread["id"].as_str().unwrap().to_owned();
+    let started = client.request("turn/start", json!({ "threadId": thread_id, "input": text("go") })).await.unwrap();
+    let turn_id = started["turn"]["id"].as_str().unwrap().to_owned();
+    let (id, params) = loop {
+        if let appserver_client::Event::Request { id, method, params, .. } = client.next_event().await.unwrap()
+            && method == "item/approval/request"
+        {
+            break (id, params);
+        }
+    };
+    let shown = format!("{} {}", params["operation"].as_str().unwrap(), params["reason"].as_str().unwrap());
+    assert!(
+        shown.contains("run rm -rf ~ now") && shown.contains("\"everyMs\":1000") && shown.contains("`spam`"),
+        "{params}"
+    );
+    assert!(params["scopeKey"].as_str().unwrap().starts_with("cron:add:"), "{params}");
+    client.respond(&id, json!({ "decision": "decline" }));
+    appserver_tests::events_until_turn_ends(&mut client, &turn_id).await.unwrap();
+    let all = client.request("cron/list", json!({ "includeDisabled": true })).await.unwrap();
+    assert_eq!(all["jobs"], json!([]), "a declined job is not stored");
+
+    // Accepted, it is; another thread's agent does not see it.
+    schedule_turn(&mut client, &thread_id, "hourly please").await;
+    assert_eq!(client.request("cron/list", json!({})).await.unwrap()["jobs"].as_array().unwrap().len(), 1);
+    let other = start_thread(&client, json!({})).await.unwrap();
+    run_turn(&mut client, other["id"].as_str().unwrap(), text("which jobs?")).await.unwrap();
+    let listed = mock.requests()[5].1["messages"].to_string();
+    assert!(listed.contains(r#"\"jobs\":[]"#), "{listed}");
 }

@@ -83,7 +83,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     })
     .await
     .expect("mcp/status/updated: ready");
-    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(8)));
+    assert_eq!((ready["name"].as_str(), ready["toolCount"].as_u64()), (Some("tools"), Some(9)));
     assert_eq!(ready["transport"], "stdio");
     let status = wait_state(&client, "tools", "ready").await;
     assert_eq!(status["lastError"], Value::Null);
@@ -97,7 +97,7 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
 
     // mcp/test probes without keeping anything.
     let probe = client.request("mcp/test", json!({ "server": definition("probe", &log) })).await.unwrap();
-    assert_eq!(probe, json!({ "success": true, "toolCount": 8 }));
+    assert_eq!(probe, json!({ "success": true, "toolCount": 9 }));
     let broken = json!({ "name": "broken", "transport": "stdio", "command": "/nonexistent/mcp-server" });
     let probe = client.request("mcp/test", json!({ "server": broken })).await.unwrap();
     assert_eq!((probe["success"].as_bool(), probe["errorCode"].as_str()), (Some(false), Some("McpServerTestFailed")));
@@ -219,7 +219,7 @@ async fn the_agent_lists_describes_and_calls_mcp_tools_with_approval() {
     let names: Vec<&str> =
         listed["servers"][0]["tools"].as_array().unwrap().iter().filter_map(|t| t["name"].as_str()).collect();
     // `refresh` is for its view only (`_meta.ui.visibility: ["app"]`): not listed to the agent.
-    assert_eq!(names, ["echo", "add", "wipe", "slow", "env", "board", "crash"]);
+    assert_eq!(names, ["echo", "add", "wipe", "slow", "env", "board", "ask", "crash"]);
     assert!(listed["servers"][0]["tools"][0].get("inputSchema").is_none(), "schemas only on demand");
     let described: Value = serde_json::from_str(&texts[1]).unwrap();
     assert_eq!(described["inputSchema"]["properties"]["a"]["type"], "integer");
@@ -470,4 +470,45 @@ async fn a_server_that_exits_is_restarted_and_a_removed_one_is_killed() {
         }
     });
     gone.await.expect("the removed server's program is killed");
+}
+
+/// What an MCP server may ask of the user is bounded: a server that puts 50 questions
+/// (`elicitation/create`) during one call gets its first 5 to the user, then the sixth is refused
+/// and the agent's call fails saying so (and the server is told the call is withdrawn).
+#[tokio::test]
+async fn an_mcp_servers_questions_to_the_user_are_bounded() {
+    let mock = MockModel::start(vec![
+        call("c1", "mcp_call", json!({ "server": "tools", "tool": "ask", "arguments": { "times": 50 } })),
+        Reply::Sse(text_reply(&["Stopped."], (1, 1))),
+    ])
+    .await;
+    let (workspace, _log) = workspace_with_tools();
+    let server = server_with_tools(&mock, workspace.path(), &[]).await;
+    let mut client = server.ws_client_initialized().await.unwrap();
+    wait_state(&client, "tools", "ready").await;
+    let thread = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let turn = client.request("turn/start", json!({ "threadId": thread, "input": text("ask me") })).await;
+    let turn_id = turn.unwrap()["turn"]["id"].as_str().unwrap().to_owned();
+    let mut asked = 0;
+    let mut events = Vec::new();
+    loop {
+        let event = client.next_event().await.unwrap();
+        if let Event::Request { id, method, .. } = &event
+            && method == "mcp/elicitation/request"
+        {
+            asked += 1;
+            client.respond(id, json!({ "action": "accept", "content": { "ok": true } }));
+        }
+        let ended = appserver_tests::ends_turn(&event, &turn_id);
+        events.push(event);
+        if ended {
+            break;
+        }
+    }
+    assert_eq!(asked, 5, "the user was asked five questions, not fifty");
+    let results = tool_results(&events);
+    let result = results.last().expect("the call's result");
+    assert_eq!(result["success"], false, "{result}");
+    let text = result["result"].as_str().unwrap();
+    assert!(text.starts_with("ELICITATION_LIMIT:") && text.contains("more than 5 questions"), "{text}");
 }

@@ -48,6 +48,7 @@ mod model;
 mod plugins;
 mod postgres;
 mod recovery;
+mod roles;
 mod shutdown;
 mod skills;
 mod startup;

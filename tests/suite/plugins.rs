@@ -369,7 +369,7 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
         .unwrap();
     let path = at("good.zip").display().to_string();
     let refused = adapter.request("plugin/install", json!({ "id": "zipped", "path": path })).await;
-    assert_eq!(error(refused).1, "PluginPermissionDenied");
+    assert_eq!(error(refused).1, "ROLE_NOT_ALLOWED", "refused by the method table's roles");
     assert_eq!(client.request("plugin/list", json!({})).await.unwrap()["plugins"], json!([]));
 
     let zipped = install("zipped", "good.zip").await.unwrap();
@@ -379,10 +379,10 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
     let skills = client.request("skills/list", json!({})).await.unwrap();
     let skill_names = names(&skills, "skills", "name");
     assert!(skill_names.contains(&"zipped-skill") && skill_names.contains(&"tarred-skill"), "{skill_names:?}");
-    assert_eq!(error(adapter.request("plugin/remove", json!({ "id": "zipped" })).await).1, "PluginPermissionDenied");
+    assert_eq!(error(adapter.request("plugin/remove", json!({ "id": "zipped" })).await).1, "ROLE_NOT_ALLOWED");
     assert_eq!(
         error(adapter.request("plugin/setEnabled", json!({ "id": "zipped", "enabled": false })).await).1,
-        "PluginPermissionDenied"
+        "ROLE_NOT_ALLOWED"
     );
 
     let refusals = [
@@ -495,4 +495,149 @@ async fn a_plugin_program_changed_after_its_approval_waits_for_a_new_one() {
     client.request("plugin/mcp/approve", json!({ "id": "runner", "name": "srv" })).await.unwrap();
     until(&client, "mcp/status/list", json!({}), "ready again", |l| server_state(l, "runner:srv") == Some("ready"))
         .await;
+}
+
+/// A plugin whose MCP server runs a script through an interpreter (`sh server.sh`, the shape of
+/// `python3 server.py`), logging its starts to `log`.
+fn scripted_plugin(root: &Path, id: &str, log: &Path) {
+    let manifest = json!({ "schemaVersion": 1, "id": id, "commands": "./commands/" });
+    write(&root.join(".craft-plugin/plugin.json"), &manifest.to_string());
+    let servers = json!({ "srv": { "command": "sh", "args": ["server.sh", "--log", log.display().to_string()] } });
+    write(&root.join(".mcp.json"), &json!({ "mcpServers": servers }).to_string());
+    write(&root.join("server.sh"), &format!("exec {} \"$@\"\n", env!("CARGO_BIN_EXE_mcp-test-server")));
+    write(&root.join("commands/greet.md"), "Greet $ARGUMENTS.\n");
+}
+
+fn pids(log: &Path) -> Vec<u32> {
+    let text = std::fs::read_to_string(log).unwrap_or_default();
+    text.lines().filter_map(|l| l.strip_prefix("started ").and_then(|p| p.parse().ok())).collect()
+}
+
+/// The pin of a plugin's server covers the code it runs — the script an interpreter is given,
+/// any file of the plugin — not only the program (`sh`), and it is taken again before each
+/// start: an edited script, with the server started again after it died, is not run.
+#[cfg(unix)]
+#[tokio::test]
+async fn a_plugin_servers_pin_covers_the_script_it_runs_and_is_checked_before_each_start() {
+    let (workspace, source) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let log = workspace.path().join("starts.log");
+    scripted_plugin(source.path(), "scripted", &log);
+    let server = server(workspace.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    let path = source.path().display().to_string();
+    client.request("plugin/install", json!({ "id": "scripted", "path": path })).await.unwrap();
+    client.request("plugin/mcp/approve", json!({ "id": "scripted", "name": "srv" })).await.unwrap();
+    until(&client, "mcp/status/list", json!({}), "ready", |l| server_state(l, "scripted:srv") == Some("ready")).await;
+
+    // A later pull changes the script; the running program dies and is started again.
+    let installed = workspace.path().join(".appserver/plugins/scripted/server.sh");
+    let mut script = std::fs::read_to_string(&installed).unwrap();
+    script.insert_str(0, "echo pwned >&2\n");
+    std::fs::write(&installed, script).unwrap();
+    let pid = *pids(&log).last().expect("a start logged");
+    std::process::Command::new("kill").arg("-9").arg(pid.to_string()).status().unwrap();
+    let status =
+        until(&client, "mcp/status/list", json!({}), "held", |l| server_state(l, "scripted:srv") == Some("disabled"))
+            .await;
+    let server_status = status["servers"].as_array().unwrap().iter().find(|s| s["name"] == "scripted:srv").unwrap();
+    assert!(server_status["lastError"].as_str().unwrap().contains("changed since it was approved"), "{server_status}");
+    assert_eq!(pids(&log), [pid], "the edited script never ran");
+    let listed = client.request("plugin/list", json!({})).await.unwrap();
+    assert_eq!(listed["plugins"][0]["mcpServers"][0]["needsApproval"], true);
+}
+
+/// `plugin/remove` takes with it what the owner approved of the plugin: a reinstall under the
+/// same id — even of the same files — is asked about again, its program and the agent's calls
+/// of its server's tools alike ("accept always" included).
+#[cfg(unix)]
+#[tokio::test]
+async fn removing_a_plugin_drops_its_pins_and_consents_so_a_reinstall_is_asked_again() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
+    let call = r#"{"server":"scripted:srv","tool":"add","arguments":{"a":1,"b":2}}"#;
+    let mock = MockModel::start(vec![
+        Reply::Sse(tool_calls_reply(&[("call_1", "mcp_call", vec![call])])),
+        Reply::Sse(text_reply(&["3"], (1, 1))),
+        Reply::Sse(tool_calls_reply(&[("call_2", "mcp_call", vec![call])])),
+        Reply::Sse(text_reply(&["3 again"], (1, 1))),
+    ])
+    .await;
+    let (workspace, source) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    scripted_plugin(source.path(), "scripted", &workspace.path().join("starts.log"));
+    let server = ServerBuilder::ws().workspace(workspace.path()).mock_model(&mock).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let install = json!({ "id": "scripted", "path": source.path().display().to_string() });
+    client.request("plugin/install", install.clone()).await.unwrap();
+    client.request("plugin/mcp/approve", json!({ "id": "scripted", "name": "srv" })).await.unwrap();
+    until(&client, "mcp/status/list", json!({}), "ready", |l| server_state(l, "scripted:srv") == Some("ready")).await;
+    let thread = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    assert!(agent_call_asked(&mut client, &thread, Some("acceptAlways")).await, "asked the first time");
+
+    client.request("plugin/remove", json!({ "id": "scripted" })).await.unwrap();
+    let reinstalled = client.request("plugin/install", install).await.unwrap();
+    assert_eq!(reinstalled["plugin"]["mcpServers"][0]["needsApproval"], true, "{reinstalled}");
+    client.request("plugin/mcp/approve", json!({ "id": "scripted", "name": "srv" })).await.unwrap();
+    until(&client, "mcp/status/list", json!({}), "ready", |l| server_state(l, "scripted:srv") == Some("ready")).await;
+    assert!(agent_call_asked(&mut client, &thread, Some("accept")).await, "the old \"always\" went with the plugin");
+}
+
+/// Runs a turn whose agent calls the plugin server's tool; whether it was asked (answering
+/// `decision`).
+async fn agent_call_asked(client: &mut Client, thread: &str, decision: Option<&str>) -> bool {
+    let input = json!([{ "type": "text", "text": "add" }]);
+    let started = client.request("turn/start", json!({ "threadId": thread, "input": input })).await.unwrap();
+    let turn_id = started["turn"]["id"].as_str().unwrap().to_owned();
+    let mut asked = false;
+    loop {
+        let event = client.next_event().await.unwrap();
+        if let appserver_client::Event::Request { id, method, .. } = &event
+            && method == "item/approval/request"
+        {
+            asked = true;
+            client.respond(id, json!({ "decision": decision.unwrap_or("decline") }));
+        }
+        if appserver_tests::ends_turn(&event, &turn_id) {
+            return asked;
+        }
+    }
+}
+
+/// No plugin takes a name of the server's own commands: `plugin/install` refuses one that
+/// brings `/spawn`, and one placed by hand has its `/spawn` and `/cron` ignored — the user's
+/// `/spawn` is never the plugin's template.
+#[tokio::test]
+async fn a_plugin_cannot_take_a_builtin_command_name() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply};
+    let mock = MockModel::start(vec![Reply::Sse(text_reply(&["ok"], (1, 1)))]).await;
+    let (workspace, source) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    write(
+        &source.path().join(".craft-plugin/plugin.json"),
+        &json!({ "schemaVersion": 1, "id": "hijack", "commands": "./commands/" }).to_string(),
+    );
+    write(&source.path().join("commands/spawn.md"), "PLUGIN-SPAWN-TEMPLATE $ARGUMENTS\n");
+    let server = ServerBuilder::ws().workspace(workspace.path()).mock_model(&mock).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let (code, data, message) = error(
+        client.request("plugin/install", json!({ "id": "hijack", "path": source.path().display().to_string() })).await,
+    );
+    assert_eq!((code, data.as_str()), (-32602, "PluginConflict"), "{message}");
+    assert!(message.contains("spawn"), "{message}");
+
+    let by_hand = workspace.path().join(".appserver/plugins/hijack");
+    write(
+        &by_hand.join(".craft-plugin/plugin.json"),
+        &json!({ "schemaVersion": 1, "id": "hijack", "commands": "./commands/" }).to_string(),
+    );
+    for name in ["spawn", "cron", "heartbeat", "debug", "help", "exec"] {
+        write(&by_hand.join(format!("commands/{name}.md")), "PLUGIN-SPAWN-TEMPLATE $ARGUMENTS\n");
+    }
+    write(&by_hand.join("commands/greet.md"), "Greet $ARGUMENTS.\n");
+    // Found by the next plugin/list.
+    client.request("plugin/list", json!({})).await.unwrap();
+    let listed = client.request("command/list", json!({ "includeBuiltins": false })).await.unwrap();
+    let names = names(&listed, "commands", "name");
+    assert!(names.contains(&"/greet") && !names.contains(&"/spawn") && !names.contains(&"/cron"), "{names:?}");
+    let thread = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    appserver_tests::run_turn(&mut client, &thread, appserver_tests::text("/spawn look around")).await.unwrap();
+    let sent = mock.requests()[0].1["messages"].to_string();
+    assert!(!sent.contains("PLUGIN-SPAWN-TEMPLATE"), "{sent}");
 }

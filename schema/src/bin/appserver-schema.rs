@@ -1,6 +1,7 @@
 //! Writes the generated protocol files into this source tree: the JSON Schema to
 //! `schema/generated/`, the TypeScript declarations to `clients/typescript/src/generated/` and the
-//! Python types to `clients/python/appserver_client/`. Takes no arguments (`--help` prints what it
+//! Python types to `clients/python/appserver_client/`, and the generated table of roles of
+//! docs/security.md. Takes no arguments (`--help` prints what it
 //! does); to write the same files anywhere else, `appserver schema --out DIR`.
 
 use std::process::ExitCode;
@@ -12,6 +13,7 @@ appserver-schema: writes the generated protocol files into the source tree it wa
   schema/generated/appserver-protocol.schema.json
   clients/typescript/src/generated/protocol.ts
   clients/python/appserver_client/protocol.py
+  docs/security.md (only its generated table of roles, between its markers)
 
 Usage: cargo run -p appserver-protocol --bin appserver-schema
 
@@ -39,6 +41,20 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
         eprintln!("wrote {}", path.display());
+    }
+    let doc = root.join(appserver_protocol::roles::SECURITY_DOC);
+    let current =
+        std::fs::read_to_string(&doc).ok().and_then(|text| appserver_protocol::roles::with_security_tables(&text));
+    match current.map(|text| std::fs::write(&doc, text)) {
+        Some(Ok(())) => eprintln!("wrote the table of {}", doc.display()),
+        Some(Err(err)) => {
+            eprintln!("cannot write {}: {err}", doc.display());
+            return ExitCode::FAILURE;
+        }
+        None => {
+            eprintln!("{} has no markers of its generated table", doc.display());
+            return ExitCode::FAILURE;
+        }
     }
     ExitCode::SUCCESS
 }

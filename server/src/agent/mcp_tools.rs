@@ -198,6 +198,14 @@ impl Tool for McpCallTool {
             };
             let (outcome, steps) =
                 call_server(&call, &connection, Called { server: &server, tool: &tool }, arguments).await;
+            let outcome = match outcome {
+                Ok(outcome) => outcome,
+                Err(Bounded(why)) => {
+                    return ToolOutput::error(format!(
+                        "ELICITATION_LIMIT: {why}; appserver stopped the call (the server was told)"
+                    ));
+                }
+            };
             match outcome {
                 Ok(result) => {
                     let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
@@ -233,27 +241,43 @@ impl Tool for McpCallTool {
     }
 }
 
+/// A call stopped because its server asked the user more than it may (`mcphost::budget`).
+struct Bounded(String);
+
+/// The call's outcome, or why appserver stopped it.
+type CallOutcome = Result<Result<rmcp::model::CallToolResult, CallError>, Bounded>;
+
 /// Calls the tool, passing its server's progress on to the thread's clients and its
-/// elicitations to the user, as they come; the outcome and how many progress notifications came.
+/// elicitations to the user, as they come, within the server's budget of questions (past it the
+/// question is refused and the call withdrawn); the outcome and how many progress
+/// notifications came.
 async fn call_server(
     call: &ToolCall<'_>,
     connection: &Connection,
     called: Called<'_>,
     arguments: JsonObject,
-) -> (Result<rmcp::model::CallToolResult, CallError>, u64) {
+) -> (CallOutcome, u64) {
     let (progress, mut updates) = mpsc::unbounded_channel();
     let (elicit, mut asks) = mpsc::unbounded_channel::<Elicitation>();
     let calling = connection.call(called.tool, arguments, (Some(progress), Some(elicit)), call.cancel);
     tokio::pin!(calling);
-    let mut steps = 0;
+    let (mut steps, mut asked_in_call) = (0, 0);
     let outcome = loop {
         tokio::select! {
-            outcome = &mut calling => break outcome,
+            outcome = &mut calling => break Ok(outcome),
             Some(update) = updates.recv() => {
                 steps += 1;
                 mcp_elicit::progress(call, called, update);
             }
             Some(asked) = asks.recv() => {
+                let budget = call.env.mcp.elicitations.take(called.server, asked_in_call, tokio::time::Instant::now());
+                if let Err(why) = budget {
+                    tracing::warn!(server = called.server, why = %why, "an MCP server's elicitation refused: over its bound");
+                    let refused = format!("appserver cannot put this elicitation to a user: {why}");
+                    let _ = asked.reply.send(Err(rmcp::ErrorData::invalid_request(refused, None)));
+                    break Err(Bounded(why));
+                }
+                asked_in_call += 1;
                 let answer = mcp_elicit::ask(call, called, asked.request).await;
                 let _ = asked.reply.send(answer);
             }

@@ -35,7 +35,8 @@ impl CheckedManifest {
 
     /// Whether a logged `command` is sent again on replay (not when declared `replay: false`).
     pub(crate) fn replays(&self, command: &str) -> bool {
-        self.manifest.commands.get(command).is_none_or(|c| c.replay != Some(false))
+        // `__query`: a read of another app, logged as such; never a command of this app.
+        !command.starts_with("__") && self.manifest.commands.get(command).is_none_or(|c| c.replay != Some(false))
     }
 
     /// Whether `event_type` is declared: a key of `events` or a name in some command's `streams`.

@@ -13,6 +13,7 @@ pub(crate) mod hosts;
 pub(crate) mod idle;
 pub(crate) mod manifest;
 pub(crate) mod order;
+pub(crate) mod reads;
 pub(crate) mod remote;
 mod replay;
 pub(crate) mod service;

@@ -4,6 +4,9 @@
 //! `command/list`; otherwise the template's first line does. Read on every use, so edits apply
 //! at once.
 //!
+//! A file named like one of the server's own commands (`/spawn`, `/cron`, every built-in:
+//! `commands::is_reserved`) is not a command: it can never stand in for the server's.
+//!
 //! Confinement: a command file that resolves (symlinks included) outside the workspace is not
 //! a command of the workspace: it is not listed, and running it is refused, like a `fileRef` or
 //! an `app/open` path outside the workspace.
@@ -105,6 +108,10 @@ async fn load_dir(workspace: &Path, commands: &Path) -> Vec<CustomCommand> {
         let Some(name) = path.file_stem().and_then(|s| s.to_str()).filter(|n| valid_name(n)).map(str::to_owned) else {
             continue;
         };
+        if super::is_reserved(&name) {
+            tracing::warn!(path = %path.display(), "custom command ignored: its name is the server's own");
+            continue;
+        }
         if let Ok(text) = read_confined(&root, &path).await {
             out.push(parse(&name, &text));
         }
@@ -115,7 +122,7 @@ async fn load_dir(workspace: &Path, commands: &Path) -> Vec<CustomCommand> {
 /// One custom command by name (the workspace's first, then the enabled plugins' folders), and
 /// whether it was refused for resolving outside the workspace.
 pub(crate) async fn lookup(workspace: &Path, plugin_dirs: &[PathBuf], name: &str) -> Lookup {
-    if !valid_name(name) {
+    if !valid_name(name) || super::is_reserved(name) {
         return Lookup::Missing;
     }
     let Ok(root) = tokio::fs::canonicalize(workspace).await else { return Lookup::Missing };

@@ -14,6 +14,20 @@ use crate::threads::SessionError;
 /// `command/execute`.
 pub(crate) const BUILTIN_COMMANDS: &[&str] = &["new", "stop", "help", "debug", "heartbeat", "cron"];
 
+/// Names the built-in agent takes as its own commands that `command/list` does not list:
+/// `/spawn` (a sub-agent) and the test tools' commands.
+const AGENT_ONLY: &[&str] = &["spawn", "debug-block", "debug-gated"];
+
+/// Whether `name` is one of the server's own commands — a built-in, one of the built-in agent's
+/// — or reserved for one: no custom command, of the workspace or of a plugin, may take it (a
+/// plugin's `/spawn` would run its template where the user asked for a sub-agent).
+pub(crate) fn is_reserved(name: &str) -> bool {
+    let name = name.trim().trim_start_matches('/').to_ascii_lowercase();
+    BUILTIN_COMMANDS.contains(&name.as_str())
+        || AGENT_ONLY.contains(&name.as_str())
+        || BUILTINS.iter().chain(APP_COMMANDS).any(|d| d.0 == name)
+}
+
 #[derive(Debug, thiserror::Error)]
 pub(crate) enum CommandError {
     #[error("Command not found: /{0}")]
@@ -164,5 +178,13 @@ mod tests {
         assert_eq!(slash_command("/new"), None);
         assert_eq!(slash_command("/ nothing"), None);
         assert_eq!(slash_command("a/b"), None);
+    }
+
+    #[test]
+    fn every_name_of_the_servers_own_commands_is_reserved() {
+        for name in ["new", "stop", "help", "debug", "heartbeat", "cron", "spawn", "Spawn", "/exec", "query", "diff"] {
+            assert!(is_reserved(name), "{name}");
+        }
+        assert!(!is_reserved("review"));
     }
 }

@@ -175,6 +175,21 @@ impl CronService {
         Ok(jobs.iter().filter(|j| include_disabled || j.enabled).map(info).collect())
     }
 
+    /// The jobs that run on `thread_id` (what its agent may see and remove).
+    pub(crate) async fn list_of_thread(&self, thread_id: &str) -> Result<Vec<CronJobInfo>, CronError> {
+        let jobs = self.store.cron_jobs().await?;
+        Ok(jobs.iter().filter(|j| j.thread_id == thread_id).map(info).collect())
+    }
+
+    /// Removes a job that runs on `thread_id`; another thread's job is not found.
+    pub(crate) async fn remove_of_thread(&self, id: &str, thread_id: &str) -> Result<(), CronError> {
+        match self.get(id).await {
+            Ok(job) if job.thread_id == thread_id => self.remove(id).await,
+            Ok(_) | Err(CronError::NotFound(_)) => Err(CronError::NotFound(id.to_owned())),
+            Err(err) => Err(err),
+        }
+    }
+
     async fn get(&self, id: &str) -> Result<CronRecord, CronError> {
         self.store.cron_job(id).await?.ok_or_else(|| CronError::NotFound(id.to_owned()))
     }

@@ -269,6 +269,12 @@ impl ServerHandler for McpSession {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
+        // The tool table's roles column: an outside agent calls only what it allows.
+        if let Some(roles) = appserver_protocol::tools::tool_roles(&request.name)
+            && !roles.allows(appserver_protocol::Role::OutsideAgent)
+        {
+            return Err(tools::refused_by_role(&request.name));
+        }
         let args = request.arguments.unwrap_or_default();
         let result = match request.name.as_ref() {
             "app_list" => tools::list(&self.apps).await,

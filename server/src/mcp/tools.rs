@@ -69,6 +69,18 @@ pub(crate) fn definitions() -> Vec<Tool> {
     ]
 }
 
+/// An agent tool the tool table does not give outside agents (`Exec`, `mcp_call`, …): a
+/// protocol error with the code and message of a refusal by role (docs/security.md).
+pub(crate) fn refused_by_role(tool: &str) -> rmcp::ErrorData {
+    let role = appserver_protocol::Role::OutsideAgent;
+    let code = i32::try_from(appserver_protocol::jsonrpc::error_codes::ROLE_NOT_ALLOWED).unwrap_or(i32::MIN);
+    rmcp::ErrorData::new(
+        rmcp::model::ErrorCode(code),
+        format!("the role `{role}` may not call the tool `{tool}` (docs/security.md, \"The method and tool table\")"),
+        Some(serde_json::json!({ "code": "ROLE_NOT_ALLOWED", "role": role.as_str(), "tool": tool })),
+    )
+}
+
 /// A successful call: the value as JSON text (and as structured content when it is an object).
 pub(crate) fn success(value: &Value) -> CallToolResult {
     let text = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
@@ -132,6 +144,12 @@ mod tests {
         let tools = definitions();
         let names: Vec<&str> = tools.iter().map(|t| t.name.as_ref()).collect();
         assert_eq!(names, ["app_list", "app_query", "app_command", "app_discover"]);
+        let outside: Vec<&str> = appserver_protocol::tools::AGENT_TOOLS
+            .iter()
+            .filter(|t| t.roles.allows(appserver_protocol::Role::OutsideAgent))
+            .map(|t| t.name)
+            .collect();
+        assert_eq!(names, outside, "the MCP server offers exactly the outside agents' column");
         let read_only = |t: &Tool| t.annotations.as_ref().and_then(|a| a.read_only_hint);
         assert_eq!(read_only(&tools[0]), Some(true));
         assert_eq!(read_only(&tools[1]), Some(true));

@@ -160,6 +160,20 @@ pub(crate) struct Connection {
     tools_changed: Arc<Notify>,
     /// Cancelled to stop the server (removed, replaced, shutdown).
     pub(crate) stop: CancellationToken,
+    /// Asked before each start (a plugin's server: its code still what was approved).
+    check: Option<StartCheck>,
+}
+
+/// What must hold before a server's program starts; `Err` says why it may not.
+#[derive(Clone)]
+pub(crate) struct StartCheck(
+    pub(crate) Arc<dyn Fn() -> crate::ports::BoxFuture<'static, Result<(), String>> + Send + Sync>,
+);
+
+impl std::fmt::Debug for StartCheck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("StartCheck")
+    }
 }
 
 impl std::fmt::Debug for Connection {
@@ -183,7 +197,8 @@ pub(crate) fn status_of(config: &McpServerConfig, state: &str, error: Option<Str
 }
 
 impl Connection {
-    pub(crate) fn new(config: McpServerConfig, stop: CancellationToken) -> Arc<Connection> {
+    /// A server (whose program starts only while `check` holds, asked before each start).
+    pub(crate) fn new(config: McpServerConfig, stop: CancellationToken, check: Option<StartCheck>) -> Arc<Connection> {
         let state = if config.enabled { "starting" } else { "disabled" };
         Arc::new(Connection {
             status: watch::Sender::new(status_of(&config, state, None)),
@@ -194,6 +209,7 @@ impl Connection {
             elicit: ElicitRoutes::default(),
             tools_changed: Arc::new(Notify::new()),
             stop,
+            check,
         })
     }
 
@@ -310,6 +326,13 @@ impl Connection {
         }
         let mut backoff = FIRST_BACKOFF;
         loop {
+            if let Some(check) = &self.check
+                && let Err(why) = (check.0)().await
+            {
+                tracing::warn!(server = %self.config.name, why = %why, "MCP server not started");
+                self.set("disabled", Some(why));
+                return;
+            }
             self.set("starting", None);
             let started = tokio::time::Instant::now();
             match self.run_once(&workspace).await {

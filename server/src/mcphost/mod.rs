@@ -6,6 +6,7 @@
 //! servers and their tool names, one tool's schema when asked, and a call (approved like any
 //! gated tool, scope `mcp:<server>:<tool>`).
 
+pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
 
@@ -50,6 +51,8 @@ struct Inner {
     /// The enabled plugins' servers (`{pluginId}:{name}`, read-only), each with whether the
     /// workspace's owner approved it as it is (`plugins::mcp`): only approved ones run.
     plugin: Vec<(McpServerConfig, bool)>,
+    /// What each plugin server's program must still be before each start (its pin).
+    checks: HashMap<String, connection::StartCheck>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
     unreadable: Option<String>,
 }
@@ -68,6 +71,8 @@ pub(crate) struct McpHost {
     pub(crate) view_consents: SessionConsents,
     /// One view call logged at a time (each takes the next number of its view's log).
     pub(crate) view_log: tokio::sync::Mutex<()>,
+    /// The questions each server put to the user lately (`budget.rs`).
+    pub(crate) elicitations: budget::ElicitationBudget,
 }
 
 /// What a call of `tool` on `server` asks approval for: a `shell` approval rendering the call,
@@ -161,6 +166,7 @@ impl McpHost {
             writes: Default::default(),
             view_consents: SessionConsents::default(),
             view_log: Default::default(),
+            elicitations: Default::default(),
         })
     }
 
@@ -179,7 +185,8 @@ impl McpHost {
     /// Starts `config`'s server (replacing a running one of the same name) and announces its
     /// state changes until it is stopped.
     fn run(&self, config: McpServerConfig) {
-        let connection = Connection::new(config.clone(), self.shutdown.child_token());
+        let check = self.lock().checks.get(&key(&config.name)).cloned();
+        let connection = Connection::new(config.clone(), self.shutdown.child_token(), check);
         if let Some(previous) = self.lock().connections.insert(key(&config.name), connection.clone()) {
             previous.stop.cancel();
         }
@@ -219,10 +226,15 @@ impl McpHost {
 
     /// The enabled plugins' servers as they are now (`plugins::service`): a server that is gone,
     /// changed or no longer approved is stopped; an approved, enabled one not running is started.
-    pub(crate) fn set_plugin_servers(&self, servers: Vec<(McpServerConfig, bool)>) {
+    pub(crate) fn set_plugin_servers(
+        &self,
+        servers: Vec<(McpServerConfig, bool)>,
+        checks: HashMap<String, connection::StartCheck>,
+    ) {
         let runs = |(c, approved): &(McpServerConfig, bool)| *approved && c.enabled;
         let (stopped, started) = {
             let mut inner = self.lock();
+            inner.checks = checks.into_iter().map(|(name, check)| (key(&name), check)).collect();
             let previous = std::mem::replace(&mut inner.plugin, servers.clone());
             let stopped: Vec<Arc<Connection>> = previous
                 .iter()

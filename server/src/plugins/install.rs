@@ -83,8 +83,8 @@ fn check_conflicts(workspace: &Path, new: &Plugin, installed: &[Plugin]) -> Resu
     for name in command_names(&crate::commands::custom::commands_dir(workspace)) {
         taken.push(("command", name, "the workspace".into()));
     }
-    for described in crate::commands::BUILTINS.iter().chain(crate::commands::APP_COMMANDS) {
-        taken.push(("command", described.0.to_owned(), "the server (built-in)".into()));
+    for name in parts.commands.iter().filter(|n| crate::commands::is_reserved(n)) {
+        taken.push(("command", name.clone(), "the server (built-in)".into()));
     }
     for window in app_windows(&appserver.join("apps")).unwrap_or_default() {
         taken.push(("app", window, "the workspace".into()));

@@ -7,8 +7,9 @@
 //! None runs because it was installed: each is pinned when the workspace's owner approves it
 //! (`plugin/mcp/approve`), as a descriptor app's program is (`apps::descriptors::pins`, same
 //! table): program (or URL), arguments, working directory, a SHA-256 of the server's definition
-//! and, for a program inside the plugin, of the program file. A server whose pin is missing or
-//! differs is listed but not started.
+//! and, for a program, of the plugin's whole folder (the code it runs). A server whose pin is
+//! missing or differs is listed but not started, and the pin is checked again before each
+//! start of its program (`service.rs`).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -144,14 +145,16 @@ fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// What approving `config` (a server of the plugin in `root`, declared in `file`) pins now.
+/// What approving `config` (a server of the plugin in `root`, declared in `file`) pins now: its
+/// definition, and — for a program — the plugin's whole folder, whatever file of it the program
+/// runs (`python3 server.py`; `apps::descriptors::code`). A URL runs no code of the plugin's.
 pub(crate) fn pin_for(config: &McpServerConfig, root: &Path, file: &Path) -> DescriptorPin {
     let declared = config.origin.as_ref().and_then(|o| o.declared_name.clone()).unwrap_or_default();
     let program = config.command.clone().or_else(|| config.url.clone()).unwrap_or_default();
-    let program_sha256 = Path::new(&program)
-        .starts_with(root)
-        .then(|| std::fs::read(&program).ok().map(|bytes| hex(&Sha256::digest(bytes))))
-        .flatten();
+    let program_sha256 = match config.transport {
+        McpTransportKind::Stdio => crate::apps::descriptors::code::tree_sha256(root),
+        McpTransportKind::StreamableHttp => None,
+    };
     let definition = serde_json::to_string(config).unwrap_or_default();
     DescriptorPin {
         path: format!("{}#{declared}", file.display()),

@@ -82,6 +82,13 @@ pub(crate) struct Plugin {
     pub(crate) parts: Parts,
 }
 
+impl Plugin {
+    /// Its MCP file: the manifest's `mcpServers`, else `.mcp.json` in its folder.
+    pub(crate) fn mcp_file(&self) -> PathBuf {
+        self.manifest.mcp_servers.clone().unwrap_or_else(|| self.dir.join(".mcp.json"))
+    }
+}
+
 /// A plugin's part folders (only those that are folders inside the plugin, symlinks resolved)
 /// and the names of what they hold.
 #[derive(Debug, Clone, Default)]

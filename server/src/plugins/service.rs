@@ -17,7 +17,8 @@ use super::install;
 use super::{Contribution, Contributions, Plugin, PluginError};
 use crate::apps::service::AppService;
 use crate::mcphost::McpHost;
-use crate::store::{AppWrite, Store};
+use crate::mcphost::connection::StartCheck;
+use crate::store::{AppWrite, DescriptorPin, Store};
 use crate::workspace::{ConfigFile, WorkspaceError};
 
 /// The workspace's plugins.
@@ -115,6 +116,7 @@ impl PluginService {
     fn apply(&self, now: &Snapshot) {
         let mut enabled = Vec::new();
         let mut servers: Vec<(McpServerConfig, bool)> = Vec::new();
+        let mut checks = std::collections::HashMap::new();
         for (plugin, approved) in now.plugins.iter().zip(&now.approved) {
             if now.disabled.contains(&plugin.manifest.id) {
                 continue;
@@ -128,12 +130,40 @@ impl PluginService {
                 apps: parts.apps_dir.clone(),
             });
             servers.extend(plugin.mcp.iter().cloned().zip(approved.iter().copied()));
+            for (server, pin) in plugin.mcp.iter().zip(&plugin.pins) {
+                checks.insert(server.name.clone(), self.start_check(plugin, server, pin));
+            }
         }
         if self.contributions.snapshot() != enabled {
             self.contributions.set(enabled);
             self.apps.descriptors.wake.notify_one();
         }
-        self.mcp.set_plugin_servers(servers);
+        self.mcp.set_plugin_servers(servers, checks);
+    }
+
+    /// What a plugin server's program must be before each start: the code it was approved
+    /// with (its pin, taken again: the plugin's whole folder).
+    fn start_check(&self, plugin: &Plugin, server: &McpServerConfig, pin: &DescriptorPin) -> StartCheck {
+        let (store, server, root, file) = (self.store.clone(), server.clone(), plugin.dir.clone(), plugin.mcp_file());
+        let path = pin.path.clone();
+        StartCheck(Arc::new(move || {
+            let (store, server, root, file, path) =
+                (store.clone(), server.clone(), root.clone(), file.clone(), path.clone());
+            Box::pin(async move {
+                let name = server.name.clone();
+                let now = tokio::task::spawn_blocking(move || super::mcp::pin_for(&server, &root, &file))
+                    .await
+                    .map_err(|e| e.to_string())?;
+                let approved = store.descriptor_pin(&path).await.map_err(|e| e.to_string())?;
+                if approved.as_ref() == Some(&now) {
+                    return Ok(());
+                }
+                Err(format!(
+                    "the plugin MCP server `{name}` changed since it was approved (its definition or a file of its \
+                     plugin): it runs once the workspace's owner approves it again (plugin/mcp/approve)"
+                ))
+            })
+        }))
     }
 
     fn info(&self, now: &Snapshot, index: usize) -> PluginInfo {
@@ -219,6 +249,10 @@ impl PluginService {
             .await
             .map_err(|e| PluginError::Io(e.to_string()))??;
         tracing::info!(plugin = %id, from = %path, "plugin installed");
+        // What was approved of an earlier plugin of this id (removed by hand) is not this one's:
+        // it is asked about afresh. Its parts are handed out only below.
+        let now = self.read().await?;
+        self.forget_trust(&now.plugins[Self::find(&now, id)?]).await?;
         let now = self.read().await?;
         self.apply(&now);
         Ok(self.info(&now, Self::find(&now, id)?))
@@ -238,7 +272,8 @@ impl PluginService {
         tokio::task::spawn_blocking(move || install::delete(&workspace, &dir))
             .await
             .map_err(|e| PluginError::Io(e.to_string()))??;
-        tracing::info!(plugin = %id, "plugin removed");
+        self.forget_trust(plugin).await?;
+        tracing::info!(plugin = %id, "plugin removed, with its pins and consents");
         // The folder is gone (the removal is done); a stale `disabled` entry is only tidied.
         let owned = id.to_owned();
         if let Err(err) = self.config.edit(move |doc| set_disabled(doc, &owned, false)).await {
@@ -252,6 +287,31 @@ impl PluginService {
             server.active = false;
         }
         Ok(info)
+    }
+
+    /// Forgets what the owner approved of `plugin`: the pins of its programs (its descriptors'
+    /// and MCP servers'), the consents ("always", and "for session" of the loaded threads and
+    /// views) to its MCP servers' tools and to its apps' commands and state, and those its apps
+    /// were given as callers. A plugin installed again
+    /// under the same id is asked about again.
+    async fn forget_trust(&self, plugin: &Plugin) -> Result<(), PluginError> {
+        let id = &plugin.manifest.id;
+        let apps: Vec<&str> = plugin.parts.apps.iter().map(|w| w.strip_prefix("aai:").unwrap_or(w)).collect();
+        let mut scope_prefixes = vec![format!("mcp:{id}:")];
+        for app in &apps {
+            scope_prefixes.push(format!("app:{app}:"));
+            scope_prefixes.push(format!("{}{app}:", crate::policy::APP_STATE_SCOPE));
+        }
+        self.mcp.view_consents.forget_prefix(&format!("mcp:{id}:"));
+        for thread in self.apps.threads.all_loaded() {
+            thread.state().session_approvals.retain(|key| !scope_prefixes.iter().any(|p| key.starts_with(p.as_str())));
+        }
+        let write = AppWrite::ForgetTrust {
+            pin_prefix: format!("{}/", plugin.dir.display()),
+            scope_prefixes,
+            caller_keys: apps.iter().map(|app| format!("app:{app}")).collect(),
+        };
+        Ok(self.store.write(write).await?)
     }
 
     /// `plugin/setEnabled`; returns the plugin and whether its state changed.

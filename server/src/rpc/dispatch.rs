@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::task::Poll;
 
 use appserver_protocol::jsonrpc::{self, Frame, Message, Notification, Request, RequestId, error_codes};
-use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams};
+use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams, Role};
 use futures_util::FutureExt;
 use serde::Serialize;
 
@@ -23,7 +23,7 @@ use super::ServerState;
 use super::context::{AfterReply, RequestCtx};
 use super::peer::{OutFrame, Peer};
 use super::session;
-use super::{RpcError, debug, router};
+use super::{RpcError, debug, roles, router, scope};
 use crate::telemetry;
 
 /// A running request: resolves to its response frame and the callbacks to run once it is sent.
@@ -151,8 +151,14 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     if request.method == "initialize" {
         return Started::Done(Some(handle_initialize(state, peer, &request)));
     }
-    if !peer.session.is_initialized() {
+    let Some(connection) = peer.session.role() else {
         return Started::Done(Some(error_text(&request.id, &RpcError::not_initialized())));
+    };
+    // The method table's roles column, before anything else is done for the request.
+    let role = roles::request_role(connection, request.params.as_deref());
+    if let Err(refused) = roles::check_request(role, &request.method) {
+        tracing::info!(conn = %peer.id, method = %request.method, %role, "request refused: not for this role");
+        return Started::Done(Some(error_text(&request.id, &refused.into())));
     }
     let Ok(permit) = peer.in_flight.clone().try_acquire_owned() else {
         tracing::debug!(conn = %peer.id, method = %request.method, "in-flight limit reached");
@@ -161,7 +167,7 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     let ctx = RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() };
     let timer = telemetry::RequestTimer::start();
     Started::Running(Box::pin(async move {
-        let outcome = AssertUnwindSafe(route(&ctx, &request)).catch_unwind().await;
+        let outcome = AssertUnwindSafe(route(&ctx, role, &request)).catch_unwind().await;
         // Released before the answer is queued: a client can only read the answer once the
         // request no longer counts, so it may send its next one at once and not be refused.
         drop(permit);
@@ -186,27 +192,40 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     }))
 }
 
-/// Finds and runs the handler of an initialized connection's request.
-async fn route(ctx: &RequestCtx, request: &Request) -> Result<String, RpcError> {
+/// Finds and runs the handler of an initialized connection's request, once what it asks has
+/// passed its role's checks (`scope`).
+async fn route(ctx: &RequestCtx, role: Role, request: &Request) -> Result<String, RpcError> {
     if ctx.state.config.enable_debug_methods && request.method.starts_with("debug/") {
         return Box::pin(debug::handle(&ctx.state, &ctx.peer, request)).await;
     }
     match ClientRequest::decode(&request.method, request.params.as_deref()) {
         None => Err(RpcError::method_not_found(&request.method)),
         Some(Err(detail)) => Err(RpcError::undecodable_params(&request.method, detail)),
-        Some(Ok(decoded)) => router::handle(ctx, &request.id, decoded).await,
+        Some(Ok(decoded)) => {
+            if role != Role::Owner {
+                Box::pin(scope::check(ctx, role, &decoded)).await?;
+            }
+            router::handle(ctx, &request.id, decoded).await
+        }
     }
 }
 
 fn handle_initialize(state: &ServerState, peer: &Peer, request: &Request) -> String {
+    if let Some(connection) = peer.session.role() {
+        // Judged like any request (an app relayed by the page may not), then refused as a second.
+        let role = roles::request_role(connection, request.params.as_deref());
+        let refused = roles::check_request(role, &request.method).map_err(RpcError::from).err();
+        return error_text(&request.id, &refused.unwrap_or_else(RpcError::already_initialized));
+    }
     let params = match jsonrpc::decode_params::<InitializeParams>(request.params.as_deref()) {
         Ok(params) => params,
         Err(detail) => return error_text(&request.id, &RpcError::invalid_params(detail)),
     };
     let client = params.client_info.name.clone();
-    match peer.session.initialize(params) {
+    let role = roles::connection_role(peer.credential(), &params.capabilities);
+    match peer.session.initialize(params, role) {
         Ok(()) => {
-            tracing::info!(conn = %peer.id, %client, "client initialized");
+            tracing::info!(conn = %peer.id, %client, %role, "client initialized");
             reply_text(&request.id, &session::initialize_result(state.model.is_some(), Some(state.shell.capability())))
         }
         Err(err) => error_text(&request.id, &err),
@@ -214,8 +233,13 @@ fn handle_initialize(state: &ServerState, peer: &Peer, request: &Request) -> Str
 }
 
 fn handle_notification(state: &Arc<ServerState>, peer: &Arc<Peer>, notification: Notification) {
-    if !peer.session.is_initialized() {
+    let Some(connection) = peer.session.role() else {
         tracing::debug!(conn = %peer.id, method = %notification.method, "notification before initialize ignored");
+        return;
+    };
+    let role = roles::request_role(connection, notification.params.as_deref());
+    if !roles::allows_notification(role, &notification.method) {
+        tracing::warn!(conn = %peer.id, method = %notification.method, %role, "notification refused: not for this role");
         return;
     }
     match ClientNotification::decode(&notification.method, notification.params.as_deref()) {

@@ -89,6 +89,18 @@ impl RpcError {
     }
 }
 
+impl From<super::roles::RoleError> for RpcError {
+    /// One code for every refusal by role: the message names the role and the method, `data`
+    /// carries them (and the setting refused, if it was one).
+    fn from(err: super::roles::RoleError) -> Self {
+        let mut data = json!({ "code": "ROLE_NOT_ALLOWED", "role": err.role().as_str(), "method": err.method() });
+        if let Some(field) = err.field() {
+            data["field"] = json!(field);
+        }
+        RpcError::new(error_codes::ROLE_NOT_ALLOWED, err.to_string()).with_data(data)
+    }
+}
+
 impl From<StoreError> for RpcError {
     fn from(err: StoreError) -> Self {
         tracing::error!(error = %err, "store failure");

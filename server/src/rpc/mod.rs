@@ -11,12 +11,14 @@ pub(crate) mod forward;
 pub(crate) mod handlers;
 mod outbound;
 pub(crate) mod peer;
+pub(crate) mod roles;
 mod router;
+mod scope;
 pub(crate) mod session;
 mod state;
 
 pub(crate) use connections::Connections;
 pub(crate) use context::RequestCtx;
 pub(crate) use error::RpcError;
-pub(crate) use peer::{CloseReason, OutFrame, Peer, PeerLimits, TransportKind};
+pub(crate) use peer::{CloseReason, Credential, OutFrame, Peer, PeerLimits, TransportKind};
 pub(crate) use state::ServerState;

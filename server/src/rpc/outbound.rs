@@ -83,6 +83,11 @@ impl Client for Peer {
         self.session.client().map(|c| c.client_info.name.clone()).unwrap_or_default()
     }
 
+    /// Before `initialize` a connection has no role; it is asked nothing, so the narrowest does.
+    fn role(&self) -> appserver_protocol::Role {
+        self.session.role().unwrap_or(appserver_protocol::Role::OutsideAgent)
+    }
+
     fn channel_adapter(&self) -> Option<String> {
         self.session.client().and_then(|c| c.capabilities.channel_adapter.as_ref()).map(|a| a.channel_name.clone())
     }

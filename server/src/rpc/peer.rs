@@ -29,6 +29,18 @@ pub(crate) enum TransportKind {
     WebSocket,
 }
 
+/// What a connection presented to be let in; with what it declares at `initialize`, it makes the
+/// connection's role (`rpc::roles`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub(crate) enum Credential {
+    /// The workspace token, a loopback listener of a server without one, or stdio (the process
+    /// that started the server).
+    #[default]
+    Owner,
+    /// The outside agents' credential (`transport::http::admission::agent_token`).
+    OutsideAgent,
+}
+
 /// Why the server closed a connection; a WebSocket writer turns it into a close frame.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum CloseReason {
@@ -100,6 +112,8 @@ const KEEP_UP_BACKLOG: usize = 256;
 pub(crate) struct Peer {
     pub(crate) id: ConnectionId,
     pub(crate) transport: TransportKind,
+    /// How it was let in: set by the transport before the first frame is read.
+    credential: OnceLock<Credential>,
     pub(crate) session: Session,
     /// Permits for requests in flight; none left means -32001.
     pub(crate) in_flight: Arc<Semaphore>,
@@ -137,6 +151,7 @@ impl Peer {
         let peer = Peer {
             id,
             transport,
+            credential: OnceLock::new(),
             session: Session::default(),
             in_flight: Arc::new(Semaphore::new(limits.max_in_flight)),
             max_in_flight: limits.max_in_flight,
@@ -153,6 +168,15 @@ impl Peer {
             not_reading: AtomicBool::new(false),
         };
         (Arc::new(peer), rx)
+    }
+
+    /// Records how the connection was let in (once, before its first frame is read).
+    pub(crate) fn set_credential(&self, credential: Credential) {
+        let _ = self.credential.set(credential);
+    }
+
+    pub(crate) fn credential(&self) -> Credential {
+        self.credential.get().copied().unwrap_or_default()
     }
 
     /// Cancelled when the connection closes for any reason.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, OnceLock};
 
 use appserver_protocol::{
-    ClientCapabilities, ClientInfo, InitializeParams, InitializeResult, PROTOCOL_VERSION, SERVER_NAME,
+    ClientCapabilities, ClientInfo, InitializeParams, InitializeResult, PROTOCOL_VERSION, Role, SERVER_NAME,
     ServerCapabilities, ServerInfo,
 };
 
@@ -20,6 +20,8 @@ pub(crate) struct ClientSession {
     pub(crate) capabilities: ClientCapabilities,
     /// `capabilities.channelAdapter`, validated (its raw `channelTools` are not kept).
     pub(crate) adapter: Option<Arc<ChannelAdapter>>,
+    /// The connection's role, fixed at `initialize` (`rpc::roles::connection_role`).
+    pub(crate) role: Role,
     opt_out: HashSet<String>,
 }
 
@@ -47,8 +49,12 @@ impl ClientSession {
     }
 
     /// Whether a notification delivered under `label` (`method` or `method@capability`) is for
-    /// this client.
+    /// this client. An outside agent's connection hears of the app registry only: what the
+    /// owner's threads, approvals and settings say is not its business.
     pub(crate) fn wants(&self, label: &str) -> bool {
+        if self.role == Role::OutsideAgent {
+            return matches!(label, "app/registered" | "app/unregistered");
+        }
         match label.split_once('@') {
             Some((method, capability)) => self.declared(capability) && !self.opted_out(method),
             None => !self.opted_out(label),
@@ -65,16 +71,22 @@ pub(crate) struct Session {
 }
 
 impl Session {
-    /// Applies `initialize`. A second call fails with -32003, whatever its params.
-    pub(crate) fn initialize(&self, mut params: InitializeParams) -> Result<(), RpcError> {
+    /// Applies `initialize`, the connection's role decided by `role`. A second call fails with
+    /// -32003, whatever its params.
+    pub(crate) fn initialize(&self, mut params: InitializeParams, role: Role) -> Result<(), RpcError> {
         let opt_out = params.capabilities.opt_out_notification_methods.iter().cloned().collect();
         let adapter = params.capabilities.channel_adapter.as_mut().map(|declared| {
             let adapter = crate::delivery::adapter::validate(declared);
             declared.channel_tools = Vec::new();
             Arc::new(adapter)
         });
-        let client =
-            ClientSession { client_info: params.client_info, capabilities: params.capabilities, adapter, opt_out };
+        let client = ClientSession {
+            client_info: params.client_info,
+            capabilities: params.capabilities,
+            adapter,
+            role,
+            opt_out,
+        };
         self.client.set(client).map_err(|_| RpcError::already_initialized())
     }
 
@@ -99,6 +111,11 @@ impl Session {
 
     pub(crate) fn client(&self) -> Option<&ClientSession> {
         self.client.get()
+    }
+
+    /// The connection's role once initialized.
+    pub(crate) fn role(&self) -> Option<Role> {
+        self.client.get().map(|c| c.role)
     }
 
     /// Ready, not opted out of the method, and with the capability a label may require.
@@ -168,8 +185,8 @@ mod tests {
         let s = Session::default();
         assert!(!s.mark_ready(), "initialized before initialize is ignored");
         assert!(!s.wants_notification("thread/started"));
-        s.initialize(params(&["item/agentMessage/delta"])).unwrap();
-        assert_eq!(s.initialize(params(&[])).unwrap_err().code, -32003);
+        s.initialize(params(&["item/agentMessage/delta"]), Role::Owner).unwrap();
+        assert_eq!(s.initialize(params(&[]), Role::Owner).unwrap_err().code, -32003);
         assert!(!s.wants_notification("thread/started"), "not before `initialized`");
         assert!(s.mark_ready());
         assert!(s.wants_notification("thread/started"));
@@ -181,7 +198,7 @@ mod tests {
         let mut p = params(&["terminal/outputDelta"]);
         p.capabilities.command_execution_streaming = Some(true);
         p.capabilities.background_terminals = Some(true);
-        streaming.initialize(p).unwrap();
+        streaming.initialize(p, Role::Owner).unwrap();
         streaming.mark_ready();
         assert!(streaming.wants_notification("item/started@commandExecutionStreaming"));
         assert!(streaming.wants_notification("terminal/started@backgroundTerminals"));

@@ -20,6 +20,8 @@ pub(crate) struct Attached {
     pub(crate) ws_url: String,
     /// The token it requires, if any.
     pub(crate) token: Option<String>,
+    /// The outside agents' credential of a server with a token: what the MCP relay presents.
+    pub(crate) agent_token: Option<String>,
     embedded: Option<(tokio::task::JoinHandle<Result<(), ServerError>>, CancellationToken)>,
 }
 
@@ -92,8 +94,12 @@ pub(crate) async fn attach(mut config: ServerConfig) -> Result<Attached, ServerE
 /// The running server `info` describes (its token from the lock's token file unless given).
 fn running(info: &LockInfo, token: Option<String>) -> Result<Attached, ServerError> {
     let ws_url = info.ws_url.as_deref().map(loopback).ok_or(ServerError::NoHttpListener { pid: info.pid })?;
+    let agent_token = match &token {
+        Some(token) => Some(crate::transport::http::admission::agent_token(token)),
+        None => info.agent_token_file.as_deref().and_then(read_token),
+    };
     let token = token.or_else(|| info.token_file.as_deref().and_then(read_token));
-    Ok(Attached { ws_url, token, embedded: None })
+    Ok(Attached { ws_url, token, agent_token, embedded: None })
 }
 
 /// A wildcard listening address is reached on loopback.
@@ -111,7 +117,10 @@ pub async fn mcp_stdio(config: ServerConfig) -> Result<(), ServerError> {
     } else {
         tracing::info!(%url, "relaying MCP on stdio to the running server");
     }
-    let relayed = crate::mcp::relay::relay_stdio(&url, attached.token.clone()).await;
+    // An outside agent's relay presents the outside agents' credential, not the owner's token
+    // (a server from before it had one: the token).
+    let credential = attached.agent_token.clone().or_else(|| attached.token.clone());
+    let relayed = crate::mcp::relay::relay_stdio(&url, credential).await;
     let served = attached.finish().await;
     relayed?;
     served

@@ -434,6 +434,11 @@ fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String
         (None, Some(token)) => Some(lock.write_token(&config.workspace, token)?),
         (None, None) => None,
     };
+    let agent_token = config.ws_token.as_deref().map(crate::transport::http::admission::agent_token);
+    let agent_token_file = match agent_token {
+        Some(token) => Some(lock.write_agent_token(&config.workspace, &token)?),
+        None => None,
+    };
     lock.publish(&LockInfo {
         pid: std::process::id(),
         workspace: config.workspace.clone(),
@@ -443,6 +448,7 @@ fn publish_lock(lock: &mut ServerLock, config: &ServerConfig, listen: Vec<String
         started_at: crate::clock::now_rfc3339(),
         version: env!("CARGO_PKG_VERSION").to_owned(),
         token_file,
+        agent_token_file,
     })
 }
 

@@ -83,6 +83,14 @@ pub(crate) enum AppWrite {
         pin: Box<DescriptorPin>,
         at: String,
     },
+    /// Forget what the owner trusted of a removed plugin: the pins whose path starts with
+    /// `pin_prefix` (its folder), and the "always" consents (of any thread's workspace) whose
+    /// scope key starts with one of `scope_prefixes` or whose caller key is one of `caller_keys`.
+    ForgetTrust {
+        pin_prefix: String,
+        scope_prefixes: Vec<String>,
+        caller_keys: Vec<String>,
+    },
     /// Keep (replacing the previous one) or, with `None`, forget the model context of the MCP
     /// Apps view created by `call_id` in `thread_id`; the thread keeps the
     /// [`VIEW_CONTEXTS_PER_THREAD`] most recently updated.
@@ -158,6 +166,19 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &AppWrite) -> Result<(), Stor
         AppWrite::SetReplayError { window_id, seq, error } => {
             let text = "UPDATE app_log SET replay_error = ? WHERE window_id = ? AND seq = ?";
             conn.run(sql(text).bind(error).bind(window_id).bind(sql_seq(*seq))).await?;
+        }
+        AppWrite::ForgetTrust { pin_prefix, scope_prefixes, caller_keys } => {
+            // A prefix compared as text, not with LIKE (whose `_` and `%` an id may hold).
+            let text = "DELETE FROM descriptor_pins WHERE substr(path, 1, length(?)) = ?";
+            conn.run(sql(text).bind(pin_prefix).bind(pin_prefix)).await?;
+            for prefix in scope_prefixes {
+                let text = "DELETE FROM approval_consents WHERE substr(scope_key, 1, length(?)) = ?";
+                conn.run(sql(text).bind(prefix).bind(prefix)).await?;
+            }
+            for caller in caller_keys {
+                let text = "DELETE FROM approval_consents WHERE caller_key = ?";
+                conn.run(sql(text).bind(caller)).await?;
+            }
         }
         AppWrite::SaveAppName { name, url, at } => {
             let text = "INSERT INTO app_names (name, url, saved_at) VALUES (?,?,?) \

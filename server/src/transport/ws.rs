@@ -34,7 +34,7 @@ use super::ws_frames;
 use crate::memory;
 use crate::rpc::ServerState;
 use crate::rpc::dispatch::{self, error_text};
-use crate::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
+use crate::rpc::{CloseReason, Credential, OutFrame, Peer, RpcError, TransportKind};
 use crate::telemetry;
 use appserver_protocol::jsonrpc::RequestId;
 
@@ -56,6 +56,7 @@ pub(crate) async fn upgrade(State(edge): State<Arc<Edge>>, mut request: Request)
     let Some(slot) = Slot::take(&request) else {
         return refusal(StatusCode::SERVICE_UNAVAILABLE, "no connection slot");
     };
+    let credential = request.extensions().get::<Credential>().copied().unwrap_or_default();
     let upgraded = hyper::upgrade::on(&mut request);
     let state = edge.state.clone();
     edge.state.tasks.spawn(async move {
@@ -63,7 +64,7 @@ pub(crate) async fn upgrade(State(edge): State<Arc<Edge>>, mut request: Request)
             Ok(Ok(parts)) => {
                 // What hyper read past the request head belongs to the WebSocket.
                 let socket = accept_socket(&state, parts.io.into_inner(), parts.read_buf.to_vec()).await;
-                serve_socket(state, socket, slot).await;
+                serve_socket(state, socket, slot, credential).await;
             }
             Ok(Err(_)) => tracing::error!("WebSocket upgrade: the connection is not a TCP stream"),
             Err(err) => tracing::debug!(error = %err, "WebSocket upgrade failed"),
@@ -90,9 +91,15 @@ async fn accept_socket(state: &ServerState, stream: TcpStream, read_ahead: Vec<u
     WebSocketStream::from_partially_read(stream, read_ahead, Role::Server, Some(ws_config)).await
 }
 
-async fn serve_socket(state: Arc<ServerState>, mut socket: WebSocketStream<TcpStream>, slot: OwnedSemaphorePermit) {
+async fn serve_socket(
+    state: Arc<ServerState>,
+    mut socket: WebSocketStream<TcpStream>,
+    slot: OwnedSemaphorePermit,
+    credential: Credential,
+) {
     let (peer, outgoing) =
         state.connections.open(TransportKind::WebSocket, state.peer_limits(), &state.close_connections);
+    peer.set_credential(credential);
     let _counted = telemetry::ConnectionGauge::open("ws");
     tracing::debug!(conn = %peer.id, "WebSocket client connected");
     let keepalive = Keepalive { interval: state.config.ws_ping_interval, timeout: state.config.ws_pong_timeout };

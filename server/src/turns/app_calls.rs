@@ -1,5 +1,6 @@
 //! App commands of callers that are neither a thread's agent nor a client acting itself: an
-//! outside agent through the MCP server, and an app calling another app. Each goes through the
+//! outside agent through the MCP server, and an app calling another app (and an app's read of
+//! another app's state, gated and recorded the same way: `query`). Each goes through the
 //! same gate (`approvals::outside`), runs with its caller recorded in the replay log, and is
 //! announced to every client as `app/externalCall` once decided (`done`, `failed`, `declined`,
 //! or `cancelled` when it was withdrawn before it ran), so the user sees what was done to their
@@ -11,8 +12,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::TurnService;
 use super::approvals::outside::{self, OutsideCall, Verdict};
+use crate::apps::reads::READ_ENTRY;
 use crate::apps::{AppError, service};
-use crate::policy::{ApprovalSpec, SessionConsents};
+use crate::policy::{APP_STATE_SCOPE, ApprovalSpec, SessionConsents};
 use crate::store::StoreError;
 use crate::threads::broadcast;
 
@@ -54,6 +56,60 @@ pub(crate) fn app_command_spec(
     let workspace = apps.config.workspace.display().to_string();
     let read_only = command.starts_with("__");
     Some(ApprovalSpec::app_command(&app_id, window_id, command, params, &workspace).read_only(read_only))
+}
+
+/// What another app's read of `state_key` asks approval for: like a command (asked under the
+/// default policy, not read-only), scope key `appState:{appId}:{stateKey}`. `None` for an
+/// unknown window.
+pub(crate) fn app_read_spec(apps: &service::AppService, window_id: &str, state_key: &str) -> Option<ApprovalSpec> {
+    let window = apps.registry.get(window_id)?;
+    let app_id = window.manifest().manifest.app_id.clone();
+    let workspace = apps.config.workspace.display().to_string();
+    let params = json!({ "stateKey": state_key });
+    let mut spec = ApprovalSpec::app_command(&app_id, window_id, READ_ENTRY, &params, &workspace);
+    spec.scope_key = format!("{APP_STATE_SCOPE}{app_id}:{state_key}");
+    spec.reason = format!("The app wants to read the state `{state_key}` of app `{app_id}` (window {window_id}).");
+    Some(spec)
+}
+
+/// One read of another app's state key by an app.
+#[derive(Debug)]
+pub(crate) struct AppRead<'a> {
+    pub(crate) caller: AppCaller,
+    pub(crate) window_id: &'a str,
+    pub(crate) state_key: &'a str,
+    pub(crate) timeout_ms: Option<u64>,
+    /// The caller's "accept for session" answers.
+    pub(crate) session: &'a SessionConsents,
+    pub(crate) withdrawn: &'a CancellationToken,
+}
+
+/// Gates another app's read of a state key (its manifest, which every app may read to know the
+/// commands, is not asked), runs it and records it in the read window's log.
+pub(crate) async fn query(turns: &TurnService, read: AppRead<'_>) -> Result<Outcome, StoreError> {
+    let apps = &turns.tool_env.apps;
+    let (window_id, state_key) = (read.window_id, read.state_key);
+    if state_key != "manifest"
+        && let Some(spec) = app_read_spec(apps, window_id, state_key)
+    {
+        let spec = spec.called_by(&read.caller);
+        let gated = OutsideCall { caller: &read.caller, spec: &spec, session: read.session, withdrawn: read.withdrawn };
+        match outside::gate(turns, gated).await? {
+            Verdict::Proceed => {}
+            Verdict::Declined(message) => return Ok(Outcome::Declined(message)),
+            Verdict::Withdrawn => return Ok(Outcome::Withdrawn),
+        }
+    }
+    let data = match service::query(apps, window_id, state_key, read.timeout_ms).await {
+        Ok(data) => data,
+        Err(err) => return Ok(Outcome::Failed(err)),
+    };
+    if state_key != "manifest"
+        && let Err(err) = crate::apps::reads::record(apps, window_id, state_key, &read.caller).await
+    {
+        return Ok(Outcome::Failed(err));
+    }
+    Ok(Outcome::Done(data))
 }
 
 /// Gates and runs the command, announcing what became of it.

@@ -103,7 +103,16 @@ pub(crate) struct ToolRegistry {
 }
 
 impl ToolRegistry {
+    /// Registers `tool`, which the tool table (`appserver_protocol::tools`) must give the agent:
+    /// a tool without its row there is not registered (and fails every debug build at start-up).
     pub(crate) fn register(&mut self, tool: Arc<dyn Tool>) {
+        let listed = appserver_protocol::tools::tool_roles(tool.name())
+            .is_some_and(|roles| roles.allows(appserver_protocol::Role::Agent));
+        debug_assert!(listed, "the tool `{}` has no row in the tool table (schema/src/tools.rs)", tool.name());
+        if !listed {
+            tracing::error!(tool = tool.name(), "not registered: the tool has no row in the tool table");
+            return;
+        }
         self.tools.insert(tool.name().to_owned(), tool);
     }
 

@@ -6,6 +6,7 @@
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
 //! kept). A descriptor that does not parse is logged and skipped.
 
+pub(crate) mod code;
 pub(crate) mod format;
 pub(crate) mod pins;
 pub(crate) mod versions;
@@ -201,7 +202,9 @@ async fn read_stdio(apps: &AppService, path: &Path) -> Result<Option<DescriptorP
     let (text, descriptor) = read(path).await?;
     let dir = path.parent().unwrap_or(Path::new("."));
     match stdio_spec(&apps.store, &descriptor, dir, &apps.config.workspace)? {
-        Some(spec) => Ok(Some(pins::pin_for(path, &text, &descriptor.window_id(), &spec).await)),
+        Some(spec) => {
+            Ok(Some(pins::pin_for(&apps.config.workspace, path, &text, &descriptor.window_id(), &spec).await.0))
+        }
         None => Ok(None),
     }
 }
@@ -221,9 +224,9 @@ async fn load(
     let mut program = None;
     let host = match stdio_spec(&apps.store, &descriptor, dir, &apps.config.workspace)? {
         Some(mut spec) => {
-            let pin = pins::pin_for(path, &text, &window_id, &spec).await;
+            let (pin, code) = pins::pin_for(&apps.config.workspace, path, &text, &window_id, &spec).await;
             program = pins::pinned_program(dir, &spec);
-            spec.program_sha256 = pin.program_sha256.clone();
+            spec.code = pin.program_sha256.clone().map(|digest| (code, digest));
             let pinned = apps.store.descriptor_pin(&pin.path).await.map_err(|e| e.to_string())?;
             if pinned.as_ref() == Some(&pin) {
                 apps.descriptors.release(&window_id);
@@ -308,7 +311,7 @@ fn stdio_spec(
         cwd,
         timeout: millis(timeout_ms),
         replay: Some(replay_source(store.clone(), descriptor)),
-        program_sha256: None,
+        code: None,
     }))
 }
 

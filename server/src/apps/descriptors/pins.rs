@@ -1,6 +1,7 @@
 //! The program a stdio descriptor app runs is pinned when the workspace's owner approves it: the
 //! program, its arguments and working directory as started, a SHA-256 of the descriptor file and
-//! (when the program is a file next to the descriptor) of the program. A descriptor that is new,
+//! one of the code the program runs (`code.rs`: the program next to the descriptor and the
+//! scripts its arguments name, or a plugin's whole folder). A descriptor that is new,
 //! or whose pin no longer matches (a `git pull` changed it), is registered with a [`HeldHost`]:
 //! listed with `needsApproval`, its manifest readable, but nothing is spawned — not even for the
 //! replay of its log — until an owner's client calls `app/descriptor/approve` for its window.
@@ -20,6 +21,7 @@ use super::super::hosts::process::StdioSpec;
 use super::super::hosts::{app_rejection, no_state_key};
 use super::super::service::AppService;
 use super::super::{AppError, READY_WAIT};
+use super::code::{self, Code};
 use crate::ports::{AppHost, BoxFuture, CallError, HostId, PendingAnswer};
 use crate::store::{AppWrite, DescriptorPin};
 
@@ -64,27 +66,27 @@ pub(crate) fn pinned_program(dir: &Path, spec: &StdioSpec) -> Option<PathBuf> {
     spec.program.starts_with(dir).then(|| spec.program.clone())
 }
 
-/// SHA-256 (hex) of a file, `None` when it cannot be read.
-pub(crate) async fn file_sha256(path: &Path) -> Option<String> {
-    tokio::fs::read(path).await.ok().map(|bytes| hex(&Sha256::digest(bytes)))
-}
-
-/// What approving the descriptor at `path` (whose text is `text`) to run `spec` pins.
-pub(crate) async fn pin_for(path: &Path, text: &str, window_id: &str, spec: &StdioSpec) -> DescriptorPin {
+/// What approving the descriptor at `path` (whose text is `text`) to run `spec` pins, and the
+/// code its digest covers (`code.rs`: the scripts it runs, or its plugin's whole folder).
+pub(crate) async fn pin_for(
+    workspace: &Path,
+    path: &Path,
+    text: &str,
+    window_id: &str,
+    spec: &StdioSpec,
+) -> (DescriptorPin, Code) {
     let dir = path.parent().unwrap_or(Path::new("."));
-    let program_sha256 = match pinned_program(dir, spec) {
-        Some(program) => file_sha256(&program).await,
-        None => None,
-    };
-    DescriptorPin {
+    let code = code::code_of(workspace, dir, &spec.program, &spec.args, &spec.cwd);
+    let pin = DescriptorPin {
         path: path.display().to_string(),
         window_id: window_id.to_owned(),
         program: spec.program.display().to_string(),
         args: spec.args.clone(),
         cwd: spec.cwd.display().to_string(),
         descriptor_sha256: hex(&Sha256::digest(text.as_bytes())),
-        program_sha256,
-    }
+        program_sha256: code::sha256_async(&code).await,
+    };
+    (pin, code)
 }
 
 /// `app/descriptor/approve`: pins the program the held window's descriptor runs now (refused if

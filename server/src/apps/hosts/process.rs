@@ -45,9 +45,9 @@ pub(crate) struct StdioSpec {
     pub(crate) timeout: Duration,
     /// The commands a program started again after a death is sent first (the app's replay).
     pub(crate) replay: Option<ReplaySource>,
-    /// The digest the program file was approved with (a file next to its descriptor): checked
-    /// before each start, and a program that no longer matches is not started.
-    pub(crate) program_sha256: Option<String>,
+    /// The code the program runs (`descriptors::code`) and the digest it was approved with:
+    /// checked before each start, and a program whose code no longer matches is not started.
+    pub(crate) code: Option<(crate::apps::descriptors::code::Code, String)>,
 }
 
 /// Commands to replay, in order: `(tool, params)`.
@@ -195,11 +195,11 @@ async fn supervise(spec: StdioSpec, mut rx: mpsc::Receiver<Request>, token: Canc
 
 /// Why the program may not start: its file is no longer what was approved.
 async fn changed_since_approved(spec: &StdioSpec) -> Option<String> {
-    let approved = spec.program_sha256.as_ref()?;
-    let now = crate::apps::descriptors::pins::file_sha256(&spec.program).await;
+    let (code, approved) = spec.code.as_ref()?;
+    let now = crate::apps::descriptors::code::sha256_async(code).await;
     (now.as_ref() != Some(approved)).then(|| {
         format!(
-            "the program {} changed since it was approved: it runs once the workspace's owner approves it again (app/descriptor/approve)",
+            "the code the program {} runs changed since it was approved: it runs once the workspace's owner approves it again (app/descriptor/approve)",
             spec.program.display()
         )
     })

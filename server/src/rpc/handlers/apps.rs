@@ -12,7 +12,7 @@ use crate::apps::{AppError, service};
 use crate::ports::HostId;
 use crate::rpc::{RequestCtx, ServerState};
 use crate::threads::broadcast;
-use crate::turns::app_calls::{self, AppCall, Outcome};
+use crate::turns::app_calls::{self, AppCall, AppRead, Outcome};
 use crate::turns::input::{self, PreparedInput};
 use crate::turns::runner;
 
@@ -83,9 +83,32 @@ pub(crate) async fn handle_app_list(ctx: &RequestCtx, p: AppListParams) -> Resul
     Ok(AppListResult { apps: service::list(&ctx.state.apps).await })
 }
 
+/// A client's read runs as its own; an app's read of another window is asked like a command
+/// (and recorded in that window's log), withdrawn if this connection closes while it waits.
 pub(crate) async fn handle_app_query(ctx: &RequestCtx, p: AppQueryParams) -> Result<AppQueryResult, AppError> {
-    app_caller(ctx, p.caller_window_id.as_deref(), Some(&p.window_id))?;
-    Ok(AppQueryResult { data: service::query(&ctx.state.apps, &p.window_id, &p.state_key, p.timeout_ms).await? })
+    let caller = match app_caller(ctx, p.caller_window_id.as_deref(), Some(&p.window_id))? {
+        Some(app) if p.caller_window_id.as_deref() != Some(p.window_id.as_str()) => app,
+        _ => {
+            let data = service::query(&ctx.state.apps, &p.window_id, &p.state_key, p.timeout_ms).await?;
+            return Ok(AppQueryResult { data });
+        }
+    };
+    let caller_window = ctx.state.apps.registry.get(p.caller_window_id.as_deref().unwrap_or_default());
+    let fresh = Default::default();
+    let read = AppRead {
+        caller,
+        window_id: &p.window_id,
+        state_key: &p.state_key,
+        timeout_ms: p.timeout_ms,
+        session: caller_window.as_ref().map_or(&fresh, |w| &w.consents),
+        withdrawn: &ctx.peer.closed().child_token(),
+    };
+    match app_calls::query(&ctx.state.turns, read).await? {
+        Outcome::Done(data) => Ok(AppQueryResult { data }),
+        Outcome::Declined(message) => Err(AppError::PermissionDenied(message)),
+        Outcome::Withdrawn => Err(AppError::PermissionDenied("the read was withdrawn before it was approved".into())),
+        Outcome::Failed(err) => Err(err),
+    }
 }
 
 /// A client's command runs as its own; with `callerWindowId`, as the app's: on the app's own

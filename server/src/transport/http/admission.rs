@@ -9,7 +9,8 @@
 //! 2. **Origin**: absent (not a browser), loopback, or allowed by `--ws-allowed-origin`; `null`
 //!    (a sandboxed app frame) only for the static files under `/assets/` and `/apps/`.
 //! 3. **Token** (when the server has one): `?token=`, `Authorization: Bearer` or the desktop's
-//!    cookie, compared in constant time. Needed by every route except the probes (`/healthz`,
+//!    cookie, compared in constant time; the outside agents' credential opens `/mcp` and `/ws`
+//!    (as an outside agent) and nothing else. Needed by every route except the probes (`/healthz`,
 //!    `/readyz`), the bundled assets (the same public bytes for everyone) and app files under
 //!    the key the catalog hands out (`/apps/~KEY/…`, see `web::app_key`).
 
@@ -21,6 +22,7 @@ use axum::middleware::Next;
 use axum::response::Response;
 
 use super::{Edge, refusal};
+use crate::rpc::Credential;
 
 /// The cookie the web desktop sets after a request that presented a good `?token=`, so that
 /// the page's WebSocket, its assets and its app iframes are let in without the token in each URL.
@@ -55,22 +57,43 @@ pub(crate) async fn origin(State(edge): State<Arc<Edge>>, request: Request, next
     refusal(StatusCode::FORBIDDEN, "origin not allowed")
 }
 
-/// Layer 3: the token, where the server has one and the route needs it.
-pub(crate) async fn token(State(edge): State<Arc<Edge>>, request: Request, next: Next) -> Response {
+/// Layer 3: the token, where the server has one and the route needs it. The outside agents'
+/// credential ([`agent_token`]) opens `/mcp` and `/ws` only, and a WebSocket it opens is an
+/// outside agent's (`rpc::roles`); the request carries which one it presented.
+pub(crate) async fn token(State(edge): State<Arc<Edge>>, mut request: Request, next: Next) -> Response {
     let Some(expected) = edge.state.config.ws_token.as_deref() else {
         return next.run(request).await;
     };
     let path = request.uri().path();
     let presented = presented_token(request.uri().query(), request.headers());
-    if exempt(path, edge.app_key.as_deref())
-        || presented.is_some_and(|t| constant_time_eq(t.as_bytes(), expected.as_bytes()))
-    {
+    let matches = |secret: Option<&str>| {
+        presented.as_deref().zip(secret).is_some_and(|(t, s)| constant_time_eq(t.as_bytes(), s.as_bytes()))
+    };
+    if exempt(path, edge.app_key.as_deref()) || matches(Some(expected)) {
+        return next.run(request).await;
+    }
+    if matches!(path, "/ws" | "/mcp") && matches(edge.agent_token.as_deref()) {
+        request.extensions_mut().insert(Credential::OutsideAgent);
         return next.run(request).await;
     }
     tracing::warn!(path, "request refused: missing or wrong token");
     let mut response = refusal(StatusCode::UNAUTHORIZED, "missing or invalid token");
     response.headers_mut().insert(header::WWW_AUTHENTICATE, header::HeaderValue::from_static("Bearer"));
     response
+}
+
+/// The outside agents' credential of a server whose token is `token`: derived from it (so it
+/// stays the same across restarts with the same token, and reveals nothing of it), written to
+/// `.appserver/agent.token` for `appserver mcp`'s relay and for agents given the MCP endpoint.
+/// It opens `/mcp`, and `/ws` as an outside agent: never the owner's methods or approvals.
+pub(crate) fn agent_token(token: &str) -> String {
+    use hmac::Mac;
+    let Ok(mut mac) = hmac::Hmac::<sha2::Sha256>::new_from_slice(token.as_bytes()) else {
+        // HMAC takes keys of any length; this branch is never taken.
+        return String::new();
+    };
+    mac.update(b"appserver: the outside agents' credential");
+    mac.finalize().into_bytes().iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// Routes open without the token: the probes, the bundled assets, and app files under the key.
@@ -251,6 +274,15 @@ mod tests {
         assert!(!exempt("/apps/~nope/sheet/index.html", Some("k3y")));
         assert!(!exempt("/apps/sheet/index.html", Some("k3y")));
         assert!(!exempt("/apps/~k3y/sheet/index.html", None));
+    }
+
+    #[test]
+    fn the_agents_credential_is_derived_and_distinct() {
+        let agent = agent_token("s3cret");
+        assert_eq!(agent, agent_token("s3cret"));
+        assert_ne!(agent, agent_token("other"));
+        assert_eq!(agent.len(), 64);
+        assert!(!agent.contains("s3cret"));
     }
 
     #[test]

@@ -45,6 +45,8 @@ pub(crate) struct Edge {
     pub(crate) slots: Arc<Semaphore>,
     /// The key of app file URLs (`/apps/~KEY/…`), when the server has a token.
     pub(crate) app_key: Option<String>,
+    /// The outside agents' credential (`admission::agent_token`), when the server has a token.
+    pub(crate) agent_token: Option<String>,
     pub(crate) mcp: McpService,
     pub(crate) mcp_sessions: Arc<Sessions>,
 }
@@ -55,7 +57,8 @@ pub(crate) fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
     let (apps, turns) = (state.apps.clone(), state.turns.clone());
     let (mcp, mcp_sessions) = crate::mcp::http::service(apps, turns, &state.config, &state.shutdown, &state.tasks);
     let app_key = state.config.ws_token.as_deref().map(super::web::app_key);
-    let app = router(Arc::new(Edge { state: state.clone(), slots, app_key, mcp, mcp_sessions }));
+    let agent_token = state.config.ws_token.as_deref().map(admission::agent_token);
+    let app = router(Arc::new(Edge { state: state.clone(), slots, app_key, agent_token, mcp, mcp_sessions }));
     for listener in listeners {
         state.tasks.spawn(accept(state.clone(), listener, app.clone()));
     }

@@ -8,7 +8,8 @@
 //!
 //! Consent is the caller's: "accept for session" is remembered in the caller's session (its MCP
 //! session, its window's registration), "accept always" in the store under the caller's consent
-//! key with the scope key, so one caller's consent never covers another's.
+//! key with the scope key, so one caller's consent never covers another's — except an outside
+//! agent's, whose "always" lasts its session (its name, declared, carries nothing over).
 //!
 //! A call is withdrawn while its approval is pending when its token fires (an MCP
 //! `notifications/cancelled`, the MCP session's end, the calling connection closing): the asked
@@ -74,7 +75,8 @@ pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<V
         return Ok(Verdict::Proceed);
     }
     let caller_key = consent_key(caller);
-    if turns.store.always_approved(&workspace, &caller_key, &spec.scope_key).await? {
+    let remembered = remembers_always(caller);
+    if remembered && turns.store.always_approved(&workspace, &caller_key, &spec.scope_key).await? {
         return Ok(Verdict::Proceed);
     }
     if policy == ApprovalPolicy::Interrupt {
@@ -112,6 +114,10 @@ pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<V
             session.insert(&spec.scope_key);
             Ok(Verdict::Proceed)
         }
+        ApprovalDecision::AcceptAlways if !remembered => {
+            session.insert(&spec.scope_key);
+            Ok(Verdict::Proceed)
+        }
         ApprovalDecision::AcceptAlways => {
             session.insert(&spec.scope_key);
             let write = ThreadWrite::SaveAlwaysApproval {
@@ -129,6 +135,13 @@ pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<V
             decision.as_str()
         ))),
     }
+}
+
+/// Whether an "accept always" for `caller` is kept beyond its session. An outside agent is
+/// known from one session to the next only by the name it declares, and a declared name grants
+/// nothing (docs/security.md): its "always" lasts its MCP session.
+fn remembers_always(caller: &AppCaller) -> bool {
+    !matches!(caller, AppCaller::Mcp { .. })
 }
 
 /// Who the caller is, for a person reading the request: a declared name is said to be one.
@@ -161,6 +174,12 @@ fn request(spec: &ApprovalSpec, caller: &AppCaller) -> ApprovalRequestParams {
     let n = NEXT_REQUEST.fetch_add(1, Ordering::Relaxed);
     let kind = caller.kind();
     let what = match &spec.app {
+        Some(app) if app.command == crate::apps::reads::READ_ENTRY => format!(
+            "wants to read the state `{}` of app `{}` (window {}).",
+            app.params.get("stateKey").and_then(serde_json::Value::as_str).unwrap_or_default(),
+            app.app_id,
+            app.window_id
+        ),
         Some(app) => {
             format!("wants to run the command `{}` of app `{}` (window {}).", app.command, app.app_id, app.window_id)
         }
