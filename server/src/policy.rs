@@ -298,6 +298,19 @@ pub(crate) mod roles {
         tool_profile?.strip_prefix(PREFIX).filter(|r| ROLES.contains(r))
     }
 
+    /// What a thread in plan mode may call (DotCraft's plan mode: reading, and `CreatePlan`; its
+    /// deny list takes `TodoWrite` and `UpdateTodos`, and nothing that acts is offered).
+    const PLAN_MODE_TOOLS: &[&str] =
+        &["ReadFile", "GrepFiles", "FindFiles", "SkillView", "app_list", "app_query", "CreatePlan"];
+
+    /// The agent mode that plans before it acts.
+    pub(crate) const PLAN_MODE: &str = "plan";
+
+    /// Whether a thread in `mode` (its configuration's) with this `toolProfile` may call `tool`.
+    pub(crate) fn allows_in(mode: Option<&str>, tool_profile: Option<&str>, tool: &str) -> bool {
+        allows(tool_profile, tool) && (mode != Some(PLAN_MODE) || PLAN_MODE_TOOLS.contains(&tool))
+    }
+
     /// Whether a thread with this `toolProfile` may call `tool` (the depth limit is the spawn tool's
     /// own check).
     pub(crate) fn allows(tool_profile: Option<&str>, tool: &str) -> bool {

@@ -45,6 +45,7 @@ mod mcp_sessions;
 mod mcp_views;
 mod metrics;
 mod model;
+mod plan_mode;
 mod plugins;
 mod postgres;
 mod recovery;

@@ -71,7 +71,7 @@ async fn run(
     keeper: &ContextKeeper,
     ctx: &mut TurnContext,
 ) -> Result<(), TurnError> {
-    let (model, instructions, history_mode, dynamic_tools) = {
+    let (model, instructions, history_mode, dynamic_tools, mode) = {
         let state = ctx.handle.state();
         let config = state.record.configuration.clone().unwrap_or_default();
         (
@@ -79,6 +79,7 @@ async fn run(
             config.agent_instructions.clone(),
             state.record.history_mode,
             state.dynamic_tools.clone(),
+            config.mode.clone(),
         )
     };
     let (tools, targets) = tool_specs(ctx, &dynamic_tools);
@@ -87,20 +88,8 @@ async fn run(
     window.auto_compact &= history_mode == HistoryMode::Server;
     let compactor = Compactor { provider, model: &model };
     let mut budget = Budget::start(keeper, ctx, window);
-    let mut messages = vec![system_message(provider, skills, instructions.as_deref())];
-    match history_mode {
-        HistoryMode::Server => messages.extend(history::stored(ctx, window.auto_compact).await?.messages()),
-        HistoryMode::Client => {
-            for m in ctx.messages.clone().unwrap_or_default() {
-                messages.push(serde_json::to_value(&m).unwrap_or(Value::Null));
-            }
-        }
-    }
-    // What the thread's MCP Apps views asked the model to know (`ui/update-model-context`).
-    if let Some(views) = crate::turns::view_context::message(&ctx.turns.store, &ctx.thread_id).await? {
-        messages.push(json!({ "role": "user", "content": views }));
-    }
-    messages.push(json!({ "role": "user", "content": user_content(&ctx.input) }));
+    let system = system_message(provider, skills, instructions.as_deref(), mode.as_deref());
+    let mut messages = opening_messages(ctx, system, history_mode, window.auto_compact).await?;
 
     for _step in 0..provider.settings.max_steps {
         if budget.before_request(&messages, &tools) {
@@ -126,42 +115,8 @@ async fn run(
             }
             Err(err) => return Err(model_error(err)),
         };
-        let mut assistant = json!({ "role": "assistant" });
-        if let Some(id) = step.reasoning_item {
-            ctx.complete_text(&id).await?;
-        }
-        if let Some(id) = step.text_item {
-            let item = ctx.complete_text(&id).await?;
-            if let ItemPayload::AgentMessage(t) = item.payload {
-                assistant["content"] = Value::String(t.text);
-            }
-        }
-        let mut calls = step.calls;
-        if calls.is_empty() {
-            if let Some(content) = assistant.get("content").cloned() {
-                messages.push(json!({ "role": "assistant", "content": content }));
-            }
+        if !answer_step(ctx, &targets, step, &mut messages).await? {
             return after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await;
-        }
-        // The assistant message with every call, then one tool message per call, in order.
-        let mut requested = Vec::new();
-        for call in calls.values_mut() {
-            if call.call_id.is_empty() {
-                call.call_id = format!("call_{}", fastrand::u64(..));
-            }
-            let arguments = if call.arguments.trim().is_empty() { "{}".to_owned() } else { call.arguments.clone() };
-            requested.push(json!({ "id": call.call_id, "type": "function",
-                "function": { "name": call.name, "arguments": arguments } }));
-        }
-        assistant["tool_calls"] = Value::Array(requested);
-        messages.push(assistant);
-        for call in calls.into_values() {
-            let call_id = call.call_id.clone();
-            let output = run_call(ctx, &targets, call).await?;
-            messages.push(json!({ "role": "tool", "tool_call_id": call_id, "content": output }));
-        }
-        for guidance in ctx.take_guidance().await? {
-            messages.push(json!({ "role": "user", "content": user_content(&guidance.materialized_input_parts) }));
         }
     }
     let message = format!(
@@ -170,6 +125,79 @@ async fn run(
     );
     ctx.record(ItemPayload::Error(ErrorPayload { message, code: "step_limit".into(), fatal: false })).await?;
     after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await
+}
+
+/// The system message, the thread's history (stored since its last summary, or the client's),
+/// what its MCP Apps views asked the model to know, and the turn's input.
+async fn opening_messages(
+    ctx: &TurnContext,
+    system: Value,
+    history_mode: HistoryMode,
+    compacting: bool,
+) -> Result<Vec<Value>, TurnError> {
+    let mut messages = vec![system];
+    match history_mode {
+        HistoryMode::Server => messages.extend(history::stored(ctx, compacting).await?.messages()),
+        HistoryMode::Client => {
+            for m in ctx.messages.clone().unwrap_or_default() {
+                messages.push(serde_json::to_value(&m).unwrap_or(Value::Null));
+            }
+        }
+    }
+    // What the thread's MCP Apps views asked the model to know (`ui/update-model-context`).
+    if let Some(views) = crate::turns::view_context::message(&ctx.turns.store, &ctx.thread_id).await? {
+        messages.push(json!({ "role": "user", "content": views }));
+    }
+    messages.push(json!({ "role": "user", "content": user_content(&ctx.input) }));
+    Ok(messages)
+}
+
+/// Completes a step's items and adds its assistant message; runs its tool calls and adds their
+/// results and any guidance. Whether the model asked for tools (and so is to be called again).
+async fn answer_step(
+    ctx: &mut TurnContext,
+    targets: &BTreeMap<String, Target>,
+    step: Step,
+    messages: &mut Vec<Value>,
+) -> Result<bool, TurnError> {
+    let mut assistant = json!({ "role": "assistant" });
+    if let Some(id) = step.reasoning_item {
+        ctx.complete_text(&id).await?;
+    }
+    if let Some(id) = step.text_item {
+        let item = ctx.complete_text(&id).await?;
+        if let ItemPayload::AgentMessage(t) = item.payload {
+            assistant["content"] = Value::String(t.text);
+        }
+    }
+    let mut calls = step.calls;
+    if calls.is_empty() {
+        if assistant.get("content").is_some() {
+            messages.push(assistant);
+        }
+        return Ok(false);
+    }
+    // The assistant message with every call, then one tool message per call, in order.
+    let mut requested = Vec::new();
+    for call in calls.values_mut() {
+        if call.call_id.is_empty() {
+            call.call_id = format!("call_{}", fastrand::u64(..));
+        }
+        let arguments = if call.arguments.trim().is_empty() { "{}".to_owned() } else { call.arguments.clone() };
+        requested.push(json!({ "id": call.call_id, "type": "function",
+            "function": { "name": call.name, "arguments": arguments } }));
+    }
+    assistant["tool_calls"] = Value::Array(requested);
+    messages.push(assistant);
+    for call in calls.into_values() {
+        let call_id = call.call_id.clone();
+        let output = run_call(ctx, targets, call).await?;
+        messages.push(json!({ "role": "tool", "tool_call_id": call_id, "content": output }));
+    }
+    for guidance in ctx.take_guidance().await? {
+        messages.push(json!({ "role": "user", "content": user_content(&guidance.materialized_input_parts) }));
+    }
+    Ok(true)
 }
 
 /// What one model call streamed: the open text and reasoning items, and the tool calls by index.
@@ -325,9 +353,19 @@ fn model_error(err: ModelError) -> TurnError {
     TurnError::Agent(format!("Model request failed: {err}"))
 }
 
-fn system_message(provider: &ModelProvider, skills: Option<&str>, thread_instructions: Option<&str>) -> Value {
+/// What a thread in plan mode is told (DotCraft's plan mode): it may only read, and ends with
+/// `CreatePlan`; the user confirms the plan before anything is changed.
+const PLAN_MODE_PROMPT: &str = "You are in plan mode. Investigate with the read-only tools you have, then call CreatePlan once with the complete plan (an H1 title, the steps, and 3-7 tasks). Do not make any change: the user reviews the plan and switches to agent mode to carry it out.";
+
+fn system_message(
+    provider: &ModelProvider,
+    skills: Option<&str>,
+    thread_instructions: Option<&str>,
+    mode: Option<&str>,
+) -> Value {
     let mut text = SYSTEM_PROMPT.to_owned();
-    for extra in [skills, provider.settings.instructions.as_deref(), thread_instructions].into_iter().flatten() {
+    let plan = (mode == Some(crate::policy::roles::PLAN_MODE)).then_some(PLAN_MODE_PROMPT);
+    for extra in [skills, provider.settings.instructions.as_deref(), thread_instructions, plan].into_iter().flatten() {
         text.push_str("\n\n");
         text.push_str(extra);
     }
@@ -338,11 +376,20 @@ fn system_message(provider: &ModelProvider, skills: Option<&str>, thread_instruc
 fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Value>, BTreeMap<String, Target>) {
     let mut specs = Vec::new();
     let mut targets = BTreeMap::new();
-    let profile = ctx.handle.state().record.configuration.as_ref().and_then(|c| c.tool_profile.clone());
-    for tool in ctx.tools().all().filter(|t| crate::policy::roles::allows(profile.as_deref(), t.name())) {
+    let (mode, profile) = {
+        let state = ctx.handle.state();
+        let configuration = state.record.configuration.as_ref();
+        (configuration.and_then(|c| c.mode.clone()), configuration.and_then(|c| c.tool_profile.clone()))
+    };
+    let allowed = |name: &str| crate::policy::roles::allows_in(mode.as_deref(), profile.as_deref(), name);
+    for tool in ctx.tools().all().filter(|t| allowed(t.name())) {
         specs.push(json!({ "type": "function", "function": {
             "name": tool.name(), "description": tool.description(), "parameters": tool.input_schema() } }));
         targets.insert(tool.name().to_owned(), Target::Registry);
+    }
+    // A client's and a channel's own tools act; plan mode offers none of them.
+    if mode.as_deref() == Some(crate::policy::roles::PLAN_MODE) {
+        return (specs, targets);
     }
     for tool in dynamic_tools {
         let name = dynamic::model_name(tool);

@@ -386,12 +386,27 @@ impl TurnContext {
         Ok(output)
     }
 
-    /// Whether this thread's sub-agent role lets it call `tool`, and (while it runs as a
+    /// Whether this thread's mode and sub-agent role let it call `tool`, and (while it runs as a
     /// sub-agent) where its progress is counted.
     fn subagent_view(&self, tool: &str) -> (bool, Option<Arc<crate::threads::subagent::Progress>>) {
         let state = self.handle.state();
-        let profile = state.record.configuration.as_ref().and_then(|c| c.tool_profile.as_deref());
-        (crate::policy::roles::allows(profile, tool), state.subagent.as_ref().map(|l| l.progress.clone()))
+        let configuration = state.record.configuration.as_ref();
+        let (mode, profile) =
+            (configuration.and_then(|c| c.mode.as_deref()), configuration.and_then(|c| c.tool_profile.as_deref()));
+        (crate::policy::roles::allows_in(mode, profile, tool), state.subagent.as_ref().map(|l| l.progress.clone()))
+    }
+
+    /// Whether the turn's last tool call was a successful `CreatePlan`: in plan mode, the turn
+    /// then waits on the user's confirmation of the plan.
+    pub(crate) fn ended_with_plan(&self) -> bool {
+        let last_call = self.items.iter().rev().find_map(|item| match &item.payload {
+            ItemPayload::ToolCall(call) => Some(call),
+            _ => None,
+        });
+        let Some(call) = last_call.filter(|c| c.tool_name == "CreatePlan") else { return false };
+        self.items
+            .iter()
+            .any(|item| matches!(&item.payload, ItemPayload::ToolResult(r) if r.call_id == call.call_id && r.success))
     }
 
     /// Adds the token usage of one model call and sends `item/usage/delta`, with the thread's

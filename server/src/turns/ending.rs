@@ -140,6 +140,7 @@ pub(super) async fn finalize(
         }
         return stop_taken_over(turns, handle, &turn.id);
     }
+    let ctx_ended_with_plan = ctx.ended_with_plan();
     let wire_turn = wire::turn(&turn, ctx.items);
 
     let order = handle.queue_order().await;
@@ -153,7 +154,15 @@ pub(super) async fn finalize(
             queued.status = QueuedInputStatus::Queued;
             restored = true;
         }
-        set_runtime(turns.clients.as_ref(), &mut state, |r| r.running = false);
+        // A plan-mode turn that ended with its plan waits for the user to confirm it (the next
+        // turn/start clears this).
+        let in_plan_mode = state.record.configuration.as_ref().and_then(|c| c.mode.as_deref())
+            == Some(crate::policy::roles::PLAN_MODE);
+        let waits_on_plan = in_plan_mode && matches!(outcome, Outcome::Completed) && ctx_ended_with_plan;
+        set_runtime(turns.clients.as_ref(), &mut state, |r| {
+            r.running = false;
+            r.waiting_on_plan_confirmation = waits_on_plan;
+        });
         if !state.deleted {
             match announced.take() {
                 Some(publication) => publication.release(true),
