@@ -43,6 +43,7 @@ mod mcp_host;
 mod mcp_npm;
 mod mcp_sessions;
 mod mcp_views;
+mod memory;
 mod metrics;
 mod model;
 mod plan_mode;

@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use super::context::history::{self, user_content};
 use super::context::{Budget, Compactor, ContextKeeper, after_turn, persist};
 use super::dynamic;
+use super::memory::Memory;
 use crate::model::window::ContextWindow;
 use crate::model::{ChatDelta, ModelError, ModelProvider};
 use crate::ports::BoxFuture;
@@ -33,11 +34,13 @@ pub(crate) struct ModelAgent {
     skills: Arc<SkillCatalog>,
     /// Each thread's token calibration and compaction failures.
     context: ContextKeeper,
+    /// The workspace's long-term memory.
+    memory: Memory,
 }
 
 impl ModelAgent {
-    pub(crate) fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>) -> Self {
-        ModelAgent { provider, skills, context: ContextKeeper::default() }
+    pub(crate) fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>, memory: Memory) -> Self {
+        ModelAgent { provider, skills, context: ContextKeeper::default(), memory }
     }
 }
 
@@ -45,7 +48,9 @@ impl Agent for ModelAgent {
     fn run<'a>(&'a self, turn: &'a mut TurnContext) -> BoxFuture<'a, Result<(), TurnError>> {
         Box::pin(async move {
             let skills = self.skills.instructions().await;
-            run(&self.provider, skills.as_deref(), &self.context, turn).await
+            let memory = self.memory.prompt().await;
+            let prompt = [skills, memory].into_iter().flatten().collect::<Vec<_>>().join("\n\n");
+            run(self, (!prompt.is_empty()).then_some(prompt.as_str()), turn).await
         })
     }
 }
@@ -65,12 +70,8 @@ struct PendingCall {
     item: Option<String>,
 }
 
-async fn run(
-    provider: &ModelProvider,
-    skills: Option<&str>,
-    keeper: &ContextKeeper,
-    ctx: &mut TurnContext,
-) -> Result<(), TurnError> {
+async fn run(agent: &ModelAgent, skills: Option<&str>, ctx: &mut TurnContext) -> Result<(), TurnError> {
+    let (provider, keeper) = (agent.provider.as_ref(), &agent.context);
     let (model, instructions, history_mode, dynamic_tools, mode) = {
         let state = ctx.handle.state();
         let config = state.record.configuration.clone().unwrap_or_default();
@@ -116,7 +117,9 @@ async fn run(
             Err(err) => return Err(model_error(err)),
         };
         if !answer_step(ctx, &targets, step, &mut messages).await? {
-            return after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await;
+            after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await?;
+            agent.memory.after_turn(ctx, agent.provider.clone(), &model, &messages).await;
+            return Ok(());
         }
     }
     let message = format!(

@@ -339,6 +339,8 @@ pub(crate) struct FilePlugins {
 )]
 pub(crate) struct FileMemory {
     pub(crate) auto_consolidate_enabled: Option<bool>,
+    /// Consolidate after every this many turns of a thread (default 10).
+    pub(crate) consolidate_every_turns: Option<u32>,
 }
 
 /// `[heartbeat]`: how often `.appserver/HEARTBEAT.md` runs on its own.

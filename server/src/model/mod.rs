@@ -182,6 +182,21 @@ impl ModelProvider {
         Ok((text, input))
     }
 
+    /// The first tool call of a completion (its name and parsed arguments), or `None` when the
+    /// model called no tool (arguments that are not JSON count as none).
+    pub(crate) async fn first_tool_call(&self, body: &Value) -> Result<Option<(String, Value)>, ModelError> {
+        let mut stream = self.stream_chat(body).await?;
+        let mut calls: std::collections::BTreeMap<u64, (String, String)> = std::collections::BTreeMap::new();
+        while let Some(delta) = stream.next().await? {
+            if let ChatDelta::ToolCall { index, name, arguments, .. } = delta {
+                let call = calls.entry(index).or_default();
+                call.0.push_str(name.as_deref().unwrap_or(""));
+                call.1.push_str(&arguments);
+            }
+        }
+        Ok(calls.into_values().next().and_then(|(name, args)| Some((name, serde_json::from_str(&args).ok()?))))
+    }
+
     async fn try_stream_chat(&self, body: &Value) -> Result<ChatStream, ModelError> {
         let url = format!("{}/chat/completions", self.settings.base_url);
         let response = self

@@ -123,7 +123,7 @@ pub(crate) async fn run_until(config: ServerConfig, stop: CancellationToken) -> 
         plugins.clone(),
     );
     let cron_slot = Arc::new(std::sync::OnceLock::new());
-    let (tools, model, agent) = agent_and_tools(&config, &skills, &cron_slot)?;
+    let (tools, model, agent) = agent_and_tools(&config, (&skills, &config_file), &cron_slot)?;
     let registry = restore_windows(&store).await?;
     let (shutdown, connections) = (CancellationToken::new(), Arc::new(Connections::default()));
     let own_ports: Vec<u16> = listeners.iter().filter_map(|l| l.local_addr().ok()).map(|a| a.port()).collect();
@@ -232,7 +232,7 @@ async fn bind_listeners(config: &ServerConfig) -> Result<(Vec<TcpListener>, Vec<
 #[allow(clippy::type_complexity)]
 fn agent_and_tools(
     config: &ServerConfig,
-    skills: &Arc<crate::skills::SkillCatalog>,
+    (skills, config_file): (&Arc<crate::skills::SkillCatalog>, &Arc<crate::workspace::ConfigFile>),
     cron_slot: &Arc<std::sync::OnceLock<Arc<crate::cron::CronService>>>,
 ) -> Result<(ToolRegistry, Option<Arc<crate::model::ModelProvider>>, Arc<dyn Agent>), ServerError> {
     let mut tools = ToolRegistry::default();
@@ -264,7 +264,8 @@ fn agent_and_tools(
     let agent: Arc<dyn Agent> = match &model {
         Some(provider) => {
             tracing::info!(model = %provider.settings.model, base_url = %provider.settings.base_url, "model agent");
-            Arc::new(crate::agent::ModelAgent::new(provider.clone(), skills.clone()))
+            let memory = crate::agent::memory::Memory::new(&config.workspace, config_file.clone());
+            Arc::new(crate::agent::ModelAgent::new(provider.clone(), skills.clone(), memory))
         }
         None => Arc::new(BuiltinAgent),
     };

@@ -112,6 +112,14 @@ impl TurnContext {
         self.handle.publish(&notification);
     }
 
+    /// An item id of this turn, kept for an item recorded after the turn has ended (a notice of
+    /// background work that follows it).
+    pub(crate) fn reserve_item_id(&mut self) -> String {
+        let id = item_id(self.next_item_seq);
+        self.next_item_seq += 1;
+        id
+    }
+
     /// Starts an item: assigns its id and sends `item/started`.
     pub(crate) fn begin(&mut self, payload: ItemPayload) -> String {
         let id = item_id(self.next_item_seq);
