@@ -74,7 +74,7 @@ impl Memory {
         messages: &[Value],
     ) {
         let Some(every) = self.every().await else { return };
-        if ctx.turn_seq % every != 0 {
+        if !ctx.turn_seq.is_multiple_of(every) {
             return;
         }
         ctx.publish(event(&ctx.thread_id, Some(&ctx.turn_id), "consolidating", None));
