@@ -272,6 +272,8 @@ impl ApprovalSpec {
 pub(crate) mod roles {
     /// The spawn tool's name (DotCraft's).
     pub(crate) const SPAWN_TOOL: &str = "SpawnAgent";
+    /// The tools that make and steer sub-agents: a child of any role but `worker` has none.
+    const AGENT_CONTROL_TOOLS: &[&str] = &[SPAWN_TOOL, "SendInput", "WaitAgent", "ResumeAgent", "CloseAgent"];
     /// The built-in roles; the first is used when none is given.
     pub(crate) const ROLES: &[&str] = &["default", "worker", "explorer"];
     /// What `explorer` may call.
@@ -317,7 +319,7 @@ pub(crate) mod roles {
         match role_of(tool_profile) {
             None | Some("worker") => true,
             Some("explorer") => READ_ONLY_TOOLS.contains(&tool),
-            Some(_) => tool != SPAWN_TOOL,
+            Some(_) => !AGENT_CONTROL_TOOLS.contains(&tool),
         }
     }
 

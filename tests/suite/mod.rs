@@ -56,6 +56,7 @@ mod skills;
 mod startup;
 mod stdio;
 mod subagents;
+mod subagents_async;
 mod suggestions;
 mod threads;
 mod timeouts;

@@ -250,7 +250,12 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::mcp_tools::McpCallTool));
     tools.register(Arc::new(crate::agent::skill_tool::SkillViewTool { skills: skills.clone() }));
     tools.register(Arc::new(crate::agent::cron_tool::CronTool { service: cron_slot.clone() }));
-    tools.register(Arc::new(crate::subagent::spawn::SpawnAgentTool::default()));
+    let children = Arc::new(crate::subagent::background::Children::default());
+    tools.register(Arc::new(crate::subagent::spawn::SpawnAgentTool::new(children.clone())));
+    use crate::subagent::tools::Kind::{CloseAgent, ResumeAgent, SendInput, WaitAgent};
+    for kind in [SendInput, WaitAgent, ResumeAgent, CloseAgent] {
+        tools.register(Arc::new(crate::subagent::tools::ChildTool::new(kind, children.clone())));
+    }
     if config.enable_debug_methods {
         tools.register(Arc::new(DebugBlockTool));
         tools.register(Arc::new(crate::agent::debug_tools::DebugGatedTool));

@@ -1,6 +1,8 @@
 //! `SpawnAgent` (DotCraft's tool, protocol section 6.5): the agent hands a task to a child
 //! thread (`source` sub-agent, origin channel `subagent`) that runs under a profile and a role,
-//! waits for the child's turn and gets its final answer back as the tool's result.
+//! waits for the child's turn and gets its final answer back as the tool's result — or, with
+//! `runInBackground`, gets the child's id at once while the child runs on (`background.rs`;
+//! `WaitAgent` collects its answer later).
 //!
 //! Order on the parent's stream: the `SpawnAgent` `toolCall` item, `subagent/graphChanged` (the
 //! edge is committed with the child's row), `subagent/progress` snapshots while the child runs
@@ -10,7 +12,6 @@
 //! it the child's turn); the depth limit and the number of children running at once are bounded.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 use appserver_protocol::{
@@ -19,6 +20,7 @@ use appserver_protocol::{
 };
 use serde_json::{Value, json};
 
+use super::background::{Children, Run, Slot};
 use super::profiles::{self, NATIVE};
 use super::progress::Tracker;
 use crate::clock::UtcTime;
@@ -41,11 +43,18 @@ const PROGRESS_EVERY: Duration = Duration::from_millis(200);
 const MAX_PROMPT_BYTES: usize = 64 * 1024;
 const MAX_NICKNAME_CHARS: usize = 64;
 
-/// The tool; one per server, counting the children running at once.
-#[derive(Debug, Default)]
+/// The tool; one per server, with the children running in the background and the count of
+/// children running at once.
+#[derive(Debug)]
 pub(crate) struct SpawnAgentTool {
-    running: Arc<AtomicU32>,
+    children: Arc<Children>,
     tracker: Tracker,
+}
+
+impl SpawnAgentTool {
+    pub(crate) fn new(children: Arc<Children>) -> Self {
+        SpawnAgentTool { children, tracker: Tracker::default() }
+    }
 }
 
 /// What the agent asked for.
@@ -55,6 +64,8 @@ struct Request {
     nickname: Option<String>,
     role: String,
     profile: String,
+    /// Return at once; the child runs on.
+    background: bool,
 }
 
 fn request(arguments: &Value) -> Result<Request, String> {
@@ -76,16 +87,8 @@ fn request(arguments: &Value) -> Result<Request, String> {
         nickname,
         role: role.to_owned(),
         profile: text("profile").unwrap_or(NATIVE).to_owned(),
+        background: arguments.get("runInBackground").and_then(Value::as_bool).unwrap_or(false),
     })
-}
-
-/// One child running: released (the count goes down) when dropped.
-struct Slot(Arc<AtomicU32>);
-
-impl Drop for Slot {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
 }
 
 /// A child linked to its parent while its `SpawnAgent` call runs; unlinked when the call ends or
@@ -98,13 +101,6 @@ impl Drop for Linked {
     }
 }
 
-impl SpawnAgentTool {
-    fn take_slot(&self, max: u32) -> Option<Slot> {
-        let taken = self.running.fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| (n < max).then_some(n + 1));
-        taken.ok().map(|_| Slot(self.running.clone()))
-    }
-}
-
 impl Tool for SpawnAgentTool {
     fn name(&self) -> &str {
         roles::SPAWN_TOOL
@@ -113,7 +109,9 @@ impl Tool for SpawnAgentTool {
     fn description(&self) -> &str {
         "Spawn a sub-agent as a child thread to do a self-contained task, wait for it, and get its final answer. \
          agentPrompt is the task; agentNickname a short label shown to the user; agentRole default (all tools but \
-         SpawnAgent), explorer (read-only) or worker (all tools); profile a named sub-agent profile (default native)."
+         the sub-agent tools), explorer (read-only) or worker (all tools); profile a named sub-agent profile \
+         (default native). With runInBackground the call returns the child's id at once and the child runs on: \
+         collect its answer with WaitAgent, steer it with SendInput, stop it with CloseAgent."
     }
 
     fn input_schema(&self) -> Value {
@@ -123,6 +121,7 @@ impl Tool for SpawnAgentTool {
             "agentRole": { "type": "string", "enum": roles::ROLES,
                 "description": "Optional role. Built-in roles: default, worker, explorer. Defaults to default." },
             "profile": { "type": "string", "description": "Optional named subagent profile. Defaults to native." },
+            "runInBackground": { "type": "boolean", "description": "Return at once with the child's id; collect its answer later with WaitAgent." },
             "workingDirectory": { "type": "string", "description": "Not supported: children work in the parent's workspace." }
         }, "required": ["agentPrompt"] })
     }
@@ -184,7 +183,7 @@ impl SpawnAgentTool {
                 config.max_depth
             ));
         }
-        let slot = self.take_slot(config.max_concurrent).ok_or_else(|| {
+        let slot = self.children.take_slot(config.max_concurrent).ok_or_else(|| {
             format!(
                 "{} sub-agents are already running, the most allowed ([subagent] max_concurrent)",
                 config.max_concurrent
@@ -223,16 +222,26 @@ impl SpawnAgentTool {
             child_thread_id: handle.id.clone(),
         }));
         self.tracker.track(&ctx.thread_id, &ctx.turn_id, progress.clone());
+        if request.background {
+            drop(_linked);
+            let run = Run {
+                turns: turns.clone(),
+                parent: ctx.handle.clone(),
+                parent_cancel: ctx.cancel.clone(),
+                child: handle.clone(),
+                progress,
+                slot: prepared.slot,
+            };
+            self.children.start(run, request.prompt);
+            self.publish_progress(ctx);
+            return Ok(ToolOutput::json(&edge_json(&handle.id, "running", "", &edge)));
+        }
         let outcome = self.wait_for_child(ctx, &turns, &handle, &request.prompt).await;
         progress.complete();
         self.publish_progress(ctx);
         drop(prepared.slot);
         let status = outcome.status;
-        let result = json!({
-            "childThreadId": handle.id, "status": status, "message": outcome.message,
-            "agentNickname": edge.agent_nickname, "agentRole": edge.agent_role, "profileName": edge.profile_name,
-            "runtimeType": edge.runtime_type, "supportsSendInput": true, "supportsResume": true, "supportsClose": true,
-        });
+        let result = edge_json(&handle.id, status, &outcome.message, &edge);
         Ok(ToolOutput { success: status == "completed", ..ToolOutput::json(&result) })
     }
 
@@ -265,6 +274,16 @@ impl SpawnAgentTool {
     fn publish_progress(&self, ctx: &TurnContext) {
         publish(ctx, self.tracker.snapshot(&ctx.thread_id, &ctx.turn_id));
     }
+}
+
+/// What the agent reads of a child: its id, how it stands, its answer, its edge.
+pub(crate) fn edge_json(child: &str, status: &str, message: &str, edge: &EdgeRecord) -> Value {
+    json!({
+        "childThreadId": child, "status": status, "message": message,
+        "agentNickname": edge.agent_nickname, "agentRole": edge.agent_role, "profileName": edge.profile_name,
+        "runtimeType": edge.runtime_type, "edgeStatus": edge.status,
+        "supportsSendInput": true, "supportsResume": true, "supportsClose": true,
+    })
 }
 
 fn publish(ctx: &TurnContext, entries: Vec<appserver_protocol::SubAgentProgressEntry>) {
@@ -341,20 +360,25 @@ async fn create_child(
 }
 
 /// How the child's turn ended.
-struct Outcome {
-    status: &'static str,
-    message: String,
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Outcome {
+    pub(crate) status: &'static str,
+    pub(crate) message: String,
 }
 
 impl Outcome {
     fn failed(error: impl ToString) -> Self {
         Outcome { status: "failed", message: error.to_string() }
     }
+
+    pub(crate) fn cancelled() -> Self {
+        Outcome { status: "cancelled", message: "the sub-agent's turn was cancelled".into() }
+    }
 }
 
 /// Runs `prompt` as the child's turn and waits for it to end. Dropping the future (the parent's
 /// turn was interrupted) interrupts the child's turn.
-async fn run_turn(turns: &Arc<TurnService>, handle: &Arc<ThreadHandle>, prompt: &str) -> Outcome {
+pub(crate) async fn run_turn(turns: &Arc<TurnService>, handle: &Arc<ThreadHandle>, prompt: &str) -> Outcome {
     let parts = vec![InputPart::Text { text: prompt.to_owned() }];
     let prepared = PreparedInput {
         materialized: input::materialize(&parts, &turns.config.workspace).await,
@@ -385,6 +409,13 @@ async fn run_turn(turns: &Arc<TurnService>, handle: &Arc<ThreadHandle>, prompt: 
     read_outcome(turns, &handle.id, &turn_id).await
 }
 
+/// How the child's last turn ended; `None` when it has none.
+pub(crate) async fn last_outcome(turns: &TurnService, child: &str) -> Option<Outcome> {
+    let (turns_of, _) = turns.store.turns(child, None, Some(1)).await.ok()?;
+    let last = turns_of.last()?;
+    Some(read_outcome(turns, child, &last.id).await)
+}
+
 /// The child's final answer (its last agent message), or why its turn did not complete.
 async fn read_outcome(turns: &TurnService, thread_id: &str, turn_id: &str) -> Outcome {
     let Some(seq) = parse_seq(turn_id, "turn_") else { return Outcome::failed("no such turn") };
@@ -400,7 +431,8 @@ async fn read_outcome(turns: &TurnService, thread_id: &str, turn_id: &str) -> Ou
     });
     match turn.status {
         TurnStatus::Completed => Outcome { status: "completed", message: answer.unwrap_or_default() },
-        TurnStatus::Cancelled => Outcome { status: "cancelled", message: "the sub-agent's turn was cancelled".into() },
+        TurnStatus::Cancelled => Outcome::cancelled(),
+        TurnStatus::Running | TurnStatus::WaitingApproval => Outcome { status: "running", message: String::new() },
         _ => Outcome::failed(turn.error.unwrap_or_else(|| "the sub-agent's turn failed".to_owned())),
     }
 }
@@ -421,11 +453,11 @@ mod tests {
 
     #[test]
     fn slots_are_bounded() {
-        let tool = SpawnAgentTool::default();
-        let a = tool.take_slot(2).unwrap();
-        let _b = tool.take_slot(2).unwrap();
-        assert!(tool.take_slot(2).is_none());
+        let children = Children::default();
+        let a = children.take_slot(2).unwrap();
+        let _b = children.take_slot(2).unwrap();
+        assert!(children.take_slot(2).is_none());
         drop(a);
-        assert!(tool.take_slot(2).is_some());
+        assert!(children.take_slot(2).is_some());
     }
 }

@@ -6,9 +6,9 @@
 use std::sync::{Arc, Mutex};
 
 use appserver_protocol::{
-    RemovedResult, ServerNotification, SubAgentChild, SubAgentChildrenListParams, SubAgentChildrenListResult,
-    SubAgentControlParams, SubAgentEdge, SubAgentEdgeResult, SubAgentGraphChangedParams, SubAgentProfileNameParams,
-    SubAgentProfileResult, SubAgentProfileSetEnabledParams, SubAgentProfileUpsertParams, SubAgentProfilesListParams,
+    RemovedResult, SubAgentChild, SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentControlParams,
+    SubAgentEdge, SubAgentEdgeResult, SubAgentProfileNameParams, SubAgentProfileResult,
+    SubAgentProfileSetEnabledParams, SubAgentProfileUpsertParams, SubAgentProfilesListParams,
     SubAgentProfilesListResult, SubAgentSettingsResult, SubAgentSettingsUpdateParams, ThreadStatus,
 };
 use toml_edit::DocumentMut;
@@ -16,7 +16,7 @@ use toml_edit::DocumentMut;
 use super::threads::change_status;
 use super::workspace::announce_config_changed;
 use crate::rpc::RequestCtx;
-use crate::store::{EdgeRecord, ThreadWrite};
+use crate::store::EdgeRecord;
 use crate::subagent::{SubAgentError, profiles};
 use crate::threads::{SessionError, wire};
 use crate::workspace::WorkspaceError;
@@ -171,9 +171,9 @@ pub(crate) async fn handle_remove(
 
 /// The edge of `child` under `parent`, or -32602.
 async fn child_edge(ctx: &RequestCtx, p: &SubAgentControlParams) -> Result<EdgeRecord, SessionError> {
-    match ctx.state.store.parent_edge(&p.child_thread_id).await? {
-        Some(edge) if edge.parent_thread_id == p.parent_thread_id => Ok(edge),
-        _ => Err(SessionError::InvalidParams(format!(
+    match crate::subagent::control::child_edge(&ctx.state.turns, &p.parent_thread_id, &p.child_thread_id).await? {
+        Some(edge) => Ok(edge),
+        None => Err(SessionError::InvalidParams(format!(
             "{} is not a sub-agent child of {}",
             p.child_thread_id, p.parent_thread_id
         ))),
@@ -181,18 +181,8 @@ async fn child_edge(ctx: &RequestCtx, p: &SubAgentControlParams) -> Result<EdgeR
 }
 
 /// Sets the edge's status and tells the parent's recipients (`subagent/graphChanged`).
-async fn set_edge(ctx: &RequestCtx, mut edge: EdgeRecord, status: &str) -> Result<SubAgentEdgeResult, SessionError> {
-    let write = ThreadWrite::SetEdgeStatus { child_thread_id: edge.child_thread_id.clone(), status: status.to_owned() };
-    ctx.state.store.write(write).await?;
-    edge.status = status.to_owned();
-    let changed = SubAgentGraphChangedParams {
-        parent_thread_id: edge.parent_thread_id.clone(),
-        child_thread_id: edge.child_thread_id.clone(),
-    };
-    match ctx.state.threads.get(&edge.parent_thread_id).await {
-        Ok(parent) => parent.publish(&ServerNotification::SubAgentGraphChanged(changed)),
-        Err(err) => tracing::warn!(error = %err, "sub-agent parent not loaded; graph change not announced"),
-    }
+async fn set_edge(ctx: &RequestCtx, edge: EdgeRecord, status: &str) -> Result<SubAgentEdgeResult, SessionError> {
+    let edge = crate::subagent::control::set_edge(&ctx.state.turns, edge, status).await?;
     Ok(SubAgentEdgeResult { edge: self::edge(edge) })
 }
 
@@ -202,12 +192,8 @@ pub(crate) async fn handle_close(
     p: SubAgentControlParams,
 ) -> Result<SubAgentEdgeResult, SessionError> {
     let edge = child_edge(ctx, &p).await?;
-    if let Some(child) = ctx.state.threads.loaded(&p.child_thread_id)
-        && let Some(running) = child.state().running.as_ref()
-    {
-        running.cancel.cancel();
-    }
-    set_edge(ctx, edge, "closed").await
+    let edge = crate::subagent::control::close(&ctx.state.turns, edge).await?;
+    Ok(SubAgentEdgeResult { edge: self::edge(edge) })
 }
 
 /// `subagent/resume`: a paused child becomes active again and its edge reopens (the child is sent
