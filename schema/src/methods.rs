@@ -64,10 +64,10 @@ use crate::terminal::{
     TerminalResult, TerminalSessionParams, TerminalWriteParams,
 };
 use crate::thread::{
-    EmptyResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult, ThreadModeSetParams,
-    ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams, ThreadRenamedParams,
-    ThreadResult, ThreadResumeParams, ThreadResumedParams, ThreadRollbackParams, ThreadRuntimeChangedParams,
-    ThreadStartParams, ThreadStatusChangedParams, ThreadSubscribeParams,
+    EmptyResult, ThreadCompactResult, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult,
+    ThreadModeSetParams, ThreadQueueUpdatedParams, ThreadReadParams, ThreadReadResult, ThreadRenameParams,
+    ThreadRenamedParams, ThreadResult, ThreadResumeParams, ThreadResumedParams, ThreadRollbackParams,
+    ThreadRuntimeChangedParams, ThreadStartParams, ThreadStatusChangedParams, ThreadSubscribeParams,
 };
 use crate::turn::{
     DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,
@@ -235,6 +235,7 @@ request_table! { roles ClientRequest, client_request_schemas;
     ThreadUnarchive => "thread/unarchive" [Owner, ChannelAdapter] (ThreadIdParams) -> EmptyResult;
     ThreadDelete => "thread/delete" [Owner, ChannelAdapter] (ThreadIdParams) -> EmptyResult;
     ThreadModeSet => "thread/mode/set" [Owner, ChannelAdapter, Editor] (ThreadModeSetParams) -> EmptyResult;
+    ThreadCompact => "thread/compact" [Owner, ChannelAdapter, Editor] (ThreadIdParams) -> ThreadCompactResult;
     ThreadRename => "thread/rename" [Owner, ChannelAdapter] (ThreadRenameParams) -> EmptyResult;
     ThreadConfigUpdate => "thread/config/update" [Owner, ChannelAdapter, Editor] (ThreadConfigUpdateParams) -> EmptyResult;
     /// Submit input and start the agent; the turn streams as notifications.

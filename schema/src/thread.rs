@@ -185,6 +185,15 @@ pub struct Thread {
     pub context_usage: Option<ContextUsageSnapshot>,
 }
 
+/// Result of `thread/compact` (appserver extension): whether the history was compacted, and the
+/// thread's context usage after.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ThreadCompactResult {
+    pub compacted: bool,
+    pub context_usage: ContextUsageSnapshot,
+}
+
 /// `contextUsage` (section 4.4): context-window occupancy for the desktop's token ring; not
 /// billing usage.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -194,3 +194,39 @@ async fn compaction_that_keeps_failing_is_given_up() {
     }
     assert_eq!(ends, ["compactFailed", "compactFailed", "compactFailed", "compactSkipped"]);
 }
+
+#[tokio::test]
+async fn thread_compact_compacts_an_idle_thread_on_request() {
+    let mock = MockModel::start(vec![
+        Reply::Sse(text_reply(&["First answer."], (100, 10))),
+        Reply::Sse(text_reply(&["Second answer."], (200, 10))),
+        Reply::Sse(text_reply(&["Summary: two answers were given."], (300, 10))),
+        Reply::Sse(text_reply(&["Third answer."], (50, 10))),
+    ])
+    .await;
+    let server = server(&mock).await;
+    let mut client = client(&server).await;
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    turn(&mut client, &thread_id, "one").await;
+    turn(&mut client, &thread_id, "two").await;
+    client.request("thread/subscribe", json!({ "threadId": thread_id })).await.unwrap();
+    let result = client.request("thread/compact", json!({ "threadId": thread_id })).await.unwrap();
+    assert_eq!(result["compacted"], true, "{result}");
+    assert!(result["contextUsage"]["tokens"].as_u64().unwrap() > 0);
+    let mut kinds = Vec::new();
+    while kinds.len() < 2 {
+        let event = client.next_event().await.unwrap();
+        if event.method() == Some("system/event") {
+            assert_eq!(event.params()["turnId"], "turn_002");
+            kinds.push(event.params()["kind"].as_str().unwrap().to_owned());
+        }
+    }
+    assert_eq!(kinds, ["compacting", "compacted"]);
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    let last_item = read["thread"]["turns"][1]["items"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last_item["payload"]["kind"], "compacted", "{last_item}");
+    assert_eq!(last_item["payload"]["trigger"], "manual");
+    turn(&mut client, &thread_id, "three").await;
+    let sent = mock.requests().last().unwrap().1["messages"].to_string();
+    assert!(sent.contains("Summary: two answers were given.") && !sent.contains("First answer."), "{sent}");
+}

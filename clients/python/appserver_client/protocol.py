@@ -1810,6 +1810,13 @@ Thread = TypedDict("Thread", {
     "userId": NotRequired[Optional[str]],
 })
 
+# Result of `thread/compact` (appserver extension): whether the history was compacted, and the
+# thread's context usage after.
+ThreadCompactResult = TypedDict("ThreadCompactResult", {
+    "compacted": bool,
+    "contextUsage": "ContextUsageSnapshot",
+})
+
 ThreadConfigUpdateParams = TypedDict("ThreadConfigUpdateParams", {
     "threadId": str,
     "config": "ThreadConfiguration",
@@ -2174,7 +2181,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2238,6 +2245,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "terminal/stop": ("TerminalSessionParams", "TerminalResult"),
     "terminal/write": ("TerminalWriteParams", "TerminalResult"),
     "thread/archive": ("ThreadIdParams", "EmptyResult"),
+    "thread/compact": ("ThreadIdParams", "ThreadCompactResult"),
     "thread/config/update": ("ThreadConfigUpdateParams", "EmptyResult"),
     "thread/delete": ("ThreadIdParams", "EmptyResult"),
     "thread/list": ("ThreadListParams", "ThreadListResult"),
@@ -2523,6 +2531,9 @@ class ClientRequests:
 
     async def thread_archive(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("thread/archive", params, timeout)
+
+    async def thread_compact(self, params: "ThreadIdParams", timeout: Optional[float] = None) -> "ThreadCompactResult":
+        return await self.request("thread/compact", params, timeout)
 
     async def thread_config_update(self, params: "ThreadConfigUpdateParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("thread/config/update", params, timeout)

@@ -11,13 +11,11 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use appserver_protocol::{
-    Item, ItemEventParams, ItemPayload, ItemStatus, ServerNotification, SystemEventParams, SystemNoticePayload,
-};
+use appserver_protocol::{ItemPayload, ServerNotification, SystemEventParams, SystemNoticePayload};
 use serde_json::{Value, json};
 
+use super::context::idle::record_after_turn;
 use crate::model::ModelProvider;
-use crate::store::{ThreadWrite, WriteOp};
 use crate::threads::ThreadHandle;
 use crate::turns::context::TurnContext;
 use crate::workspace::ConfigFile;
@@ -151,23 +149,9 @@ impl Job {
     /// The `memoryConsolidated` notice, in the turn it follows.
     fn record_notice(&self) {
         let (seq, turn_id, item_id) = &self.turn;
-        let now = crate::clock::now_rfc3339();
-        let item = Item {
-            id: item_id.clone(),
-            turn_id: turn_id.clone(),
-            payload: ItemPayload::SystemNotice(SystemNoticePayload {
-                kind: "memoryConsolidated".into(),
-                ..Default::default()
-            }),
-            status: ItemStatus::Completed,
-            created_at: now.clone(),
-            completed_at: Some(now),
-        };
-        let params =
-            ItemEventParams { thread_id: self.handle.id.clone(), turn_id: turn_id.clone(), item: item.clone() };
-        self.handle.publish(&ServerNotification::ItemStarted(params.clone()));
-        let write = WriteOp::from(ThreadWrite::item(&self.handle.id, *seq, &item));
-        if let Err(err) = self.handle.publish_with(&ServerNotification::ItemCompleted(params), write, false) {
+        let notice = SystemNoticePayload { kind: "memoryConsolidated".into(), ..Default::default() };
+        let recorded = record_after_turn(&self.handle, (*seq, turn_id, item_id), ItemPayload::SystemNotice(notice));
+        if let Err(err) = recorded {
             tracing::warn!(thread = %self.handle.id, error = %err, "cannot record the memory notice");
         }
     }

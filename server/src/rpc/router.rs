@@ -40,6 +40,7 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
         R::ThreadUnarchive(p) => answer::<m::ThreadUnarchive, _>(id, thread_tree::handle_thread_unarchive(ctx, p)),
         R::ThreadDelete(p) => answer::<m::ThreadDelete, _>(id, thread_tree::handle_thread_delete(ctx, p)),
         R::ThreadModeSet(p) => answer::<m::ThreadModeSet, _>(id, threads::handle_thread_mode_set(ctx, p)),
+        R::ThreadCompact(p) => answer::<m::ThreadCompact, _>(id, threads::handle_thread_compact(ctx, p)),
         R::ThreadRename(p) => answer::<m::ThreadRename, _>(id, threads::handle_thread_rename(ctx, p)),
         R::ThreadConfigUpdate(p) => {
             answer::<m::ThreadConfigUpdate, _>(id, threads::handle_thread_config_update(ctx, p))

@@ -2161,6 +2161,15 @@ export interface Thread {
   userId?: string | null;
 }
 
+/**
+ * Result of `thread/compact` (appserver extension): whether the history was compacted, and the
+ * thread's context usage after.
+ */
+export interface ThreadCompactResult {
+  compacted: boolean;
+  contextUsage: ContextUsageSnapshot;
+}
+
 export interface ThreadConfigUpdateParams {
   threadId: string;
   config: ThreadConfiguration;
@@ -2637,6 +2646,7 @@ export interface ClientRequestMap {
   "terminal/stop": { params: TerminalSessionParams; result: TerminalResult };
   "terminal/write": { params: TerminalWriteParams; result: TerminalResult };
   "thread/archive": { params: ThreadIdParams; result: EmptyResult };
+  "thread/compact": { params: ThreadIdParams; result: ThreadCompactResult };
   "thread/config/update": { params: ThreadConfigUpdateParams; result: EmptyResult };
   "thread/delete": { params: ThreadIdParams; result: EmptyResult };
   "thread/list": { params: ThreadListParams; result: ThreadListResult };

@@ -6,6 +6,7 @@ use appserver_protocol::{InputPart, Item, ItemPayload};
 use serde_json::{Value, json};
 
 use crate::agent::dynamic;
+use crate::store::{Store, StoreError};
 use crate::threads::wire;
 use crate::turns::context::{TurnContext, TurnError};
 
@@ -46,12 +47,21 @@ pub(crate) fn summary_message(summary: &str) -> Value {
 /// The thread's turns before this one since its last summary. Without any summary, and with
 /// automatic compaction off (`compacting`: false), only the last [`PAGE`] turns.
 pub(crate) async fn stored(ctx: &TurnContext, compacting: bool) -> Result<History, TurnError> {
-    let store = &ctx.turns().store;
-    let mut before = ctx.turn_seq;
+    Ok(before(&ctx.turns().store, &ctx.thread_id, ctx.turn_seq, compacting).await?)
+}
+
+/// The thread's turns before turn `before_seq` since its last summary ([`stored`]).
+pub(crate) async fn before(
+    store: &Store,
+    thread_id: &str,
+    before_seq: u32,
+    compacting: bool,
+) -> Result<History, StoreError> {
+    let mut before = before_seq;
     let mut pages: Vec<Vec<Item>> = Vec::new();
     let mut scanned = 0;
     loop {
-        let (turns, more) = wire::load_turns(store, &ctx.thread_id, Some(before), Some(PAGE)).await?;
+        let (turns, more) = wire::load_turns(store, thread_id, Some(before), Some(PAGE)).await?;
         let Some(first) = turns.first() else { break };
         before = crate::store::parse_seq(&first.id, "turn_").unwrap_or(0);
         scanned += turns.len();

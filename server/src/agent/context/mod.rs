@@ -8,6 +8,7 @@
 
 pub(crate) mod compact;
 pub(crate) mod history;
+pub(crate) mod idle;
 
 use std::collections::HashMap;
 use std::sync::Mutex;

@@ -508,6 +508,25 @@ pub(crate) async fn handle_thread_mode_set(
     Ok(EmptyResult {})
 }
 
+/// `thread/compact` (appserver extension): compacts an idle thread's history now, as an
+/// automatic compaction would after a turn (docs/protocol.md, "The context window").
+pub(crate) async fn handle_thread_compact(
+    ctx: &RequestCtx,
+    p: appserver_protocol::ThreadIdParams,
+) -> Result<appserver_protocol::ThreadCompactResult, SessionError> {
+    let provider = ctx.state.model.clone().ok_or_else(|| {
+        SessionError::InvalidParams("no model is configured: there is no context window to compact".into())
+    })?;
+    let handle = ctx.state.threads.get(&p.thread_id).await?;
+    handle.state().require_exists()?;
+    use crate::agent::context::idle::{CompactError, compact_idle};
+    match compact_idle(&ctx.state.turns, &handle, &provider).await {
+        Ok((compacted, context_usage)) => Ok(appserver_protocol::ThreadCompactResult { compacted, context_usage }),
+        Err(CompactError::Running) => Err(SessionError::InvalidParams(CompactError::Running.to_string())),
+        Err(CompactError::Store(err)) => Err(err.into()),
+    }
+}
+
 pub(crate) async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams) -> Result<EmptyResult, SessionError> {
     let name = p.display_name.trim().to_owned();
     if name.is_empty() {
