@@ -130,7 +130,7 @@ async fn profiles_are_managed_checked_and_survive_a_restart() {
     assert_eq!((entry["isBuiltIn"].as_bool(), entry["hasWorkspaceOverride"].as_bool()), (Some(false), Some(true)));
     assert_eq!(entry["definition"]["bin"], "sh");
     assert_eq!(entry["diagnostic"]["binaryResolved"], true);
-    assert_eq!(entry["diagnostic"]["hiddenFromPrompt"], true, "this server runs only native sub-agents");
+    assert_eq!(entry["diagnostic"]["hiddenFromPrompt"], false, "a cli-oneshot profile whose binary is found runs");
     let changed = client.wait_for("workspace/configChanged").await.unwrap();
     assert_eq!(changed.params()["source"], "subagent/profiles/upsert");
     assert_eq!(changed.params()["regions"], json!(["subagent"]));

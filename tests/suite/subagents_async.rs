@@ -2,7 +2,7 @@
 //! `WaitAgent`, `CloseAgent`, `ResumeAgent`): the parent gets the child's id at once and goes on,
 //! collects the child's answers with `WaitAgent`, gives it its next task with `SendInput`, closes
 //! it; a thread controls only its own children; interrupting the parent's turn cancels a child
-//! running in the background.
+//! running in the background; a `cli-oneshot` profile runs its CLI confined and answers.
 
 use appserver_client::Event;
 use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
@@ -153,4 +153,48 @@ async fn a_thread_controls_only_its_own_children_and_an_interrupt_cancels_them()
         .find(|e| e.method() == Some("item/completed") && e.params()["item"]["type"] == "toolResult")
         .unwrap();
     assert!(refused.params()["item"]["payload"]["result"].as_str().unwrap().contains("not a sub-agent of this thread"));
+}
+
+/// A `cli-oneshot` profile: the child's turn runs the CLI once, confined like any command, and
+/// its answer (from its JSON output) comes back as the child's answer.
+#[tokio::test]
+async fn a_cli_oneshot_profile_runs_its_cli_confined_and_answers() {
+    let mock = MockModel::start(Vec::new()).await;
+    let server = ServerBuilder::ws().mock_model(&mock).args(["--approval-policy", "never"]).spawn().await.unwrap();
+    let script = server.workspace.join("fake-agent.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/sh\nbytes=$(cat .appserver/config.toml 2>/dev/null | wc -c)\necho starting >&2\n\
+         printf '{\"result\":\"cli says: %s (config bytes %s)\",\"usage\":{\"input\":7,\"output\":2}}\\n' \"$1\" \"$bytes\"\n",
+    )
+    .unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&script).status().unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let definition = json!({ "runtime": "cli-oneshot", "bin": "./fake-agent.sh", "inputMode": "arg",
+        "outputFormat": "json", "outputJsonPath": "$.result",
+        "outputInputTokensJsonPath": "usage.input", "outputOutputTokensJsonPath": "usage.output" });
+    client.request("subagent/profiles/upsert", json!({ "name": "fake", "definition": definition })).await.unwrap();
+    let listed = client.request("subagent/profiles/list", json!({})).await.unwrap();
+    let fake = listed["profiles"].as_array().unwrap().iter().find(|p| p["name"] == "fake").unwrap().clone();
+    assert_eq!(fake["diagnostic"]["hiddenFromPrompt"], false, "{fake}");
+    mock.respond_with(|body| {
+        let (role, _, _) = last(body);
+        match role.as_str() {
+            "user" => call("s", "SpawnAgent", json!({ "agentPrompt": "hello", "profile": "fake" })),
+            _ => Reply::Sse(text_reply(&["ok"], (1, 1))),
+        }
+    });
+    let parent = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let started = client.request("turn/start", json!({ "threadId": parent, "input": text("delegate") })).await.unwrap();
+    let events = events_until_turn_ends(&mut client, started["turn"]["id"].as_str().unwrap()).await.unwrap();
+    let result = &results(&events)[0];
+    assert_eq!(result["status"], "completed", "{result}");
+    assert_eq!(result["message"], "cli says: hello (config bytes 0)", "the CLI ran confined: {result}");
+    assert_eq!(result["runtimeType"], "cli-oneshot");
+    let child = result["childThreadId"].as_str().unwrap();
+    let read = client.request("thread/read", json!({ "threadId": child, "includeTurns": true })).await.unwrap();
+    let turn = &read["thread"]["turns"][0];
+    assert_eq!(turn["tokenUsage"]["inputTokens"], 7, "{turn}");
+    let types: Vec<&str> = turn["items"].as_array().unwrap().iter().map(|i| i["type"].as_str().unwrap()).collect();
+    assert_eq!(types, ["userMessage", "agentMessage"]);
 }

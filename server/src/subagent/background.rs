@@ -45,6 +45,8 @@ pub(crate) struct Run {
     pub(crate) child: Arc<ThreadHandle>,
     pub(crate) progress: Arc<Progress>,
     pub(crate) slot: Slot,
+    /// The agent of the child's turn when it is not the server's (a `cli-oneshot` profile).
+    pub(crate) agent: Option<Arc<dyn crate::turns::agent::Agent>>,
 }
 
 impl Children {
@@ -81,11 +83,11 @@ impl Children {
         let children = self.clone();
         let tasks = run.turns.tasks.clone();
         tasks.spawn(async move {
-            let Run { turns, parent, parent_cancel, child, progress, slot } = run;
+            let Run { turns, parent, parent_cancel, child, progress, slot, agent } = run;
             child.state().subagent =
                 Some(Arc::new(Link { parent: Arc::downgrade(&parent), progress: progress.clone() }));
             let outcome = tokio::select! {
-                outcome = run_turn(&turns, &child, &prompt) => outcome,
+                outcome = run_turn(&turns, &child, &prompt, agent) => outcome,
                 // The parent's turn was interrupted: dropping the run cancels the child's turn.
                 _ = parent_cancel.cancelled() => last_outcome(&turns, &child.id).await.unwrap_or(Outcome::cancelled()),
             };

@@ -116,14 +116,20 @@ impl Config {
 fn diagnose(definition: &SubAgentProfileWrite, enabled: bool, workspace: &Path) -> SubAgentProfileDiagnostic {
     let mut warnings = Vec::new();
     let native = definition.runtime == NATIVE_RUNTIME;
+    let known = native || definition.runtime == CLI_ONESHOT_RUNTIME;
     let binary_resolved = native || definition.bin.as_deref().is_some_and(|b| resolve_binary(b, workspace));
     if !native && !binary_resolved {
         warnings.push(format!("`{}` was not found", definition.bin.as_deref().unwrap_or_default()));
     }
     let hidden_reason = if !enabled {
         Some("disabled in this workspace".to_owned())
-    } else if !native {
-        Some(format!("this server runs only `{NATIVE_RUNTIME}` sub-agents, not `{}`", definition.runtime))
+    } else if !known {
+        Some(format!(
+            "this server runs `{NATIVE_RUNTIME}` and `{CLI_ONESHOT_RUNTIME}` sub-agents, not `{}`",
+            definition.runtime
+        ))
+    } else if !binary_resolved {
+        Some(format!("`{}` was not found", definition.bin.as_deref().unwrap_or_default()))
     } else {
         None
     };

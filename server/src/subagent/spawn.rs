@@ -21,6 +21,7 @@ use appserver_protocol::{
 use serde_json::{Value, json};
 
 use super::background::{Children, Run, Slot};
+use super::cli::CliAgent;
 use super::profiles::{self, NATIVE};
 use super::progress::Tracker;
 use crate::clock::UtcTime;
@@ -30,6 +31,7 @@ use crate::store::{EdgeRecord, ThreadRecord, ThreadWrite, WriteOp, parse_seq};
 use crate::threads::subagent::{Link, Progress};
 use crate::threads::{ThreadHandle, new_thread_id, wire};
 use crate::turns::TurnService;
+use crate::turns::agent::Agent;
 use crate::turns::context::{TurnContext, TurnError};
 use crate::turns::input::{self, PreparedInput};
 use crate::turns::runner::{self, Origin};
@@ -151,9 +153,41 @@ impl TurnTool for SpawnAgentTool {
                 Ok(prepared) => prepared,
                 Err(message) => return Ok(ToolOutput::error(message)),
             };
+            if let Err(message) = approve_cli(ctx, &request, &prepared).await? {
+                return Ok(ToolOutput::error(message));
+            }
             self.run_child(ctx, request, prepared).await
         })
     }
+}
+
+/// A `cli-oneshot` child runs a command: the parent's approval first, as for `Exec` (asked every
+/// time where commands cannot be confined). `Ok(Err(message))`: not approved.
+async fn approve_cli(
+    ctx: &mut TurnContext,
+    request: &Request,
+    prepared: &Prepared,
+) -> Result<Result<(), String>, TurnError> {
+    let Some(definition) = &prepared.cli else { return Ok(Ok(())) };
+    let line = match super::cli::command_line(definition, &request.prompt) {
+        Ok(line) => line,
+        Err(message) => return Ok(Err(format!("the profile `{}` cannot run: {message}", request.profile))),
+    };
+    let shell = ctx.turns().tool_env.shell.clone();
+    let mode = roles::sandbox_mode(&request.role).and_then(crate::policy::SandboxMode::parse);
+    let mode = mode.unwrap_or_else(|| shell.mode_for(ctx.handle.state().record.configuration.as_ref()));
+    let workspace = ctx.turns().config.workspace.display().to_string();
+    let reason = format!("The agent wants to run the sub-agent CLI of profile `{}`", request.profile);
+    let mut spec = crate::policy::ApprovalSpec::new("shell", &line, &workspace, reason);
+    if shell.unconfined(mode) {
+        spec = spec.must_ask();
+    }
+    Ok(match crate::turns::approvals::gate(ctx, &spec).await? {
+        crate::turns::approvals::Gate::Proceed => Ok(()),
+        crate::turns::approvals::Gate::Declined(message) => {
+            Err(format!("the sub-agent CLI was not approved. {message}"))
+        }
+    })
 }
 
 /// A child about to be made: its edge and configuration, and the running slot it holds.
@@ -161,7 +195,16 @@ struct Prepared {
     depth: u32,
     configuration: ThreadConfiguration,
     runtime_type: String,
+    /// A `cli-oneshot` profile's definition (`None`: the server's own agent runs the child).
+    cli: Option<appserver_protocol::SubAgentProfileWrite>,
     slot: Slot,
+}
+
+impl Prepared {
+    /// The agent of the child's turns, when it is not the server's.
+    fn agent(&self) -> Option<Arc<dyn Agent>> {
+        self.cli.clone().map(|definition| Arc::new(CliAgent { definition }) as Arc<dyn Agent>)
+    }
 }
 
 impl SpawnAgentTool {
@@ -198,7 +241,8 @@ impl SpawnAgentTool {
             tool_profile: Some(roles::tool_profile(&request.role)),
             ..ThreadConfiguration::default()
         };
-        Ok(Prepared { depth, configuration, runtime_type: profile.definition.runtime, slot })
+        let cli = (profile.definition.runtime == profiles::CLI_ONESHOT_RUNTIME).then(|| profile.definition.clone());
+        Ok(Prepared { depth, configuration, runtime_type: profile.definition.runtime, cli, slot })
     }
 
     async fn run_child(
@@ -230,13 +274,14 @@ impl SpawnAgentTool {
                 parent_cancel: ctx.cancel.clone(),
                 child: handle.clone(),
                 progress,
+                agent: prepared.agent(),
                 slot: prepared.slot,
             };
             self.children.start(run, request.prompt);
             self.publish_progress(ctx);
             return Ok(ToolOutput::json(&edge_json(&handle.id, "running", "", &edge)));
         }
-        let outcome = self.wait_for_child(ctx, &turns, &handle, &request.prompt).await;
+        let outcome = self.wait_for_child(ctx, &turns, &handle, &request.prompt, prepared.agent()).await;
         progress.complete();
         self.publish_progress(ctx);
         drop(prepared.slot);
@@ -252,8 +297,9 @@ impl SpawnAgentTool {
         turns: &Arc<TurnService>,
         handle: &Arc<ThreadHandle>,
         prompt: &str,
+        agent: Option<Arc<dyn Agent>>,
     ) -> Outcome {
-        let run = run_turn(turns, handle, prompt);
+        let run = run_turn(turns, handle, prompt, agent);
         tokio::pin!(run);
         let mut ticker = tokio::time::interval(PROGRESS_EVERY);
         let mut last = None;
@@ -278,11 +324,12 @@ impl SpawnAgentTool {
 
 /// What the agent reads of a child: its id, how it stands, its answer, its edge.
 pub(crate) fn edge_json(child: &str, status: &str, message: &str, edge: &EdgeRecord) -> Value {
+    let native = edge.runtime_type == profiles::NATIVE_RUNTIME;
     json!({
         "childThreadId": child, "status": status, "message": message,
         "agentNickname": edge.agent_nickname, "agentRole": edge.agent_role, "profileName": edge.profile_name,
         "runtimeType": edge.runtime_type, "edgeStatus": edge.status,
-        "supportsSendInput": true, "supportsResume": true, "supportsClose": true,
+        "supportsSendInput": native, "supportsResume": native, "supportsClose": native,
     })
 }
 
@@ -378,7 +425,12 @@ impl Outcome {
 
 /// Runs `prompt` as the child's turn and waits for it to end. Dropping the future (the parent's
 /// turn was interrupted) interrupts the child's turn.
-pub(crate) async fn run_turn(turns: &Arc<TurnService>, handle: &Arc<ThreadHandle>, prompt: &str) -> Outcome {
+pub(crate) async fn run_turn(
+    turns: &Arc<TurnService>,
+    handle: &Arc<ThreadHandle>,
+    prompt: &str,
+    agent: Option<Arc<dyn Agent>>,
+) -> Outcome {
     let parts = vec![InputPart::Text { text: prompt.to_owned() }];
     let prepared = PreparedInput {
         materialized: input::materialize(&parts, &turns.config.workspace).await,
@@ -392,10 +444,11 @@ pub(crate) async fn run_turn(turns: &Arc<TurnService>, handle: &Arc<ThreadHandle
         let mut state = handle.state();
         runner::reserve(turns, &handle.hub, &mut state, prepared, None, origin)
     };
-    let reservation = match reserved {
+    let mut reservation = match reserved {
         Ok(reservation) => reservation,
         Err(err) => return Outcome::failed(err),
     };
+    reservation.agent = agent;
     let cascade = reservation.cancel.clone().drop_guard();
     let reservation = match runner::persist(turns, handle, reservation, None).await {
         Ok(reservation) => reservation,

@@ -152,6 +152,9 @@ impl ChildTool {
         if edge.status != "open" {
             return Err(format!("{} is closed; ResumeAgent it first", edge.child_thread_id));
         }
+        if edge.runtime_type != super::profiles::NATIVE_RUNTIME {
+            return Err(format!("{} runs an external CLI once; spawn another for a new task", edge.child_thread_id));
+        }
         let turns = ctx.turns().clone();
         let child = turns.threads.get(&edge.child_thread_id).await.map_err(|e| e.to_string())?;
         if child.state().running.is_some() {
@@ -181,6 +184,7 @@ impl ChildTool {
             child,
             progress: Arc::new(Progress::new(label)),
             slot,
+            agent: None,
         };
         self.children.start(run, message.to_owned());
         Ok(ToolOutput::json(&edge_json(&edge.child_thread_id, "running", "", &edge)))

@@ -50,6 +50,8 @@ pub(crate) struct Reservation {
     /// For a dequeued input: where it was in the queue, to put it back if the start is not
     /// written, and the queue to announce once it is.
     dequeued: Option<Dequeued>,
+    /// The agent that runs this turn instead of the server's (a `cli-oneshot` sub-agent's).
+    pub(crate) agent: Option<Arc<dyn super::agent::Agent>>,
 }
 
 #[derive(Debug)]
@@ -159,6 +161,7 @@ fn reserve_with(
         begun: Some(begun),
         queued_by: None,
         dequeued: None,
+        agent: None,
     })
 }
 
@@ -282,14 +285,14 @@ pub(crate) fn spawn_then(
 }
 
 async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
-    let Reservation { turn, user_item, input, messages, cancel, .. } = reservation;
+    let Reservation { turn, user_item, input, messages, cancel, agent, .. } = reservation;
     let _running = crate::telemetry::TurnGauge::start();
     // Cluster mode: fires when this instance's lease on the thread is taken over.
     let lost = handle.fence.lost_token();
 
     let mut ctx =
         TurnContext::new(turns.clone(), handle.clone(), &turn, user_item, input.materialized, messages, cancel.clone());
-    let agent = turns.agent.clone();
+    let agent = agent.unwrap_or_else(|| turns.agent.clone());
     let result = {
         let agent_run = agent.run(&mut ctx);
         tokio::select! {
