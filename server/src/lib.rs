@@ -20,6 +20,7 @@ mod config;
 mod cron;
 mod debug;
 mod delivery;
+mod exec;
 mod lock;
 mod mcp;
 mod mcphost;
@@ -43,8 +44,9 @@ mod workspace;
 // What the binary, the integration tests' harness and the benchmark use; everything else is the
 // crate's own (docs/architecture.md, "Code map").
 pub use acp::acp_stdio;
-pub use cli::{Cli, CliError, Command, parse as parse_command_line};
+pub use cli::{Cli, CliError, Command, ExecRequest, parse as parse_command_line};
 pub use config::LogFormat;
+pub use exec::{ExecError, exec_once};
 pub use lock::locate;
 pub use memory::limit_arenas;
 pub use server::{mcp_stdio, run};

@@ -30,6 +30,7 @@ fn main() -> ExitCode {
         Ok(Command::Locate { workspace }) => return locate(&workspace),
         Ok(Command::Schema { out }) => return schema(&out),
         Ok(Command::SandboxExec(spec)) => return appserver::sandbox_exec(*spec),
+        Ok(Command::Exec(request)) => return exec(*request),
         Ok(Command::Completions(shell)) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());
@@ -65,6 +66,31 @@ fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `appserver exec`: one turn; its status says how it ended.
+fn exec(request: appserver::ExecRequest) -> ExitCode {
+    init_logging(request_log_format(&request));
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            report(format_args!("appserver: error: cannot start the async runtime: {err}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let result = runtime.block_on(appserver::exec_once(request));
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    match result {
+        Ok(code) => ExitCode::from(code),
+        Err(err) => {
+            report(format_args!("appserver exec: error: {err}"));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn request_log_format(request: &appserver::ExecRequest) -> appserver::LogFormat {
+    request.log_format()
 }
 
 /// What stdio serves: the server's own protocol (or none), MCP, or ACP.

@@ -28,6 +28,7 @@ mod dotcraft_clients;
 mod durability;
 mod errors;
 mod event_seq;
+mod exec;
 mod external_channels;
 mod hands;
 mod hands_files;

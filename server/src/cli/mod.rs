@@ -15,8 +15,11 @@ use crate::config::{
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
 
+mod exec_args;
 mod shell;
 mod values;
+
+pub use exec_args::ExecRequest;
 use values::{durability_value, host_value, listen_value, policy_value, positive, sandbox_value};
 
 const AFTER_HELP: &str = "\
@@ -62,6 +65,11 @@ pub(crate) enum Sub {
         #[command(flatten)]
         run: Box<RunArgs>,
     },
+    /// Run one turn in the workspace and print the agent's answer (or, with --json, the turn's
+    /// notifications): the workspace's running server, or one started in this process. Exit
+    /// status: 0 completed, 1 failed, 3 cancelled (interrupted, --timeout), 4 an approval was
+    /// declined (nobody is asked: every approval request is declined).
+    Exec(exec_args::ExecArgs),
     /// Internal: run one agent command confined (the server starts commands through this; see
     /// docs/architecture.md, "The agent's commands").
     #[command(hide = true)]
@@ -252,7 +260,7 @@ pub(crate) struct RunArgs {
     allow_private_discovery: bool,
     /// How the agent's commands are confined: readOnly, workspaceWrite (default) or fullAccess
     /// [default: the config file's [shell] sandbox_mode].
-    #[arg(long, value_name = "MODE", value_parser = sandbox_value)]
+    #[arg(long, alias = "sandbox", value_name = "MODE", value_parser = sandbox_value)]
     sandbox_mode: Option<crate::policy::SandboxMode>,
     /// Kill a foreground command (and its process group) after this long [default: 120000].
     #[arg(long, value_name = "MS", value_parser = positive)]
@@ -281,6 +289,8 @@ pub enum Command {
     /// `appserver acp [FLAGS]`: ACP on stdio; the configuration of the server to start when
     /// none runs.
     Acp(Box<ServerConfig>),
+    /// `appserver exec [FLAGS] PROMPT`: one turn.
+    Exec(Box<ExecRequest>),
     /// `appserver schema --out DIR`: write the generated protocol files into DIR.
     Schema {
         out: PathBuf,
@@ -333,6 +343,7 @@ pub(crate) fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>
         }
         Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
         Some(Sub::Acp { run }) => Ok(Command::Acp(Box::new(run_config(*run, cwd, env)?))),
+        Some(Sub::Exec(args)) => Ok(Command::Exec(Box::new(args.resolve(cwd, env)?))),
         None => Ok(Command::Run(Box::new(run_config(cli.run, cwd, env)?))),
     }
 }
