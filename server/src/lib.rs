@@ -20,6 +20,7 @@ mod config;
 mod cron;
 mod debug;
 mod delivery;
+mod doctor;
 mod exec;
 mod lock;
 mod mcp;
@@ -45,7 +46,8 @@ mod workspace;
 // crate's own (docs/architecture.md, "Code map").
 pub use acp::acp_stdio;
 pub use cli::{Cli, CliError, Command, ExecRequest, parse as parse_command_line};
-pub use config::LogFormat;
+pub use config::{LogFormat, ServerConfig};
+pub use doctor::doctor;
 pub use exec::{ExecError, exec_once};
 pub use lock::locate;
 pub use memory::limit_arenas;

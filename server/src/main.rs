@@ -31,6 +31,7 @@ fn main() -> ExitCode {
         Ok(Command::Schema { out }) => return schema(&out),
         Ok(Command::SandboxExec(spec)) => return appserver::sandbox_exec(*spec),
         Ok(Command::Exec(request)) => return exec(*request),
+        Ok(Command::Doctor(config)) => return doctor(*config),
         Ok(Command::Completions(shell)) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());
@@ -87,6 +88,20 @@ fn exec(request: appserver::ExecRequest) -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `appserver doctor`: the checks; status 1 when one failed.
+fn doctor(config: appserver::ServerConfig) -> ExitCode {
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(err) => {
+            report(format_args!("appserver: error: cannot start the async runtime: {err}"));
+            return ExitCode::FAILURE;
+        }
+    };
+    let code = runtime.block_on(appserver::doctor(config));
+    runtime.shutdown_timeout(Duration::from_millis(200));
+    ExitCode::from(code)
 }
 
 fn request_log_format(request: &appserver::ExecRequest) -> appserver::LogFormat {

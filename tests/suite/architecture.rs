@@ -25,7 +25,7 @@ const LAYERS: &[&[&str]] = &[
     &["transport"],
     &["lock"],
     &["server", "cli", "lib", "main"],
-    &["acp", "exec"],
+    &["acp", "exec", "doctor"],
 ];
 
 /// The domain: never imports the JSON-RPC layer, the transports or the server's assembly.

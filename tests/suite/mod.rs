@@ -24,6 +24,7 @@ mod commands;
 mod containment;
 mod context;
 mod cron;
+mod doctor;
 mod dotcraft_clients;
 mod durability;
 mod errors;

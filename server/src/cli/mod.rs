@@ -8,14 +8,14 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
-    ClusterSettings, ConfigError, DEFAULT_BASE_URL, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MCP_IDLE_MS,
-    DEFAULT_MODEL_IDLE_MS, FileApps, FileCluster, FileModel, FileServer, ListenAddr, LogFormat, ModelSettings,
-    ServerConfig, config_file_path, default_db_path, read_config_file,
+    ClusterSettings, ConfigError, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MCP_IDLE_MS, FileApps, FileCluster, FileServer,
+    ListenAddr, LogFormat, ServerConfig, config_file_path, default_db_path, read_config_file,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
 
 mod exec_args;
+mod model;
 mod shell;
 mod values;
 
@@ -70,6 +70,13 @@ pub(crate) enum Sub {
     /// status: 0 completed, 1 failed, 3 cancelled (interrupted, --timeout), 4 an approval was
     /// declined (nobody is asked: every approval request is declined).
     Exec(exec_args::ExecArgs),
+    /// Check what the server needs before it runs (workspace, sandbox, model endpoint, token,
+    /// ports, open files, PostgreSQL and NATS in cluster mode) and explain what is wrong; exit
+    /// status 1 when a check failed. Takes the server flags.
+    Doctor {
+        #[command(flatten)]
+        run: Box<RunArgs>,
+    },
     /// Internal: run one agent command confined (the server starts commands through this; see
     /// docs/architecture.md, "The agent's commands").
     #[command(hide = true)]
@@ -291,6 +298,8 @@ pub enum Command {
     Acp(Box<ServerConfig>),
     /// `appserver exec [FLAGS] PROMPT`: one turn.
     Exec(Box<ExecRequest>),
+    /// `appserver doctor [FLAGS]`: the checks, for the server these flags configure.
+    Doctor(Box<ServerConfig>),
     /// `appserver schema --out DIR`: write the generated protocol files into DIR.
     Schema {
         out: PathBuf,
@@ -344,6 +353,7 @@ pub(crate) fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>
         Some(Sub::Mcp { run }) => Ok(Command::Mcp(Box::new(run_config(*run, cwd, env)?))),
         Some(Sub::Acp { run }) => Ok(Command::Acp(Box::new(run_config(*run, cwd, env)?))),
         Some(Sub::Exec(args)) => Ok(Command::Exec(Box::new(args.resolve(cwd, env)?))),
+        Some(Sub::Doctor { run }) => Ok(Command::Doctor(Box::new(run_config(*run, cwd, env)?))),
         None => Ok(Command::Run(Box::new(run_config(cli.run, cwd, env)?))),
     }
 }
@@ -412,7 +422,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     (config.allowed_hosts, config.mcp_idle_timeout) = server_settings(&a, file.server.unwrap_or_default())?;
     let files = (file.shell.unwrap_or_default(), file.sandbox.unwrap_or_default());
     config.shell = shell::settings(&a, files, file_model.api_key_env.clone(), &config)?;
-    config.model = model_settings(&a, file_model, env);
+    config.model = model::settings(&a, file_model, env);
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
     (config.ws_token, config.ws_token_file) = ws_token(a.ws_token, a.ws_token_file, absolute)?;
@@ -489,36 +499,6 @@ fn skills_home(
     a.skills_home.clone().map(absolute).or_else(|| {
         let home = env("HOME").filter(|h| !h.is_empty())?;
         Some(PathBuf::from(home).join(".appserver").join("skills"))
-    })
-}
-
-fn model_settings(a: &RunArgs, file_model: FileModel, env: &dyn Fn(&str) -> Option<String>) -> Option<ModelSettings> {
-    let model = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty())?;
-    Some(ModelSettings {
-        model,
-        base_url: a
-            .base_url
-            .clone()
-            .or(file_model.base_url)
-            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
-            .trim_end_matches('/')
-            .to_owned(),
-        api_key: a.api_key.clone().or(file_model.api_key).or_else(|| file_model.api_key_env.as_deref().and_then(env)),
-        max_steps: file_model.max_steps.unwrap_or(20).max(1),
-        max_retries: file_model.max_retries.unwrap_or(3),
-        idle_timeout: Duration::from_millis(
-            a.model_idle_timeout_ms
-                .map(|n| n as u64)
-                .or(file_model.idle_timeout_ms)
-                .filter(|ms| *ms > 0)
-                .unwrap_or(DEFAULT_MODEL_IDLE_MS),
-        ),
-        instructions: file_model.instructions,
-        context: crate::config::ContextSettings {
-            window: file_model.context_window.filter(|w| *w > 0),
-            output_reserve: file_model.output_reserve,
-            auto_compact: file_model.auto_compact.unwrap_or(true),
-        },
     })
 }
 

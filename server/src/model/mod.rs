@@ -30,6 +30,22 @@ pub(crate) enum ModelError {
     Stalled(Duration),
 }
 
+/// A request's error with its whole chain of causes (reqwest's own message only says "error
+/// sending request for url"; the cause is a refused connection, a certificate, a DNS failure).
+pub(crate) fn cause(err: &reqwest::Error) -> String {
+    let mut text = err.to_string();
+    let mut source = std::error::Error::source(err);
+    while let Some(inner) = source {
+        let part = inner.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = inner.source();
+    }
+    text
+}
+
 impl ModelError {
     /// The provider refused the request as longer than the model's context window (OpenAI's
     /// `context_length_exceeded`, Anthropic's "prompt is too long", and the usual wordings of
@@ -213,7 +229,7 @@ impl ModelProvider {
                 url: url.clone(),
                 reason: format!("no response within {} s", idle.as_secs_f64()),
             })?
-            .map_err(|e| ModelError::Connect { url, reason: e.to_string() })?;
+            .map_err(|e| ModelError::Connect { url, reason: cause(&e) })?;
         let status = response.status();
         if !status.is_success() {
             let text = response.text().await.unwrap_or_default();
@@ -240,7 +256,7 @@ impl ModelProvider {
         };
         let response = match self.request(reqwest::Method::GET, "/models").send().await {
             Ok(r) => r,
-            Err(err) => return failure("ProviderUnreachable", err.to_string()),
+            Err(err) => return failure("ProviderUnreachable", cause(&err)),
         };
         let status = response.status();
         let text = response.text().await.unwrap_or_default();

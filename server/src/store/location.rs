@@ -34,6 +34,15 @@ impl StoreLocation {
     }
 }
 
+/// Whether the PostgreSQL database at `url` can be reached and logged into (`appserver doctor`).
+pub(crate) async fn check_postgres(url: &str) -> Result<(), String> {
+    use sqlx::ConnectOptions;
+    let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| e.to_string())?;
+    let connection = options.connect().await.map_err(|e| e.to_string())?;
+    drop(connection);
+    Ok(())
+}
+
 impl From<&Path> for StoreLocation {
     fn from(path: &Path) -> Self {
         StoreLocation::Sqlite(path.to_path_buf())

@@ -31,7 +31,7 @@ pub(crate) use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub(crate) use deliveries::{DeliveryRecord, DeliveryWrite};
 pub(crate) use events::EventWrite;
 pub(crate) use leases::{Fence, LeaseClaim};
-pub(crate) use location::StoreLocation;
+pub(crate) use location::{StoreLocation, check_postgres};
 pub(crate) use subagents::EdgeRecord;
 pub(crate) use thread_writes::ThreadWrite;
 pub(crate) use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};

@@ -97,6 +97,18 @@ impl Cgroup {
     }
 }
 
+/// How commands' process and memory limits are enforced here, as `appserver doctor` says it.
+pub(crate) fn describe() -> String {
+    let found: Vec<String> = hierarchies()
+        .iter()
+        .map(|h| format!("{} (cgroup {})", h.controllers.join(", "), if h.v2 { "v2" } else { "v1" }))
+        .collect();
+    if found.is_empty() {
+        return "per process only (rlimits): no cgroup here lets the server limit a command as a whole".to_owned();
+    }
+    format!("per command: {}; the rest per process (rlimits)", found.join(", "))
+}
+
 /// At the server's start: removes the command cgroups that helpers of a previous server left
 /// (a helper killed with SIGKILL cannot remove its own), killing what is still in them.
 pub(crate) fn sweep() -> usize {

@@ -1,0 +1,42 @@
+//! The model settings of a run: `--model`, `--base-url`, `--api-key`, `--model-idle-timeout-ms`
+//! over the config file's `[model]` (its key from `api_key_env` when given), and its context
+//! window (`context_window`, `output_reserve`, `auto_compact`).
+
+use std::time::Duration;
+
+use super::RunArgs;
+use crate::config::{DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, FileModel, ModelSettings};
+
+pub(super) fn settings(
+    a: &RunArgs,
+    file_model: FileModel,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> Option<ModelSettings> {
+    let model = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty())?;
+    Some(ModelSettings {
+        model,
+        base_url: a
+            .base_url
+            .clone()
+            .or(file_model.base_url)
+            .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
+            .trim_end_matches('/')
+            .to_owned(),
+        api_key: a.api_key.clone().or(file_model.api_key).or_else(|| file_model.api_key_env.as_deref().and_then(env)),
+        max_steps: file_model.max_steps.unwrap_or(20).max(1),
+        max_retries: file_model.max_retries.unwrap_or(3),
+        idle_timeout: Duration::from_millis(
+            a.model_idle_timeout_ms
+                .map(|n| n as u64)
+                .or(file_model.idle_timeout_ms)
+                .filter(|ms| *ms > 0)
+                .unwrap_or(DEFAULT_MODEL_IDLE_MS),
+        ),
+        instructions: file_model.instructions,
+        context: crate::config::ContextSettings {
+            window: file_model.context_window.filter(|w| *w > 0),
+            output_reserve: file_model.output_reserve,
+            auto_compact: file_model.auto_compact.unwrap_or(true),
+        },
+    })
+}
