@@ -43,6 +43,8 @@ pub enum LockError {
     Held { what: &'static str, path: PathBuf, holder: Option<Box<LockInfo>> },
     #[error("cannot use the lock file {path}: {source}")]
     Io { path: PathBuf, source: std::io::Error },
+    #[error("cannot create the workspace's state folder {path} (is the workspace writable by this user?): {source}")]
+    StateDir { path: PathBuf, source: std::io::Error },
     #[error("cannot create the directory {path} for the database: {source}")]
     DbDir { path: PathBuf, source: std::io::Error },
 }
@@ -77,6 +79,26 @@ pub(crate) fn agent_token_path(workspace: &Path) -> PathBuf {
     workspace.join(".appserver").join("agent.token")
 }
 
+/// What `<workspace>/.appserver/.gitignore` says when appserver writes it.
+const STATE_GITIGNORE: &str = "# Written by appserver: this folder holds its database, history, tokens and settings\n\
+# (which may hold a model key). Remove this file to commit parts of it on purpose.\n*\n";
+
+/// Writes `<workspace>/.appserver/.gitignore` (ignoring the whole folder) unless one exists, so
+/// the server's state never reaches a commit by accident. A failure is logged, not fatal.
+pub(crate) fn ignore_state_in_git(workspace: &Path) {
+    let path = workspace.join(".appserver").join(".gitignore");
+    let written = std::fs::OpenOptions::new().write(true).create_new(true).open(&path);
+    match written {
+        Ok(mut file) => {
+            if let Err(err) = std::io::Write::write_all(&mut file, STATE_GITIGNORE.as_bytes()) {
+                tracing::warn!(path = %path.display(), %err, "cannot write the state folder's .gitignore");
+            }
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(err) => tracing::warn!(path = %path.display(), %err, "cannot write the state folder's .gitignore"),
+    }
+}
+
 /// The held locks. Dropping it releases them; [`ServerLock::release`] also removes the file.
 #[derive(Debug)]
 pub(crate) struct ServerLock {
@@ -92,7 +114,7 @@ impl ServerLock {
     pub(crate) fn acquire(workspace: &Path, db: Option<&Path>) -> Result<ServerLock, LockError> {
         let path = lock_path(workspace);
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir).map_err(|source| LockError::Io { path: dir.to_path_buf(), source })?;
+            std::fs::create_dir_all(dir).map_err(|source| LockError::StateDir { path: dir.to_path_buf(), source })?;
         }
         let file = lock_exclusive(&path, "workspace")?;
         let Some(db) = db else {

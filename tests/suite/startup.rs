@@ -151,3 +151,67 @@ async fn an_unwritable_stderr_ends_start_up_with_status_1() {
         assert!(!dir.path().join(".appserver/server.lock").exists(), "{what}: the lock file is removed");
     }
 }
+
+#[tokio::test]
+async fn a_workspace_that_is_missing_a_file_or_unwritable_is_named_with_its_cause() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("nope");
+    let (status, _, stderr) =
+        run_to_exit(&["--workspace", missing.to_str().unwrap(), "--listen", "ws://127.0.0.1:0"], dir.path())
+            .await
+            .unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("nope") && stderr.contains("no such folder"), "{stderr}");
+    let file = dir.path().join("file");
+    std::fs::write(&file, "x").unwrap();
+    let (_, _, stderr) =
+        run_to_exit(&["--workspace", file.to_str().unwrap(), "--listen", "ws://127.0.0.1:0"], dir.path())
+            .await
+            .unwrap();
+    assert!(stderr.contains("a file, not a folder"), "{stderr}");
+    // A workspace whose state folder cannot be made (a file stands in its way; as root,
+    // permissions would not stop it): the folder is named.
+    let blocked = dir.path().join("blocked");
+    std::fs::create_dir(&blocked).unwrap();
+    std::fs::write(blocked.join(".appserver"), "x").unwrap();
+    let (status, _, stderr) =
+        run_to_exit(&["--workspace", blocked.to_str().unwrap(), "--listen", "ws://127.0.0.1:0"], dir.path())
+            .await
+            .unwrap();
+    assert!(!status.success());
+    assert!(stderr.contains("blocked: its .appserver is a file, not a folder"), "{stderr}");
+}
+
+#[tokio::test]
+async fn an_empty_token_file_or_an_unset_key_variable_refuses_to_start() {
+    let dir = tempfile::tempdir().unwrap();
+    let token = dir.path().join("token");
+    std::fs::write(&token, "").unwrap();
+    let (status, _, stderr) =
+        run_to_exit(&["--listen", "ws://127.0.0.1:0", "--ws-token-file", token.to_str().unwrap()], dir.path())
+            .await
+            .unwrap();
+    assert!(!status.success() && stderr.contains("the file is empty"), "{stderr}");
+    std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+    std::fs::write(
+        dir.path().join(".appserver/config.toml"),
+        "[model]\nmodel = \"m\"\napi_key_env = \"APPSERVER_TEST_UNSET_KEY\"\n",
+    )
+    .unwrap();
+    let (status, _, stderr) = run_to_exit(&["--listen", "ws://127.0.0.1:0"], dir.path()).await.unwrap();
+    assert!(!status.success() && stderr.contains("APPSERVER_TEST_UNSET_KEY"), "{stderr}");
+}
+
+#[tokio::test]
+async fn the_state_folder_is_kept_out_of_git() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    let ignore = std::fs::read_to_string(dir.path().join(".appserver/.gitignore")).unwrap();
+    assert!(ignore.lines().any(|l| l == "*"), "{ignore}");
+    drop(server);
+    // A .gitignore the user edited is left alone.
+    std::fs::write(dir.path().join(".appserver/.gitignore"), "state.db\n").unwrap();
+    let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    assert_eq!(std::fs::read_to_string(dir.path().join(".appserver/.gitignore")).unwrap(), "state.db\n");
+    drop(server);
+}

@@ -399,6 +399,9 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     config.web = !a.no_web;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
 
+    if let Some(reason) = crate::config::unusable_workspace(&config.workspace) {
+        return Err(ConfigError::Workspace { path: config.workspace.display().to_string(), reason });
+    }
     let file = read_config_file(&config.workspace)?;
     let file_model = file.model.unwrap_or_default();
     config.heartbeat_interval = heartbeat_interval(file.heartbeat.and_then(|h| h.interval_ms))?;
@@ -422,7 +425,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     (config.allowed_hosts, config.mcp_idle_timeout) = server_settings(&a, file.server.unwrap_or_default())?;
     let files = (file.shell.unwrap_or_default(), file.sandbox.unwrap_or_default());
     config.shell = shell::settings(&a, files, file_model.api_key_env.clone(), &config)?;
-    config.model = model::settings(&a, file_model, env);
+    config.model = model::settings(&a, file_model, env)?;
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
     (config.ws_token, config.ws_token_file) = ws_token(a.ws_token, a.ws_token_file, absolute)?;
@@ -568,6 +571,10 @@ fn ws_token(
         Some(path) => {
             let text = std::fs::read_to_string(&path)
                 .map_err(|err| ConfigError::TokenFile { path: path.display().to_string(), reason: err.to_string() })?;
+            if text.trim().is_empty() {
+                let reason = "the file is empty; it must hold the token (an unset variable written into it?)";
+                return Err(ConfigError::TokenFile { path: path.display().to_string(), reason: reason.into() });
+            }
             (Some(text.trim().to_owned()), Some(absolute(path)))
         }
         None => (token, None),

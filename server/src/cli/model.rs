@@ -5,15 +5,27 @@
 use std::time::Duration;
 
 use super::RunArgs;
-use crate::config::{DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, FileModel, ModelSettings};
+use crate::config::{ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, FileModel, ModelSettings};
 
+/// The model settings, or none without a model; a key named by `api_key_env` that is needed
+/// (no `--api-key`, no `api_key`) but unset is refused, naming the variable.
 pub(super) fn settings(
     a: &RunArgs,
     file_model: FileModel,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Option<ModelSettings> {
-    let model = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty())?;
-    Some(ModelSettings {
+) -> Result<Option<ModelSettings>, ConfigError> {
+    let Some(model) = a.model.clone().or(file_model.model).filter(|m| !m.trim().is_empty()) else {
+        return Ok(None);
+    };
+    let api_key = match (a.api_key.clone().or(file_model.api_key), file_model.api_key_env.as_deref()) {
+        (Some(key), _) => Some(key),
+        (None, Some(name)) => match env(name).filter(|v| !v.trim().is_empty()) {
+            Some(key) => Some(key),
+            None => return Err(ConfigError::ApiKeyEnvUnset(name.to_owned())),
+        },
+        (None, None) => None,
+    };
+    Ok(Some(ModelSettings {
         model,
         base_url: a
             .base_url
@@ -22,7 +34,7 @@ pub(super) fn settings(
             .unwrap_or_else(|| DEFAULT_BASE_URL.to_owned())
             .trim_end_matches('/')
             .to_owned(),
-        api_key: a.api_key.clone().or(file_model.api_key).or_else(|| file_model.api_key_env.as_deref().and_then(env)),
+        api_key,
         max_steps: file_model.max_steps.unwrap_or(20).max(1),
         max_retries: file_model.max_retries.unwrap_or(3),
         idle_timeout: Duration::from_millis(
@@ -38,5 +50,5 @@ pub(super) fn settings(
             output_reserve: file_model.output_reserve,
             auto_compact: file_model.auto_compact.unwrap_or(true),
         },
-    })
+    }))
 }

@@ -83,6 +83,30 @@ fn model_settings_follow_flags_then_the_file() {
 }
 
 #[test]
+fn an_unset_key_variable_is_named_unless_a_key_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+    std::fs::write(config_file_path(dir.path()), "[model]\nmodel = \"m\"\napi_key_env = \"MY_KEY\"\n").unwrap();
+    let err = run_in(dir.path(), &[], &|_| None).unwrap_err();
+    assert!(err.contains("api_key_env = \"MY_KEY\"") && err.contains("not set"), "{err}");
+    // Empty is unset too; a key on the command line makes the variable unneeded.
+    assert!(run_in(dir.path(), &[], &|_| Some(" ".into())).is_err());
+    let c = run_in(dir.path(), &["--api-key", "k"], &|_| None).unwrap();
+    assert_eq!(c.model.unwrap().api_key.as_deref(), Some("k"));
+}
+
+#[test]
+fn an_empty_token_file_is_refused_naming_the_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "\n").unwrap();
+    for listen in ["ws://127.0.0.1:0", "ws://0.0.0.0:0"] {
+        let err = run(&["--listen", listen, "--ws-token-file", file.to_str().unwrap()]).unwrap_err();
+        assert!(err.contains("token file") && err.contains("empty"), "{err}");
+    }
+}
+
+#[test]
 fn bad_values_are_named() {
     assert!(run(&["--bogus"]).unwrap_err().contains("--bogus"));
     assert!(run(&["--db"]).unwrap_err().contains("--db"));

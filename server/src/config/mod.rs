@@ -537,6 +537,29 @@ pub enum ConfigError {
         "--cluster needs a PostgreSQL database (--db postgres://…) that every instance shares; {db} is a SQLite file, which only one process may use"
     )]
     ClusterNeedsPostgres { db: String },
+    #[error(
+        "[model] api_key_env = \"{0}\" names an environment variable that is not set (or is empty): set it, or give --api-key"
+    )]
+    ApiKeyEnvUnset(String),
+    #[error("cannot serve the workspace {path}: {reason}")]
+    Workspace { path: String, reason: String },
+}
+
+/// Why `workspace` cannot be served, naming what is wrong with it.
+pub(crate) fn unusable_workspace(workspace: &Path) -> Option<String> {
+    match std::fs::metadata(workspace) {
+        Ok(meta) if meta.is_dir() => match std::fs::metadata(workspace.join(".appserver")) {
+            Ok(state) if !state.is_dir() => {
+                Some("its .appserver is a file, not a folder; appserver keeps its state in that folder".into())
+            }
+            _ => None,
+        },
+        Ok(_) => Some("it is a file, not a folder (--workspace names the folder to serve)".into()),
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => {
+            Some("no such folder (--workspace must name an existing folder)".into())
+        }
+        Err(err) => Some(format!("cannot read it: {err}")),
+    }
 }
 
 pub(crate) fn read_config_file(workspace: &Path) -> Result<FileConfig, ConfigError> {

@@ -299,3 +299,6 @@ fn error_message(body: &str) -> String {
         .and_then(|v| v.pointer("/error/message").and_then(Value::as_str).map(str::to_owned))
         .unwrap_or_else(|| body.chars().take(300).collect())
 }
+
+#[cfg(test)]
+mod tests;

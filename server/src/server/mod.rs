@@ -83,10 +83,11 @@ pub async fn run(config: ServerConfig) -> Result<(), ServerError> {
 /// [`run`], also shutting down when `stop` is cancelled (the embedded server of `appserver mcp`).
 pub(crate) async fn run_until(config: ServerConfig, stop: CancellationToken) -> Result<(), ServerError> {
     let signal = ShutdownSignal::install();
-    if !config.workspace.is_dir() {
-        return Err(ServerError::Workspace { path: config.workspace.clone(), reason: "not a directory".into() });
+    if let Some(reason) = crate::config::unusable_workspace(&config.workspace) {
+        return Err(ServerError::Workspace { path: config.workspace.clone(), reason });
     }
     let mut lock = ServerLock::acquire(&config.workspace, config.db.sqlite_path())?;
+    crate::lock::ignore_state_in_git(&config.workspace);
     crate::telemetry::install();
     crate::telemetry::register_all(config.cluster.is_some());
     let cluster = join_cluster(&config).await?;
