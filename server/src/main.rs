@@ -32,6 +32,10 @@ fn main() -> ExitCode {
         Ok(Command::SandboxExec(spec)) => return appserver::sandbox_exec(*spec),
         Ok(Command::Exec(request)) => return exec(*request),
         Ok(Command::Doctor(config)) => return doctor(*config),
+        Ok(Command::ConfigReference(page)) => {
+            print!("{page}");
+            return ExitCode::SUCCESS;
+        }
         Ok(Command::Completions(shell)) => {
             let mut command = <Cli as clap::CommandFactory>::command();
             clap_complete::generate(shell, &mut command, "appserver", &mut std::io::stdout());

@@ -9,13 +9,15 @@ use clap::{Args, Parser, Subcommand, ValueEnum};
 
 use crate::config::{
     ClusterSettings, ConfigError, DEFAULT_CLUSTER_NAMESPACE, DEFAULT_MCP_IDLE_MS, FileApps, FileCluster, FileServer,
-    ListenAddr, LogFormat, ServerConfig, config_file_path, default_db_path, read_config_file,
+    ListenAddr, LogFormat, ServerConfig, config_file_path, default_db_path,
 };
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
 
 mod exec_args;
+mod files;
 mod model;
+pub(crate) mod reference;
 mod shell;
 mod values;
 
@@ -23,11 +25,12 @@ pub use exec_args::ExecRequest;
 use values::{durability_value, host_value, listen_value, policy_value, positive, sandbox_value};
 
 const AFTER_HELP: &str = "\
-Configuration file: <workspace>/.appserver/config.toml with a [model] section (model, base_url,
-api_key or api_key_env, max_steps, max_retries, idle_timeout_ms, instructions), an [approvals]
-section (policy, timeout_ms), a [store] section (durability), a [cluster] section (url,
-namespace, lease_ttl_seconds) and a [server] section (allowed_hosts, mcp_idle_timeout_ms).
-Precedence: flags, then environment, then the file.";
+Configuration file: <workspace>/.appserver/config.toml, over the user's
+$XDG_CONFIG_HOME/appserver/config.toml (~/.config/appserver/config.toml): sections [model],
+[approvals], [shell], [sandbox], [store], [server], [apps], [cluster], [heartbeat], [memory],
+[skills], [plugins], [welcome], [subagent], [subagent_profiles.<name>],
+[external_channels.<name>]. Precedence: flags, then environment, then the workspace's file, then
+the user's. Every flag and key, its default and when a change takes effect: docs/config.md.";
 
 /// appserver: JSON-RPC 2.0 app server (threads, turns, items, approvals, apps).
 #[derive(Debug, Parser)]
@@ -97,6 +100,9 @@ pub(crate) enum Sub {
         #[arg(long, value_name = "DIR", required = true)]
         out: PathBuf,
     },
+    /// Print the configuration reference (every flag and config key, its default, and when a
+    /// change takes effect) as Markdown: docs/config.md.
+    Config,
     /// Print a shell completion script.
     Completions {
         #[arg(value_enum)]
@@ -306,6 +312,8 @@ pub enum Command {
     },
     /// `appserver completions SHELL`
     Completions(clap_complete::Shell),
+    /// `appserver config`: the configuration reference.
+    ConfigReference(String),
     /// `appserver sandbox-exec ...`: confine this process, then become the command.
     SandboxExec(Box<crate::shell::sandbox::ExecSpec>),
 }
@@ -341,6 +349,7 @@ pub(crate) fn resolve(cli: Cli, cwd: &Path, env: &dyn Fn(&str) -> Option<String>
             Ok(Command::Locate { workspace: workspace.map(absolute).unwrap_or_else(|| cwd.to_path_buf()) })
         }
         Some(Sub::Completions { shell }) => Ok(Command::Completions(shell)),
+        Some(Sub::Config) => Ok(Command::ConfigReference(reference::render())),
         Some(Sub::Schema { out }) => Ok(Command::Schema { out: absolute(out) }),
         Some(Sub::SandboxExec { policy, shell, command }) => {
             let confinement = serde_json::from_str(&policy).map_err(|e| ConfigError::InvalidValue {
@@ -399,10 +408,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     config.web = !a.no_web;
     config.ws_allowed_origins = a.ws_allowed_origin.iter().map(|o| o.trim_end_matches('/').to_owned()).collect();
 
-    if let Some(reason) = crate::config::unusable_workspace(&config.workspace) {
-        return Err(ConfigError::Workspace { path: config.workspace.display().to_string(), reason });
-    }
-    let file = read_config_file(&config.workspace)?;
+    let file = files::read(&mut config, env)?;
     let file_model = file.model.unwrap_or_default();
     config.heartbeat_interval = heartbeat_interval(file.heartbeat.and_then(|h| h.interval_ms))?;
     config.durability = durability(a.durability, file.store.and_then(|s| s.durability), &config.workspace)?;
@@ -428,7 +434,7 @@ fn run_config(a: RunArgs, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> R
     config.model = model::settings(&a, file_model, env)?;
     config.cluster = cluster_settings(&a, file.cluster.unwrap_or_default(), &config.db)?;
 
-    (config.ws_token, config.ws_token_file) = ws_token(a.ws_token, a.ws_token_file, absolute)?;
+    (config.ws_token, config.ws_token_file) = files::ws_token(a.ws_token, a.ws_token_file, absolute)?;
     for addr in &config.listen {
         if let ListenAddr::WebSocket(sock) = addr {
             if !sock.ip().is_loopback() && config.ws_token.is_none() {
@@ -557,29 +563,6 @@ fn cluster_settings(
         other => other,
     };
     Ok(Some(ClusterSettings { url, namespace, lease_ttl: std::time::Duration::from_secs(ttl), tls_ca_file }))
-}
-
-/// The WebSocket token (`--ws-token`, or read from `--ws-token-file`, which is remembered
-/// absolute) and the file it came from. An empty token disables authentication (protocol
-/// section 15.4).
-fn ws_token(
-    token: Option<String>,
-    file: Option<PathBuf>,
-    absolute: impl Fn(PathBuf) -> PathBuf,
-) -> Result<(Option<String>, Option<PathBuf>), ConfigError> {
-    let (token, file) = match file {
-        Some(path) => {
-            let text = std::fs::read_to_string(&path)
-                .map_err(|err| ConfigError::TokenFile { path: path.display().to_string(), reason: err.to_string() })?;
-            if text.trim().is_empty() {
-                let reason = "the file is empty; it must hold the token (an unset variable written into it?)";
-                return Err(ConfigError::TokenFile { path: path.display().to_string(), reason: reason.into() });
-            }
-            (Some(text.trim().to_owned()), Some(absolute(path)))
-        }
-        None => (token, None),
-    };
-    Ok((token.filter(|t| !t.is_empty()), file))
 }
 
 #[cfg(test)]

@@ -233,3 +233,39 @@ fn subcommands() {
     let help = Cli::try_parse_from(["appserver", "schema", "--help"]).unwrap_err();
     assert_eq!(help.kind(), clap::error::ErrorKind::DisplayHelp);
 }
+
+#[test]
+fn the_user_config_is_merged_under_the_workspaces() {
+    let home = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let user = home.path().join("xdg/appserver/config.toml");
+    std::fs::create_dir_all(user.parent().unwrap()).unwrap();
+    std::fs::write(
+        &user,
+        "[model]\nmodel = \"mine\"\napi_key = \"k\"\nmax_steps = 7\n[store]\ndurability = \"full\"\n",
+    )
+    .unwrap();
+    std::fs::create_dir_all(dir.path().join(".appserver")).unwrap();
+    std::fs::write(config_file_path(dir.path()), "[model]\nmodel = \"theirs\"\n").unwrap();
+    let xdg = home.path().join("xdg").to_string_lossy().into_owned();
+    let env = move |name: &str| (name == "XDG_CONFIG_HOME").then(|| xdg.clone());
+    let c = run_in(dir.path(), &[], &env).unwrap();
+    let model = c.model.unwrap();
+    assert_eq!((model.model.as_str(), model.api_key.as_deref(), model.max_steps), ("theirs", Some("k"), 7));
+    assert_eq!(c.durability, Durability::Full);
+    assert_eq!(c.user_config.as_deref(), Some(user.as_path()));
+    // An error names the file it is in.
+    std::fs::write(&user, "[model]\nmodle = 1\n").unwrap();
+    let err = run_in(dir.path(), &[], &env).unwrap_err();
+    assert!(err.contains("xdg/appserver/config.toml"), "{err}");
+    // HOME's .config when XDG_CONFIG_HOME is unset or relative.
+    let home_only = |name: &str| match name {
+        "HOME" => Some("/home/u".to_owned()),
+        "XDG_CONFIG_HOME" => Some("relative".to_owned()),
+        _ => None,
+    };
+    assert_eq!(
+        crate::config::user_config_path(&home_only).unwrap(),
+        std::path::Path::new("/home/u/.config/appserver/config.toml")
+    );
+}

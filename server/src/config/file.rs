@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 /// `<workspace>/.appserver/config.toml`.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileConfig {
     #[serde(default)]
@@ -57,7 +57,7 @@ pub(crate) struct FileConfig {
 }
 
 /// `[subagent]`: DotCraft's `SubAgent.*` settings.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(
     dead_code,
@@ -72,7 +72,7 @@ pub(crate) struct FileSubAgent {
 }
 
 /// `[welcome]`: personalized `welcome/suggestions` (default on).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(
     dead_code,
@@ -83,7 +83,7 @@ pub(crate) struct FileWelcome {
 }
 
 /// `[skills]`: skill self-learning (DotCraft's `Skills.SelfLearning.Enabled`).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(
     dead_code,
@@ -96,7 +96,7 @@ pub(crate) struct FileSkills {
 }
 
 /// `[plugins]`: DotCraft's `Plugins.DisabledPlugins`.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(dead_code, reason = "read only to check the file; plugins::service reads the file itself")]
 pub(crate) struct FilePlugins {
@@ -104,7 +104,7 @@ pub(crate) struct FilePlugins {
 }
 
 /// `[memory]`: long-term memory consolidation (DotCraft's `Memory.AutoConsolidateEnabled`).
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(
     dead_code,
@@ -117,14 +117,14 @@ pub(crate) struct FileMemory {
 }
 
 /// `[heartbeat]`: how often `.appserver/HEARTBEAT.md` runs on its own.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileHeartbeat {
     pub(crate) interval_ms: Option<u64>,
 }
 
 /// `[external_channels.<name>]`: one external channel adapter's config.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 #[allow(
     dead_code,
@@ -139,7 +139,7 @@ pub(crate) struct FileExternalChannel {
     pub(crate) env: Option<std::collections::BTreeMap<String, String>>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileShell {
     pub(crate) sandbox_mode: Option<String>,
@@ -148,7 +148,7 @@ pub(crate) struct FileShell {
     pub(crate) hidden_env: Vec<String>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileApps {
     pub(crate) max_windows: Option<usize>,
@@ -156,14 +156,14 @@ pub(crate) struct FileApps {
     pub(crate) forget_after_ms: Option<u64>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileServer {
     pub(crate) allowed_hosts: Option<Vec<String>>,
     pub(crate) mcp_idle_timeout_ms: Option<u64>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileCluster {
     pub(crate) url: Option<String>,
@@ -172,13 +172,13 @@ pub(crate) struct FileCluster {
     pub(crate) tls_ca_file: Option<PathBuf>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileStore {
     pub(crate) durability: Option<String>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileModel {
     pub(crate) model: Option<String>,
@@ -194,7 +194,7 @@ pub(crate) struct FileModel {
     pub(crate) auto_compact: Option<bool>,
 }
 
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileApprovals {
     pub(crate) policy: Option<String>,

@@ -11,6 +11,8 @@ use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Deserialize;
+
 use crate::policy::ApprovalPolicy;
 use crate::store::{Durability, StoreLocation};
 
@@ -94,6 +96,9 @@ pub struct ServerConfig {
     /// The user's skill folder (`--skills-home`; default `~/.appserver/skills`), after the
     /// workspace's `.appserver/skills`.
     pub(crate) skills_home: Option<PathBuf>,
+    /// The user's own config file (`$XDG_CONFIG_HOME/appserver/config.toml`), whether or not it
+    /// exists: its keys are defaults under the workspace's file. Hidden from the agent.
+    pub(crate) user_config: Option<PathBuf>,
     /// `app/discover` may fetch from (and follow redirects to) loopback and private addresses.
     pub(crate) allow_private_discovery: bool,
     /// Serve the browser desktop (`/`, `/assets/*`, `/api/apps`, `/apps/*`) on the WebSocket
@@ -294,6 +299,7 @@ impl ServerConfig {
             model: None,
             aai_home: None,
             skills_home: None,
+            user_config: None,
             heartbeat_interval: None,
             allow_private_discovery: false,
             web: true,
@@ -365,13 +371,54 @@ pub(crate) fn unusable_workspace(workspace: &Path) -> Option<String> {
     }
 }
 
-pub(crate) fn read_config_file(workspace: &Path) -> Result<FileConfig, ConfigError> {
+/// `$XDG_CONFIG_HOME/appserver/config.toml`, else `$HOME/.config/appserver/config.toml`.
+pub(crate) fn user_config_path(env: &dyn Fn(&str) -> Option<String>) -> Option<PathBuf> {
+    let nonempty = |name: &str| env(name).filter(|v| !v.is_empty()).map(PathBuf::from);
+    let base = nonempty("XDG_CONFIG_HOME")
+        .filter(|p| p.is_absolute())
+        .or_else(|| nonempty("HOME").map(|h| h.join(".config")))?;
+    Some(base.join("appserver").join("config.toml"))
+}
+
+/// The workspace's config file over the user's (`user`): a key the workspace sets wins, tables
+/// merge key by key; each file is checked whole, and an error names the file it is in.
+pub(crate) fn read_config_file(workspace: &Path, user: Option<&Path>) -> Result<FileConfig, ConfigError> {
+    let mut merged = match user {
+        Some(path) => read_table(path)?,
+        None => toml::Table::new(),
+    };
     let path = config_file_path(workspace);
-    match std::fs::read_to_string(&path) {
-        Ok(text) => toml::from_str(&text)
-            .map_err(|err| ConfigError::ConfigFile { path: path.display().to_string(), reason: err.to_string() }),
-        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(FileConfig::default()),
-        Err(err) => Err(ConfigError::ConfigFile { path: path.display().to_string(), reason: err.to_string() }),
+    merge_tables(&mut merged, read_table(&path)?);
+    let name = match user {
+        Some(user) => format!("{} over {}", path.display(), user.display()),
+        None => path.display().to_string(),
+    };
+    FileConfig::deserialize(merged).map_err(|err| ConfigError::ConfigFile { path: name, reason: err.to_string() })
+}
+
+/// One config file's table, checked on its own so that an error names its file; none: empty.
+fn read_table(path: &Path) -> Result<toml::Table, ConfigError> {
+    let invalid = |reason: String| ConfigError::ConfigFile { path: path.display().to_string(), reason };
+    match std::fs::read_to_string(path) {
+        Ok(text) => {
+            let table: toml::Table = toml::from_str(&text).map_err(|err| invalid(err.to_string()))?;
+            FileConfig::deserialize(table.clone()).map_err(|err| invalid(err.to_string()))?;
+            Ok(table)
+        }
+        Err(err) if err.kind() == std::io::ErrorKind::NotFound => Ok(toml::Table::new()),
+        Err(err) => Err(invalid(err.to_string())),
+    }
+}
+
+/// `over`'s keys into `base`: tables merged key by key, anything else replaced.
+fn merge_tables(base: &mut toml::Table, over: toml::Table) {
+    for (key, value) in over {
+        match (base.get_mut(&key), value) {
+            (Some(toml::Value::Table(inner)), toml::Value::Table(value)) => merge_tables(inner, value),
+            (_, value) => {
+                base.insert(key, value);
+            }
+        }
     }
 }
 

@@ -37,6 +37,7 @@ pub(crate) const DEFAULT_DENY_READ: &[&str] = &[
     "~/.netrc",
     "~/.git-credentials",
     "~/.config/gh",
+    "~/.config/appserver",
     "~/.npmrc",
     "~/.pypirc",
     "~/.cargo/credentials.toml",
@@ -102,7 +103,7 @@ impl Default for SandboxSettings {
 }
 
 /// `[sandbox]` as written in the config file. A limit of 0 turns that limit off.
-#[derive(Debug, Default, serde::Deserialize)]
+#[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct FileSandbox {
     /// Replaces the default list.

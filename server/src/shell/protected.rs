@@ -70,6 +70,7 @@ impl Protected {
         state.extend(config.ws_token_file.iter().cloned());
         state.extend(home.iter().map(|h| h.join(".appserver")));
         state.extend(config.skills_home.iter().cloned());
+        state.extend(config.user_config.iter().filter_map(|f| f.parent()).map(PathBuf::from));
         let sandbox = &config.shell.sandbox;
         Protected {
             workspace: config.workspace.clone(),
