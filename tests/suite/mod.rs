@@ -44,6 +44,7 @@ mod mcp_clients;
 mod mcp_host;
 mod mcp_npm;
 mod mcp_sessions;
+mod mcp_tools;
 mod mcp_views;
 mod memory;
 mod metrics;

@@ -593,12 +593,15 @@ ConfigSectionSchema = TypedDict("ConfigSectionSchema", {
     "path": NotRequired[Optional[str]],  # The TOML table (`model`, `approvals`, ...); `null` for the top level.
 })
 
-# Rich content returned by dynamic and plugin tools.
+# Rich content returned by dynamic, plugin and MCP tools.
 ContentItem = TypedDict("ContentItem", {
-    "type": str,  # `text` or `image`.
+    "type": str,  # `text` or `image`; an MCP tool's result also `audio`, `resourceLink` and `resource` (an
     "dataBase64": NotRequired[Optional[str]],
+    "description": NotRequired[Optional[str]],  # A resource link's description.
     "mediaType": NotRequired[Optional[str]],
+    "name": NotRequired[Optional[str]],  # A resource link's name.
     "text": NotRequired[Optional[str]],
+    "uri": NotRequired[Optional[str]],  # A resource's URI (`resourceLink`, `resource`).
 })
 
 # `contextUsage` (section 4.4): context-window occupancy for the desktop's token ring; not
@@ -1986,6 +1989,8 @@ ToolCallPayload = TypedDict("ToolCallPayload", {
     "toolName": str,
     "callId": str,
     "arguments": NotRequired[Any],  # Complete in `item/completed`; may be absent while arguments stream.
+    "mcpServer": NotRequired[Optional[str]],  # The MCP server of a call of one of its tools by its namespaced name
+    "mcpTool": NotRequired[Optional[str]],  # The MCP tool's own name, with `mcpServer` (appserver extension).
 })
 
 # Params of `item/toolCall/progress` (appserver extension): a progress notification of the MCP
@@ -2015,7 +2020,9 @@ ToolResultPayload = TypedDict("ToolResultPayload", {
     "callId": str,
     "result": str,
     "success": bool,
+    "contentItems": NotRequired[List["ContentItem"]],  # Every content block of an MCP tool's result — text, images, audio, resource links and
     "fileChanges": NotRequired[List["FileChange"]],  # The files this call changed, with their diffs (appserver extension: `WriteFile`,
+    "structuredResult": NotRequired[Any],  # An MCP tool's `structuredContent` (appserver extension).
 })
 
 # A turn on the wire.

@@ -55,6 +55,8 @@ struct Inner {
     checks: HashMap<String, connection::StartCheck>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
     unreadable: Option<String>,
+    /// The servers an editor gave one thread for its ACP session (`sessions.rs`), by thread.
+    sessions: HashMap<String, Vec<Arc<Connection>>>,
 }
 
 /// The MCP servers of the workspace.
@@ -380,5 +382,36 @@ impl McpHost {
         let inner = self.lock();
         let names = inner.configs.iter().map(|c| &c.name).chain(inner.plugin.iter().map(|(c, _)| &c.name));
         names.filter_map(|name| inner.connections.get(&key(name)).cloned()).collect()
+    }
+
+    /// The server `name` as `thread`'s agent sees it: its session's own first, then the
+    /// workspace's.
+    pub(crate) fn connection_for(&self, thread: &str, name: &str) -> Option<Arc<Connection>> {
+        let session = self
+            .lock()
+            .sessions
+            .get(thread)
+            .and_then(|servers| servers.iter().find(|c| key(&c.config.name) == key(name)).cloned());
+        session.or_else(|| self.connection(name))
+    }
+
+    /// The servers `thread`'s agent uses: its session's own, then the workspace's it does not
+    /// shadow.
+    pub(crate) fn connections_for(&self, thread: &str) -> Vec<Arc<Connection>> {
+        let mut servers = self.lock().sessions.get(thread).cloned().unwrap_or_default();
+        let workspace = self.connections();
+        let shadowed = |c: &Arc<Connection>| servers.iter().any(|s| key(&s.config.name) == key(&c.config.name));
+        let kept: Vec<_> = workspace.into_iter().filter(|c| !shadowed(c)).collect();
+        servers.extend(kept);
+        servers
+    }
+
+    /// The server `name`: the workspace's, else any session's (what `mcp_call`'s approval
+    /// renders, without a thread).
+    pub(crate) fn connection_any(&self, name: &str) -> Option<Arc<Connection>> {
+        self.connection(name).or_else(|| {
+            let inner = self.lock();
+            inner.sessions.values().flatten().find(|c| key(&c.config.name) == key(name)).cloned()
+        })
     }
 }

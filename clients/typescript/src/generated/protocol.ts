@@ -765,13 +765,22 @@ export interface ConfigSectionSchema {
   path?: string | null;
 }
 
-/** Rich content returned by dynamic and plugin tools. */
+/** Rich content returned by dynamic, plugin and MCP tools. */
 export interface ContentItem {
-  /** `text` or `image`. */
+  /**
+   * `text` or `image`; an MCP tool's result also `audio`, `resourceLink` and `resource` (an
+   * embedded resource: `text`, or its bytes in `dataBase64`) (appserver extension).
+   */
   type: string;
   dataBase64?: string | null;
+  /** A resource link's description. */
+  description?: string | null;
   mediaType?: string | null;
+  /** A resource link's name. */
+  name?: string | null;
   text?: string | null;
+  /** A resource's URI (`resourceLink`, `resource`). */
+  uri?: string | null;
 }
 
 /**
@@ -2370,6 +2379,13 @@ export interface ToolCallPayload {
   callId: string;
   /** Complete in `item/completed`; may be absent while arguments stream. */
   arguments?: unknown;
+  /**
+   * The MCP server of a call of one of its tools by its namespaced name
+   * (`mcp__<server>__<tool>`), as the server is named (appserver extension).
+   */
+  mcpServer?: string | null;
+  /** The MCP tool's own name, with `mcpServer` (appserver extension). */
+  mcpTool?: string | null;
 }
 
 /**
@@ -2404,10 +2420,17 @@ export interface ToolResultPayload {
   result: string;
   success: boolean;
   /**
+   * Every content block of an MCP tool's result — text, images, audio, resource links and
+   * embedded resources — as the server gave them (appserver extension).
+   */
+  contentItems?: ContentItem[];
+  /**
    * The files this call changed, with their diffs (appserver extension: `WriteFile`,
    * `EditFile`); `thread/read` returns them with the item.
    */
   fileChanges?: FileChange[];
+  /** An MCP tool's `structuredContent` (appserver extension). */
+  structuredResult?: unknown;
 }
 
 /** A turn on the wire. */
