@@ -43,6 +43,7 @@ mod mcp;
 mod mcp_clients;
 mod mcp_host;
 mod mcp_npm;
+mod mcp_session_loss;
 mod mcp_sessions;
 mod mcp_tools;
 mod mcp_views;

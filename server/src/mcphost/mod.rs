@@ -9,6 +9,7 @@
 pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
+pub(crate) mod session;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -192,20 +193,27 @@ impl McpHost {
         if let Some(previous) = self.lock().connections.insert(key(&config.name), connection.clone()) {
             previous.stop.cancel();
         }
+        let (clients, mut states) = (self.clients.clone(), connection.announcements());
+        let first = connection.status();
         self.tasks.spawn(connection.clone().supervise(self.workspace.clone()));
-        let (clients, mut states) = (self.clients.clone(), connection.watch());
         let stop = connection.stop.clone();
         self.tasks.spawn(async move {
+            let mut status = first;
             loop {
-                let status = states.borrow_and_update().clone();
                 broadcast(
                     clients.as_ref(),
                     &ServerNotification::McpStatusUpdated(McpStatusUpdatedParams { server: status }),
                 );
-                tokio::select! {
-                    changed = states.changed() => if changed.is_err() { return },
-                    _ = stop.cancelled() => return,
-                }
+                status = loop {
+                    tokio::select! {
+                        next = states.recv() => match next {
+                            Ok(next) => break next,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        },
+                        _ = stop.cancelled() => return,
+                    }
+                };
             }
         });
     }
