@@ -3,6 +3,7 @@
 mod aai_descriptors;
 mod aai_web;
 mod acp;
+mod acp_mcp;
 mod app_approvals;
 mod app_limits;
 mod app_log_order;

@@ -223,6 +223,18 @@ impl Connection {
         self.status.borrow().clone()
     }
 
+    /// The state once the current start has settled (not `starting`), waiting at most `limit`.
+    pub(crate) async fn settled(&self, limit: Duration) -> McpServerStatus {
+        let mut states = self.status.subscribe();
+        let _ = tokio::time::timeout(limit, states.wait_for(|s| s.startup_state != "starting")).await;
+        self.status()
+    }
+
+    /// How long a start may take.
+    pub(crate) fn startup_limit(&self) -> Duration {
+        self.config.startup_timeout_sec.map_or(DEFAULT_STARTUP, Duration::from_secs_f64)
+    }
+
     /// A receiver of each state the server is put in from now on.
     pub(crate) fn announcements(&self) -> tokio::sync::broadcast::Receiver<McpServerStatus> {
         self.announce.subscribe()

@@ -4,8 +4,10 @@
 //! connected in the background by its supervisor (`connection.rs`), its state announced as
 //! `mcp/status/updated`; the agent sees them through three tools (`agent::mcp_tools`): the
 //! servers and their tool names, one tool's schema when asked, and a call (approved like any
-//! gated tool, scope `mcp:<server>:<tool>`).
+//! gated tool, scope `mcp:<server>:<tool>`). An ACP editor's session adds servers of its own for
+//! its thread while its connection lasts (`acp.rs`).
 
+mod acp;
 pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
@@ -56,8 +58,8 @@ struct Inner {
     checks: HashMap<String, connection::StartCheck>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
     unreadable: Option<String>,
-    /// The servers an editor gave one thread for its ACP session (`sessions.rs`), by thread.
-    sessions: HashMap<String, Vec<Arc<Connection>>>,
+    /// The servers an editor gave one thread for its ACP session (`acp.rs`), by thread.
+    sessions: HashMap<String, acp::SessionServers>,
 }
 
 /// The MCP servers of the workspace.
@@ -399,14 +401,14 @@ impl McpHost {
             .lock()
             .sessions
             .get(thread)
-            .and_then(|servers| servers.iter().find(|c| key(&c.config.name) == key(name)).cloned());
+            .and_then(|session| session.servers.iter().find(|c| key(&c.config.name) == key(name)).cloned());
         session.or_else(|| self.connection(name))
     }
 
     /// The servers `thread`'s agent uses: its session's own, then the workspace's it does not
     /// shadow.
     pub(crate) fn connections_for(&self, thread: &str) -> Vec<Arc<Connection>> {
-        let mut servers = self.lock().sessions.get(thread).cloned().unwrap_or_default();
+        let mut servers = self.lock().sessions.get(thread).map(|s| s.servers.clone()).unwrap_or_default();
         let workspace = self.connections();
         let shadowed = |c: &Arc<Connection>| servers.iter().any(|s| key(&s.config.name) == key(&c.config.name));
         let kept: Vec<_> = workspace.into_iter().filter(|c| !shadowed(c)).collect();
@@ -419,7 +421,7 @@ impl McpHost {
     pub(crate) fn connection_any(&self, name: &str) -> Option<Arc<Connection>> {
         self.connection(name).or_else(|| {
             let inner = self.lock();
-            inner.sessions.values().flatten().find(|c| key(&c.config.name) == key(name)).cloned()
+            inner.sessions.values().flat_map(|s| &s.servers).find(|c| key(&c.config.name) == key(name)).cloned()
         })
     }
 }

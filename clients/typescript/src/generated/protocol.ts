@@ -44,6 +44,21 @@ export interface AcpReadTextFileResult {
 }
 
 /**
+ * Params of `ext/acp/session/mcpServers` (appserver extension): the MCP servers an ACP editor
+ * gave a session (`session/new`, `session/load`), connected for that thread while the calling
+ * connection lasts; an empty list disconnects them.
+ */
+export interface AcpSessionMcpServersParams {
+  threadId: string;
+  servers: McpServerConfig[];
+}
+
+/** Result of `ext/acp/session/mcpServers`: each server's state once its first start settled. */
+export interface AcpSessionMcpServersResult {
+  servers: McpServerStatus[];
+}
+
+/**
  * Params of `ext/acp/terminal/create` (server → client): the editor starts `command` with
  * `args` (no shell in between) in `cwd`, in a terminal it shows.
  */
@@ -2627,6 +2642,7 @@ export interface ClientRequestMap {
   "cron/list": { params: CronListParams; result: CronListResult };
   "cron/remove": { params: CronJobIdParams; result: RemovedResult };
   "cron/run": { params: CronJobIdParams; result: CronRunResult };
+  "ext/acp/session/mcpServers": { params: AcpSessionMcpServersParams; result: AcpSessionMcpServersResult };
   "externalChannel/get": { params: ExternalChannelNameParams; result: ExternalChannelResult };
   "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
   "externalChannel/remove": { params: ExternalChannelNameParams; result: RemovedResult };
