@@ -119,7 +119,8 @@ async fn run(agent: &ModelAgent, skills: Option<&str>, ctx: &mut TurnContext) ->
     let mut window = ContextWindow::of(&model, &provider.settings.context);
     let modalities = Modalities::of(&model, provider.settings.input_modalities.as_deref());
     let mut mcp = agent.mcp_offering(ctx, window, mcp_allowed(ctx));
-    for tool in all_mcp(&mcp) {
+    // Every MCP tool is callable by name, offered or not yet.
+    for tool in mcp.all() {
         targets.entry(tool.name.clone()).or_insert(Target::Mcp(tool));
     }
     let mut tools = [base_tools.clone(), mcp.specs()].concat();
@@ -419,11 +420,6 @@ fn mcp_allowed(ctx: &TurnContext) -> bool {
     let (mode, profile) =
         (configuration.and_then(|c| c.mode.clone()), configuration.and_then(|c| c.tool_profile.clone()));
     crate::policy::roles::allows_in(mode.as_deref(), profile.as_deref(), "mcp_call")
-}
-
-/// Every MCP tool of the turn (callable by name even before a search offers it).
-fn all_mcp(offering: &Offering) -> Vec<Arc<McpNamedTool>> {
-    offering.all()
 }
 
 fn model_error(err: ModelError) -> TurnError {
