@@ -137,3 +137,20 @@ pub struct AcpTerminalOutputResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub exit_status: Option<AcpTerminalExitStatus>,
 }
+
+/// Params of `ext/acp/session/mcpServers` (appserver extension): the MCP servers an ACP editor
+/// gave a session (`session/new`, `session/load`), connected for that thread while the calling
+/// connection lasts; an empty list disconnects them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcpSessionMcpServersParams {
+    pub thread_id: String,
+    pub servers: Vec<crate::mcp::McpServerConfig>,
+}
+
+/// Result of `ext/acp/session/mcpServers`: each server's state once its first start settled.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AcpSessionMcpServersResult {
+    pub servers: Vec<crate::mcp::McpServerStatus>,
+}

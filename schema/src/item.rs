@@ -129,6 +129,13 @@ pub struct ToolCallPayload {
     #[serde(default, skip_serializing_if = "Value::is_null")]
     pub arguments: Value,
     pub call_id: String,
+    /// The MCP server of a call of one of its tools by its namespaced name
+    /// (`mcp__<server>__<tool>`), as the server is named (appserver extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_server: Option<String>,
+    /// The MCP tool's own name, with `mcpServer` (appserver extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_tool: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -141,6 +148,13 @@ pub struct ToolResultPayload {
     /// `EditFile`); `thread/read` returns them with the item.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub file_changes: Vec<FileChange>,
+    /// Every content block of an MCP tool's result — text, images, audio, resource links and
+    /// embedded resources — as the server gave them (appserver extension).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub content_items: Vec<ContentItem>,
+    /// An MCP tool's `structuredContent` (appserver extension).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub structured_result: Option<Value>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -206,11 +220,12 @@ pub struct FileChange {
     pub truncated: Option<bool>,
 }
 
-/// Rich content returned by dynamic and plugin tools.
+/// Rich content returned by dynamic, plugin and MCP tools.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ContentItem {
-    /// `text` or `image`.
+    /// `text` or `image`; an MCP tool's result also `audio`, `resourceLink` and `resource` (an
+    /// embedded resource: `text`, or its bytes in `dataBase64`) (appserver extension).
     #[serde(rename = "type")]
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -219,6 +234,15 @@ pub struct ContentItem {
     pub media_type: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub data_base64: Option<String>,
+    /// A resource's URI (`resourceLink`, `resource`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub uri: Option<String>,
+    /// A resource link's name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A resource link's description.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -7,8 +7,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 
 use crate::acp::{
-    AcpReadTextFileParams, AcpReadTextFileResult, AcpTerminalCreateParams, AcpTerminalCreateResult,
-    AcpTerminalExitStatus, AcpTerminalOutputResult, AcpTerminalParams, AcpWriteTextFileParams,
+    AcpReadTextFileParams, AcpReadTextFileResult, AcpSessionMcpServersParams, AcpSessionMcpServersResult,
+    AcpTerminalCreateParams, AcpTerminalCreateResult, AcpTerminalExitStatus, AcpTerminalOutputResult,
+    AcpTerminalParams, AcpWriteTextFileParams,
 };
 use crate::app::{
     AppCommandParams, AppCommandResult, AppDescriptorApproveParams, AppDescriptorApproveResult, AppDiscoverParams,
@@ -238,6 +239,9 @@ request_table! { roles ClientRequest, client_request_schemas;
     ThreadCompact => "thread/compact" [Owner, ChannelAdapter, Editor] (ThreadIdParams) -> ThreadCompactResult;
     ThreadRename => "thread/rename" [Owner, ChannelAdapter] (ThreadRenameParams) -> EmptyResult;
     ThreadConfigUpdate => "thread/config/update" [Owner, ChannelAdapter, Editor] (ThreadConfigUpdateParams) -> EmptyResult;
+    /// An ACP session's own MCP servers, connected for its thread while this connection lasts
+    /// (appserver extension).
+    AcpSessionMcpServers => "ext/acp/session/mcpServers" [Owner, Editor] (AcpSessionMcpServersParams) -> AcpSessionMcpServersResult;
     /// Submit input and start the agent; the turn streams as notifications.
     TurnStart => "turn/start" [Owner, ChannelAdapter, Editor] (TurnStartParams) -> TurnResult;
     TurnInterrupt => "turn/interrupt" [Owner, ChannelAdapter, Editor] (TurnInterruptParams) -> EmptyResult;

@@ -40,6 +40,8 @@ pub const AGENT_TOOLS: &[ToolRow] = &[
     row("mcp_servers", AGENT),
     row("mcp_tool", AGENT),
     row("mcp_call", AGENT),
+    row("mcp_tool_search", AGENT),
+    row("<mcp tool>", AGENT),
     row("SkillView", AGENT),
     row("Cron", AGENT),
     row("SpawnAgent", AGENT),

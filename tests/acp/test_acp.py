@@ -2,7 +2,8 @@
 side) as an editor would, against a server that appserver's own Python SDK also reaches over
 WebSocket: a streamed prompt, app commands asked through `session/request_permission` (allowed
 once, rejected once), a write through the editor's `fs/write_text_file`, cancel mid-turn, and
-`session/load` of a thread started over WebSocket."""
+`session/load` of a thread started over WebSocket, and an MCP server of the editor's passed in
+`session/new` used by the session's agent."""
 
 import asyncio
 import json
@@ -12,6 +13,8 @@ from typing import Any, List
 from acp import PROTOCOL_VERSION, spawn_agent_process, text_block
 from acp.schema import (
     AllowedOutcome,
+    EnvVariable,
+    McpServerStdio,
     ClientCapabilities,
     DeniedOutcome,
     FileSystemCapabilities,
@@ -20,7 +23,7 @@ from acp.schema import (
     WriteTextFileResponse,
 )
 from sheet import MANIFEST, Sheet
-from support import TIMEOUT, running_server, server_binary
+from support import TIMEOUT, MockModel, running_server, server_binary, text_reply, tool_call_reply
 
 from appserver_client import AppServerClient
 
@@ -180,5 +183,48 @@ def test_session_load_replays_a_thread_started_over_websocket():
                 ]
             finally:
                 await desktop.close()
+
+    run(body())
+
+
+def mcp_test_server() -> str:
+    """The repository's MCP test server (`cargo build -p appserver-tests`), next to the server."""
+    return os.path.join(os.path.dirname(server_binary()), "mcp-test-server")
+
+
+def test_an_mcp_server_passed_in_session_new_is_used_by_the_sessions_agent():
+    async def body():
+        mock = await MockModel(
+            [
+                text_reply("(the bridge's model/list)"),
+                tool_call_reply("call_m", "mcp__editor-tools__env", '{"name": "FROM_EDITOR"}'),
+                text_reply("The editor's variable is set."),
+            ]
+        ).start()
+        try:
+            args = ["--model", "mock-model", "--base-url", mock.base_url, "--api-key", "k"]
+            async with running_server(args) as server:
+                editor = Editor()
+                async with spawn(editor, server.workspace) as (conn, _process):
+                    init = await initialize(conn)
+                    assert init.agent_capabilities.mcp_capabilities.http is True
+                    tools = McpServerStdio(
+                        name="editor tools",
+                        command=mcp_test_server(),
+                        args=[],
+                        env=[EnvVariable(name="FROM_EDITOR", value="from-python")],
+                    )
+                    sid = (await conn.new_session(cwd=server.workspace, mcp_servers=[tools])).session_id
+                    answer = await conn.prompt(session_id=sid, prompt=[text_block("use the editor's tool")])
+                    assert answer.stop_reason == "end_turn"
+                    calls = editor.of(sid, "tool_call")
+                    assert [c.title for c in calls] == ["mcp__editor-tools__env"]
+                    assert editor.asked == [], "a read-only tool is not asked about"
+                    done = [u for u in editor.of(sid, "tool_call_update") if u.status == "completed"]
+                    assert "from-python" in json.dumps(done[-1].raw_output)
+                    offered = json.dumps(mock.requests[1].get("tools"))
+                    assert "mcp__editor-tools__env" in offered
+        finally:
+            mock.close()
 
     run(body())

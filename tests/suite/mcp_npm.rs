@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 use super::mcp_host::{call, run_answering, tool_results, wait_state};
 
 /// The installed server `name` (a file of `node_modules/.bin`), or `None` (the test is skipped).
-fn npm_server(name: &str) -> Option<PathBuf> {
+pub(super) fn npm_server(name: &str) -> Option<PathBuf> {
     // libtest names the test's thread after the test's path; its last part is its name.
     let thread = std::thread::current();
     let test = thread.name().and_then(|n| n.rsplit("::").next()).unwrap_or("mcp_npm").to_owned();
@@ -32,7 +32,7 @@ fn npm_server(name: &str) -> Option<PathBuf> {
     Some(path)
 }
 
-fn done() -> Reply {
+pub(super) fn done() -> Reply {
     Reply::Sse(text_reply(&["Done."], (1, 1)))
 }
 

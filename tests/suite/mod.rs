@@ -3,6 +3,7 @@
 mod aai_descriptors;
 mod aai_web;
 mod acp;
+mod acp_mcp;
 mod app_approvals;
 mod app_limits;
 mod app_log_order;
@@ -43,7 +44,9 @@ mod mcp;
 mod mcp_clients;
 mod mcp_host;
 mod mcp_npm;
+mod mcp_session_loss;
 mod mcp_sessions;
+mod mcp_tools;
 mod mcp_views;
 mod memory;
 mod metrics;

@@ -36,6 +36,19 @@ AcpReadTextFileResult = TypedDict("AcpReadTextFileResult", {
     "content": str,
 })
 
+# Params of `ext/acp/session/mcpServers` (appserver extension): the MCP servers an ACP editor
+# gave a session (`session/new`, `session/load`), connected for that thread while the calling
+# connection lasts; an empty list disconnects them.
+AcpSessionMcpServersParams = TypedDict("AcpSessionMcpServersParams", {
+    "threadId": str,
+    "servers": List["McpServerConfig"],
+})
+
+# Result of `ext/acp/session/mcpServers`: each server's state once its first start settled.
+AcpSessionMcpServersResult = TypedDict("AcpSessionMcpServersResult", {
+    "servers": List["McpServerStatus"],
+})
+
 # Params of `ext/acp/terminal/create` (server → client): the editor starts `command` with
 # `args` (no shell in between) in `cwd`, in a terminal it shows.
 AcpTerminalCreateParams = TypedDict("AcpTerminalCreateParams", {
@@ -593,12 +606,15 @@ ConfigSectionSchema = TypedDict("ConfigSectionSchema", {
     "path": NotRequired[Optional[str]],  # The TOML table (`model`, `approvals`, ...); `null` for the top level.
 })
 
-# Rich content returned by dynamic and plugin tools.
+# Rich content returned by dynamic, plugin and MCP tools.
 ContentItem = TypedDict("ContentItem", {
-    "type": str,  # `text` or `image`.
+    "type": str,  # `text` or `image`; an MCP tool's result also `audio`, `resourceLink` and `resource` (an
     "dataBase64": NotRequired[Optional[str]],
+    "description": NotRequired[Optional[str]],  # A resource link's description.
     "mediaType": NotRequired[Optional[str]],
+    "name": NotRequired[Optional[str]],  # A resource link's name.
     "text": NotRequired[Optional[str]],
+    "uri": NotRequired[Optional[str]],  # A resource's URI (`resourceLink`, `resource`).
 })
 
 # `contextUsage` (section 4.4): context-window occupancy for the desktop's token ring; not
@@ -1986,6 +2002,8 @@ ToolCallPayload = TypedDict("ToolCallPayload", {
     "toolName": str,
     "callId": str,
     "arguments": NotRequired[Any],  # Complete in `item/completed`; may be absent while arguments stream.
+    "mcpServer": NotRequired[Optional[str]],  # The MCP server of a call of one of its tools by its namespaced name
+    "mcpTool": NotRequired[Optional[str]],  # The MCP tool's own name, with `mcpServer` (appserver extension).
 })
 
 # Params of `item/toolCall/progress` (appserver extension): a progress notification of the MCP
@@ -2015,7 +2033,9 @@ ToolResultPayload = TypedDict("ToolResultPayload", {
     "callId": str,
     "result": str,
     "success": bool,
+    "contentItems": NotRequired[List["ContentItem"]],  # Every content block of an MCP tool's result — text, images, audio, resource links and
     "fileChanges": NotRequired[List["FileChange"]],  # The files this call changed, with their diffs (appserver extension: `WriteFile`,
+    "structuredResult": NotRequired[Any],  # An MCP tool's `structuredContent` (appserver extension).
 })
 
 # A turn on the wire.
@@ -2181,7 +2201,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2203,6 +2223,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "cron/list": ("CronListParams", "CronListResult"),
     "cron/remove": ("CronJobIdParams", "RemovedResult"),
     "cron/run": ("CronJobIdParams", "CronRunResult"),
+    "ext/acp/session/mcpServers": ("AcpSessionMcpServersParams", "AcpSessionMcpServersResult"),
     "externalChannel/get": ("ExternalChannelNameParams", "ExternalChannelResult"),
     "externalChannel/list": ("ExternalChannelListParams", "ExternalChannelListResult"),
     "externalChannel/remove": ("ExternalChannelNameParams", "RemovedResult"),
@@ -2405,6 +2426,9 @@ class ClientRequests:
 
     async def cron_run(self, params: "CronJobIdParams", timeout: Optional[float] = None) -> "CronRunResult":
         return await self.request("cron/run", params, timeout)
+
+    async def ext_acp_session_mcpServers(self, params: "AcpSessionMcpServersParams", timeout: Optional[float] = None) -> "AcpSessionMcpServersResult":
+        return await self.request("ext/acp/session/mcpServers", params, timeout)
 
     async def externalChannel_get(self, params: "ExternalChannelNameParams", timeout: Optional[float] = None) -> "ExternalChannelResult":
         return await self.request("externalChannel/get", params, timeout)

@@ -227,7 +227,7 @@ impl Bridge {
             "agentCapabilities": {
                 "loadSession": true,
                 "promptCapabilities": { "image": true, "audio": false, "embeddedContext": true },
-                "mcpCapabilities": { "http": false, "sse": false },
+                "mcpCapabilities": { "http": true, "sse": false },
                 "sessionCapabilities": { "list": {} },
             },
             "authMethods": [],
@@ -263,6 +263,7 @@ impl Bridge {
         if !std::path::Path::new(cwd).is_absolute() {
             return Err(invalid("cwd: must be an absolute path"));
         }
+        let servers = super::mcp::definitions(p).map_err(invalid)?;
         let start = json!({
             "identity": { "channelName": CHANNEL, "userId": USER, "workspacePath": cwd },
             "historyMode": "server",
@@ -273,6 +274,9 @@ impl Bridge {
         self.add_session(&id, Session::new(str_at(thread, "workspacePath").to_owned()))?;
         let subscribe = json!({ "threadId": id });
         self.server.request("thread/subscribe", &subscribe, SERVER_TIMEOUT).await.map_err(relayed)?;
+        if !servers.is_empty() {
+            self.connect_servers(&id, servers).await?;
+        }
         let mut result = self.session_settings(&thread["configuration"]);
         result["sessionId"] = json!(id);
         Ok(result)
@@ -282,8 +286,11 @@ impl Bridge {
     /// replayed as updates, then followed from the event it was read at.
     async fn load_session(&self, p: &Value) -> Result<Value, ErrorObject> {
         let id = str_at(p, "sessionId").to_owned();
+        let servers = super::mcp::definitions(p).map_err(invalid)?;
         let params = json!({ "threadId": id });
         self.server.request("thread/resume", &params, SERVER_TIMEOUT).await.map_err(relayed)?;
+        // The session's servers now (none: those of an earlier session of the thread go).
+        self.connect_servers(&id, servers).await?;
         let read = json!({ "threadId": id, "includeTurns": true });
         let read = self.server.request("thread/read", &read, SERVER_TIMEOUT).await.map_err(relayed)?;
         let thread = &read["thread"];
@@ -304,6 +311,20 @@ impl Bridge {
         let subscribe = json!({ "threadId": id, "afterSeq": read["seq"] });
         self.server.request("thread/subscribe", &subscribe, SERVER_TIMEOUT).await.map_err(relayed)?;
         Ok(self.session_settings(&thread["configuration"]))
+    }
+
+    /// Connects the editor's MCP servers for the session's thread (`acp::mcp`); one that fails
+    /// to start is logged, not fatal to the session.
+    async fn connect_servers(&self, thread: &str, servers: Vec<Value>) -> Result<(), ErrorObject> {
+        let params = json!({ "threadId": thread, "servers": servers });
+        let connected =
+            self.server.request("ext/acp/session/mcpServers", &params, SERVER_TIMEOUT).await.map_err(relayed)?;
+        for status in connected["servers"].as_array().into_iter().flatten() {
+            if status["startupState"] != "ready" {
+                tracing::warn!(server = %status["name"], error = %status["lastError"], "an editor's MCP server did not start");
+            }
+        }
+        Ok(())
     }
 
     async fn list_sessions(&self, p: &Value) -> Result<Value, ErrorObject> {

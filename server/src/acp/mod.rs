@@ -9,6 +9,7 @@
 mod asks;
 mod bridge;
 mod io;
+mod mcp;
 mod prompt;
 mod rpc;
 mod session;

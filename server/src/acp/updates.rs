@@ -168,11 +168,46 @@ pub(crate) fn tool_result(result: &Value, workspace: &str, terminal: Option<&str
     if terminal.is_none() && !text.is_empty() {
         content.push(json!({ "type": "content", "content": { "type": "text", "text": text } }));
     }
+    let items = result.get("contentItems").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    content.extend(items.iter().filter_map(content_block).map(|block| json!({ "type": "content", "content": block })));
     update(
         "tool_call_update",
         json!({ "toolCallId": call_id, "status": if success { "completed" } else { "failed" },
                 "content": content, "rawOutput": { "result": text, "success": success } }),
     )
+}
+
+/// An MCP result's image, audio, resource link or embedded resource (`contentItems`) as ACP's
+/// content block, so the editor shows it (its text blocks are in the result's text already).
+fn content_block(item: &Value) -> Option<Value> {
+    let field = |key: &str| item.get(key).cloned().filter(|v| !v.is_null());
+    let mut block = match arg(item, "type") {
+        "image" | "audio" => json!({ "type": arg(item, "type"), "data": field("dataBase64")?,
+            "mimeType": field("mediaType")? }),
+        "resourceLink" => json!({ "type": "resource_link", "uri": field("uri")?,
+            "name": field("name").unwrap_or_else(|| field("uri").unwrap_or_default()) }),
+        "resource" => {
+            let mut resource = json!({ "uri": field("uri")? });
+            match (field("text"), field("dataBase64")) {
+                (Some(text), _) => resource["text"] = text,
+                (None, Some(blob)) => resource["blob"] = blob,
+                (None, None) => return None,
+            }
+            if let Some(mime) = field("mediaType") {
+                resource["mimeType"] = mime;
+            }
+            return Some(json!({ "type": "resource", "resource": resource }));
+        }
+        _ => return None,
+    };
+    if arg(item, "type") == "resourceLink" {
+        for (from, to) in [("mediaType", "mimeType"), ("description", "description")] {
+            if let Some(value) = field(from) {
+                block[to] = value;
+            }
+        }
+    }
+    Some(block)
 }
 
 /// `tool_call_update` for a finished `dynamicToolCall` item.
@@ -308,5 +343,24 @@ mod tests {
             json!({"name": "exec", "description": "Run a shell command: /exec COMMAND", "input": {"hint": "/exec COMMAND"}})
         );
         assert_eq!(u["availableCommands"][1], json!({"name": "apps", "description": "List the registered apps"}));
+    }
+
+    #[test]
+    fn an_mcp_results_media_and_resources_are_shown_to_the_editor() {
+        let result = json!({ "callId": "c1", "success": true, "result": "{}", "contentItems": [
+            { "type": "text", "text": "shown in the result already" },
+            { "type": "image", "mediaType": "image/png", "dataBase64": "iVBO" },
+            { "type": "resourceLink", "uri": "file:///a.txt", "name": "a.txt", "mediaType": "text/plain" },
+            { "type": "resource", "uri": "test://r/1", "mediaType": "text/plain", "text": "hello" },
+        ] });
+        let update = tool_result(&result, "/w", None);
+        let blocks: Vec<&Value> = update["content"].as_array().unwrap().iter().map(|c| &c["content"]).collect();
+        assert_eq!(blocks.len(), 4, "{update}");
+        assert_eq!(blocks[1], &json!({ "type": "image", "data": "iVBO", "mimeType": "image/png" }));
+        assert_eq!(
+            blocks[2],
+            &json!({ "type": "resource_link", "uri": "file:///a.txt", "name": "a.txt", "mimeType": "text/plain" })
+        );
+        assert_eq!(blocks[3]["resource"], json!({ "uri": "test://r/1", "text": "hello", "mimeType": "text/plain" }));
     }
 }

@@ -15,6 +15,7 @@ use tokio::sync::mpsc;
 
 use appserver_protocol::{McpViewOfferedParams, ServerNotification};
 
+use super::mcp_content;
 use super::mcp_elicit::{self, Called};
 use crate::mcphost::connection::{CallError, Connection, Elicitation};
 use crate::policy::ApprovalSpec;
@@ -39,7 +40,7 @@ pub(crate) fn view_of(tool: &McpTool) -> Option<String> {
     uri.as_str().filter(|u| u.starts_with("ui://")).map(str::to_owned)
 }
 
-fn hints(tool: &McpTool) -> (bool, bool) {
+pub(crate) fn hints(tool: &McpTool) -> (bool, bool) {
     let annotations = tool.annotations.as_ref();
     let read_only = annotations.and_then(|a| a.read_only_hint) == Some(true);
     let destructive = annotations.and_then(|a| a.destructive_hint) == Some(true);
@@ -68,7 +69,7 @@ impl Tool for McpServersTool {
             let servers: Vec<Value> = call
                 .env
                 .mcp
-                .connections()
+                .connections_for(call.thread_id)
                 .iter()
                 .map(|c| {
                     let McpServerStatus { name, startup_state, last_error, .. } = c.status();
@@ -109,7 +110,7 @@ impl Tool for McpToolTool {
                 (Ok(s), Ok(t)) => (s, t),
                 (Err(e), _) | (_, Err(e)) => return e,
             };
-            match find(call.env, &server, &tool) {
+            match find(call.env, call.thread_id, &server, &tool) {
                 Ok(found) => ToolOutput::json(&json!({
                     "server": server,
                     "tool": found.name,
@@ -125,12 +126,12 @@ impl Tool for McpToolTool {
 
 /// Whether the agent sees the tool: its `_meta.ui.visibility` names `"model"` (or is absent). A
 /// tool only for its MCP Apps view (`["app"]`) is neither listed nor described nor called.
-fn for_model(tool: &McpTool) -> bool {
+pub(crate) fn for_model(tool: &McpTool) -> bool {
     crate::mcphost::visible_to(tool, "model")
 }
 
-fn find(env: &ToolEnv, server: &str, tool: &str) -> Result<McpTool, ToolOutput> {
-    let Some(connection) = env.mcp.connection(server) else {
+fn find(env: &ToolEnv, thread_id: &str, server: &str, tool: &str) -> Result<McpTool, ToolOutput> {
+    let Some(connection) = env.mcp.connection_for(thread_id, server) else {
         return Err(ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}` (mcp_servers lists them)")));
     };
     if let Some(found) = connection.tool(tool).filter(|t| !for_model(t)) {
@@ -172,7 +173,7 @@ impl Tool for McpCallTool {
     fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
         let server = arguments.get("server")?.as_str()?;
         let tool = arguments.get("tool")?.as_str()?;
-        let found = env.mcp.connection(server)?.tool(tool).filter(for_model)?;
+        let found = env.mcp.connection_any(server)?.tool(tool).filter(for_model)?;
         let args = arguments.get("arguments").cloned().unwrap_or_else(|| json!({}));
         Some(crate::mcphost::approval_spec(server, &found, &args, &env.apps.config.workspace.display().to_string()))
     }
@@ -188,57 +189,59 @@ impl Tool for McpCallTool {
                 Some(Value::Object(map)) => map.clone(),
                 Some(_) => return ToolOutput::error("INVALID_PARAMS: `arguments` must be an object"),
             };
-            let view = match find(call.env, &server, &tool) {
-                Ok(found) => view_of(&found),
-                Err(e) => return e,
-            };
-            let input = Value::Object(arguments.clone());
-            let Some(connection) = call.env.mcp.connection(&server) else {
-                return ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}`"));
-            };
-            let (outcome, steps) =
-                call_server(&call, &connection, Called { server: &server, tool: &tool }, arguments).await;
-            let outcome = match outcome {
-                Ok(outcome) => outcome,
-                Err(Bounded(why)) => {
-                    return ToolOutput::error(format!(
-                        "ELICITATION_LIMIT: {why}; appserver stopped the call (the server was told)"
-                    ));
-                }
-            };
-            match outcome {
-                Ok(result) => {
-                    let content = serde_json::to_value(&result.content).unwrap_or(Value::Null);
-                    let texts: Vec<&str> =
-                        content.as_array().into_iter().flatten().filter_map(|c| c["text"].as_str()).collect();
-                    let mut answer = json!({ "server": server, "tool": tool, "content": texts.join("\n") });
-                    if let Some(structured) = &result.structured_content {
-                        answer["structuredContent"] = structured.clone();
-                    }
-                    if steps > 0 {
-                        answer["progressNotifications"] = json!(steps);
-                    }
-                    if let Some(uri) = view {
-                        answer["view"] = json!({ "resourceUri": uri });
-                        offer_view(&call, &server, &tool, &uri, input, &result);
-                    }
-                    let mut text = answer.to_string();
-                    if text.len() > MAX_RESULT {
-                        text = format!(
-                            "{}… (cut at {MAX_RESULT} characters)",
-                            &texts.join("\n").chars().take(MAX_RESULT).collect::<String>()
-                        );
-                    }
-                    if result.is_error == Some(true) { ToolOutput::error(text) } else { ToolOutput::ok(text) }
-                }
-                Err(CallError::Cancelled) => {
-                    ToolOutput::error("CANCELLED: the call was cancelled (the server was told)")
-                }
-                Err(e @ CallError::Timeout { .. }) => ToolOutput::error(format!("TIMEOUT: {e}")),
-                Err(e) => ToolOutput::error(format!("MCP_ERROR: {e}")),
-            }
+            call_mcp(&call, &server, &tool, arguments).await
         })
     }
+}
+
+/// Calls `tool` of `server` for the agent (`mcp_call`, or the tool by its own name) and gives
+/// what the model reads back: `{server, tool, content, structuredContent?,
+/// progressNotifications?, view?}`, every content block kept with the output.
+pub(crate) async fn call_mcp(call: &ToolCall<'_>, server: &str, tool: &str, arguments: JsonObject) -> ToolOutput {
+    let view = match find(call.env, call.thread_id, server, tool) {
+        Ok(found) => view_of(&found),
+        Err(e) => return e,
+    };
+    let input = Value::Object(arguments.clone());
+    let Some(connection) = call.env.mcp.connection_for(call.thread_id, server) else {
+        return ToolOutput::error(format!("NOT_FOUND: no MCP server `{server}`"));
+    };
+    let (outcome, steps) = call_server(call, &connection, Called { server, tool }, arguments).await;
+    let outcome = match outcome {
+        Ok(outcome) => outcome,
+        Err(Bounded(why)) => {
+            return ToolOutput::error(format!(
+                "ELICITATION_LIMIT: {why}; appserver stopped the call (the server was told)"
+            ));
+        }
+    };
+    let result = match outcome {
+        Ok(result) => result,
+        Err(CallError::Cancelled) => {
+            return ToolOutput::error("CANCELLED: the call was cancelled (the server was told)");
+        }
+        Err(e @ CallError::Timeout { .. }) => return ToolOutput::error(format!("TIMEOUT: {e}")),
+        Err(e) => return ToolOutput::error(format!("MCP_ERROR: {e}")),
+    };
+    let items = mcp_content::items(&serde_json::to_value(&result.content).unwrap_or(Value::Null));
+    let content = mcp_content::model_text(&items);
+    let mut answer = json!({ "server": server, "tool": tool, "content": content });
+    if let Some(structured) = &result.structured_content {
+        answer["structuredContent"] = structured.clone();
+    }
+    if steps > 0 {
+        answer["progressNotifications"] = json!(steps);
+    }
+    if let Some(uri) = view {
+        answer["view"] = json!({ "resourceUri": uri });
+        offer_view(call, server, tool, &uri, input, &result);
+    }
+    let mut text = answer.to_string();
+    if text.len() > MAX_RESULT {
+        text = format!("{}… (cut at {MAX_RESULT} characters)", content.chars().take(MAX_RESULT).collect::<String>());
+    }
+    let output = if result.is_error == Some(true) { ToolOutput::error(text) } else { ToolOutput::ok(text) };
+    ToolOutput { content_items: items, structured: result.structured_content.clone(), ..output }
 }
 
 /// A call stopped because its server asked the user more than it may (`mcphost::budget`).

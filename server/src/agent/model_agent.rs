@@ -5,8 +5,8 @@
 //! until the model stops or the step limit is reached, keeping the context window in check
 //! (`context`).
 
-use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
 
 use appserver_protocol::{DynamicToolSpec, ErrorPayload, HistoryMode, ItemPayload, TextPayload, ToolCallPayload};
 use serde_json::{Value, json};
@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use super::context::history::{self, user_content};
 use super::context::{Budget, Compactor, ContextKeeper, after_turn, persist};
 use super::dynamic;
+use super::mcp_content;
+use super::mcp_offer::{self, McpNamedTool, Offering};
 use super::memory::Memory;
+use crate::model::modalities::Modalities;
 use crate::model::window::ContextWindow;
 use crate::model::{ChatDelta, ModelError, ModelProvider};
 use crate::ports::BoxFuture;
@@ -36,12 +39,39 @@ pub(crate) struct ModelAgent {
     context: ContextKeeper,
     /// The workspace's long-term memory.
     memory: Memory,
+    /// The MCP tools each thread's searches found (`mcp_offer`), offered by name while the MCP
+    /// tools do not fit their budget.
+    mcp_loaded: Mutex<HashMap<String, BTreeSet<String>>>,
 }
+
+/// Threads whose found MCP tools are remembered (past it the memory starts again).
+const MAX_REMEMBERED: usize = 1024;
 
 impl ModelAgent {
     pub(crate) fn new(provider: Arc<ModelProvider>, skills: Arc<SkillCatalog>, memory: Memory) -> Self {
-        ModelAgent { provider, skills, context: ContextKeeper::default(), memory }
+        ModelAgent { provider, skills, context: ContextKeeper::default(), memory, mcp_loaded: Default::default() }
     }
+
+    /// The turn's MCP tools, with those the thread's searches found.
+    fn mcp_offering(&self, ctx: &TurnContext, window: ContextWindow, allowed: bool) -> Offering {
+        let loaded = lock(&self.mcp_loaded).get(&ctx.thread_id).cloned().unwrap_or_default();
+        let budget = window.effective * self.provider.settings.mcp_tools_budget / 100;
+        Offering::new(&ctx.turns.tool_env, &ctx.thread_id, budget, loaded, allowed)
+    }
+
+    fn remember(&self, thread: &str, offering: Offering) {
+        let mut remembered = lock(&self.mcp_loaded);
+        if remembered.len() >= MAX_REMEMBERED && !remembered.contains_key(thread) {
+            remembered.clear();
+        }
+        if !offering.loaded.is_empty() {
+            remembered.insert(thread.to_owned(), offering.loaded);
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 impl Agent for ModelAgent {
@@ -59,6 +89,8 @@ impl Agent for ModelAgent {
 enum Target {
     Registry,
     Dynamic(DynamicToolSpec, dynamic::Route),
+    /// An MCP tool by its own name.
+    Mcp(Arc<McpNamedTool>),
 }
 
 /// A tool call being streamed.
@@ -83,14 +115,22 @@ async fn run(agent: &ModelAgent, skills: Option<&str>, ctx: &mut TurnContext) ->
             config.mode.clone(),
         )
     };
-    let (tools, targets) = tool_specs(ctx, &dynamic_tools);
+    let (base_tools, mut targets) = tool_specs(ctx, &dynamic_tools);
     let mut window = ContextWindow::of(&model, &provider.settings.context);
+    let modalities = Modalities::of(&model, provider.settings.input_modalities.as_deref());
+    let mut mcp = agent.mcp_offering(ctx, window, mcp_allowed(ctx));
+    // Every MCP tool is callable by name, offered or not yet.
+    for tool in mcp.all() {
+        targets.entry(tool.name.clone()).or_insert(Target::Mcp(tool));
+    }
+    let mut tools = [base_tools.clone(), mcp.specs()].concat();
     // A client that keeps the history sends it whole each turn: nothing to compact here.
     window.auto_compact &= history_mode == HistoryMode::Server;
     let compactor = Compactor { provider, model: &model };
     let mut budget = Budget::start(keeper, ctx, window);
     let system = system_message(provider, skills, instructions.as_deref(), mode.as_deref());
     let mut messages = opening_messages(ctx, system, history_mode, window.auto_compact).await?;
+    mcp_content::fit(&mut messages, modalities);
 
     for _step in 0..provider.settings.max_steps {
         if budget.before_request(&messages, &tools) {
@@ -116,17 +156,21 @@ async fn run(agent: &ModelAgent, skills: Option<&str>, ctx: &mut TurnContext) ->
             }
             Err(err) => return Err(model_error(err)),
         };
-        if !answer_step(ctx, &targets, step, &mut messages).await? {
+        if !answer_step(ctx, (&targets, &mut mcp, modalities), step, &mut messages).await? {
+            agent.remember(&ctx.thread_id, mcp);
             after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await?;
             agent.memory.after_turn(ctx, agent.provider.clone(), &model, &messages).await;
             return Ok(());
         }
+        // A search may have made more MCP tools callable.
+        tools = [base_tools.clone(), mcp.specs()].concat();
     }
     let message = format!(
         "The agent stopped after {} model calls (the step limit); the task may be unfinished.",
         provider.settings.max_steps
     );
     ctx.record(ItemPayload::Error(ErrorPayload { message, code: "step_limit".into(), fatal: false })).await?;
+    agent.remember(&ctx.thread_id, mcp);
     after_turn(ctx, compactor, &mut budget, &mut messages, &tools).await
 }
 
@@ -159,7 +203,7 @@ async fn opening_messages(
 /// results and any guidance. Whether the model asked for tools (and so is to be called again).
 async fn answer_step(
     ctx: &mut TurnContext,
-    targets: &BTreeMap<String, Target>,
+    (targets, mcp, modalities): (&BTreeMap<String, Target>, &mut Offering, Modalities),
     step: Step,
     messages: &mut Vec<Value>,
 ) -> Result<bool, TurnError> {
@@ -192,11 +236,18 @@ async fn answer_step(
     }
     assistant["tool_calls"] = Value::Array(requested);
     messages.push(assistant);
+    let mut media = Vec::new();
     for call in calls.into_values() {
-        let call_id = call.call_id.clone();
+        let (call_id, name) = (call.call_id.clone(), call.name.clone());
         let output = run_call(ctx, targets, call).await?;
-        messages.push(json!({ "role": "tool", "tool_call_id": call_id, "content": output }));
+        mcp.learn(&name, &output);
+        messages.push(json!({ "role": "tool", "tool_call_id": call_id, "content": output.result }));
+        if !output.content_items.is_empty() {
+            media.push((call_id, output.content_items));
+        }
     }
+    // Images and audio follow the tool messages, as the model takes them.
+    messages.extend(mcp_content::media_message(&media, modalities));
     for guidance in ctx.take_guidance().await? {
         messages.push(json!({ "role": "user", "content": user_content(&guidance.materialized_input_parts) }));
     }
@@ -280,13 +331,12 @@ fn on_tool_call_delta(
     if let Some(name) = name {
         call.name.push_str(&name);
     }
-    if call.item.is_none() && !call.name.is_empty() && matches!(targets.get(&call.name), Some(Target::Registry) | None)
-    {
+    let target = targets.get(&call.name);
+    if call.item.is_none() && !call.name.is_empty() && !matches!(target, Some(Target::Dynamic(..))) {
         if call.call_id.is_empty() {
             call.call_id = format!("call_{}", fastrand::u64(..));
         }
-        let payload =
-            ToolCallPayload { tool_name: call.name.clone(), arguments: Value::Null, call_id: call.call_id.clone() };
+        let payload = call_payload(target, &call.name, Value::Null, &call.call_id);
         let item = ctx.begin(ItemPayload::ToolCall(payload));
         if !call.arguments.is_empty() {
             ctx.append_arguments(&item, &call.arguments.clone());
@@ -299,41 +349,52 @@ fn on_tool_call_delta(
     }
 }
 
-/// Runs one requested call (a dynamic client tool or a registry tool) and returns what the
-/// model reads back.
+/// A `toolCall` item's payload; an MCP tool's names its server and tool.
+fn call_payload(target: Option<&Target>, name: &str, arguments: Value, call_id: &str) -> ToolCallPayload {
+    let mut payload =
+        ToolCallPayload { tool_name: name.to_owned(), arguments, call_id: call_id.to_owned(), ..Default::default() };
+    if let Some(Target::Mcp(tool)) = target {
+        payload.mcp_server = Some(tool.server.clone());
+        payload.mcp_tool = Some(tool.tool.name.to_string());
+    }
+    payload
+}
+
+/// Runs one requested call (a dynamic client tool, an MCP tool by its name or a registry tool)
+/// and returns what the model reads back.
 async fn run_call(
     ctx: &mut TurnContext,
     targets: &BTreeMap<String, Target>,
     call: PendingCall,
-) -> Result<String, TurnError> {
+) -> Result<crate::turns::tools::ToolOutput, TurnError> {
     let parsed: Result<Value, _> =
         if call.arguments.trim().is_empty() { Ok(json!({})) } else { serde_json::from_str(&call.arguments) };
-    match (targets.get(&call.name), parsed) {
+    let target = targets.get(&call.name);
+    match (target, parsed) {
         (Some(Target::Dynamic(spec, route)), Ok(arguments)) => {
-            dynamic::call(ctx, spec, &call.call_id, arguments, *route).await
+            Ok(crate::turns::tools::ToolOutput::ok(dynamic::call(ctx, spec, &call.call_id, arguments, *route).await?))
         }
         (Some(Target::Dynamic(spec, _)), Err(err)) => {
             let reason = format!("arguments are not valid JSON: {err}");
-            dynamic::call_failed(ctx, spec, &call.call_id, &call.arguments, &reason).await
+            let visible = dynamic::call_failed(ctx, spec, &call.call_id, &call.arguments, &reason).await?;
+            Ok(crate::turns::tools::ToolOutput::error(visible))
         }
         (_, parsed) => {
             let item = match call.item {
                 Some(item) => item,
-                None => ctx.begin(ItemPayload::ToolCall(ToolCallPayload {
-                    tool_name: call.name.clone(),
-                    arguments: Value::Null,
-                    call_id: call.call_id.clone(),
-                })),
+                None => ctx.begin(ItemPayload::ToolCall(call_payload(target, &call.name, Value::Null, &call.call_id))),
             };
             match parsed {
                 Ok(arguments) => {
-                    let payload = ToolCallPayload {
-                        tool_name: call.name.clone(),
-                        arguments: arguments.clone(),
-                        call_id: call.call_id.clone(),
-                    };
+                    let payload = call_payload(target, &call.name, arguments.clone(), &call.call_id);
                     ctx.complete(&item, Some(ItemPayload::ToolCall(payload))).await?;
-                    Ok(ctx.run_tool(&call.name, arguments, &call.call_id).await?.result)
+                    match target {
+                        Some(Target::Mcp(tool)) => {
+                            let tool: Arc<dyn crate::turns::tools::Tool> = tool.clone();
+                            ctx.run_given("mcp_call", Some(tool), arguments, &call.call_id).await
+                        }
+                        _ => ctx.run_tool(&call.name, arguments, &call.call_id).await,
+                    }
                 }
                 Err(err) => {
                     ctx.complete(&item, None).await?;
@@ -342,14 +403,23 @@ async fn run_call(
                         call_id: call.call_id.clone(),
                         result: message.clone(),
                         success: false,
-                        file_changes: Vec::new(),
+                        ..Default::default()
                     };
                     ctx.record(ItemPayload::ToolResult(result)).await?;
-                    Ok(message)
+                    Ok(crate::turns::tools::ToolOutput::error(message))
                 }
             }
         }
     }
+}
+
+/// Whether the thread's mode and role let its agent call MCP tools (as they let it `mcp_call`).
+fn mcp_allowed(ctx: &TurnContext) -> bool {
+    let state = ctx.handle.state();
+    let configuration = state.record.configuration.as_ref();
+    let (mode, profile) =
+        (configuration.and_then(|c| c.mode.clone()), configuration.and_then(|c| c.tool_profile.clone()));
+    crate::policy::roles::allows_in(mode.as_deref(), profile.as_deref(), "mcp_call")
 }
 
 fn model_error(err: ModelError) -> TurnError {
@@ -385,7 +455,7 @@ fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Valu
         (configuration.and_then(|c| c.mode.clone()), configuration.and_then(|c| c.tool_profile.clone()))
     };
     let allowed = |name: &str| crate::policy::roles::allows_in(mode.as_deref(), profile.as_deref(), name);
-    for tool in ctx.tools().all().filter(|t| allowed(t.name())) {
+    for tool in ctx.tools().all().filter(|t| allowed(t.name()) && t.name() != mcp_offer::SEARCH_TOOL) {
         specs.push(json!({ "type": "function", "function": {
             "name": tool.name(), "description": tool.description(), "parameters": tool.input_schema() } }));
         targets.insert(tool.name().to_owned(), Target::Registry);

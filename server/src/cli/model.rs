@@ -1,11 +1,15 @@
 //! The model settings of a run: `--model`, `--base-url`, `--api-key`, `--model-idle-timeout-ms`
 //! over the config file's `[model]` (its key from `api_key_env` when given), and its context
-//! window (`context_window`, `output_reserve`, `auto_compact`).
+//! window (`context_window`, `output_reserve`, `auto_compact`), what it takes besides text
+//! (`input_modalities`) and the MCP tools' share of the window (`mcp_tools_budget`).
 
 use std::time::Duration;
 
 use super::RunArgs;
 use crate::config::{ConfigError, DEFAULT_BASE_URL, DEFAULT_MODEL_IDLE_MS, FileModel, ModelSettings};
+
+/// The share of the context window (percent) the MCP tools may take as tools of their own.
+const DEFAULT_MCP_TOOLS_BUDGET: u64 = 10;
 
 /// The model settings, or none without a model; a key named by `api_key_env` that is needed
 /// (no `--api-key`, no `api_key`) but unset is refused, naming the variable.
@@ -50,5 +54,7 @@ pub(super) fn settings(
             output_reserve: file_model.output_reserve,
             auto_compact: file_model.auto_compact.unwrap_or(true),
         },
+        input_modalities: file_model.input_modalities,
+        mcp_tools_budget: file_model.mcp_tools_budget.unwrap_or(DEFAULT_MCP_TOOLS_BUDGET).min(100),
     }))
 }

@@ -192,6 +192,8 @@ pub(crate) struct FileModel {
     pub(crate) context_window: Option<u64>,
     pub(crate) output_reserve: Option<u64>,
     pub(crate) auto_compact: Option<bool>,
+    pub(crate) input_modalities: Option<Vec<String>>,
+    pub(crate) mcp_tools_budget: Option<u64>,
 }
 
 #[derive(Debug, Default, serde::Deserialize, schemars::JsonSchema)]

@@ -225,6 +225,13 @@ pub(crate) struct ModelSettings {
     /// The context window and compaction (`[model] context_window`, `output_reserve`,
     /// `auto_compact`).
     pub(crate) context: ContextSettings,
+    /// What the model takes besides text (`[model] input_modalities`: `text`, `image`,
+    /// `audio`); `None`: known from the model's name (`model::modalities`).
+    pub(crate) input_modalities: Option<Vec<String>>,
+    /// The share of the context window (percent) the MCP tools may take when each is offered by
+    /// its own name (`[model] mcp_tools_budget`, default 10); above it they are found with
+    /// `mcp_tool_search`.
+    pub(crate) mcp_tools_budget: u64,
 }
 
 /// How much of a model's context window a thread may fill, and whether the server compacts it.

@@ -123,6 +123,14 @@ pub(crate) fn validate(server: &McpServerConfig) -> Result<(), McpHostError> {
     Ok(())
 }
 
+/// Checks a definition an ACP editor gave a session: as [`validate`], except that its headers
+/// may carry a credential (it is never written anywhere: the servers last as long as the session).
+pub(crate) fn validate_session(server: &McpServerConfig) -> Result<(), McpHostError> {
+    let mut checked = server.clone();
+    checked.http_headers = None;
+    validate(&checked)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -28,6 +28,8 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
+use super::session::{SessionGuard, SessionHook};
+
 /// Default limit of the connection and first tool listing.
 const DEFAULT_STARTUP: Duration = Duration::from_secs(30);
 /// Default limit of one tool call.
@@ -153,6 +155,9 @@ impl Drop for Withdraw {
 pub(crate) struct Connection {
     pub(crate) config: McpServerConfig,
     status: watch::Sender<McpServerStatus>,
+    /// Every state as it is set, none coalesced (a lost session's `lastError` is announced even
+    /// when the session is back a moment later).
+    announce: tokio::sync::broadcast::Sender<McpServerStatus>,
     tools: Mutex<Vec<Tool>>,
     peer: Mutex<Option<Peer<RoleClient>>>,
     progress: ProgressRoutes,
@@ -202,6 +207,7 @@ impl Connection {
         let state = if config.enabled { "starting" } else { "disabled" };
         Arc::new(Connection {
             status: watch::Sender::new(status_of(&config, state, None)),
+            announce: tokio::sync::broadcast::Sender::new(64),
             config,
             tools: Mutex::new(Vec::new()),
             peer: Mutex::new(None),
@@ -217,9 +223,21 @@ impl Connection {
         self.status.borrow().clone()
     }
 
-    /// A receiver of the server's state.
-    pub(crate) fn watch(&self) -> watch::Receiver<McpServerStatus> {
-        self.status.subscribe()
+    /// The state once the current start has settled (not `starting`), waiting at most `limit`.
+    pub(crate) async fn settled(&self, limit: Duration) -> McpServerStatus {
+        let mut states = self.status.subscribe();
+        let _ = tokio::time::timeout(limit, states.wait_for(|s| s.startup_state != "starting")).await;
+        self.status()
+    }
+
+    /// How long a start may take.
+    pub(crate) fn startup_limit(&self) -> Duration {
+        self.config.startup_timeout_sec.map_or(DEFAULT_STARTUP, Duration::from_secs_f64)
+    }
+
+    /// A receiver of each state the server is put in from now on.
+    pub(crate) fn announcements(&self) -> tokio::sync::broadcast::Receiver<McpServerStatus> {
+        self.announce.subscribe()
     }
 
     pub(crate) fn tools(&self) -> Vec<Tool> {
@@ -234,6 +252,7 @@ impl Connection {
         let tools = lock(&self.tools).len() as u32;
         let mut status = status_of(&self.config, state, error);
         status.tool_count = tools;
+        let _ = self.announce.send(status.clone());
         self.status.send_replace(status);
     }
 
@@ -335,7 +354,8 @@ impl Connection {
             }
             self.set("starting", None);
             let started = tokio::time::Instant::now();
-            match self.run_once(&workspace).await {
+            let weak = Arc::downgrade(&self);
+            match self.run_once(&workspace, session_hook(weak)).await {
                 Ok(()) => {
                     self.set("stopped", None);
                     return;
@@ -358,7 +378,7 @@ impl Connection {
     }
 
     /// One connection: `Ok` when stopped, `Err` (why) when it failed or ended.
-    async fn run_once(&self, workspace: &std::path::Path) -> Result<(), String> {
+    async fn run_once(&self, workspace: &std::path::Path, hook: SessionHook) -> Result<(), String> {
         let startup = self.config.startup_timeout_sec.map_or(DEFAULT_STARTUP, Duration::from_secs_f64);
         let handler = Handler {
             name: self.config.name.clone(),
@@ -367,7 +387,7 @@ impl Connection {
             tools_changed: self.tools_changed.clone(),
         };
         let (running, mut child) = tokio::select! {
-            connected = tokio::time::timeout(startup, connect(&self.config, workspace, handler)) => match connected {
+            connected = tokio::time::timeout(startup, connect(&self.config, workspace, handler, Some(hook))) => match connected {
                 Ok(result) => result?,
                 Err(_) => return Err(format!("did not start within {} s", startup.as_secs_f64())),
             },
@@ -426,7 +446,7 @@ pub(crate) async fn probe(
         tools_changed: Arc::new(Notify::new()),
     };
     let attempt = async {
-        let (running, mut child) = connect(&config, workspace, handler).await?;
+        let (running, mut child) = connect(&config, workspace, handler, None).await?;
         let listed = running.peer().list_all_tools().await.map_err(|e| format!("tools/list failed: {e}"));
         let _ = running.cancel().await;
         if let Some(child) = child.as_mut() {
@@ -442,7 +462,27 @@ pub(crate) async fn probe(
     }
 }
 
-async fn connect(config: &McpServerConfig, workspace: &std::path::Path, handler: Handler) -> Result<Running, String> {
+/// What a lost HTTP session does to the server's state: a `lastError` while it is reopened,
+/// cleared once a request is answered again (`session.rs`).
+fn session_hook(connection: std::sync::Weak<Connection>) -> SessionHook {
+    Arc::new(move |lost| {
+        let Some(connection) = connection.upgrade() else { return };
+        let status = connection.status();
+        if lost {
+            tracing::warn!(server = %connection.config.name, "MCP server lost the session; reopening it");
+            connection.set(&status.startup_state, Some(super::session::LOST.to_owned()));
+        } else if status.last_error.as_deref() == Some(super::session::LOST) {
+            connection.set(&status.startup_state, None);
+        }
+    })
+}
+
+async fn connect(
+    config: &McpServerConfig,
+    workspace: &std::path::Path,
+    handler: Handler,
+    hook: Option<SessionHook>,
+) -> Result<Running, String> {
     match config.transport {
         McpTransportKind::Stdio => {
             let mut child = spawn(config, workspace)?;
@@ -476,7 +516,8 @@ async fn connect(config: &McpServerConfig, workspace: &std::path::Path, handler:
                 headers.insert(name, value);
             }
             http.custom_headers = headers;
-            let transport = StreamableHttpClientTransport::from_config(http);
+            let hook = hook.unwrap_or_else(|| Arc::new(|_| {}));
+            let transport = StreamableHttpClientTransport::with_client(SessionGuard::new(hook)?, http);
             let running = handler.serve(transport).await.map_err(|e| format!("initialize failed: {e}"))?;
             Ok((running, None))
         }

@@ -4,11 +4,14 @@
 //! connected in the background by its supervisor (`connection.rs`), its state announced as
 //! `mcp/status/updated`; the agent sees them through three tools (`agent::mcp_tools`): the
 //! servers and their tool names, one tool's schema when asked, and a call (approved like any
-//! gated tool, scope `mcp:<server>:<tool>`).
+//! gated tool, scope `mcp:<server>:<tool>`). An ACP editor's session adds servers of its own for
+//! its thread while its connection lasts (`acp.rs`).
 
+mod acp;
 pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
+pub(crate) mod session;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -55,6 +58,8 @@ struct Inner {
     checks: HashMap<String, connection::StartCheck>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
     unreadable: Option<String>,
+    /// The servers an editor gave one thread for its ACP session (`acp.rs`), by thread.
+    sessions: HashMap<String, acp::SessionServers>,
 }
 
 /// The MCP servers of the workspace.
@@ -190,20 +195,27 @@ impl McpHost {
         if let Some(previous) = self.lock().connections.insert(key(&config.name), connection.clone()) {
             previous.stop.cancel();
         }
+        let (clients, mut states) = (self.clients.clone(), connection.announcements());
+        let first = connection.status();
         self.tasks.spawn(connection.clone().supervise(self.workspace.clone()));
-        let (clients, mut states) = (self.clients.clone(), connection.watch());
         let stop = connection.stop.clone();
         self.tasks.spawn(async move {
+            let mut status = first;
             loop {
-                let status = states.borrow_and_update().clone();
                 broadcast(
                     clients.as_ref(),
                     &ServerNotification::McpStatusUpdated(McpStatusUpdatedParams { server: status }),
                 );
-                tokio::select! {
-                    changed = states.changed() => if changed.is_err() { return },
-                    _ = stop.cancelled() => return,
-                }
+                status = loop {
+                    tokio::select! {
+                        next = states.recv() => match next {
+                            Ok(next) => break next,
+                            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => continue,
+                            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+                        },
+                        _ = stop.cancelled() => return,
+                    }
+                };
             }
         });
     }
@@ -380,5 +392,36 @@ impl McpHost {
         let inner = self.lock();
         let names = inner.configs.iter().map(|c| &c.name).chain(inner.plugin.iter().map(|(c, _)| &c.name));
         names.filter_map(|name| inner.connections.get(&key(name)).cloned()).collect()
+    }
+
+    /// The server `name` as `thread`'s agent sees it: its session's own first, then the
+    /// workspace's.
+    pub(crate) fn connection_for(&self, thread: &str, name: &str) -> Option<Arc<Connection>> {
+        let session = self
+            .lock()
+            .sessions
+            .get(thread)
+            .and_then(|session| session.servers.iter().find(|c| key(&c.config.name) == key(name)).cloned());
+        session.or_else(|| self.connection(name))
+    }
+
+    /// The servers `thread`'s agent uses: its session's own, then the workspace's it does not
+    /// shadow.
+    pub(crate) fn connections_for(&self, thread: &str) -> Vec<Arc<Connection>> {
+        let mut servers = self.lock().sessions.get(thread).map(|s| s.servers.clone()).unwrap_or_default();
+        let workspace = self.connections();
+        let shadowed = |c: &Arc<Connection>| servers.iter().any(|s| key(&s.config.name) == key(&c.config.name));
+        let kept: Vec<_> = workspace.into_iter().filter(|c| !shadowed(c)).collect();
+        servers.extend(kept);
+        servers
+    }
+
+    /// The server `name`: the workspace's, else any session's (what `mcp_call`'s approval
+    /// renders, without a thread).
+    pub(crate) fn connection_any(&self, name: &str) -> Option<Arc<Connection>> {
+        self.connection(name).or_else(|| {
+            let inner = self.lock();
+            inner.sessions.values().flat_map(|s| &s.servers).find(|c| key(&c.config.name) == key(name)).cloned()
+        })
     }
 }

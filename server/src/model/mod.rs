@@ -3,6 +3,7 @@
 //! transient failures, the model catalog (`model/list`), and each model's context window
 //! (`window.rs`).
 
+pub(crate) mod modalities;
 pub(crate) mod sse;
 pub(crate) mod window;
 

@@ -21,6 +21,8 @@ fn provider(base_url: String) -> ModelProvider {
         idle_timeout: Duration::from_millis(300),
         instructions: None,
         context: ContextSettings { window: None, output_reserve: None, auto_compact: false },
+        input_modalities: None,
+        mcp_tools_budget: 10,
     })
     .unwrap()
 }

@@ -127,13 +127,15 @@ impl Estimator {
     }
 }
 
-/// Characters of the text in a message (strings anywhere in it; an image part counts as a
-/// fixed 3,000 characters, about what providers charge for one).
+/// Characters of the text in a message (strings anywhere in it; an image or audio part counts as
+/// a fixed 3,000 characters, about what providers charge for an image, not its base64 data).
 fn text_chars(value: &Value) -> usize {
     match value {
         Value::String(s) => s.len(),
         Value::Array(items) => items.iter().map(text_chars).sum(),
-        Value::Object(map) if map.get("type").and_then(Value::as_str) == Some("image_url") => 3000,
+        Value::Object(map) if matches!(map.get("type").and_then(Value::as_str), Some("image_url" | "input_audio")) => {
+            3000
+        }
         Value::Object(map) => map.values().map(text_chars).sum(),
         _ => 0,
     }

@@ -45,6 +45,7 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
         R::ThreadConfigUpdate(p) => {
             answer::<m::ThreadConfigUpdate, _>(id, threads::handle_thread_config_update(ctx, p))
         }
+        R::AcpSessionMcpServers(p) => answer::<m::AcpSessionMcpServers, _>(id, mcp::handle_session_servers(ctx, p)),
         R::TurnStart(p) => answer::<m::TurnStart, _>(id, turns::handle_turn_start(ctx, p)),
         R::TurnInterrupt(p) => answer::<m::TurnInterrupt, _>(id, turns::handle_turn_interrupt(ctx, p)),
         R::TurnEnqueue(p) => answer::<m::TurnEnqueue, _>(id, turns::handle_turn_enqueue(ctx, p)),

@@ -247,6 +247,7 @@ fn agent_and_tools(
     tools.register(Arc::new(crate::agent::app_tools::AppCommandTool));
     tools.register(Arc::new(crate::agent::discover_tool::AppDiscoverTool));
     tools.register(Arc::new(crate::agent::mcp_tools::McpServersTool));
+    tools.register(Arc::new(crate::agent::mcp_offer::McpToolSearchTool));
     tools.register(Arc::new(crate::agent::mcp_tools::McpToolTool));
     tools.register(Arc::new(crate::agent::mcp_tools::McpCallTool));
     tools.register(Arc::new(crate::agent::skill_tool::SkillViewTool { skills: skills.clone() }));

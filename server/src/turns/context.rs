@@ -333,8 +333,12 @@ impl TurnContext {
     /// tool is a failed result, not a failed turn.
     pub(crate) async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<ToolOutput, TurnError> {
         let call_id = format!("call_{}", fastrand::u64(..));
-        let payload =
-            ToolCallPayload { tool_name: name.to_owned(), arguments: arguments.clone(), call_id: call_id.clone() };
+        let payload = ToolCallPayload {
+            tool_name: name.to_owned(),
+            arguments: arguments.clone(),
+            call_id: call_id.clone(),
+            ..Default::default()
+        };
         self.record(ItemPayload::ToolCall(payload)).await?;
         self.run_tool(name, arguments, &call_id).await
     }
@@ -347,8 +351,23 @@ impl TurnContext {
         arguments: Value,
         call_id: &str,
     ) -> Result<ToolOutput, TurnError> {
-        let (allowed, progress) = self.subagent_view(name);
-        let tool = self.turns.tools.get(name).filter(|_| allowed);
+        let tool = self.turns.tools.get(name);
+        self.run_given(name, tool, arguments, call_id).await
+    }
+
+    /// [`Self::run_tool`] with the tool given (an MCP tool by its own name), allowed as the
+    /// tool `policy_name` is.
+    pub(crate) async fn run_given(
+        &mut self,
+        policy_name: &str,
+        tool: Option<Arc<dyn crate::turns::tools::Tool>>,
+        arguments: Value,
+        call_id: &str,
+    ) -> Result<ToolOutput, TurnError> {
+        let (allowed, progress) = self.subagent_view(policy_name);
+        let name = tool.as_ref().map_or(policy_name.to_owned(), |t| t.name().to_owned());
+        let name = name.as_str();
+        let tool = tool.filter(|_| allowed);
         if let Some(progress) = &progress {
             progress.set_tool(Some(name));
         }
@@ -389,6 +408,8 @@ impl TurnContext {
             result: output.result.clone(),
             success: output.success,
             file_changes: output.file_changes.clone(),
+            content_items: output.content_items.clone(),
+            structured_result: output.structured.clone(),
         };
         self.record(ItemPayload::ToolResult(result)).await?;
         Ok(output)

@@ -18,22 +18,27 @@ use crate::threads::ThreadManager;
 use crate::turns::context::{TurnContext, TurnError};
 
 /// What a tool call returns to the agent.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ToolOutput {
     pub(crate) success: bool,
     /// The model-visible result (JSON text for structured results).
     pub(crate) result: String,
     /// The files the call changed (recorded on its `toolResult` item).
     pub(crate) file_changes: Vec<appserver_protocol::FileChange>,
+    /// Every content block of an MCP tool's result (recorded on its `toolResult` item; images
+    /// and audio also reach the model as such, `agent::mcp_content`).
+    pub(crate) content_items: Vec<appserver_protocol::ContentItem>,
+    /// An MCP tool's `structuredContent` (recorded on its `toolResult` item).
+    pub(crate) structured: Option<Value>,
 }
 
 impl ToolOutput {
     pub(crate) fn ok(result: impl Into<String>) -> Self {
-        ToolOutput { success: true, result: result.into(), file_changes: Vec::new() }
+        ToolOutput { success: true, result: result.into(), ..Default::default() }
     }
 
     pub(crate) fn error(message: impl Into<String>) -> Self {
-        ToolOutput { success: false, result: message.into(), file_changes: Vec::new() }
+        ToolOutput { success: false, result: message.into(), ..Default::default() }
     }
 
     /// A successful structured result, as JSON text.

@@ -44,6 +44,21 @@ export interface AcpReadTextFileResult {
 }
 
 /**
+ * Params of `ext/acp/session/mcpServers` (appserver extension): the MCP servers an ACP editor
+ * gave a session (`session/new`, `session/load`), connected for that thread while the calling
+ * connection lasts; an empty list disconnects them.
+ */
+export interface AcpSessionMcpServersParams {
+  threadId: string;
+  servers: McpServerConfig[];
+}
+
+/** Result of `ext/acp/session/mcpServers`: each server's state once its first start settled. */
+export interface AcpSessionMcpServersResult {
+  servers: McpServerStatus[];
+}
+
+/**
  * Params of `ext/acp/terminal/create` (server → client): the editor starts `command` with
  * `args` (no shell in between) in `cwd`, in a terminal it shows.
  */
@@ -765,13 +780,22 @@ export interface ConfigSectionSchema {
   path?: string | null;
 }
 
-/** Rich content returned by dynamic and plugin tools. */
+/** Rich content returned by dynamic, plugin and MCP tools. */
 export interface ContentItem {
-  /** `text` or `image`. */
+  /**
+   * `text` or `image`; an MCP tool's result also `audio`, `resourceLink` and `resource` (an
+   * embedded resource: `text`, or its bytes in `dataBase64`) (appserver extension).
+   */
   type: string;
   dataBase64?: string | null;
+  /** A resource link's description. */
+  description?: string | null;
   mediaType?: string | null;
+  /** A resource link's name. */
+  name?: string | null;
   text?: string | null;
+  /** A resource's URI (`resourceLink`, `resource`). */
+  uri?: string | null;
 }
 
 /**
@@ -2370,6 +2394,13 @@ export interface ToolCallPayload {
   callId: string;
   /** Complete in `item/completed`; may be absent while arguments stream. */
   arguments?: unknown;
+  /**
+   * The MCP server of a call of one of its tools by its namespaced name
+   * (`mcp__<server>__<tool>`), as the server is named (appserver extension).
+   */
+  mcpServer?: string | null;
+  /** The MCP tool's own name, with `mcpServer` (appserver extension). */
+  mcpTool?: string | null;
 }
 
 /**
@@ -2404,10 +2435,17 @@ export interface ToolResultPayload {
   result: string;
   success: boolean;
   /**
+   * Every content block of an MCP tool's result — text, images, audio, resource links and
+   * embedded resources — as the server gave them (appserver extension).
+   */
+  contentItems?: ContentItem[];
+  /**
    * The files this call changed, with their diffs (appserver extension: `WriteFile`,
    * `EditFile`); `thread/read` returns them with the item.
    */
   fileChanges?: FileChange[];
+  /** An MCP tool's `structuredContent` (appserver extension). */
+  structuredResult?: unknown;
 }
 
 /** A turn on the wire. */
@@ -2604,6 +2642,7 @@ export interface ClientRequestMap {
   "cron/list": { params: CronListParams; result: CronListResult };
   "cron/remove": { params: CronJobIdParams; result: RemovedResult };
   "cron/run": { params: CronJobIdParams; result: CronRunResult };
+  "ext/acp/session/mcpServers": { params: AcpSessionMcpServersParams; result: AcpSessionMcpServersResult };
   "externalChannel/get": { params: ExternalChannelNameParams; result: ExternalChannelResult };
   "externalChannel/list": { params: ExternalChannelListParams; result: ExternalChannelListResult };
   "externalChannel/remove": { params: ExternalChannelNameParams; result: RemovedResult };

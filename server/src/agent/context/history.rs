@@ -2,10 +2,10 @@
 //! `compacted` notice of mode `partial` stands for everything before it), as chat messages,
 //! tool results before a `micro` compaction cleared, and a turn's input as message content.
 
-use appserver_protocol::{InputPart, Item, ItemPayload};
+use appserver_protocol::{ContentItem, InputPart, Item, ItemPayload};
 use serde_json::{Value, json};
 
-use crate::agent::dynamic;
+use crate::agent::{dynamic, mcp_content};
 use crate::store::{Store, StoreError};
 use crate::threads::wire;
 use crate::turns::context::{TurnContext, TurnError};
@@ -130,16 +130,21 @@ pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
         .unwrap_or(0);
     let mut messages: Vec<Value> = Vec::new();
     let mut unanswered: Vec<String> = Vec::new();
-    let close_calls = |messages: &mut Vec<Value>, unanswered: &mut Vec<String>| {
+    // Images and audio of the tool results since the last assistant message: they follow its
+    // tool messages as one user message.
+    let mut media: Vec<(String, Vec<ContentItem>)> = Vec::new();
+    let close_calls = |messages: &mut Vec<Value>, unanswered: &mut Vec<String>, media: &mut Vec<_>| {
         for id in unanswered.drain(..) {
             messages
                 .push(json!({ "role": "tool", "tool_call_id": id, "content": "(no result: the turn ended first)" }));
         }
+        messages.extend(mcp_content::media_message(media, mcp_content::ALL));
+        media.clear();
     };
     for (index, item) in items.iter().enumerate() {
         match &item.payload {
             ItemPayload::UserMessage(m) => {
-                close_calls(&mut messages, &mut unanswered);
+                close_calls(&mut messages, &mut unanswered, &mut media);
                 let content = if m.materialized_input_parts.is_empty() {
                     Value::String(m.text.clone())
                 } else {
@@ -148,7 +153,7 @@ pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
                 messages.push(json!({ "role": "user", "content": content }));
             }
             ItemPayload::AgentMessage(t) => {
-                close_calls(&mut messages, &mut unanswered);
+                close_calls(&mut messages, &mut unanswered, &mut media);
                 messages.push(json!({ "role": "assistant", "content": t.text }));
             }
             ItemPayload::ToolCall(call) => {
@@ -162,7 +167,7 @@ pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
                         None => last["tool_calls"] = json!([request]),
                     }
                 } else {
-                    close_calls(&mut messages, &mut unanswered);
+                    close_calls(&mut messages, &mut unanswered, &mut media);
                     messages.push(json!({ "role": "assistant", "content": Value::Null, "tool_calls": [request] }));
                 }
                 unanswered.push(call.call_id.clone());
@@ -172,10 +177,13 @@ pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
                     unanswered.remove(pos);
                     let content = if index < cleared_until { CLEARED } else { result.result.as_str() };
                     messages.push(json!({ "role": "tool", "tool_call_id": result.call_id, "content": content }));
+                    if index >= cleared_until && !result.content_items.is_empty() {
+                        media.push((result.call_id.clone(), result.content_items.clone()));
+                    }
                 }
             }
             ItemPayload::DynamicToolCall(call) => {
-                close_calls(&mut messages, &mut unanswered);
+                close_calls(&mut messages, &mut unanswered, &mut media);
                 let request = json!({ "id": call.call_id, "type": "function",
                     "function": { "name": call.tool_name, "arguments": call.arguments.to_string() } });
                 messages.push(json!({ "role": "assistant", "content": Value::Null, "tool_calls": [request] }));
@@ -186,7 +194,7 @@ pub(crate) fn history_messages(items: &[Item]) -> Vec<Value> {
             _ => {}
         }
     }
-    close_calls(&mut messages, &mut unanswered);
+    close_calls(&mut messages, &mut unanswered, &mut media);
     messages
 }
 
@@ -220,6 +228,7 @@ mod tests {
                 tool_name: "app_list".into(),
                 arguments: json!({}),
                 call_id: id.into(),
+                ..Default::default()
             }))
         };
         let result = |id: &str| {
@@ -227,7 +236,7 @@ mod tests {
                 call_id: id.into(),
                 result: "[]".into(),
                 success: true,
-                file_changes: Vec::new(),
+                ..Default::default()
             }))
         };
         let items = vec![
@@ -255,13 +264,14 @@ mod tests {
             tool_name: "ReadFile".into(),
             arguments: json!({}),
             call_id: "a".into(),
+            ..Default::default()
         }));
         let result = |id: &str| {
             item(ItemPayload::ToolResult(ToolResultPayload {
                 call_id: id.into(),
                 result: "big".into(),
                 success: true,
-                file_changes: Vec::new(),
+                ..Default::default()
             }))
         };
         let notice = item(ItemPayload::SystemNotice(SystemNoticePayload {
@@ -273,6 +283,7 @@ mod tests {
             tool_name: "ReadFile".into(),
             arguments: json!({}),
             call_id: "b".into(),
+            ..Default::default()
         }));
         let messages = history_messages(&[call, result("a"), notice, later, result("b")]);
         assert_eq!(messages[1]["content"], CLEARED);

@@ -6,9 +6,9 @@
 //! `mcp/view/context` a view's context for the model (`turns::view_context`).
 
 use appserver_protocol::{
-    EmptyResult, McpListResult, McpNameParams, McpRemoveResult, McpResourceReadParams, McpResourceReadResult,
-    McpServerParams, McpServerResult, McpStatusListResult, McpTestResult, McpViewCallParams, McpViewCallResult,
-    McpViewContextParams,
+    AcpSessionMcpServersParams, AcpSessionMcpServersResult, EmptyResult, McpListResult, McpNameParams, McpRemoveResult,
+    McpResourceReadParams, McpResourceReadResult, McpServerParams, McpServerResult, McpStatusListResult, McpTestResult,
+    McpViewCallParams, McpViewCallResult, McpViewContextParams,
 };
 
 use crate::mcphost::McpHostError;
@@ -96,4 +96,20 @@ pub(crate) async fn handle_view_call(ctx: &RequestCtx, p: McpViewCallParams) -> 
 pub(crate) async fn handle_view_context(ctx: &RequestCtx, p: McpViewContextParams) -> Result<EmptyResult, RpcError> {
     crate::turns::view_context::set(&ctx.state.turns, p).await?;
     Ok(EmptyResult {})
+}
+
+/// `ext/acp/session/mcpServers` (appserver extension): an ACP session's own MCP servers,
+/// connected for its thread while this connection lasts (`mcphost::acp`).
+pub(crate) async fn handle_session_servers(
+    ctx: &RequestCtx,
+    p: AcpSessionMcpServersParams,
+) -> Result<AcpSessionMcpServersResult, McpHostError> {
+    let known = ctx.state.threads.loaded(&p.thread_id).is_some()
+        || ctx.state.store.thread(&p.thread_id).await.ok().flatten().is_some();
+    if !known {
+        return Err(McpHostError::Validation(format!("threadId: no thread `{}`", p.thread_id)));
+    }
+    let owner = (ctx.peer.id.to_string(), ctx.peer.closed().clone());
+    let servers = ctx.state.turns.tool_env.mcp.set_session(&p.thread_id, owner, p.servers).await?;
+    Ok(AcpSessionMcpServersResult { servers })
 }
