@@ -8,7 +8,7 @@
 
 use appserver_client::sheet::{SheetHost, SheetOptions};
 use appserver_client::{Client, Event};
-use appserver_tests::cluster::Cluster;
+use appserver_tests::cluster::{Cluster, next_numbered};
 use appserver_tests::{ServerProcess, command, ends_turn, start_thread};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
@@ -107,5 +107,48 @@ async fn an_outside_agents_command_is_decided_by_the_owner_on_another_instance()
     let log = approver.request("app/log/read", json!({ "windowId": w })).await.unwrap();
     assert_eq!(log["entries"].as_array().map(Vec::len), Some(1), "{log}");
     agent.cancel().await.ok();
+    cluster.db.drop_now();
+}
+
+/// The turn runs on B, which is killed; A takes the thread over. At every moment the database
+/// holds the failure and its `turn/failed` together (one statement reads both, so one snapshot):
+/// never a failed turn without its end in the log, whoever dies after the take-over's commit.
+/// A client that subscribes afterwards with `afterSeq` sees that one end.
+#[tokio::test]
+async fn a_turn_failed_by_a_take_over_has_its_end_committed_with_it() {
+    let test = "a_turn_failed_by_a_take_over_has_its_end_committed_with_it";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let (a, mut b) = (cluster.instance().await, cluster.instance().await);
+    let mut on_a = a.ws_client_initialized().await.unwrap();
+    let id = start_thread(&on_a, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    on_a.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+    let on_b = headless(&b, "starter").await;
+    on_b.request("turn/start", json!({ "threadId": id, "input": command("debug-block", "") })).await.unwrap();
+    let started = next_numbered(&mut on_a, "turn/started").await;
+    b.kill().await.unwrap();
+
+    let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(&cluster.db.url).await.unwrap();
+    let both = "SELECT t.status, (SELECT COUNT(*) FROM thread_event_runs e WHERE e.thread_id = t.thread_id \
+                AND e.methods LIKE '%turn/failed%') AS ends FROM turns t WHERE t.thread_id = $1 AND t.id = 'turn_001'";
+    let ends = within("the take-over", async {
+        loop {
+            let (status, ends): (String, i64) = sqlx::query_as(both).bind(&id).fetch_one(&pool).await.unwrap();
+            if status == "failed" {
+                return ends;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await;
+    assert_eq!(ends, 1, "the failure committed without its turn/failed");
+    pool.close().await;
+
+    let failed = next_numbered(&mut on_a, "turn/failed").await;
+    assert_eq!(failed["turn"]["id"], "turn_001");
+    let mut late = a.ws_client_initialized().await.unwrap();
+    let after = started["seq"].as_u64().unwrap() - 1;
+    late.request("thread/subscribe", json!({ "threadId": id, "afterSeq": after })).await.unwrap();
+    let replayed = next_numbered(&mut late, "turn/failed").await;
+    assert_eq!(replayed["seq"], failed["seq"], "one end, the same everywhere");
     cluster.db.drop_now();
 }

@@ -24,6 +24,7 @@ mod sqlite;
 mod subagents;
 mod thread_writes;
 mod threads;
+mod turn_ends;
 mod writer;
 
 pub(crate) use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
