@@ -6,10 +6,13 @@
 //! retryable errors and recovers. Skipped (with a `SKIPPED:` line) without
 //! `APPSERVER_TEST_POSTGRES` and `APPSERVER_TEST_NATS`.
 
+use std::time::Duration;
+
 use appserver_client::sheet::{SheetHost, SheetOptions};
-use appserver_client::{Client, Event};
+use appserver_client::{Client, ClientError, Event};
 use appserver_tests::cluster::{Cluster, next_numbered};
-use appserver_tests::{ServerProcess, command, ends_turn, start_thread};
+use appserver_tests::tcp_proxy::{Mode, TcpProxy};
+use appserver_tests::{ServerBuilder, ServerProcess, TIMEOUT, command, ends_turn, start_thread, text};
 use rmcp::model::CallToolRequestParams;
 use serde_json::{Value, json};
 
@@ -151,4 +154,80 @@ async fn a_turn_failed_by_a_take_over_has_its_end_committed_with_it() {
     let replayed = next_numbered(&mut late, "turn/failed").await;
     assert_eq!(replayed["seq"], failed["seq"], "one end, the same everywhere");
     cluster.db.drop_now();
+}
+
+/// `Ok`, or the retryable refusal of a database that cannot be reached (-32001
+/// `storeUnavailable` with `retryAfterMs`); anything else (-32603 with the driver's text) fails.
+fn retryable(answer: Result<Value, ClientError>) -> bool {
+    match answer {
+        Ok(_) => true,
+        Err(ClientError::Rpc(error)) => {
+            let data = error.data.clone().unwrap_or_default();
+            assert_eq!(error.code, -32001, "not a retryable error: {error:?}");
+            assert_eq!(data["reason"], "storeUnavailable", "{error:?}");
+            assert!(data["retryAfterMs"].as_u64().is_some(), "{error:?}");
+            false
+        }
+        Err(other) => panic!("no answer: {other}"),
+    }
+}
+
+/// One instance reaches PostgreSQL through a proxy. A short cut (reset, then a black hole) is
+/// retried through: the requests made meanwhile succeed once it heals. A cut longer than the
+/// retries (connections refused) is answered with the retryable refusal, never -32603, for
+/// reads and writes alike; healed, the instance serves again.
+#[tokio::test]
+async fn a_postgres_cut_of_one_instance_gives_only_retryable_errors() {
+    let test = "a_postgres_cut_of_one_instance_gives_only_retryable_errors";
+    let Some(mut cluster) = Cluster::new(test).await else { return };
+    let target = postgres_addr(&cluster.db.url);
+    let proxy = TcpProxy::start(target).await.unwrap();
+    let a = cluster.instance_via(ServerBuilder::ws(), &proxy.url_for(&cluster.db.url)).await;
+    let mut client = a.ws_client_initialized().await.unwrap();
+    let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let read = json!({ "threadId": id, "includeTurns": true });
+
+    for mode in [Mode::Reset, Mode::BlackHole] {
+        proxy.set(mode);
+        let during = tokio::spawn({
+            let (reading, id) = (a.ws_client_initialized().await.unwrap(), id.clone());
+            async move {
+                let read = reading.request("thread/read", json!({ "threadId": id })).await;
+                let renamed = reading.request("thread/rename", json!({ "threadId": id, "displayName": "cut" })).await;
+                (read, renamed)
+            }
+        });
+        // The fault lasts its time (2 s, within the retries' 8 s): no synchronization here.
+        tokio::time::sleep(Duration::from_secs(2)).await;
+        proxy.set(Mode::Pass);
+        let (read_answer, write_answer) = within("the requests made during the cut", during).await.unwrap();
+        assert!(read_answer.is_ok(), "{mode:?}: a read made during a short cut: {read_answer:?}");
+        assert!(write_answer.is_ok(), "{mode:?}: a write made during a short cut: {write_answer:?}");
+    }
+
+    // Longer than the retries: refused, retryably, with no driver text.
+    proxy.set(Mode::Reset);
+    let started = std::time::Instant::now();
+    let refused = client.request("turn/start", json!({ "threadId": id, "input": text("during the cut") })).await;
+    assert!(!retryable(refused), "a write during a long cut is refused");
+    let refused = client.request("thread/read", read.clone()).await;
+    assert!(!retryable(refused), "a read during a long cut is refused");
+    assert!(started.elapsed() < TIMEOUT, "{:?}", started.elapsed());
+    proxy.set(Mode::Pass);
+    let turn = client.request("turn/start", json!({ "threadId": id, "input": text("healed") })).await.unwrap();
+    let turn_id = turn["turn"]["id"].as_str().unwrap().to_owned();
+    let (events, _) = run_answering(&mut client, &turn_id, "accept").await;
+    assert_eq!(events.last().and_then(Event::method), Some("turn/completed"));
+    drop(a);
+    cluster.db.drop_now();
+}
+
+/// Host and port of a `postgres://` URL.
+fn postgres_addr(url: &str) -> std::net::SocketAddr {
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+    let host = host.split('/').next().unwrap_or(host);
+    let host = if host.contains(':') { host.to_owned() } else { format!("{host}:5432") };
+    let host = host.replace("localhost", "127.0.0.1");
+    host.parse().unwrap_or_else(|_| panic!("cannot read the address of {url}"))
 }
