@@ -55,6 +55,15 @@ impl TcpProxy {
         self.mode.send_replace(mode);
     }
 
+    /// The host and port a `postgres://` URL names (5432 when it names none).
+    pub fn target_of(url: &str) -> Result<SocketAddr> {
+        let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+        let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
+        let host = host.split(['/', '?']).next().unwrap_or(host).replace("localhost", "127.0.0.1");
+        let host = if host.contains(':') { host } else { format!("{host}:5432") };
+        Ok(host.parse()?)
+    }
+
     /// `url` (a `postgres://` URL) with its host and port replaced by the proxy's.
     pub fn url_for(&self, url: &str) -> String {
         let (scheme, rest) = url.split_once("://").unwrap_or(("postgres", url));

@@ -1,7 +1,10 @@
-//! The clients: workers that start turns (a fifth of them needing approval), command the app,
-//! resume, rename and read threads; followers that follow every thread with `afterSeq` across
-//! reconnects and accept every approval asked of them; and the app's host, which registers the
-//! window again (and is replayed) wherever it can when its instance goes down.
+//! The clients: workers that start turns (a fifth of them needing approval, a fifth having the
+//! agent command the app, whose window is mostly hosted on another instance than the turn's),
+//! command the app, resume, rename and read threads; followers that follow every thread with
+//! `afterSeq` across reconnects and decide every approval asked of them (on whichever instance
+//! they are connected to): they decline an app command whose value starts with [`DENY`] and
+//! accept every other; and the app's host, which registers the window again (and is replayed)
+//! wherever it can when its instance goes down.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -17,6 +20,9 @@ use crate::record::{Record, Seen};
 
 /// A client's wait for one answer.
 const ANSWER: Duration = Duration::from_secs(15);
+
+/// The start of an app command value the approvers decline: the app must never run it.
+pub const DENY: &str = "deny-";
 
 /// The threads and the app window the clients share.
 #[derive(Debug, Clone)]
@@ -45,8 +51,16 @@ async fn connect(addrs: &Addrs, n: usize, name: &str, approvals: bool) -> Option
     let addr = addrs.preferring(n)?;
     let url = format!("ws://{addr}/ws");
     let client = Client::connect_ws(&url, ANSWER).await.ok()?;
-    client.initialize(name, json!({ "approvalSupport": approvals })).await.ok()?;
+    // Approvers take the app form of a request (its command's params), to decide by the value.
+    let capabilities = json!({ "approvalSupport": approvals, "extensions": { "appProtocol": approvals } });
+    client.initialize(name, capabilities).await.ok()?;
     Some(client)
+}
+
+/// The input of a turn whose agent runs an app command on the window (wherever it is hosted).
+fn agent_command(window: &str, n: usize, value: &str) -> Value {
+    let args = format!(r#"{window} setCells {{"cells":{{"B{n}":"{value}"}}}}"#);
+    appserver_tests::command("command", &args)
 }
 
 /// The thread a numbered event is about.
@@ -112,15 +126,23 @@ pub async fn worker(n: usize, seed: u64, addrs: Arc<Addrs>, setup: Setup, record
         counter += 1;
         let (operation, answer) = match rng.u32(0..100) {
             0..50 => {
-                let input = match rng.u32(0..5) {
-                    0 => appserver_tests::command("debug-gated", "nemesis"),
-                    _ => appserver_tests::text(&format!("worker {n} says {counter}")),
+                let (input, operation) = match rng.u32(0..10) {
+                    0 | 1 => (appserver_tests::command("debug-gated", "nemesis"), "turn/start"),
+                    2 => (
+                        agent_command(&setup.window, n, &format!("agent-{n}-{counter}")),
+                        "turn/start (agent app command)",
+                    ),
+                    3 => (
+                        agent_command(&setup.window, n, &format!("{DENY}{n}-{counter}")),
+                        "turn/start (agent app command, declined)",
+                    ),
+                    _ => (appserver_tests::text(&format!("worker {n} says {counter}")), "turn/start"),
                 };
                 let answer = c.request("turn/start", json!({ "threadId": thread, "input": input })).await;
                 if let Ok(started) = &answer {
                     record.turn(&thread, started["turn"]["id"].as_str().unwrap_or_default());
                 }
-                ("turn/start", answer)
+                (operation, answer)
             }
             50..65 => {
                 let value = format!("w{n}-{counter}");
@@ -180,8 +202,10 @@ pub async fn follower(n: usize, addrs: Arc<Addrs>, setup: Setup, record: Record,
                 event = client.next_event_blocking() => event,
             };
             match event {
-                Ok(Event::Request { id, method, .. }) if method == "item/approval/request" => {
-                    client.respond(&id, json!({ "decision": "accept" }));
+                Ok(Event::Request { id, method, params, .. }) if method == "item/approval/request" => {
+                    let decision = if params.to_string().contains(DENY) { "decline" } else { "accept" };
+                    record.tried(&format!("approval ({decision})"), Ok(()));
+                    client.respond(&id, json!({ "decision": decision }));
                 }
                 Ok(Event::Notification { method, params, .. }) => {
                     let (Some(thread), Some(seq)) = (thread_of(&params), params.get("seq").and_then(Value::as_u64))

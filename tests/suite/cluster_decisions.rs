@@ -180,7 +180,7 @@ fn retryable(answer: Result<Value, ClientError>) -> bool {
 async fn a_postgres_cut_of_one_instance_gives_only_retryable_errors() {
     let test = "a_postgres_cut_of_one_instance_gives_only_retryable_errors";
     let Some(mut cluster) = Cluster::new(test).await else { return };
-    let target = postgres_addr(&cluster.db.url);
+    let target = TcpProxy::target_of(&cluster.db.url).unwrap();
     let proxy = TcpProxy::start(target).await.unwrap();
     let a = cluster.instance_via(ServerBuilder::ws(), &proxy.url_for(&cluster.db.url)).await;
     let mut client = a.ws_client_initialized().await.unwrap();
@@ -220,14 +220,4 @@ async fn a_postgres_cut_of_one_instance_gives_only_retryable_errors() {
     assert_eq!(events.last().and_then(Event::method), Some("turn/completed"));
     drop(a);
     cluster.db.drop_now();
-}
-
-/// Host and port of a `postgres://` URL.
-fn postgres_addr(url: &str) -> std::net::SocketAddr {
-    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
-    let host = rest.rsplit_once('@').map_or(rest, |(_, host)| host);
-    let host = host.split('/').next().unwrap_or(host);
-    let host = if host.contains(':') { host.to_owned() } else { format!("{host}:5432") };
-    let host = host.replace("localhost", "127.0.0.1");
-    host.parse().unwrap_or_else(|_| panic!("cannot read the address of {url}"))
 }
