@@ -160,12 +160,36 @@ async fn stored(client: &Client, setup: &Setup, record: &Record, violations: &mu
     Ok(())
 }
 
-/// Every acknowledged app command is in the window's log, once.
+/// Every acknowledged app command is in the window's log, once; no declined one is in any
+/// window's log.
 async fn app_log(client: &Client, setup: &Setup, record: &Record, violations: &mut Vec<Value>) -> Result<()> {
+    let logged = logged_values(client, &setup.window).await?;
+    let list = client.request("app/list", json!({})).await?;
+    for window in list["apps"].as_array().cloned().unwrap_or_default() {
+        let Some(window) = window["windowId"].as_str() else { continue };
+        for (value, count) in logged_values(client, window).await? {
+            if value.starts_with(crate::workload::DENY) {
+                violations.push(json!({ "rule": "a declined app command never runs", "window": window,
+                    "value": value, "logged": count }));
+            }
+        }
+    }
+    for value in record.commands() {
+        match logged.get(&value) {
+            Some(1) => {}
+            count => violations
+                .push(json!({ "rule": "an acknowledged app command is logged once", "value": value, "logged": count })),
+        }
+    }
+    Ok(())
+}
+
+/// How many times each cell value is in `window`'s log.
+async fn logged_values(client: &Client, window: &str) -> Result<BTreeMap<String, u32>> {
     let mut logged: BTreeMap<String, u32> = BTreeMap::new();
     let mut after = 0u64;
     loop {
-        let params = json!({ "windowId": setup.window, "afterSeq": after, "limit": 1000 });
+        let params = json!({ "windowId": window, "afterSeq": after, "limit": 1000 });
         let page = client.request("app/log/read", params).await?;
         let entries = page["entries"].as_array().cloned().unwrap_or_default();
         for entry in &entries {
@@ -180,17 +204,7 @@ async fn app_log(client: &Client, setup: &Setup, record: &Record, violations: &m
             break;
         }
     }
-    for (value, count) in logged.iter().filter(|(value, _)| value.starts_with(crate::workload::DENY)) {
-        violations.push(json!({ "rule": "a declined app command never runs", "value": value, "logged": count }));
-    }
-    for value in record.commands() {
-        match logged.get(&value) {
-            Some(1) => {}
-            count => violations
-                .push(json!({ "rule": "an acknowledged app command is logged once", "value": value, "logged": count })),
-        }
-    }
-    Ok(())
+    Ok(logged)
 }
 
 /// Each follower's segments are numbered without gap or repeat; one event per number across

@@ -107,6 +107,8 @@ async fn run(options: &Options) -> anyhow::Result<bool> {
         tasks.push(tokio::spawn(follower));
     }
     tasks.push(tokio::spawn(workload::app_host(instances.addrs(), setup.clone(), host, followers_stop.clone())));
+    let agent_hosts = workload::agent_hosts(instances.addrs(), setup.clone(), options.seed, followers_stop.clone());
+    tasks.push(tokio::spawn(agent_hosts));
     let faults = faults::run(&mut instances, options.seed, Duration::from_secs(options.seconds)).await;
     stop.cancel();
     instances.heal().await?;

@@ -24,11 +24,20 @@ const ANSWER: Duration = Duration::from_secs(15);
 /// The start of an app command value the approvers decline: the app must never run it.
 pub const DENY: &str = "deny-";
 
-/// The threads and the app window the clients share.
+/// The threads and the app window the clients share, and the window the agents command now.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub threads: Arc<Vec<String>>,
     pub window: String,
+    /// A window only turns' agents command: a new one is registered every few seconds, on the
+    /// next instance up, so most instances learn of it from an agent's command first.
+    pub agent_window: Arc<std::sync::Mutex<String>>,
+}
+
+impl Setup {
+    fn agent_window(&self) -> String {
+        self.agent_window.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 /// Creates the threads and registers the app window (its host's connection is returned).
@@ -43,7 +52,8 @@ pub async fn setup(instances: &Instances, threads: usize) -> Result<(Setup, Clie
     let host = instances.client(1).await?;
     let registered = host.request("app/register", json!({ "manifest": appserver_client::sheet::manifest() })).await?;
     let window = registered["windowId"].as_str().unwrap_or_default().to_owned();
-    Ok((Setup { threads: Arc::new(ids), window }, host))
+    let agent_window = Arc::new(std::sync::Mutex::new(String::new()));
+    Ok((Setup { threads: Arc::new(ids), window, agent_window }, host))
 }
 
 /// A WebSocket client of instance `n` (or the next one up), initialized.
@@ -129,11 +139,11 @@ pub async fn worker(n: usize, seed: u64, addrs: Arc<Addrs>, setup: Setup, record
                 let (input, operation) = match rng.u32(0..10) {
                     0 | 1 => (appserver_tests::command("debug-gated", "nemesis"), "turn/start"),
                     2 => (
-                        agent_command(&setup.window, n, &format!("agent-{n}-{counter}")),
+                        agent_command(&setup.agent_window(), n, &format!("agent-{n}-{counter}")),
                         "turn/start (agent app command)",
                     ),
                     3 => (
-                        agent_command(&setup.window, n, &format!("{DENY}{n}-{counter}")),
+                        agent_command(&setup.agent_window(), n, &format!("{DENY}{n}-{counter}")),
                         "turn/start (agent app command, declined)",
                     ),
                     _ => (appserver_tests::text(&format!("worker {n} says {counter}")), "turn/start"),
@@ -284,5 +294,38 @@ async fn register(addrs: &Addrs, n: usize, window: &str) -> Option<Client> {
                 }
             }
         }
+    }
+}
+
+/// The hosts of the agents' windows until `stop`: every 2-3 s a new window is registered on the
+/// next instance up (its host answers every command with success while its connection lasts),
+/// and the workers' agents command that one from then on: an instance usually meets it first
+/// through an agent's command, whichever instance runs the turn.
+pub async fn agent_hosts(addrs: Arc<Addrs>, setup: Setup, seed: u64, stop: CancellationToken) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
+    let mut next = 2usize;
+    while !stop.is_cancelled() {
+        next += 1;
+        let Some(mut client) = connect(&addrs, next, "agent app host", false).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let registered =
+            client.request("app/register", json!({ "manifest": appserver_client::sheet::manifest() })).await;
+        let Some(window) = registered.ok().and_then(|r| r["windowId"].as_str().map(str::to_owned)) else { continue };
+        *setup.agent_window.lock().unwrap_or_else(|p| p.into_inner()) = window;
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    event = client.next_event_blocking() => event,
+                };
+                if !answer_host_call(&client, event) {
+                    return;
+                }
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(rng.u64(2000..3000))).await;
     }
 }
