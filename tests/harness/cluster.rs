@@ -61,13 +61,30 @@ impl Cluster {
         nats: &str,
         prepare: impl FnOnce(&std::path::Path),
     ) -> ServerProcess {
+        let db = self.db.url.clone();
+        self.instance_at(builder, nats, &db, prepare).await
+    }
+
+    /// An instance reaching the cluster's database at `db` (its URL through a proxy, say).
+    pub async fn instance_via(&mut self, builder: ServerBuilder, db: &str) -> ServerProcess {
+        let nats = self.nats.clone();
+        self.instance_at(builder, &nats, db, |_| {}).await
+    }
+
+    async fn instance_at(
+        &mut self,
+        builder: ServerBuilder,
+        nats: &str,
+        db: &str,
+        prepare: impl FnOnce(&std::path::Path),
+    ) -> ServerProcess {
         self.workspaces.push(tempfile::tempdir().unwrap());
         let dir = self.workspaces.last().unwrap().path().to_path_buf();
         prepare(&dir);
         let ttl = self.lease_ttl.to_string();
         builder
             .workspace(&dir)
-            .args(["--db", &self.db.url, "--cluster", nats, "--cluster-namespace", &self.namespace])
+            .args(["--db", db, "--cluster", nats, "--cluster-namespace", &self.namespace])
             .args(["--cluster-lease-ttl", &ttl, "--enable-debug-methods"])
             .spawn()
             .await

@@ -14,6 +14,7 @@ pub mod mock_model;
 pub mod nats;
 pub mod postgres;
 pub mod raw_ws;
+pub mod tcp_proxy;
 
 use anyhow::{Context, Result, anyhow, bail};
 use appserver_client::{Client, RawConnection};

@@ -1,8 +1,10 @@
 //! The checker, run once every fault is healed: every thread settles (no turn left running) and
-//! still takes a turn; every acknowledged turn, item and app command is in the store; every turn
-//! ended once (every client that saw its end saw the same one, and no client saw two); each
-//! follower saw each thread's events numbered without gap or repeat; and no client was answered
-//! -32603 for anything.
+//! still takes a turn; every acknowledged turn, item and app command is in the store; no app
+//! command the approvers declined ran (whichever instance hosted the window); every turn ended
+//! once (every client that saw its end saw the same one, and no client saw two), and every turn a
+//! follower saw start has exactly one end in that follower's stream; each follower saw each
+//! thread's events numbered without gap or repeat; and no client was answered -32603 for
+//! anything.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::{Duration, Instant};
@@ -158,12 +160,36 @@ async fn stored(client: &Client, setup: &Setup, record: &Record, violations: &mu
     Ok(())
 }
 
-/// Every acknowledged app command is in the window's log, once.
+/// Every acknowledged app command is in the window's log, once; no declined one is in any
+/// window's log.
 async fn app_log(client: &Client, setup: &Setup, record: &Record, violations: &mut Vec<Value>) -> Result<()> {
+    let logged = logged_values(client, &setup.window).await?;
+    let list = client.request("app/list", json!({})).await?;
+    for window in list["apps"].as_array().cloned().unwrap_or_default() {
+        let Some(window) = window["windowId"].as_str() else { continue };
+        for (value, count) in logged_values(client, window).await? {
+            if value.starts_with(crate::workload::DENY) {
+                violations.push(json!({ "rule": "a declined app command never runs", "window": window,
+                    "value": value, "logged": count }));
+            }
+        }
+    }
+    for value in record.commands() {
+        match logged.get(&value) {
+            Some(1) => {}
+            count => violations
+                .push(json!({ "rule": "an acknowledged app command is logged once", "value": value, "logged": count })),
+        }
+    }
+    Ok(())
+}
+
+/// How many times each cell value is in `window`'s log.
+async fn logged_values(client: &Client, window: &str) -> Result<BTreeMap<String, u32>> {
     let mut logged: BTreeMap<String, u32> = BTreeMap::new();
     let mut after = 0u64;
     loop {
-        let params = json!({ "windowId": setup.window, "afterSeq": after, "limit": 1000 });
+        let params = json!({ "windowId": window, "afterSeq": after, "limit": 1000 });
         let page = client.request("app/log/read", params).await?;
         let entries = page["entries"].as_array().cloned().unwrap_or_default();
         for entry in &entries {
@@ -178,22 +204,19 @@ async fn app_log(client: &Client, setup: &Setup, record: &Record, violations: &m
             break;
         }
     }
-    for value in record.commands() {
-        match logged.get(&value) {
-            Some(1) => {}
-            count => violations
-                .push(json!({ "rule": "an acknowledged app command is logged once", "value": value, "logged": count })),
-        }
-    }
-    Ok(())
+    Ok(logged)
 }
 
 /// Each follower's segments are numbered without gap or repeat; one event per number across
-/// followers; one end per turn.
+/// followers; one end per turn; every turn started in a follower's last segment (which runs to
+/// the end of the run) ends in it, once.
 fn streams(record: &Record, violations: &mut Vec<Value>) {
     let mut by_number: HashMap<(String, u64), (String, Option<String>)> = HashMap::new();
     let mut ends: HashMap<(String, String), BTreeSet<u64>> = HashMap::new();
     for ((follower, thread), segments) in record.streams() {
+        if let Some(last) = segments.last() {
+            every_start_ends(follower, &thread, last, violations);
+        }
         for segment in segments {
             check_segment(follower, &thread, &segment, violations);
             for Seen { seq, method, turn } in segment {
@@ -243,5 +266,27 @@ fn check_segment(follower: usize, thread: &str, segment: &[Seen], violations: &m
                 }
             }
         }
+    }
+}
+
+/// Every turn whose `turn/started` is in `segment` has exactly one end event in it.
+fn every_start_ends(follower: usize, thread: &str, segment: &[Seen], violations: &mut Vec<Value>) {
+    let mut ends: BTreeMap<&str, usize> = BTreeMap::new();
+    for seen in segment {
+        if let Some(turn) = &seen.turn {
+            if seen.method == "turn/started" {
+                ends.entry(turn).or_default();
+            } else if ends_turn(&seen.method) {
+                if let Some(count) = ends.get_mut(turn.as_str()) {
+                    *count += 1;
+                }
+            }
+        }
+    }
+    for (turn, count) in ends.into_iter().filter(|(_, count)| *count != 1) {
+        violations.push(json!({
+            "rule": "every started turn has exactly one end event in every subscriber's stream",
+            "follower": follower, "thread": thread, "turn": turn, "ends": count,
+        }));
     }
 }

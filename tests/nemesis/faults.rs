@@ -1,12 +1,16 @@
 //! The nemesis: every couple of seconds (the seed decides when and what), one fault — an
 //! instance SIGKILLed and started again, an instance paused (SIGSTOP) past its lease and resumed,
-//! the NATS server stopped and started again, or every database session of the instances killed.
+//! the NATS server stopped and started again, every database session of the instances killed, or
+//! one instance cut off PostgreSQL for 3 to 5 s through its proxy (connections reset and
+//! refused, or black-holed: nothing passes, nothing is closed).
 //! At most one instance is down or paused at a time, so the cluster stays available.
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
+
+use appserver_tests::tcp_proxy::Mode;
 
 use crate::instances::{COUNT, Instances, LEASE_SECONDS};
 
@@ -19,7 +23,7 @@ pub async fn run(instances: &mut Instances, seed: u64, duration: Duration) -> Va
     while Instant::now() < deadline {
         tokio::time::sleep(Duration::from_millis(rng.u64(1500..3500))).await;
         let n = rng.usize(..COUNT);
-        let fault = match rng.u32(0..4) {
+        let fault = match rng.u32(0..5) {
             0 => {
                 let killed = instances.kill(n).await;
                 tokio::time::sleep(Duration::from_millis(rng.u64(500..2500))).await;
@@ -49,6 +53,17 @@ pub async fn run(instances: &mut Instances, seed: u64, duration: Duration) -> Va
                         "failedToInject"
                     }
                 }
+            }
+            3 => {
+                let (mode, name) = if rng.bool() {
+                    (Mode::Reset, "databaseCutReset")
+                } else {
+                    (Mode::BlackHole, "databaseCutBlackHole")
+                };
+                instances.cut_database(n, mode);
+                tokio::time::sleep(Duration::from_millis(rng.u64(3000..5000))).await;
+                instances.cut_database(n, Mode::Pass);
+                name
             }
             _ => match instances.kill_database_sessions().await {
                 Ok(sessions) => {

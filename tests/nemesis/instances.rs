@@ -1,6 +1,7 @@
 //! The three instances under test, the database and the NATS server they share, and what the
 //! nemesis does to them: kill and start again, pause and resume, restart NATS, kill the
-//! database's sessions. Clients find each instance's current address in [`Addrs`].
+//! database's sessions, cut one instance off the database (each reaches it through a TCP proxy
+//! of its own: reset, or black hole). Clients find each instance's current address in [`Addrs`].
 
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
@@ -8,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use anyhow::Result;
 use appserver_tests::nats::NatsServer;
 use appserver_tests::postgres::{Database, database_for};
+use appserver_tests::tcp_proxy::{Mode, TcpProxy};
 use appserver_tests::{ServerBuilder, ServerProcess};
 use sqlx::{Connection, PgConnection};
 
@@ -43,6 +45,8 @@ pub struct Instances {
     dirs: Vec<tempfile::TempDir>,
     running: Vec<Option<ServerProcess>>,
     addrs: Arc<Addrs>,
+    /// Each instance's way to the database.
+    proxies: Vec<TcpProxy>,
     /// What killed instances logged (warnings and errors), for a failed run's context.
     logs: Vec<String>,
 }
@@ -58,6 +62,11 @@ impl Instances {
         for _ in 1..COUNT {
             dirs.push(tempfile::tempdir()?);
         }
+        let target = TcpProxy::target_of(&db.url)?;
+        let mut proxies = Vec::new();
+        for _ in 0..COUNT {
+            proxies.push(TcpProxy::start(target).await?);
+        }
         let mut instances = Instances {
             db,
             nats,
@@ -65,6 +74,7 @@ impl Instances {
             dirs,
             running: (0..COUNT).map(|_| None).collect(),
             addrs: Arc::default(),
+            proxies,
             logs: Vec::new(),
         };
         for n in 0..COUNT {
@@ -80,9 +90,10 @@ impl Instances {
     /// Starts instance `n` (again).
     pub async fn up(&mut self, n: usize) -> Result<()> {
         let lease = LEASE_SECONDS.to_string();
+        let db = self.proxies[n].url_for(&self.db.url);
         let process = ServerBuilder::ws()
             .workspace(self.dirs[n].path())
-            .args(["--db", &self.db.url, "--cluster", &self.nats.url(), "--cluster-namespace", &self.namespace])
+            .args(["--db", &db, "--cluster", &self.nats.url(), "--cluster-namespace", &self.namespace])
             .args(["--cluster-lease-ttl", &lease, "--enable-debug-methods", "--approval-timeout-ms", "3000"])
             .args(["--shutdown-grace", "0"])
             // Not the harness's debug level: its log is kept in memory for the whole run.
@@ -137,9 +148,16 @@ impl Instances {
         Ok(killed.into_iter().filter(|k| *k).count() as u64)
     }
 
-    /// Every instance running and resumed, NATS up.
+    /// Cuts instance `n` off the database (`Mode::Reset`, `Mode::BlackHole`) or lets it reach
+    /// it again (`Mode::Pass`).
+    pub fn cut_database(&self, n: usize, mode: Mode) {
+        self.proxies[n].set(mode);
+    }
+
+    /// Every instance running and resumed, reaching the database, NATS up.
     pub async fn heal(&mut self) -> Result<()> {
         for n in 0..COUNT {
+            self.cut_database(n, Mode::Pass);
             if self.is_up(n) {
                 self.pause(n, false)?;
             } else {

@@ -1,9 +1,11 @@
 //! `nemesis`: the cluster's fault-injection check, Jepsen-style, seeded and bounded. Three
 //! instances share a PostgreSQL database (`APPSERVER_TEST_POSTGRES`) and a NATS server of the
-//! check's own; a dozen clients start turns (some needing approval), resume and rename threads,
-//! follow them with `afterSeq` across reconnects, answer approvals and command an app, while a
-//! nemesis SIGKILLs instances (and starts them again), pauses them past their lease (SIGSTOP),
-//! restarts NATS and kills the database sessions. Then everything is healed and a checker reads
+//! check's own; a dozen clients start turns (some needing approval, some having the agent
+//! command an app hosted elsewhere), resume and rename threads, follow them with `afterSeq`
+//! across reconnects, decide approvals on every instance and command an app, and an outside
+//! agent commands it over MCP, while a nemesis SIGKILLs instances (and starts them again), pauses
+//! them past their lease (SIGSTOP), restarts NATS, kills the database sessions and cuts one
+//! instance off the database through a proxy. Then everything is healed and a checker reads
 //! the store and what every client saw. It prints a report and exits 1 on any violation.
 //!
 //! `nemesis [--seed N] [--seconds N] [--long] [--json FILE]`: `--seconds` of faults (default 60;
@@ -15,6 +17,7 @@
 mod checker;
 mod faults;
 mod instances;
+mod outside;
 mod record;
 mod workload;
 
@@ -107,6 +110,10 @@ async fn run(options: &Options) -> anyhow::Result<bool> {
         tasks.push(tokio::spawn(follower));
     }
     tasks.push(tokio::spawn(workload::app_host(instances.addrs(), setup.clone(), host, followers_stop.clone())));
+    let agent_hosts = workload::agent_hosts(instances.addrs(), setup.clone(), options.seed, followers_stop.clone());
+    tasks.push(tokio::spawn(agent_hosts));
+    let outside = outside::agent(instances.addrs(), setup.clone(), record.clone(), options.seed, stop.clone());
+    tasks.push(tokio::spawn(outside));
     let faults = faults::run(&mut instances, options.seed, Duration::from_secs(options.seconds)).await;
     stop.cancel();
     instances.heal().await?;

@@ -1,7 +1,10 @@
-//! The clients: workers that start turns (a fifth of them needing approval), command the app,
-//! resume, rename and read threads; followers that follow every thread with `afterSeq` across
-//! reconnects and accept every approval asked of them; and the app's host, which registers the
-//! window again (and is replayed) wherever it can when its instance goes down.
+//! The clients: workers that start turns (a fifth of them needing approval, a fifth having the
+//! agent command the app, whose window is mostly hosted on another instance than the turn's),
+//! command the app, resume, rename and read threads; followers that follow every thread with
+//! `afterSeq` across reconnects and decide every approval asked of them (on whichever instance
+//! they are connected to): they decline an app command whose value starts with [`DENY`] and
+//! accept every other; and the app's host, which registers the window again (and is replayed)
+//! wherever it can when its instance goes down.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,11 +21,23 @@ use crate::record::{Record, Seen};
 /// A client's wait for one answer.
 const ANSWER: Duration = Duration::from_secs(15);
 
-/// The threads and the app window the clients share.
+/// The start of an app command value the approvers decline: the app must never run it.
+pub const DENY: &str = "deny-";
+
+/// The threads and the app window the clients share, and the window the agents command now.
 #[derive(Debug, Clone)]
 pub struct Setup {
     pub threads: Arc<Vec<String>>,
     pub window: String,
+    /// A window only turns' agents command: a new one is registered every few seconds, on the
+    /// next instance up, so most instances learn of it from an agent's command first.
+    pub agent_window: Arc<std::sync::Mutex<String>>,
+}
+
+impl Setup {
+    fn agent_window(&self) -> String {
+        self.agent_window.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
 }
 
 /// Creates the threads and registers the app window (its host's connection is returned).
@@ -37,7 +52,8 @@ pub async fn setup(instances: &Instances, threads: usize) -> Result<(Setup, Clie
     let host = instances.client(1).await?;
     let registered = host.request("app/register", json!({ "manifest": appserver_client::sheet::manifest() })).await?;
     let window = registered["windowId"].as_str().unwrap_or_default().to_owned();
-    Ok((Setup { threads: Arc::new(ids), window }, host))
+    let agent_window = Arc::new(std::sync::Mutex::new(String::new()));
+    Ok((Setup { threads: Arc::new(ids), window, agent_window }, host))
 }
 
 /// A WebSocket client of instance `n` (or the next one up), initialized.
@@ -45,8 +61,16 @@ async fn connect(addrs: &Addrs, n: usize, name: &str, approvals: bool) -> Option
     let addr = addrs.preferring(n)?;
     let url = format!("ws://{addr}/ws");
     let client = Client::connect_ws(&url, ANSWER).await.ok()?;
-    client.initialize(name, json!({ "approvalSupport": approvals })).await.ok()?;
+    // Approvers take the app form of a request (its command's params), to decide by the value.
+    let capabilities = json!({ "approvalSupport": approvals, "extensions": { "appProtocol": approvals } });
+    client.initialize(name, capabilities).await.ok()?;
     Some(client)
+}
+
+/// The input of a turn whose agent runs an app command on the window (wherever it is hosted).
+fn agent_command(window: &str, n: usize, value: &str) -> Value {
+    let args = format!(r#"{window} setCells {{"cells":{{"B{n}":"{value}"}}}}"#);
+    appserver_tests::command("command", &args)
 }
 
 /// The thread a numbered event is about.
@@ -112,15 +136,23 @@ pub async fn worker(n: usize, seed: u64, addrs: Arc<Addrs>, setup: Setup, record
         counter += 1;
         let (operation, answer) = match rng.u32(0..100) {
             0..50 => {
-                let input = match rng.u32(0..5) {
-                    0 => appserver_tests::command("debug-gated", "nemesis"),
-                    _ => appserver_tests::text(&format!("worker {n} says {counter}")),
+                let (input, operation) = match rng.u32(0..10) {
+                    0 | 1 => (appserver_tests::command("debug-gated", "nemesis"), "turn/start"),
+                    2 => (
+                        agent_command(&setup.agent_window(), n, &format!("agent-{n}-{counter}")),
+                        "turn/start (agent app command)",
+                    ),
+                    3 => (
+                        agent_command(&setup.agent_window(), n, &format!("{DENY}{n}-{counter}")),
+                        "turn/start (agent app command, declined)",
+                    ),
+                    _ => (appserver_tests::text(&format!("worker {n} says {counter}")), "turn/start"),
                 };
                 let answer = c.request("turn/start", json!({ "threadId": thread, "input": input })).await;
                 if let Ok(started) = &answer {
                     record.turn(&thread, started["turn"]["id"].as_str().unwrap_or_default());
                 }
-                ("turn/start", answer)
+                (operation, answer)
             }
             50..65 => {
                 let value = format!("w{n}-{counter}");
@@ -180,8 +212,10 @@ pub async fn follower(n: usize, addrs: Arc<Addrs>, setup: Setup, record: Record,
                 event = client.next_event_blocking() => event,
             };
             match event {
-                Ok(Event::Request { id, method, .. }) if method == "item/approval/request" => {
-                    client.respond(&id, json!({ "decision": "accept" }));
+                Ok(Event::Request { id, method, params, .. }) if method == "item/approval/request" => {
+                    let decision = if params.to_string().contains(DENY) { "decline" } else { "accept" };
+                    record.tried(&format!("approval ({decision})"), Ok(()));
+                    client.respond(&id, json!({ "decision": decision }));
                 }
                 Ok(Event::Notification { method, params, .. }) => {
                     let (Some(thread), Some(seq)) = (thread_of(&params), params.get("seq").and_then(Value::as_u64))
@@ -260,5 +294,38 @@ async fn register(addrs: &Addrs, n: usize, window: &str) -> Option<Client> {
                 }
             }
         }
+    }
+}
+
+/// The hosts of the agents' windows until `stop`: every 2-3 s a new window is registered on the
+/// next instance up (its host answers every command with success while its connection lasts),
+/// and the workers' agents command that one from then on: an instance usually meets it first
+/// through an agent's command, whichever instance runs the turn.
+pub async fn agent_hosts(addrs: Arc<Addrs>, setup: Setup, seed: u64, stop: CancellationToken) {
+    let mut rng = fastrand::Rng::with_seed(seed ^ 0x5eed);
+    let mut next = 2usize;
+    while !stop.is_cancelled() {
+        next += 1;
+        let Some(mut client) = connect(&addrs, next, "agent app host", false).await else {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            continue;
+        };
+        let registered =
+            client.request("app/register", json!({ "manifest": appserver_client::sheet::manifest() })).await;
+        let Some(window) = registered.ok().and_then(|r| r["windowId"].as_str().map(str::to_owned)) else { continue };
+        *setup.agent_window.lock().unwrap_or_else(|p| p.into_inner()) = window;
+        let stop = stop.clone();
+        tokio::spawn(async move {
+            loop {
+                let event = tokio::select! {
+                    _ = stop.cancelled() => return,
+                    event = client.next_event_blocking() => event,
+                };
+                if !answer_host_call(&client, event) {
+                    return;
+                }
+            }
+        });
+        tokio::time::sleep(Duration::from_millis(rng.u64(2000..3000))).await;
     }
 }

@@ -18,6 +18,7 @@ mod batches;
 mod callers;
 mod channel_delivery;
 mod cluster;
+mod cluster_decisions;
 mod cluster_fencing;
 mod cluster_threads;
 mod command_confinement;

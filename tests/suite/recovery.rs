@@ -47,6 +47,47 @@ async fn a_turn_killed_mid_way_is_failed_on_restart_with_its_items_intact() {
     assert_eq!(turn["turn"]["id"], "turn_003");
 }
 
+/// The turn a kill left running is failed at the next start with its `turn/failed` logged in the
+/// same transaction: a client that catches up by `afterSeq` sees the end of every turn it saw
+/// start (before, recovery wrote the failure and no event at all).
+#[tokio::test]
+async fn a_turn_failed_at_start_up_has_its_end_in_the_replay() {
+    let workspace = tempfile::tempdir().unwrap();
+    let mut server =
+        ServerBuilder::ws().arg("--enable-debug-methods").workspace(workspace.path()).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    client.request("thread/subscribe", json!({ "threadId": id })).await.unwrap();
+    client.request("turn/start", json!({ "threadId": id, "input": command("debug-block", "") })).await.unwrap();
+    let started = loop {
+        let event = client.next_event().await.unwrap();
+        if event.method() == Some("turn/started") {
+            break event.params()["seq"].as_u64().unwrap();
+        }
+    };
+    server.kill().await.unwrap();
+
+    let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    client.request("thread/subscribe", json!({ "threadId": id, "afterSeq": started })).await.unwrap();
+    let ended = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let event = client.next_event().await.unwrap();
+            if event.method().is_some_and(|m| m.starts_with("turn/")) {
+                break event;
+            }
+        }
+    })
+    .await
+    .expect("the failed turn's end in the replay");
+    assert_eq!(ended.method(), Some("turn/failed"));
+    assert_eq!(ended.params()["turn"]["id"], "turn_001");
+    assert_eq!(ended.params()["turn"]["status"], "failed");
+    assert!(ended.params()["seq"].as_u64().unwrap() > started);
+    let read = client.request("thread/read", json!({ "threadId": id })).await.unwrap();
+    assert_eq!(read["seq"], ended.params()["seq"], "{read}");
+}
+
 #[tokio::test]
 async fn a_subscriber_that_stops_reading_is_disconnected_and_nobody_else_waits() {
     let server = ServerBuilder::ws().args(["--outgoing-queue", "64"]).spawn().await.unwrap();

@@ -197,3 +197,38 @@ async fn a_plain_init_still_works_after_the_raw_tests() {
     tokio::time::timeout(TIMEOUT, stream.read_exact(&mut header)).await.unwrap().unwrap();
     assert_eq!(header[0], 0x81, "a text frame answers initialize");
 }
+
+/// SIGTERM keeps its `--shutdown-grace` bound with a request in flight: the request (a 30 s
+/// `debug/sleep`, standing for an app command whose app does not answer) gets the grace, then is
+/// answered -32001 `shuttingDown`, and the process exits soon after — before, it waited on such a
+/// request for about 5 s more.
+#[tokio::test]
+async fn sigterm_answers_a_request_still_in_flight_at_the_end_of_the_grace() {
+    let mut server =
+        ServerBuilder::ws().args(["--enable-debug-methods", "--shutdown-grace", "1"]).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let answer = client.start_request("debug/sleep", json!({ "ms": 30_000 })).unwrap();
+    // The request is in flight once the server counts it (the gauge of requests being handled).
+    tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let (_, metrics) = appserver_tests::http_get(server.ws_addr(), "/metrics", &[]).await.unwrap();
+            if metrics.lines().any(|l| l.starts_with("appserver_requests_in_flight ") && !l.ends_with(" 0")) {
+                break;
+            }
+            tokio::task::yield_now().await;
+        }
+    })
+    .await
+    .unwrap();
+    let signalled = std::time::Instant::now();
+    server.signal("TERM").unwrap();
+    let answer = tokio::time::timeout(TIMEOUT, answer).await.unwrap().unwrap();
+    let error = answer.result.unwrap_err();
+    assert_eq!(error.code, -32001, "{error:?}");
+    assert_eq!(error.data.as_ref().unwrap()["reason"], "shuttingDown", "{error:?}");
+    let answered = signalled.elapsed();
+    assert!(answered >= std::time::Duration::from_millis(900), "the request got its grace: {answered:?}");
+    assert!(server.wait_exit().await.unwrap().success(), "{}", server.stderr());
+    let exited = signalled.elapsed();
+    assert!(exited < std::time::Duration::from_millis(2_500), "exit {exited:?} after SIGTERM with a 1 s grace");
+}

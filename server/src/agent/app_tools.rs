@@ -7,10 +7,9 @@ use appserver_protocol::AppCaller;
 use serde_json::{Value, json};
 
 use crate::apps::{AppError, service};
-use crate::policy::ApprovalSpec;
 use crate::ports::BoxFuture;
-use crate::turns::app_calls::app_command_spec;
-use crate::turns::tools::{Tool, ToolCall, ToolEnv, ToolOutput};
+use crate::turns::app_calls::judge_command;
+use crate::turns::tools::{Judged, Tool, ToolCall, ToolEnv, ToolOutput};
 
 fn failure(err: AppError) -> ToolOutput {
     ToolOutput::error(format!("{}: {err}", err.code()))
@@ -102,13 +101,23 @@ impl Tool for AppCommandTool {
             "required": ["windowId", "command"] })
     }
 
-    fn approval(&self, arguments: &Value, env: &ToolEnv) -> Option<ApprovalSpec> {
-        let window_id = arguments.get("windowId")?.as_str()?;
-        let command = arguments.get("command")?.as_str()?;
-        let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
-        // A call that cannot run is not put to the user: it fails without an approval.
-        crate::apps::checks::check_before_approval(&env.apps, window_id, command, &params).ok()?;
-        app_command_spec(&env.apps, window_id, command, &params)
+    /// Judged by the code every app command goes through (`app_calls::judge_command`), whether
+    /// the window is hosted here or on another instance: a call that cannot run is not put to the
+    /// user, it fails without an approval (and without running).
+    fn judge<'a>(&'a self, arguments: &'a Value, env: &'a ToolEnv) -> BoxFuture<'a, Judged> {
+        Box::pin(async move {
+            let (Some(window_id), Some(command)) =
+                (arguments.get("windowId").and_then(Value::as_str), arguments.get("command").and_then(Value::as_str))
+            else {
+                // `run` reports the missing argument.
+                return Ok(None);
+            };
+            let params = arguments.get("params").cloned().unwrap_or_else(|| json!({}));
+            match judge_command(&env.apps, window_id, command, &params).await {
+                Ok(spec) => Ok(Some(spec)),
+                Err(err) => Err(failure(err)),
+            }
+        })
     }
 
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput> {

@@ -31,16 +31,15 @@ pub(super) fn check_declared(
     checked.check_params(command, params).map_err(AppError::InvalidParams)
 }
 
-/// [`check_declared`] for a window registered on this instance, before its approval is asked;
-/// a window not known here passes (running the command reports what is wrong with it).
-pub(crate) fn check_before_approval(
+/// [`check_declared`] before a command's approval is asked, on the window wherever it is hosted
+/// (in cluster mode one registered on another instance is read from the store): an unknown
+/// window is `APP_NOT_FOUND`, and the call neither is asked about nor runs.
+pub(crate) async fn check_before_approval(
     apps: &AppService,
     window_id: &str,
     command: &str,
     params: &Value,
 ) -> Result<(), AppError> {
-    match apps.registry.get(window_id) {
-        Some(window) => check_declared(&window.manifest(), window_id, command, params),
-        None => Ok(()),
-    }
+    let window = super::service::find_window(apps, window_id).await?;
+    check_declared(&window.manifest(), window_id, command, params)
 }

@@ -245,8 +245,10 @@ fn window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError
     apps.registry.get(window_id).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
 }
 
-/// [`window`], in cluster mode also one registered on another instance.
-async fn find_window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
+/// [`window`], in cluster mode also one registered on another instance (read from the store
+/// when this instance does not know it yet): what a command's approval is judged on, wherever
+/// its window is hosted.
+pub(crate) async fn find_window(apps: &AppService, window_id: &str) -> Result<Arc<AppWindow>, AppError> {
     if apps.cluster.is_some() && apps.registry.get(window_id).is_none() {
         apps.registry.add_stored(&apps.store).await?;
     }

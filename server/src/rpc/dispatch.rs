@@ -74,11 +74,13 @@ pub(crate) async fn handle_frame(state: &Arc<ServerState>, peer: &Arc<Peer>, tex
                 if let Poll::Ready((text, after)) = futures_util::poll!(&mut reply) {
                     return Some(Reply { frame: OutFrame::from(text), after });
                 }
-                let peer = peer.clone();
-                state.tasks.spawn(peer.requests.clone().track_future(async move {
+                let (peer, connection_requests) = (peer.clone(), peer.requests.clone());
+                // Tracked until its answer is queued, so a shutdown sends it before closing.
+                let answering = state.requests_in_flight.track_future(async move {
                     let (text, after) = reply.await;
                     Reply { frame: OutFrame::from(text), after }.queue(&peer).await;
-                }));
+                });
+                state.tasks.spawn(connection_requests.track_future(answering));
                 None
             }
         },
@@ -166,8 +168,15 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
     };
     let ctx = RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() };
     let timer = telemetry::RequestTimer::start();
-    Started::Running(Box::pin(async move {
-        let outcome = AssertUnwindSafe(route(&ctx, role, &request)).catch_unwind().await;
+    let tracker = state.requests_in_flight.clone();
+    Started::Running(Box::pin(tracker.track_future(async move {
+        let routed = AssertUnwindSafe(route(&ctx, role, &request)).catch_unwind();
+        // At the end of a shutdown's grace a request still in flight is answered as refused.
+        let outcome = tokio::select! {
+            biased;
+            _ = ctx.state.abandon_requests.cancelled() => Ok(Err(RpcError::from(crate::threads::SessionError::ShuttingDown))),
+            outcome = routed => outcome,
+        };
         // Released before the answer is queued: a client can only read the answer once the
         // request no longer counts, so it may send its next one at once and not be refused.
         drop(permit);
@@ -189,7 +198,7 @@ fn start_request(state: &Arc<ServerState>, peer: &Arc<Peer>, request: Request) -
             }
         };
         (reply, ctx.after)
-    }))
+    })))
 }
 
 /// Finds and runs the handler of an initialized connection's request, once what it asks has

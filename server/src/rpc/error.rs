@@ -101,8 +101,24 @@ impl From<super::roles::RoleError> for RpcError {
     }
 }
 
+/// How long a client is asked to wait before trying again a request the database could not
+/// serve (`data.retryAfterMs`).
+const STORE_RETRY_AFTER_MS: u64 = 1_000;
+
 impl From<StoreError> for RpcError {
+    /// A database blip that outlasted the store's retries is retryable: -32001 with
+    /// `data.reason: "storeUnavailable"` and `data.retryAfterMs`, never -32603 with the driver's
+    /// text. Anything else is an internal error.
     fn from(err: StoreError) -> Self {
+        if err.is_unavailable() {
+            tracing::warn!(error = %err, "the database is unavailable: request refused, retryable");
+            return RpcError::new(error_codes::SERVER_OVERLOADED, "The database is unavailable; retry later.")
+                .with_data(json!({
+                    "reason": "storeUnavailable",
+                    "retryAfterMs": STORE_RETRY_AFTER_MS,
+                    "retry": "exponential backoff with jitter",
+                }));
+        }
         tracing::error!(error = %err, "store failure");
         RpcError::internal(err)
     }
@@ -110,24 +126,27 @@ impl From<StoreError> for RpcError {
 
 impl From<SessionError> for RpcError {
     fn from(err: SessionError) -> Self {
+        let err = match err {
+            SessionError::Store(store) => return RpcError::from(store),
+            other => other,
+        };
         let code = match &err {
             SessionError::ThreadNotFound(_) => error_codes::THREAD_NOT_FOUND,
             SessionError::ThreadNotActive { .. } => error_codes::THREAD_NOT_ACTIVE,
             SessionError::TurnInProgress(_) => error_codes::TURN_IN_PROGRESS,
             SessionError::TurnNotFound { .. } => error_codes::TURN_NOT_FOUND,
             SessionError::TurnNotRunning(_) => error_codes::TURN_NOT_RUNNING,
+            // Answered above.
+            SessionError::Store(_) => error_codes::INTERNAL_ERROR,
             SessionError::InvalidParams(detail) => return RpcError::invalid_params(detail.clone()),
             SessionError::QueueFull { max, .. } => {
                 return RpcError::invalid_params(err.to_string()).with_data(json!({ "maxQueuedInputs": max }));
-            }
-            SessionError::Store(store) => {
-                tracing::error!(error = %store, "store failure");
-                return RpcError::internal(store);
             }
             // Another instance could not be reached (NATS down, an instance stopping): retryable.
             SessionError::Unavailable(detail) => {
                 return RpcError::new(error_codes::SERVER_OVERLOADED, detail.clone()).with_data(json!({
                     "reason": "clusterUnavailable",
+                    "retryAfterMs": STORE_RETRY_AFTER_MS,
                     "retry": "exponential backoff with jitter",
                 }));
             }

@@ -36,6 +36,12 @@ pub(crate) struct ServerState {
     /// Parent of every connection's token; cancelled after the running turns have ended, so
     /// their last notifications reach the clients before the connections close.
     pub(crate) close_connections: CancellationToken,
+    /// Cancelled when the shutdown grace is over: every request still in flight (an app command
+    /// waiting for its app, say) is answered at once with -32001 `shuttingDown`, so the process
+    /// keeps its `--shutdown-grace` bound.
+    pub(crate) abandon_requests: CancellationToken,
+    /// Every request being handled, so a shutdown's grace can wait for them.
+    pub(crate) requests_in_flight: TaskTracker,
     /// The running turns, so shutdown can wait for them.
     pub(crate) turn_tasks: TaskTracker,
     /// Every other task the server spawns, so shutdown can wait for them.

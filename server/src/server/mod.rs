@@ -70,6 +70,9 @@ pub enum ServerError {
 const SHUTDOWN_GRACE: Duration = Duration::from_secs(5);
 /// How long shutdown waits for cancelled turns to record their end and notify.
 const TURN_GRACE: Duration = Duration::from_secs(3);
+
+/// How long requests abandoned at shutdown get to queue their refusal before connections close.
+const ANSWER_GRACE: Duration = Duration::from_millis(500);
 /// How long start-up waits for the cluster's NATS server (like PostgreSQL's 10 s).
 const CLUSTER_CONNECT: Duration = Duration::from_secs(10);
 /// How long shutdown waits for NATS to take what is queued.
@@ -375,6 +378,8 @@ fn assemble(
         shell,
         shutdown,
         close_connections: CancellationToken::new(),
+        abandon_requests: CancellationToken::new(),
+        requests_in_flight: TaskTracker::new(),
         turn_tasks,
         tasks,
         cluster,
@@ -472,16 +477,35 @@ async fn drain(state: &ServerState) {
     // Closed, the tracker's wait ends once no turn task is left (a turn that starts the next
     // queued input spawns it before it ends itself).
     state.turn_tasks.close();
-    if tokio::time::timeout(state.config.shutdown_grace, state.turn_tasks.wait()).await.is_err() {
+    state.requests_in_flight.close();
+    let settled = async {
+        state.turn_tasks.wait().await;
+        state.requests_in_flight.wait().await;
+    };
+    if tokio::time::timeout(state.config.shutdown_grace, settled).await.is_err() {
         tracing::warn!(
-            remaining = state.turn_tasks.len(),
-            "turns still running at the end of the shutdown grace; cancelling them"
+            turns = state.turn_tasks.len(),
+            requests = state.requests_in_flight.len(),
+            "turns or requests still running at the end of the shutdown grace; cancelling them"
         );
+    }
+    // The grace is what every request in flight gets too: those still waiting are answered now.
+    abandon_requests(state).await;
+}
+
+/// Answers every request still in flight with -32001 `shuttingDown` and waits (briefly) until
+/// those answers are queued, so they go out before the connections close.
+async fn abandon_requests(state: &ServerState) {
+    state.abandon_requests.cancel();
+    state.requests_in_flight.close();
+    if tokio::time::timeout(ANSWER_GRACE, state.requests_in_flight.wait()).await.is_err() {
+        tracing::warn!(requests = state.requests_in_flight.len(), "requests still unanswered at shutdown");
     }
 }
 
 async fn shut_down(state: &ServerState) {
     state.shutdown.cancel();
+    abandon_requests(state).await;
     state.turn_tasks.close();
     if tokio::time::timeout(TURN_GRACE, state.turn_tasks.wait()).await.is_err() {
         tracing::warn!(remaining = state.turn_tasks.len(), "turns still running after the shutdown grace period");

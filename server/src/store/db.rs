@@ -218,9 +218,6 @@ impl Row {
     }
 }
 
-/// Most tries of a PostgreSQL read whose connection was lost (a killed session, a restart).
-const READ_ATTEMPTS: u32 = 4;
-
 /// A read of this many rows or more (a whole long thread, a long catch-up) has filled its
 /// connection's page cache with pages nothing reads again soon: [`shrink`] gives them back.
 const SHRINK_AFTER_ROWS: usize = 512;
@@ -236,17 +233,18 @@ async fn shrink(conn: &mut SqliteConnection) {
 }
 
 /// Runs a read, again on another of the pool's connections when its connection was lost before it
-/// answered (a read has no effect to repeat): a database session killed under the reader pool is
-/// not a client's error.
+/// answered (a read has no effect to repeat), for as long as the writer's retries last
+/// (`retry::RETRY_WINDOW`): a database session killed under the reader pool, or a short cut, is
+/// not a client's error; a longer one is `StoreError::is_unavailable`.
 async fn reading<T, F, Fut>(mut read: F) -> Result<T, sqlx::Error>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, sqlx::Error>>,
 {
-    let mut attempt = 1;
+    let (started, mut attempt) = (std::time::Instant::now(), 1);
     loop {
         match read().await {
-            Err(err) if attempt < READ_ATTEMPTS && super::retry::classify(&err).is_some() => {
+            Err(err) if super::retry::may_retry(started, attempt + 1) && super::retry::classify(&err).is_some() => {
                 tracing::debug!(attempt, error = %err, "a read lost its connection; reading again");
                 attempt += 1;
                 tokio::time::sleep(super::retry::backoff(attempt)).await;
@@ -323,13 +321,16 @@ impl Pool {
             }
             Pool::Postgres(pool) => {
                 let text = numbered(&q.text);
-                let mut attempt = 1;
+                let (started, mut attempt) = (std::time::Instant::now(), 1);
                 let mut rows = q.postgres(&text).fetch(pool);
                 // Read again while nothing has been handed on (a lost connection before the
                 // first row), as `reading` does.
                 let mut first = loop {
                     match rows.try_next().await {
-                        Err(err) if attempt < READ_ATTEMPTS && super::retry::classify(&err).is_some() => {
+                        Err(err)
+                            if super::retry::may_retry(started, attempt + 1)
+                                && super::retry::classify(&err).is_some() =>
+                        {
                             attempt += 1;
                             tokio::time::sleep(super::retry::backoff(attempt)).await;
                             rows = q.postgres(&text).fetch(pool);

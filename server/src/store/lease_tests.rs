@@ -235,6 +235,12 @@ async fn taking_over_an_expired_lease_fails_the_threads_unfinished_turns_on_ever
             matches!(&items[..], [(2, item)] if matches!(&item.payload, appserver_protocol::ItemPayload::Error(e) if e.message == message)),
             "{location}: {items:?}"
         );
+        // Its end is logged in the same transaction, after the thread's last event (none here).
+        let logged = within(store.events_between("t", 0, u64::MAX, 10)).await.unwrap();
+        assert_eq!(logged.iter().map(|e| (e.seq, e.method.as_str())).collect::<Vec<_>>(), [(1, "turn/failed")]);
+        let end: serde_json::Value = serde_json::from_str(&logged[0].body).unwrap();
+        assert_eq!((end["params"]["turn"]["id"].as_str(), end["params"]["seq"].as_u64()), (Some("turn_002"), Some(1)));
+        assert_eq!(end["params"]["turn"]["status"], "failed", "{location}");
         assert_eq!(within(store.turn("t", 1)).await.unwrap(), Some(done), "{location}: a finished turn changed");
         assert_eq!(within(store.turn("u", 1)).await.unwrap().unwrap().status, TurnStatus::Running, "{location}");
         assert_eq!(within(store.lease_holder("t", 1100)).await.unwrap(), Some(("b".to_owned(), 1200)));

@@ -24,6 +24,7 @@ mod sqlite;
 mod subagents;
 mod thread_writes;
 mod threads;
+mod turn_ends;
 mod writer;
 
 pub(crate) use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
@@ -132,6 +133,23 @@ pub enum StoreError {
     /// thread (cluster mode), and the unit did nothing.
     #[error("this instance's lease on thread {thread_id} (generation {generation}) was taken over")]
     Fenced { thread_id: String, generation: i64 },
+    /// The database could not be reached (connections refused, reset or timed out) for longer
+    /// than the retries cover (`retry::RETRY_WINDOW`): nothing was written; try again later.
+    #[error("the database is unavailable ({0}); nothing was written, retry later")]
+    Unavailable(String),
+}
+
+impl StoreError {
+    /// Whether this is a database blip that outlasted the retries (a refused, reset or timed-out
+    /// connection), which the caller may try again: [`StoreError::Unavailable`], or a read that
+    /// lost its connection every time it was tried.
+    pub(crate) fn is_unavailable(&self) -> bool {
+        match self {
+            StoreError::Unavailable(_) => true,
+            StoreError::Query(DbError(err)) => retry::classify(err) == Some(retry::Retry::Lost),
+            _ => false,
+        }
+    }
 }
 
 impl From<sqlx::Error> for StoreError {

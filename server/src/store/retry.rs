@@ -3,7 +3,7 @@
 //! lost connection (its backend killed, a restart, a broken socket: run again on a new one, once
 //! the writer knows the transaction did not commit). Everything else is the write's error.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Why a transaction is run again.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -40,14 +40,34 @@ pub(super) fn classify(err: &sqlx::Error) -> Option<Retry> {
     }
 }
 
-/// How many times a batch is tried in all before its units get the error.
-pub(super) const ATTEMPTS: u32 = 8;
+/// How long a database blip is retried before the request is refused: past the about 7 s a
+/// PostgreSQL restart or a short network cut takes (docs/scaling.md). The caller then gets
+/// [`StoreError::Unavailable`](super::StoreError::Unavailable), a retryable error.
+pub(super) const RETRY_WINDOW: Duration = Duration::from_secs(8);
 
-/// The pause before attempt `attempt` (2, 3, ...): 10 ms doubling to at most 2 s, with jitter, so
+/// Most tries of one batch (conflicts that repeat fast are not tried for ever).
+pub(super) const MAX_ATTEMPTS: u32 = 40;
+
+/// Whether attempt `attempt` (2, 3, ...) may still be made for a batch or read first tried at
+/// `started`: within [`RETRY_WINDOW`], counting the pause before it.
+pub(super) fn may_retry(started: Instant, attempt: u32) -> bool {
+    attempt <= MAX_ATTEMPTS && started.elapsed() + backoff_floor(attempt) < RETRY_WINDOW
+}
+
+/// What is left of the window for one attempt's wait for a connection (at least a moment).
+pub(super) fn remaining(started: Instant) -> Duration {
+    RETRY_WINDOW.saturating_sub(started.elapsed()).max(Duration::from_millis(250))
+}
+
+fn backoff_floor(attempt: u32) -> Duration {
+    Duration::from_millis(10u64.saturating_mul(1 << attempt.saturating_sub(2).min(8)).min(1_000))
+}
+
+/// The pause before attempt `attempt` (2, 3, ...): 10 ms doubling to at most 1 s, with jitter, so
 /// two writers that deadlocked do not meet again at once and a restarting database has time to
-/// come back (about 7 s over all the attempts).
+/// come back; tries go on for [`RETRY_WINDOW`].
 pub(super) fn backoff(attempt: u32) -> Duration {
-    let base = 10u64.saturating_mul(1 << attempt.saturating_sub(2).min(8)).min(2_000);
+    let base = backoff_floor(attempt).as_millis() as u64;
     Duration::from_millis(base + fastrand::u64(0..=base / 2))
 }
 
@@ -59,9 +79,15 @@ mod tests {
     fn the_pause_grows_and_is_bounded() {
         assert!((10..=15).contains(&backoff(2).as_millis()));
         assert!((20..=30).contains(&backoff(3).as_millis()));
-        assert!(backoff(30) <= Duration::from_millis(3_000));
-        let total: Duration = (2..=ATTEMPTS).map(backoff).sum();
-        assert!(total >= Duration::from_millis(1_270) && total <= Duration::from_secs(10), "{total:?}");
+        assert!(backoff(30) <= Duration::from_millis(1_500));
+        // The tries a window allows cover the documented ~7 s of a database restart.
+        let mut total = Duration::ZERO;
+        let mut attempt = 2;
+        while attempt <= MAX_ATTEMPTS && total + backoff_floor(attempt) < RETRY_WINDOW {
+            total += backoff_floor(attempt);
+            attempt += 1;
+        }
+        assert!(total >= Duration::from_secs(7) && total < RETRY_WINDOW, "{total:?} over {attempt} tries");
     }
 
     #[test]

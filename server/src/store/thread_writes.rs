@@ -269,7 +269,8 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &ThreadWrite) -> Result<(), S
 
 /// Recovery: turns a crash left `running` or `waitingApproval` become `failed`, with an error
 /// item saying why; all of them at start-up (`thread` `None`), one thread's when an expired lease
-/// is taken over (`leases.rs`). Returns (thread id, turn id) of each.
+/// is taken over (`leases.rs`), each with its `turn/failed` logged in the same transaction.
+/// Returns (thread id, turn id) of each.
 pub(super) async fn fail_unfinished_turns(
     conn: &mut Conn<'_>,
     thread: Option<&str>,
@@ -305,6 +306,8 @@ pub(super) async fn fail_unfinished_turns(
         let text = "UPDATE turns SET status = 'failed', error = ?, completed_at = ? \
              WHERE thread_id = ? AND seq = ? AND status IN ('running', 'waitingApproval')";
         conn.run(sql(text).bind(message).bind(now).bind(&thread_id).bind(seq)).await?;
+        // Its end is announced with the failure, in this transaction (`turn_ends.rs`).
+        super::turn_ends::log_failed_end(conn, &thread_id, seq, message).await?;
         failed.push((thread_id, id));
     }
     Ok(failed)

@@ -110,7 +110,7 @@ fn thread_from_row(row: &Row) -> Result<ThreadRecord, StoreError> {
 pub(super) const TURN_COLUMNS: &str =
     "thread_id, seq, id, status, started_at, completed_at, error, token_usage, origin_channel, initiator";
 
-fn turn_from_row(row: &Row) -> Result<TurnRecord, StoreError> {
+pub(super) fn turn_from_row(row: &Row) -> Result<TurnRecord, StoreError> {
     let status = row.text("status")?;
     let usage = row.opt_text("token_usage")?;
     let initiator = row.opt_text("initiator")?;

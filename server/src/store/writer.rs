@@ -226,8 +226,17 @@ async fn writer_connection<'c>(
 }
 
 fn fail_batch(batch: &mut Batch, message: &str) {
+    fail_batch_with(batch, &StoreError::Write(message.to_owned()));
+}
+
+/// Answers every unit with `err` (a write error or the database's unavailability).
+fn fail_batch_with(batch: &mut Batch, err: &StoreError) {
     for (_, reply) in batch.drain(..) {
-        let _ = reply.send(Err(StoreError::Write(message.to_owned())));
+        let copy = match err {
+            StoreError::Unavailable(reason) => StoreError::Unavailable(reason.clone()),
+            other => StoreError::Write(other.to_string()),
+        };
+        let _ = reply.send(Err(copy));
     }
 }
 
@@ -282,13 +291,15 @@ async fn commit_with_retries(
         if attempt > 1 {
             tokio::time::sleep(retry::backoff(attempt)).await;
         }
-        let pooled = match writer_connection(db, conn, marker).await {
+        // A database that refuses or drops connections is waited for within the window only.
+        let connected = tokio::time::timeout(retry::remaining(started), writer_connection(db, conn, marker)).await;
+        let pooled = match connected.unwrap_or(Err(sqlx::Error::PoolTimedOut)) {
             Ok(pooled) => pooled,
             Err(err) => {
                 *conn = None;
                 tracing::warn!(attempt, error = %err, "the store writer cannot reach the database");
                 attempt += 1;
-                if attempt > retry::ATTEMPTS {
+                if !retry::may_retry(started, attempt) {
                     break err;
                 }
                 continue;
@@ -308,7 +319,7 @@ async fn commit_with_retries(
         }
         if let (Some(results), Some((_, number))) = (failure.at_commit, number) {
             // The COMMIT was sent; the marker says whether it took effect.
-            match lost_commit_outcome(db, conn, marker, number).await {
+            match lost_commit_outcome(db, conn, marker, number, started).await {
                 Some(true) => return answer(batch, results, started),
                 Some(false) => {}
                 None => break failure.err,
@@ -316,12 +327,17 @@ async fn commit_with_retries(
         }
         tracing::warn!(attempt, error = %failure.err, "a store transaction failed");
         attempt += 1;
-        if kind.is_none() || attempt > retry::ATTEMPTS {
+        if kind.is_none() || !retry::may_retry(started, attempt) {
             break failure.err;
         }
         telemetry::store_retry();
     };
-    fail_batch(batch, &err.to_string());
+    // Past the window a database blip is refused as such (retryable), never as the driver's text.
+    let refusal = match retry::classify(&err) {
+        Some(_) => StoreError::Unavailable(super::describe(&err)),
+        None => StoreError::Write(err.to_string()),
+    };
+    fail_batch_with(batch, &refusal);
 }
 
 /// Answers every unit of a committed batch.
@@ -339,10 +355,14 @@ async fn lost_commit_outcome(
     conn: &mut Option<PooledConn>,
     marker: &mut Option<BatchMarker>,
     number: i64,
+    started: Instant,
 ) -> Option<bool> {
-    for attempt in 2..=retry::ATTEMPTS {
+    let mut attempt = 2;
+    while retry::may_retry(started, attempt) {
         tokio::time::sleep(retry::backoff(attempt)).await;
-        let Ok(pooled) = writer_connection(db, conn, marker).await else {
+        attempt += 1;
+        let connected = tokio::time::timeout(retry::remaining(started), writer_connection(db, conn, marker)).await;
+        let Ok(Ok(pooled)) = connected else {
             *conn = None;
             continue;
         };

@@ -43,9 +43,23 @@ pub(crate) enum Outcome {
     Failed(AppError),
 }
 
+/// Judges an app command before it runs, the same for every caller and wherever its window is
+/// hosted (in cluster mode a window registered on another instance is read from the store): the
+/// command must be one the window's app declared, with params that fit, and then what it asks
+/// approval for. An error means the call is refused as it is: nobody is asked and it never runs.
+pub(crate) async fn judge_command(
+    apps: &service::AppService,
+    window_id: &str,
+    command: &str,
+    params: &Value,
+) -> Result<ApprovalSpec, AppError> {
+    crate::apps::checks::check_before_approval(apps, window_id, command, params).await?;
+    app_command_spec(apps, window_id, command, params).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
+}
+
 /// What an app command asks approval for: scope key `app:{appId}:{command}` (the built-ins count
-/// as read-only). `None` for an unknown window (running it fails with `APP_NOT_FOUND`).
-pub(crate) fn app_command_spec(
+/// as read-only). `None` for a window this instance does not know ([`judge_command`] reads it).
+fn app_command_spec(
     apps: &service::AppService,
     window_id: &str,
     command: &str,
@@ -89,6 +103,10 @@ pub(crate) struct AppRead<'a> {
 pub(crate) async fn query(turns: &TurnService, read: AppRead<'_>) -> Result<Outcome, StoreError> {
     let apps = &turns.tool_env.apps;
     let (window_id, state_key) = (read.window_id, read.state_key);
+    // Wherever the window is hosted, its read is judged here (an unknown one is not read).
+    if let Err(err) = service::find_window(apps, window_id).await {
+        return Ok(Outcome::Failed(err));
+    }
     if state_key != "manifest"
         && let Some(spec) = app_read_spec(apps, window_id, state_key)
     {
@@ -123,23 +141,24 @@ pub(crate) async fn command(turns: &TurnService, call: AppCall<'_>) -> Result<Ou
     };
     // A call that cannot run (an undeclared command, params that do not fit) is refused before
     // anyone is asked to approve it.
-    if let Err(err) = crate::apps::checks::check_before_approval(apps, call.window_id, call.command, &params) {
-        tell("failed", json!(format!("{}: {err}", err.code())));
-        return Ok(Outcome::Failed(err));
-    }
-    if let Some(spec) = app_command_spec(apps, call.window_id, call.command, &params) {
-        let spec = spec.called_by(&call.caller);
-        let gated = OutsideCall { caller: &call.caller, spec: &spec, session: call.session, withdrawn: call.withdrawn };
-        match outside::gate(turns, gated).await? {
-            Verdict::Proceed => {}
-            Verdict::Declined(message) => {
-                tell("declined", json!(message));
-                return Ok(Outcome::Declined(message));
-            }
-            Verdict::Withdrawn => {
-                tell("cancelled", json!("the call was withdrawn before it was approved"));
-                return Ok(Outcome::Withdrawn);
-            }
+    let spec = match judge_command(apps, call.window_id, call.command, &params).await {
+        Ok(spec) => spec,
+        Err(err) => {
+            tell("failed", json!(format!("{}: {err}", err.code())));
+            return Ok(Outcome::Failed(err));
+        }
+    };
+    let spec = spec.called_by(&call.caller);
+    let gated = OutsideCall { caller: &call.caller, spec: &spec, session: call.session, withdrawn: call.withdrawn };
+    match outside::gate(turns, gated).await? {
+        Verdict::Proceed => {}
+        Verdict::Declined(message) => {
+            tell("declined", json!(message));
+            return Ok(Outcome::Declined(message));
+        }
+        Verdict::Withdrawn => {
+            tell("cancelled", json!("the call was withdrawn before it was approved"));
+            return Ok(Outcome::Withdrawn);
         }
     }
     let ran =

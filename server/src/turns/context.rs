@@ -371,18 +371,23 @@ impl TurnContext {
         if let Some(progress) = &progress {
             progress.set_tool(Some(name));
         }
-        let spec = tool.as_ref().and_then(|t| t.approval(&arguments, &self.turns.tool_env));
-        let gate = match spec {
-            Some(spec) => crate::turns::approvals::gate(self, &spec).await?,
-            None => crate::turns::approvals::Gate::Proceed,
+        let judged = match &tool {
+            Some(t) => t.judge(&arguments, &self.turns.tool_env).await,
+            None => Ok(None),
+        };
+        let gate = match judged {
+            Ok(Some(spec)) => Ok(crate::turns::approvals::gate(self, &spec).await?),
+            Ok(None) => Ok(crate::turns::approvals::Gate::Proceed),
+            Err(refused) => Err(refused),
         };
         let output = match (tool, gate) {
-            (Some(_), crate::turns::approvals::Gate::Declined(message)) => ToolOutput::error(message),
-            (Some(tool), crate::turns::approvals::Gate::Proceed) if tool.in_turn().is_some() => {
+            (_, Err(refused)) => refused,
+            (Some(_), Ok(crate::turns::approvals::Gate::Declined(message))) => ToolOutput::error(message),
+            (Some(tool), Ok(crate::turns::approvals::Gate::Proceed)) if tool.in_turn().is_some() => {
                 let turn_tool = tool.in_turn().ok_or_else(|| TurnError::Agent("tool vanished".into()))?;
                 turn_tool.run_in_turn(self, call_id, arguments).await?
             }
-            (Some(tool), crate::turns::approvals::Gate::Proceed) => {
+            (Some(tool), Ok(crate::turns::approvals::Gate::Proceed)) => {
                 // What the tool does (an app command, a request to a client) follows its item.
                 self.handle.hub.flush().await;
                 let call = ToolCall {

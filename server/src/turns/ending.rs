@@ -101,8 +101,18 @@ async fn save_end(
         *outcome = Outcome::Failed(message);
         let mut failed = vec![ThreadWrite::FinishTurn(Box::new(turn.clone())).into()];
         failed.extend(touch(handle, turn).map(WriteOp::from));
-        if let Err(err) = handle.fence.write(&turns.store, WriteOp::All(failed)).await {
-            tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
+        // The failure and its `turn/failed` commit as one unit too: never one without the other.
+        let end = turn_end(outcome, wire::turn(turn, ctx.items.clone()));
+        match handle.publish_with(&end, WriteOp::All(failed), true) {
+            Ok(mut publication) => {
+                if let Err(err) = publication.committed().await {
+                    tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
+                }
+                announced = Some(publication);
+            }
+            Err(err) => {
+                tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot save the failed turn either");
+            }
         }
     }
     announced

@@ -15,13 +15,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use appserver_protocol::{ServerNotification, TurnFailedParams, TurnStatus};
 use tokio_util::sync::CancellationToken;
 
 use super::TurnService;
 use crate::clock::UtcTime;
 use crate::store::{Fence, LeaseClaim, Store, StoreError};
-use crate::threads::{SessionError, ThreadHandle, wire};
+use crate::threads::{SessionError, ThreadHandle};
 
 /// Who may run a thread's turn now.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -253,34 +252,51 @@ async fn take_over_expired(turns: &Arc<TurnService>, ownership: &Ownership) -> R
     Ok(())
 }
 
-/// `turn/failed` for each turn failed on take-over, numbered after the thread's logged events
-/// (and logged under the new lease).
+/// The turns failed on take-over have their `turn/failed` in the log already (committed with
+/// the failure: `store/turn_ends.rs`): the thread's hub here delivers it from the log to its
+/// recipients (`adopt`), and it is rung on the other instances' doorbell. Should this instance
+/// die before, the log still has it: a follower catches up by `seq`, a reader by `afterSeq`.
 async fn announce_failed(turns: &Arc<TurnService>, fence: Fence, failed: &[String]) -> Result<(), StoreError> {
     if failed.is_empty() {
         return Ok(());
     }
     let thread_id = fence.thread_id.clone();
     let thread_id = thread_id.as_str();
-    let handle = match turns.threads.get(thread_id).await {
-        Ok(handle) => handle,
+    match turns.threads.get(thread_id).await {
+        Ok(handle) => {
+            if let Err(err) = handle.hold_lease(fence).await {
+                tracing::warn!(thread = %thread_id, error = %err, "cannot hold the lease taken over");
+            } else if let Err(err) = handle.hub.adopt(&turns.store).await {
+                tracing::warn!(thread = %thread_id, error = %err, "cannot deliver the logged turn ends here");
+            }
+        }
         Err(crate::threads::SessionError::Store(err)) => return Err(err),
-        Err(_) => return Ok(()),
-    };
-    if let Err(err) = handle.hold_lease(fence).await {
-        // Its end is stored; subscribers learn it from thread/read (or the next event's gap).
-        tracing::warn!(thread = %thread_id, error = %err, "cannot announce the turns failed on take-over");
-        return Ok(());
+        Err(_) => {}
     }
-    if let Err(err) = handle.hub.adopt(&turns.store).await {
-        tracing::warn!(thread = %thread_id, error = %err, "cannot catch up before announcing");
+    ring_logged_ends(turns, thread_id, failed.len()).await
+}
+
+/// Publishes on the thread's subject the last `count` logged `turn/failed` events (written by
+/// the store with the failure), so the other instances' followers get them at once rather than
+/// at their next look at the log.
+async fn ring_logged_ends(turns: &TurnService, thread_id: &str, count: usize) -> Result<(), StoreError> {
+    let Some(cluster) = &turns.cluster else { return Ok(()) };
+    let last = turns.store.last_event_seq(thread_id).await?;
+    let count = u32::try_from(count).unwrap_or(u32::MAX);
+    let logged = turns.store.events_between(thread_id, last.saturating_sub(u64::from(count)), last, count).await?;
+    for event in logged.into_iter().filter(|e| e.method == "turn/failed") {
+        if let Err(err) = cluster.publish_frame(thread_id, event.seq, &event.method, event.body.as_bytes()).await {
+            tracing::warn!(thread = %thread_id, seq = event.seq, error = %err, "turn end not rung (other instances read it from the log)");
+        }
     }
-    publish_failed(turns, &handle, failed).await
+    Ok(())
 }
 
 /// Cluster mode, once this instance holds the thread's lease at `fence`: the thread's writes
 /// carry it, its event numbering goes on from the log (unless a turn of it runs here, which
-/// numbers its events already), and the turns a previous holder left unfinished are announced as
-/// failed before anything of this instance's.
+/// numbers its events already): the `turn/failed` of each turn a previous holder left unfinished,
+/// logged with the claim, is delivered here before anything of this instance's and rung on the
+/// other instances.
 pub(crate) async fn take_over(turns: &TurnService, handle: &ThreadHandle, fence: Fence) -> Result<(), SessionError> {
     handle.hold_lease(fence).await?;
     if handle.state().running.is_none() {
@@ -289,7 +305,7 @@ pub(crate) async fn take_over(turns: &TurnService, handle: &ThreadHandle, fence:
     if let Some(ownership) = &turns.ownership {
         let orphans = ownership.take_orphans(&handle.id);
         if !orphans.is_empty() {
-            publish_failed(turns, handle, &orphans).await?;
+            ring_logged_ends(turns, &handle.id, orphans.len()).await?;
         }
     }
     Ok(())
@@ -307,20 +323,4 @@ pub(crate) async fn own_here(turns: &TurnService, handle: &ThreadHandle) -> Resu
             Err(SessionError::TurnInProgress(handle.id.clone()))
         }
     }
-}
-
-/// `turn/failed` for each of `failed` (turns the store has failed), on the thread's hub, which
-/// holds the lease.
-pub(crate) async fn publish_failed(
-    turns: &TurnService,
-    handle: &ThreadHandle,
-    failed: &[String],
-) -> Result<(), StoreError> {
-    let (all, _) = wire::load_turns(&turns.store, &handle.id, None, None).await?;
-    for turn in all.into_iter().filter(|t| failed.contains(&t.id) && t.status == TurnStatus::Failed) {
-        let error = turn.error.clone().unwrap_or_else(|| TAKEN_OVER.to_owned());
-        handle.publish(&ServerNotification::TurnFailed(TurnFailedParams { turn, error }));
-    }
-    handle.hub.flush().await;
-    Ok(())
 }

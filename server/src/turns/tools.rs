@@ -17,6 +17,9 @@ use crate::store::Store;
 use crate::threads::ThreadManager;
 use crate::turns::context::{TurnContext, TurnError};
 
+/// What [`Tool::judge`] decided: the approval a call needs (`None`: none), or its refusal.
+pub(crate) type Judged = Result<Option<crate::policy::ApprovalSpec>, ToolOutput>;
+
 /// What a tool call returns to the agent.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct ToolOutput {
@@ -81,6 +84,12 @@ pub(crate) trait Tool: Send + Sync + std::fmt::Debug {
     /// What a call with these arguments needs approval for; `None`: never gated.
     fn approval(&self, _arguments: &Value, _env: &ToolEnv) -> Option<crate::policy::ApprovalSpec> {
         None
+    }
+    /// [`Tool::approval`] for a tool whose judgement needs a look elsewhere (an app command on a
+    /// window hosted by another instance): `Err` is the call's result, refused before anyone is
+    /// asked and without running.
+    fn judge<'a>(&'a self, arguments: &'a Value, env: &'a ToolEnv) -> BoxFuture<'a, Judged> {
+        Box::pin(std::future::ready(Ok(self.approval(arguments, env))))
     }
     fn run<'a>(&'a self, call: ToolCall<'a>) -> BoxFuture<'a, ToolOutput>;
     /// A tool that works inside the turn (its own items, approvals and deltas: `Exec`, the file

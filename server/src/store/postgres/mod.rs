@@ -26,6 +26,10 @@ use super::{Backing, Durability, Opened, StoreError, describe};
 /// Longest wait for a connection (connecting included) before an operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// [`ACQUIRE_TIMEOUT`] of the readers: a read whose database refuses connections is tried again
+/// within the retries' window (`retry.rs`), not held for one long wait.
+const READ_ACQUIRE_TIMEOUT: Duration = Duration::from_secs(3);
+
 /// Longest one statement may run; a stalled database fails the request instead of holding it.
 const STATEMENT_TIMEOUT: &str = "30s";
 
@@ -72,7 +76,7 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bo
     let reader = PgPoolOptions::new()
         .max_connections(4)
         .min_connections(0)
-        .acquire_timeout(ACQUIRE_TIMEOUT)
+        .acquire_timeout(READ_ACQUIRE_TIMEOUT)
         .connect_with(options.options([("default_transaction_read_only", "on")]))
         .await
         .map_err(open_err)?;

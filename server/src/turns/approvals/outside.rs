@@ -4,7 +4,10 @@
 //! the caller's own), in the `item/approval/request` form a thread's call has (the app form, with
 //! its `caller`, for clients that declared the app extension), with `threadId` naming the caller
 //! (`mcp:<declared name>`, `app:<window>`) and fresh `turnId`/`itemId` (no such thread exists;
-//! they name the request). The first answer wins; an error answer is not a decision.
+//! they name the request). In cluster mode the clients that may decide it on every other
+//! instance are asked too (`remote.rs`), so it does not matter where the caller's MCP session
+//! or the owner's client is connected. The first answer anywhere wins, once; an error answer is
+//! not a decision.
 //!
 //! Consent is the caller's: "accept for session" is remembered in the caller's session (its MCP
 //! session, its window's registration), "accept always" in the store under the caller's consent
@@ -23,14 +26,14 @@ use appserver_protocol::{
     AppCaller, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalResponsePayload, Item,
     ItemEventParams, ItemPayload, ItemStatus, ServerNotification,
 };
-use futures_util::StreamExt;
-use futures_util::stream::FuturesUnordered;
+use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{approvers, wire};
 use crate::policy::{ApprovalPolicy, ApprovalSpec, SessionConsents, consent_key};
 use crate::ports::{CallError, Client, OutFrame};
 use crate::store::{StoreError, ThreadWrite};
+use crate::threads::pending_approval::DecisionSlot;
 use crate::turns::TurnService;
 
 static NEXT_REQUEST: AtomicU64 = AtomicU64::new(1);
@@ -59,9 +62,13 @@ pub(crate) enum Verdict {
 /// How an approval request ended.
 enum Asked {
     Decided(ApprovalDecision),
+    /// Nobody on any instance could be asked.
+    Nobody,
     NoAnswer,
     Withdrawn,
 }
+
+const NOBODY: &str = "no client that may approve it is connected; the workspace policy decided";
 
 /// Decides whether the call may run.
 pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<Verdict, StoreError> {
@@ -87,13 +94,16 @@ pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<V
     }
     let approvers: Vec<Arc<dyn Client>> =
         turns.clients.all().into_iter().filter(|c| approvers::may_decide(c.as_ref(), caller, &turns.config)).collect();
-    let (decision, how) = if approvers.is_empty() {
-        (policy.fallback(), "no client that may approve it is connected; the workspace policy decided")
+    // In cluster mode the owner's clients on every instance are asked too (`remote.rs`).
+    let elsewhere = turns.cluster.as_ref().filter(|_| !matches!(caller, AppCaller::Client { .. }));
+    let (decision, how) = if approvers.is_empty() && elsewhere.is_none() {
+        (policy.fallback(), NOBODY)
     } else {
         let params = request(spec, caller);
-        let asked = ask(turns, &approvers, &params, spec, withdrawn).await;
+        let asked = ask(turns, &approvers, &params, (spec, caller), withdrawn, elsewhere).await;
         let (decision, how) = match asked {
             Asked::Decided(decision) => (decision, "the user decided"),
+            Asked::Nobody => (policy.fallback(), NOBODY),
             Asked::NoAnswer => (policy.fallback(), "no client answered in time; the workspace policy decided"),
             Asked::Withdrawn => (ApprovalDecision::Cancel, "withdrawn"),
         };
@@ -199,50 +209,68 @@ fn request(spec: &ApprovalSpec, caller: &AppCaller) -> ApprovalRequestParams {
     }
 }
 
-/// Asks every approver at once; the first decision wins (a malformed one counts as `decline`).
-/// Some clients asked may not handle approvals at all (an app host, say): an error answer is
-/// therefore not a decision.
+/// Asks every approver here at once and, in cluster mode (`elsewhere`), the other instances'
+/// (each asks its own); the first decision anywhere wins, once (a malformed one counts as
+/// `decline`). Some clients asked may not handle approvals at all (an app host, say): an error
+/// answer is therefore not a decision.
 async fn ask(
     turns: &TurnService,
     approvers: &[Arc<dyn Client>],
     params: &ApprovalRequestParams,
-    spec: &ApprovalSpec,
+    (spec, caller): (&ApprovalSpec, &AppCaller),
     withdrawn: &CancellationToken,
+    elsewhere: Option<&crate::cluster::Cluster>,
 ) -> Asked {
     let timeout = turns.config.approval_timeout;
-    let requests: Vec<(Arc<dyn Client>, ApprovalRequestParams)> =
-        approvers.iter().map(|c| (c.clone(), wire::request_for(c.as_ref(), params, spec.app.as_ref()))).collect();
-    let mut pending: FuturesUnordered<_> =
-        requests.iter().map(|(client, request)| async move { client.ask_approval(request, timeout).await }).collect();
-    let first = async {
-        while let Some(answer) = pending.next().await {
+    let (tx, rx) = oneshot::channel();
+    let (slot, done) = (Arc::new(DecisionSlot::new(tx)), CancellationToken::new());
+    if let Some(cluster) = elsewhere {
+        let request = (params, spec.app.as_ref());
+        super::remote::ask_elsewhere_for(
+            turns,
+            cluster,
+            caller,
+            request,
+            (slot.clone(), done.clone()),
+            approvers.len(),
+        );
+    }
+    for client in approvers {
+        let (client, request) = (client.clone(), wire::request_for(client.as_ref(), params, spec.app.as_ref()));
+        let (slot, done) = (slot.clone(), done.clone());
+        turns.tasks.spawn(async move {
+            let answer = tokio::select! {
+                answer = client.ask_approval(&request, timeout) => answer,
+                _ = done.cancelled() => return,
+            };
             match answer {
                 Ok(raw) => {
-                    return Some(
-                        serde_json::from_str::<ApprovalDecisionResult>(raw.get())
-                            .map_or(ApprovalDecision::Decline, |r| r.decision),
-                    );
+                    let decision = serde_json::from_str::<ApprovalDecisionResult>(raw.get())
+                        .map_or(ApprovalDecision::Decline, |r| r.decision);
+                    slot.offer(decision, client.id());
                 }
                 Err(CallError::Rejected(error)) => {
                     tracing::debug!(code = error.code, message = %error.message, "an approval request was refused");
                 }
                 Err(_) => {}
             }
-        }
-        None
-    };
-    tokio::select! {
+        });
+    }
+    let asked = tokio::select! {
         biased;
         _ = withdrawn.cancelled() => Asked::Withdrawn,
-        decided = tokio::time::timeout(timeout, first) => match decided {
-            Ok(Some(decision)) => Asked::Decided(decision),
-            _ => Asked::NoAnswer,
+        decided = tokio::time::timeout(timeout, rx) => match decided {
+            Ok(Ok((decision, _))) => Asked::Decided(decision),
+            Ok(Err(_)) => Asked::Nobody,
+            Err(_) => Asked::NoAnswer,
         },
-    }
+    };
+    done.cancel();
+    asked
 }
 
 /// `item/approval/resolved` to every client asked, so each one closes the request.
-fn tell_resolved(asked: &[Arc<dyn Client>], params: &ApprovalRequestParams, decision: ApprovalDecision) {
+pub(super) fn tell_resolved(asked: &[Arc<dyn Client>], params: &ApprovalRequestParams, decision: ApprovalDecision) {
     let now = crate::clock::now_rfc3339();
     let item = Item {
         id: format!("{}_response", params.item_id),

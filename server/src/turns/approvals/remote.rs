@@ -6,10 +6,15 @@
 //! The first decision anywhere wins, as it does among one instance's clients; when every instance
 //! said nobody is there and no client here could be asked, the policy's fallback applies at once,
 //! as it does on a single instance.
+//!
+//! A call that is not a thread's own (an outside agent's, an app's on another app:
+//! `outside.rs`) is asked the same way, with its caller: each instance asks the clients there
+//! that may decide it (`approvers.rs`, the owner's role), so a user on any instance decides an
+//! outside agent's call wherever its MCP session is.
 
 use std::sync::Arc;
 
-use appserver_protocol::{AppCommandApproval, ApprovalDecision, ApprovalRequestParams};
+use appserver_protocol::{AppCaller, AppCommandApproval, ApprovalDecision, ApprovalRequestParams};
 use bytes::Bytes;
 use futures_util::StreamExt;
 use futures_util::stream::FuturesUnordered;
@@ -38,6 +43,10 @@ struct RemoteApproval {
     thread_id: String,
     params: ApprovalRequestParams,
     app: Option<AppCommandApproval>,
+    /// A call that is not a thread's own: its caller, whose approvers are the clients in the
+    /// owner's role (not the thread's recipients).
+    #[serde(default)]
+    caller: Option<AppCaller>,
 }
 
 /// An instance's answer: the decision of one of its clients, or none (nobody there to ask, or
@@ -63,8 +72,41 @@ pub(crate) fn ask_elsewhere(
         thread_id: thread_id.to_owned(),
         params: params.clone(),
         app: app.cloned(),
+        caller: None,
     };
-    let Ok(payload) = serde_json::to_vec(&request) else { return };
+    send_to_others(turns, cluster, &request, (slot, done), local);
+}
+
+/// [`ask_elsewhere`] for a call that is not a thread's own (`outside.rs`): every other
+/// instance asks the clients there that may decide `caller`'s call.
+pub(crate) fn ask_elsewhere_for(
+    turns: &TurnService,
+    cluster: &Cluster,
+    caller: &AppCaller,
+    (params, app): (&ApprovalRequestParams, Option<&AppCommandApproval>),
+    (slot, done): (Arc<DecisionSlot>, CancellationToken),
+    local: usize,
+) {
+    let request = RemoteApproval {
+        origin: cluster.instance_id().to_owned(),
+        thread_id: params.thread_id.clone(),
+        params: params.clone(),
+        app: app.cloned(),
+        caller: Some(caller.clone()),
+    };
+    send_to_others(turns, cluster, &request, (slot, done), local);
+}
+
+/// Sends `request` to every other live instance; the first decision is offered to `slot`, and
+/// when none of them has anyone to ask (and `local` is 0) the slot is closed.
+fn send_to_others(
+    turns: &TurnService,
+    cluster: &Cluster,
+    request: &RemoteApproval,
+    (slot, done): (Arc<DecisionSlot>, CancellationToken),
+    local: usize,
+) {
+    let Ok(payload) = serde_json::to_vec(request) else { return };
     let payload = Bytes::from(payload);
     let (cluster, timeout) = (cluster.clone(), turns.config.approval_timeout);
     turns.tasks.spawn(async move {
@@ -127,25 +169,43 @@ pub(crate) async fn serve(turns: Arc<TurnService>, cluster: Cluster, shutdown: C
     };
     while let Some((payload, responder)) = requests.next_until(&shutdown).await {
         let Ok(request) = serde_json::from_slice::<RemoteApproval>(&payload) else { continue };
-        let recipients: Vec<Arc<dyn Client>> = turns
-            .threads
-            .loaded(&request.thread_id)
-            .map(|handle| handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect())
-            .unwrap_or_default();
+        let recipients = approvers_here(&turns, &request);
         let turns2 = turns.clone();
         turns.tasks.spawn(async move {
             let decision = match recipients.is_empty() {
                 true => None,
-                false => decide_here(&turns2, &request, recipients).await,
+                false => decide_here(&turns2, &request, recipients.clone()).await,
             };
             if let Some(decision) = decision {
                 tracing::info!(thread = %request.thread_id, decision = decision.as_str(), "approval decided here for another instance");
+                if request.caller.is_some() {
+                    // No thread event closes an outside call's dialogs: they are told here.
+                    super::outside::tell_resolved(&recipients, &request.params, decision);
+                }
             }
             let answer = serde_json::to_vec(&RemoteDecision { decision }).unwrap_or_default();
             if let Err(err) = responder.reply(Bytes::from(answer)).await {
                 tracing::warn!(error = %err, "cannot send an approval answer to another instance");
             }
         });
+    }
+}
+
+/// Who is asked here: for a thread's call its approval-capable recipients here; for a call that
+/// is not a thread's own the clients here that may decide it.
+fn approvers_here(turns: &TurnService, request: &RemoteApproval) -> Vec<Arc<dyn Client>> {
+    match &request.caller {
+        Some(caller) => turns
+            .clients
+            .all()
+            .into_iter()
+            .filter(|c| super::approvers::may_decide(c.as_ref(), caller, &turns.config))
+            .collect(),
+        None => turns
+            .threads
+            .loaded(&request.thread_id)
+            .map(|handle| handle.hub.recipients().into_iter().filter(|c| c.approval_support()).collect())
+            .unwrap_or_default(),
     }
 }
 
