@@ -44,7 +44,7 @@ pub use attach::mcp_stdio;
 pub enum ServerError {
     #[error(transparent)]
     Store(#[from] StoreError),
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on ws://{addr}: {source}")]
     Bind { addr: String, source: std::io::Error },
     #[error("cannot set up the model client: {reason}")]
     Model { reason: String },
