@@ -1,10 +1,12 @@
 // The desktop page: connects to the server it was served by (connection.ts: the TypeScript SDK
 // over the same origin's /ws, reconnecting), shows a thread with its streaming agent text
-// (Markdown, markdown.ts), reasoning, tool calls and results, the agent's commands, diffs and
+// (Markdown, markdown.ts), reasoning, tool calls and results (their images, audio and resources:
+// content.ts), the agent's commands, diffs and
 // plan (hands.ts), sends messages and slash commands (completed from `command/list`) through the
 // outbox (outbox.ts), and wires the thread list (threads.ts), the approval queue (approvals.ts),
 // the apps and their windows (desk.ts, wm.ts, host.ts), the theme (theme.ts) and the keys (keys.ts).
 
+import { contentItems } from "./content.js";
 import { RpcError, seqOf, type AppServerClient, type Notification } from "../../typescript/src/index.js";
 import { ApprovalQueue } from "./approvals.js";
 import { Elicitations } from "./elicit.js";
@@ -149,6 +151,10 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
       node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
       node.classList.toggle("failed", !p.success);
       if (p.fileChanges?.length) node.append(fileChanges(p.fileChanges));
+      {
+        const media = contentItems(p.contentItems);
+        if (media) node.append(media);
+      }
       {
         const offer = currentThread ? offerOf(currentThread, turnId, toolCalls.get(p.callId), p) : undefined;
         if (offer) node.append(openViewButton(() => desk.openView(offer, true)));

@@ -7,7 +7,7 @@ use super::{Response, content_type};
 
 /// The page's policy: its own scripts and styles only, WebSocket back to this server, app
 /// iframes from this server, and no framing of the desktop by anyone.
-const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
+const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
 const INDEX_HTML: &[u8] = include_bytes!("../../../../clients/web/dist/index.html");
 
