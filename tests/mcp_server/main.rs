@@ -82,8 +82,11 @@ impl ServerHandler for TestServer {
     async fn list_tools(
         &self,
         _request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
+        // What the host declared in `initialize` (its extensions), for the tests to read.
+        let extensions = context.peer.peer_info().and_then(|info| info.capabilities.extensions.clone());
+        self.note(&format!("client extensions {}", serde_json::to_string(&extensions).unwrap_or_default()));
         let object = |props: Value| json!({ "type": "object", "properties": props });
         Ok(ListToolsResult::with_all_items(vec![
             tool(

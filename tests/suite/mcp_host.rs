@@ -1,5 +1,6 @@
 //! appserver as an MCP host: section 22's management methods (validation, case-insensitive
-//! names, no plain secrets, persistence in the workspace, status notifications, `mcp/test`), and
+//! names, no plain secrets, persistence in the workspace, status notifications, `mcp/test`), the
+//! MCP Apps extension declared in `initialize`, and
 //! the model agent using a server's tools (tests/mcp_server, a small rmcp server over stdio):
 //! listed on demand, described when asked, called with approval (scope `mcp:<server>:<tool>`,
 //! read-only tools not asked, destructive ones declined here), progress, a clean environment, and
@@ -87,6 +88,10 @@ async fn mcp_management_follows_section_22_and_keeps_servers_in_the_workspace() 
     assert_eq!(ready["transport"], "stdio");
     let status = wait_state(&client, "tools", "ready").await;
     assert_eq!(status["lastError"], Value::Null);
+    // The host declared MCP Apps support in `initialize`, with the view type it renders.
+    let calls = std::fs::read_to_string(&log).unwrap();
+    let declared = r#"client extensions {"io.modelcontextprotocol/ui":{"mimeTypes":["text/html;profile=mcp-app"]}}"#;
+    assert!(calls.lines().any(|l| l == declared), "{calls}");
     // Names are compared without case.
     let err = client.request("mcp/upsert", json!({ "server": definition("TOOLS", &log) })).await.unwrap_err();
     assert_eq!(code(&err), -32074);

@@ -63,10 +63,24 @@ struct Handler {
     tools_changed: Arc<Notify>,
 }
 
+/// The MCP Apps extension as a host declares it (`io.modelcontextprotocol/ui`, the MCP Apps
+/// specification's "Client capabilities"): the view type the desktop renders.
+pub(crate) fn ui_extension() -> rmcp::model::ExtensionCapabilities {
+    let mut settings = rmcp::model::JsonObject::new();
+    settings.insert("mimeTypes".into(), serde_json::json!([MCP_APP_MIME_TYPE]));
+    [(UI_EXTENSION.to_owned(), settings)].into_iter().collect()
+}
+
+/// The MCP Apps extension's id.
+pub(crate) const UI_EXTENSION: &str = "io.modelcontextprotocol/ui";
+/// The media type of an MCP Apps view's HTML.
+pub(crate) const MCP_APP_MIME_TYPE: &str = "text/html;profile=mcp-app";
+
 impl ClientHandler for Handler {
     fn get_info(&self) -> ClientConfig {
         let elicitation = ElicitationCapability::new().with_form(FormElicitationCapability::new());
-        let capabilities = ClientCapabilities::builder().enable_elicitation_with(elicitation).build();
+        let mut capabilities = ClientCapabilities::builder().enable_elicitation_with(elicitation).build();
+        capabilities.extensions = Some(ui_extension());
         ClientConfig::new(capabilities, Implementation::new("appserver", env!("CARGO_PKG_VERSION")))
     }
 
