@@ -155,6 +155,15 @@ macro_rules! request_table {
                 }
             }
 
+            /// Checks `result` against `method`'s result type (the message names the field);
+            /// `None` when the method is not in the table.
+            pub fn decode_result(method: &str, result: &RawValue) -> Option<Result<(), String>> {
+                match method {
+                    $( $method => Some(decode_params::<$result>(Some(result)).map(|_| ())), )*
+                    _ => None,
+                }
+            }
+
             /// The params, serialized.
             pub fn params_json(&self) -> Result<serde_json::Value, serde_json::Error> {
                 match self { $( Self::$variant(p) => serde_json::to_value(p), )* }
