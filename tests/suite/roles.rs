@@ -279,7 +279,13 @@ async fn a_channel_adapter_cannot_loosen_settings_nor_reach_the_owners_threads_o
     }
     let tighten = json!({ "threadId": own, "config": { "approvalPolicy": "untrusted", "sandboxMode": "readOnly" } });
     adapter.request("thread/config/update", tighten).await.unwrap();
-    adapter.request("thread/list", json!({ "identity": identity })).await.unwrap();
+    let listed = adapter.request("thread/list", json!({ "identity": identity })).await.unwrap();
+    assert_eq!(listed["data"][0]["id"], own.as_str());
+    // The channel is no filter for the owner's clients (Session Core §9.5), but an adapter's
+    // listing stays in its channel, whichever user id and origins it names.
+    let as_owner = json!({ "identity": appserver_tests::identity("matrix", "me"), "crossChannelOrigins": ["desktop"] });
+    let listed = adapter.request("thread/list", as_owner).await.unwrap();
+    assert!(!listed.to_string().contains(&desktop_thread), "{listed}");
     adapter.request("thread/read", json!({ "threadId": own })).await.unwrap();
     // A chat's user names no file of the workspace for the server to inline into the turn.
     let secret = json!([{ "type": "fileRef", "path": ".appserver/agent.token" }]);

@@ -62,7 +62,14 @@ async fn thread_list_filters_by_identity_and_pages_with_a_cursor() {
     }
     let other_user = json!({ "identity": identity("test", "someone-else") });
     client.request("thread/start", other_user).await.unwrap();
-    let telegram = client.request("thread/start", json!({ "identity": identity("telegram", "user-1") })).await.unwrap();
+    // The channel is not a filter (Session Core §9.5): the same user and context on another
+    // channel is the same identity's thread; another context is not.
+    let cli = client.request("thread/start", json!({ "identity": identity("cli", "user-1") })).await.unwrap();
+    mine.push(cli["thread"]["id"].as_str().unwrap().to_owned());
+    let elsewhere = json!({ "channelName": "telegram", "userId": "user-1", "channelContext": "chat:42" });
+    let telegram = client.request("thread/start", json!({ "identity": elsewhere })).await.unwrap();
+    let job = json!({ "channelName": "cron", "userId": "cron:job1" });
+    let cron = client.request("thread/start", json!({ "identity": job })).await.unwrap();
 
     // Pages of two, newest first, until the cursor runs out.
     let mut seen = Vec::new();
@@ -94,14 +101,16 @@ async fn thread_list_filters_by_identity_and_pages_with_a_cursor() {
     // Archived threads only on request; cross-channel origins add the other channel's threads.
     client.request("thread/archive", json!({ "threadId": mine[0] })).await.unwrap();
     let page = list(&client, json!({ "identity": identity("test", "user-1") })).await;
-    assert_eq!(page["data"].as_array().unwrap().len(), 4);
-    let page = list(&client, json!({ "identity": identity("test", "user-1"), "includeArchived": true })).await;
     assert_eq!(page["data"].as_array().unwrap().len(), 5);
-    let page =
-        list(&client, json!({ "identity": identity("test", "user-1"), "crossChannelOrigins": ["telegram"] })).await;
+    let page = list(&client, json!({ "identity": identity("test", "user-1"), "includeArchived": true })).await;
+    assert_eq!(page["data"].as_array().unwrap().len(), 6);
+    // Cross-channel origins add those channels' threads whatever their context and user.
+    let cross = json!({ "identity": identity("test", "user-1"), "crossChannelOrigins": ["telegram", "cron"] });
+    let page = list(&client, cross).await;
     let ids: Vec<&str> = page["data"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap()).collect();
-    assert!(ids.contains(&telegram["thread"]["id"].as_str().unwrap()));
-    assert_eq!(ids.len(), 5);
+    assert!(ids.contains(&telegram["thread"]["id"].as_str().unwrap()), "{ids:?}");
+    assert!(ids.contains(&cron["thread"]["id"].as_str().unwrap()), "{ids:?}");
+    assert_eq!(ids.len(), 7);
     let bad = json!({ "identity": identity("test", "user-1"), "cursor": "nonsense" });
     assert_eq!(code(client.request("thread/list", bad).await), -32602);
 }

@@ -62,7 +62,9 @@ impl CronService {
         let workspace = self.turns.config.workspace.display().to_string();
         let query = ThreadQuery {
             workspace_path: workspace.clone(),
-            origin_channel: CHANNEL.to_owned(),
+            cross_channel_origins: vec![CHANNEL.to_owned()],
+            cross_any_user: true,
+            channel_name: Some(CHANNEL.to_owned()),
             limit: 1,
             ..ThreadQuery::default()
         };

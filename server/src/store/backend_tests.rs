@@ -196,7 +196,6 @@ async fn records_round_trip_on_every_backend() {
         assert_eq!(store.most_recent_active_thread().await.unwrap().as_deref(), Some("t1"));
         let query = ThreadQuery {
             workspace_path: "/w".to_owned(),
-            origin_channel: "other".to_owned(),
             user_id: Some("u".to_owned()),
             channel_name: Some("TEST".to_owned()),
             cross_channel_origins: vec!["test".to_owned()],

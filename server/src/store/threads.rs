@@ -66,11 +66,14 @@ pub(crate) fn parse_seq(id: &str, prefix: &str) -> Option<u32> {
 #[derive(Debug, Clone, Default)]
 pub(crate) struct ThreadQuery {
     pub(crate) workspace_path: String,
-    pub(crate) origin_channel: String,
     pub(crate) user_id: Option<String>,
     pub(crate) channel_context: Option<String>,
-    /// Threads of these other origin channels (same workspace and user) are included too.
+    /// Threads of these other origin channels (same workspace, any channel context) are
+    /// included too (Session Core §9.5).
     pub(crate) cross_channel_origins: Vec<String>,
+    /// The cross-channel branch also ignores the user (Session Core §9.5); false keeps it to
+    /// the identity's user (a chat adapter's callers see only their own threads).
+    pub(crate) cross_any_user: bool,
     /// Post-filter on origin channel (case-insensitive).
     pub(crate) channel_name: Option<String>,
     pub(crate) include_archived: bool,
@@ -139,23 +142,27 @@ pub(super) fn json<T: serde::Serialize>(value: &T) -> String {
     serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned())
 }
 
-/// The `thread/list` query for `q`. The cursor is a row value, `(last_active_at, id) < (?, ?)`:
-/// SQLite and PostgreSQL use that as a range on the identity index (the equivalent
-/// `a < ? OR (a = ? AND id < ?)` is only a filter, so a deep page walked every newer row). No user
-/// is `user_id IS NULL` (indexable on both; `IS ?` is SQLite only). Binds, in order: workspace,
-/// user?, origin channel, channel context?, cross-channel origins…, channel name?, cursor (at, id)?,
-/// limit.
+/// The `thread/list` query for `q`, Session Core §9.5: the identity's threads (same workspace,
+/// same user, same channel context, whichever channel made them) and, with cross-channel
+/// origins, those origins' threads of the workspace whatever their context. The cursor is a row
+/// value, `(last_active_at, id) < (?, ?)`: SQLite and PostgreSQL use that as a range on the
+/// identity index (the equivalent `a < ? OR (a = ? AND id < ?)` is only a filter, so a deep page
+/// walked every newer row). No user is `user_id IS NULL` and no context `channel_context IS NULL`
+/// (indexable on both; `IS ?` is SQLite only). Binds, in order: workspace, user?, channel
+/// context?, cross-channel origins…, user? (again, unless any user), channel name?, cursor (at,
+/// id)?, limit.
 fn list_threads_sql(q: &ThreadQuery) -> String {
     let user = if q.user_id.is_some() { "user_id = ?" } else { "user_id IS NULL" };
-    let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND {user} AND (");
-    sql.push_str("(origin_channel = ?");
-    if q.channel_context.is_some() {
-        sql.push_str(" AND channel_context = ?");
-    }
-    sql.push(')');
+    let context = if q.channel_context.is_some() { "channel_context = ?" } else { "channel_context IS NULL" };
+    let mut sql = format!("SELECT {THREAD_COLUMNS} FROM threads WHERE workspace_path = ? AND (({user} AND {context})");
     if !q.cross_channel_origins.is_empty() {
-        sql.push_str(" OR origin_channel IN (");
+        sql.push_str(" OR (origin_channel IN (");
         sql.push_str(&vec!["?"; q.cross_channel_origins.len()].join(","));
+        sql.push(')');
+        if !q.cross_any_user {
+            sql.push_str(" AND ");
+            sql.push_str(user);
+        }
         sql.push(')');
     }
     sql.push(')');
@@ -181,12 +188,14 @@ fn list_threads_query<'a>(sql_text: &'a str, q: &'a ThreadQuery) -> super::db::S
     if let Some(user) = &q.user_id {
         query = query.bind(user);
     }
-    query = query.bind(&q.origin_channel);
     if let Some(ctx) = &q.channel_context {
         query = query.bind(ctx);
     }
     for origin in &q.cross_channel_origins {
         query = query.bind(origin);
+    }
+    if let (Some(user), false, false) = (&q.user_id, q.cross_any_user, q.cross_channel_origins.is_empty()) {
+        query = query.bind(user);
     }
     if let Some(name) = &q.channel_name {
         query = query.bind(name);
@@ -371,7 +380,6 @@ mod tests {
     fn query(cross: &[&str], context: Option<&str>, after: Option<(&str, &str)>) -> ThreadQuery {
         ThreadQuery {
             workspace_path: "/w".to_owned(),
-            origin_channel: "a".to_owned(),
             channel_context: context.map(str::to_owned),
             cross_channel_origins: cross.iter().map(|c| (*c).to_owned()).collect(),
             after: after.map(|(at, id)| (at.to_owned(), id.to_owned())),
@@ -386,7 +394,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
         let cursor = Some(("2026-01-01T00:00:00.000Z", "thread_x"));
-        for q in [query(&[], None, cursor), query(&[], Some("ctx"), cursor), query(&["b", "c"], None, cursor)] {
+        let any_user =
+            ThreadQuery { cross_any_user: true, user_id: Some("u".to_owned()), ..query(&["b"], Some("c"), cursor) };
+        for q in [query(&[], None, cursor), query(&[], Some("ctx"), cursor), query(&["b", "c"], None, cursor), any_user]
+        {
             let text = format!("EXPLAIN QUERY PLAN {}", list_threads_sql(&q));
             let rows = store.reader.fetch_all(list_threads_query(&text, &q)).await.unwrap();
             let details: Vec<String> = rows.iter().map(|r| r.text("detail").unwrap()).collect();
@@ -406,9 +417,8 @@ mod tests {
         let mut expected = Vec::new();
         for (n, origin) in ["a", "b", "a", "z", "a", "b", "a"].iter().enumerate() {
             let record = thread(&format!("thread_{n}"), origin, stamps[n % 2]);
-            if *origin != "z" {
-                expected.push((record.last_active_at.clone(), record.id.clone()));
-            }
+            // Whichever channel made it: the channel is not a filter (Session Core §9.5).
+            expected.push((record.last_active_at.clone(), record.id.clone()));
             store.write(ThreadWrite::CreateThread(Box::new(record))).await.unwrap();
         }
         expected.sort();

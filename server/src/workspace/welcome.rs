@@ -76,10 +76,10 @@ pub(crate) async fn suggestions(
     let query = ThreadQuery {
         // The string the threads were started with (the same folder as the server's).
         workspace_path: asked.to_owned(),
-        origin_channel: p.identity.channel_name.clone(),
         user_id: p.identity.user_id.clone(),
         channel_context: p.identity.channel_context.clone(),
         cross_channel_origins: Vec::new(),
+        cross_any_user: false,
         channel_name: None,
         include_archived: false,
         include_sub_agents: false,

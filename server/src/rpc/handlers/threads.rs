@@ -277,6 +277,7 @@ pub(crate) async fn handle_thread_list(
         ),
         None => None,
     };
+    let adapter = ctx.peer.session.role() == Some(appserver_protocol::Role::ChannelAdapter);
     let query = ThreadQuery {
         workspace_path: p
             .identity
@@ -284,16 +285,18 @@ pub(crate) async fn handle_thread_list(
             .clone()
             .filter(|w| !w.is_empty())
             .unwrap_or_else(|| ctx.state.config.workspace.display().to_string()),
-        origin_channel: p.identity.channel_name.clone(),
         user_id: p.identity.user_id.clone(),
         channel_context: p.identity.channel_context.clone(),
+        // A chat adapter acts for its chat's users, under user ids it chooses: its own channel's
+        // threads only, of that user, whatever origins it names (a departure from §9.5).
+        cross_any_user: !adapter,
         cross_channel_origins: p
             .cross_channel_origins
             .unwrap_or_default()
             .into_iter()
             .filter(|o| !o.is_empty())
             .collect(),
-        channel_name: p.channel_name,
+        channel_name: if adapter { Some(p.identity.channel_name.clone()) } else { p.channel_name },
         include_archived: p.include_archived,
         include_sub_agents: p.include_sub_agents,
         after,
