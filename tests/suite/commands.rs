@@ -33,6 +33,9 @@ async fn command_list_with_and_without_builtins() {
             "/new",
             "/stop",
             "/help",
+            "/debug",
+            "/heartbeat",
+            "/cron",
             "/apps",
             "/query",
             "/command",
@@ -258,4 +261,33 @@ async fn the_example_chat_adapter_answers_end_to_end() {
         .await
         .unwrap();
     assert_eq!(list["data"][0]["originChannel"], "console");
+}
+
+/// `/debug`, `/heartbeat` and `/cron` run through `command/execute` (DotCraft's built-ins): the
+/// thread's state; HEARTBEAT.md run now (the owner's command only); this thread's jobs.
+#[tokio::test]
+async fn debug_heartbeat_and_cron_are_built_in_commands() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let run =
+        |command: &'static str| client.request("command/execute", json!({ "threadId": thread_id, "command": command }));
+    let debug = run("/debug").await.unwrap();
+    let text = debug["message"].as_str().unwrap();
+    assert!(text.contains(&thread_id) && text.contains("running turn: none"), "{text}");
+    assert_eq!(debug["isMarkdown"], true);
+
+    let none = run("/heartbeat").await.unwrap();
+    assert!(none["message"].as_str().unwrap().contains("no .appserver/HEARTBEAT.md"), "{none}");
+    std::fs::create_dir_all(server.workspace.join(".appserver")).unwrap();
+    std::fs::write(server.workspace.join(".appserver/HEARTBEAT.md"), "Check the build.").unwrap();
+    let ran = run("/heartbeat trigger").await.unwrap();
+    assert!(ran["message"].as_str().unwrap().starts_with("Heartbeat result:"), "{ran}");
+
+    let jobs = run("/cron").await.unwrap();
+    assert_eq!(jobs["message"], "This thread has no scheduled jobs.");
+    let missing = run("/cron remove job_nope").await.unwrap();
+    assert!(missing["message"].as_str().unwrap().starts_with("Cannot remove `job_nope`"), "{missing}");
+    let usage = run("/cron frobnicate").await.unwrap();
+    assert!(usage["message"].as_str().unwrap().starts_with("Usage:"), "{usage}");
 }

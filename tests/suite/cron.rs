@@ -72,6 +72,15 @@ async fn a_job_fires_on_the_clock_reports_its_result_and_survives_a_restart() {
     let next = job["state"]["nextRunAtMs"].as_i64().unwrap();
     assert!(next - job["createdAtMs"].as_i64().unwrap() == HOUR, "{job}");
     assert!(job["state"]["lastRunAtMs"].is_null());
+    // `/cron` shows the thread's jobs, and another thread's `/cron` neither sees nor removes it.
+    let listed = client.request("command/execute", json!({ "threadId": thread_id, "command": "/cron list" })).await;
+    assert!(listed.unwrap()["message"].as_str().unwrap().contains(&format!("`{job_id}` water")));
+    let other = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let listed = client.request("command/execute", json!({ "threadId": other, "command": "/cron" })).await.unwrap();
+    assert_eq!(listed["message"], "This thread has no scheduled jobs.");
+    let remove = format!("/cron remove {job_id}");
+    let refused = client.request("command/execute", json!({ "threadId": other, "command": remove })).await.unwrap();
+    assert!(refused["message"].as_str().unwrap().starts_with("Cannot remove"), "{refused}");
 
     // An hour later (on the server's cron clock) it fires once, as a turn on the thread.
     client.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();

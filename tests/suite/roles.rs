@@ -287,6 +287,10 @@ async fn a_channel_adapter_cannot_loosen_settings_nor_reach_the_owners_threads_o
     let listed = adapter.request("thread/list", as_owner).await.unwrap();
     assert!(!listed.to_string().contains(&desktop_thread), "{listed}");
     adapter.request("thread/read", json!({ "threadId": own })).await.unwrap();
+    // A chat user cannot run the workspace's heartbeat through a slash command either.
+    let heartbeat = json!({ "threadId": own, "command": "/heartbeat" });
+    let refused = adapter.request_answer("command/execute", heartbeat).await.unwrap();
+    assert_eq!(refused.result.err().map(|e| e.code), Some(-32061));
     // A chat's user names no file of the workspace for the server to inline into the turn.
     let secret = json!([{ "type": "fileRef", "path": ".appserver/agent.token" }]);
     let refused =

@@ -45,6 +45,13 @@ pub(crate) const BUILTINS: &[Described] = &[
     ("new", "Archive this conversation and start a new one", "归档当前会话并开始新会话"),
     ("stop", "Stop the running turn", "停止正在运行的回合"),
     ("help", "List the available commands", "列出可用的命令"),
+    ("debug", "Show this thread's state: model, policy, sandbox, context, running turn", "显示当前会话的状态"),
+    ("heartbeat", "Run the workspace's HEARTBEAT.md now: /heartbeat [trigger]", "立即执行心跳：/heartbeat [trigger]"),
+    (
+        "cron",
+        "This thread's scheduled jobs: /cron list | /cron remove ID",
+        "当前会话的定时任务：/cron list | /cron remove ID",
+    ),
 ];
 
 /// The built-in agent's commands (custom: they run through the agent's tool path).

@@ -42,6 +42,9 @@ pub(crate) async fn handle_command_execute(
             };
             Ok(CommandResult { handled: true, message: Some(message), ..Default::default() })
         }
+        "debug" => Ok(markdown(debug_text(ctx, &handle))),
+        "heartbeat" => heartbeat(ctx, &args).await,
+        "cron" => Ok(markdown(cron(ctx, &p.thread_id, &args).await)),
         "help" => {
             let plugin_dirs = ctx.state.plugins.contributions.command_dirs();
             let commands = crate::commands::list(&ctx.state.config.workspace, &plugin_dirs, true, false).await;
@@ -73,6 +76,81 @@ pub(crate) async fn handle_command_execute(
                 custom::Lookup::Missing => Err(CommandError::NotFound(other.to_owned())),
             }
         }
+    }
+}
+
+fn markdown(message: String) -> CommandResult {
+    CommandResult { handled: true, message: Some(message), is_markdown: true, ..Default::default() }
+}
+
+/// `/debug`: what the thread runs with now. (DotCraft's `/debug` toggles a process-wide debug
+/// mode that prints tool calls into chat replies; appserver's clients already get every item, so
+/// the command shows the thread's state instead.)
+fn debug_text(ctx: &RequestCtx, handle: &crate::threads::ThreadHandle) -> String {
+    let state = handle.state();
+    let record = &state.record;
+    let config = record.configuration.clone().unwrap_or_default();
+    let model = config.model.clone().or_else(|| ctx.state.config.model.as_ref().map(|m| m.model.clone()));
+    let mode = config.mode.as_deref().unwrap_or("agent");
+    let usage = record.context_usage.as_ref().map(|u| format!("{} of {} tokens", u.tokens, u.context_window));
+    [
+        format!("- thread: `{}` ({:?}, origin `{}`)", record.id, record.status, record.origin_channel),
+        format!("- model: {}", model.as_deref().unwrap_or("none (the built-in agent)")),
+        format!("- approval policy: {}", config.approval_policy.as_deref().unwrap_or("the server's default")),
+        format!("- sandbox: {}", config.sandbox_mode.as_deref().unwrap_or("the server's default")),
+        format!("- mode: {mode}"),
+        format!("- context: {}", usage.as_deref().unwrap_or("not measured yet")),
+        format!("- running turn: {}", state.running.as_ref().map_or("none".to_owned(), |t| format!("`{}`", t.id))),
+        format!("- queued inputs: {}", state.queue().len()),
+    ]
+    .join("\n")
+}
+
+/// `/heartbeat [trigger]`: runs HEARTBEAT.md now, as `heartbeat/trigger` does; the owner's only.
+async fn heartbeat(ctx: &RequestCtx, args: &str) -> Result<CommandResult, CommandError> {
+    if ctx.peer.session.role() != Some(appserver_protocol::Role::Owner) {
+        return Err(CommandError::PermissionDenied("heartbeat (the workspace owner's command)".into()));
+    }
+    if !matches!(args.trim(), "" | "trigger") {
+        return Ok(markdown("Usage: `/heartbeat` or `/heartbeat trigger`".into()));
+    }
+    let message = match ctx.state.cron.heartbeat().await {
+        (Some(result), _) => format!("Heartbeat result:\n\n{result}"),
+        (None, Some(error)) => format!("The heartbeat failed: {error}"),
+        (None, None) => "No heartbeat ran: the workspace has no .appserver/HEARTBEAT.md instructions.".into(),
+    };
+    Ok(markdown(message))
+}
+
+/// `/cron [list]` and `/cron remove ID`: this thread's scheduled jobs (another thread's are
+/// neither listed nor removable here).
+async fn cron(ctx: &RequestCtx, thread_id: &str, args: &str) -> String {
+    let mut words = args.split_whitespace();
+    match (words.next().unwrap_or("list"), words.next()) {
+        ("list", None) => match ctx.state.cron.list_of_thread(thread_id).await {
+            Ok(jobs) if jobs.is_empty() => "This thread has no scheduled jobs.".into(),
+            Ok(jobs) => {
+                let mut text = format!("Scheduled jobs ({}):", jobs.len());
+                for job in jobs {
+                    let next = job
+                        .state
+                        .next_run_at_ms
+                        .map_or("-".to_owned(), |ms| crate::clock::UtcTime { unix_millis: ms }.rfc3339());
+                    let status = if job.enabled { "enabled" } else { "disabled" };
+                    text.push_str(&format!(
+                        "\n- `{}` {} ({status}, {}), next run: {next}",
+                        job.id, job.name, job.schedule.kind
+                    ));
+                }
+                text
+            }
+            Err(err) => format!("Cannot list the jobs: {err}"),
+        },
+        ("remove", Some(id)) => match ctx.state.cron.remove_of_thread(id, thread_id).await {
+            Ok(()) => format!("Removed the job `{id}`."),
+            Err(err) => format!("Cannot remove `{id}`: {err}"),
+        },
+        _ => "Usage: `/cron list` or `/cron remove ID`".into(),
     }
 }
 
