@@ -424,7 +424,12 @@ async fn a_lost_postgres_lock_stops_writes_until_it_is_taken_back() {
     for _ in 0..20 {
         intruder
             .execute(
-                sqlx::query("SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted AND classid = $1::oid")
+                // This database's lock only: pg_locks lists every database's, and another
+                // test's store (on its own database) must keep its lock.
+                sqlx::query(
+                    "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE locktype = 'advisory' AND granted \
+                     AND classid = $1::oid AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+                )
                     .bind(super::postgres::LOCK_CLASS),
             )
             .await
