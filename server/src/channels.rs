@@ -25,9 +25,14 @@ pub(crate) const MAX_STORED_ORIGINS: u32 = 1000;
 /// The category order of the result.
 const CATEGORIES: &[&str] = &["builtin", "social", "system", "external"];
 
+/// Reserved origins that are internal only, never offered for discovery (section 4.3.1 lets a
+/// server omit them): the commit-message suggester's threads.
+const INTERNAL_ONLY: &[&str] = &["commit-message"];
+
 /// The built-ins plus `seen` names: one entry per name (compared case-insensitively, the first
-/// spelling kept), each built-in as `builtin` and everything else as `external`, sorted by
-/// category then name.
+/// spelling kept), each built-in as `builtin`, the server's own origins (`cron`, `heartbeat`,
+/// `subagent`, `system`) as `system`, internal-only ones left out, and everything else as
+/// `external`, sorted by category then name.
 pub(crate) fn catalog(seen: impl IntoIterator<Item = String>) -> Vec<ChannelInfo> {
     let mut out: Vec<ChannelInfo> = BUILTIN_CHANNELS
         .iter()
@@ -35,10 +40,12 @@ pub(crate) fn catalog(seen: impl IntoIterator<Item = String>) -> Vec<ChannelInfo
         .collect();
     for name in seen {
         let name = name.trim().to_owned();
-        if name.is_empty() || out.iter().any(|c| c.name.eq_ignore_ascii_case(&name)) {
+        let listed = out.iter().any(|c| c.name.eq_ignore_ascii_case(&name));
+        if name.is_empty() || listed || INTERNAL_ONLY.iter().any(|i| i.eq_ignore_ascii_case(&name)) {
             continue;
         }
-        out.push(ChannelInfo { name, category: "external".into() });
+        let server_own = RESERVED_CHANNELS.iter().any(|r| r.eq_ignore_ascii_case(&name));
+        out.push(ChannelInfo { name, category: if server_own { "system" } else { "external" }.into() });
     }
     out.sort_by(order);
     out
@@ -60,13 +67,16 @@ mod tests {
     fn builtins_first_then_names_case_insensitively_once_each() {
         let names =
             |list: &[ChannelInfo]| list.iter().map(|c| format!("{}:{}", c.category, c.name)).collect::<Vec<_>>();
-        let list = catalog(["telegram", "CLI", "Matrix", "discord", "telegram", ""].map(str::to_owned));
+        let seen = ["telegram", "CLI", "subagent", "Matrix", "heartbeat", "discord", "commit-message", "telegram", ""];
+        let list = catalog(seen.map(str::to_owned));
         assert_eq!(
             names(&list),
             [
                 "builtin:acp",
                 "builtin:cli",
                 "builtin:desktop",
+                "system:heartbeat",
+                "system:subagent",
                 "external:discord",
                 "external:Matrix",
                 "external:telegram"
