@@ -290,4 +290,13 @@ async fn debug_heartbeat_and_cron_are_built_in_commands() {
     assert!(missing["message"].as_str().unwrap().starts_with("Cannot remove `job_nope`"), "{missing}");
     let usage = run("/cron frobnicate").await.unwrap();
     assert!(usage["message"].as_str().unwrap().starts_with("Usage:"), "{usage}");
+    // The heartbeat's thread, made by the first run, was announced like any new thread.
+    let mut client = client;
+    loop {
+        let started = client.wait_for("thread/started").await.unwrap();
+        if started.params()["thread"]["originChannel"] == "heartbeat" {
+            assert_eq!(started.params()["thread"]["displayName"], "Heartbeat");
+            break;
+        }
+    }
 }

@@ -8,12 +8,12 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNotification, ThreadStatus};
+use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNotification, ThreadResult, ThreadStatus};
 
 use super::CronService;
 use super::run::{RunOutcome, run_turn};
 use crate::store::{CronWrite, StoreError, ThreadQuery, ThreadRecord, ThreadWrite};
-use crate::threads::{broadcast, new_thread_id};
+use crate::threads::{broadcast, new_thread_id, wire};
 
 /// The origin channel of the heartbeat thread.
 pub(crate) const CHANNEL: &str = "heartbeat";
@@ -91,6 +91,14 @@ impl CronService {
         };
         let id = record.id.clone();
         self.store.write(ThreadWrite::CreateThread(Box::new(record))).await.map_err(|e| e.to_string())?;
+        // Announced like any new thread, so clients' lists show it (section 4.2).
+        let handle = self.threads.get(&id).await.map_err(|e| e.to_string())?;
+        let started =
+            ServerNotification::ThreadStarted(ThreadResult { thread: wire::thread(&handle.state(), Vec::new()) });
+        match started.to_frame() {
+            Ok(text) => handle.hub.announce(self.clients.as_ref(), started.method(), text.into()),
+            Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
+        }
         Ok(id)
     }
 
