@@ -338,7 +338,8 @@ pub(crate) fn render() -> String {
     page.push_str("## Command-line flags\n\n| flag | environment | meaning |\n|---|---|---|\n");
     for (flag, env, help) in flags() {
         page.push_str(&format!(
-            "| `{flag}` | {} | {} |\n",
+            "| `{}` | {} | {} |\n",
+            flag.replace('|', "\\|"),
             env.map(|e| format!("`{e}`")).unwrap_or_default(),
             cell(&help)
         ));
@@ -383,8 +384,15 @@ pub(crate) fn flags() -> Vec<(String, Option<String>, String)> {
         .collect()
 }
 
+/// `text` as one table cell: one line, `|` escaped, and `<`/`>` outside code spans escaped so
+/// that `<workspace>` is not taken for an HTML tag.
 fn cell(text: &str) -> String {
-    text.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|")
+    let line = text.split_whitespace().collect::<Vec<_>>().join(" ").replace('|', "\\|");
+    line.split('`')
+        .enumerate()
+        .map(|(n, part)| if n % 2 == 0 { part.replace('<', "&lt;").replace('>', "&gt;") } else { part.to_owned() })
+        .collect::<Vec<_>>()
+        .join("`")
 }
 
 fn code_list(text: &str) -> String {
