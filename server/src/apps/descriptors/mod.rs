@@ -6,9 +6,12 @@
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
 //! kept). A descriptor that does not parse is logged and skipped.
 
+pub(crate) mod auth;
 pub(crate) mod code;
 pub(crate) mod format;
 pub(crate) mod pins;
+#[cfg(test)]
+mod published;
 pub(crate) mod versions;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,8 +23,9 @@ use appserver_protocol::AppRegisterParams;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::hosts::http::{Endpoint, HttpHost, HttpSpec};
+use super::hosts::http::{HttpHost, HttpSpec};
 use super::hosts::process::{ProcessHost, ReplaySource, StdioSpec};
+use super::hosts::request::{self, Endpoint};
 use super::service::{self, AppService};
 use crate::ports::{AppHost, HostId};
 use crate::store::{DescriptorPin, Store};
@@ -327,24 +331,22 @@ pub(crate) fn host_for(
         // Only `load` starts a program, once it is approved.
         Execution::Stdio { .. } => Err("execution.type: a stdio program runs only once it is approved".into()),
         Execution::Mcp(_) => Err("access.protocol: MCP servers described by aai.json are not run yet".into()),
-        Execution::Http { base_url, auth, timeout_ms } => {
-            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                return Err(format!("execution.base_url: `{base_url}` is not an http(s) URL"));
-            }
+        Execution::Http { base_url, auth, default_headers, timeout_ms } => {
+            let base = reqwest::Url::parse(base_url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| format!("execution.base_url: `{base_url}` is not an http(s) URL"))?;
+            check_headers("execution.default_headers", default_headers.iter())?;
             let mut endpoints = HashMap::new();
             for tool in &descriptor.tools {
-                let method = tool.http_method().unwrap_or("POST").to_ascii_uppercase();
-                let method = reqwest::Method::from_bytes(method.as_bytes())
-                    .map_err(|_| format!("tools.{}.method: `{method}` is not an HTTP method", tool.name))?;
-                let path = tool.http_path().map_or_else(|| format!("/{}", tool.name), str::to_owned);
-                let path = if path.starts_with('/') { path } else { format!("/{path}") };
-                endpoints.insert(tool.name.clone(), Endpoint { method, path });
+                endpoints.insert(tool.name.clone(), endpoint(tool, &base)?);
             }
             let spec = HttpSpec {
                 app_id: descriptor.app.id.clone(),
                 base_url: base_url.clone(),
                 endpoints,
-                auth: auth.clone(),
+                auth: auth.clone().map(|a| a.for_app(&descriptor.app.id)),
+                default_headers: default_headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 descriptor_dir: dir.to_path_buf(),
                 timeout: millis(timeout_ms),
                 kind: http_kind,
@@ -352,6 +354,39 @@ pub(crate) fn host_for(
             Ok(Arc::new(HttpHost::new(spec, token)?))
         }
     }
+}
+
+/// A tool's call: its method, its path (which may not leave `base`'s origin, whatever its
+/// parameters), its headers and body template.
+fn endpoint(tool: &format::Tool, base: &reqwest::Url) -> Result<Endpoint, String> {
+    let method = tool.http_method().unwrap_or("POST").to_ascii_uppercase();
+    let method = reqwest::Method::from_bytes(method.as_bytes())
+        .map_err(|_| format!("tools.{}.method: `{method}` is not an HTTP method", tool.name))?;
+    let path = tool.http_path().map_or_else(|| format!("/{}", tool.name), str::to_owned);
+    let path = if path.starts_with('/') { path } else { format!("/{path}") };
+    let mut sample = path.clone();
+    for name in request::placeholders(&path) {
+        sample = sample.replace(&format!("{{{name}}}"), "x");
+    }
+    let url = reqwest::Url::parse(&format!("{}{sample}", base.as_str().trim_end_matches('/')));
+    if url.map_or(true, |u| u.origin() != base.origin()) {
+        return Err(format!("tools.{}.path: `{path}` leaves the origin of execution.base_url", tool.name));
+    }
+    check_headers(&format!("tools.{}.headers", tool.name), tool.http_headers())?;
+    let headers = tool.http_headers().map(|(k, v)| (k.clone(), v.clone())).collect();
+    Ok(Endpoint { method, path, headers, body_template: tool.http_body_template().cloned() })
+}
+
+/// Refuses a header that is not one, naming it.
+fn check_headers<'a>(field: &str, headers: impl Iterator<Item = (&'a String, &'a String)>) -> Result<(), String> {
+    for (name, value) in headers {
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+            || reqwest::header::HeaderValue::from_str(value).is_err()
+        {
+            return Err(format!("{field}.{name}: not a valid HTTP header"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
