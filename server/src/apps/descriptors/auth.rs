@@ -3,8 +3,9 @@
 //! appserver's `{type: "bearer" | "api_key" | "basic", token_env | token_file}`, the AAI spec's
 //! `{type: "apiKey", apiKey {location, name, prefix}}`, and `oauth2` / `appCredential` (whose
 //! token the user obtains: sent as a bearer token). The credential is an environment variable
-//! (`token_env`), a file (`token_file`, relative to the descriptor's directory) or, when the
-//! descriptor names neither (the published ones never do), the variable `AAI_<APP_ID>_TOKEN`.
+//! (`token_env`), a file (`token_file`, in the descriptor's directory: no absolute path, no
+//! `..`) or, when the descriptor names neither (the published ones never do), the variable
+//! `AAI_<APP_ID>_TOKEN`.
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -87,6 +88,9 @@ impl TryFrom<Value> for HttpAuth {
         let source = match (text("token_env"), text("token_file")) {
             (Some(_), Some(_)) => return Err("token_env and token_file: name one".into()),
             (Some(var), None) => Source::Env(var),
+            (None, Some(file)) if file.starts_with('/') || file.split(['/', '\\']).any(|c| c == "..") => {
+                return Err(format!("token_file: `{file}` must be a file in the descriptor's folder"));
+            }
             (None, Some(file)) => Source::File(file),
             (None, None) => Source::Default,
         };
@@ -125,6 +129,8 @@ mod tests {
         assert_eq!(read(basic, "auth").unwrap().scheme, Scheme::Basic { username: "ann".into() });
         let err = read(json!({"type": "cookie", "cookie": {}}), "auth").unwrap_err();
         assert!(err.starts_with("auth.type: `cookie`"), "{err}");
+        let err = read(json!({"type": "bearer", "token_file": "../../.ssh/id_rsa"}), "auth").unwrap_err();
+        assert!(err.starts_with("auth.token_file"), "{err}");
         let err = read(json!({"type": "apiKey", "apiKey": {}}), "auth").unwrap_err();
         assert!(err.starts_with("auth.apiKey.name"), "{err}");
     }
