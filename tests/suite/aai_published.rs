@@ -2,18 +2,20 @@
 //! parameters put in the path (encoded, not in the query), Notion's `Notion-Version` default
 //! header and `body_template`, Yuque's API key header, each credential read from the
 //! environment, never logged, and never sent to another origin (a redirect is not followed); a
-//! stdio program's stray `{` line does not swallow its next answer.
+//! stdio program's stray `{` line does not swallow its next answer; a 2.0 descriptor's MCP server
+//! connected by the MCP host once approved.
 
 use std::path::Path;
 
-use appserver_tests::ServerBuilder;
 use appserver_tests::http_stub::HttpStub;
+use appserver_tests::{ServerBuilder, TIMEOUT};
 use serde_json::{Value, json};
 
 use super::aai_descriptors::{
     COUNTER, approve, counter_descriptor_args, fixture, run, server_with_home, wait_listed, write_descriptor,
 };
 use super::apps::data_code;
+use super::mcp_host::wait_state;
 
 /// A published descriptor (tests/fixtures/aai_gateway/published) pointed at `base_url`.
 fn published(name: &str, base_url: &str) -> Value {
@@ -150,4 +152,44 @@ async fn a_stray_brace_line_does_not_swallow_the_next_answer() {
     assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 2 })).await.unwrap()["count"], 2);
     assert_eq!(run(&client, COUNTER, "garbage", json!({})).await.unwrap()["count"], 2);
     assert_eq!(run(&client, COUNTER, "increment", json!({ "by": 1 })).await.unwrap()["count"], 3);
+}
+
+/// A 2.0 descriptor whose access is an MCP server (tests/mcp_server over stdio) is held until
+/// the workspace's owner approves its program, then connected by the MCP host as the server
+/// `aai:<folder>` (read-only, origin `descriptor`), its held window gone; removing the descriptor
+/// stops the server.
+#[tokio::test]
+async fn an_mcp_descriptor_is_connected_as_an_mcp_server_once_approved() {
+    let home = tempfile::tempdir().unwrap();
+    let log = home.path().join("mcp.log");
+    let descriptor = json!({
+        "schemaVersion": "2.0",
+        "version": "1.0.0",
+        "app": { "name": { "default": "Test tools" } },
+        "access": { "protocol": "mcp", "config": {
+            "transport": "stdio", "command": env!("CARGO_BIN_EXE_mcp-test-server"), "args": ["--log", log.display().to_string()] } },
+        "exposure": { "summary": "The test MCP server" }
+    });
+    write_descriptor(home.path(), "testmcp", &descriptor);
+    let server = server_with_home(home.path()).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    let held = wait_listed(&client, "aai:testmcp", true, None).await;
+    assert_eq!(held["needsApproval"], true, "{held}");
+    let listed = client.request("mcp/list", json!({})).await.unwrap();
+    assert_eq!(listed["servers"], json!([]), "nothing runs before the approval");
+    approve(&client, "aai:testmcp").await;
+    wait_state(&client, "aai:testmcp", "ready").await;
+    let listed = client.request("mcp/list", json!({})).await.unwrap();
+    let entry = &listed["servers"][0];
+    assert_eq!((entry["name"].as_str(), entry["origin"]["kind"].as_str()), (Some("aai:testmcp"), Some("descriptor")));
+    assert_eq!(entry["readOnly"], true);
+    wait_listed(&client, "aai:testmcp", false, None).await;
+    std::fs::remove_dir_all(home.path().join("testmcp")).unwrap();
+    tokio::time::timeout(TIMEOUT * 2, async {
+        while client.request("mcp/list", json!({})).await.unwrap()["servers"] != json!([]) {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .expect("the removed descriptor's server is stopped");
 }
