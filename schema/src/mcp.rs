@@ -19,7 +19,7 @@ pub enum McpTransportKind {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct McpServerOrigin {
-    /// `workspace` or `plugin`.
+    /// `workspace`, `plugin` or `descriptor` (an aai.json descriptor's MCP server).
     pub kind: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plugin_id: Option<String>,

@@ -251,6 +251,16 @@ pub(crate) trait AppHost: Send + Sync + fmt::Debug {
     ) -> BoxFuture<'a, Result<PendingAnswer<'a>, CallError>>;
 }
 
+/// Where the MCP servers that aai.json descriptors describe are connected (the MCP host,
+/// `mcphost::descriptors`), for the descriptor watcher (`apps::descriptors::mcp`).
+pub(crate) trait DescriptorMcpServers: Send + Sync {
+    /// Adds (or replaces) the server of the descriptor at `path` and starts it; returns the
+    /// number that removes it.
+    fn add_descriptor_server(&self, config: appserver_protocol::McpServerConfig, path: &str) -> u64;
+    /// Stops and forgets the server `name` as load `load` added it (a later load stays).
+    fn remove_descriptor_server(&self, name: &str, load: u64);
+}
+
 /// Every connected client, for workspace-wide notifications and for finding one by id.
 pub(crate) trait Broadcast: Send + Sync + fmt::Debug {
     /// Sends an already-serialized notification to every client that wants it. Never awaits.

@@ -14,9 +14,9 @@ use serde_json::{Value, json};
 
 use super::apps::data_code;
 
-const COUNTER: &str = "aai:com.example.counter";
+pub(super) const COUNTER: &str = "aai:com.example.counter";
 
-fn fixture() -> PathBuf {
+pub(super) fn fixture() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures").join("aai_counter.py")
 }
 
@@ -24,7 +24,7 @@ fn counter_descriptor(description: &str) -> Value {
     counter_descriptor_args(description, json!([fixture()]))
 }
 
-fn counter_descriptor_args(description: &str, args: Value) -> Value {
+pub(super) fn counter_descriptor_args(description: &str, args: Value) -> Value {
     json!({
         "schema_version": "1.0",
         "app": { "id": "com.example.counter", "name": "Counter", "description": description },
@@ -40,18 +40,18 @@ fn counter_descriptor_args(description: &str, args: Value) -> Value {
     })
 }
 
-fn write_descriptor(home: &Path, dir: &str, descriptor: &Value) {
+pub(super) fn write_descriptor(home: &Path, dir: &str, descriptor: &Value) {
     std::fs::create_dir_all(home.join(dir)).unwrap();
     std::fs::write(home.join(dir).join("aai.json"), serde_json::to_vec_pretty(descriptor).unwrap()).unwrap();
 }
 
-async fn server_with_home(home: &Path) -> ServerProcess {
+pub(super) async fn server_with_home(home: &Path) -> ServerProcess {
     ServerBuilder::ws().arg("--aai-home").arg(home.display().to_string()).spawn().await.unwrap()
 }
 
 /// Waits until `app/list` has (or, with `present: false`, no longer has) the window; returns
 /// its summary.
-async fn wait_listed(client: &Client, window: &str, present: bool, description: Option<&str>) -> Value {
+pub(super) async fn wait_listed(client: &Client, window: &str, present: bool, description: Option<&str>) -> Value {
     tokio::time::timeout(TIMEOUT * 2, async {
         loop {
             let list = client.request("app/list", json!({})).await.unwrap();
@@ -68,11 +68,16 @@ async fn wait_listed(client: &Client, window: &str, present: bool, description: 
 }
 
 /// Approves (and pins) the program of a new or changed descriptor; returns what was pinned.
-async fn approve(client: &Client, window: &str) -> Value {
+pub(super) async fn approve(client: &Client, window: &str) -> Value {
     client.request("app/descriptor/approve", json!({ "windowId": window })).await.unwrap()
 }
 
-async fn run(client: &Client, window: &str, tool: &str, params: Value) -> Result<Value, appserver_client::ClientError> {
+pub(super) async fn run(
+    client: &Client,
+    window: &str,
+    tool: &str,
+    params: Value,
+) -> Result<Value, appserver_client::ClientError> {
     client
         .request("app/command", json!({ "windowId": window, "command": tool, "params": params }))
         .await

@@ -1,6 +1,7 @@
 //! Integration tests, one module per area of the protocol.
 
 mod aai_descriptors;
+mod aai_published;
 mod aai_web;
 mod acp;
 mod acp_mcp;

@@ -1152,7 +1152,7 @@ McpServerConfig = TypedDict("McpServerConfig", {
 
 # Where a server's definition comes from.
 McpServerOrigin = TypedDict("McpServerOrigin", {
-    "kind": str,  # `workspace` or `plugin`.
+    "kind": str,  # `workspace`, `plugin` or `descriptor` (an aai.json descriptor's MCP server).
     "declaredName": NotRequired[Optional[str]],
     "pluginDisplayName": NotRequired[Optional[str]],
     "pluginId": NotRequired[Optional[str]],

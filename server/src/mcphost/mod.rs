@@ -11,6 +11,7 @@ mod acp;
 pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
+mod descriptors;
 pub(crate) mod session;
 
 use std::collections::HashMap;
@@ -54,6 +55,9 @@ struct Inner {
     /// The enabled plugins' servers (`{pluginId}:{name}`, read-only), each with whether the
     /// workspace's owner approved it as it is (`plugins::mcp`): only approved ones run.
     plugin: Vec<(McpServerConfig, bool)>,
+    /// The servers of aai.json descriptors (`access.protocol: "mcp"`, read-only), each with the
+    /// number of the load that added it (`descriptors.rs`).
+    descriptor: Vec<(McpServerConfig, u64)>,
     /// What each plugin server's program must still be before each start (its pin).
     checks: HashMap<String, connection::StartCheck>,
     /// Why the definitions file could not be read (writes are refused until it is fixed).
@@ -224,7 +228,8 @@ impl McpHost {
     pub(crate) fn list(&self) -> Vec<McpServerConfig> {
         let inner = self.lock();
         let plugin = inner.plugin.iter().map(|(c, _)| c.clone());
-        inner.configs.iter().cloned().map(listed).chain(plugin).collect()
+        let descriptor = inner.descriptor.iter().map(|(c, _)| c.clone());
+        inner.configs.iter().cloned().map(listed).chain(plugin).chain(descriptor).collect()
     }
 
     /// `mcp/get`.
@@ -233,6 +238,8 @@ impl McpHost {
         let found = inner.configs.iter().find(|c| key(&c.name) == key(name)).cloned().map(listed);
         let found =
             found.or_else(|| inner.plugin.iter().find(|(c, _)| key(&c.name) == key(name)).map(|(c, _)| c.clone()));
+        let found =
+            found.or_else(|| inner.descriptor.iter().find(|(c, _)| key(&c.name) == key(name)).map(|(c, _)| c.clone()));
         found.ok_or_else(|| McpHostError::NotFound(name.to_owned()))
     }
 
@@ -318,7 +325,8 @@ impl McpHost {
             let before = configs.len();
             configs.retain(|c| key(&c.name) != key(name));
             if configs.len() == before {
-                if inner.plugin.iter().any(|(c, _)| key(&c.name) == key(name)) {
+                let theirs = inner.plugin.iter().map(|(c, _)| c).chain(inner.descriptor.iter().map(|(c, _)| c));
+                if theirs.clone().any(|c| key(&c.name) == key(name)) {
                     return Err(McpHostError::ReadOnly(name.to_owned()));
                 }
                 return Err(McpHostError::NotFound(name.to_owned()));
@@ -362,7 +370,12 @@ impl McpHost {
             Some(connection) => connection.status(),
             None => connection::status_of(c, if c.enabled { "stopped" } else { "disabled" }, None),
         });
-        workspace.collect::<Vec<_>>().into_iter().chain(plugin.collect::<Vec<_>>()).collect()
+        let descriptor = inner.descriptor.iter().map(|(c, _)| match inner.connections.get(&key(&c.name)) {
+            Some(connection) => connection.status(),
+            None => connection::status_of(c, "stopped", None),
+        });
+        let all = workspace.collect::<Vec<_>>().into_iter().chain(plugin.collect::<Vec<_>>());
+        all.chain(descriptor.collect::<Vec<_>>()).collect()
     }
 
     /// `mcp/test`: validates and probes `server` without keeping it.
@@ -391,6 +404,7 @@ impl McpHost {
     pub(crate) fn connections(&self) -> Vec<Arc<Connection>> {
         let inner = self.lock();
         let names = inner.configs.iter().map(|c| &c.name).chain(inner.plugin.iter().map(|(c, _)| &c.name));
+        let names = names.chain(inner.descriptor.iter().map(|(c, _)| &c.name));
         names.filter_map(|name| inner.connections.get(&key(name)).cloned()).collect()
     }
 

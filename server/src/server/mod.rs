@@ -187,6 +187,7 @@ async fn start_workspace_parts(state: &Arc<ServerState>) {
     let plugin_roots = Arc::new(move || contributions.app_dirs());
     let watch = crate::apps::descriptors::watch(
         state.apps.clone(),
+        state.turns.tool_env.mcp.clone(),
         (roots, plugin_roots),
         state.shutdown.child_token(),
         state.tasks.clone(),

@@ -1384,7 +1384,7 @@ export interface McpServerConfig {
 
 /** Where a server's definition comes from. */
 export interface McpServerOrigin {
-  /** `workspace` or `plugin`. */
+  /** `workspace`, `plugin` or `descriptor` (an aai.json descriptor's MCP server). */
   kind: string;
   declaredName?: string | null;
   pluginDisplayName?: string | null;

@@ -11,6 +11,7 @@ use appserver_protocol::{AppCommandDescriptor, AppManifest};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub(crate) use super::auth::HttpAuth;
 use super::versions::{self, Shape, ToolCall};
 
 /// Largest descriptor file read.
@@ -25,6 +26,9 @@ pub(crate) struct Descriptor {
     /// How long a fetched web descriptor may be served from the cache, in seconds.
     #[serde(default)]
     pub(crate) cache_ttl_secs: Option<u64>,
+    /// The AAI spec's place for an `http` app's auth (appserver's is `execution.auth`).
+    #[serde(default)]
+    pub(crate) auth: Option<HttpAuth>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -54,6 +58,9 @@ pub(crate) enum Execution {
         base_url: String,
         #[serde(default)]
         auth: Option<HttpAuth>,
+        /// Headers sent with every request (`Notion-Version`, say).
+        #[serde(default, alias = "defaultHeaders")]
+        default_headers: BTreeMap<String, String>,
         #[serde(default)]
         timeout_ms: Option<u64>,
     },
@@ -79,18 +86,6 @@ pub(crate) enum McpTransport {
     },
 }
 
-/// A bearer token from an environment variable or a file; never the token itself.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase")]
-pub(crate) enum HttpAuth {
-    Bearer {
-        #[serde(default)]
-        token_env: Option<String>,
-        #[serde(default)]
-        token_file: Option<String>,
-    },
-}
-
 #[derive(Debug, Clone, PartialEq, Deserialize)]
 pub(crate) struct Tool {
     pub(crate) name: String,
@@ -107,7 +102,13 @@ pub(crate) struct Tool {
     pub(crate) path: Option<String>,
     #[serde(default)]
     pub(crate) method: Option<String>,
-    /// The AAI 1.0 spelling of `path` and `method`.
+    /// HTTP apps: headers of this tool's requests, after the default ones.
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    /// HTTP apps: the JSON body, `${param}` standing for a param (`hosts::request`).
+    #[serde(default, alias = "bodyTemplate")]
+    pub(crate) body_template: Option<Value>,
+    /// The AAI 1.0 spelling of `path`, `method`, `headers` and `body_template`.
     #[serde(default)]
     pub(crate) execution: Option<ToolCall>,
 }
@@ -121,6 +122,16 @@ impl Tool {
     /// The tool's HTTP method, when it gives one.
     pub(crate) fn http_method(&self) -> Option<&str> {
         self.method.as_deref().or(self.execution.as_ref().and_then(|e| e.method.as_deref()))
+    }
+
+    /// The tool's own headers (both spellings).
+    pub(crate) fn http_headers(&self) -> impl Iterator<Item = (&String, &String)> {
+        self.headers.iter().chain(self.execution.iter().flat_map(|e| e.headers.iter()))
+    }
+
+    /// The tool's body template (either spelling).
+    pub(crate) fn http_body_template(&self) -> Option<&Value> {
+        self.body_template.as_ref().or(self.execution.as_ref().and_then(|e| e.body_template.as_ref()))
     }
 }
 
@@ -142,7 +153,7 @@ impl Descriptor {
     /// [`Descriptor::parse`], `folder` naming the app when the descriptor does not (2.0).
     pub(crate) fn parse_named(text: &str, folder: Option<&str>) -> Result<Descriptor, String> {
         let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        let descriptor = match versions::shape(&value)? {
+        let mut descriptor = match versions::shape(&value)? {
             Shape::Spec => {
                 let kind = value.pointer("/execution/type").and_then(Value::as_str).unwrap_or("stdio");
                 if !matches!(kind, "stdio" | "http") {
@@ -150,6 +161,7 @@ impl Descriptor {
                 }
                 versions::read::<Descriptor>(value)?
             }
+            Shape::Agent => return Err(versions::unrunnable("start", "acp-agent")),
             Shape::Platforms => versions::from_platforms(value)?,
             Shape::Camel => versions::from_camel(value)?,
             Shape::Access => versions::from_access(value, folder)?,
@@ -160,6 +172,13 @@ impl Descriptor {
         // `@` joins a web app's id and its origin: no descriptor may spell another's.
         if descriptor.app.id.contains('@') {
             return Err("app.id: may not contain `@`".into());
+        }
+        if let Some(top) = descriptor.auth.take() {
+            match &mut descriptor.execution {
+                Execution::Http { auth: auth @ None, .. } => *auth = Some(top),
+                Execution::Http { .. } => return Err("auth: given twice (also as execution.auth)".into()),
+                _ => return Err("auth: only an `http` app sends one".into()),
+            }
         }
         Ok(descriptor)
     }

@@ -6,9 +6,13 @@
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
 //! kept). A descriptor that does not parse is logged and skipped.
 
+pub(crate) mod auth;
 pub(crate) mod code;
 pub(crate) mod format;
+pub(crate) mod mcp;
 pub(crate) mod pins;
+#[cfg(test)]
+mod published;
 pub(crate) mod versions;
 
 use std::collections::{BTreeMap, HashMap, HashSet};
@@ -20,10 +24,11 @@ use appserver_protocol::AppRegisterParams;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::hosts::http::{Endpoint, HttpHost, HttpSpec};
+use super::hosts::http::{HttpHost, HttpSpec};
 use super::hosts::process::{ProcessHost, ReplaySource, StdioSpec};
+use super::hosts::request::{self, Endpoint};
 use super::service::{self, AppService};
-use crate::ports::{AppHost, HostId};
+use crate::ports::{AppHost, DescriptorMcpServers, HostId};
 use crate::store::{DescriptorPin, Store};
 use format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
 
@@ -101,7 +106,13 @@ pub(crate) type Roots = (Vec<PathBuf>, Arc<dyn Fn() -> Vec<PathBuf> + Send + Syn
 /// the descriptors.
 /// The programs of stdio apps are supervised by tasks of `tasks`, so shutdown waits until they
 /// are killed.
-pub(crate) async fn watch(apps: Arc<AppService>, roots: Roots, token: CancellationToken, tasks: TaskTracker) {
+pub(crate) async fn watch(
+    apps: Arc<AppService>,
+    mcp: Arc<dyn DescriptorMcpServers>,
+    roots: Roots,
+    token: CancellationToken,
+    tasks: TaskTracker,
+) {
     let mut loaded: HashMap<PathBuf, Loaded> = HashMap::new();
     loop {
         let (scan_roots, plugin_roots) = (roots.0.clone(), (roots.1)());
@@ -122,7 +133,7 @@ pub(crate) async fn watch(apps: Arc<AppService>, roots: Roots, token: Cancellati
                 held.token.cancel();
             }
         }
-        sync(&apps, &found, &mut loaded, &token, &tasks).await;
+        sync(&apps, &mcp, &found, &mut loaded, &token, &tasks).await;
         tokio::select! {
             _ = token.cancelled() => break,
             _ = tokio::time::sleep(SCAN_INTERVAL) => {}
@@ -136,6 +147,7 @@ pub(crate) async fn watch(apps: Arc<AppService>, roots: Roots, token: Cancellati
 
 async fn sync(
     apps: &AppService,
+    mcp: &Arc<dyn DescriptorMcpServers>,
     found: &BTreeMap<PathBuf, Fingerprint>,
     loaded: &mut HashMap<PathBuf, Loaded>,
     token: &CancellationToken,
@@ -169,7 +181,7 @@ async fn sync(
         if let Some(previous) = loaded.remove(path) {
             previous.token.cancel();
         }
-        let (window_id, token, program) = match load(apps, path, token.child_token(), tasks).await {
+        let (window_id, token, program) = match load(apps, mcp, path, token.child_token(), tasks).await {
             Ok((window_id, app_token, program)) => {
                 tracing::info!(window = %window_id, path = %path.display(), "descriptor app registered");
                 (window_id, app_token, program.map(|p| (p.clone(), file_fingerprint(&p))))
@@ -197,7 +209,12 @@ async fn read(path: &Path) -> Result<(String, Descriptor), String> {
     Ok((text, descriptor))
 }
 
-/// What approving the descriptor at `path` as it is now would pin (`None`: not a stdio app).
+/// Whether the descriptor at `path` is an MCP server's (approving it registers no window).
+async fn describes_mcp(path: &Path) -> bool {
+    read(path).await.is_ok_and(|(_, d)| matches!(d.execution, Execution::Mcp(_)))
+}
+
+/// What approving the descriptor at `path` as it is now would pin (`None`: not a stdio program).
 async fn read_stdio(apps: &AppService, path: &Path) -> Result<Option<DescriptorPin>, String> {
     let (text, descriptor) = read(path).await?;
     let dir = path.parent().unwrap_or(Path::new("."));
@@ -214,6 +231,7 @@ async fn read_stdio(apps: &AppService, path: &Path) -> Result<Option<DescriptorP
 /// program file pinned by its digest (when the program is a file next to the descriptor).
 async fn load(
     apps: &AppService,
+    mcp: &Arc<dyn DescriptorMcpServers>,
     path: &Path,
     token: CancellationToken,
     tasks: &TaskTracker,
@@ -230,6 +248,10 @@ async fn load(
             let pinned = apps.store.descriptor_pin(&pin.path).await.map_err(|e| e.to_string())?;
             if pinned.as_ref() == Some(&pin) {
                 apps.descriptors.release(&window_id);
+                if let Some(config) = mcp::server_config(&descriptor, dir, &apps.config.workspace) {
+                    let (window_id, token, _) = connect_mcp(apps, mcp, config, path, token, tasks).await;
+                    return Ok((window_id, token, program));
+                }
                 ProcessHost::start(spec, token.clone(), tasks) as Arc<dyn AppHost>
             } else {
                 tracing::warn!(window = %window_id, path = %path.display(), program = %pin.program,
@@ -239,7 +261,10 @@ async fn load(
                 held
             }
         }
-        None => host_for(&descriptor, dir, "http", token.clone())?,
+        None => match mcp::server_config(&descriptor, dir, &apps.config.workspace) {
+            Some(config) => return Ok(connect_mcp(apps, mcp, config, path, token, tasks).await),
+            None => host_for(&descriptor, dir, "http", token.clone())?,
+        },
     };
     let params = AppRegisterParams {
         window_id: Some(window_id.clone()),
@@ -253,6 +278,27 @@ async fn load(
     })?;
     service::announce_registered(apps, &registration);
     Ok((window_id, token, program))
+}
+
+/// Connects a descriptor's MCP server (no window: a held one waiting for its approval is
+/// unregistered); the window id is empty.
+async fn connect_mcp(
+    apps: &AppService,
+    mcp: &Arc<dyn DescriptorMcpServers>,
+    config: appserver_protocol::McpServerConfig,
+    path: &Path,
+    token: CancellationToken,
+    tasks: &TaskTracker,
+) -> (String, CancellationToken, Option<PathBuf>) {
+    let window_id = config.name.clone();
+    if apps.registry.get(&window_id).is_some()
+        && service::unregister(apps, &HostId::Managed(String::new()), &window_id, false).await.is_ok()
+    {
+        service::announce_unregistered(apps, &window_id, false);
+    }
+    tracing::info!(server = %window_id, path = %path.display(), "descriptor MCP server connected");
+    mcp::connect(mcp, config, path, token.clone(), tasks);
+    (String::new(), token, None)
 }
 
 /// Reads the log entries of the descriptor's state-changing tools, in order, for a program
@@ -296,7 +342,16 @@ fn stdio_spec(
     dir: &Path,
     workspace: &Path,
 ) -> Result<Option<StdioSpec>, String> {
-    let Execution::Stdio { command, args, cwd, timeout_ms } = &descriptor.execution else { return Ok(None) };
+    let (command, args, cwd, timeout_ms, replay) = match &descriptor.execution {
+        Execution::Stdio { command, args, cwd, timeout_ms } => {
+            (command, args, cwd, timeout_ms, Some(replay_source(store.clone(), descriptor)))
+        }
+        // An MCP server's program is approved and pinned as an app's is.
+        Execution::Mcp(format::McpTransport::Stdio { command, args, cwd, timeout_ms, .. }) => {
+            (command, args, cwd, timeout_ms, None)
+        }
+        _ => return Ok(None),
+    };
     let cwd = match cwd {
         Some(cwd) if Path::new(cwd).is_absolute() || cwd.split('/').any(|c| c == "..") => {
             return Err(format!("execution.cwd: `{cwd}` must be a directory inside the workspace"));
@@ -310,7 +365,7 @@ fn stdio_spec(
         args: args.clone(),
         cwd,
         timeout: millis(timeout_ms),
-        replay: Some(replay_source(store.clone(), descriptor)),
+        replay,
         code: None,
     }))
 }
@@ -326,25 +381,24 @@ pub(crate) fn host_for(
     match &descriptor.execution {
         // Only `load` starts a program, once it is approved.
         Execution::Stdio { .. } => Err("execution.type: a stdio program runs only once it is approved".into()),
-        Execution::Mcp(_) => Err("access.protocol: MCP servers described by aai.json are not run yet".into()),
-        Execution::Http { base_url, auth, timeout_ms } => {
-            if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-                return Err(format!("execution.base_url: `{base_url}` is not an http(s) URL"));
-            }
+        // Connected by the watcher (`mcp.rs`), never as a web app.
+        Execution::Mcp(_) => Err("access.protocol: an MCP server is connected from a local descriptor only".into()),
+        Execution::Http { base_url, auth, default_headers, timeout_ms } => {
+            let base = reqwest::Url::parse(base_url)
+                .ok()
+                .filter(|u| matches!(u.scheme(), "http" | "https"))
+                .ok_or_else(|| format!("execution.base_url: `{base_url}` is not an http(s) URL"))?;
+            check_headers("execution.default_headers", default_headers.iter())?;
             let mut endpoints = HashMap::new();
             for tool in &descriptor.tools {
-                let method = tool.http_method().unwrap_or("POST").to_ascii_uppercase();
-                let method = reqwest::Method::from_bytes(method.as_bytes())
-                    .map_err(|_| format!("tools.{}.method: `{method}` is not an HTTP method", tool.name))?;
-                let path = tool.http_path().map_or_else(|| format!("/{}", tool.name), str::to_owned);
-                let path = if path.starts_with('/') { path } else { format!("/{path}") };
-                endpoints.insert(tool.name.clone(), Endpoint { method, path });
+                endpoints.insert(tool.name.clone(), endpoint(tool, &base)?);
             }
             let spec = HttpSpec {
                 app_id: descriptor.app.id.clone(),
                 base_url: base_url.clone(),
                 endpoints,
-                auth: auth.clone(),
+                auth: auth.clone().map(|a| a.for_app(&descriptor.app.id)),
+                default_headers: default_headers.iter().map(|(k, v)| (k.clone(), v.clone())).collect(),
                 descriptor_dir: dir.to_path_buf(),
                 timeout: millis(timeout_ms),
                 kind: http_kind,
@@ -352,6 +406,39 @@ pub(crate) fn host_for(
             Ok(Arc::new(HttpHost::new(spec, token)?))
         }
     }
+}
+
+/// A tool's call: its method, its path (which may not leave `base`'s origin, whatever its
+/// parameters), its headers and body template.
+fn endpoint(tool: &format::Tool, base: &reqwest::Url) -> Result<Endpoint, String> {
+    let method = tool.http_method().unwrap_or("POST").to_ascii_uppercase();
+    let method = reqwest::Method::from_bytes(method.as_bytes())
+        .map_err(|_| format!("tools.{}.method: `{method}` is not an HTTP method", tool.name))?;
+    let path = tool.http_path().map_or_else(|| format!("/{}", tool.name), str::to_owned);
+    let path = if path.starts_with('/') { path } else { format!("/{path}") };
+    let mut sample = path.clone();
+    for name in request::placeholders(&path) {
+        sample = sample.replace(&format!("{{{name}}}"), "x");
+    }
+    let url = reqwest::Url::parse(&format!("{}{sample}", base.as_str().trim_end_matches('/')));
+    if url.map_or(true, |u| u.origin() != base.origin()) {
+        return Err(format!("tools.{}.path: `{path}` leaves the origin of execution.base_url", tool.name));
+    }
+    check_headers(&format!("tools.{}.headers", tool.name), tool.http_headers())?;
+    let headers = tool.http_headers().map(|(k, v)| (k.clone(), v.clone())).collect();
+    Ok(Endpoint { method, path, headers, body_template: tool.http_body_template().cloned() })
+}
+
+/// Refuses a header that is not one, naming it.
+fn check_headers<'a>(field: &str, headers: impl Iterator<Item = (&'a String, &'a String)>) -> Result<(), String> {
+    for (name, value) in headers {
+        if reqwest::header::HeaderName::from_bytes(name.as_bytes()).is_err()
+            || reqwest::header::HeaderValue::from_str(value).is_err()
+        {
+            return Err(format!("{field}.{name}: not a valid HTTP header"));
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -107,10 +107,15 @@ pub(crate) async fn approve(apps: &AppService, window_id: &str) -> Result<AppDes
     let pin = Box::new(held.clone());
     apps.store.write(AppWrite::PinDescriptor { pin, at: crate::clock::now_rfc3339() }).await?;
     tracing::info!(window = %window_id, program = %held.program, "descriptor program approved and pinned");
+    // An MCP server's descriptor has no window to wait for: the server starts in the background
+    // (`mcp/status/list`).
+    let is_mcp = super::describes_mcp(&path).await;
     lock(&apps.descriptors.reload).insert(path);
     apps.descriptors.wake.notify_one();
-    let window = running(apps, window_id).await?;
-    window.host_or_reregistration().await?;
+    if !is_mcp {
+        let window = running(apps, window_id).await?;
+        window.host_or_reregistration().await?;
+    }
     Ok(AppDescriptorApproveResult {
         window_id: window_id.to_owned(),
         program: held.program,

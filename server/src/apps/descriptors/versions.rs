@@ -34,6 +34,8 @@ pub(crate) enum Shape {
     Camel,
     /// 2.0 (`access`, `exposure`).
     Access,
+    /// The gateway's ACP agent descriptors (`id`, `name`, `start {command, args}`, `tools`).
+    Agent,
 }
 
 /// The shape of a parsed descriptor, or why it has none.
@@ -49,6 +51,9 @@ pub(crate) fn shape(value: &Value) -> Result<Shape, String> {
     }
     if !map.contains_key("app") && (map.contains_key("appId") || map.contains_key("platforms")) {
         return Ok(Shape::Platforms);
+    }
+    if !map.contains_key("app") && !map.contains_key("execution") && map.contains_key("start") {
+        return Ok(Shape::Agent);
     }
     Ok(Shape::Spec)
 }
@@ -85,9 +90,45 @@ struct Platform {
     automation: Option<String>,
 }
 
-/// 1.0 without `app`: every platform's tools are scripts for that OS's automation.
+/// `platforms.web` of a REST API (`automation: "restapi"`).
+#[derive(Debug, Deserialize)]
+struct RestPlatform {
+    base_url: String,
+    #[serde(default)]
+    auth: Option<Value>,
+    #[serde(default)]
+    default_headers: BTreeMap<String, String>,
+    #[serde(default)]
+    tools: Vec<RestTool>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RestTool {
+    name: String,
+    #[serde(default)]
+    description: String,
+    #[serde(default)]
+    parameters: Option<Value>,
+    #[serde(default)]
+    returns: Option<Value>,
+    endpoint: String,
+    #[serde(default)]
+    method: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// The body template.
+    #[serde(default)]
+    body: Option<Value>,
+}
+
+/// 1.0 without `app`: `platforms.web` of a REST API is an `http` app; any other platform's tools
+/// are scripts for that OS's automation.
 pub(crate) fn from_platforms(value: Value) -> Result<Descriptor, String> {
+    let web = value.pointer("/platforms/web").filter(|w| w["automation"] == "restapi").cloned();
     let d: Platforms = read(value)?;
+    if let Some(web) = web {
+        return from_rest(d, web);
+    }
     let what = d
         .platforms
         .iter()
@@ -96,6 +137,39 @@ pub(crate) fn from_platforms(value: Value) -> Result<Descriptor, String> {
         .unwrap_or_else(|| "platforms: none given".into());
     let _ = d.description;
     Err(format!("{what} ({}: {}) is a desktop automation script appserver cannot run; {RUNS}", d.app_id, d.name))
+}
+
+fn from_rest(d: Platforms, web: Value) -> Result<Descriptor, String> {
+    let web: RestPlatform = read_at(web, "platforms.web")?;
+    let auth = web.auth.map(|a| super::auth::read(a, "platforms.web.auth")).transpose()?;
+    let tools = web
+        .tools
+        .into_iter()
+        .map(|t| Tool {
+            name: t.name,
+            description: t.description,
+            parameters: t.parameters,
+            returns: t.returns,
+            state_changing: false,
+            path: Some(t.endpoint),
+            method: t.method,
+            headers: t.headers,
+            body_template: t.body,
+            execution: None,
+        })
+        .collect();
+    Ok(Descriptor {
+        app: AppInfo { id: d.app_id, name: d.name, description: d.description },
+        execution: Execution::Http {
+            base_url: web.base_url,
+            auth,
+            default_headers: web.default_headers,
+            timeout_ms: None,
+        },
+        tools,
+        cache_ttl_secs: None,
+        auth: None,
+    })
 }
 
 // ---- 1.x camelCase ----
@@ -129,6 +203,8 @@ impl Name {
 struct Camel {
     app: CamelApp,
     execution: Value,
+    #[serde(default)]
+    auth: Option<Value>,
     #[serde(default)]
     tools: Vec<CamelTool>,
 }
@@ -164,12 +240,21 @@ pub(crate) struct ToolCall {
     pub(crate) path: String,
     #[serde(default)]
     pub(crate) method: Option<String>,
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default, alias = "bodyTemplate")]
+    pub(crate) body_template: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CamelHttp {
     base_url: String,
+    #[serde(default)]
+    default_headers: BTreeMap<String, String>,
+    /// Milliseconds.
+    #[serde(default)]
+    timeout: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -192,7 +277,13 @@ pub(crate) fn from_camel(value: Value) -> Result<Descriptor, String> {
     let execution = match kind.as_str() {
         "http" => {
             let http: CamelHttp = read_at(d.execution, "execution")?;
-            Execution::Http { base_url: http.base_url, auth: None, timeout_ms: None }
+            let auth = d.auth.map(|a| super::auth::read(a, "auth")).transpose()?;
+            Execution::Http {
+                base_url: http.base_url,
+                auth,
+                default_headers: http.default_headers,
+                timeout_ms: http.timeout,
+            }
         }
         "stdio" => {
             let stdio: CamelStdio = read_at(d.execution, "execution")?;
@@ -209,9 +300,11 @@ pub(crate) fn from_camel(value: Value) -> Result<Descriptor, String> {
             parameters: t.parameters,
             returns: t.returns,
             state_changing: false,
-            path: t.execution.as_ref().map(|e| e.path.clone()),
-            method: t.execution.and_then(|e| e.method),
-            execution: None,
+            path: None,
+            method: None,
+            headers: BTreeMap::new(),
+            body_template: None,
+            execution: t.execution,
         })
         .collect();
     Ok(Descriptor {
@@ -223,6 +316,7 @@ pub(crate) fn from_camel(value: Value) -> Result<Descriptor, String> {
         execution,
         tools,
         cache_ttl_secs: None,
+        auth: None,
     })
 }
 
@@ -326,6 +420,7 @@ pub(crate) fn from_access(value: Value, id: Option<&str>) -> Result<Descriptor, 
         execution: Execution::Mcp(transport),
         tools: Vec::new(),
         cache_ttl_secs: None,
+        auth: None,
     })
 }
 

@@ -1,7 +1,9 @@
 //! The HTTP host: an app that is a web service. Each tool is a request to `base_url` + its path
-//! (default `/<tool>`) with its method (default POST), the params as the JSON body (as the query
-//! string for GET); a 2xx JSON body is the result. A bearer token, when the descriptor asks for
-//! one, is read from an environment variable or a file at each request and never stored.
+//! (default `/<tool>`) with its method (default POST), its path parameters, body template and
+//! query as `request.rs` builds them, the descriptor's default headers and the tool's own; a 2xx
+//! JSON body is the result. A credential, when the descriptor asks for one (bearer, API key or
+//! basic), is read from an environment variable or a file at each request, never stored or
+//! logged, and sent only to `base_url`'s origin (redirects are not followed).
 //! Commands to one app go one at a time, in the order they were sent.
 
 use std::collections::HashMap;
@@ -15,25 +17,22 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::app_rejection;
-use crate::apps::descriptors::format::HttpAuth;
+use super::request::{self, Endpoint};
+use crate::apps::descriptors::auth::{HttpAuth, Scheme, Source};
 use crate::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
 
 /// Largest response body read.
 const MAX_BODY: usize = 16 * 1024 * 1024;
-
-/// One tool's endpoint.
-#[derive(Debug, Clone)]
-pub(crate) struct Endpoint {
-    pub(crate) method: reqwest::Method,
-    pub(crate) path: String,
-}
 
 #[derive(Debug, Clone)]
 pub(crate) struct HttpSpec {
     pub(crate) app_id: String,
     pub(crate) base_url: String,
     pub(crate) endpoints: HashMap<String, Endpoint>,
+    /// Its source resolved (never `Source::Default`).
     pub(crate) auth: Option<HttpAuth>,
+    /// Sent with every request, before the tool's own.
+    pub(crate) default_headers: Vec<(String, String)>,
     /// Relative token files are read from here (the descriptor's directory).
     pub(crate) descriptor_dir: PathBuf,
     pub(crate) timeout: Duration,
@@ -60,58 +59,96 @@ impl HttpHost {
         Ok(HttpHost { spec, client, turn: Arc::new(Semaphore::new(1)), token })
     }
 
-    /// The bearer token, read now from where the descriptor says.
-    fn token(&self) -> Result<Option<String>, CallError> {
-        let Some(HttpAuth::Bearer { token_env, token_file }) = &self.spec.auth else { return Ok(None) };
-        if let Some(var) = token_env {
-            let token = std::env::var(var).map_err(|_| {
-                app_rejection("PERMISSION_DENIED", &format!("the token variable {var} of the app is not set"))
-            })?;
-            return Ok(Some(token.trim().to_owned()));
-        }
-        if let Some(file) = token_file {
-            let path = self.spec.descriptor_dir.join(file);
-            let token = std::fs::read_to_string(&path).map_err(|e| {
-                app_rejection("PERMISSION_DENIED", &format!("the app's token file {}: {e}", path.display()))
-            })?;
-            return Ok(Some(token.trim().to_owned()));
-        }
-        Ok(None)
+    /// The credential, read now from where the descriptor says (its value is never logged).
+    fn credential(&self) -> Result<Option<(&Scheme, String)>, CallError> {
+        let Some(HttpAuth { scheme, source }) = &self.spec.auth else { return Ok(None) };
+        let secret = match source {
+            // Resolved to `AAI_<APP_ID>_TOKEN` when the host was made.
+            Source::Default => return Err(app_rejection("PERMISSION_DENIED", "the app's credential has no source")),
+            Source::Env(var) => std::env::var(var).map_err(|_| {
+                app_rejection("PERMISSION_DENIED", &format!("the app's credential variable {var} is not set"))
+            })?,
+            Source::File(file) => {
+                let path = self.spec.descriptor_dir.join(file);
+                std::fs::read_to_string(&path).map_err(|e| {
+                    app_rejection("PERMISSION_DENIED", &format!("the app's credential file {}: {e}", path.display()))
+                })?
+            }
+        };
+        Ok(Some((scheme, secret.trim().to_owned())))
     }
 
-    async fn call(&self, tool: &str, params: &Value, limit: Duration) -> Answer {
-        let endpoint = self
+    /// The request of `tool` with `params`: path, query, body, headers and credential.
+    fn request(
+        &self,
+        tool: &str,
+        params: &Value,
+        limit: Duration,
+    ) -> Result<(String, reqwest::RequestBuilder), CallError> {
+        let endpoint: &Endpoint = self
             .spec
             .endpoints
             .get(tool)
             .ok_or_else(|| app_rejection("UNKNOWN_TOOL", &format!("the app has no tool `{tool}`")))?;
-        let url = format!("{}{}", self.spec.base_url.trim_end_matches('/'), endpoint.path);
+        let call = request::build(endpoint, params).map_err(|e| app_rejection("INVALID_PARAMS", &e))?;
+        let url = format!("{}{}", self.spec.base_url.trim_end_matches('/'), call.path);
+        let same_origin = match (reqwest::Url::parse(&url), reqwest::Url::parse(&self.spec.base_url)) {
+            (Ok(to), Ok(base)) => to.origin() == base.origin(),
+            _ => false,
+        };
+        if !same_origin {
+            return Err(app_rejection("INVALID_PARAMS", &format!("{url} is not under the app's base URL")));
+        }
         let mut request = self.client.request(endpoint.method.clone(), &url).timeout(limit);
-        if endpoint.method == reqwest::Method::GET {
-            let query: Vec<(String, String)> = params
-                .as_object()
-                .map(|o| {
-                    o.iter()
-                        .map(|(k, v)| (k.clone(), v.as_str().map_or_else(|| v.to_string(), str::to_owned)))
-                        .collect()
-                })
-                .unwrap_or_default();
+        for (name, value) in self.spec.default_headers.iter().chain(&endpoint.headers) {
+            request = request.header(name, value);
+        }
+        let mut query = call.query;
+        match self.credential()? {
+            Some((Scheme::Bearer, token)) => request = request.bearer_auth(token),
+            Some((Scheme::Basic { username }, password)) => request = request.basic_auth(username, Some(password)),
+            Some((Scheme::ApiKey { name, in_query: true, .. }, key)) => query.push((name.clone(), key)),
+            Some((Scheme::ApiKey { name, in_query: false, prefix }, key)) => {
+                let value = prefix.as_ref().map_or_else(|| key.clone(), |p| format!("{p} {key}"));
+                let mut value = reqwest::header::HeaderValue::from_str(&value).map_err(|_| {
+                    app_rejection("PERMISSION_DENIED", "the app's credential is not a valid header value")
+                })?;
+                value.set_sensitive(true);
+                request = request.header(name, value);
+            }
+            None => {}
+        }
+        if !query.is_empty() {
             request = request.query(&query);
-        } else {
-            request = request.header("content-type", "application/json").body(params.to_string());
         }
-        if let Some(token) = self.token()? {
-            request = request.bearer_auth(token);
+        if let Some(body) = call.body {
+            if !self.has_header("content-type", endpoint) {
+                request = request.header("content-type", "application/json");
+            }
+            request = request.body(body.to_string());
         }
+        Ok((url, request))
+    }
+
+    fn has_header(&self, name: &str, endpoint: &Endpoint) -> bool {
+        self.spec.default_headers.iter().chain(&endpoint.headers).any(|(n, _)| n.eq_ignore_ascii_case(name))
+    }
+
+    async fn call(&self, tool: &str, params: &Value, limit: Duration) -> Answer {
+        let (url, request) = self.request(tool, params, limit)?;
+        // The error's own URL may carry an API key in its query: it is left out.
         let response = request.send().await.map_err(|e| {
             if e.is_timeout() {
                 CallError::Timeout(limit)
             } else {
-                app_rejection("INTERNAL_ERROR", &format!("{url}: {e}"))
+                app_rejection("INTERNAL_ERROR", &format!("{url}: {}", e.without_url()))
             }
         })?;
         let status = response.status();
-        let body = response.bytes().await.map_err(|e| app_rejection("INTERNAL_ERROR", &format!("{url}: {e}")))?;
+        let body = response
+            .bytes()
+            .await
+            .map_err(|e| app_rejection("INTERNAL_ERROR", &format!("{url}: {}", e.without_url())))?;
         if body.len() > MAX_BODY {
             return Err(app_rejection("INTERNAL_ERROR", &format!("{url}: the answer is over {MAX_BODY} bytes")));
         }

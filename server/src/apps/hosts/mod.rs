@@ -5,6 +5,7 @@
 
 pub(crate) mod http;
 pub(crate) mod process;
+pub(crate) mod request;
 
 use appserver_protocol::ExtAppQueryParams;
 use appserver_protocol::jsonrpc::{ErrorObject, error_codes};

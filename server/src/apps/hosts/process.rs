@@ -234,10 +234,14 @@ fn spawn(spec: &StdioSpec) -> std::io::Result<Running> {
 /// Forwards each JSON message the program writes on stdout: one per line, or one spread over
 /// several lines (pretty-printed), read until it is complete. A message (or line) over
 /// [`MAX_LINE`] bytes ends the reading; a line that cannot start a message is passed on as it is.
+/// A line starting with `{` in its first column starts a new message (nested lines of a
+/// pretty-printed one are indented): an unfinished one before it was garbage and is dropped, so
+/// a stray `{…` line never swallows the answer after it.
 async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Vec<u8>>) {
     let mut reader = BufReader::new(stdout);
     let mut message = Vec::new();
     loop {
+        let before = message.len();
         let room = (MAX_LINE + 1).saturating_sub(message.len()) as u64;
         match (&mut reader).take(room).read_until(b'\n', &mut message).await {
             Ok(0) | Err(_) => return,
@@ -246,6 +250,10 @@ async fn read_lines(stdout: impl AsyncRead + Unpin, tx: mpsc::Sender<Vec<u8>>) {
                 return;
             }
             Ok(_) => {}
+        }
+        if before > 0 && message.get(before) == Some(&b'{') {
+            tracing::warn!(bytes = before, "app program wrote an unfinished JSON message; dropped");
+            message.drain(..before);
         }
         if message.iter().all(u8::is_ascii_whitespace) {
             message.clear();
@@ -421,5 +429,15 @@ mod tests {
         assert_eq!(first["result"]["n"], 1);
         assert_eq!(all[1].trim(), "{\"request_id\":\"req_2\"}");
         assert_eq!(all[2].trim(), "not json");
+    }
+
+    /// A garbage line that looks like the start of a message does not swallow the next answer.
+    #[tokio::test]
+    async fn an_unfinished_line_does_not_swallow_the_next_answer() {
+        let out = b"{\"partial\": \n{\"request_id\":\"req_1\",\"status\":\"success\"}\n{\n{\"request_id\":\"req_2\"}\n";
+        let all = messages(out).await;
+        assert_eq!(all.len(), 2, "{all:?}");
+        assert_eq!(all[0].trim(), "{\"request_id\":\"req_1\",\"status\":\"success\"}");
+        assert_eq!(all[1].trim(), "{\"request_id\":\"req_2\"}");
     }
 }
