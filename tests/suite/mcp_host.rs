@@ -336,7 +336,7 @@ async fn a_streamable_http_server_with_a_bearer_token_from_the_environment() {
 
 /// A tool that declares an MCP Apps view (`_meta.ui.resourceUri`): its call is offered to the
 /// thread's clients as `mcp/view/offered` (the call id, the tool's input and result), the result
-/// names the view, and the view's HTML is read with `mcp/resources/read` (only `ui://`).
+/// names the view, and the view's HTML is read with `mcp/resources/read`.
 #[tokio::test]
 async fn a_tool_with_a_view_is_offered_to_the_threads_clients() {
     let mock = MockModel::start(vec![
@@ -366,8 +366,9 @@ async fn a_tool_with_a_view_is_offered_to_the_threads_clients() {
     let read = read.unwrap();
     assert_eq!(read["contents"][0]["mimeType"], "text/html;profile=mcp-app");
     assert!(read["contents"][0]["text"].as_str().unwrap().contains("<h1 id=title>Board</h1>"), "{read}");
+    // A URI the server does not serve: its refusal (the host reads nothing itself).
     let err = client.request("mcp/resources/read", json!({ "server": "tools", "uri": "file:///etc/passwd" })).await;
-    assert_eq!(code(&err.unwrap_err()), -32072);
+    assert_eq!(code(&err.unwrap_err()), -32073);
     let err = client.request("mcp/resources/read", json!({ "server": "nope", "uri": "ui://x" })).await;
     assert_eq!(code(&err.unwrap_err()), -32070);
 }
