@@ -8,7 +8,8 @@
 // the bound), and after a page reload gets its state back from its log. Its policy is the
 // restrictive default, opened only to the origins its resource declares in `_meta.ui.csp`. A view
 // polling its server's harmless tools asks nothing; a destructive call is asked once for the view
-// (identical pending calls are one question), withdrawn when the view closes; and the view reads
+// (identical pending calls are one question), withdrawn when the view closes or its thread is
+// deleted (which closes the thread's views); and the view reads
 // and lists its server's resources beyond `ui://`, bounded.
 
 import assert from "node:assert/strict";
@@ -407,6 +408,25 @@ test("a view polls its server's harmless tools with no dialog, a destructive cal
     assert.deepEqual(list.result.resources.map((r) => r.uri), ["ui://board/view.html", "test://notes.txt", "test://dot.png", "test://big.txt"]);
     const big = await view2.evaluate(() => view.request("resources/read", { uri: "test://big.txt" }));
     assert.equal(big.error.code, -32602);
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});
+
+test("deleting a thread closes its views and withdraws their pending calls (issue 51 item 1)", OPTIONS, async () => {
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    const lost = frame.evaluate(() => view.request("tools/call", { name: "wipe", arguments: {} })).catch(() => "the view is gone");
+    await page.locator("dialog#approval[open]").waitFor();
+    await page.keyboard.press("Escape");
+    await page.click("#delete-thread");
+    await page.click("#delete-thread");
+    await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.getElementById("approval-queue").hidden);
+    await page.locator("#activity li", { hasText: "wipe on mcp-view:c1 declined" }).waitFor({ state: "attached" });
+    await lost;
     assert.deepEqual(errors, []);
   } finally {
     await stop();

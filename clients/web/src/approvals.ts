@@ -131,7 +131,9 @@ export class ApprovalQueue {
       // The queue's key must be unique even if a (broken) server reuses one.
       if (this.find(requestId)) requestId = `${requestId}#${Math.random().toString(36).slice(2)}`;
       // The same question as one pending: answered with it, not asked again.
-      const same = this.pending.find((p) => sameness(p.params) === sameness(params));
+      // (Not when the operation was cut short: two calls that differ past the cut are not the same.)
+      const cut = typeof params?.operation === "string" && params.operation.endsWith("…");
+      const same = cut ? undefined : this.pending.find((p) => sameness(p.params) === sameness(params));
       if (same) {
         same.twins.push({ requestId, resolve });
         this.render();
