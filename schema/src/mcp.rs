@@ -158,6 +158,24 @@ pub struct McpResourceReadResult {
     pub contents: Vec<serde_json::Value>,
 }
 
+/// Params of `mcp/resources/list` (appserver extension): one page of a running server's
+/// resources (relayed for the server's MCP Apps views).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpResourceListParams {
+    pub server: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cursor: Option<String>,
+}
+
+/// The page as the MCP server gave it (`[{uri, name, mimeType, …}]`), and the next page's cursor.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct McpResourceListResult {
+    pub resources: Vec<serde_json::Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_cursor: Option<String>,
+}
+
 /// Params of `mcp/view/offered` (appserver extension): a tool that declares an MCP Apps view
 /// (`_meta.ui.resourceUri`) was called by the agent; a client may render the view for this call.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

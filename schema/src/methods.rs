@@ -40,9 +40,9 @@ use crate::item::{
 use crate::jsonrpc::decode_params;
 use crate::mcp::{
     McpElicitationRequestParams, McpElicitationResult, McpListParams, McpListResult, McpNameParams, McpRemoveResult,
-    McpResourceReadParams, McpResourceReadResult, McpServerParams, McpServerResult, McpStatusListResult,
-    McpStatusUpdatedParams, McpTestResult, McpViewCallParams, McpViewCallResult, McpViewContextParams,
-    McpViewOfferedParams, ToolCallProgressParams,
+    McpResourceListParams, McpResourceListResult, McpResourceReadParams, McpResourceReadResult, McpServerParams,
+    McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewCallParams, McpViewCallResult,
+    McpViewContextParams, McpViewOfferedParams, ToolCallProgressParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
 use crate::plugin::{
@@ -293,8 +293,11 @@ request_table! { roles ClientRequest, client_request_schemas;
     McpStatusList => "mcp/status/list" [Owner] (McpListParams) -> McpStatusListResult;
     /// Probe a definition without keeping it.
     McpTest => "mcp/test" [Owner] (McpServerParams) -> McpTestResult;
-    /// Read a `ui://` resource (an MCP Apps view's HTML) of a running server (appserver extension).
+    /// Read a resource of a running server (an MCP Apps view's HTML, or any its views read;
+    /// bounded in size) (appserver extension).
     McpResourcesRead => "mcp/resources/read" [Owner] (McpResourceReadParams) -> McpResourceReadResult;
+    /// One page of a running server's resources, for its views (appserver extension).
+    McpResourcesList => "mcp/resources/list" [Owner] (McpResourceListParams) -> McpResourceListResult;
     /// A view's call of its own server's tool, gated and logged per view (appserver extension).
     McpViewCall => "mcp/view/call" [Owner] (McpViewCallParams) -> McpViewCallResult;
     /// A view's context for the model (`ui/update-model-context`), kept per thread and view

@@ -3,10 +3,14 @@
 // the view `ui://board/view.html`, here tests/browser/fixtures/board-view.html, a view speaking
 // SEP-1865 with plain postMessage). The view window opens through the sandbox proxy page, is
 // initialized with the host context, gets `tool-input` once and `tool-result`, follows the
-// page's theme, changes display mode, calls its server's tools (approved), opens a link only
+// page's theme, changes display mode, calls its server's tools (a destructive one approved), opens a link only
 // once the user confirms, is torn down before it closes (a view that never answers closes after
 // the bound), and after a page reload gets its state back from its log. Its policy is the
-// restrictive default, opened only to the origins its resource declares in `_meta.ui.csp`.
+// restrictive default, opened only to the origins its resource declares in `_meta.ui.csp`. A view
+// polling its server's harmless tools asks nothing; a destructive call is asked once for the view
+// (identical pending calls are one question), withdrawn when the view closes or its thread is
+// deleted (which closes the thread's views); and the view reads
+// and lists its server's resources beyond `ui://`, bounded.
 
 import assert from "node:assert/strict";
 import { cpSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
@@ -111,11 +115,11 @@ test("an offered view opens sandboxed, is initialized with the host context, get
     assert.equal(echo.result.content[0].text, "hi");
     const unknown = await frame.evaluate(() => view.request("ui/unknown-thing", {}));
     assert.equal(unknown.error.code, -32601);
-    // Its own server's ui:// resources are read through the host; no other URI.
+    // Its own server's resources are read through the host; a URI it does not serve is its refusal.
     const read = await frame.evaluate(() => view.request("resources/read", { uri: "ui://board/view.html" }));
     assert.match(read.result.contents[0].text, /<h1 id=title>Board<\/h1>/);
     const file = await frame.evaluate(() => view.request("resources/read", { uri: "file:///etc/passwd" }));
-    assert.equal(file.error.code, -32072);
+    assert.equal(file.error.code, -32073);
     // Resized: the view is told its container's size.
     await page.setViewportSize({ width: 1200, height: 700 });
     await page.locator('.window.view[data-view="c1"] header button.maximize').click();
@@ -127,7 +131,7 @@ test("an offered view opens sandboxed, is initialized with the host context, get
   }
 });
 
-test("a view changes display mode, calls its server's tools with approval, opens a link only when the user confirms, and is torn down before it closes", OPTIONS, async () => {
+test("a view changes display mode, calls its server's tools (a destructive one with approval), opens a link only when the user confirms, and is torn down before it closes", OPTIONS, async () => {
   const { server, stop } = await start();
   try {
     const { page, errors, frame } = await openBoard(browser, server.base);
@@ -151,21 +155,18 @@ test("a view changes display mode, calls its server's tools with approval, opens
     await win.locator("header button.maximize").click();
     await inView(frame, () => view.context.displayMode === "inline", null, "inline again");
 
-    // A state-changing tool of its server: asked of the user, naming the view; runs once accepted.
-    const added = frame.evaluate(() => view.add(5));
-    const dialog = page.locator("dialog#approval[open]");
-    await dialog.waitFor();
-    assert.match(await dialog.textContent(), /mcp-view:c1/);
-    await page.click("dialog#approval button[data-decision=accept]");
-    const answer = await added;
+    // A tool of its server that destroys nothing (`add`: destructiveHint false): runs unasked.
+    const answer = await frame.evaluate(() => view.add(5));
     assert.equal(answer.result.content[0].text, "5");
     assert.equal(await frame.evaluate(() => view.total), 5);
-    // Declined: the view reads an error result.
-    const declined = frame.evaluate(() => view.add(1));
+    const dialog = page.locator("dialog#approval[open]");
+    assert.equal(await dialog.count(), 0);
+    // A destructive one: asked of the user, naming the view; declined, the view reads an error result.
+    const declined = frame.evaluate(() => view.request("tools/call", { name: "wipe", arguments: {} }));
     await dialog.waitFor();
+    assert.match(await dialog.textContent(), /mcp-view:c1/);
     await page.click("dialog#approval button[data-decision=decline]");
     assert.equal((await declined).result.isError, true);
-    assert.equal(await frame.evaluate(() => view.total), 5);
 
     // Links: only http(s), and only once the user says so.
     await page.evaluate(() => {
@@ -218,10 +219,8 @@ test("a view reopened after a page reload gets its state back from its log, and 
   const { server, stop } = await start();
   try {
     const { page, errors, frame } = await openBoard(browser, server.base);
-    const added = frame.evaluate(() => view.add(7));
-    await page.locator("dialog#approval[open]").waitFor();
-    await page.click("dialog#approval button[data-decision=accept]");
-    assert.equal((await added).result.content[0].text, "7");
+    const added = await frame.evaluate(() => view.add(7));
+    assert.equal(added.result.content[0].text, "7");
 
     await page.reload();
     await page.waitForSelector("body[data-ready=true]");
@@ -350,6 +349,84 @@ test("a view is allowed only the permissions it declares, and its model context 
     assert.equal(views.length, 1, JSON.stringify(request.messages));
     assert.match(views[0].content, /\[view mcp-view:c1\]\nthe board has 4 cards\nstructuredContent: \{"cards":4\}/);
     assert.doesNotMatch(views[0].content, /3 cards/, "replaced by the later update");
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});
+
+test("a view polls its server's harmless tools with no dialog, a destructive call is asked once for the view, withdrawn when the view closes, and the view reads its server's other resources (issue 51 items 1 and 3)", OPTIONS, async () => {
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    const dialog = page.locator("dialog#approval[open]");
+    // Polling, as system-monitor does: every call runs, none asks, the activity list counts them.
+    for (let i = 0; i < 10; i++) {
+      const refreshed = await frame.evaluate(() => view.request("tools/call", { name: "refresh", arguments: {} }));
+      assert.equal(refreshed.result.content[0].text, "refreshed");
+    }
+    for (let i = 0; i < 10; i++) {
+      const polled = await frame.evaluate(() => view.add(1));
+      assert.notEqual(polled.result.isError, true, JSON.stringify(polled));
+    }
+    assert.equal(await frame.evaluate(() => view.total), 10);
+    assert.equal(await dialog.count(), 0, "no dialog for a harmless call");
+    assert.ok(await page.locator("#approval-queue").isHidden());
+    await page.locator("#activity li", { hasText: /add on mcp-view:c1 done ×\d+/ }).waitFor({ state: "attached" });
+
+    // A destructive call waits for the user; the view closes: its call is withdrawn, never run.
+    const lost = frame.evaluate(() => view.request("tools/call", { name: "wipe", arguments: {} })).catch(() => "the view is gone");
+    await dialog.waitFor();
+    assert.match(await page.textContent("#approval-what"), /Call the tool wipe of MCP server tools \(view mcp-view:c1\)/);
+    await page.keyboard.press("Escape");
+    await page.click('.window.view[data-view="c1"] header button.close');
+    await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.getElementById("approval-queue").hidden);
+    await page.locator("#activity li", { hasText: "wipe on mcp-view:c1 declined" }).waitFor({ state: "attached" });
+    await lost;
+
+    // Reopened from the thread: two identical destructive calls are one question, "for this view".
+    await page.locator("#messages .item.toolResult button.open-view").click();
+    const view2 = await viewFrame(page, "c1");
+    await inView(view2, () => typeof view !== "undefined" && view.received.some((m) => m.method === "ui/notifications/tool-result"), null, "the reopened view");
+    const wipes = view2.evaluate(() => Promise.all([1, 2].map(() => view.request("tools/call", { name: "wipe", arguments: {} }))));
+    await dialog.waitFor();
+    await page.locator("#approval-list li .twins", { hasText: "×2" }).waitFor();
+    assert.equal(await page.locator("#approval-list li").count(), 1);
+    const forView = page.locator("dialog#approval button[data-decision=acceptForSession]");
+    assert.equal(await forView.textContent(), "Accept for this view");
+    await forView.click();
+    for (const w of await wipes) assert.equal(w.result.content[0].text, "wiped", JSON.stringify(w));
+    const third = await view2.evaluate(() => view.request("tools/call", { name: "wipe", arguments: {} }));
+    assert.equal(third.result.content[0].text, "wiped");
+    assert.equal(await dialog.count(), 0, "remembered for this view");
+
+    // Its server's resources beyond ui://: read (text), listed, and bounded.
+    const notes = await view2.evaluate(() => view.request("resources/read", { uri: "test://notes.txt" }));
+    assert.equal(notes.result.contents[0].text, "the board's notes");
+    const list = await view2.evaluate(() => view.request("resources/list", {}));
+    assert.deepEqual(list.result.resources.map((r) => r.uri), ["ui://board/view.html", "test://notes.txt", "test://dot.png", "test://big.txt"]);
+    const big = await view2.evaluate(() => view.request("resources/read", { uri: "test://big.txt" }));
+    assert.equal(big.error.code, -32602);
+    assert.deepEqual(errors, []);
+  } finally {
+    await stop();
+  }
+});
+
+test("deleting a thread closes its views and withdraws their pending calls (issue 51 item 1)", OPTIONS, async () => {
+  const { server, stop } = await start();
+  try {
+    const { page, errors, frame } = await openBoard(browser, server.base);
+    const lost = frame.evaluate(() => view.request("tools/call", { name: "wipe", arguments: {} })).catch(() => "the view is gone");
+    await page.locator("dialog#approval[open]").waitFor();
+    await page.keyboard.press("Escape");
+    await page.click("#delete-thread");
+    await page.click("#delete-thread");
+    await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });
+    await page.waitForFunction(() => document.getElementById("approval-queue").hidden);
+    await page.locator("#activity li", { hasText: "wipe on mcp-view:c1 declined" }).waitFor({ state: "attached" });
+    await lost;
     assert.deepEqual(errors, []);
   } finally {
     await stop();

@@ -6,7 +6,8 @@
 //! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that, with `--view-permissions JSON` its
 //! `_meta.ui.permissions`), `ask {times}` (read-only; asks the user `times` questions with
 //! `elicitation/create`, one after another, and says how many were answered) and `crash {}`
-//! (exits at once). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
+//! (exits at once). Besides the view it serves the resources `test://notes.txt` (text),
+//! `test://dot.png` (a blob) and `test://big.txt` (9 MiB, over a view's bound). With `--log`, it also logs `started <pid>`. With `--log PATH` it appends what happened to that file (`called add`,
 //! `cancelled slow`); it writes `mcp-test-server started` to stderr.
 
 use std::io::Write;
@@ -141,7 +142,12 @@ impl ServerHandler for TestServer {
         _request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListResourcesResult, ErrorData> {
-        Ok(ListResourcesResult::with_all_items(vec![Resource::new(VIEW, "Board view")]))
+        Ok(ListResourcesResult::with_all_items(vec![
+            Resource::new(VIEW, "Board view"),
+            Resource::new(NOTES, "Notes"),
+            Resource::new(DOT, "Dot"),
+            Resource::new(BIG, "Big"),
+        ]))
     }
 
     async fn read_resource(
@@ -149,6 +155,26 @@ impl ServerHandler for TestServer {
         request: ReadResourceRequestParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<ReadResourceResponse, ErrorData> {
+        let plain = |uri: &str, mime: &str, text: String| ResourceContents::TextResourceContents {
+            uri: uri.into(),
+            mime_type: Some(mime.into()),
+            text,
+            meta: None,
+        };
+        let contents = match request.uri.as_str() {
+            NOTES => Some(plain(NOTES, "text/plain", "the board's notes".into())),
+            BIG => Some(plain(BIG, "text/plain", "x".repeat(9 * 1024 * 1024))),
+            DOT => Some(ResourceContents::BlobResourceContents {
+                uri: DOT.into(),
+                mime_type: Some("image/png".into()),
+                blob: "iVBORw0KGgo=".into(),
+                meta: None,
+            }),
+            _ => None,
+        };
+        if let Some(contents) = contents {
+            return Ok(ReadResourceResult::new(vec![contents]).into());
+        }
         if request.uri != VIEW {
             return Err(ErrorData::resource_not_found(format!("no resource {}", request.uri), None));
         }
@@ -245,6 +271,10 @@ fn model_only(mut tool: Tool) -> Tool {
 
 /// The view of `board`.
 const VIEW: &str = "ui://board/view.html";
+/// Resources that are not views, which the board's view reads.
+const NOTES: &str = "test://notes.txt";
+const DOT: &str = "test://dot.png";
+const BIG: &str = "test://big.txt";
 
 /// An MCP Apps tool: its result is shown by the view `ui://board/view.html`.
 fn board() -> Tool {

@@ -336,7 +336,7 @@ async fn a_streamable_http_server_with_a_bearer_token_from_the_environment() {
 
 /// A tool that declares an MCP Apps view (`_meta.ui.resourceUri`): its call is offered to the
 /// thread's clients as `mcp/view/offered` (the call id, the tool's input and result), the result
-/// names the view, and the view's HTML is read with `mcp/resources/read` (only `ui://`).
+/// names the view, and the view's HTML is read with `mcp/resources/read`.
 #[tokio::test]
 async fn a_tool_with_a_view_is_offered_to_the_threads_clients() {
     let mock = MockModel::start(vec![
@@ -366,16 +366,19 @@ async fn a_tool_with_a_view_is_offered_to_the_threads_clients() {
     let read = read.unwrap();
     assert_eq!(read["contents"][0]["mimeType"], "text/html;profile=mcp-app");
     assert!(read["contents"][0]["text"].as_str().unwrap().contains("<h1 id=title>Board</h1>"), "{read}");
+    // A URI the server does not serve: its refusal (the host reads nothing itself).
     let err = client.request("mcp/resources/read", json!({ "server": "tools", "uri": "file:///etc/passwd" })).await;
-    assert_eq!(code(&err.unwrap_err()), -32072);
+    assert_eq!(code(&err.unwrap_err()), -32073);
     let err = client.request("mcp/resources/read", json!({ "server": "nope", "uri": "ui://x" })).await;
     assert_eq!(code(&err.unwrap_err()), -32070);
 }
 
 /// A view's calls of its server's tools (`mcp/view/call`, relayed by the client rendering it):
-/// a read-only tool runs at once and is not logged; another is put to the owner's clients
-/// (the view is the caller) and, once accepted and run, written to the view's own log
-/// (`mcp-view:<callId>`, read with `app/log/read`); a declined one neither runs nor is logged.
+/// a tool that destroys nothing (read-only, or `destructiveHint: false`) runs at once, unasked
+/// (a read-only one is not logged, the other is written to the view's own log
+/// `mcp-view:<callId>`, read with `app/log/read`); a destructive one is put to the owner's clients
+/// (the view is the caller, the scope names the view) and "accept for session" covers that tool
+/// for that view only; a declined one neither runs nor is logged (issue 51 item 1).
 #[tokio::test]
 async fn a_views_calls_are_approved_and_logged_per_view() {
     let mock = MockModel::start(vec![
@@ -402,34 +405,54 @@ async fn a_views_calls_are_approved_and_logged_per_view() {
     assert_eq!(refused["status"], "declined", "{refused}");
     assert!(refused["error"].as_str().unwrap().contains("visibility"), "{refused}");
 
+    // Not destructive (`destructiveHint: false`): runs unasked, and is logged.
     let add = json!({ "callId": "c1", "server": "tools", "tool": "add", "arguments": { "a": 1, "b": 2 } });
-    let pending = client.start_request("mcp/view/call", add.clone()).unwrap();
-    let (id, asked) = super::mcp::approval_request(&mut desktop).await;
-    assert_eq!(asked["scopeKey"], "mcp:tools:add");
-    assert!(asked["reason"].as_str().unwrap().contains("mcp-view:c1"), "{asked}");
-    desktop.respond(&id, json!({ "decision": "accept" }));
-    let done = tokio::time::timeout(TIMEOUT, pending).await.unwrap().unwrap().result.unwrap();
+    let done = within(client.request("mcp/view/call", add)).await.unwrap();
     assert_eq!((done["status"].as_str(), done["seq"].as_u64()), (Some("done"), Some(1)));
     assert_eq!(done["result"]["content"][0]["text"], "3");
 
-    let pending = client.start_request("mcp/view/call", add).unwrap();
-    let (id, _) = super::mcp::approval_request(&mut desktop).await;
+    // Destructive: asked (the first request the desktop sees: `add` was not asked), naming the view.
+    let wipe = |view: &str| json!({ "callId": view, "server": "tools", "tool": "wipe", "arguments": {} });
+    let pending = client.start_request("mcp/view/call", wipe("c1")).unwrap();
+    let (id, asked) = super::mcp::approval_request(&mut desktop).await;
+    assert_eq!(asked["scopeKey"], "mcp:tools:wipe@mcp-view:c1");
+    assert!(asked["reason"].as_str().unwrap().contains("mcp-view:c1"), "{asked}");
     desktop.respond(&id, json!({ "decision": "decline" }));
-    let declined = tokio::time::timeout(TIMEOUT, pending).await.unwrap().unwrap().result.unwrap();
+    let declined = within(pending).await.unwrap().result.unwrap();
     assert_eq!(declined["status"], "declined");
+
+    let pending = client.start_request("mcp/view/call", wipe("c1")).unwrap();
+    let (id, _) = super::mcp::approval_request(&mut desktop).await;
+    desktop.respond(&id, json!({ "decision": "acceptForSession" }));
+    let done = within(pending).await.unwrap().result.unwrap();
+    assert_eq!((done["status"].as_str(), done["seq"].as_u64()), (Some("done"), Some(2)));
+    // Remembered for this view: its next wipe runs unasked…
+    let again = within(client.request("mcp/view/call", wipe("c1"))).await.unwrap();
+    assert_eq!((again["status"].as_str(), again["seq"].as_u64()), (Some("done"), Some(3)));
+    // …while another view of the same server and tool is asked.
+    let pending = client.start_request("mcp/view/call", wipe("c2")).unwrap();
+    let (id, asked) = super::mcp::approval_request(&mut desktop).await;
+    assert_eq!(asked["scopeKey"], "mcp:tools:wipe@mcp-view:c2");
+    desktop.respond(&id, json!({ "decision": "decline" }));
+    assert_eq!(within(pending).await.unwrap().result.unwrap()["status"], "declined");
 
     let entries =
         client.request("app/log/read", json!({ "windowId": "mcp-view:c1" })).await.unwrap()["entries"].clone();
     let entries = entries.as_array().unwrap();
-    assert_eq!(entries.len(), 1, "{entries:?}");
-    assert_eq!((entries[0]["seq"].as_u64(), entries[0]["command"].as_str()), (Some(1), Some("add")));
+    let commands: Vec<_> = entries.iter().map(|e| e["command"].as_str().unwrap()).collect();
+    assert_eq!(commands, ["add", "wipe", "wipe"], "{entries:?}");
     assert_eq!(entries[0]["params"], json!({ "a": 1, "b": 2 }));
     assert_eq!(entries[0]["caller"], json!({ "kind": "app", "windowId": "mcp-view:c1", "appId": "mcp:tools" }));
     let calls = std::fs::read_to_string(&log).unwrap();
-    assert_eq!(calls.matches("called add").count(), 1, "the declined call never ran: {calls}");
+    assert_eq!(calls.matches("called wipe").count(), 2, "the declined calls never ran: {calls}");
     assert!(!calls.contains("called env"), "the model-only tool never ran for the view: {calls}");
     let err = client.request("mcp/view/call", json!({ "callId": "c1", "server": "tools", "tool": "nope" })).await;
     assert_eq!(code(&err.unwrap_err()), -32070);
+}
+
+/// Awaits `f` for at most the tests' bound.
+async fn within<T>(f: impl std::future::Future<Output = T>) -> T {
+    tokio::time::timeout(TIMEOUT, f).await.expect("in time")
 }
 
 /// The pids the test server logged as it started.

@@ -3,7 +3,8 @@
 //! model (a later update of the same view replaces it, an empty one clears it, at most 8 views
 //! per thread, only in its own thread, bounded in size); a tool for its view only
 //! (`_meta.ui.visibility: ["app"]`) is neither listed to the agent nor callable by it, while the
-//! view calls it; and a view that has changed nothing yet reads an empty log.
+//! view calls it; a view that has changed nothing yet reads an empty log; a view reads and lists
+//! its server's resources within bounds; and its calls are told to the clients.
 
 use appserver_tests::mock_model::{MockModel, Reply, text_reply};
 use appserver_tests::{TIMEOUT, start_thread};
@@ -164,4 +165,67 @@ async fn a_view_that_changed_nothing_yet_reads_an_empty_log() {
     // Any other unknown window is still an error.
     let err = client.request("app/log/read", json!({ "windowId": "nope" })).await;
     assert!(err.is_err());
+}
+
+/// A view reads any resource its server serves, not only `ui://` ones (`mcp/resources/read`,
+/// text and blob), and lists them (`mcp/resources/list`); an answer over its bound is refused
+/// with -32602, nothing of it passed on (issue 51 item 3).
+#[tokio::test]
+async fn a_view_reads_and_lists_its_servers_resources_within_bounds() {
+    let mock = MockModel::start(vec![]).await;
+    let (workspace, _log) = workspace_with_tools();
+    let server = server_with_tools(&mock, workspace.path(), &[]).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_state(&client, "tools", "ready").await;
+    let read = |uri: &str| client.request("mcp/resources/read", json!({ "server": "tools", "uri": uri }));
+    let notes = tokio::time::timeout(TIMEOUT, read("test://notes.txt")).await.unwrap().unwrap();
+    assert_eq!(notes["contents"][0]["text"], "the board's notes", "{notes}");
+    assert_eq!(notes["contents"][0]["mimeType"], "text/plain");
+    let dot = tokio::time::timeout(TIMEOUT, read("test://dot.png")).await.unwrap().unwrap();
+    assert_eq!(
+        (dot["contents"][0]["blob"].as_str(), dot["contents"][0]["mimeType"].as_str()),
+        (Some("iVBORw0KGgo="), Some("image/png"))
+    );
+    let big = tokio::time::timeout(TIMEOUT, read("test://big.txt")).await.unwrap().unwrap_err();
+    assert_eq!(code(&big), -32602, "{big}");
+    assert!(big.to_string().contains("over"), "{big}");
+
+    let list = client.request("mcp/resources/list", json!({ "server": "tools" }));
+    let list = tokio::time::timeout(TIMEOUT, list).await.unwrap().unwrap();
+    let uris: Vec<_> = list["resources"].as_array().unwrap().iter().map(|r| r["uri"].as_str().unwrap()).collect();
+    assert_eq!(uris, ["ui://board/view.html", "test://notes.txt", "test://dot.png", "test://big.txt"]);
+    assert!(list.get("nextCursor").is_none(), "{list}");
+    let long = json!({ "server": "tools", "cursor": "c".repeat(4097) });
+    assert_eq!(code(&client.request("mcp/resources/list", long).await.unwrap_err()), -32602);
+    let nope = client.request("mcp/resources/list", json!({ "server": "nope" })).await.unwrap_err();
+    assert_eq!(code(&nope), -32070);
+}
+
+/// Every call of a view — run unasked or not — is told to the clients as `app/externalCall`
+/// (the desktop's activity list), naming the view (issue 51 item 1).
+#[tokio::test]
+async fn a_views_calls_are_told_to_the_clients() {
+    let mock = MockModel::start(vec![]).await;
+    let (workspace, _log) = workspace_with_tools();
+    let server = server_with_tools(&mock, workspace.path(), &[]).await;
+    let client = server.ws_client_initialized().await.unwrap();
+    wait_state(&client, "tools", "ready").await;
+    let mut desktop = server.ws_client_initialized().await.unwrap();
+    for n in 0..3 {
+        let add = json!({ "callId": "c7", "server": "tools", "tool": "add", "arguments": { "a": n, "b": 1 } });
+        let done = tokio::time::timeout(TIMEOUT, client.request("mcp/view/call", add)).await.unwrap().unwrap();
+        assert_eq!(done["status"], "done", "{done}");
+    }
+    let mut told = Vec::new();
+    while told.len() < 3 {
+        let event = tokio::time::timeout(TIMEOUT, desktop.next_event()).await.expect("app/externalCall").unwrap();
+        if event.method() == Some("app/externalCall") {
+            told.push(event.params().clone());
+        }
+    }
+    for (n, params) in told.iter().enumerate() {
+        assert_eq!((params["windowId"].as_str(), params["command"].as_str()), (Some("mcp-view:c7"), Some("add")));
+        assert_eq!((params["status"].as_str(), params["detail"]["seq"].as_u64()), (Some("done"), Some(n as u64 + 1)));
+        assert_eq!(params["caller"], json!({ "kind": "app", "windowId": "mcp-view:c7", "appId": "mcp:tools" }));
+    }
 }

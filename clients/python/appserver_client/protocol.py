@@ -1117,6 +1117,19 @@ McpRemoveResult = TypedDict("McpRemoveResult", {
     "removed": bool,
 })
 
+# Params of `mcp/resources/list` (appserver extension): one page of a running server's
+# resources (relayed for the server's MCP Apps views).
+McpResourceListParams = TypedDict("McpResourceListParams", {
+    "server": str,
+    "cursor": NotRequired[Optional[str]],
+})
+
+# The page as the MCP server gave it (`[{uri, name, mimeType, …}]`), and the next page's cursor.
+McpResourceListResult = TypedDict("McpResourceListResult", {
+    "resources": List[Any],
+    "nextCursor": NotRequired[Optional[str]],
+})
+
 # Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
 # HTML of an MCP Apps view.
 McpResourceReadParams = TypedDict("McpResourceReadParams", {
@@ -2201,7 +2214,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2233,6 +2246,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/get": ("McpNameParams", "McpServerResult"),
     "mcp/list": ("McpListParams", "McpListResult"),
     "mcp/remove": ("McpNameParams", "McpRemoveResult"),
+    "mcp/resources/list": ("McpResourceListParams", "McpResourceListResult"),
     "mcp/resources/read": ("McpResourceReadParams", "McpResourceReadResult"),
     "mcp/status/list": ("McpListParams", "McpStatusListResult"),
     "mcp/test": ("McpServerParams", "McpTestResult"),
@@ -2456,6 +2470,9 @@ class ClientRequests:
 
     async def mcp_remove(self, params: "McpNameParams", timeout: Optional[float] = None) -> "McpRemoveResult":
         return await self.request("mcp/remove", params, timeout)
+
+    async def mcp_resources_list(self, params: "McpResourceListParams", timeout: Optional[float] = None) -> "McpResourceListResult":
+        return await self.request("mcp/resources/list", params, timeout)
 
     async def mcp_resources_read(self, params: "McpResourceReadParams", timeout: Optional[float] = None) -> "McpResourceReadResult":
         return await self.request("mcp/resources/read", params, timeout)

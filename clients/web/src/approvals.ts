@@ -5,7 +5,10 @@
 // window hosted here, that the command is one its app declared and the params fit its schema:
 // an invalid one can only be declined. Escape (or "Later") minimizes the dialog to the queue
 // button in the top bar and never answers; the pending count is in the page title, on that
-// button and on each thread in the thread list.
+// button and on each thread in the thread list. Identical requests (same asker, scope and
+// operation: a view polling a tool) are one entry, answered together; "accept for session" (for
+// a view: "for this view") answers every pending request of the same asker and scope; a view's
+// requests are withdrawn when it closes (`withdrawCaller`).
 
 import { approvalDetail } from "./hands.js";
 import { checkSchema } from "./schema-check.js";
@@ -25,7 +28,18 @@ interface Pending {
   requestId: string;
   problems: string[];
   resolve: (answer: { decision: string }) => void;
+  /** Identical requests collapsed into this one: answered with it. */
+  twins: Array<{ requestId: string; resolve: (answer: { decision: string }) => void }>;
 }
+
+/** What makes two requests the same question: who asks, the scope, and what exactly. */
+function sameness(params: Json): string {
+  const app = params?.app;
+  return JSON.stringify([params?.threadId, params?.approvalType, params?.scopeKey, params?.operation, params?.target, app?.windowId, app?.command, app?.params]);
+}
+
+/** Decisions that cover later calls of the same scope (so they answer the pending ones too). */
+const LASTING = ["acceptForSession", "acceptAlways"];
 
 export interface ApprovalEvents {
   /** Who made an app call, for the user. */
@@ -72,9 +86,17 @@ function el(tag: string, className?: string, text?: string): HTMLElement {
   return e;
 }
 
+/** Whether the asker is an MCP Apps view (its calls' consent is per view instance). */
+function fromView(params: Json): boolean {
+  return typeof params?.threadId === "string" && params.threadId.startsWith("app:mcp-view:");
+}
+
 /** One line saying what a request asks. */
 export function approvalSummary(params: Json): string {
   if (params?.approvalType === "app" && params.app) return `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId})`;
+  // An MCP tool (scope `mcp:<server>:<tool>`, `@<view>` for a view's call).
+  const mcp = typeof params?.scopeKey === "string" ? /^mcp:([^@]+):([^:@]+)(?:@(.+))?$/.exec(params.scopeKey) : null;
+  if (mcp) return `Call the tool ${mcp[2]} of MCP server ${mcp[1]}${mcp[3] ? ` (view ${mcp[3]})` : ""}`;
   if (params?.approvalType === "shell") return `Run a command in ${params.target}`;
   return `${params?.operation ?? "?"} (in ${params?.target ?? "?"})`;
 }
@@ -98,17 +120,27 @@ export class ApprovalQueue {
   }
 
   get size(): number {
-    return this.pending.length;
+    return this.pending.reduce((n, p) => n + 1 + p.twins.length, 0);
   }
 
   /** The handler of `item/approval/request`: resolves when the user decides. */
   ask(params: Json): Promise<{ decision: string }> {
-    if (this.pending.length >= MAX_PENDING) return Promise.resolve({ decision: "decline" });
+    if (this.size >= MAX_PENDING) return Promise.resolve({ decision: "decline" });
     return new Promise((resolve) => {
       let requestId = typeof params?.requestId === "string" && params.requestId ? params.requestId : `local_${Math.random().toString(36).slice(2)}`;
       // The queue's key must be unique even if a (broken) server reuses one.
-      if (this.pending.some((p) => p.requestId === requestId)) requestId = `${requestId}#${Math.random().toString(36).slice(2)}`;
-      this.pending.push({ params, requestId, problems: [...validateApproval(params), ...this.checkCommand(params)], resolve });
+      if (this.find(requestId)) requestId = `${requestId}#${Math.random().toString(36).slice(2)}`;
+      // The same question as one pending: answered with it, not asked again.
+      // (Not when the operation was cut short: two calls that differ past the cut are not the same.)
+      const cut = typeof params?.operation === "string" && params.operation.endsWith("…");
+      const same = cut ? undefined : this.pending.find((p) => sameness(p.params) === sameness(params));
+      if (same) {
+        same.twins.push({ requestId, resolve });
+        this.render();
+        this.changed();
+        return;
+      }
+      this.pending.push({ params, requestId, problems: [...validateApproval(params), ...this.checkCommand(params)], resolve, twins: [] });
       // A dialog already open keeps what the user is reading; a closed one opens on the new request.
       if (!this.dialog.open || this.selected === undefined) this.selected = requestId;
       this.render();
@@ -135,6 +167,16 @@ export class ApprovalQueue {
     this.answer(requestId, "cancel");
   }
 
+  /** The asker (`threadId` of its requests, e.g. `app:mcp-view:<callId>`) is gone: its pending
+   * requests are withdrawn (answered `cancel`: the calls never run). */
+  withdrawCaller(threadId: string): void {
+    for (const p of this.pending.filter((p) => p.params?.threadId === threadId)) this.answer(p.requestId, "cancel");
+  }
+
+  private find(requestId: string): boolean {
+    return this.pending.some((p) => p.requestId === requestId || p.twins.some((t) => t.requestId === requestId));
+  }
+
   /** The connection is gone: its requests can no longer be answered. */
   clear(): void {
     for (const p of [...this.pending]) this.answer(p.requestId, "cancel");
@@ -155,10 +197,25 @@ export class ApprovalQueue {
   }
 
   private answer(requestId: string, decision: string): void {
+    // A collapsed twin decided elsewhere or withdrawn: only it leaves.
+    const holder = this.pending.find((p) => p.twins.some((t) => t.requestId === requestId));
+    if (holder) {
+      const i = holder.twins.findIndex((t) => t.requestId === requestId);
+      holder.twins.splice(i, 1)[0]!.resolve({ decision });
+      this.render();
+      this.changed();
+      return;
+    }
     const at = this.pending.findIndex((p) => p.requestId === requestId);
     if (at < 0) return;
     const [done] = this.pending.splice(at, 1);
     done!.resolve({ decision });
+    for (const twin of done!.twins.splice(0)) twin.resolve({ decision });
+    // "For session" (for a view: "for this view") covers the same asker's pending calls of that scope.
+    if (LASTING.includes(decision)) {
+      const covered = this.pending.filter((p) => p.problems.length === 0 && p.params?.threadId === done!.params?.threadId && p.params?.scopeKey === done!.params?.scopeKey);
+      for (const p of covered) this.answer(p.requestId, decision);
+    }
     if (this.selected === requestId) this.selected = this.pending[Math.min(at, this.pending.length - 1)]?.requestId;
     if (!this.pending.length) {
       this.selected = undefined;
@@ -178,17 +235,17 @@ export class ApprovalQueue {
     const perThread = new Map<string, number>();
     for (const p of this.pending) {
       const t = p.params?.threadId;
-      if (typeof t === "string" && t) perThread.set(t, (perThread.get(t) ?? 0) + 1);
+      if (typeof t === "string" && t) perThread.set(t, (perThread.get(t) ?? 0) + 1 + p.twins.length);
     }
     const queue = document.getElementById("approval-queue");
     if (queue) {
-      const n = this.pending.length;
+      const n = this.size;
       queue.hidden = n === 0;
       queue.textContent = `${n} approval${n === 1 ? "" : "s"} pending`;
       queue.dataset.count = String(n);
       queue.classList.toggle("minimized", n > 0 && !this.dialog.open);
     }
-    this.events.changed(this.pending.length, perThread);
+    this.events.changed(this.size, perThread);
   }
 
   private render(): void {
@@ -200,6 +257,7 @@ export class ApprovalQueue {
         const b = el("button") as HTMLButtonElement;
         b.type = "button";
         b.append(el("span", "n", `${i + 1}.`), ` ${approvalSummary(p.params)}`);
+        if (p.twins.length) b.append(el("span", "twins", ` ×${p.twins.length + 1}`));
         if (p.params?.app?.caller) b.append(el("span", "who", ` · ${this.events.callerText(p.params.app.caller)}`));
         if (p.problems.length) b.append(el("span", "bad", " · invalid"));
         b.setAttribute("aria-current", String(p.requestId === this.selected));
@@ -212,7 +270,7 @@ export class ApprovalQueue {
         return li;
       }),
     );
-    document.getElementById("approval-count")!.textContent = this.pending.length > 1 ? `${this.pending.length} pending` : "";
+    document.getElementById("approval-count")!.textContent = this.size > 1 ? `${this.size} pending` : "";
     const current = this.pending.find((p) => p.requestId === this.selected);
     if (current) this.show(current);
   }
@@ -243,6 +301,8 @@ export class ApprovalQueue {
     document.getElementById("approval-detail")!.replaceChildren(...detail);
     for (const b of this.dialog.querySelectorAll<HTMLButtonElement>("button[data-decision]")) {
       b.disabled = p.problems.length > 0 && b.dataset.decision !== "decline";
+      // A view's consent is per view instance and tool.
+      if (b.dataset.decision === "acceptForSession") b.textContent = fromView(params) ? "Accept for this view" : "Accept for session";
     }
   }
 }

@@ -28,6 +28,8 @@ export class Desk {
     private readonly opened: (host: WindowHost) => void,
     /** A view's `ui/message`, confirmed by the user: the user's message in its thread. */
     private readonly say: (threadId: string, text: string) => void = () => {},
+    /** A view is closing: its pending calls are withdrawn (`mcp-view:<callId>`). */
+    private readonly viewClosing: (view: ViewHost) => void = () => {},
   ) {
     this.wm = new WindowManager(document.getElementById("desk")!, document.getElementById("taskbar")!, () => this.save());
     document.getElementById("tile")!.addEventListener("click", () => this.tile());
@@ -111,6 +113,7 @@ export class Desk {
         return mode;
       },
       message: (threadId, text) => this.say(threadId, text),
+      closing: (v) => this.viewClosing(v),
       closed: (v) => {
         this.wm.remove(v.slot);
         const i = this.views.indexOf(v);
@@ -123,6 +126,11 @@ export class Desk {
     this.wm.add(view, layout);
     this.save();
     return view;
+  }
+
+  /** The thread is gone: its views are torn down and closed. */
+  closeViewsOf(threadId: string): void {
+    for (const v of this.views.filter((v) => v.offer.threadId === threadId)) void v.close();
   }
 
   open(app: CatalogApp, saved?: Saved): WindowHost {

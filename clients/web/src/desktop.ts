@@ -38,6 +38,8 @@ const desk = new Desk(
   () => client,
   () => showPane("desk"),
   (threadId, text) => outbox.add(threadId, text),
+  // A closing view's calls still waiting for approval are withdrawn: they never run.
+  (view) => approvals.withdrawCaller(`app:mcp-view:${view.offer.callId}`),
 );
 let ignoredMessages = 0;
 
@@ -240,7 +242,17 @@ function onNotification(n: Notification): void {
       // in the app's window when it is open.
       const line = `${callerText(p.caller)}: ${p.command} on ${p.windowId} ${p.status}`;
       const list = $("activity");
-      list.prepend(el("li", `external ${p.status}`, line));
+      // A view polling its server repeats itself: one line, counted.
+      const top = list.firstElementChild as HTMLElement | null;
+      if (top?.dataset.line === line) {
+        const n = Number(top.dataset.count ?? "1") + 1;
+        top.dataset.count = String(n);
+        top.textContent = `${line} ×${n}`;
+      } else {
+        const li = el("li", `external ${p.status}`, line);
+        li.dataset.line = line;
+        list.prepend(li);
+      }
       while (list.children.length > ACTIVITY_LIMIT) list.lastElementChild?.remove();
       desk.find(p.windowId)?.showEvent(line);
       return;
@@ -257,6 +269,8 @@ function onNotification(n: Notification): void {
       return;
     case "thread/deleted":
       threads.remove(p.threadId);
+      // Its views go with it (torn down, their pending calls withdrawn).
+      desk.closeViewsOf(p.threadId);
       return;
     case "item/approval/resolved":
       // Decided elsewhere, or withdrawn (the call was cancelled): the question is void.

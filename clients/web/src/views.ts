@@ -9,8 +9,9 @@
 // message in the view's thread) once the user confirms, `ui/update-model-context` (kept by the
 // server for the thread's next turns: `mcp/view/context`), the permissions the view declares
 // (`_meta.ui.permissions`) as its iframe's `allow`, the
-// view's `tools/call` of its own server's tools relayed as `mcp/view/call` (approved and logged
-// by the server), and `ui/resource-teardown` awaited (bounded) before the window closes.
+// view's `tools/call` of its own server's tools relayed as `mcp/view/call` (gated and logged
+// by the server; its pending approvals withdrawn when it closes), `resources/read` and
+// `resources/list` relayed to its own server only (`mcp/resources/read`, `mcp/resources/list`), and `ui/resource-teardown` awaited (bounded) before the window closes.
 // A view reopened after a page reload is handed its log (the server's `mcp-view:<callId>` window
 // log: the state-changing calls it made) in the host context, `appserver/viewLog`.
 
@@ -39,6 +40,8 @@ export interface ViewEvents {
   displayMode(view: ViewHost, mode: DisplayMode): DisplayMode;
   /** Sends `text` into the thread as the user's message (the outbox). */
   message(threadId: string, text: string): void;
+  /** The window is closing: the view's pending calls are withdrawn. */
+  closing(view: ViewHost): void;
   /** The window has closed. */
   closed(view: ViewHost): void;
   log(text: string): void;
@@ -273,8 +276,12 @@ export class ViewHost {
       case "tools/call":
         return this.callTool(String(params.name ?? ""), params.arguments ?? {});
       case "resources/read":
-        // Its own server's `ui://` resources only (the server refuses any other URI).
-        return this.client().request("mcp/resources/read", { server: this.offer.server, uri: String(params.uri ?? "") } as Json);
+        // Any resource of its own server, and only of that one (the server bounds the size).
+        return this.client().request("mcp/resources/read", { server: this.offer.server, uri: String(params?.uri ?? "") } as Json);
+      case "resources/list": {
+        const cursor = typeof params?.cursor === "string" ? params.cursor : undefined;
+        return this.client().request("mcp/resources/list", { server: this.offer.server, cursor } as Json);
+      }
       case "ui/request-display-mode": {
         const wanted = this.allowed(params.mode) ? (params.mode as DisplayMode) : this.mode;
         this.setMode(this.events.displayMode(this, wanted));
@@ -413,6 +420,7 @@ export class ViewHost {
 
   /** Tells the view it is going (`ui/resource-teardown`, its answer awaited at most 3 s), then closes. */
   async close(): Promise<void> {
+    this.events.closing(this);
     if (this.initialized) await this.ask("ui/resource-teardown", { reason: "the user closed the view" }, TEARDOWN_MS);
     document.removeEventListener("themechange", this.onTheme);
     this.element.remove();

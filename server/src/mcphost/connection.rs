@@ -337,19 +337,17 @@ impl Connection {
         outcome
     }
 
-    /// Reads the resource `uri` (an MCP Apps view's `ui://` HTML): its contents as given.
-    pub(crate) async fn read_resource(&self, uri: &str) -> Result<Vec<serde_json::Value>, CallError> {
-        let name = self.config.name.clone();
-        let Some(peer) = lock(&self.peer).clone() else {
-            return Err(CallError::NotReady(name, self.status().startup_state));
-        };
-        let after = self.timeout();
-        let params = rmcp::model::ReadResourceRequestParams::new(uri.to_owned());
-        match tokio::time::timeout(after, peer.read_resource(params)).await {
-            Ok(Ok(read)) => Ok(read.contents.iter().filter_map(|c| serde_json::to_value(c).ok()).collect()),
-            Ok(Err(e)) => Err(CallError::Failed { server: name, message: e.to_string() }),
-            Err(_) => Err(CallError::Timeout { server: name, after }),
+    /// The connected peer and the bound on one request to it (`resources.rs` reads and lists
+    /// resources with them).
+    pub(crate) fn peer(&self) -> Result<(Peer<RoleClient>, Duration), CallError> {
+        match lock(&self.peer).clone() {
+            Some(peer) => Ok((peer, self.timeout())),
+            None => Err(CallError::NotReady(self.config.name.clone(), self.status().startup_state)),
         }
+    }
+
+    pub(crate) fn name(&self) -> &str {
+        &self.config.name
     }
 
     /// Keeps the server connected until `stop` is cancelled.

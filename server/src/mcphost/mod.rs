@@ -12,6 +12,7 @@ pub(crate) mod budget;
 pub(crate) mod config;
 pub(crate) mod connection;
 mod descriptors;
+pub(crate) mod resources;
 pub(crate) mod session;
 
 use std::collections::HashMap;
@@ -46,6 +47,18 @@ pub(crate) enum McpHostError {
     NotOwner,
     #[error("{0}")]
     Unavailable(String),
+    /// An answer (a resource, a list) over its bound (`resources.rs`).
+    #[error("{0}")]
+    TooLarge(String),
+}
+
+impl From<resources::ResourceError> for McpHostError {
+    fn from(err: resources::ResourceError) -> Self {
+        match err {
+            resources::ResourceError::Call(e) => McpHostError::Unavailable(e.to_string()),
+            resources::ResourceError::TooLarge(why) => McpHostError::TooLarge(why),
+        }
+    }
 }
 
 #[derive(Debug, Default)]

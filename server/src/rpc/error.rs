@@ -191,6 +191,7 @@ impl From<McpHostError> for RpcError {
             McpHostError::ReadOnly(_) | McpHostError::NotOwner => error_codes::MCP_SERVER_READ_ONLY,
             McpHostError::Storage(_) => error_codes::INTERNAL_ERROR,
             McpHostError::Unavailable(_) => error_codes::MCP_SERVER_TEST_FAILED,
+            McpHostError::TooLarge(_) => error_codes::INVALID_PARAMS,
         };
         RpcError::new(code, err.to_string())
     }

@@ -77,6 +77,7 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
         R::McpStatusList(_) => answer::<m::McpStatusList, _>(id, mcp::handle_status_list(ctx)),
         R::McpTest(p) => answer::<m::McpTest, _>(id, mcp::handle_test(ctx, p)),
         R::McpResourcesRead(p) => answer::<m::McpResourcesRead, _>(id, mcp::handle_resources_read(ctx, p)),
+        R::McpResourcesList(p) => answer::<m::McpResourcesList, _>(id, mcp::handle_resources_list(ctx, p)),
         R::McpViewCall(p) => answer::<m::McpViewCall, _>(id, mcp::handle_view_call(ctx, p)),
         R::McpViewContext(p) => answer::<m::McpViewContext, _>(id, mcp::handle_view_context(ctx, p)),
         R::WorkspaceConfigSchema(p) => {

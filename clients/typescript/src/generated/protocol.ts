@@ -1346,6 +1346,21 @@ export interface McpRemoveResult {
 }
 
 /**
+ * Params of `mcp/resources/list` (appserver extension): one page of a running server's
+ * resources (relayed for the server's MCP Apps views).
+ */
+export interface McpResourceListParams {
+  server: string;
+  cursor?: string | null;
+}
+
+/** The page as the MCP server gave it (`[{uri, name, mimeType, …}]`), and the next page's cursor. */
+export interface McpResourceListResult {
+  resources: unknown[];
+  nextCursor?: string | null;
+}
+
+/**
  * Params of `mcp/resources/read` (appserver extension): a `ui://` resource of a server, the
  * HTML of an MCP Apps view.
  */
@@ -2652,6 +2667,7 @@ export interface ClientRequestMap {
   "mcp/get": { params: McpNameParams; result: McpServerResult };
   "mcp/list": { params: McpListParams; result: McpListResult };
   "mcp/remove": { params: McpNameParams; result: McpRemoveResult };
+  "mcp/resources/list": { params: McpResourceListParams; result: McpResourceListResult };
   "mcp/resources/read": { params: McpResourceReadParams; result: McpResourceReadResult };
   "mcp/status/list": { params: McpListParams; result: McpStatusListResult };
   "mcp/test": { params: McpServerParams; result: McpTestResult };

@@ -1,14 +1,15 @@
 //! Handlers of section 22's MCP management methods. Writing a definition (`mcp/upsert`,
 //! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
 //! only a client acting for the workspace's owner may (not a channel adapter bridging others).
-//! `mcp/resources/read` (appserver extension) reads an MCP Apps view's `ui://` HTML;
+//! `mcp/resources/read` and `mcp/resources/list` (appserver extensions) read and list a server's
+//! resources — an MCP Apps view's HTML, and whatever its views read (`mcphost::resources`, bounded);
 //! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`),
 //! `mcp/view/context` a view's context for the model (`turns::view_context`).
 
 use appserver_protocol::{
     AcpSessionMcpServersParams, AcpSessionMcpServersResult, EmptyResult, McpListResult, McpNameParams, McpRemoveResult,
-    McpResourceReadParams, McpResourceReadResult, McpServerParams, McpServerResult, McpStatusListResult, McpTestResult,
-    McpViewCallParams, McpViewCallResult, McpViewContextParams,
+    McpResourceListParams, McpResourceListResult, McpResourceReadParams, McpResourceReadResult, McpServerParams,
+    McpServerResult, McpStatusListResult, McpTestResult, McpViewCallParams, McpViewCallResult, McpViewContextParams,
 };
 
 use crate::mcphost::McpHostError;
@@ -50,18 +51,24 @@ pub(crate) async fn handle_test(ctx: &RequestCtx, p: McpServerParams) -> Result<
     Ok(ctx.state.turns.tool_env.mcp.test(p.server).await)
 }
 
-/// `mcp/resources/read`: a `ui://` resource (an MCP Apps view's HTML) of a running server; other
-/// resources are not read through here.
+/// `mcp/resources/read`: a resource of a running server, any URI it serves (its views' HTML and
+/// what they read), bounded in size. The client relays a view's reads to that view's own server.
 pub(crate) async fn handle_resources_read(
     ctx: &RequestCtx,
     p: McpResourceReadParams,
 ) -> Result<McpResourceReadResult, McpHostError> {
-    if !p.uri.starts_with("ui://") {
-        return Err(McpHostError::Validation(format!("uri: `{}` is not a ui:// resource", p.uri)));
-    }
     let connection = ctx.state.turns.tool_env.mcp.connection(&p.server).ok_or(McpHostError::NotFound(p.server))?;
-    let contents = connection.read_resource(&p.uri).await.map_err(|e| McpHostError::Unavailable(e.to_string()))?;
-    Ok(McpResourceReadResult { contents })
+    Ok(McpResourceReadResult { contents: crate::mcphost::resources::read(&connection, &p.uri).await? })
+}
+
+/// `mcp/resources/list`: one page of a running server's resources, bounded.
+pub(crate) async fn handle_resources_list(
+    ctx: &RequestCtx,
+    p: McpResourceListParams,
+) -> Result<McpResourceListResult, McpHostError> {
+    let connection = ctx.state.turns.tool_env.mcp.connection(&p.server).ok_or(McpHostError::NotFound(p.server))?;
+    let (resources, next_cursor) = crate::mcphost::resources::list(&connection, p.cursor).await?;
+    Ok(McpResourceListResult { resources, next_cursor })
 }
 
 /// `mcp/view/call`: withdrawn if this connection closes while its approval is pending.
