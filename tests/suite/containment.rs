@@ -143,12 +143,17 @@ async fn the_file_tools_refuse_the_servers_secrets_and_the_users_under_any_polic
     std::fs::create_dir_all(home.path().join(".ssh")).unwrap();
     std::fs::write(home.path().join(".ssh/id_ed25519"), "PRIVATE-KEY-42").unwrap();
     std::fs::write(home.path().join(".netrc"), "machine x password NETRC-42").unwrap();
+    // The user's own config file (XDG), which may hold a key for every workspace.
+    std::fs::create_dir_all(home.path().join(".config/appserver")).unwrap();
+    std::fs::write(home.path().join(".config/appserver/config.toml"), "[model]\nmax_retries = 1 # USER-CONFIG-42\n")
+        .unwrap();
     let config = "[model]\napi_key = \"sk-config-key-42\"\n";
     let server = ServerBuilder::ws()
         .mock_model(&mock)
         .args(["--approval-policy", "never", "--ws-token", "tok-42"])
         .config(config)
         .env("HOME", &home.path().to_string_lossy())
+        .env("XDG_CONFIG_HOME", &home.path().join(".config").to_string_lossy())
         .spawn()
         .await
         .unwrap();
@@ -164,13 +169,15 @@ async fn the_file_tools_refuse_the_servers_secrets_and_the_users_under_any_polic
         tool_call("r5", "ReadFile", json!({ "path": "~/.netrc" })),
         tool_call("r6", "GrepFiles", json!({ "pattern": "tok-42|sk-config-key" })),
         tool_call("r7", "GrepFiles", json!({ "pattern": "PRIVATE", "path": "~/.ssh" })),
+        tool_call("r8", "ReadFile", json!({ "path": "~/.config/appserver/config.toml" })),
         done(),
     ];
     let events = one_turn(&mut client, &mock, reads).await;
     let results = tool_results(&events);
-    assert_eq!(results.len(), 7);
+    assert_eq!(results.len(), 8);
+    assert!(!results[7].1, "the user's config file is refused: {}", results[7].0);
     for (text, _) in &results {
-        for secret in ["tok-42", "sk-config-key-42", "PRIVATE-KEY-42", "NETRC-42"] {
+        for secret in ["tok-42", "sk-config-key-42", "PRIVATE-KEY-42", "NETRC-42", "USER-CONFIG-42"] {
             assert!(!text.contains(secret), "{secret} leaked: {text}");
         }
     }
