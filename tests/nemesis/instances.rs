@@ -97,7 +97,7 @@ impl Instances {
             .args(["--cluster-lease-ttl", &lease, "--enable-debug-methods", "--approval-timeout-ms", "3000"])
             .args(["--shutdown-grace", "0"])
             // Not the harness's debug level: its log is kept in memory for the whole run.
-            .env("APPSERVER_LOG", "warn,appserver::turns::ownership=debug")
+            .env("APPSERVER_LOG", "warn,appserver::domain::turns::ownership=debug")
             .spawn()
             .await?;
         self.addrs.set(n, Some(process.ws_addr()));

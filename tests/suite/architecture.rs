@@ -1,58 +1,44 @@
-//! The code map as rules (docs/architecture.md "Layers"): which top-level module of server/src
-//! may reach which, the ports module a leaf, SQL only in the store, unsafe code in two files, the
+//! The code map as rules (docs/architecture.md "Layers"): which module of server/src may reach
+//! which, no layer's folder reaching a higher one, handlers never reaching the store, no cycle among
+//! a module's files, the ports module a leaf, SQL only in the store, unsafe code in three files, the
 //! size limits, and every file a `//!` line names existing. Each file is parsed whole (test code
 //! included, every import form), so a change that breaks a rule fails here with the offending
 //! line; a planted fixture shows each rule catching what it should.
 
+mod cycles;
 mod source;
 
+use cycles::{cycles, sibling_edges};
 use source::{Source, crate_refs, error_code_literals, functions, module_of, named_files, non_test_lines, read_tree};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
+/// A module is named by its folder under its layer's folder (`domain/threads` is `threads`).
 const LAYERS: &[&[&str]] = &[
-    &["clock", "ports", "policy", "telemetry", "memory"],
-    &["store", "debug", "channels", "cluster"],
+    &["clock", "ports", "policy", "telemetry", "memory", "lock"],
+    &["store", "debug_hooks", "origin_channels", "cluster"],
     &["config"],
-    &["model", "threads"],
-    &["commands", "apps", "shell", "mcphost", "workspace", "delivery"],
+    &["model_client", "threads"],
+    &["slash_commands", "apps", "shell", "mcp_host", "workspace", "channel_delivery"],
     &["plugins"],
     &["skills"],
     &["turns"],
     &["cron", "subagent"],
     &["agent"],
-    &["rpc", "mcp"],
+    &["rpc", "mcp_server"],
     &["transport"],
-    &["lock"],
-    &["server", "cli", "lib", "main"],
+    &["startup", "cli", "lib", "main", "edge", "domain", "infra", "app"],
     &["acp", "exec", "doctor"],
 ];
 
-/// The domain: never imports the JSON-RPC layer, the transports or the server's assembly.
-const DOMAIN: &[&str] = &[
-    "threads",
-    "turns",
-    "apps",
-    "agent",
-    "store",
-    "commands",
-    "shell",
-    "mcphost",
-    "model",
-    "policy",
-    "ports",
-    "config",
-    "clock",
-    "telemetry",
-    "cluster",
-    "memory",
-    "workspace",
-    "skills",
-    "plugins",
-    "cron",
-    "delivery",
-    "subagent",
-];
+/// The layers' folders under server/src, bottom first: a file reaches only modules of its own
+/// folder or of a folder below it.
+const FOLDERS: &[&str] = &["infra", "domain", "edge", "app"];
+
+/// The one path up the folders, with its reason: the configuration parses the approval policy and
+/// the sandbox mode the domain defines (plain value types; the configuration reaches nothing else
+/// of the domain).
+const FOLDER_EXCEPTIONS: &[(&str, &str)] = &[("config", "policy")];
 
 const MAX_FILE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 80;
@@ -95,15 +81,71 @@ fn layering_violations(sources: &[Source]) -> Vec<String> {
     violations
 }
 
-/// Domain files reaching the JSON-RPC layer, the transports or the server's assembly.
-fn domain_violations(sources: &[Source]) -> Vec<String> {
+/// Files reaching a module of a folder above their own (the domain reaching the edge or the
+/// application, the infrastructure reaching the domain), and files outside the layers' folders.
+fn folder_violations(sources: &[Source]) -> Vec<String> {
     let mut violations = Vec::new();
-    for source in sources.iter().filter(|s| DOMAIN.contains(&module_of(&s.rel))) {
-        for reference in crate_refs(source) {
-            if ["rpc", "transport", "server", "lock", "cli", "acp", "mcp"].contains(&reference.top.as_str()) {
-                violations
-                    .push(format!("{}:{}: the domain reaches crate::{}", source.rel, reference.line, reference.top));
+    for source in sources {
+        let from = module_of(&source.rel);
+        let Some(from_folder) = folder_of(&source.rel) else {
+            if !["lib", "main"].contains(&from) {
+                violations.push(format!("{}: outside the layers' folders ({})", source.rel, FOLDERS.join(", ")));
             }
+            continue;
+        };
+        for reference in crate_refs(source) {
+            let Some(to_folder) = reference.folder.as_deref() else { continue };
+            let (from_rank, to_rank) = (folder_rank(from_folder), folder_rank(to_folder));
+            if to_rank > from_rank && !FOLDER_EXCEPTIONS.contains(&(from, reference.top.as_str())) {
+                violations.push(format!(
+                    "{}:{}: `{from_folder}/{from}` reaches up into `{to_folder}/{}`",
+                    source.rel, reference.line, reference.top
+                ));
+            }
+        }
+    }
+    violations
+}
+
+/// The layer folder a file is in (`domain/threads/mod.rs` → `domain`); none for lib.rs and
+/// main.rs.
+fn folder_of(rel: &str) -> Option<&str> {
+    let (first, _) = rel.split_once('/')?;
+    FOLDERS.contains(&first).then_some(first)
+}
+
+fn folder_rank(folder: &str) -> usize {
+    FOLDERS.iter().position(|f| *f == folder).unwrap_or(usize::MAX)
+}
+
+/// JSON-RPC handlers that reach the store: they translate, and the domain's services read and
+/// write.
+fn handler_violations(sources: &[Source]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for source in sources.iter().filter(|s| s.rel.starts_with("edge/rpc/handlers/")) {
+        for reference in crate_refs(source) {
+            if reference.top == "store" {
+                violations.push(format!("{}:{}: a handler reaches the store", source.rel, reference.line));
+            }
+        }
+    }
+    violations
+}
+
+/// Cycles among the files of one module: a file reaching a sibling that reaches it back (directly
+/// or around a longer loop). A parent and its children may reach each other (a child uses its
+/// parent's types, the parent calls its children); siblings form a graph without cycles.
+fn cycle_violations(sources: &[Source]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for (module, edges) in sibling_edges(sources) {
+        for group in cycles(&edges) {
+            let loops: Vec<String> = group
+                .iter()
+                .flat_map(|from| {
+                    edges[from].iter().filter(|to| group.contains(*to)).map(move |to| format!("{from} → {to}"))
+                })
+                .collect();
+            violations.push(format!("{module}: a cycle among its files: {}", loops.join(", ")));
         }
     }
     violations
@@ -178,22 +220,38 @@ fn every_path_into_the_crate_points_down_the_layers() {
 }
 
 #[test]
-fn the_domain_never_reaches_rpc_or_transport() {
-    let violations = domain_violations(&server_sources());
-    assert!(violations.is_empty(), "the domain reaches above itself:\n{}", violations.join("\n"));
+fn no_folder_reaches_up_into_a_higher_layer() {
+    let violations = folder_violations(&server_sources());
+    assert!(violations.is_empty(), "a layer reaches above itself:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn handlers_never_reach_the_store() {
+    let violations = handler_violations(&server_sources());
+    assert!(violations.is_empty(), "handlers reading or writing the store themselves:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn no_module_has_a_cycle_among_its_files() {
+    let violations = cycle_violations(&server_sources());
+    assert!(violations.is_empty(), "cycles:\n{}", violations.join("\n"));
 }
 
 #[test]
 fn ports_is_a_leaf_and_only_the_store_speaks_sql() {
     for source in server_sources() {
-        if source.rel == "ports.rs" {
+        if source.rel == "domain/ports.rs" {
             let refs: Vec<String> =
                 crate_refs(&source).into_iter().map(|r| r.top).filter(|top| top != "ports").collect();
             assert!(refs.is_empty(), "ports.rs reaches into the server: {refs:?}");
         }
         if module_of(&source.rel) != "store" {
             for driver in ["sqlx", "rusqlite"] {
-                assert!(!source.text.contains(driver), "{} names {driver}: only server/src/store may", source.rel);
+                assert!(
+                    !source.text.contains(driver),
+                    "{} names {driver}: only server/src/infra/store may",
+                    source.rel
+                );
             }
         }
     }
@@ -204,15 +262,19 @@ fn unsafe_code_stays_in_the_memory_module_the_sqlite_vfs_and_the_sandbox_helper(
     for source in server_sources() {
         // malloc_trim and friends; the writer's SQLite VFS (C callbacks over SQLite's files) and its
         // tests; the sandbox helper's fork without exec and its loopback ioctl.
-        let allowed =
-            ["memory.rs", "store/sqlite/coalesce.rs", "store/sqlite/coalesce_tests.rs", "shell/sandbox/sys.rs"];
+        let allowed = [
+            "infra/memory.rs",
+            "infra/store/sqlite/coalesce.rs",
+            "infra/store/sqlite/coalesce_tests.rs",
+            "domain/shell/sandbox/sys.rs",
+        ];
         if allowed.contains(&source.rel.as_str()) {
             continue;
         }
         for marker in ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe_code"] {
             assert!(
                 !source.text.contains(marker),
-                "{} has `{marker}`: only server/src/memory.rs (malloc_trim, mallopt, mallinfo2), server/src/store/sqlite/coalesce.rs (the SQLite VFS) and server/src/shell/sandbox/sys.rs (fork, the loopback ioctl) may",
+                "{} has `{marker}`: only server/src/infra/memory.rs (malloc_trim, mallopt, mallinfo2), server/src/infra/store/sqlite/coalesce.rs (the SQLite VFS) and server/src/domain/shell/sandbox/sys.rs (fork, the loopback ioctl) may",
                 source.rel
             );
         }
@@ -238,13 +300,17 @@ fn planted_fixture(root: &Path) {
     let big_file = "pub(crate) struct S;\n".repeat(610);
     let files = [
         ("lib.rs", "//! The fixture's root.\n".to_owned()),
-        ("ports.rs", "//! A leaf that is not.\nuse crate::{self as root, store::Db};\n".to_owned()),
-        ("clock.rs", "//! A clock.\npub(crate) struct Clock;\n".to_owned()),
-        ("store/mod.rs", "//! The store, whose code lives in store/missing.rs.\nuse crate::clock::Clock;\nmod inner {\n    pub(super) fn f() {\n        super::super::rpc::call();\n    }\n}\n".to_owned()),
-        ("rpc/mod.rs", "//! The rpc layer.\npub(crate) fn call() -> i64 {\n    -32000\n}\n".to_owned()),
-        ("threads/long.rs", format!("//! A long function.\npub(super) const fn long() {{\n{long_body}}}\n#[cfg(test)]\nmod tests {{\n    use crate::rpc::call;\n}}\n")),
-        ("threads/big.rs", format!("//! A big file.\n{big_file}")),
-        ("turns/mod.rs", "//! Turns.\nfn f() { tracing::info!(\"{:?}\", crate::rpc::call()); }\n".to_owned()),
+        ("domain/ports.rs", "//! A leaf that is not.\nuse crate::{self as root, infra::store::Db};\n".to_owned()),
+        ("infra/clock.rs", "//! A clock.\npub(crate) struct Clock;\n".to_owned()),
+        ("infra/store/mod.rs", "//! The store, whose code lives in store/missing.rs.\nuse crate::infra::clock::Clock;\nmod inner {\n    pub(super) fn f() {\n        super::super::super::edge::rpc::call();\n    }\n}\n".to_owned()),
+        ("edge/rpc/mod.rs", "//! The rpc layer.\npub(crate) fn call() -> i64 {\n    -32000\n}\n".to_owned()),
+        ("edge/rpc/handlers/threads.rs", "//! A handler.\nuse crate::infra::store::Db;\n".to_owned()),
+        ("domain/threads/long.rs", format!("//! A long function.\npub(super) const fn long() {{\n{long_body}}}\n#[cfg(test)]\nmod tests {{\n    use crate::edge::rpc::call;\n}}\n")),
+        ("domain/threads/big.rs", format!("//! A big file.\n{big_file}")),
+        ("domain/turns/mod.rs", "//! Turns.\nfn f() { tracing::info!(\"{:?}\", crate::edge::rpc::call()); }\n".to_owned()),
+        ("domain/turns/a.rs", "//! One half of a loop.\nuse super::b::B;\npub(crate) struct A;\n".to_owned()),
+        ("domain/turns/b.rs", "//! The other half.\nuse crate::domain::turns::a::A;\npub(crate) struct B;\n".to_owned()),
+        ("stray.rs", "//! Outside the folders.\n".to_owned()),
     ];
     for (rel, text) in files {
         let path = root.join(rel);
@@ -261,7 +327,9 @@ fn each_rule_fails_on_a_planted_violation() {
     let sources = read_tree(&root).unwrap();
     let all = [
         layering_violations(&sources),
-        domain_violations(&sources),
+        folder_violations(&sources),
+        handler_violations(&sources),
+        cycle_violations(&sources),
         size_violations(&sources),
         missing_named_files(&sources, &root, dir.path()),
         error_code_violations(&sources),
@@ -269,14 +337,18 @@ fn each_rule_fails_on_a_planted_violation() {
     .concat()
     .join("\n");
     for expected in [
-        "ports.rs:2: `ports` reaches `crate::store`",        // grouped import
-        "store/mod.rs:5: `store` reaches `crate::rpc`",      // super::super:: path in an inline module
-        "threads/long.rs:91: the domain reaches crate::rpc", // test code counts for layering
-        "turns/mod.rs:2: the domain reaches crate::rpc",     // a path inside a macro's tokens
-        "threads/long.rs:2: fn long is 87 lines",            // pub(super) const fn
-        "threads/big.rs: 611 lines",
-        "store/mod.rs:1: names `store/missing.rs`",
-        "rpc/mod.rs:3: a JSON-RPC error code as a number",
+        "domain/ports.rs:2: `ports` reaches `crate::store`", // grouped import
+        "infra/store/mod.rs:5: `store` reaches `crate::rpc`", // super:: path in an inline module
+        "infra/store/mod.rs:5: `infra/store` reaches up into `edge/rpc`",
+        "domain/threads/long.rs:91: `domain/threads` reaches up into `edge/rpc`", // test code counts
+        "domain/turns/mod.rs:2: `domain/turns` reaches up into `edge/rpc`",       // inside a macro's tokens
+        "edge/rpc/handlers/threads.rs:2: a handler reaches the store",
+        "turns: a cycle among its files",
+        "stray.rs: outside the layers' folders",
+        "domain/threads/long.rs:2: fn long is 87 lines", // pub(super) const fn
+        "domain/threads/big.rs: 611 lines",
+        "infra/store/mod.rs:1: names `store/missing.rs`",
+        "edge/rpc/mod.rs:3: a JSON-RPC error code as a number",
     ] {
         assert!(all.contains(expected), "the rules missed `{expected}`; they found:\n{all}");
     }

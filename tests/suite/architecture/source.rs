@@ -16,7 +16,7 @@ pub(crate) struct Source {
     pub(crate) ast: syn::File,
     /// Its module path: `turns/runner.rs` → [turns, runner]; a file a `#[path]` attribute pulls
     /// in (`store/events.rs`'s `#[path = "event_tests.rs"] mod tests;`) → [store, events, tests].
-    module: Vec<String>,
+    pub(crate) module: Vec<String>,
 }
 
 /// Every `.rs` file under `root`, sorted by path; a file that does not parse is an error naming it.
@@ -77,10 +77,19 @@ fn path_modules(ast: &syn::File) -> Vec<(String, String)> {
     out
 }
 
-/// The top-level module a file belongs to: `turns/runner.rs` → `turns`, `ports.rs` → `ports`.
+/// The layers' folders: a module is named by the folder (or file) under one of them.
+pub(crate) const LAYER_FOLDERS: &[&str] = &["infra", "domain", "edge", "app"];
+
+/// The module a file belongs to: `domain/turns/runner.rs` → `turns`, `domain/ports.rs` → `ports`,
+/// `domain/mod.rs` → `domain`, `lib.rs` → `lib`.
 pub(crate) fn module_of(rel: &str) -> &str {
-    let first = rel.split('/').next().unwrap_or(rel);
-    first.strip_suffix(".rs").unwrap_or(first)
+    let mut parts = rel.split('/');
+    let first = parts.next().unwrap_or(rel);
+    let name = match parts.next() {
+        Some(second) if LAYER_FOLDERS.contains(&first) && second != "mod.rs" => second,
+        _ => first,
+    };
+    name.strip_suffix(".rs").unwrap_or(name)
 }
 
 /// The module path of a file: `turns/runner.rs` → [turns, runner], `turns/mod.rs` → [turns],
@@ -93,16 +102,21 @@ fn module_path(rel: &str) -> Vec<String> {
     parts
 }
 
-/// A path into the crate found in a file: its line and the top-level module it reaches (the
-/// first segment after the crate root; an item of the crate root is named as itself).
+/// A path into the crate found in a file: its line and the module it reaches (the segment after
+/// the layer's folder: `crate::domain::threads::X` reaches `threads` in `domain`; an item of the
+/// crate root is named as itself, with no folder).
 pub(crate) struct CrateRef {
     pub(crate) line: usize,
     pub(crate) top: String,
+    pub(crate) folder: Option<String>,
+    /// The whole path from the crate root, and whether it is written in test-only code.
+    pub(crate) path: Vec<String>,
+    pub(crate) in_test: bool,
 }
 
 /// Every path of `source` that reaches into the crate, test code included.
 pub(crate) fn crate_refs(source: &Source) -> Vec<CrateRef> {
-    let mut finder = RefFinder { module: source.module.clone(), refs: Vec::new() };
+    let mut finder = RefFinder { module: source.module.clone(), refs: Vec::new(), test_depth: 0 };
     finder.visit_file(&source.ast);
     finder.refs
 }
@@ -111,6 +125,8 @@ struct RefFinder {
     /// The module the visitor is in (inline `mod` blocks pushed).
     module: Vec<String>,
     refs: Vec<CrateRef>,
+    /// How many test-only items the visitor is inside.
+    test_depth: usize,
 }
 
 impl RefFinder {
@@ -128,9 +144,12 @@ impl RefFinder {
             }
             _ => return,
         };
-        if let Some(top) = absolute.first() {
-            self.refs.push(CrateRef { line, top: top.clone() });
-        }
+        let (folder, top) = match absolute.as_slice() {
+            [first, second, ..] if LAYER_FOLDERS.contains(&first.as_str()) => (Some(first.clone()), second.clone()),
+            [first, ..] => (None, first.clone()),
+            [] => return,
+        };
+        self.refs.push(CrateRef { line, top, folder, path: absolute, in_test: self.test_depth > 0 });
     }
 
     fn use_tree(&mut self, tree: &syn::UseTree, prefix: &mut Vec<String>, line: usize) {
@@ -188,6 +207,13 @@ impl RefFinder {
 }
 
 impl<'ast> Visit<'ast> for RefFinder {
+    fn visit_item(&mut self, item: &'ast syn::Item) {
+        let test = is_test_only(item_attrs(item));
+        self.test_depth += usize::from(test);
+        visit::visit_item(self, item);
+        self.test_depth -= usize::from(test);
+    }
+
     fn visit_item_use(&mut self, item: &'ast syn::ItemUse) {
         let line = item.span().start().line;
         self.use_tree(&item.tree, &mut Vec::new(), line);

@@ -94,7 +94,7 @@ async fn concurrent_turns(server: &ServerProcess, sizes: Sizes) -> Result<(usize
 }
 
 /// The server's store threads, whose work is what the SQLite floor's writer and checkpoint
-/// threads do (server/src/store/writer.rs and sqlite/checkpoint.rs name them).
+/// threads do (server/src/infra/store/writer.rs and sqlite/checkpoint.rs name them).
 const STORE_THREADS: [&str; 2] = ["store-writer", "store-checkpoint"];
 
 /// Server CPU per item completed in the items row's shape, against the floor's writer CPU per

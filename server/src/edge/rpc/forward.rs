@@ -1,0 +1,244 @@
+//! Cluster mode: a request about a thread whose turn another instance runs is forwarded to that
+//! instance (NATS request/reply on `instance.<id>.rpc`) and its answer returned as if answered
+//! here; and this instance serves the requests forwarded to it, each on a connection of its own
+//! that lives for that one request (initialized as the asking client was, without approval
+//! support: approvals reach clients through their own instances).
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
+use appserver_protocol::{ClientCapabilities, ClientInfo, InitializeParams};
+use bytes::Bytes;
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{CloseReason, RequestCtx, ServerState, TransportKind};
+use crate::domain::threads::SessionError;
+use crate::infra::cluster::{Cluster, instance_subject};
+
+/// How long a forwarded request may take (a `turn/start` answers once its turn is stored).
+const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A request as it travels to the owning instance.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Forwarded {
+    /// The asking connection's `initialize` params (its name, channel, opt-outs).
+    initialize: InitializeParams,
+    method: String,
+    params: Value,
+}
+
+/// The owning instance's answer: the JSON-RPC `result` or `error`.
+#[derive(Debug, Serialize, Deserialize)]
+struct ForwardedAnswer {
+    #[serde(default)]
+    result: Option<Value>,
+    #[serde(default)]
+    error: Option<ErrorObject>,
+}
+
+fn service(instance: &str) -> String {
+    format!("{}.rpc", instance_subject(instance))
+}
+
+/// Sends `method` with `params` to `owner` and returns its result, or its error as this
+/// request's error.
+pub(crate) async fn forward<P: Serialize, R: DeserializeOwned>(
+    ctx: &RequestCtx,
+    cluster: &Cluster,
+    owner: &str,
+    method: &str,
+    params: &P,
+) -> Result<R, SessionError> {
+    let initialize = match ctx.peer.session.client() {
+        Some(client) => InitializeParams {
+            client_info: client.client_info.clone(),
+            capabilities: ClientCapabilities { approval_support: Some(false), ..client.capabilities.clone() },
+        },
+        None => InitializeParams { client_info: ClientInfo::default(), capabilities: ClientCapabilities::default() },
+    };
+    let params = serde_json::to_value(params).map_err(|e| SessionError::InvalidParams(e.to_string()))?;
+    let request = Forwarded { initialize, method: method.to_owned(), params };
+    let payload = serde_json::to_vec(&request).map_err(|e| SessionError::InvalidParams(e.to_string()))?;
+    let unavailable = |err: &dyn std::fmt::Display| {
+        SessionError::Unavailable(format!("instance {owner} runs this thread's turn and did not answer: {err}"))
+    };
+    tracing::debug!(%owner, method, "forwarding to the thread's owner");
+    let answer =
+        cluster.ask(&service(owner), Bytes::from(payload), FORWARD_TIMEOUT).await.map_err(|e| unavailable(&e))?;
+    let answer: ForwardedAnswer = serde_json::from_slice(&answer).map_err(|e| unavailable(&e))?;
+    match (answer.result, answer.error) {
+        (_, Some(error)) => Err(SessionError::Forwarded(error)),
+        (Some(result), None) => serde_json::from_value(result).map_err(|e| unavailable(&e)),
+        (None, None) => Err(unavailable(&"an empty answer")),
+    }
+}
+
+/// Serves the requests other instances forward to this one, until shutdown.
+pub(crate) async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: CancellationToken) {
+    let served = cluster.serve(&service(cluster.instance_id())).await;
+    let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve forwarded requests"))
+    else {
+        return;
+    };
+    while let Some((payload, responder)) = requests.next_until(&shutdown).await {
+        let state = state.clone();
+        state.tasks.clone().spawn(async move {
+            let answer = match serde_json::from_slice::<Forwarded>(&payload) {
+                Ok(request) => run(&state, request).await,
+                Err(err) => answer_error(error_codes::INVALID_REQUEST, format!("not a forwarded request: {err}")),
+            };
+            if let Err(err) = responder.reply(Bytes::from(answer)).await {
+                tracing::warn!(error = %err, "cannot answer a forwarded request");
+            }
+        });
+    }
+}
+
+fn answer_error(code: i64, message: String) -> Vec<u8> {
+    serde_json::to_vec(&json!({ "error": { "code": code, "message": message } })).unwrap_or_default()
+}
+
+/// Runs one forwarded request on a connection of its own and returns the answer.
+async fn run(state: &Arc<ServerState>, request: Forwarded) -> Vec<u8> {
+    let (peer, mut outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.shutdown);
+    let frames = [
+        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": request.initialize }),
+        json!({ "jsonrpc": "2.0", "id": 2, "method": request.method, "params": request.params }),
+    ];
+    let mut answer = None;
+    for frame in frames {
+        if let Some(reply) = super::dispatch::handle_frame(state, &peer, &frame.to_string()).await {
+            reply.queue(&peer).await;
+        }
+    }
+    let deadline = tokio::time::sleep(FORWARD_TIMEOUT);
+    tokio::pin!(deadline);
+    while answer.is_none() {
+        tokio::select! {
+            _ = &mut deadline => break,
+            frame = outgoing.recv() => match frame {
+                Some(frame) => answer = response_to_request(frame.bytes()),
+                None => break,
+            },
+        }
+    }
+    peer.close(CloseReason::Disconnected);
+    state.connections.remove(peer.id);
+    answer.unwrap_or_else(|| {
+        answer_error(error_codes::INTERNAL_ERROR, "the forwarded request got no answer in time".into())
+    })
+}
+
+/// The `{result}` or `{error}` of the response to request 2, if `frame` is that response.
+fn response_to_request(frame: &[u8]) -> Option<Vec<u8>> {
+    let value: Value = serde_json::from_slice(frame).ok()?;
+    if value.get("id") != Some(&json!(2)) || value.get("method").is_some() {
+        return None;
+    }
+    let answer = ForwardedAnswer {
+        result: value.get("result").cloned(),
+        error: value.get("error").and_then(|e| serde_json::from_value(e.clone()).ok()),
+    };
+    serde_json::to_vec(&answer).ok()
+}
+
+/// What a turn request needs of the thread's lease (cluster mode).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Need {
+    /// It may start a turn: take the lease unless another instance holds it.
+    Claim,
+    /// It acts on a running turn: forward it to the lease's holder if there is one elsewhere.
+    Holder,
+}
+
+/// Cluster mode: `None` when the request is to run here (with [`Need::Claim`], the lease is now
+/// this instance's, the thread read again and its events caught up); `Some(answer)` when the
+/// instance running the thread's turn answered it. The asking connection is subscribed to the
+/// thread here, so the forwarded turn's events reach it. Running alone: always `None`.
+pub(crate) async fn route<P: Serialize, R: DeserializeOwned>(
+    ctx: &RequestCtx,
+    thread_id: &str,
+    method: &str,
+    params: &P,
+    need: Need,
+) -> Result<Option<R>, SessionError> {
+    let (Some(ownership), Some(cluster)) = (ctx.state.turns.ownership.as_ref(), ctx.state.cluster()) else {
+        return Ok(None);
+    };
+    let owner = match need {
+        Need::Claim if ctx.state.turns.draining.is_cancelled() => {
+            match draining_route(ctx, ownership, thread_id).await? {
+                Some(owner) => owner,
+                None => return Ok(None),
+            }
+        }
+        Need::Claim => match ownership.claim(thread_id).await? {
+            crate::domain::turns::ownership::Claim::Mine(fence) => {
+                let handle = ctx.state.threads.get(thread_id).await?;
+                // A turn of the thread running here already numbers its events (the request
+                // then gets -32012); turns a previous holder left unfinished are announced
+                // before this request's own events.
+                crate::domain::turns::ownership::take_over(&ctx.state.turns, &handle, fence).await?;
+                return Ok(None);
+            }
+            crate::domain::turns::ownership::Claim::Elsewhere(owner) => owner,
+        },
+        Need::Holder => match ownership.holder_elsewhere(thread_id).await? {
+            Some(owner) => owner,
+            None => return Ok(None),
+        },
+    };
+    let handle = ctx.state.threads.get(thread_id).await?;
+    super::handlers::threads::subscribe_connection(ctx, handle, false, None).await?;
+    forward(ctx, cluster, &owner, method, params).await.map(Some)
+}
+
+/// Cluster mode: marks the thread's lease as used by this request from before its claim until
+/// the guard is dropped (once the request's turn is reserved, or it gave up), so the lease is not
+/// given up here in between. `None` running alone.
+pub(crate) async fn use_lease(
+    ctx: &RequestCtx,
+    thread_id: &str,
+) -> Result<Option<crate::domain::threads::fence::LeaseUse>, SessionError> {
+    if ctx.state.turns.ownership.is_none() {
+        return Ok(None);
+    }
+    let handle = ctx.state.threads.get(thread_id).await?;
+    Ok(Some(handle.fence.use_lease()))
+}
+
+/// Where a request to start a turn goes while this instance drains (a graceful shutdown): to the
+/// instance holding the thread's lease, or — the lease given up here first — to another live
+/// instance, which claims it. `None` (run here) when a turn of the thread runs here: the request
+/// then gets -32012 as always. No other instance alive: -32001, shutting down.
+async fn draining_route(
+    ctx: &RequestCtx,
+    ownership: &crate::domain::turns::ownership::Ownership,
+    thread_id: &str,
+) -> Result<Option<String>, SessionError> {
+    if let Some(owner) = ownership.holder_elsewhere(thread_id).await? {
+        return Ok(Some(owner));
+    }
+    if ctx.state.threads.loaded(thread_id).is_some_and(|handle| handle.state().running.is_some()) {
+        return Ok(None);
+    }
+    let others = ctx.state.cluster().map(Cluster::others).unwrap_or_default();
+    let Some(other) = others.get(fastrand::usize(..others.len().max(1))).cloned() else {
+        return Err(SessionError::ShuttingDown);
+    };
+    ownership.release_now(&ctx.state.turns, thread_id).await?;
+    Ok(Some(other))
+}
+
+/// Cluster mode: gives the thread's lease up unless this instance still needs it (a request
+/// that took the lease started no turn).
+pub(crate) fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {
+    if let Some(ownership) = &ctx.state.turns.ownership {
+        ownership.release_unless_needed(&ctx.state.turns, thread_id);
+    }
+}
