@@ -6,11 +6,9 @@
 //! `session/request_permission`, and the server's `ext/acp/*` requests (the agent's file and
 //! command tools through the editor) onto ACP's `fs/*` and `terminal/*`. docs/acp.md.
 
-mod asks;
 mod bridge;
 mod io;
 mod mcp;
-mod prompt;
 mod rpc;
 mod session;
 mod updates;

@@ -11,7 +11,12 @@
 
 pub(crate) mod admission;
 pub(crate) mod limits;
+mod mcp;
 mod probes;
+mod sse_json;
+pub(crate) mod web;
+pub(crate) mod ws;
+mod ws_frames;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -57,7 +62,7 @@ pub(crate) fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
     let (apps, turns) = (state.apps.clone(), state.turns.clone());
     let (mcp, mcp_sessions) =
         crate::edge::mcp_server::http::service(apps, turns, &state.config, &state.shutdown, &state.tasks);
-    let app_key = state.config.ws_token.as_deref().map(super::web::app_key);
+    let app_key = state.config.ws_token.as_deref().map(web::app_key);
     let agent_token = state.config.ws_token.as_deref().map(admission::agent_token);
     let app = router(Arc::new(Edge { state: state.clone(), slots, app_key, agent_token, mcp, mcp_sessions }));
     for listener in listeners {
@@ -68,13 +73,13 @@ pub(crate) fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
 /// The routes under the one middleware stack.
 fn router(edge: Arc<Edge>) -> Router {
     let mut routes = Router::new()
-        .route("/ws", get(super::ws::upgrade))
-        .route("/mcp", any(super::mcp::handle))
+        .route("/ws", get(ws::upgrade))
+        .route("/mcp", any(mcp::handle))
         .route("/healthz", get(probes::healthz))
         .route("/readyz", get(probes::readyz))
         .route("/metrics", get(probes::metrics));
     if edge.state.config.web {
-        routes = routes.merge(super::web::routes());
+        routes = routes.merge(web::routes());
     }
     // The first layer added is the innermost: requests meet them bottom to top.
     routes

@@ -8,9 +8,9 @@ use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use super::bridge::{Bridge, SERVER_TIMEOUT, relayed};
-use super::rpc::error;
-use super::session::{Ended, Prompt};
+use super::{Bridge, SERVER_TIMEOUT, relayed};
+use crate::app::acp::rpc::error;
+use crate::app::acp::session::{Ended, Prompt};
 
 fn str_at<'a>(value: &'a Value, key: &str) -> &'a str {
     value.get(key).and_then(Value::as_str).unwrap_or_default()

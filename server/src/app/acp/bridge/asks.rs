@@ -10,8 +10,8 @@ use std::time::Duration;
 use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
 use serde_json::{Value, json};
 
-use super::bridge::Bridge;
-use super::rpc::{Incoming, RpcError, error};
+use super::Bridge;
+use crate::app::acp::rpc::{Incoming, RpcError, error};
 
 /// How long the user has to choose (the server stops waiting at its own approval timeout).
 const PERMISSION_TIMEOUT: Duration = Duration::from_secs(30 * 60);

@@ -9,16 +9,16 @@ use super::{Response, content_type};
 /// iframes from this server, and no framing of the desktop by anyone.
 const PAGE_CSP: &str = "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; media-src 'self' data:; connect-src 'self'; frame-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'";
 
-const INDEX_HTML: &[u8] = include_bytes!("../../../../../clients/web/dist/index.html");
+const INDEX_HTML: &[u8] = include_bytes!("../../../../../../clients/web/dist/index.html");
 
 /// The MCP Apps views' sandbox proxy: the page is sent a view's HTML and writes it into itself.
-const VIEW_FRAME_HTML: &[u8] = include_bytes!("../../../../../clients/web/dist/view-frame.html");
+const VIEW_FRAME_HTML: &[u8] = include_bytes!("../../../../../../clients/web/dist/view-frame.html");
 
 /// `(name under /assets/, bytes)`.
 const ASSETS: &[(&str, &[u8])] = &[
-    ("desktop.js", include_bytes!("../../../../../clients/web/dist/desktop.js")),
-    ("desktop.css", include_bytes!("../../../../../clients/web/dist/desktop.css")),
-    ("appserver-app.js", include_bytes!("../../../../../clients/web/dist/appserver-app.js")),
+    ("desktop.js", include_bytes!("../../../../../../clients/web/dist/desktop.js")),
+    ("desktop.css", include_bytes!("../../../../../../clients/web/dist/desktop.css")),
+    ("appserver-app.js", include_bytes!("../../../../../../clients/web/dist/appserver-app.js")),
 ];
 
 /// `GET /`: the desktop page.

@@ -4,13 +4,14 @@
 //! of `apps` (and logged), so one broken app does not hide the others, and listed under `problems`
 //! with what is wrong, so the desktop can say so instead of the app vanishing.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use appserver_protocol::AppPermissions;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Response;
+use super::files::{apps_dir, confined, valid_id};
 
 /// What is escaped in a URL path segment.
 const SEGMENT: &percent_encoding::AsciiSet =
@@ -56,19 +57,6 @@ pub(crate) struct CatalogEntry {
     pub(crate) dialect: String,
     pub(crate) file_associations: Vec<Value>,
     pub(crate) permissions: Option<AppPermissions>,
-}
-
-/// The folder the workspace's apps live in.
-pub(crate) fn apps_dir(workspace: &Path) -> PathBuf {
-    workspace.join(".appserver").join("apps")
-}
-
-/// Whether `id` may name an app folder: letters, digits, `-`, `_`, `.`, not starting with `.`.
-pub(crate) fn valid_id(id: &str) -> bool {
-    !id.is_empty()
-        && id.len() <= 100
-        && !id.starts_with('.')
-        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// An app folder that could not be listed, and why.
@@ -121,7 +109,7 @@ pub(crate) async fn list(workspace: &Path) -> (Vec<CatalogEntry>, Vec<CatalogPro
 }
 
 async fn read_app(workspace: &Path, id: &str) -> Result<CatalogEntry, String> {
-    let path = super::files::confined(workspace, id, &["app.json".to_owned()])
+    let path = confined(workspace, id, &["app.json".to_owned()])
         .await
         .ok_or("no app.json in the folder (or the folder is a symlink)")?;
     let meta = tokio::fs::metadata(&path).await.map_err(|e| e.to_string())?;

@@ -11,7 +11,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::catalog::{apps_dir, valid_id};
 use super::{Response, content_type};
 use crate::edge::transport::http::admission;
 
@@ -53,6 +52,19 @@ pub(crate) async fn response(workspace: &Path, rest: &str, host: Option<&str>) -
     Response::ok(content_type(name), bytes)
         .with("Content-Security-Policy", app_csp(&origin))
         .with("Cross-Origin-Resource-Policy", "cross-origin")
+}
+
+/// The folder the workspace's apps live in.
+pub(crate) fn apps_dir(workspace: &Path) -> PathBuf {
+    workspace.join(".appserver").join("apps")
+}
+
+/// Whether `id` may name an app folder: letters, digits, `-`, `_`, `.`, not starting with `.`.
+pub(crate) fn valid_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 100
+        && !id.starts_with('.')
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.'))
 }
 
 /// The real path of `<workspace>/.appserver/apps/<id>/<segments…>` when it is a regular file

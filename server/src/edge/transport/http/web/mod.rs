@@ -18,8 +18,8 @@ use axum::extract::{Request, State};
 use axum::http::header;
 use axum::routing::get;
 
-use super::http::Edge;
-use super::http::admission::{self, TOKEN_COOKIE};
+use super::Edge;
+use super::admission::{self, TOKEN_COOKIE};
 
 /// The desktop's routes (GET, and HEAD).
 pub(crate) fn routes() -> Router<Arc<Edge>> {

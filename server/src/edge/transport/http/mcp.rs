@@ -16,8 +16,8 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::http::Edge;
-use super::http::limits::Slot;
+use super::Edge;
+use super::limits::Slot;
 use super::sse_json;
 
 pub(crate) async fn handle(State(edge): State<Arc<Edge>>, request: Request) -> Response {

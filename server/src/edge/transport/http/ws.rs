@@ -28,9 +28,9 @@ use tokio_tungstenite::tungstenite::protocol::{CloseFrame, Role, WebSocketConfig
 use tokio_tungstenite::tungstenite::{Error as WsError, Message, Utf8Bytes};
 use tokio_util::sync::WaitForCancellationFuture;
 
-use super::http::limits::{self, Slot};
-use super::http::{Edge, refusal};
+use super::limits::{self, Slot};
 use super::ws_frames;
+use super::{Edge, refusal};
 use crate::edge::rpc::ServerState;
 use crate::edge::rpc::dispatch::{self, error_text};
 use crate::edge::rpc::{CloseReason, Credential, OutFrame, Peer, RpcError, TransportKind};

@@ -4,6 +4,9 @@
 //! for the editor. Sessions are threads: `session/new` starts one, `session/load` resumes one and
 //! replays its history, and the bridge subscribes to each so turns started elsewhere show too.
 
+mod asks;
+mod prompt;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -101,7 +104,7 @@ impl Bridge {
                     None => break Ok(()),
                 },
                 message = from_server.recv() => match message {
-                    Some(message) if message.id.is_some() => tokio::spawn(super::asks::answer(self.clone(), message)),
+                    Some(message) if message.id.is_some() => tokio::spawn(asks::answer(self.clone(), message)),
                     Some(message) => {
                         self.notification(&message.method, &message.params).await;
                         continue;
@@ -143,7 +146,7 @@ impl Bridge {
     async fn editor_message(self: Arc<Self>, message: Incoming) {
         let Some(id) = message.id else {
             if message.method == "session/cancel" {
-                super::prompt::cancel(&self, str_at(&message.params, "sessionId")).await;
+                prompt::cancel(&self, str_at(&message.params, "sessionId")).await;
             }
             return;
         };
@@ -156,7 +159,7 @@ impl Bridge {
             "session/new" => self.new_session(p).await,
             "session/load" => self.load_session(p).await,
             "session/list" => self.list_sessions(p).await,
-            "session/prompt" => super::prompt::prompt(&self, p).await,
+            "session/prompt" => prompt::prompt(&self, p).await,
             "session/set_mode" => self.set_mode(p).await,
             "session/set_config_option" => self.set_config_option(p).await,
             other => Err(error(error_codes::METHOD_NOT_FOUND, format!("Method not found: {other}"))),
