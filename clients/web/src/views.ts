@@ -352,16 +352,20 @@ export class ViewHost {
   }
 
   /** The view's `tools/call` of its own server's tools, through the server (approval, log). A
-   * refusal or failure is an `isError` result the view can read. */
+   * tool not visible to apps is rejected as a JSON-RPC error (-32602, as MCP answers a tool it
+   * does not have: the spec's guard, conformance check `visibility/app-tool-call-guard`); any
+   * other refusal or failure is an `isError` result the view can read. */
   private async callTool(name: string, args: Json): Promise<Json> {
     const call = { callId: this.offer.callId, server: this.offer.server, tool: name, arguments: args };
+    let answer: Json;
     try {
-      const answer = (await this.client().request("mcp/view/call", call as Json)) as Json;
-      if (answer.status === "done") return answer.result;
-      return { content: [{ type: "text", text: `${answer.status}: ${answer.error ?? ""}` }], isError: true };
+      answer = (await this.client().request("mcp/view/call", call as Json)) as Json;
     } catch (err: any) {
       return { content: [{ type: "text", text: String(err?.message ?? err) }], isError: true };
     }
+    if (answer.status === "done") return answer.result;
+    if (hiddenFromViews(answer)) throw new RpcError(-32602, `Tool ${name} is not visible to apps: ${answer.error}`);
+    return { content: [{ type: "text", text: `${answer.status}: ${answer.error ?? ""}` }], isError: true };
   }
 
   /** `ui/message`: its text, as the user's message in the view's thread, once the user says so
@@ -426,6 +430,12 @@ export class ViewHost {
     this.element.remove();
     this.events.closed(this);
   }
+}
+
+/** Whether `mcp/view/call` refused the tool for its visibility (its `_meta.ui.visibility` leaves
+ * out "app": the server's `declined` answer names that field), not the user or the policy. */
+export function hiddenFromViews(answer: Json): boolean {
+  return answer?.status === "declined" && typeof answer.error === "string" && answer.error.includes("_meta.ui.visibility");
 }
 
 /** The view of an agent's `mcp_call` as the thread keeps it (its `toolCall` and `toolResult`
