@@ -54,8 +54,12 @@ pub struct ChannelStatusResult {
 pub struct ExternalChannelConfig {
     /// The key, compared case-insensitively.
     pub name: String,
+    /// `true` when absent, as DotCraft's `ExternalChannelConfigWire` defaults it.
+    #[serde(default = "enabled_by_default")]
     pub enabled: bool,
-    /// `subprocess` or `websocket` (anything else is refused with -32081).
+    /// `subprocess` or `websocket` (anything else is refused with -32081); `subprocess` when
+    /// absent, as DotCraft defaults it.
+    #[serde(default = "subprocess")]
     pub transport: String,
     /// Required for `subprocess`, refused for `websocket`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -98,4 +102,12 @@ pub struct ExternalChannelUpsertParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 pub struct RemovedResult {
     pub removed: bool,
+}
+
+fn enabled_by_default() -> bool {
+    true
+}
+
+fn subprocess() -> String {
+    "subprocess".to_owned()
 }

@@ -127,6 +127,9 @@ pub struct ServerCapabilities {
     /// `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mcp_status: Option<bool>,
+    /// MCP definitions and statuses carry `origin` and `readOnly` (section 22.2).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mcp_server_origins: Option<bool>,
     /// `cron/*` (section 16).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cron_management: Option<bool>,

@@ -51,5 +51,7 @@ pub use workspace::*;
 
 /// `serverInfo.protocolVersion`.
 pub const PROTOCOL_VERSION: &str = "1";
-/// `serverInfo.name`.
-pub const SERVER_NAME: &str = "appserver";
+/// `serverInfo.name`: DotCraft's specification (section 3, `initialize`) fixes it as `"dotcraft"`
+/// for every server of the protocol, so its clients recognise one; appserver tells itself apart by
+/// `serverInfo.version` and its `extensions`.
+pub const SERVER_NAME: &str = "dotcraft";

@@ -8,9 +8,11 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// How an MCP server is reached.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum McpTransportKind {
+    /// The default when a definition names none (as DotCraft's `McpServerConfigWire` does).
+    #[default]
     Stdio,
     StreamableHttp,
 }
@@ -41,6 +43,8 @@ pub struct McpServerConfig {
     pub name: String,
     #[serde(default = "yes")]
     pub enabled: bool,
+    /// `stdio` when absent.
+    #[serde(default)]
     pub transport: McpTransportKind,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub command: Option<String>,
@@ -85,7 +89,16 @@ pub struct McpServerStatus {
     pub resource_template_count: u32,
     #[serde(default)]
     pub last_error: Option<String>,
+    #[serde(default)]
     pub transport: McpTransportKind,
+    /// Where the definition comes from (capability `mcpServerOrigins`): the workspace's own, a
+    /// plugin's, or an app descriptor's.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub origin: Option<McpServerOrigin>,
+    /// Whether `mcp/upsert` and `mcp/remove` refuse it (`McpServerReadOnly`): every origin but the
+    /// workspace's. Omitted when false, as DotCraft writes it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub read_only: bool,
 }
 
 /// Params of `mcp/list` and `mcp/status/list`: none.

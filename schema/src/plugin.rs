@@ -92,8 +92,10 @@ pub struct PluginInfo {
     /// appserver extension: the window ids (`aai:<app id>`) of the plugin's app descriptors.
     #[serde(default)]
     pub apps: Vec<String>,
-    /// appserver extension: the plugin's folder.
-    pub path: String,
+    /// The plugin's folder (DotCraft's `rootPath`; `path` is read too, as earlier appserver
+    /// releases wrote it).
+    #[serde(alias = "path")]
+    pub root_path: String,
 }
 
 /// A problem found while discovering plugins (a plugin that could not be loaded, a field ignored).

@@ -60,6 +60,24 @@ async fn channels_are_upserted_listed_and_removed_and_survive_a_restart() {
 }
 
 #[tokio::test]
+async fn a_channel_without_enabled_or_transport_takes_dotcrafts_defaults() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    // DotCraft's ExternalChannelConfigWire defaults `enabled` to true and `transport` to subprocess.
+    let sparse = json!({ "name": "slack", "command": "python", "args": ["-m", "slack_adapter"] });
+    let saved = client.request("externalChannel/upsert", json!({ "channel": sparse })).await.unwrap();
+    assert_eq!(
+        saved["channel"],
+        json!({ "name": "slack", "enabled": true, "transport": "subprocess", "command": "python",
+            "args": ["-m", "slack_adapter"] })
+    );
+    // Without a command the default transport still needs one: the field is named.
+    let err = client.request("externalChannel/upsert", json!({ "channel": { "name": "bare" } })).await.unwrap_err();
+    assert!(err.to_string().contains("command"), "{err}");
+}
+
+#[tokio::test]
 async fn invalid_and_conflicting_channels_are_refused_with_their_codes() {
     let server = ServerBuilder::ws().spawn().await.unwrap();
     let client = server.ws_client_initialized().await.unwrap();

@@ -23,7 +23,7 @@ async fn requests_before_initialize_get_32002_and_repeat_initialize_gets_32003()
     assert_eq!(reply["jsonrpc"], "2.0");
     assert_eq!(reply["id"], 0);
     let info = &reply["result"]["serverInfo"];
-    assert_eq!(info["name"], "appserver");
+    assert_eq!(info["name"], "dotcraft", "the specification's fixed name (section 3)");
     assert_eq!(info["protocolVersion"], "1");
     assert!(info["version"].is_string());
     assert!(reply["result"]["capabilities"].is_object());

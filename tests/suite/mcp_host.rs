@@ -540,3 +540,45 @@ async fn an_mcp_servers_questions_to_the_user_are_bounded() {
     let text = result["result"].as_str().unwrap();
     assert!(text.starts_with("ELICITATION_LIMIT:") && text.contains("more than 5 questions"), "{text}");
 }
+
+#[tokio::test]
+async fn definitions_carry_their_origin_take_dotcrafts_defaults_and_announce_each_change() {
+    let workspace = tempfile::tempdir().unwrap();
+    let log = workspace.path().join("calls.log");
+    let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+    let mut other_window = server.ws_client_initialized().await.unwrap();
+    let client = server.ws_client().await.unwrap();
+    let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
+    assert_eq!(init["capabilities"]["mcpServerOrigins"], true);
+
+    // No `transport` and no `enabled`: stdio and enabled, as DotCraft's McpServerConfigWire has it.
+    let sparse = json!({ "name": "tools", "command": test_server(), "args": ["--log", log.display().to_string()] });
+    let stored = client.request("mcp/upsert", json!({ "server": sparse })).await.unwrap();
+    assert_eq!(
+        (stored["server"]["transport"].as_str(), stored["server"]["enabled"].as_bool()),
+        (Some("stdio"), Some(true))
+    );
+    // A second window hears of it, and reads the definitions again.
+    let changed =
+        tokio::time::timeout(TIMEOUT, other_window.wait_for("workspace/configChanged")).await.unwrap().unwrap();
+    assert_eq!(
+        (changed.params()["source"].as_str(), &changed.params()["regions"]),
+        (Some("mcp/upsert"), &json!(["mcp"]))
+    );
+    let status = wait_state(&client, "tools", "ready").await;
+    assert_eq!(status["origin"], json!({ "kind": "workspace" }));
+    assert!(status.get("readOnly").is_none(), "false is omitted, as DotCraft writes it: {status}");
+
+    client.request("mcp/remove", json!({ "name": "tools" })).await.unwrap();
+    let changed = tokio::time::timeout(TIMEOUT, async {
+        loop {
+            let event = other_window.wait_for("workspace/configChanged").await.unwrap();
+            if event.params()["source"] == "mcp/remove" {
+                return event;
+            }
+        }
+    })
+    .await
+    .expect("mcp/remove announced");
+    assert_eq!(changed.params()["regions"], json!(["mcp"]));
+}

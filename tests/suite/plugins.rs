@@ -148,6 +148,11 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     assert_eq!(plugin["skills"], json!([{ "name": "plugin-review", "enabled": true }]));
     assert_eq!(plugin["commands"], json!(["lint"]));
     assert_eq!(plugin["apps"], json!([WINDOW]));
+    // DotCraft's Desktop reads the folder as `rootPath` (its remove dialog names it).
+    let root = std::fs::canonicalize(workspace.path().join(".appserver/plugins/review-tools")).unwrap();
+    let root_path = std::fs::canonicalize(plugin["rootPath"].as_str().expect("rootPath")).unwrap();
+    assert_eq!(root_path, root);
+    assert!(plugin.get("path").is_none(), "the folder under DotCraft's name only: {plugin}");
     let mcp = &plugin["mcpServers"][0];
     assert_eq!((mcp["name"].as_str(), mcp["runtimeName"].as_str()), (Some("tools"), Some("review-tools:tools")));
     assert_eq!((mcp["transport"].as_str(), mcp["active"].as_bool()), (Some("stdio"), Some(false)));
@@ -180,6 +185,9 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     let status =
         statuses["servers"].as_array().unwrap().iter().find(|s| s["name"] == "review-tools:tools").unwrap().clone();
     assert!(status["lastError"].as_str().unwrap().contains("plugin/mcp/approve"), "{status}");
+    // Statuses carry the origin too (capability `mcpServerOrigins`), read-only as the definition.
+    assert_eq!((status["origin"]["kind"].as_str(), status["origin"]["pluginId"].as_str()), (Some("plugin"), Some(ID)));
+    assert_eq!(status["readOnly"], true);
     let app = until(&client, "app/list", json!({}), "the plugin's app listed", |l| {
         names(l, "apps", "windowId").contains(&WINDOW)
     })

@@ -803,11 +803,11 @@ ExtChannelToolCallParams = TypedDict("ExtChannelToolCallParams", {
 # An external channel's configuration (protocol section 23.2).
 ExternalChannelConfig = TypedDict("ExternalChannelConfig", {
     "name": str,  # The key, compared case-insensitively.
-    "enabled": bool,
-    "transport": str,  # `subprocess` or `websocket` (anything else is refused with -32081).
     "args": NotRequired[Optional[List[str]]],
     "command": NotRequired[Optional[str]],  # Required for `subprocess`, refused for `websocket`.
+    "enabled": NotRequired[bool],  # `true` when absent, as DotCraft's `ExternalChannelConfigWire` defaults it.
     "env": NotRequired[Optional[Dict[str, str]]],
+    "transport": NotRequired[str],  # `subprocess` or `websocket` (anything else is refused with -32081); `subprocess` when
     "workingDirectory": NotRequired[Optional[str]],
 })
 
@@ -1146,7 +1146,6 @@ McpResourceReadResult = TypedDict("McpResourceReadResult", {
 # `envHttpHeaders` name environment variables; `envVars` names variables passed through.
 McpServerConfig = TypedDict("McpServerConfig", {
     "name": str,
-    "transport": "McpTransportKind",
     "args": NotRequired[Optional[List[str]]],
     "bearerTokenEnvVar": NotRequired[Optional[str]],
     "command": NotRequired[Optional[str]],
@@ -1160,6 +1159,7 @@ McpServerConfig = TypedDict("McpServerConfig", {
     "readOnly": NotRequired[Optional[bool]],
     "startupTimeoutSec": NotRequired[Optional[float]],
     "toolTimeoutSec": NotRequired[Optional[float]],
+    "transport": NotRequired["McpTransportKind"],  # `stdio` when absent.
     "url": NotRequired[Optional[str]],
 })
 
@@ -1187,10 +1187,12 @@ McpServerStatus = TypedDict("McpServerStatus", {
     "enabled": bool,
     "startupState": str,  # `starting`, `ready`, `failed`, `disabled` or `stopped`.
     "toolCount": int,
-    "transport": "McpTransportKind",
     "lastError": NotRequired[Optional[str]],
+    "origin": NotRequired[Optional["McpServerOrigin"]],  # Where the definition comes from (capability `mcpServerOrigins`): the workspace's own, a
+    "readOnly": NotRequired[bool],  # Whether `mcp/upsert` and `mcp/remove` refuse it (`McpServerReadOnly`): every origin but the
     "resourceCount": NotRequired[int],
     "resourceTemplateCount": NotRequired[int],
+    "transport": NotRequired["McpTransportKind"],
 })
 
 McpStatusListResult = TypedDict("McpStatusListResult", {
@@ -1211,7 +1213,7 @@ McpTestResult = TypedDict("McpTestResult", {
 })
 
 # How an MCP server is reached.
-McpTransportKind = Literal["stdio", "streamableHttp"]
+McpTransportKind = Literal["streamableHttp", "stdio"]
 
 # Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
 # tool, relayed by the client that renders the view.
@@ -1341,7 +1343,7 @@ PluginInfo = TypedDict("PluginInfo", {
     "functions": List["PluginFunctionInfo"],
     "skills": List["PluginSkillInfo"],
     "mcpServers": List["PluginMcpServerInfo"],
-    "path": str,  # appserver extension: the plugin's folder.
+    "rootPath": str,  # The plugin's folder (DotCraft's `rootPath`; `path` is read too, as earlier appserver
     "apps": NotRequired[List[str]],  # appserver extension: the window ids (`aai:<app id>`) of the plugin's app descriptors.
     "commands": NotRequired[List[str]],  # appserver extension: the plugin's custom commands (names, without `/`).
     "interface": NotRequired[Optional["PluginInterface"]],
@@ -1464,6 +1466,7 @@ ServerCapabilities = TypedDict("ServerCapabilities", {
     "externalChannelManagement": NotRequired[Optional[bool]],  # `externalChannel/*` (section 23).
     "heartbeatManagement": NotRequired[Optional[bool]],  # `heartbeat/trigger` (section 17).
     "mcpManagement": NotRequired[Optional[bool]],  # `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22).
+    "mcpServerOrigins": NotRequired[Optional[bool]],  # MCP definitions and statuses carry `origin` and `readOnly` (section 22.2).
     "mcpStatus": NotRequired[Optional[bool]],  # `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22).
     "modeSwitch": NotRequired[Optional[bool]],
     "modelCatalogManagement": NotRequired[Optional[bool]],

@@ -1015,13 +1015,17 @@ export interface ExtChannelToolCallParams {
 export interface ExternalChannelConfig {
   /** The key, compared case-insensitively. */
   name: string;
-  enabled: boolean;
-  /** `subprocess` or `websocket` (anything else is refused with -32081). */
-  transport: string;
   args?: string[] | null;
   /** Required for `subprocess`, refused for `websocket`. */
   command?: string | null;
+  /** `true` when absent, as DotCraft's `ExternalChannelConfigWire` defaults it. */
+  enabled?: boolean;
   env?: { [key: string]: string } | null;
+  /**
+   * `subprocess` or `websocket` (anything else is refused with -32081); `subprocess` when
+   * absent, as DotCraft defaults it.
+   */
+  transport?: string;
   workingDirectory?: string | null;
 }
 
@@ -1380,7 +1384,6 @@ export interface McpResourceReadResult {
  */
 export interface McpServerConfig {
   name: string;
-  transport: McpTransportKind;
   args?: string[] | null;
   bearerTokenEnvVar?: string | null;
   command?: string | null;
@@ -1394,6 +1397,8 @@ export interface McpServerConfig {
   readOnly?: boolean | null;
   startupTimeoutSec?: number | null;
   toolTimeoutSec?: number | null;
+  /** `stdio` when absent. */
+  transport?: McpTransportKind;
   url?: string | null;
 }
 
@@ -1423,10 +1428,20 @@ export interface McpServerStatus {
   /** `starting`, `ready`, `failed`, `disabled` or `stopped`. */
   startupState: string;
   toolCount: number;
-  transport: McpTransportKind;
   lastError?: string | null;
+  /**
+   * Where the definition comes from (capability `mcpServerOrigins`): the workspace's own, a
+   * plugin's, or an app descriptor's.
+   */
+  origin?: McpServerOrigin | null;
+  /**
+   * Whether `mcp/upsert` and `mcp/remove` refuse it (`McpServerReadOnly`): every origin but the
+   * workspace's. Omitted when false, as DotCraft writes it.
+   */
+  readOnly?: boolean;
   resourceCount?: number;
   resourceTemplateCount?: number;
+  transport?: McpTransportKind;
 }
 
 export interface McpStatusListResult {
@@ -1447,7 +1462,7 @@ export interface McpTestResult {
 }
 
 /** How an MCP server is reached. */
-export type McpTransportKind = "stdio" | "streamableHttp";
+export type McpTransportKind = "streamableHttp" | "stdio";
 
 /**
  * Params of `mcp/view/call` (appserver extension): a view's `tools/call` of its own server's
@@ -1598,8 +1613,11 @@ export interface PluginInfo {
   functions: PluginFunctionInfo[];
   skills: PluginSkillInfo[];
   mcpServers: PluginMcpServerInfo[];
-  /** appserver extension: the plugin's folder. */
-  path: string;
+  /**
+   * The plugin's folder (DotCraft's `rootPath`; `path` is read too, as earlier appserver
+   * releases wrote it).
+   */
+  rootPath: string;
   /** appserver extension: the window ids (`aai:<app id>`) of the plugin's app descriptors. */
   apps?: string[];
   /** appserver extension: the plugin's custom commands (names, without `/`). */
@@ -1754,6 +1772,8 @@ export interface ServerCapabilities {
   heartbeatManagement?: boolean | null;
   /** `mcp/list`, `mcp/get`, `mcp/upsert`, `mcp/remove` (section 22). */
   mcpManagement?: boolean | null;
+  /** MCP definitions and statuses carry `origin` and `readOnly` (section 22.2). */
+  mcpServerOrigins?: boolean | null;
   /** `mcp/status/list`, `mcp/test` and `mcp/status/updated` (section 22). */
   mcpStatus?: boolean | null;
   modeSwitch?: boolean | null;

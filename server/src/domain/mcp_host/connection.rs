@@ -212,6 +212,8 @@ pub(crate) fn status_of(config: &McpServerConfig, state: &str, error: Option<Str
         resource_template_count: 0,
         last_error: error,
         transport: config.transport,
+        origin: Some(super::origin_of(config)),
+        read_only: config.read_only == Some(true),
     }
 }
 

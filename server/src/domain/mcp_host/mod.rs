@@ -144,14 +144,20 @@ fn key(name: &str) -> String {
     name.to_ascii_lowercase()
 }
 
-/// A definition as listed: workspace origin, editable.
-fn listed(mut config: McpServerConfig) -> McpServerConfig {
-    config.origin = Some(McpServerOrigin {
+/// Where `config` comes from: what a plugin's or a descriptor's definition says, else the
+/// workspace (whose stored definitions carry no origin).
+pub(crate) fn origin_of(config: &McpServerConfig) -> McpServerOrigin {
+    config.origin.clone().unwrap_or_else(|| McpServerOrigin {
         kind: "workspace".into(),
         plugin_id: None,
         plugin_display_name: None,
         declared_name: None,
-    });
+    })
+}
+
+/// A definition as listed: workspace origin, editable.
+fn listed(mut config: McpServerConfig) -> McpServerConfig {
+    config.origin = Some(origin_of(&config));
     config.read_only = Some(false);
     config
 }

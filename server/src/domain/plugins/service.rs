@@ -209,7 +209,7 @@ impl PluginService {
             mcp_servers,
             commands: plugin.parts.commands.clone(),
             apps: plugin.parts.apps.clone(),
-            path: plugin.dir.display().to_string(),
+            root_path: plugin.dir.display().to_string(),
         }
     }
 

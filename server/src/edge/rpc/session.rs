@@ -148,6 +148,7 @@ pub(crate) fn initialize_result(
             model_catalog_management: model_configured.then_some(true),
             mcp_management: Some(true),
             mcp_status: Some(true),
+            mcp_server_origins: Some(true),
             background_terminals: Some(true),
             cron_management: Some(true),
             heartbeat_management: Some(true),

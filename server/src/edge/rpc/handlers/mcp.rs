@@ -1,6 +1,8 @@
 //! Handlers of section 22's MCP management methods. Writing a definition (`mcp/upsert`,
 //! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
 //! only a client acting for the workspace's owner may (not a channel adapter bridging others).
+//! A change is announced as `workspace/configChanged` (regions `["mcp"]`), so every other window
+//! reads the definitions again.
 //! `mcp/resources/read` and `mcp/resources/list` (appserver extensions) read and list a server's
 //! resources — an MCP Apps view's HTML, and whatever its views read (`mcphost::resources`, bounded);
 //! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`),
@@ -12,6 +14,7 @@ use appserver_protocol::{
     McpServerResult, McpStatusListResult, McpTestResult, McpViewCallParams, McpViewCallResult, McpViewContextParams,
 };
 
+use super::workspace::announce_config_changed;
 use crate::domain::mcp_host::McpHostError;
 use crate::edge::rpc::{RequestCtx, RpcError};
 
@@ -33,12 +36,15 @@ pub(crate) async fn handle_get(ctx: &RequestCtx, p: McpNameParams) -> Result<Mcp
 
 pub(crate) async fn handle_upsert(ctx: &RequestCtx, p: McpServerParams) -> Result<McpServerResult, McpHostError> {
     owner_only(ctx)?;
-    Ok(McpServerResult { server: ctx.state.turns.tool_env.mcp.upsert(p.server).await? })
+    let server = ctx.state.turns.tool_env.mcp.upsert(p.server).await?;
+    announce_config_changed(ctx, "mcp/upsert", vec!["mcp".into()]);
+    Ok(McpServerResult { server })
 }
 
 pub(crate) async fn handle_remove(ctx: &RequestCtx, p: McpNameParams) -> Result<McpRemoveResult, McpHostError> {
     owner_only(ctx)?;
     ctx.state.turns.tool_env.mcp.remove(&p.name).await?;
+    announce_config_changed(ctx, "mcp/remove", vec!["mcp".into()]);
     Ok(McpRemoveResult { removed: true })
 }
 
