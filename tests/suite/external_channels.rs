@@ -133,3 +133,76 @@ async fn the_number_of_channels_and_their_lists_are_bounded() {
     let big = json!({ "name": "c1", "enabled": true, "transport": "subprocess", "command": "x", "env": env });
     assert_eq!(code(client.request("externalChannel/upsert", json!({ "channel": big })).await), -32081);
 }
+
+fn test_adapter() -> &'static str {
+    env!("CARGO_BIN_EXE_channel-test-adapter")
+}
+
+/// Waits until the adapter's log holds a line `matches` accepts; the lines so far.
+async fn logged(log: &std::path::Path, what: &str, matches: impl Fn(&str) -> bool) -> Vec<String> {
+    tokio::time::timeout(appserver_tests::TIMEOUT * 2, async {
+        loop {
+            let text = std::fs::read_to_string(log).unwrap_or_default();
+            if text.lines().any(&matches) {
+                return text.lines().map(str::to_owned).collect();
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("the adapter never logged {what}: {:?}", std::fs::read_to_string(log)))
+}
+
+async fn running(client: &appserver_client::Client, name: &str, want: bool) {
+    tokio::time::timeout(appserver_tests::TIMEOUT * 2, async {
+        loop {
+            let status = client.request("channel/status", json!({})).await.unwrap();
+            let found = status["channels"].as_array().unwrap().iter().find(|c| c["name"] == name).cloned();
+            if found.is_some_and(|c| c["running"] == want) {
+                return;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    })
+    .await
+    .unwrap_or_else(|_| panic!("channel {name} never had running: {want}"));
+}
+
+#[tokio::test]
+async fn a_subprocess_channel_is_started_as_an_adapter_and_stopped_when_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("adapter.log");
+    let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let channel = json!({ "name": "testchat", "transport": "subprocess", "command": test_adapter(),
+        "args": ["--log", log.display().to_string(), "--channel", "testchat"] });
+    client.request("externalChannel/upsert", json!({ "channel": channel })).await.unwrap();
+
+    // Started and initialized as the channel's adapter, it runs; it is an adapter, not the owner.
+    let lines = logged(&log, "the answer to mcp/upsert", |l| l.contains(r#""id":2"#)).await;
+    let init: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(init["result"]["serverInfo"]["protocolVersion"], "1", "{init}");
+    let refused: Value = serde_json::from_str(lines.iter().find(|l| l.contains(r#""id":2"#)).unwrap()).unwrap();
+    assert_eq!(refused["error"]["code"], -32004, "an owner-only method refused to an adapter: {refused}");
+    running(&client, "testchat", true).await;
+
+    // Removed: its stdin closes and it is gone.
+    client.request("externalChannel/remove", json!({ "name": "testchat" })).await.unwrap();
+    logged(&log, "stdin closed", |l| l == "stdin closed").await;
+}
+
+#[tokio::test]
+async fn a_started_process_that_does_not_declare_itself_an_adapter_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("adapter.log");
+    let server = ServerBuilder::ws().workspace(dir.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let channel = json!({ "name": "sneaky", "transport": "subprocess", "command": test_adapter(),
+        "args": ["--log", log.display().to_string(), "--no-capability"] });
+    client.request("externalChannel/upsert", json!({ "channel": channel })).await.unwrap();
+    let lines = logged(&log, "the answer to initialize", |l| l.contains(r#""id":1"#)).await;
+    let answer: Value = serde_json::from_str(&lines[0]).unwrap();
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert!(answer["error"]["message"].as_str().unwrap().contains("channelAdapter"), "{answer}");
+    client.request("externalChannel/remove", json!({ "name": "sneaky" })).await.unwrap();
+}

@@ -163,13 +163,14 @@ pub(crate) async fn run_until(config: ServerConfig, stop: CancellationToken) -> 
     Ok(())
 }
 
-/// Starts serving: the listeners, stdio, the scheduler, channel delivery, upkeep, the cluster's
+/// Starts serving: the listeners, stdio, the channel adapters it runs itself, the scheduler, channel delivery, upkeep, the cluster's
 /// tasks and what the workspace's files define.
 async fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
     transport::http::serve(state, listeners);
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));
     }
+    state.tasks.spawn(transport::adapters::run(state.clone()));
     state.tasks.spawn(crate::infra::telemetry::upkeep(state.shutdown.clone()));
     state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(state.delivery.clone().serve(state.shutdown.clone()));
@@ -388,6 +389,7 @@ fn assemble(
         plugins,
         cron,
         delivery,
+        external_channels_changed: Default::default(),
     })
 }
 

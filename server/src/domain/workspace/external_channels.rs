@@ -41,7 +41,7 @@ fn from_item(name: &str, item: &Item) -> Option<ExternalChannelConfig> {
     Some(ExternalChannelConfig {
         name: name.to_owned(),
         enabled: t.get("enabled").and_then(Item::as_bool).unwrap_or(true),
-        transport: text("transport").unwrap_or_else(|| "websocket".into()),
+        transport: text("transport").unwrap_or_else(|| "subprocess".into()),
         command: text("command"),
         args: t.get("args").and_then(Item::as_array).map(strings),
         working_directory: text("working_directory"),

@@ -230,6 +230,9 @@ fn handle_initialize(state: &ServerState, peer: &Peer, request: &Request) -> Str
         Ok(params) => params,
         Err(detail) => return error_text(&request.id, &RpcError::invalid_params(detail)),
     };
+    if let Some(why) = roles::initialize_refusal(peer.credential(), &params.capabilities) {
+        return error_text(&request.id, &RpcError::invalid_params(why));
+    }
     let client = params.client_info.name.clone();
     let role = roles::connection_role(peer.credential(), &params.capabilities);
     match peer.session.initialize(params, role) {

@@ -27,6 +27,8 @@ pub(crate) use crate::domain::ports::{CallError, ConnectionId, OutFrame};
 pub(crate) enum TransportKind {
     Stdio,
     WebSocket,
+    /// The stdio of a channel adapter the server started (`transport::adapters`).
+    Adapter,
 }
 
 /// What a connection presented to be let in; with what it declares at `initialize`, it makes the
@@ -39,6 +41,9 @@ pub(crate) enum Credential {
     Owner,
     /// The outside agents' credential (`transport::http::admission::agent_token`).
     OutsideAgent,
+    /// A channel adapter the server started itself (`transport::adapters`): a channel adapter
+    /// and nothing else.
+    SpawnedAdapter,
 }
 
 /// Why the server closed a connection; a WebSocket writer turns it into a close frame.

@@ -61,10 +61,19 @@ impl RoleError {
     }
 }
 
+/// Why a connection let in with `credential` may not initialize with `capabilities`: a channel
+/// adapter the server started must say it is one (its channel is what it may act in).
+pub(crate) fn initialize_refusal(credential: Credential, capabilities: &ClientCapabilities) -> Option<&'static str> {
+    (credential == Credential::SpawnedAdapter && capabilities.channel_adapter.is_none()).then_some(
+        "capabilities.channelAdapter: required of a channel adapter the server started (its channelName says which)",
+    )
+}
+
 /// The role of a connection let in with `credential` that declared `capabilities`.
 pub(crate) fn connection_role(credential: Credential, capabilities: &ClientCapabilities) -> Role {
     match credential {
         Credential::OutsideAgent => Role::OutsideAgent,
+        Credential::SpawnedAdapter => Role::ChannelAdapter,
         Credential::Owner if capabilities.channel_adapter.is_some() => Role::ChannelAdapter,
         Credential::Owner if capabilities.acp_extensions.is_some() => Role::Editor,
         Credential::Owner => Role::Owner,

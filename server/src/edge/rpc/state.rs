@@ -59,6 +59,9 @@ pub(crate) struct ServerState {
     pub(crate) cron: Arc<crate::domain::cron::CronService>,
     /// Messages for chat channels and their adapters (`ext/channel/send`).
     pub(crate) delivery: Arc<crate::domain::channel_delivery::DeliveryService>,
+    /// Woken by each `externalChannel/*` write: the adapters the server runs itself follow the
+    /// config file (`transport::adapters`).
+    pub(crate) external_channels_changed: tokio::sync::Notify,
 }
 
 impl ServerState {

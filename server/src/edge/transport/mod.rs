@@ -6,5 +6,6 @@
 //! which serves the probes (`http/probes.rs`) and the browser desktop: its page and assets, the
 //! catalog of the workspace's apps and their files (`http/web/`). The protocol itself is `rpc`'s.
 
+pub(crate) mod adapters;
 pub(crate) mod http;
 pub(crate) mod stdio;

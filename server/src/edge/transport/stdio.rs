@@ -26,13 +26,53 @@ pub(crate) async fn serve(state: Arc<ServerState>) {
     tracing::info!(conn = %peer.id, "stdio client connected");
     let writer = state.tasks.spawn(write_loop(outgoing, BufWriter::new(tokio::io::stdout()), peer.clone()));
 
-    let mut stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    let stdin = BufReader::with_capacity(64 * 1024, tokio::io::stdin());
+    match read_frames(&state, &peer, stdin).await {
+        FramesEnd::Eof => {
+            tracing::info!(conn = %peer.id, "stdin closed; shutting down");
+            // Let requests already in flight answer, then stop the whole server.
+            peer.requests.close();
+            let _ = tokio::time::timeout(EOF_GRACE, peer.requests.wait()).await;
+            state.shutdown.cancel();
+            // The client may still read stdout: keep the connection until shutdown closes
+            // it, after the running turns have sent their last notifications.
+            peer.closed().cancelled().await;
+        }
+        FramesEnd::Failed(err) => {
+            tracing::warn!(conn = %peer.id, error = %err, "stdin read failed; shutting down");
+            state.shutdown.cancel();
+        }
+        FramesEnd::Closed => {}
+    }
+    peer.close(CloseReason::Shutdown);
+    let _ = writer.await;
+    state.connections.remove(peer.id);
+}
+
+/// How a stream of frames ended.
+pub(crate) enum FramesEnd {
+    /// The other side closed its end.
+    Eof,
+    /// Reading failed.
+    Failed(std::io::Error),
+    /// The connection was closed from this side.
+    Closed,
+}
+
+/// Dispatches the JSON-RPC messages `reader` carries, one per line, answering on `peer`, until
+/// the stream ends or the connection closes. A line over the size limit is answered with -32600
+/// and skipped; the connection keeps working.
+pub(crate) async fn read_frames<R: AsyncBufRead + Unpin>(
+    state: &Arc<ServerState>,
+    peer: &Arc<Peer>,
+    mut reader: R,
+) -> FramesEnd {
     let mut line = Vec::new();
     let limit = state.config.max_message_bytes;
     loop {
         let read = tokio::select! {
-            _ = peer.closed().cancelled() => break,
-            read = read_line_limited(&mut stdin, &mut line, limit) => read,
+            _ = peer.closed().cancelled() => return FramesEnd::Closed,
+            read = read_line_limited(&mut reader, &mut line, limit) => read,
         };
         match read {
             Ok(LineRead::Line) => {
@@ -42,8 +82,8 @@ pub(crate) async fn serve(state: Arc<ServerState>) {
                 }
                 match std::str::from_utf8(text) {
                     Ok(text) => {
-                        if let Some(reply) = dispatch::handle_frame(&state, &peer, text).await {
-                            reply.queue(&peer).await;
+                        if let Some(reply) = dispatch::handle_frame(state, peer, text).await {
+                            reply.queue(peer).await;
                         }
                     }
                     Err(err) => {
@@ -60,32 +100,15 @@ pub(crate) async fn serve(state: Arc<ServerState>) {
                 );
                 peer.send(OutFrame::from(reply)).await;
             }
-            Ok(LineRead::Eof) => {
-                tracing::info!(conn = %peer.id, "stdin closed; shutting down");
-                // Let requests already in flight answer, then stop the whole server.
-                peer.requests.close();
-                let _ = tokio::time::timeout(EOF_GRACE, peer.requests.wait()).await;
-                state.shutdown.cancel();
-                // The client may still read stdout: keep the connection until shutdown closes
-                // it, after the running turns have sent their last notifications.
-                peer.closed().cancelled().await;
-                break;
-            }
-            Err(err) => {
-                tracing::warn!(conn = %peer.id, error = %err, "stdin read failed; shutting down");
-                state.shutdown.cancel();
-                break;
-            }
+            Ok(LineRead::Eof) => return FramesEnd::Eof,
+            Err(err) => return FramesEnd::Failed(err),
         }
     }
-    peer.close(CloseReason::Shutdown);
-    let _ = writer.await;
-    state.connections.remove(peer.id);
 }
 
 /// Writes queued frames, one per line, flushing whenever the queue runs dry. On close it still
 /// writes what was queued, so replies to answered requests are not lost at shutdown.
-async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<OutFrame>, mut out: W, peer: Arc<Peer>) {
+pub(crate) async fn write_loop<W: AsyncWrite + Unpin>(mut rx: mpsc::Receiver<OutFrame>, mut out: W, peer: Arc<Peer>) {
     loop {
         let frame = tokio::select! {
             biased;

@@ -51,7 +51,7 @@ async fn rejection(state: &ServerState, channel: &str) -> Option<String> {
 pub(crate) async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
     let Some(adapter) = peer.session.client().and_then(|c| c.adapter.clone()) else { return };
     let why = match peer.transport {
-        TransportKind::WebSocket => rejection(&state, &adapter.channel).await,
+        TransportKind::WebSocket | TransportKind::Adapter => rejection(&state, &adapter.channel).await,
         TransportKind::Stdio => None,
     };
     let Some(why) = why else {
@@ -118,6 +118,7 @@ pub(crate) async fn handle_external_upsert(
 ) -> Result<ExternalChannelResult, WorkspaceError> {
     let channel = ctx.state.config_file.edit(move |doc| external_channels::upsert(doc, p.channel)).await?;
     announce_config_changed(ctx, "externalChannel/upsert", vec!["externalChannel".into()]);
+    ctx.state.external_channels_changed.notify_one();
     Ok(ExternalChannelResult { channel })
 }
 
@@ -127,5 +128,6 @@ pub(crate) async fn handle_external_remove(
 ) -> Result<RemovedResult, WorkspaceError> {
     ctx.state.config_file.edit(move |doc| external_channels::remove(doc, &p.name)).await?;
     announce_config_changed(ctx, "externalChannel/remove", vec!["externalChannel".into()]);
+    ctx.state.external_channels_changed.notify_one();
     Ok(RemovedResult { removed: true })
 }
