@@ -19,6 +19,7 @@ pub(crate) mod reads;
 pub(crate) mod remote;
 mod replay;
 pub(crate) mod service;
+pub(crate) mod view_storage;
 pub(crate) mod web;
 mod web_cache;
 
