@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { TIMEOUT_MS, inView, launchBrowser, mcpReady, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply, until, viewFrame } from "./harness.mjs";
+import { inView, launchBrowser, mcpReady, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, storedViewItems, textReply, until, viewFrame, viewRpc } from "./harness.mjs";
 
 const OPTIONS = { timeout: 120_000 };
 const VIEW = join(root, "tests/browser/fixtures/board-view.html");
@@ -53,41 +53,6 @@ async function start() {
       await model.close();
     },
   };
-}
-
-/** One request over a WebSocket of the page's own (as another client of the server would). */
-function rpc(page, method, params) {
-  return page.evaluate(
-    ({ method, params, ms }) =>
-      new Promise((resolve) => {
-        const ws = new WebSocket(`ws://${location.host}/ws`);
-        const timer = setTimeout(() => resolve({ timeout: true }), ms);
-        ws.onopen = () => {
-          ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "view-state-test", version: "1" }, capabilities: {} } }));
-          ws.send(JSON.stringify({ jsonrpc: "2.0", method: "initialized", params: {} }));
-          ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method, params }));
-        };
-        ws.onmessage = (e) => {
-          const m = JSON.parse(e.data);
-          if (m.id !== 2) return;
-          clearTimeout(timer);
-          ws.close();
-          resolve(m);
-        };
-      }),
-    { method, params, ms: TIMEOUT_MS },
-  );
-}
-
-/** The server's copy of a view instance's storage, once `ready(items)` holds. */
-async function stored(page, threadId, callId, ready, what) {
-  const deadline = Date.now() + TIMEOUT_MS;
-  for (;;) {
-    const answer = await rpc(page, "mcp/view/storage/load", { threadId, callId });
-    if (answer.result && ready(answer.result.items)) return answer.result;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(answer)}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
 }
 
 /** A thread in which the agent called `board` (`callId`): its view open and initialized. */
@@ -169,7 +134,7 @@ test("a view's localStorage is kept per view instance by the server: after a rel
       return { origin, budget: localStorage.getItem("budget"), length: localStorage.length, key: localStorage.key(0), session: sessionStorage.tab };
     });
     assert.deepEqual(first, { origin: "null", budget: "42", length: 1, key: "budget", session: "this tab" });
-    await stored(page, thread, "c1", (items) => items.budget === "42" && !("spare" in items), "the budget saved");
+    await storedViewItems(page, thread, "c1", (items) => items.budget === "42" && !("spare" in items), "the budget saved");
 
     // A write past the bound throws QuotaExceededError and changes nothing.
     const refused = await frame.evaluate((n) => {
@@ -188,16 +153,16 @@ test("a view's localStorage is kept per view instance by the server: after a rel
     await frame.evaluate(() => {
       parent.postMessage({ jsonrpc: "2.0", method: "appserver/storage/changed", params: { area: "local", threadId: "elsewhere", callId: "c2", changes: [{ key: "mine", value: "from c1" }] } }, "*");
     });
-    await stored(page, thread, "c1", (items) => items.mine === "from c1", "the raw change kept as c1's");
+    await storedViewItems(page, thread, "c1", (items) => items.mine === "from c1", "the raw change kept as c1's");
     await frame.evaluate((n) => {
       parent.postMessage({ jsonrpc: "2.0", method: "appserver/storage/changed", params: { area: "local", changes: [{ key: "flood", value: "x".repeat(n) }] } }, "*");
     }, LIMIT);
     await page.locator('.window.view[data-view="c1"] .view-notice', { hasText: "at most 262144" }).waitFor();
-    const kept = await stored(page, thread, "c1", () => true, "the storage");
+    const kept = await storedViewItems(page, thread, "c1", () => true, "the storage");
     assert.ok(!("flood" in kept.items), "the flood was refused");
     assert.equal(kept.items.mine, "from c1");
     assert.ok(kept.used <= LIMIT);
-    const direct = await rpc(page, "mcp/view/storage/save", { threadId: thread, callId: "c1", changes: [{ key: "a", value: "x".repeat(LIMIT - 10) }] });
+    const direct = await viewRpc(page, "mcp/view/storage/save", { threadId: thread, callId: "c1", changes: [{ key: "a", value: "x".repeat(LIMIT - 10) }] });
     assert.equal(direct.error?.code, -32070, JSON.stringify(direct.error));
     assert.equal(direct.error?.data?.code, "LIMIT_REACHED");
 
@@ -252,13 +217,13 @@ test("deleting a thread tears its views down and drops their storage; the view g
       localStorage.setItem("budget", "42");
       sessionStorage.setItem("tab", "x");
     });
-    await stored(page, thread, "c1", (items) => items.budget === "42", "the budget saved");
+    await storedViewItems(page, thread, "c1", (items) => items.budget === "42", "the budget saved");
     await page.click("#delete-thread");
     await page.click("#delete-thread");
     await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });
     assert.equal(await page.locator("iframe").count(), 0, "no view iframe is left");
     await until(page, (t) => !Object.keys(sessionStorage).some((k) => k.startsWith(`appserver.desktop.viewSession.${t}/`)), thread, "the tab's storage of its views dropped");
-    const gone = await rpc(page, "mcp/view/storage/load", { threadId: thread, callId: "c1" });
+    const gone = await viewRpc(page, "mcp/view/storage/load", { threadId: thread, callId: "c1" });
     assert.ok(gone.error, `the storage went with the thread: ${JSON.stringify(gone)}`);
     assert.deepEqual(errors, []);
   } finally {
