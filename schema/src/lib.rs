@@ -25,6 +25,7 @@ pub mod terminal;
 pub mod thread;
 pub mod tools;
 pub mod turn;
+pub mod view_storage;
 pub mod workspace;
 
 pub use acp::*;
@@ -47,6 +48,7 @@ pub use subagent::*;
 pub use terminal::*;
 pub use thread::*;
 pub use turn::*;
+pub use view_storage::*;
 pub use workspace::*;
 
 /// `serverInfo.protocolVersion`.

@@ -234,6 +234,21 @@ pub struct McpViewCallResult {
     pub error: Option<String>,
 }
 
+/// Params of `mcp/view/tool` (appserver extension): a tool of a running server, for the view it
+/// opened (its `hostContext.toolInfo.tool`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpViewToolParams {
+    pub server: String,
+    pub tool: String,
+}
+
+/// Result of `mcp/view/tool`: the tool as the server's `tools/list` gave it (`name`,
+/// `description`, `inputSchema`, and whatever else it declared).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct McpViewToolResult {
+    pub tool: serde_json::Value,
+}
+
 /// Params of `mcp/view/context` (appserver extension): a view's `ui/update-model-context`,
 /// relayed by the client that renders it. The view's context (its `content` blocks and
 /// `structuredContent`) is kept for the thread and put before the next turn's input to the

@@ -42,7 +42,7 @@ use crate::mcp::{
     McpElicitationRequestParams, McpElicitationResult, McpListParams, McpListResult, McpNameParams, McpRemoveResult,
     McpResourceListParams, McpResourceListResult, McpResourceReadParams, McpResourceReadResult, McpServerParams,
     McpServerResult, McpStatusListResult, McpStatusUpdatedParams, McpTestResult, McpViewCallParams, McpViewCallResult,
-    McpViewContextParams, McpViewOfferedParams, ToolCallProgressParams,
+    McpViewContextParams, McpViewOfferedParams, McpViewToolParams, McpViewToolResult, ToolCallProgressParams,
 };
 use crate::model::{ModelListParams, ModelListResult};
 use crate::plugin::{
@@ -74,6 +74,9 @@ use crate::turn::{
     DynamicToolCallParams, DynamicToolCallResult, QueuedInputsResult, TurnCancelledParams, TurnEnqueueParams,
     TurnEnqueueResult, TurnFailedParams, TurnInterruptParams, TurnQueueRemoveParams, TurnResult, TurnStartParams,
     TurnSteerParams, TurnSteerResult,
+};
+use crate::view_storage::{
+    McpViewStorageLoadParams, McpViewStorageLoadResult, McpViewStorageSaveParams, McpViewStorageSaveResult,
 };
 use crate::workspace::{
     CommitMessageSuggestParams, CommitMessageSuggestResult, WelcomeSuggestionsParams, WelcomeSuggestionsResult,
@@ -303,6 +306,13 @@ request_table! { roles ClientRequest, client_request_schemas;
     /// A view's context for the model (`ui/update-model-context`), kept per thread and view
     /// (appserver extension).
     McpViewContext => "mcp/view/context" [Owner] (McpViewContextParams) -> EmptyResult;
+    /// The tool that opened a view, as its running server lists it (appserver extension).
+    McpViewTool => "mcp/view/tool" [Owner] (McpViewToolParams) -> McpViewToolResult;
+    /// A view instance's storage (the `localStorage` the desktop gives it), kept per thread and
+    /// view, bounded (appserver extension).
+    McpViewStorageLoad => "mcp/view/storage/load" [Owner] (McpViewStorageLoadParams) -> McpViewStorageLoadResult;
+    /// Changes to a view instance's storage, all or none, within its bound (appserver extension).
+    McpViewStorageSave => "mcp/view/storage/save" [Owner] (McpViewStorageSaveParams) -> McpViewStorageSaveResult;
     /// Background terminals (section 19A), of one thread or all.
     TerminalList => "terminal/list" [Owner] (TerminalListParams) -> TerminalListResult;
     /// A terminal's output since the last read (waiting up to `waitMs` for some).

@@ -288,3 +288,38 @@ export async function inView(frame, fn, arg, what) {
     await new Promise((resolve) => setTimeout(resolve, 50));
   }
 }
+
+/** One request over a WebSocket of the page's own (as another client of the server would). */
+export function viewRpc(page, method, params) {
+  return page.evaluate(
+    ({ method, params, ms }) =>
+      new Promise((resolve) => {
+        const ws = new WebSocket(`ws://${location.host}/ws`);
+        const timer = setTimeout(() => resolve({ timeout: true }), ms);
+        ws.onopen = () => {
+          ws.send(JSON.stringify({ jsonrpc: "2.0", id: 1, method: "initialize", params: { clientInfo: { name: "view-state-test", version: "1" }, capabilities: {} } }));
+          ws.send(JSON.stringify({ jsonrpc: "2.0", method: "initialized", params: {} }));
+          ws.send(JSON.stringify({ jsonrpc: "2.0", id: 2, method, params }));
+        };
+        ws.onmessage = (e) => {
+          const m = JSON.parse(e.data);
+          if (m.id !== 2) return;
+          clearTimeout(timer);
+          ws.close();
+          resolve(m);
+        };
+      }),
+    { method, params, ms: TIMEOUT_MS },
+  );
+}
+
+/** The server's copy of a view instance's storage (`mcp/view/storage/load`), once `ready(items)` holds. */
+export async function storedViewItems(page, threadId, callId, ready, what) {
+  const deadline = Date.now() + TIMEOUT_MS;
+  for (;;) {
+    const answer = await viewRpc(page, "mcp/view/storage/load", { threadId, callId });
+    if (answer.result && ready(answer.result.items)) return answer.result;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}: ${JSON.stringify(answer)}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 
-import { IMAGES, TIMEOUT_MS, inView, launchBrowser, mcpReady, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, textReply, viewFrame } from "./harness.mjs";
+import { IMAGES, TIMEOUT_MS, inView, launchBrowser, mcpReady, openDesktop, reasoningToolCall, root, say, startMockModel, startServer, storedViewItems, textReply, viewFrame } from "./harness.mjs";
 
 const OPTIONS = { timeout: 120_000 };
 const BIN = process.env.APPSERVER_TEST_MCP_SERVERS ?? join(root, "tests/mcp_servers/node_modules/.bin");
@@ -102,6 +102,7 @@ for (const [name, bin] of EXAMPLES) {
       // `get-time` declares no annotations: the agent's call is asked of the user.
       const dialog = page.locator("dialog#approval[open]");
       await dialog.waitFor();
+      assert.equal(await page.textContent("#approval-what"), "Allow basic tool get-time?");
       await page.click("dialog#approval button[data-decision=accept]");
 
       const win = page.locator('.window.view[data-view="c1"]');
@@ -113,6 +114,12 @@ for (const [name, bin] of EXAMPLES) {
       assert.equal(await frame.evaluate(() => origin), "null", "the view runs with an opaque origin");
       assert.equal(count("Received tool call input:"), 1, "tool-input once");
       assert.equal(count("Received tool call result:"), 1, "tool-result once");
+      // The call is one line in the conversation.
+      assert.match(await page.locator("#messages .item.view-result .view-line").textContent(), /◇ get-time · basic · ✔ done/);
+      // A storage the view can use in its opaque origin, kept by the server (across the reload below).
+      assert.equal(await frame.evaluate(() => { localStorage.setItem("seen", "once"); return localStorage.getItem("seen"); }), "once");
+      const thread = await page.evaluate(() => sessionStorage.getItem("appserver.desktop.thread"));
+      await storedViewItems(page, thread, "c1", (items) => items.seen === "once", "the view's storage saved");
       await page.locator("#messages .item.agentMessage", { hasText: "Done." }).waitFor();
       await page.screenshot({ path: join(IMAGES, `desktop-mcp-apps-${name}.png`) });
 
@@ -124,6 +131,7 @@ for (const [name, bin] of EXAMPLES) {
       frame = await viewFrame(page, "c1");
       const again = await inView(frame, () => /^\d{4}-/.test(document.querySelector("code")?.textContent ?? "") && document.querySelector("code").textContent, null, "the time after the reload");
       assert.equal(again, time);
+      assert.equal(await frame.evaluate(() => localStorage.getItem("seen")), "once", "the view's storage after the reload");
       assert.equal(count("Received tool call input:"), 2, "tool-input once more, for the reopened view");
       assert.equal(model.requests.length, requests);
 

@@ -86,7 +86,7 @@ test("an offered view opens sandboxed, is initialized with the host context, get
     const theme = await page.evaluate(() => document.documentElement.dataset.theme);
     assert.equal(context.theme, theme);
     assert.equal(context.displayMode, "inline");
-    assert.deepEqual(context.availableDisplayModes, ["inline", "fullscreen"]);
+    assert.deepEqual(context.availableDisplayModes, ["inline", "fullscreen", "pip"]);
     assert.ok(context.containerDimensions.width > 0 && context.containerDimensions.height > 0, JSON.stringify(context));
     assert.deepEqual(context.toolInfo.id, "c1");
     assert.equal(context.toolInfo.tool.name, "board");
@@ -139,13 +139,14 @@ test("a view changes display mode, calls its server's tools (a destructive one w
     const logs = [];
     page.on("console", (m) => logs.push(m.text()));
 
-    // Display modes: fullscreen is the maximized window, pip is not offered (the mode stays).
+    // Display modes: fullscreen fills the browser window (the window maximized too), pip stays on top.
     const full = await frame.evaluate(() => view.request("ui/request-display-mode", { mode: "fullscreen" }));
     assert.equal(full.result.mode, "fullscreen");
-    assert.ok(await win.evaluate((w) => w.classList.contains("maximized")));
+    assert.ok(await win.evaluate((w) => w.classList.contains("maximized") && w.classList.contains("fullscreen")));
     assert.equal(await frame.evaluate(() => view.context.displayMode), "fullscreen");
     const pip = await frame.evaluate(() => view.request("ui/request-display-mode", { mode: "pip" }));
-    assert.equal(pip.result.mode, "fullscreen");
+    assert.equal(pip.result.mode, "pip");
+    assert.ok(await win.evaluate((w) => w.classList.contains("pip") && !w.classList.contains("fullscreen")));
     const inline = await frame.evaluate(() => view.request("ui/request-display-mode", { mode: "inline" }));
     assert.equal(inline.result.mode, "inline");
     assert.ok(!(await win.evaluate((w) => w.classList.contains("maximized"))));
@@ -276,6 +277,10 @@ test("a view's Content-Security-Policy is the restrictive default, opened only t
     assert.equal(await fetchFrom(frame, `${server.base}/assets/desktop.css`), "TypeError", "an undeclared one");
     const src = await page.getAttribute('.window.view[data-view="c1"] iframe', "src");
     assert.match(src, /^\/assets\/view-frame\.html\?connect=/);
+    // Told to the user in the window, not only in the console.
+    const warning = page.locator('.window.view[data-view="c1"] .view-warning');
+    assert.ok(await warning.isVisible());
+    assert.match(await warning.textContent(), new RegExp(`reaches outside this computer: it connects to ${allowed}`));
     assert.deepEqual(errors, []);
   } finally {
     await stop();
@@ -293,6 +298,7 @@ test("a view that declares no CSP can reach no network", OPTIONS, async () => {
     assert.equal(await fetchFrom(frame, `${server.base}/assets/desktop.css`), "TypeError");
     assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "src"), "/assets/view-frame.html");
     assert.equal(await page.getAttribute('.window.view[data-view="c1"] iframe', "allow"), null, "no permission declared, none allowed");
+    assert.equal(await page.locator('.window.view[data-view="c1"] .view-warning').count(), 0, "nothing outside to warn of");
     assert.deepEqual(errors, []);
   } finally {
     await stop();
@@ -377,7 +383,7 @@ test("a view polls its server's harmless tools with no dialog, a destructive cal
     // A destructive call waits for the user; the view closes: its call is withdrawn, never run.
     const lost = frame.evaluate(() => view.request("tools/call", { name: "wipe", arguments: {} })).catch(() => "the view is gone");
     await dialog.waitFor();
-    assert.match(await page.textContent("#approval-what"), /Call the tool wipe of MCP server tools \(view mcp-view:c1\)/);
+    assert.match(await page.textContent("#approval-what"), /Allow tools tool wipe\? \(asked by view mcp-view:c1\)/);
     await page.keyboard.press("Escape");
     await page.click('.window.view[data-view="c1"] header button.close');
     await page.locator('.window.view[data-view="c1"]').waitFor({ state: "detached" });

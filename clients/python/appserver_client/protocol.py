@@ -1258,6 +1258,53 @@ McpViewOfferedParams = TypedDict("McpViewOfferedParams", {
     "result": Any,  # The tool's result as the MCP server gave it (for `ui/notifications/tool-result`).
 })
 
+# One change of a save: `value` absent or null removes the key.
+McpViewStorageChange = TypedDict("McpViewStorageChange", {
+    "key": str,
+    "value": NotRequired[Optional[str]],
+})
+
+# Params of `mcp/view/storage/load`: the view instance, as the client rendering it assigned it.
+McpViewStorageLoadParams = TypedDict("McpViewStorageLoadParams", {
+    "threadId": str,
+    "callId": str,  # The tool call that opened the view (`mcp/view/offered`'s `callId`).
+})
+
+# Result of `mcp/view/storage/load`: every key of the instance's storage, and its bound.
+McpViewStorageLoadResult = TypedDict("McpViewStorageLoadResult", {
+    "items": Dict[str, str],
+    "used": int,  # Characters of keys and values held.
+    "limit": int,  # The most characters of keys and values an instance may hold.
+})
+
+# Params of `mcp/view/storage/save`: changes to one instance's storage, applied together or
+# (past the bound: -32070 `LIMIT_REACHED`) not at all.
+McpViewStorageSaveParams = TypedDict("McpViewStorageSaveParams", {
+    "threadId": str,
+    "callId": str,
+    "changes": NotRequired[List["McpViewStorageChange"]],
+    "clear": NotRequired[bool],  # Every key removed before the changes (`localStorage.clear()`).
+})
+
+# Result of `mcp/view/storage/save`.
+McpViewStorageSaveResult = TypedDict("McpViewStorageSaveResult", {
+    "used": int,
+    "limit": int,
+})
+
+# Params of `mcp/view/tool` (appserver extension): a tool of a running server, for the view it
+# opened (its `hostContext.toolInfo.tool`).
+McpViewToolParams = TypedDict("McpViewToolParams", {
+    "server": str,
+    "tool": str,
+})
+
+# Result of `mcp/view/tool`: the tool as the server's `tools/list` gave it (`name`,
+# `description`, `inputSchema`, and whatever else it declared).
+McpViewToolResult = TypedDict("McpViewToolResult", {
+    "tool": Any,
+})
+
 # One model of the provider's catalog.
 ModelCatalogItem = TypedDict("ModelCatalogItem", {
     "id": str,
@@ -2217,7 +2264,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2256,6 +2303,9 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "mcp/upsert": ("McpServerParams", "McpServerResult"),
     "mcp/view/call": ("McpViewCallParams", "McpViewCallResult"),
     "mcp/view/context": ("McpViewContextParams", "EmptyResult"),
+    "mcp/view/storage/load": ("McpViewStorageLoadParams", "McpViewStorageLoadResult"),
+    "mcp/view/storage/save": ("McpViewStorageSaveParams", "McpViewStorageSaveResult"),
+    "mcp/view/tool": ("McpViewToolParams", "McpViewToolResult"),
     "model/list": ("ModelListParams", "ModelListResult"),
     "plugin/install": ("PluginInstallParams", "PluginResult"),
     "plugin/list": ("PluginListParams", "PluginListResult"),
@@ -2494,6 +2544,15 @@ class ClientRequests:
 
     async def mcp_view_context(self, params: "McpViewContextParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("mcp/view/context", params, timeout)
+
+    async def mcp_view_storage_load(self, params: "McpViewStorageLoadParams", timeout: Optional[float] = None) -> "McpViewStorageLoadResult":
+        return await self.request("mcp/view/storage/load", params, timeout)
+
+    async def mcp_view_storage_save(self, params: "McpViewStorageSaveParams", timeout: Optional[float] = None) -> "McpViewStorageSaveResult":
+        return await self.request("mcp/view/storage/save", params, timeout)
+
+    async def mcp_view_tool(self, params: "McpViewToolParams", timeout: Optional[float] = None) -> "McpViewToolResult":
+        return await self.request("mcp/view/tool", params, timeout)
 
     async def model_list(self, params: "ModelListParams", timeout: Optional[float] = None) -> "ModelListResult":
         return await self.request("model/list", params, timeout)

@@ -95,8 +95,11 @@ function fromView(params: Json): boolean {
 export function approvalSummary(params: Json): string {
   if (params?.approvalType === "app" && params.app) return `Run ${params.app.command} on ${params.app.appId} (${params.app.windowId})`;
   // An MCP tool (scope `mcp:<server>:<tool>`, `@<view>` for a view's call).
-  const mcp = typeof params?.scopeKey === "string" ? /^mcp:([^@]+):([^:@]+)(?:@(.+))?$/.exec(params.scopeKey) : null;
-  if (mcp) return `Call the tool ${mcp[2]} of MCP server ${mcp[1]}${mcp[3] ? ` (view ${mcp[3]})` : ""}`;
+  // The agent's own call may carry only its operation, `mcp <server> <tool> <arguments>`.
+  const mcp =
+    (typeof params?.scopeKey === "string" ? /^mcp:([^@]+):([^:@]+)(?:@(.+))?$/.exec(params.scopeKey) : null) ??
+    (typeof params?.operation === "string" ? /^mcp (\S+) (\S+)(?: |$)()/.exec(params.operation) : null);
+  if (mcp) return `Allow ${mcp[1]} tool ${mcp[2]}?${mcp[3] ? ` (asked by view ${mcp[3]})` : ""}`;
   if (params?.approvalType === "shell") return `Run a command in ${params.target}`;
   return `${params?.operation ?? "?"} (in ${params?.target ?? "?"})`;
 }

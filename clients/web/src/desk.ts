@@ -2,17 +2,33 @@
 // opening a window (host.ts) on the desk, whose window manager (wm.ts) moves, sizes, minimizes,
 // maximizes and tiles them. The open windows — their app, window id and layout — are kept in
 // sessionStorage, so a reload of the page reopens them where they were, under the same ids.
-// MCP Apps views (views.ts) open on the desk too, one per offered call, and are reopened the same way.
+// MCP Apps views (views.ts) open on the desk too, one per offered call, and are reopened the same
+// way; or, the user's choice (remembered), inline in the conversation under their call's line,
+// moved there and back without reloading their iframe.
 
 import type { AppServerClient } from "../../typescript/src/index.js";
+import { attend } from "./keys.js";
 import { WindowHost, type CatalogApp, type SavedWindow } from "./host.js";
-import { ViewHost, type ViewOffer } from "./views.js";
-import { WindowManager, type Layout } from "./wm.js";
+import { VIEW_SESSION_PREFIX, ViewHost, type ViewOffer } from "./views.js";
+import { WindowManager, moveInto, type Layout } from "./wm.js";
 
 const WINDOWS_KEY = "appserver.desktop.windows";
 const VIEWS_KEY = "appserver.desktop.views";
 /** Open views, at most (the oldest closes when a new one would pass it). */
 const MAX_VIEWS = 16;
+/** Where views live, the user's choice (the toggle on a view): `inline` in the conversation, under
+ * the call's line, or `desk` (a window; the default). */
+const PLACEMENT_KEY = "appserver.desktop.viewPlacement";
+
+export type Placement = "inline" | "desk";
+
+export function viewPlacement(): Placement {
+  try {
+    return localStorage.getItem(PLACEMENT_KEY) === "inline" ? "inline" : "desk";
+  } catch {
+    return "desk";
+  }
+}
 
 type Saved = SavedWindow & { layout?: Layout };
 
@@ -109,10 +125,24 @@ export class Desk {
     if (this.views.length >= MAX_VIEWS) void this.views[0]!.close();
     const view = new ViewHost(this.client, offer, restored, {
       displayMode: (v, mode) => {
+        // Fullscreen fills the browser window (not the desk); pip stays on top of the page.
+        // (A window on the desk is maximized too, so its title bar's restore button leaves it.)
+        v.element.classList.toggle("fullscreen", mode === "fullscreen");
+        v.element.classList.toggle("pip", mode === "pip");
         this.wm.setMaximized(v, mode === "fullscreen");
         return mode;
       },
+      togglePlacement: (v) => {
+        const next: Placement = v.element.classList.contains("inline-view") ? "desk" : "inline";
+        try {
+          localStorage.setItem(PLACEMENT_KEY, next);
+        } catch {
+          // Not remembered: this view still moves.
+        }
+        this.place(v, next);
+      },
       message: (threadId, text) => this.say(threadId, text),
+      asking: (v) => attend(v.element),
       closing: (v) => this.viewClosing(v),
       closed: (v) => {
         this.wm.remove(v.slot);
@@ -124,13 +154,47 @@ export class Desk {
     });
     this.views.push(view);
     this.wm.add(view, layout);
+    this.place(view, viewPlacement());
     this.save();
     return view;
+  }
+
+  /** Puts a view where asked: inline under its call's line in the conversation (when the line
+   * is shown; otherwise on the desk until it is), or a window on the desk. Moved, not reloaded. */
+  place(view: ViewHost, where: Placement): void {
+    const slot = where === "inline" ? document.querySelector<HTMLElement>(`.view-slot[data-view="${CSS.escape(view.offer.callId)}"]`) : null;
+    if (slot) {
+      this.wm.remove(view.slot);
+      view.element.classList.add("inline-view");
+      moveInto(slot, view.element);
+    } else if (view.element.classList.contains("inline-view") || !this.wm.layout(view.slot)) {
+      view.element.classList.remove("inline-view");
+      this.wm.add(view, undefined);
+    }
+    view.placed(view.element.classList.contains("inline-view"));
+    this.save();
+  }
+
+  /** A view's line was drawn in the conversation: an open inline view goes under it. */
+  adopt(callId: string): void {
+    const view = this.views.find((v) => v.offer.callId === callId);
+    if (view && viewPlacement() === "inline") this.place(view, "inline");
+  }
+
+  /** The conversation is about to be redrawn: inline views wait on the desk (alive) until their
+   * line is drawn again. */
+  parkInline(): void {
+    for (const v of this.views) if (v.element.classList.contains("inline-view")) this.place(v, "desk");
   }
 
   /** The thread is gone: its views are torn down and closed. */
   closeViewsOf(threadId: string): void {
     for (const v of this.views.filter((v) => v.offer.threadId === threadId)) void v.close();
+    // Their storage in this tab goes with them (the server drops theirs with the thread).
+    for (let i = sessionStorage.length - 1; i >= 0; i--) {
+      const key = sessionStorage.key(i);
+      if (key?.startsWith(`${VIEW_SESSION_PREFIX}${threadId}/`)) sessionStorage.removeItem(key);
+    }
   }
 
   open(app: CatalogApp, saved?: Saved): WindowHost {

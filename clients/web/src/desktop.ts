@@ -17,7 +17,7 @@ import { setupTheme } from "./theme.js";
 import { appendCommandOutput, diffView, fileChanges, noteToolCall, renderCommand, renderPlan } from "./hands.js";
 import { Desk } from "./desk.js";
 import { listen } from "./host.js";
-import { offerOf, openViewButton } from "./views.js";
+import { offerOf, renderViewResult } from "./views.js";
 import { setupKeys, showPane } from "./keys.js";
 import { ThreadList, threadTitle, titleFrom } from "./threads.js";
 
@@ -65,6 +65,7 @@ const threads = new ThreadList({
     currentThread = undefined;
     sessionStorage.removeItem(THREAD_KEY);
     threads.select(undefined);
+    desk.parkInline();
     $("messages").replaceChildren();
     renderPlan($("plan"), undefined);
     renderQueue(undefined);
@@ -102,6 +103,7 @@ async function openThread(id: string): Promise<void> {
   const { thread }: Json = await client.request("thread/read", { threadId: id, includeTurns: true, turnsLimit: 20 } as Json);
   threads.showName(thread.id, thread.displayName ?? "");
   setRunning(thread.runtime?.running ? runningTurn(thread) ?? "" : undefined);
+  desk.parkInline();
   $("messages").replaceChildren();
   renderPlan($("plan"), thread.plan);
   renderQueue(thread.queuedInputs);
@@ -148,7 +150,15 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
       toolCalls.set(p.callId, p);
       if (toolCalls.size > 500) toolCalls.delete(toolCalls.keys().next().value!);
       break;
-    case "toolResult":
+    case "toolResult": {
+      // A call that opened a view: one compact line (the view shows the result), the raw result
+      // a click away, and the view's place in the conversation.
+      const offer = currentThread ? offerOf(currentThread, turnId, toolCalls.get(p.callId), p) : undefined;
+      if (offer) {
+        renderViewResult(node, p, offer, () => desk.openView(offer, true));
+        desk.adopt(offer.callId);
+        break;
+      }
       // Terminal colour codes are the command block's to render, not the result's.
       node.textContent = `${p.success ? "✔" : "✘"} ${String(p.result).replace(/\x1b\[[0-9;?]*[A-Za-z]/g, "")}`;
       node.classList.toggle("failed", !p.success);
@@ -157,11 +167,8 @@ function renderItem(turnId: string, item: Json): HTMLElement | null {
         const media = contentItems(p.contentItems);
         if (media) node.append(media);
       }
-      {
-        const offer = currentThread ? offerOf(currentThread, turnId, toolCalls.get(p.callId), p) : undefined;
-        if (offer) node.append(openViewButton(() => desk.openView(offer, true)));
-      }
       break;
+    }
     case "commandExecution":
       renderCommand(node, p);
       break;

@@ -30,6 +30,14 @@ export function showPane(pane: Pane): void {
   }
 }
 
+/** Something in `element` waits for the user (a view asks a question): on the narrow layout,
+ * where one pane shows at a time, its pane is shown, so the question is not missed. */
+export function attend(element: HTMLElement): void {
+  if (!window.matchMedia("(max-width: 760px)").matches) return;
+  const pane: Pane | undefined = element.closest("#windows") ? "desk" : element.closest("#conversation") ? "chat" : undefined;
+  if (pane && document.body.dataset.pane !== pane) showPane(pane);
+}
+
 function focusFirst(...selectors: string[]): void {
   for (const s of selectors) {
     const e = document.querySelector<HTMLElement>(s);

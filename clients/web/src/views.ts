@@ -14,9 +14,17 @@
 // `resources/list` relayed to its own server only (`mcp/resources/read`, `mcp/resources/list`), and `ui/resource-teardown` awaited (bounded) before the window closes.
 // A view reopened after a page reload is handed its log (the server's `mcp-view:<callId>` window
 // log: the state-changing calls it made) in the host context, `appserver/viewLog`.
+// Its `localStorage` and `sessionStorage` are shimmed by the proxy page (view-frame.html) from a
+// copy handed with the HTML; their changes come back here (`appserver/storage/changed`) and are
+// kept per view instance — this page's thread and call, never what the view names —
+// `localStorage` by the server (`mcp/view/storage/load|save`, bounded), `sessionStorage` in this
+// tab. `hostContext.toolInfo.tool` is the tool as its server lists it (`mcp/view/tool`); a
+// declared outside origin is shown in the window; the call that opened the view is one compact
+// line in the conversation (`renderViewResult`).
 
 import { RpcError, type AppServerClient } from "../../typescript/src/index.js";
 import { HOST_INFO, MCP_APPS_PROTOCOL_VERSION, TEARDOWN_MS, messageText } from "./mcp-ui.js";
+import { contentItems } from "./content.js";
 import { currentTheme } from "./theme.js";
 
 type Json = any;
@@ -33,13 +41,17 @@ export interface ViewOffer {
   result: Json;
 }
 
-export type DisplayMode = "inline" | "fullscreen";
+export type DisplayMode = "inline" | "fullscreen" | "pip";
 
 export interface ViewEvents {
   /** Sets the window's display mode; answers the mode granted. */
   displayMode(view: ViewHost, mode: DisplayMode): DisplayMode;
   /** Sends `text` into the thread as the user's message (the outbox). */
   message(threadId: string, text: string): void;
+  /** The user moves the view between the conversation and the desk. */
+  togglePlacement(view: ViewHost): void;
+  /** The view asks the user something in its window. */
+  asking(view: ViewHost): void;
   /** The window is closing: the view's pending calls are withdrawn. */
   closing(view: ViewHost): void;
   /** The window has closed. */
@@ -47,7 +59,12 @@ export interface ViewEvents {
   log(text: string): void;
 }
 
-const MODES: DisplayMode[] = ["inline", "fullscreen"];
+const MODES: DisplayMode[] = ["inline", "fullscreen", "pip"];
+/** The most characters of keys and values a view's storage holds (the server's bound for
+ * `localStorage`; this tab's for `sessionStorage`). */
+const STORAGE_LIMIT = 256 * 1024;
+/** Where this tab keeps each view's `sessionStorage` (then `<threadId>/<callId>`). */
+export const VIEW_SESSION_PREFIX = "appserver.desktop.viewSession.";
 /** Log entries handed to a reopened view, at most. */
 const MAX_LOG = 1000;
 
@@ -67,6 +84,20 @@ export function grantedPermissions(declared: Json): Record<string, object> {
   return granted;
 }
 
+/** The origins a view's resource declares it reaches (`_meta.ui.csp`), as one sentence for the
+ * user; undefined when it declares none. */
+export function declaredOrigins(csp: Json): string | undefined {
+  const list = (v: unknown) => (Array.isArray(v) ? v.map(String).filter((s) => s.trim()) : []);
+  const parts: string[] = [];
+  const connect = list(csp?.connectDomains);
+  const resource = list(csp?.resourceDomains);
+  const frame = list(csp?.frameDomains);
+  if (connect.length) parts.push(`connects to ${connect.join(", ")}`);
+  if (resource.length) parts.push(`loads scripts, styles and media from ${resource.join(", ")}`);
+  if (frame.length) parts.push(`embeds ${frame.join(", ")}`);
+  return parts.length ? `This view reaches outside this computer: it ${parts.join("; ")}.` : undefined;
+}
+
 export class ViewHost {
   readonly element: HTMLElement;
   readonly frame: HTMLIFrameElement;
@@ -79,6 +110,12 @@ export class ViewHost {
   private nextId = 1;
   private readonly pending = new Map<number, (m: Json) => void>();
   private readonly onTheme = () => this.contextChanged({ theme: currentTheme() });
+  /** Escape leaves fullscreen (the page's keys; the view's own keys stay its). */
+  private readonly onKey = (e: KeyboardEvent) => {
+    if (e.key !== "Escape" || !this.element.classList.contains("fullscreen")) return;
+    this.element.classList.remove("fullscreen");
+    if (this.element.classList.contains("maximized")) this.element.querySelector<HTMLButtonElement>("header button.maximize")?.click();
+  };
   private log: Json[] | undefined;
   /** The modes the view declared (`appCapabilities.availableDisplayModes`); none declared: all. */
   private viewModes: string[] | undefined;
@@ -87,6 +124,15 @@ export class ViewHost {
   /** The permissions the view declared and its iframe was allowed (`_meta.ui.permissions`). */
   private granted: Record<string, object> = {};
   private declaredCsp: Json = {};
+  /** The view's storage as the proxy page gets it with the HTML (`appserver/storage`). */
+  private storage: Json = undefined;
+  private toolDefinition: Json;
+  /** `localStorage` changes not yet sent to the server (coalesced within a task), and the saves
+   * in order. */
+  private pendingLocal: { clear: boolean; changes: Map<string, string | null> } | undefined;
+  private saving: Promise<void> = Promise.resolve();
+  /** This tab's `sessionStorage` of the view (kept in the page's own sessionStorage). */
+  private sessionItems = new Map<string, string>();
 
   constructor(
     private readonly client: () => AppServerClient,
@@ -96,6 +142,7 @@ export class ViewHost {
     private readonly events: ViewEvents,
   ) {
     this.slot = `view_${offer.callId}`;
+    this.toolDefinition = { name: offer.tool, inputSchema: { type: "object" } };
     this.app = { id: `mcp:${offer.server}`, name: `${offer.tool} (${offer.server})` };
     this.element = document.createElement("article");
     this.element.className = "window view";
@@ -115,7 +162,11 @@ export class ViewHost {
     close.textContent = "✕";
     close.title = "Close the view (it is told first)";
     close.addEventListener("click", () => void this.close());
-    bar.append(title, id, close);
+    const placement = document.createElement("button");
+    placement.type = "button";
+    placement.className = "placement";
+    placement.addEventListener("click", () => this.events.togglePlacement(this));
+    bar.append(title, id, placement, close);
     const notice = document.createElement("div");
     notice.className = "view-notice";
     notice.setAttribute("role", "alert");
@@ -127,8 +178,16 @@ export class ViewHost {
     this.element.append(bar, notice, this.frame);
     void this.load();
     document.addEventListener("themechange", this.onTheme);
-    // Maximized or restored by the user (the title bar): the view is told its mode too.
-    new MutationObserver(() => this.setMode(this.element.classList.contains("maximized") ? "fullscreen" : "inline")).observe(this.element, {
+    document.addEventListener("keydown", this.onKey);
+    this.placed(false);
+    // Maximized or restored by the user (the title bar), or fullscreen left with Escape: the
+    // view is told its mode too.
+    new MutationObserver(() => {
+      const c = this.element.classList;
+      // Restored from the title bar: fullscreen ends with the maximized window.
+      if (c.contains("fullscreen") && !c.contains("maximized") && !c.contains("inline-view")) c.remove("fullscreen");
+      this.setMode(this.classMode());
+    }).observe(this.element, {
       attributes: true,
       attributeFilter: ["class"],
     });
@@ -140,6 +199,20 @@ export class ViewHost {
       this.lastSize = key;
       this.contextChanged({ containerDimensions: size });
     }).observe(this.frame);
+  }
+
+  /** The mode the window's classes show. */
+  private classMode(): DisplayMode {
+    const c = this.element.classList;
+    return c.contains("fullscreen") || c.contains("maximized") ? "fullscreen" : c.contains("pip") ? "pip" : "inline";
+  }
+
+  /** The window is now in the conversation (`inline`) or on the desk: its toggle says where it goes. */
+  placed(inline: boolean): void {
+    const b = this.element.querySelector<HTMLButtonElement>("header button.placement")!;
+    b.textContent = inline ? "⇱ Desk" : "⇲ Inline";
+    b.title = inline ? "Show this view in a window on the desk (remembered for views)" : "Show this view in the conversation, under its call (remembered for views)";
+    b.setAttribute("aria-label", b.title);
   }
 
   private size(): { width: number; height: number } {
@@ -205,12 +278,23 @@ export class ViewHost {
       if (!content) throw new Error(`${this.offer.resourceUri} has no HTML`);
       this.html = typeof content.text === "string" ? content.text : new TextDecoder().decode(Uint8Array.from(atob(content.blob), (c) => c.charCodeAt(0)));
       if (this.restored) this.log = await this.readLog();
+      this.storage = await this.loadStorage();
+      this.toolDefinition = await this.loadTool();
       const csp = content._meta?.ui?.csp ?? {};
       // Only what the view declares (`_meta.ui.permissions`), as the iframe's `allow`.
       this.granted = grantedPermissions(content._meta?.ui?.permissions);
       const allow = Object.keys(this.granted).map((name) => PERMISSIONS[name]).join("; ");
       if (allow) this.frame.setAttribute("allow", allow);
       this.declaredCsp = csp;
+      // Said to the user, in the window (not only in the console): what the view may reach.
+      const outside = declaredOrigins(csp);
+      if (outside) {
+        const warning = document.createElement("div");
+        warning.className = "view-warning";
+        warning.setAttribute("role", "note");
+        warning.textContent = `⚠ ${outside}`;
+        this.element.querySelector(".view-notice")!.after(warning);
+      }
       const lists: Array<[string, unknown]> = [["connect", csp.connectDomains], ["resource", csp.resourceDomains], ["frame", csp.frameDomains], ["base", csp.baseUriDomains]];
       const query = lists
         .filter(([, v]) => Array.isArray(v) && v.length)
@@ -221,6 +305,106 @@ export class ViewHost {
       this.frame.src = `/assets/view-frame.html${query ? `?${query}` : ""}`;
     } catch (err: any) {
       this.notice(`The view could not be loaded: ${String(err?.message ?? err)}`);
+    }
+  }
+
+  /** The tool that opened the view as its server lists it (`name`, `description`,
+   * `inputSchema`…), for `hostContext.toolInfo.tool`; its name alone when the server is gone. */
+  private async loadTool(): Promise<Json> {
+    try {
+      const answer = (await this.client().request("mcp/view/tool", { server: this.offer.server, tool: this.offer.tool } as Json)) as Json;
+      if (answer?.tool && typeof answer.tool === "object") return answer.tool;
+    } catch (err: any) {
+      this.events.log(`view ${this.offer.callId}: the definition of ${this.offer.tool} could not be read: ${String(err?.message ?? err)}`);
+    }
+    return { name: this.offer.tool, inputSchema: { type: "object" } };
+  }
+
+  /** Where this tab keeps the view's `sessionStorage`. */
+  private sessionKey(): string {
+    return `${VIEW_SESSION_PREFIX}${this.offer.threadId}/${this.offer.callId}`;
+  }
+
+  /** The view's storage for the proxy page: its `localStorage` from the server (per view
+   * instance: this thread and call, never what the view says), its `sessionStorage` from this tab. */
+  private async loadStorage(): Promise<Json> {
+    let local: Json = {};
+    let limit = STORAGE_LIMIT;
+    try {
+      const loaded = (await this.client().request("mcp/view/storage/load", { threadId: this.offer.threadId, callId: this.offer.callId } as Json)) as Json;
+      local = loaded.items ?? {};
+      if (typeof loaded.limit === "number") limit = loaded.limit;
+    } catch (err: any) {
+      this.events.log(`view ${this.offer.callId}: its storage could not be loaded: ${String(err?.message ?? err)}`);
+    }
+    try {
+      const saved = JSON.parse(sessionStorage.getItem(this.sessionKey()) ?? "{}");
+      for (const [k, v] of Object.entries(saved ?? {})) if (typeof v === "string") this.sessionItems.set(k, v);
+    } catch {
+      this.sessionItems.clear();
+    }
+    return { local, session: Object.fromEntries(this.sessionItems), limit };
+  }
+
+  /** A change the proxy page reports (`appserver/storage/changed`): `localStorage` changes are
+   * saved on the server in order (the server refuses what passes the bound, whatever the view
+   * sends), `sessionStorage` ones in this tab, under the same bound. */
+  private storageChanged(params: Json): void {
+    const clear = params?.clear === true;
+    const changes: Array<[string, string | null]> = (Array.isArray(params?.changes) ? params.changes : [])
+      .filter((c: Json) => typeof c?.key === "string" && (typeof c.value === "string" || c.value === null))
+      .map((c: Json) => [c.key, c.value]);
+    if (params?.area === "session") return this.sessionChanged(clear, changes);
+    if (params?.area !== "local") return;
+    if (!this.pendingLocal) {
+      this.pendingLocal = { clear: false, changes: new Map() };
+      setTimeout(() => this.flushLocal(), 0);
+    }
+    if (clear) {
+      this.pendingLocal.clear = true;
+      this.pendingLocal.changes.clear();
+    }
+    for (const [k, v] of changes) this.pendingLocal.changes.set(k, v);
+  }
+
+  private flushLocal(): void {
+    const batch = this.pendingLocal;
+    this.pendingLocal = undefined;
+    if (!batch) return;
+    const params = {
+      threadId: this.offer.threadId,
+      callId: this.offer.callId,
+      clear: batch.clear,
+      changes: [...batch.changes].map(([key, value]) => ({ key, value })),
+    };
+    this.saving = this.saving.then(() =>
+      this.client()
+        .request("mcp/view/storage/save", params as Json)
+        .then(
+          () => {},
+          (err: any) => {
+            const why = String(err?.message ?? err);
+            this.events.log(`view ${this.offer.callId}: its storage was not saved: ${why}`);
+            this.notice(`The view's storage was not saved: ${why}`);
+          },
+        ),
+    );
+  }
+
+  private sessionChanged(clear: boolean, changes: Array<[string, string | null]>): void {
+    const next = new Map(clear ? [] : this.sessionItems);
+    for (const [k, v] of changes) v === null ? next.delete(k) : next.set(k, v);
+    let used = 0;
+    for (const [k, v] of next) used += [...k].length + [...v].length;
+    if (used > STORAGE_LIMIT) {
+      this.events.log(`view ${this.offer.callId}: its sessionStorage would pass ${STORAGE_LIMIT} characters; not kept`);
+      return;
+    }
+    this.sessionItems = next;
+    try {
+      sessionStorage.setItem(this.sessionKey(), JSON.stringify(Object.fromEntries(next)));
+    } catch {
+      // The page's own quota: the view's session storage lasts as long as the view.
     }
   }
 
@@ -246,7 +430,7 @@ export class ViewHost {
       locale: navigator.language,
       timeZone: Intl.DateTimeFormat().resolvedOptions().timeZone,
       containerDimensions: this.size(),
-      toolInfo: { id: this.offer.callId, tool: { name: this.offer.tool, inputSchema: { type: "object" } } },
+      toolInfo: { id: this.offer.callId, tool: this.toolDefinition },
     };
     if (this.log) context["appserver/viewLog"] = this.log;
     return context;
@@ -311,7 +495,7 @@ export class ViewHost {
     switch (method) {
       case "ui/notifications/sandbox-proxy-ready":
         // The HTML once: a second announcement (a proxy that reloaded itself) gets nothing.
-        if (this.html !== undefined) this.notify("ui/notifications/sandbox-resource-ready", { html: this.html });
+        if (this.html !== undefined) this.notify("ui/notifications/sandbox-resource-ready", { html: this.html, "appserver/storage": this.storage });
         this.html = undefined;
         break;
       case "ui/notifications/initialized":
@@ -322,6 +506,9 @@ export class ViewHost {
           this.notify("ui/notifications/tool-input", { arguments: this.offer.arguments ?? {} });
         }
         this.notify("ui/notifications/tool-result", this.offer.result ?? {});
+        break;
+      case "appserver/storage/changed":
+        this.storageChanged(params);
         break;
       case "notifications/message":
         this.events.log(`view ${this.offer.callId}: ${JSON.stringify(params.data ?? params)}`);
@@ -402,6 +589,7 @@ export class ViewHost {
       no.textContent = noText;
       no.addEventListener("click", () => answer(false));
       this.notice(question, yes, no);
+      this.events.asking(this);
     });
   }
 
@@ -427,6 +615,7 @@ export class ViewHost {
     this.events.closing(this);
     if (this.initialized) await this.ask("ui/resource-teardown", { reason: "the user closed the view" }, TEARDOWN_MS);
     document.removeEventListener("themechange", this.onTheme);
+    document.removeEventListener("keydown", this.onKey);
     this.element.remove();
     this.events.closed(this);
   }
@@ -451,9 +640,58 @@ export function offerOf(threadId: string, turnId: string, call: Json, result: Js
   }
   const uri = answer?.view?.resourceUri;
   if (typeof uri !== "string" || typeof answer.server !== "string" || typeof answer.tool !== "string") return undefined;
-  const toolResult: Json = { content: [{ type: "text", text: String(answer.content ?? "") }] };
+  // The result's blocks as the item keeps them (its images and audio too), else its text.
+  const blocks = (Array.isArray(result.contentItems) ? result.contentItems : []).map(contentBlock).filter((b: Json) => b);
+  const toolResult: Json = { content: blocks.length ? blocks : [{ type: "text", text: String(answer.content ?? "") }] };
   if (answer.structuredContent !== undefined) toolResult.structuredContent = answer.structuredContent;
+  if (answer._meta && typeof answer._meta === "object") toolResult._meta = answer._meta;
   return { threadId, turnId, callId: String(result.callId), server: answer.server, tool: answer.tool, resourceUri: uri, arguments: call.arguments?.arguments ?? {}, result: toolResult };
+}
+
+/** A call that opened a view, in the conversation: one line — the tool, its server, the
+ * status — with the raw result (and its images) folded under it, the **Open view** button, and
+ * the slot where the view lives when it is shown inline. */
+export function renderViewResult(node: HTMLElement, p: Json, offer: ViewOffer, open: () => void): void {
+  const keep = node.querySelector<HTMLElement>(`:scope > .view-slot`);
+  node.classList.add("view-result");
+  node.classList.toggle("failed", !p.success);
+  const line = document.createElement("span");
+  line.className = "view-line";
+  line.textContent = `◇ ${offer.tool} · ${offer.server} · ${p.success ? "✔ done" : "✘ failed"}`;
+  const raw = document.createElement("details");
+  raw.className = "raw-result";
+  const summary = document.createElement("summary");
+  summary.textContent = "Raw result";
+  const pre = document.createElement("pre");
+  pre.textContent = String(p.result ?? "");
+  raw.append(summary, pre);
+  const media = contentItems(p.contentItems);
+  if (media) raw.append(media);
+  // The slot stays where it is (moving it would reload an inline view's iframe).
+  for (const child of [...node.childNodes]) if (child !== keep) child.remove();
+  if (keep) {
+    keep.before(line, openViewButton(open), raw);
+    return;
+  }
+  const slot = document.createElement("div");
+  slot.className = "view-slot";
+  slot.dataset.view = offer.callId;
+  node.append(line, openViewButton(open), raw, slot);
+}
+
+/** A thread item's content item (`contentItems`) as the MCP content block it was. */
+function contentBlock(item: Json): Json | undefined {
+  switch (item?.type) {
+    case "text":
+      return typeof item.text === "string" ? { type: "text", text: item.text } : undefined;
+    case "image":
+    case "audio":
+      return typeof item.dataBase64 === "string" ? { type: item.type, data: item.dataBase64, mimeType: String(item.mediaType ?? "") } : undefined;
+    case "resourceLink":
+      return typeof item.uri === "string" ? { type: "resource_link", uri: item.uri, name: String(item.name ?? item.uri), ...(item.mediaType ? { mimeType: item.mediaType } : {}) } : undefined;
+    default:
+      return undefined;
+  }
 }
 
 /** The thread item's button that opens (or brings back) the call's view. */

@@ -32,6 +32,9 @@ const APP_KEY = "appserver.desktop.layout.";
 export class WindowManager {
   private readonly windows = new Map<string, { w: Managed; layout: Layout }>();
   private z = 1;
+  /** Elements whose title bar and corner have their controls (a view moved back from the
+   * conversation keeps them). */
+  private readonly decorated = new WeakSet<HTMLElement>();
 
   constructor(
     private readonly desk: HTMLElement,
@@ -57,8 +60,9 @@ export class WindowManager {
     const layout = validLayout(saved) ?? this.appLayout(w.app.id) ?? this.cascade();
     if (!saved && layout.state === "minimized") layout.state = "normal";
     this.windows.set(w.slot, { w, layout: { ...layout } });
-    this.decorate(w);
-    this.desk.append(w.element);
+    if (!this.decorated.has(w.element)) this.decorate(w);
+    this.decorated.add(w.element);
+    moveInto(this.desk, w.element);
     this.apply(w, layout);
     this.raise(w);
     this.renderTaskbar();
@@ -270,6 +274,21 @@ export class WindowManager {
 }
 
 /** A layout read back from storage, if it is one (storage is the user's, and may hold anything). */
+/** Appends `element` to `parent`; one already in the page is moved without reloading its
+ * iframes (`moveBefore`) where the browser can. */
+export function moveInto(parent: HTMLElement, element: HTMLElement): void {
+  const p = parent as HTMLElement & { moveBefore?: (node: Node, child: Node | null) => void };
+  if (element.isConnected && typeof p.moveBefore === "function") {
+    try {
+      p.moveBefore(element, null);
+      return;
+    } catch {
+      // Not movable here (another document): appended instead.
+    }
+  }
+  parent.append(element);
+}
+
 export function validLayout(value: unknown): Layout | undefined {
   const v = value as Record<string, unknown> | null;
   if (!v || typeof v !== "object") return undefined;

@@ -1520,6 +1520,63 @@ export interface McpViewOfferedParams {
   result: unknown;
 }
 
+/** One change of a save: `value` absent or null removes the key. */
+export interface McpViewStorageChange {
+  key: string;
+  value?: string | null;
+}
+
+/** Params of `mcp/view/storage/load`: the view instance, as the client rendering it assigned it. */
+export interface McpViewStorageLoadParams {
+  threadId: string;
+  /** The tool call that opened the view (`mcp/view/offered`'s `callId`). */
+  callId: string;
+}
+
+/** Result of `mcp/view/storage/load`: every key of the instance's storage, and its bound. */
+export interface McpViewStorageLoadResult {
+  items: { [key: string]: string };
+  /** Characters of keys and values held. */
+  used: number;
+  /** The most characters of keys and values an instance may hold. */
+  limit: number;
+}
+
+/**
+ * Params of `mcp/view/storage/save`: changes to one instance's storage, applied together or
+ * (past the bound: -32070 `LIMIT_REACHED`) not at all.
+ */
+export interface McpViewStorageSaveParams {
+  threadId: string;
+  callId: string;
+  changes?: McpViewStorageChange[];
+  /** Every key removed before the changes (`localStorage.clear()`). */
+  clear?: boolean;
+}
+
+/** Result of `mcp/view/storage/save`. */
+export interface McpViewStorageSaveResult {
+  used: number;
+  limit: number;
+}
+
+/**
+ * Params of `mcp/view/tool` (appserver extension): a tool of a running server, for the view it
+ * opened (its `hostContext.toolInfo.tool`).
+ */
+export interface McpViewToolParams {
+  server: string;
+  tool: string;
+}
+
+/**
+ * Result of `mcp/view/tool`: the tool as the server's `tools/list` gave it (`name`,
+ * `description`, `inputSchema`, and whatever else it declared).
+ */
+export interface McpViewToolResult {
+  tool: unknown;
+}
+
 /** One model of the provider's catalog. */
 export interface ModelCatalogItem {
   id: string;
@@ -2694,6 +2751,9 @@ export interface ClientRequestMap {
   "mcp/upsert": { params: McpServerParams; result: McpServerResult };
   "mcp/view/call": { params: McpViewCallParams; result: McpViewCallResult };
   "mcp/view/context": { params: McpViewContextParams; result: EmptyResult };
+  "mcp/view/storage/load": { params: McpViewStorageLoadParams; result: McpViewStorageLoadResult };
+  "mcp/view/storage/save": { params: McpViewStorageSaveParams; result: McpViewStorageSaveResult };
+  "mcp/view/tool": { params: McpViewToolParams; result: McpViewToolResult };
   "model/list": { params: ModelListParams; result: ModelListResult };
   "plugin/install": { params: PluginInstallParams; result: PluginResult };
   "plugin/list": { params: PluginListParams; result: PluginListResult };

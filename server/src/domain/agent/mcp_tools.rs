@@ -238,6 +238,10 @@ pub(crate) async fn call_mcp(call: &ToolCall<'_>, server: &str, tool: &str, argu
         answer["progressNotifications"] = json!(steps);
     }
     if let Some(uri) = view {
+        // A view reopened from the thread gets the result's `_meta` as the first one did.
+        if let Some(meta) = result.meta.as_ref().and_then(|m| serde_json::to_value(m).ok()) {
+            answer["_meta"] = meta;
+        }
         answer["view"] = json!({ "resourceUri": uri });
         offer_view(call, server, tool, &uri, input, &result);
     }

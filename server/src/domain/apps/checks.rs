@@ -5,7 +5,6 @@ use serde_json::Value;
 
 use super::AppError;
 use super::manifest::{BUILTIN_COMMANDS, CheckedManifest};
-use super::service::AppService;
 
 /// Whether `command` is one the window's app declared and `params` fit its schema: the check
 /// every run makes, and the one made before anyone is asked to approve a call (a call that
@@ -29,17 +28,4 @@ pub(super) fn check_declared(
         });
     }
     checked.check_params(command, params).map_err(AppError::InvalidParams)
-}
-
-/// [`check_declared`] before a command's approval is asked, on the window wherever it is hosted
-/// (in cluster mode one registered on another instance is read from the store): an unknown
-/// window is `APP_NOT_FOUND`, and the call neither is asked about nor runs.
-pub(crate) async fn check_before_approval(
-    apps: &AppService,
-    window_id: &str,
-    command: &str,
-    params: &Value,
-) -> Result<(), AppError> {
-    let window = super::service::find_window(apps, window_id).await?;
-    check_declared(&window.manifest(), window_id, command, params)
 }

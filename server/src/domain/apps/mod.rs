@@ -11,13 +11,17 @@ pub(crate) mod checks;
 pub(crate) mod descriptors;
 pub(crate) mod hosts;
 pub(crate) mod idle;
+mod logged;
 pub(crate) mod manifest;
 pub(crate) mod order;
+mod pin_approvals;
 pub(crate) mod reads;
 pub(crate) mod remote;
 mod replay;
 pub(crate) mod service;
+pub(crate) mod view_storage;
 pub(crate) mod web;
+mod web_cache;
 
 use std::collections::{HashMap, VecDeque};
 use std::sync::{Arc, Mutex, MutexGuard};

@@ -18,7 +18,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::service::{Call, host_error, run_logged};
+use super::logged::{Call, host_error, run_logged};
 use super::{AppError, AppWindow};
 use crate::domain::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
 use crate::infra::cluster::{Cluster, ClusterError, subject_token};

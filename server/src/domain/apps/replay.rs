@@ -7,7 +7,7 @@ use std::collections::VecDeque;
 use appserver_protocol::{AppLogEntry, AppReplayError, ExtAppCommandParams};
 use serde_json::value::RawValue;
 
-use super::service::host_error;
+use super::logged::host_error;
 use super::{AppError, AppWindow, DEFAULT_CALL_TIMEOUT};
 use crate::domain::ports::{AppHost, CallError, PendingAnswer};
 use crate::infra::store::{AppWrite, Store, WriteTicket};

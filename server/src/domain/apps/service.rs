@@ -8,21 +8,22 @@ use std::time::Duration;
 
 use appserver_protocol::{
     AppCaller, AppEmitParams, AppEventParams, AppInteractionParams, AppLogReadResult, AppOpenResult, AppRegisterParams,
-    AppRegisteredParams, AppReplayError, AppReplayedParams, AppSummary, AppUnregisteredParams, ExtAppCommandParams,
-    ExtAppQueryParams, InputPart, SenderContext, ServerNotification,
+    AppRegisteredParams, AppReplayError, AppReplayedParams, AppSummary, AppUnregisteredParams, ExtAppQueryParams,
+    InputPart, SenderContext, ServerNotification,
 };
 use serde_json::{Value, json};
 
+use super::logged::{Call, host_error, run_logged, unwrap_member};
 use super::manifest;
 use super::replay;
 use super::{AppError, AppRegistry, AppWindow, DEFAULT_CALL_TIMEOUT, new_window_id};
 use crate::domain::ports::Broadcast;
-use crate::domain::ports::{AppHost, CallError, HostId};
+use crate::domain::ports::{AppHost, HostId};
 use crate::domain::threads::broadcast;
 use crate::domain::threads::{ThreadHandle, ThreadManager};
 use crate::infra::clock;
 use crate::infra::config::ServerConfig;
-use crate::infra::store::{AppWrite, Fence, Store, WindowRecord, WriteOp};
+use crate::infra::store::{AppWrite, Store, WindowRecord};
 
 /// What the app operations need: the store, the registered windows, the loaded threads (a
 /// window may be bound to one), every client (for unbound events) and the configuration.
@@ -34,11 +35,11 @@ pub(crate) struct AppService {
     pub(crate) clients: Arc<dyn Broadcast>,
     pub(crate) config: Arc<ServerConfig>,
     /// Web descriptors fetched by `app/discover`, and the clock that ages them.
-    pub(crate) web: super::web::WebDiscovery,
+    pub(crate) web: super::web_cache::WebDiscovery,
     /// Cluster mode: windows hosted on other instances are reached through it.
     pub(crate) cluster: Option<crate::infra::cluster::Cluster>,
     /// Descriptor apps whose program waits for the owner's approval.
-    pub(crate) descriptors: super::descriptors::pins::Approvals,
+    pub(crate) descriptors: super::pin_approvals::Approvals,
 }
 
 /// Longest `timeoutMs` a caller may ask for.
@@ -60,39 +61,6 @@ fn window_limits(config: &ServerConfig) -> super::WindowLimits {
 
 fn call_timeout(timeout_ms: Option<u64>) -> Duration {
     timeout_ms.map_or(DEFAULT_CALL_TIMEOUT, |ms| Duration::from_millis(ms.max(1)).min(MAX_CALL_TIMEOUT))
-}
-
-/// Turns a failed request to a host into an app error.
-pub(super) fn host_error(window_id: &str, what: &str, timeout: Duration, err: CallError) -> AppError {
-    match err {
-        CallError::Closed => AppError::NotLive(window_id.to_owned()),
-        // The limit that applied: the caller's, or the app's own when that is shorter (a
-        // descriptor's `timeout_ms`).
-        CallError::Timeout(applied) => AppError::Timeout(format!(
-            "the app in window {window_id} did not answer {what} within {} ms",
-            applied.min(timeout).as_millis()
-        )),
-        CallError::Rejected(error) => {
-            let code = error
-                .data
-                .as_ref()
-                .and_then(|d| d.get("code"))
-                .and_then(Value::as_str)
-                .unwrap_or("INTERNAL_ERROR")
-                .to_owned();
-            AppError::App { code, message: error.message }
-        }
-        CallError::Serialize(message) => AppError::App { code: "INTERNAL_ERROR".into(), message },
-    }
-}
-
-/// `{"result": X}` → X; `{"data": X}` → X; anything else is taken whole.
-fn unwrap_member(raw: &serde_json::value::RawValue, member: &str) -> Value {
-    let value: Value = serde_json::from_str(raw.get()).unwrap_or(Value::Null);
-    match value {
-        Value::Object(mut map) if map.contains_key(member) => map.remove(member).unwrap_or(Value::Null),
-        other => other,
-    }
 }
 
 pub(crate) async fn register(
@@ -255,6 +223,19 @@ pub(crate) async fn find_window(apps: &AppService, window_id: &str) -> Result<Ar
     window(apps, window_id)
 }
 
+/// [`super::checks::check_declared`] before a command's approval is asked, on the window wherever it is hosted
+/// (in cluster mode one registered on another instance is read from the store): an unknown
+/// window is `APP_NOT_FOUND`, and the call neither is asked about nor runs.
+pub(crate) async fn check_before_approval(
+    apps: &AppService,
+    window_id: &str,
+    command: &str,
+    params: &Value,
+) -> Result<(), AppError> {
+    let window = find_window(apps, window_id).await?;
+    super::checks::check_declared(&window.manifest(), window_id, command, params)
+}
+
 /// Where a window's host is.
 enum Hosted {
     /// Connected here (or a host the server runs itself).
@@ -370,84 +351,6 @@ async fn command_with(
     // A streaming command's run, readable (over MCP) before its first event.
     if let Some(run_id) = result.get("runId").and_then(Value::as_str) {
         window.remember_run(run_id);
-    }
-    Ok(result)
-}
-
-/// One command to log and send: its name, params, who asked (for the log), and the lease of the
-/// turn it is run for (cluster mode), which its log entry is written under.
-#[derive(Debug)]
-pub(super) struct Call<'a> {
-    pub(super) command: &'a str,
-    pub(super) params: Value,
-    pub(super) caller: AppCaller,
-    pub(super) fence: Option<Fence>,
-}
-
-/// The write-ahead command path. One step takes the sequence number and queues the `pending`
-/// log entry (so entries commit in sequence order); once it has committed and every earlier
-/// command has been sent, the command is queued to the host, and the next one may go; the
-/// answer is awaited after that. The app's success confirms the entry (`done`), any failure
-/// discards it. A failed first write means the app is never asked (`NotRun`); a failed
-/// confirmation is reported as such (`AppliedNotRecorded`), never as a bare internal error.
-pub(super) async fn run_logged(
-    store: &Store,
-    window: &AppWindow,
-    host: &dyn AppHost,
-    call: Call<'_>,
-    timeout: Duration,
-) -> Result<Value, AppError> {
-    let Call { command, params, caller, fence } = call;
-    let window_id = window.window_id.as_str();
-    let (mut slot, intent) = window.reserve_command(|seq| {
-        let intend = AppWrite::Intend {
-            window_id: window_id.to_owned(),
-            seq,
-            command: command.to_owned(),
-            params: params.clone(),
-            at: clock::now_rfc3339(),
-            caller: caller.clone(),
-        };
-        store.submit(WriteOp::from(intend).fenced(fence.clone()))
-    });
-    let seq = slot.seq();
-    let discard = || {
-        // Best effort: a pending entry is never replayed, so one left behind does no harm.
-        drop(store.submit(AppWrite::Discard { window_id: window_id.to_owned(), seq }));
-    };
-    if let Err(source) = intent.wait().await {
-        discard();
-        return Err(AppError::NotRun { window: window_id.to_owned(), seq, source });
-    }
-    if slot.wait_turn(timeout).await.is_err() {
-        discard();
-        return Err(AppError::Timeout(format!(
-            "earlier commands to window {window_id} were not sent within {} ms",
-            timeout.as_millis()
-        )));
-    }
-    let request =
-        ExtAppCommandParams { window_id: window_id.to_owned(), command: command.to_owned(), params, replay: false };
-    let what = format!("the command `{command}`");
-    let sent = host.send_command(request, timeout).await;
-    // Sent (or given up): the next command may go.
-    drop(slot);
-    let answer = match sent {
-        Ok(pending) => pending.await,
-        Err(err) => Err(err),
-    };
-    let raw = match answer {
-        Ok(raw) => raw,
-        Err(err) => {
-            discard();
-            return Err(host_error(window_id, &what, timeout, err));
-        }
-    };
-    let result = unwrap_member(&raw, "result");
-    let confirm =
-        AppWrite::Confirm { window_id: window_id.to_owned(), seq, result: result.clone(), at: clock::now_rfc3339() };
-    if let Err(source) = store.write(confirm).await {
-        return Err(AppError::AppliedNotRecorded { window: window_id.to_owned(), seq, source });
     }
     Ok(result)
 }

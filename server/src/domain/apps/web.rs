@@ -10,8 +10,6 @@
 //! `<app.id>@<origin>` and its window `web:<app.id>@<origin>`, so another origin publishing the
 //! same `app.id` is another app — it cannot take the window, its log or the consents given to it.
 
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use appserver_protocol::{AppDiscoverParams, AppDiscoverResult, AppRegisterParams};
@@ -25,7 +23,8 @@ use super::AppError;
 use super::descriptors::format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
 use super::descriptors::host_for;
 use super::service::{self, AppService};
-use crate::infra::clock::{Clock, UtcTime};
+use super::web_cache::Cached;
+use crate::infra::clock::UtcTime;
 use crate::infra::store::AppWrite;
 
 /// Longest a fetch (with its redirects) may take.
@@ -35,45 +34,6 @@ pub(crate) const DEFAULT_TTL: Duration = Duration::from_secs(24 * 60 * 60);
 const MAX_REDIRECTS: usize = 5;
 /// Longest window id a registration accepts.
 const MAX_WINDOW_ID: usize = 200;
-/// Sites cached at once; the oldest fetch is dropped first.
-const MAX_CACHED: usize = 256;
-
-/// A fetched descriptor.
-#[derive(Debug, Clone)]
-struct Cached {
-    text: String,
-    window_id: String,
-    fetched_at: i64,
-    expires_at: i64,
-    /// Cancelled when the app is registered again from a new descriptor.
-    host_token: CancellationToken,
-}
-
-/// The cache of web descriptors and the clock that ages it.
-#[derive(Debug, Default)]
-pub(crate) struct WebDiscovery {
-    pub(crate) clock: Clock,
-    cache: Mutex<HashMap<String, Cached>>,
-}
-
-impl WebDiscovery {
-    fn cached(&self, origin: &str) -> Option<Cached> {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner()).get(origin).cloned()
-    }
-
-    fn store(&self, origin: String, entry: Cached) {
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        if cache.len() >= MAX_CACHED && !cache.contains_key(&origin) {
-            let oldest = cache.iter().min_by_key(|(_, c)| c.fetched_at).map(|(k, _)| k.clone());
-            if let Some(oldest) = oldest {
-                cache.remove(&oldest);
-            }
-        }
-        if let Some(previous) = cache.insert(origin, entry) {
-            previous.host_token.cancel();
-        }
-    }
-}
 
 fn invalid(message: String) -> AppError {
     AppError::InvalidParams(message)

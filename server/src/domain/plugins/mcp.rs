@@ -147,12 +147,12 @@ fn hex(bytes: &[u8]) -> String {
 
 /// What approving `config` (a server of the plugin in `root`, declared in `file`) pins now: its
 /// definition, and — for a program — the plugin's whole folder, whatever file of it the program
-/// runs (`python3 server.py`; `apps::descriptors::code`). A URL runs no code of the plugin's.
+/// runs (`python3 server.py`; `apps::hosts::code`). A URL runs no code of the plugin's.
 pub(crate) fn pin_for(config: &McpServerConfig, root: &Path, file: &Path) -> DescriptorPin {
     let declared = config.origin.as_ref().and_then(|o| o.declared_name.clone()).unwrap_or_default();
     let program = config.command.clone().or_else(|| config.url.clone()).unwrap_or_default();
     let program_sha256 = match config.transport {
-        McpTransportKind::Stdio => crate::domain::apps::descriptors::code::tree_sha256(root),
+        McpTransportKind::Stdio => crate::domain::apps::hosts::code::tree_sha256(root),
         McpTransportKind::StreamableHttp => None,
     };
     let definition = serde_json::to_string(config).unwrap_or_default();

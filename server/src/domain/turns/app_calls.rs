@@ -53,7 +53,7 @@ pub(crate) async fn judge_command(
     command: &str,
     params: &Value,
 ) -> Result<ApprovalSpec, AppError> {
-    crate::domain::apps::checks::check_before_approval(apps, window_id, command, params).await?;
+    crate::domain::apps::service::check_before_approval(apps, window_id, command, params).await?;
     app_command_spec(apps, window_id, command, params).ok_or_else(|| AppError::NotFound(window_id.to_owned()))
 }
 

@@ -12,7 +12,8 @@ use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
 use super::handlers::{
-    apps, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads, turns, workspace,
+    apps, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads, turns, views,
+    workspace,
 };
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
@@ -80,6 +81,9 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
         R::McpResourcesList(p) => answer::<m::McpResourcesList, _>(id, mcp::handle_resources_list(ctx, p)),
         R::McpViewCall(p) => answer::<m::McpViewCall, _>(id, mcp::handle_view_call(ctx, p)),
         R::McpViewContext(p) => answer::<m::McpViewContext, _>(id, mcp::handle_view_context(ctx, p)),
+        R::McpViewStorageLoad(p) => answer::<m::McpViewStorageLoad, _>(id, views::handle_storage_load(ctx, p)),
+        R::McpViewTool(p) => answer::<m::McpViewTool, _>(id, views::handle_tool(ctx, p)),
+        R::McpViewStorageSave(p) => answer::<m::McpViewStorageSave, _>(id, views::handle_storage_save(ctx, p)),
         R::WorkspaceConfigSchema(p) => {
             answer::<m::WorkspaceConfigSchema, _>(id, workspace::handle_config_schema(ctx, p))
         }

@@ -25,6 +25,7 @@ mod subagents;
 mod thread_writes;
 mod threads;
 mod turn_ends;
+mod view_storage;
 mod writer;
 
 pub(crate) use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
@@ -36,6 +37,7 @@ pub(crate) use location::{StoreLocation, check_postgres};
 pub(crate) use subagents::EdgeRecord;
 pub(crate) use thread_writes::ThreadWrite;
 pub(crate) use threads::{ThreadQuery, ThreadRecord, TurnRecord, item_id, parse_seq, turn_id};
+pub(crate) use view_storage::{ViewStorageChange, ViewStorageWrite};
 pub(crate) use writer::FaultKind;
 
 /// Registers the SQLite VFS the store's writer opens its connection with (each commit's WAL
@@ -123,6 +125,9 @@ pub enum StoreError {
     Unsupported(&'static str),
     #[error("database write failed: {0}")]
     Write(String),
+    /// A write would take what it bounds past its bound (a view's storage): nothing was written.
+    #[error("{what} would hold {used} characters; at most {limit} are kept")]
+    OverBound { what: &'static str, used: u64, limit: u64 },
     #[error("unreadable data in the database: {0}")]
     Corrupt(String),
     #[error("the store is closed")]
@@ -171,6 +176,7 @@ pub(crate) enum WriteOp {
     Event(EventWrite),
     Cron(CronWrite),
     Delivery(DeliveryWrite),
+    ViewStorage(ViewStorageWrite),
     /// Several writes that must commit together.
     All(Vec<WriteOp>),
 }
@@ -220,6 +226,12 @@ impl From<AppWrite> for WriteOp {
     }
 }
 
+impl From<ViewStorageWrite> for WriteOp {
+    fn from(op: ViewStorageWrite) -> Self {
+        WriteOp::ViewStorage(op)
+    }
+}
+
 impl From<EventWrite> for WriteOp {
     fn from(op: EventWrite) -> Self {
         WriteOp::Event(op)
@@ -248,6 +260,7 @@ fn apply<'a>(
             WriteOp::Event(op) => events::apply(conn, op).await,
             WriteOp::Cron(op) => cron::apply(conn, op).await,
             WriteOp::Delivery(op) => deliveries::apply(conn, op).await,
+            WriteOp::ViewStorage(op) => view_storage::apply(conn, op).await,
             WriteOp::All(ops) => {
                 for op in ops {
                     apply(conn, op).await?;

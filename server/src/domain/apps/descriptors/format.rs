@@ -11,8 +11,7 @@ use appserver_protocol::{AppCommandDescriptor, AppManifest};
 use serde::Deserialize;
 use serde_json::Value;
 
-pub(crate) use super::auth::HttpAuth;
-use super::versions::{self, Shape, ToolCall};
+pub(crate) use super::super::hosts::auth::HttpAuth;
 
 /// Largest descriptor file read.
 pub(crate) const MAX_DESCRIPTOR_BYTES: u64 = 1024 * 1024;
@@ -113,6 +112,18 @@ pub(crate) struct Tool {
     pub(crate) execution: Option<ToolCall>,
 }
 
+/// Where an HTTP tool is called.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+pub(crate) struct ToolCall {
+    pub(crate) path: String,
+    #[serde(default)]
+    pub(crate) method: Option<String>,
+    #[serde(default)]
+    pub(crate) headers: BTreeMap<String, String>,
+    #[serde(default, alias = "bodyTemplate")]
+    pub(crate) body_template: Option<Value>,
+}
+
 impl Tool {
     /// The tool's path under `base_url`, when it gives one.
     pub(crate) fn http_path(&self) -> Option<&str> {
@@ -143,44 +154,6 @@ impl Descriptor {
             Execution::Http { .. } => "http",
             Execution::Mcp(_) => "mcp",
         }
-    }
-
-    /// Parses a descriptor of any published shape; the error names the field.
-    pub(crate) fn parse(text: &str) -> Result<Descriptor, String> {
-        Descriptor::parse_named(text, None)
-    }
-
-    /// [`Descriptor::parse`], `folder` naming the app when the descriptor does not (2.0).
-    pub(crate) fn parse_named(text: &str, folder: Option<&str>) -> Result<Descriptor, String> {
-        let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
-        let mut descriptor = match versions::shape(&value)? {
-            Shape::Spec => {
-                let kind = value.pointer("/execution/type").and_then(Value::as_str).unwrap_or("stdio");
-                if !matches!(kind, "stdio" | "http") {
-                    return Err(versions::unrunnable("execution.type", kind));
-                }
-                versions::read::<Descriptor>(value)?
-            }
-            Shape::Agent => return Err(versions::unrunnable("start", "acp-agent")),
-            Shape::Platforms => versions::from_platforms(value)?,
-            Shape::Camel => versions::from_camel(value)?,
-            Shape::Access => versions::from_access(value, folder)?,
-        };
-        if descriptor.app.id.trim().is_empty() || descriptor.app.id.len() > 200 {
-            return Err("app.id: must be 1 to 200 characters".into());
-        }
-        // `@` joins a web app's id and its origin: no descriptor may spell another's.
-        if descriptor.app.id.contains('@') {
-            return Err("app.id: may not contain `@`".into());
-        }
-        if let Some(top) = descriptor.auth.take() {
-            match &mut descriptor.execution {
-                Execution::Http { auth: auth @ None, .. } => *auth = Some(top),
-                Execution::Http { .. } => return Err("auth: given twice (also as execution.auth)".into()),
-                _ => return Err("auth: only an `http` app sends one".into()),
-            }
-        }
-        Ok(descriptor)
     }
 
     /// The window id the app is registered under.

@@ -6,8 +6,6 @@
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
 //! kept). A descriptor that does not parse is logged and skipped.
 
-pub(crate) mod auth;
-pub(crate) mod code;
 pub(crate) mod format;
 pub(crate) mod mcp;
 pub(crate) mod pins;

@@ -1,6 +1,6 @@
 //! The program a stdio descriptor app runs is pinned when the workspace's owner approves it: the
 //! program, its arguments and working directory as started, a SHA-256 of the descriptor file and
-//! one of the code the program runs (`code.rs`: the program next to the descriptor and the
+//! one of the code the program runs (`hosts::code`: the program next to the descriptor and the
 //! scripts its arguments name, or a plugin's whole folder). A descriptor that is new,
 //! or whose pin no longer matches (a `git pull` changed it), is registered with a [`HeldHost`]:
 //! listed with `needsApproval`, its manifest readable, but nothing is spawned — not even for the
@@ -8,53 +8,21 @@
 //! Then the pin is stored, the watcher loads the descriptor again, and the program runs (and
 //! replays) as any approved one.
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
 use std::time::Duration;
 
 use appserver_protocol::{AppDescriptorApproveResult, ExtAppCommandParams, ExtAppQueryParams};
 use sha2::{Digest, Sha256};
-use tokio::sync::Notify;
 
+use super::super::hosts::code::{self, Code};
 use super::super::hosts::process::StdioSpec;
 use super::super::hosts::{app_rejection, no_state_key};
+use super::super::pin_approvals::lock;
 use super::super::service::AppService;
 use super::super::{AppError, READY_WAIT};
-use super::code::{self, Code};
 use crate::domain::ports::{AppHost, BoxFuture, CallError, HostId, PendingAnswer};
 use crate::infra::store::{AppWrite, DescriptorPin};
-
-/// The descriptor apps waiting for their owner's approval, and the approved ones the watcher is
-/// to load again.
-#[derive(Debug, Default)]
-pub(crate) struct Approvals {
-    held: Mutex<HashMap<String, DescriptorPin>>,
-    reload: Mutex<HashSet<PathBuf>>,
-    /// Wakes the watcher at once when a descriptor was approved.
-    pub(crate) wake: Notify,
-}
-
-fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-impl Approvals {
-    /// Remembers that `pin` waits for approval (its window is held).
-    pub(crate) fn hold(&self, pin: DescriptorPin) {
-        lock(&self.held).insert(pin.window_id.clone(), pin);
-    }
-
-    /// The window no longer waits (its descriptor was approved, removed or changed).
-    pub(crate) fn release(&self, window_id: &str) {
-        lock(&self.held).remove(window_id);
-    }
-
-    /// Descriptors approved since the last call: the watcher loads them again.
-    pub(crate) fn take_reloads(&self) -> Vec<PathBuf> {
-        lock(&self.reload).drain().collect()
-    }
-}
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
@@ -93,7 +61,7 @@ pub(crate) async fn pin_for(
 /// the file changed since it was listed), has the watcher load it again, and answers once the
 /// app runs (its log replayed).
 pub(crate) async fn approve(apps: &AppService, window_id: &str) -> Result<AppDescriptorApproveResult, AppError> {
-    let held = lock(&apps.descriptors.held).get(window_id).cloned().ok_or_else(|| {
+    let held = lock(apps.descriptors.held()).get(window_id).cloned().ok_or_else(|| {
         AppError::InvalidParams(format!("windowId: {window_id} has no descriptor program waiting for approval"))
     })?;
     let path = PathBuf::from(&held.path);
@@ -110,7 +78,7 @@ pub(crate) async fn approve(apps: &AppService, window_id: &str) -> Result<AppDes
     // An MCP server's descriptor has no window to wait for: the server starts in the background
     // (`mcp/status/list`).
     let is_mcp = super::describes_mcp(&path).await;
-    lock(&apps.descriptors.reload).insert(path);
+    lock(apps.descriptors.reloads()).insert(path);
     apps.descriptors.wake.notify_one();
     if !is_mcp {
         let window = running(apps, window_id).await?;

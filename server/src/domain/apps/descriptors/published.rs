@@ -38,7 +38,7 @@ fn the_http_descriptors_load_with_their_headers_and_auth() {
             assert!(default_headers.contains_key(header), "{file}: {default_headers:?}");
         }
         let auth = auth.clone().unwrap_or_else(|| panic!("{file}: no auth")).for_app(&d.app.id);
-        assert_eq!(auth.source, super::auth::Source::Env(auth_env.into()), "{file}");
+        assert_eq!(auth.source, super::super::hosts::auth::Source::Env(auth_env.into()), "{file}");
     }
 }
 

@@ -18,7 +18,48 @@ use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::format::{AppInfo, Descriptor, Execution, McpTransport, Tool};
+use super::format::{AppInfo, Descriptor, Execution, McpTransport, Tool, ToolCall};
+
+/// Parsing: every published shape is read into the one [`Descriptor`].
+impl Descriptor {
+    /// Parses a descriptor of any published shape; the error names the field.
+    pub(crate) fn parse(text: &str) -> Result<Descriptor, String> {
+        Descriptor::parse_named(text, None)
+    }
+
+    /// [`Descriptor::parse`], `folder` naming the app when the descriptor does not (2.0).
+    pub(crate) fn parse_named(text: &str, folder: Option<&str>) -> Result<Descriptor, String> {
+        let value: Value = serde_json::from_str(text).map_err(|e| format!("not JSON: {e}"))?;
+        let mut descriptor = match shape(&value)? {
+            Shape::Spec => {
+                let kind = value.pointer("/execution/type").and_then(Value::as_str).unwrap_or("stdio");
+                if !matches!(kind, "stdio" | "http") {
+                    return Err(unrunnable("execution.type", kind));
+                }
+                read::<Descriptor>(value)?
+            }
+            Shape::Agent => return Err(unrunnable("start", "acp-agent")),
+            Shape::Platforms => from_platforms(value)?,
+            Shape::Camel => from_camel(value)?,
+            Shape::Access => from_access(value, folder)?,
+        };
+        if descriptor.app.id.trim().is_empty() || descriptor.app.id.len() > 200 {
+            return Err("app.id: must be 1 to 200 characters".into());
+        }
+        // `@` joins a web app's id and its origin: no descriptor may spell another's.
+        if descriptor.app.id.contains('@') {
+            return Err("app.id: may not contain `@`".into());
+        }
+        if let Some(top) = descriptor.auth.take() {
+            match &mut descriptor.execution {
+                Execution::Http { auth: auth @ None, .. } => *auth = Some(top),
+                Execution::Http { .. } => return Err("auth: given twice (also as execution.auth)".into()),
+                _ => return Err("auth: only an `http` app sends one".into()),
+            }
+        }
+        Ok(descriptor)
+    }
+}
 
 /// What runs: said in every refusal.
 const RUNS: &str = "appserver runs `stdio` programs (the AAI JSON envelope), `http` services and MCP servers";
@@ -141,7 +182,7 @@ pub(crate) fn from_platforms(value: Value) -> Result<Descriptor, String> {
 
 fn from_rest(d: Platforms, web: Value) -> Result<Descriptor, String> {
     let web: RestPlatform = read_at(web, "platforms.web")?;
-    let auth = web.auth.map(|a| super::auth::read(a, "platforms.web.auth")).transpose()?;
+    let auth = web.auth.map(|a| super::super::hosts::auth::read(a, "platforms.web.auth")).transpose()?;
     let tools = web
         .tools
         .into_iter()
@@ -234,18 +275,6 @@ struct CamelTool {
     execution: Option<ToolCall>,
 }
 
-/// Where an HTTP tool is called.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
-pub(crate) struct ToolCall {
-    pub(crate) path: String,
-    #[serde(default)]
-    pub(crate) method: Option<String>,
-    #[serde(default)]
-    pub(crate) headers: BTreeMap<String, String>,
-    #[serde(default, alias = "bodyTemplate")]
-    pub(crate) body_template: Option<Value>,
-}
-
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct CamelHttp {
@@ -277,7 +306,7 @@ pub(crate) fn from_camel(value: Value) -> Result<Descriptor, String> {
     let execution = match kind.as_str() {
         "http" => {
             let http: CamelHttp = read_at(d.execution, "execution")?;
-            let auth = d.auth.map(|a| super::auth::read(a, "auth")).transpose()?;
+            let auth = d.auth.map(|a| super::super::hosts::auth::read(a, "auth")).transpose()?;
             Execution::Http {
                 base_url: http.base_url,
                 auth,

@@ -17,8 +17,8 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 
 use super::app_rejection;
+use super::auth::{HttpAuth, Scheme, Source};
 use super::request::{self, Endpoint};
-use crate::domain::apps::descriptors::auth::{HttpAuth, Scheme, Source};
 use crate::domain::ports::{Answer, AppHost, BoxFuture, CallError, HostId, PendingAnswer};
 
 /// Largest response body read.

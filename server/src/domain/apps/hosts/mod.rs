@@ -3,6 +3,8 @@
 //! (`http.rs`). Both implement the `AppHost` port, so queries, commands, approvals, validation
 //! and the replay log work for them as for a connected window.
 
+pub(crate) mod auth;
+pub(crate) mod code;
 pub(crate) mod http;
 pub(crate) mod process;
 pub(crate) mod request;

@@ -45,9 +45,9 @@ pub(crate) struct StdioSpec {
     pub(crate) timeout: Duration,
     /// The commands a program started again after a death is sent first (the app's replay).
     pub(crate) replay: Option<ReplaySource>,
-    /// The code the program runs (`descriptors::code`) and the digest it was approved with:
+    /// The code the program runs (`hosts::code`) and the digest it was approved with:
     /// checked before each start, and a program whose code no longer matches is not started.
-    pub(crate) code: Option<(crate::domain::apps::descriptors::code::Code, String)>,
+    pub(crate) code: Option<(super::code::Code, String)>,
 }
 
 /// Commands to replay, in order: `(tool, params)`.
@@ -196,7 +196,7 @@ async fn supervise(spec: StdioSpec, mut rx: mpsc::Receiver<Request>, token: Canc
 /// Why the program may not start: its file is no longer what was approved.
 async fn changed_since_approved(spec: &StdioSpec) -> Option<String> {
     let (code, approved) = spec.code.as_ref()?;
-    let now = crate::domain::apps::descriptors::code::sha256_async(code).await;
+    let now = super::code::sha256_async(code).await;
     (now.as_ref() != Some(approved)).then(|| {
         format!(
             "the code the program {} runs changed since it was approved: it runs once the workspace's owner approves it again (app/descriptor/approve)",

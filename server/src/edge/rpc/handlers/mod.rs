@@ -14,4 +14,5 @@ pub(crate) mod terminals;
 pub(crate) mod thread_tree;
 pub(crate) mod threads;
 pub(crate) mod turns;
+pub(crate) mod views;
 pub(crate) mod workspace;
