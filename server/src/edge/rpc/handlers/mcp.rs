@@ -2,7 +2,7 @@
 //! `mcp/remove`) and probing one (`mcp/test`) run programs or reach URLs of the caller's choosing:
 //! only a client acting for the workspace's owner may (not a channel adapter bridging others).
 //! `mcp/resources/read` and `mcp/resources/list` (appserver extensions) read and list a server's
-//! resources — an MCP Apps view's HTML, and whatever its views read (`mcphost::resources`, bounded);
+//! resources — an MCP Apps view's HTML, and whatever its views read (`mcp_host::resources`, bounded);
 //! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`),
 //! `mcp/view/context` a view's context for the model (`turns::view_context`).
 
