@@ -1,15 +1,21 @@
 //! The code map as rules (docs/architecture.md "Layers"): which module of server/src may reach
-//! which, no layer's folder reaching a higher one, handlers never reaching the store, no cycle among
-//! a module's files, the ports module a leaf, SQL only in the store, unsafe code in three files, the
-//! size limits, and every file a `//!` line names existing. Each file is parsed whole (test code
-//! included, every import form), so a change that breaks a rule fails here with the offending
-//! line; a planted fixture shows each rule catching what it should.
+//! which, no layer's folder reaching a higher one, handlers never reaching the store, no cycle
+//! among a module's files, the ports module a leaf, SQL only in the store, unsafe code in four
+//! files and each `unsafe` under a `// SAFETY:` comment, the size limits, every file a `//!` line
+//! names existing, and the code map of docs/architecture.md naming every module of server/src and
+//! only paths that exist (`code_map.rs`). Each file is parsed whole (test code included, every
+//! import form), so a change that breaks a rule fails here with the offending line; a planted
+//! fixture shows each rule catching what it should.
 
+mod code_map;
 mod cycles;
 mod source;
 
 use cycles::{cycles, sibling_edges};
-use source::{Source, crate_refs, error_code_literals, functions, module_of, named_files, non_test_lines, read_tree};
+use source::{
+    Source, crate_refs, error_code_literals, functions, module_of, named_files, non_test_lines, read_tree,
+    unsafe_without_safety_comment,
+};
 use std::path::{Path, PathBuf};
 
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
@@ -207,6 +213,64 @@ fn error_code_violations(sources: &[Source]) -> Vec<String> {
     violations
 }
 
+/// `unsafe` code with no comment saying why it is sound (`// SAFETY:`, or `# Safety` in an unsafe
+/// function's doc) right above it.
+fn unsafe_violations(sources: &[Source]) -> Vec<String> {
+    let mut violations = Vec::new();
+    for source in sources {
+        for line in unsafe_without_safety_comment(source) {
+            violations.push(format!("{}:{line}: `unsafe` without a `// SAFETY:` comment above it", source.rel));
+        }
+    }
+    violations
+}
+
+#[test]
+fn the_code_map_names_every_module_and_only_paths_that_exist() {
+    let repo = repo_root();
+    let markdown = std::fs::read_to_string(repo.join("docs/architecture.md")).unwrap();
+    let entries = code_map::entries(&markdown);
+    let violations = [code_map::missing_paths(&entries, &repo), code_map::unmapped(&entries, &repo)].concat();
+    assert!(violations.is_empty(), "the code map and server/src disagree:\n{}", violations.join("\n"));
+}
+
+#[test]
+fn the_code_map_check_catches_a_stale_path_and_an_unmapped_file() {
+    let dir = tempfile::tempdir().unwrap();
+    for file in [
+        "server/src/lib.rs",
+        "server/src/infra/store/mod.rs",
+        "server/src/infra/store/writer.rs",
+        "server/src/infra/store/queue.rs",
+        "server/src/infra/store/queue_tests.rs",
+        "server/src/infra/clock.rs",
+    ] {
+        let path = dir.path().join(file);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, "//! A file.\n").unwrap();
+    }
+    let markdown = "# A\n\n## Code map\n\n```\nserver/                 the crate\n  src/lib.rs            the root\n  src/infra/            the layer\n    store/              the store; queue.rs the queue\n    old.rs              moved away\n```\n";
+    let entries = code_map::entries(markdown);
+    let violations =
+        [code_map::missing_paths(&entries, dir.path()), code_map::unmapped(&entries, dir.path())].concat().join("\n");
+    for expected in [
+        "docs/architecture.md:10: `server/src/infra/old.rs` does not exist",
+        "server/src/infra/store/writer.rs: not in",
+        "server/src/infra/clock.rs: not in",
+    ] {
+        assert!(violations.contains(expected), "missed `{expected}`; found:\n{violations}");
+    }
+    for mapped in ["store/mod.rs", "store/queue.rs", "queue_tests.rs", "server/src/infra/: ", "server/src/lib.rs: "] {
+        assert!(!violations.contains(mapped), "`{mapped}` is mapped; found:\n{violations}");
+    }
+}
+
+#[test]
+fn every_unsafe_says_why_it_is_sound() {
+    let violations = unsafe_violations(&server_sources());
+    assert!(violations.is_empty(), "unsafe code without its SAFETY comment:\n{}", violations.join("\n"));
+}
+
 #[test]
 fn error_codes_are_named_not_written_as_numbers() {
     let violations = error_code_violations(&server_sources());
@@ -265,6 +329,7 @@ fn unsafe_code_stays_in_the_memory_module_the_sqlite_vfs_and_the_sandbox_helper(
         let allowed = [
             "infra/memory.rs",
             "infra/store/sqlite/coalesce.rs",
+            "infra/store/sqlite/coalesce_through.rs",
             "infra/store/sqlite/coalesce_tests.rs",
             "domain/shell/sandbox/sys.rs",
         ];
@@ -274,7 +339,7 @@ fn unsafe_code_stays_in_the_memory_module_the_sqlite_vfs_and_the_sandbox_helper(
         for marker in ["unsafe {", "unsafe fn", "unsafe impl", "unsafe extern", "unsafe_code"] {
             assert!(
                 !source.text.contains(marker),
-                "{} has `{marker}`: only server/src/infra/memory.rs (malloc_trim, mallopt, mallinfo2), server/src/infra/store/sqlite/coalesce.rs (the SQLite VFS) and server/src/domain/shell/sandbox/sys.rs (fork, the loopback ioctl) may",
+                "{} has `{marker}`: only server/src/infra/memory.rs (malloc_trim, mallopt, mallinfo2), server/src/infra/store/sqlite/coalesce.rs and coalesce_through.rs (the SQLite VFS) and server/src/domain/shell/sandbox/sys.rs (fork, the loopback ioctl) may",
                 source.rel
             );
         }
@@ -311,6 +376,7 @@ fn planted_fixture(root: &Path) {
         ("domain/turns/a.rs", "//! One half of a loop.\nuse super::b::B;\npub(crate) struct A;\n".to_owned()),
         ("domain/turns/b.rs", "//! The other half.\nuse crate::domain::turns::a::A;\npub(crate) struct B;\n".to_owned()),
         ("stray.rs", "//! Outside the folders.\n".to_owned()),
+        ("infra/memory.rs", "//! Unsafe code, one call explained, one not.\nfn f(p: unsafe extern \"C\" fn(i32)) {\n    // SAFETY: explained.\n    #[allow(unused)]\n    unsafe { p(1) };\n    let _ = unsafe { p(2) };\n}\n/// # Safety\n/// Explained.\nunsafe fn g() {}\nunsafe impl Send for S {}\n".to_owned()),
     ];
     for (rel, text) in files {
         let path = root.join(rel);
@@ -333,6 +399,7 @@ fn each_rule_fails_on_a_planted_violation() {
         size_violations(&sources),
         missing_named_files(&sources, &root, dir.path()),
         error_code_violations(&sources),
+        unsafe_violations(&sources),
     ]
     .concat()
     .join("\n");
@@ -349,8 +416,13 @@ fn each_rule_fails_on_a_planted_violation() {
         "domain/threads/big.rs: 611 lines",
         "infra/store/mod.rs:1: names `store/missing.rs`",
         "edge/rpc/mod.rs:3: a JSON-RPC error code as a number",
+        "infra/memory.rs:6: `unsafe` without a `// SAFETY:` comment", // a block with code above
+        "infra/memory.rs:11: `unsafe` without a `// SAFETY:` comment", // an impl after a fn
     ] {
         assert!(all.contains(expected), "the rules missed `{expected}`; they found:\n{all}");
     }
     assert!(!all.contains("clock"), "a path down the layers reported:\n{all}");
+    for explained in ["infra/memory.rs:2:", "infra/memory.rs:5:", "infra/memory.rs:10:"] {
+        assert!(!all.contains(explained), "an explained unsafe (or a fn pointer type) reported:\n{all}");
+    }
 }

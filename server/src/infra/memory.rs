@@ -9,8 +9,9 @@
 //!
 //! A trim locks each arena in turn, so it is not run on the hot path: the transports call
 //! [`note_written`] after each batch they write (a comparison; for a batch of [`BURST_BYTES`] or
-//! more an atomic swap, and one wake-up per quiet period), and [`trim_after_bursts`] trims once output has been quiet for [`QUIET`] (or, under
-//! output that never pauses, once per [`MOST_DEFERRED`]), on a blocking thread.
+//! more an atomic swap, and one wake-up per quiet period), and [`trim_after_bursts`] trims once
+//! output has been quiet for [`QUIET`] (or, under output that never pauses, once per
+//! [`MOST_DEFERRED`]), on a blocking thread.
 //!
 //! Each arena also keeps its own free memory, and glibc makes up to eight per core: the threads
 //! that wrote a burst leave free pages in as many arenas. [`limit_arenas`], called first thing in
@@ -20,8 +21,8 @@
 //! [`heap_usage`] reads the allocator's own counts for `/metrics`, so what is resident can be told
 //! apart from what is in use.
 //!
-//! This is the crate's only `unsafe` code (the architecture test holds it to this file): the
-//! foreign calls have no preconditions. On other C libraries [`trim`] and [`limit_arenas`] do
+//! Its three foreign calls are `unsafe` (one of the four files the architecture test allows
+//! unsafe code in, each call under its `// SAFETY:` comment); they have no preconditions. On other C libraries [`trim`] and [`limit_arenas`] do
 //! nothing and [`heap_usage`] has no answer.
 
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -429,3 +429,56 @@ impl<'ast> Visit<'ast> for CodeFinder {
         }
     }
 }
+
+/// Lines of `source` where the keyword `unsafe` (a block, a function, an impl, a trait, an extern
+/// block, in macro tokens too) is not right below a comment that says why it is sound: a `//
+/// SAFETY:` comment, or for an unsafe function a `# Safety` section of its doc, in the run of
+/// comment and attribute lines just above the keyword's line. A function pointer's type (`unsafe
+/// fn(…)`, `unsafe extern "C" fn(…)`) is no unsafe code and needs none.
+pub(crate) fn unsafe_without_safety_comment(source: &Source) -> Vec<usize> {
+    let tokens: TokenStream = source.text.parse().unwrap_or_default();
+    let lines: Vec<&str> = source.text.lines().collect();
+    let mut found = Vec::new();
+    unsafe_keywords(tokens, &mut found);
+    found.retain(|&line| !has_safety_comment(&lines, line));
+    found.dedup();
+    found
+}
+
+fn unsafe_keywords(tokens: TokenStream, found: &mut Vec<usize>) {
+    let trees: Vec<TokenTree> = tokens.into_iter().collect();
+    for (i, tree) in trees.iter().enumerate() {
+        match tree {
+            TokenTree::Group(g) => unsafe_keywords(g.stream(), found),
+            TokenTree::Ident(id) if id == "unsafe" && !is_fn_pointer_type(&trees[i + 1..]) => {
+                found.push(id.span().start().line)
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Whether the tokens after `unsafe` are the rest of a function pointer's type: `fn (…)` or
+/// `extern "ABI" fn (…)`.
+fn is_fn_pointer_type(rest: &[TokenTree]) -> bool {
+    let mut rest = rest.iter().peekable();
+    if matches!(rest.peek(), Some(TokenTree::Ident(id)) if id == "extern") {
+        rest.next();
+        if matches!(rest.peek(), Some(TokenTree::Literal(_))) {
+            rest.next();
+        }
+    }
+    matches!(rest.next(), Some(TokenTree::Ident(id)) if id == "fn")
+        && matches!(rest.next(), Some(TokenTree::Group(g)) if g.delimiter() == proc_macro2::Delimiter::Parenthesis)
+}
+
+/// Whether the comment and attribute lines right above line `line` (1-based) hold `SAFETY:` or
+/// `# Safety`.
+fn has_safety_comment(lines: &[&str], line: usize) -> bool {
+    lines[..line.saturating_sub(1).min(lines.len())]
+        .iter()
+        .rev()
+        .map(|above| above.trim_start())
+        .take_while(|above| above.starts_with("//") || above.starts_with("#[") || above.starts_with("#!["))
+        .any(|above| above.contains("SAFETY:") || above.contains("# Safety"))
+}

@@ -2,7 +2,7 @@
 //! image, audio, resource link, embedded resource) as the `toolResult` item's `contentItems`;
 //! the model reads the text blocks with the others described in place, and gets the images and
 //! audio themselves as the provider's content parts (`image_url` data URLs, `input_audio`) in a
-//! user message after the tool messages — where the model takes them (`model::modalities`),
+//! user message after the tool messages — where the model takes them (`model_client::modalities`),
 //! described in text where it does not.
 
 use appserver_protocol::ContentItem;

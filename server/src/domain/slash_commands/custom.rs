@@ -5,7 +5,7 @@
 //! at once.
 //!
 //! A file named like one of the server's own commands (`/spawn`, `/cron`, every built-in:
-//! `commands::is_reserved`) is not a command: it can never stand in for the server's.
+//! `slash_commands::is_reserved`) is not a command: it can never stand in for the server's.
 //!
 //! Confinement: a command file that resolves (symlinks included) outside the workspace is not
 //! a command of the workspace: it is not listed, and running it is refused, like a `fileRef` or

@@ -119,6 +119,11 @@ impl From<StoreError> for RpcError {
                     "retry": "exponential backoff with jitter",
                 }));
         }
+        if let StoreError::Busy { .. } = err {
+            return RpcError::new(error_codes::SERVER_OVERLOADED, "The database is busy; retry later.").with_data(
+                json!({ "reason": "storeBusy", "retryAfterMs": STORE_RETRY_AFTER_MS, "retry": "exponential backoff with jitter" }),
+            );
+        }
         tracing::error!(error = %err, "store failure");
         RpcError::internal(err)
     }

@@ -1,5 +1,5 @@
 //! `ServerState`: the composition root the transports and the request handlers share — every
-//! service handle, the connections, and the server's lifecycle tokens. Built by `server::run`;
+//! service handle, the connections, and the server's lifecycle tokens. Built by `app::startup` (`assemble`);
 //! the domain never sees it (each part of the domain gets only the handles it needs).
 
 use std::sync::Arc;

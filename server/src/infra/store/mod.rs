@@ -1,11 +1,14 @@
-//! The store: the only module that touches sqlx. Everything else talks to [`Store`] through the
-//! types it exports (records, [`WriteOp`]s, [`StoreError`]), whichever database is behind it.
+//! The store: the only module that touches sqlx and rusqlite. Everything else talks to [`Store`]
+//! through the types it exports (records, [`WriteOp`]s, [`StoreError`]), whichever database is
+//! behind it.
 //!
-//! The front (this module, `threads.rs`, `apps.rs`, `writer.rs`) holds the SQL, written once for
-//! both backends through the small executor in `db.rs`; the backends (`sqlite/`, `postgres/`)
-//! open the connections, run their migrations and keep the database to this one server. Writes go
-//! through one writer task and connection (group commit, each unit whole or not at all: see `writer.rs`);
-//! reads use a small pool of read-only connections that never block the writer.
+//! The front (this module, `threads.rs`, `apps.rs`, `writer.rs`, …) holds the SQL, written once for
+//! both backends through the small executor in `db/`; the backends (`sqlite/`, `postgres/`) open
+//! the connections, run their migrations and keep the database to this one server. Writes go
+//! through one writer task and connection (group commit, each unit whole or not at all: see
+//! `writer.rs`) by a bounded queue: a write that finds it full waits a while for a slot and is
+//! then refused as [`StoreError::Busy`], nothing of it written. Reads use a small pool of
+//! read-only connections that never block the writer.
 
 mod apps;
 #[cfg(test)]
@@ -17,6 +20,8 @@ mod events;
 mod leases;
 mod location;
 mod postgres;
+#[cfg(test)]
+mod queue_tests;
 mod retry;
 #[cfg(test)]
 mod retry_tests;
@@ -56,6 +61,9 @@ pub fn writer_vfs_writes() -> u64 {
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use std::time::Duration;
+
+use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
 
 use db::{Pool, sql};
@@ -142,6 +150,13 @@ pub enum StoreError {
     /// than the retries cover (`retry::RETRY_WINDOW`): nothing was written; try again later.
     #[error("the database is unavailable ({0}); nothing was written, retry later")]
     Unavailable(String),
+    /// The writer's queue stayed full ([`writer::QUEUE_CAPACITY`] writes waiting) for as long as
+    /// a caller waits for a slot: the writer is stalled or far behind. Nothing was written (the
+    /// write never entered the queue); try again later.
+    #[error(
+        "the store's write queue stayed full ({capacity} writes waiting) for {waited_ms} ms; nothing was written, retry later"
+    )]
+    Busy { capacity: usize, waited_ms: u64 },
 }
 
 impl StoreError {
@@ -304,12 +319,21 @@ impl Backing {
     }
 }
 
+/// Where the writer's connection comes from.
+#[derive(Debug)]
+enum WriterDb {
+    /// PostgreSQL: a connection of the writer's pool.
+    Pool(Pool),
+    /// SQLite: the writer's own connection to the file, called on the writer's thread.
+    Direct { path: PathBuf, durability: Durability },
+}
+
 /// A backend's open database: the writer's pool (one connection), the readers' pool, and what it
 /// keeps besides.
 struct Opened {
     writer: Pool,
     /// Where the writer task's connection comes from once the store is open.
-    writes_to: writer::WriterDb,
+    writes_to: WriterDb,
     reader: Pool,
     backing: Backing,
 }
@@ -320,7 +344,11 @@ pub(crate) struct Store {
     writer: Pool,
     reader: Pool,
     location: StoreLocation,
-    writes: mpsc::UnboundedSender<writer::WriterMessage>,
+    /// The writer's queue, bounded ([`writer::QUEUE_CAPACITY`]).
+    writes: mpsc::Sender<writer::WriterMessage>,
+    /// How long [`Store::write`] waits for a slot in a full queue ([`writer::QUEUE_WAIT`]; shorter
+    /// in the tests).
+    queue_wait: Duration,
     /// (thread id, turn id) of the turns a crash left running, failed at open (for the tests).
     #[cfg(test)]
     recovered: Arc<Vec<(String, String)>>,
@@ -362,7 +390,7 @@ impl Store {
         for (thread, turn) in &recovered {
             tracing::warn!(%thread, %turn, "turn was running when the server stopped; marked failed");
         }
-        let (writes, rx) = mpsc::unbounded_channel();
+        let (writes, rx) = mpsc::channel(writer::QUEUE_CAPACITY);
         let store = Store {
             #[cfg(test)]
             recovered: Arc::new(recovered),
@@ -370,6 +398,7 @@ impl Store {
             reader: opened.reader,
             location,
             writes,
+            queue_wait: writer::QUEUE_WAIT,
             faults: Default::default(),
             backing: Arc::new(opened.backing),
         };
@@ -407,21 +436,41 @@ impl Store {
         Ok(row.map(|row| row.text("value")).transpose()?)
     }
 
-    /// Applies a write and returns once it has committed.
+    /// Applies a write and returns once it has committed. When the writer's queue is full it waits
+    /// for a slot, at most [`writer::QUEUE_WAIT`]; past that it is refused with
+    /// [`StoreError::Busy`] and nothing is written.
     pub(crate) async fn write(&self, op: impl Into<WriteOp>) -> Result<(), StoreError> {
-        self.submit(op).wait().await
+        let permit = match tokio::time::timeout(self.queue_wait, self.writes.reserve()).await {
+            Ok(Ok(permit)) => permit,
+            Ok(Err(_)) => return Err(StoreError::Closed),
+            Err(_) => return Err(self.busy()),
+        };
+        let (tx, rx) = oneshot::channel();
+        permit.send(writer::WriterMessage::Write(op.into(), tx));
+        crate::infra::telemetry::store_queue(1.0);
+        WriteTicket(Ok(rx)).wait().await
     }
 
     /// Queues a write without waiting. Writes commit in the order they were submitted, so a
     /// caller that submits while holding a lock gets that lock's order; it awaits the ticket
-    /// after releasing the lock. (The queue is unbounded, but every write has a caller waiting
-    /// on its ticket, so it holds at most one write per waiting task.)
+    /// after releasing the lock. Taking its place in that order at the call, it cannot wait for a
+    /// slot: when the writer's queue is full ([`writer::QUEUE_CAPACITY`] writes, two batches'
+    /// worth, waiting) the ticket answers [`StoreError::Busy`] at once and nothing is written.
     pub(crate) fn submit(&self, op: impl Into<WriteOp>) -> WriteTicket {
         let (tx, rx) = oneshot::channel();
-        if self.writes.send(writer::WriterMessage::Write(op.into(), tx)).is_ok() {
-            crate::infra::telemetry::store_queue(1.0);
+        match self.writes.try_send(writer::WriterMessage::Write(op.into(), tx)) {
+            Ok(()) => crate::infra::telemetry::store_queue(1.0),
+            Err(TrySendError::Full(_)) => return WriteTicket(Err(self.busy())),
+            // The writer is gone: the reply's sender went with the message, so the ticket
+            // answers `Closed`.
+            Err(TrySendError::Closed(_)) => {}
         }
-        WriteTicket(rx)
+        WriteTicket(Ok(rx))
+    }
+
+    fn busy(&self) -> StoreError {
+        tracing::warn!(capacity = writer::QUEUE_CAPACITY, "the store's write queue is full: a write was refused");
+        StoreError::Busy { capacity: writer::QUEUE_CAPACITY, waited_ms: self.queue_wait.as_millis() as u64 }
     }
 
     /// `Ok` while writes may commit (for `/readyz`): the SQLite file the store opened is still in
@@ -447,7 +496,7 @@ impl Store {
     /// (part of shutdown).
     pub(crate) async fn close(&self) {
         let (tx, rx) = oneshot::channel();
-        if self.writes.send(writer::WriterMessage::Stop(tx)).is_ok() {
+        if self.writes.send(writer::WriterMessage::Stop(tx)).await.is_ok() {
             let _ = rx.await;
         }
         match &*self.backing {
@@ -460,13 +509,13 @@ impl Store {
     }
 }
 
-/// A submitted write; await it to know it committed.
+/// A submitted write; await it to know it committed (or that the queue refused it).
 #[derive(Debug)]
-pub(crate) struct WriteTicket(oneshot::Receiver<Result<(), StoreError>>);
+pub(crate) struct WriteTicket(Result<oneshot::Receiver<Result<(), StoreError>>, StoreError>);
 
 impl WriteTicket {
     pub(crate) async fn wait(self) -> Result<(), StoreError> {
-        self.0.await.map_err(|_| StoreError::Closed)?
+        self.0?.await.map_err(|_| StoreError::Closed)?
     }
 }
 

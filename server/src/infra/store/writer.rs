@@ -1,13 +1,14 @@
 //! The single writer: every write of the server goes through one task that owns the writer
-//! connection and commits whatever has queued up as one transaction (group commit). A caller
-//! gets its answer only after the transaction holding its write has committed, so anything the
-//! server has acknowledged survives a crash of the process. Each submitted unit runs in its own
-//! SAVEPOINT, so a unit commits whole or not at all. The same statements serve SQLite and
-//! PostgreSQL (only the `BEGIN` differs), so both backends give the same guarantees. On SQLite the
-//! task runs on a thread of its own with its own connection (`sqlite/direct.rs`), so a batch
-//! runs start to commit without a thread hand-off per statement.
+//! connection and commits whatever has queued up as one transaction (group commit, at most
+//! [`MAX_BATCH`] units). A caller gets its answer only after the transaction holding its write has
+//! committed, so anything the server has acknowledged survives a crash of the process. A unit
+//! commits whole or not at all: the batch runs first with no savepoint between its units; when one
+//! fails, the transaction is rolled back and run again with each unit in its own SAVEPOINT, so only
+//! the failed unit is left out. The same statements serve SQLite and PostgreSQL (only the `BEGIN`
+//! differs), so both backends give the same guarantees. On SQLite the task runs on a thread of its
+//! own with its own connection (`db/direct.rs`), so a batch runs start to commit without a thread
+//! hand-off per statement. The queue in front of it is bounded ([`QUEUE_CAPACITY`]).
 
-use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
@@ -16,14 +17,27 @@ use tokio::sync::{mpsc, oneshot, watch};
 
 use crate::infra::telemetry;
 
-use super::db::{Backend, Conn, Pool, PooledConn, sql};
+use super::db::{Backend, Conn, PooledConn, sql};
 use super::retry::{self, Retry};
+use super::sqlite;
 use super::sqlite::checkpoint::Checkpointer;
-use super::sqlite::direct;
-use super::{Backing, Durability, StoreError, WriteOp, apply};
+use super::{Backing, StoreError, WriteOp, WriterDb, apply};
 
 /// Most writes committed in one transaction.
 const MAX_BATCH: usize = 512;
+
+/// Writes the queue holds besides the batch being committed: two batches' worth, so while one
+/// batch commits the next is already full and a write that gets a slot commits within the next
+/// two transactions after the one in flight. More would only hide a stalled writer behind
+/// memory; callers get [`StoreError::Busy`] instead (`Store::write` after waiting
+/// [`QUEUE_WAIT`] for a slot, `Store::submit` at once).
+pub(super) const QUEUE_CAPACITY: usize = 2 * MAX_BATCH;
+
+/// How long `Store::write` waits for a slot in a full queue before it is refused. A healthy
+/// writer empties the queue in a few commits (milliseconds); a queue full for this long is a
+/// stalled writer, and the client is better told to retry (-32001 with `data.retryAfterMs`)
+/// than left waiting.
+pub(super) const QUEUE_WAIT: Duration = Duration::from_secs(2);
 
 pub(super) enum WriterMessage {
     Write(WriteOp, oneshot::Sender<Result<(), StoreError>>),
@@ -44,6 +58,9 @@ pub(super) struct WriteFaults {
     finish_turn: AtomicU32,
     item_completed: AtomicU32,
     held: watch::Sender<bool>,
+    /// Whether the writer is waiting in [`WriteFaults::wait_while_held`] now (for the tests: the
+    /// writer has taken one write off the queue and takes no more until released).
+    stalled: watch::Sender<bool>,
 }
 
 /// Which write units an armed fault counts.
@@ -64,6 +81,7 @@ impl Default for WriteFaults {
             finish_turn: AtomicU32::new(0),
             item_completed: AtomicU32::new(0),
             held: watch::channel(false).0,
+            stalled: watch::channel(false).0,
         }
     }
 }
@@ -79,7 +97,15 @@ impl WriteFaults {
             return;
         }
         let mut released = self.held.subscribe();
+        self.stalled.send_replace(true);
         let _ = tokio::time::timeout(HOLD_LIMIT, released.wait_for(|held| !*held)).await;
+        self.stalled.send_replace(false);
+    }
+
+    /// Returns once the writer is held (it took a write and waits for the release).
+    #[cfg(test)]
+    pub(super) async fn until_stalled(&self) {
+        let _ = self.stalled.subscribe().wait_for(|stalled| *stalled).await;
     }
 
     pub(super) fn arm(&self, count: u32, kind: FaultKind) {
@@ -102,15 +128,6 @@ impl WriteFaults {
 
 type Batch = Vec<(WriteOp, oneshot::Sender<Result<(), StoreError>>)>;
 
-/// Where the writer's connection comes from.
-#[derive(Debug)]
-pub(super) enum WriterDb {
-    /// PostgreSQL: a connection of the writer's pool.
-    Pool(Pool),
-    /// SQLite: the writer's own connection to the file, called on the writer's thread.
-    Direct { path: PathBuf, durability: Durability },
-}
-
 impl WriterDb {
     fn backend(&self) -> Backend {
         match self {
@@ -122,7 +139,7 @@ impl WriterDb {
     async fn acquire(&self) -> Result<PooledConn, sqlx::Error> {
         match self {
             WriterDb::Pool(pool) => pool.acquire().await,
-            WriterDb::Direct { path, durability } => Ok(PooledConn::Direct(direct::open(path, *durability)?)),
+            WriterDb::Direct { path, durability } => Ok(PooledConn::Direct(sqlite::open_writer(path, *durability)?)),
         }
     }
 }
@@ -131,7 +148,7 @@ impl WriterDb {
 /// the same loop on the runtime's handle) for SQLite's direct connection, whose calls block.
 pub(super) fn start(
     db: WriterDb,
-    rx: mpsc::UnboundedReceiver<WriterMessage>,
+    rx: mpsc::Receiver<WriterMessage>,
     faults: Arc<WriteFaults>,
     backing: Arc<Backing>,
 ) -> Result<(), StoreError> {
@@ -147,12 +164,7 @@ pub(super) fn start(
     Ok(())
 }
 
-async fn run(
-    db: WriterDb,
-    mut rx: mpsc::UnboundedReceiver<WriterMessage>,
-    faults: Arc<WriteFaults>,
-    backing: Arc<Backing>,
-) {
+async fn run(db: WriterDb, mut rx: mpsc::Receiver<WriterMessage>, faults: Arc<WriteFaults>, backing: Arc<Backing>) {
     // The writer's connection; dropped after a failure of the transaction itself (a PostgreSQL
     // restart, a broken socket) and acquired again, so a lost connection costs a retry of the
     // batch in flight (`commit_with_retries`), not every later write.
@@ -490,7 +502,7 @@ async fn apply_unit(
     Ok(result)
 }
 
-async fn fail_all(rx: &mut mpsc::UnboundedReceiver<WriterMessage>, reason: &str) {
+async fn fail_all(rx: &mut mpsc::Receiver<WriterMessage>, reason: &str) {
     while let Some(message) = rx.recv().await {
         match message {
             WriterMessage::Write(_, reply) => {

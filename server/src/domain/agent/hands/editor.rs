@@ -90,13 +90,18 @@ impl Editor {
     }
 }
 
-/// The text of a file before a change: through the editor when it reads (its unsaved buffer),
-/// else from disk. `Ok(None)`: the file does not exist.
+/// The text of a file before a change: through the editor when it reads (its unsaved buffer) and
+/// the file exists, else from disk. `Ok(None)`: the file does not exist. The look at the disk
+/// (whether the file exists, its text) runs on a blocking thread, bounded like every file
+/// operation of the hands (`off_runtime`).
 pub(crate) async fn text_before(editor: Option<&Editor>, path: &Path) -> Result<Option<String>, String> {
+    if let Some(editor) = editor.filter(|e| e.reads()) {
+        let probe = path.to_path_buf();
+        if super::off_runtime(move || probe.is_file()).await? {
+            return editor.read(path).await.map(Some);
+        }
+    }
     let owned = path.to_path_buf();
     let on_disk = super::off_runtime(move || crate::domain::shell::files::read_text(&owned).map_err(|e| e.to_string()));
-    match editor.filter(|e| e.reads()) {
-        Some(editor) if path.is_file() => editor.read(path).await.map(Some),
-        _ => on_disk.await.and_then(|read| read.map_err(|e| format!("Error: {e}"))),
-    }
+    on_disk.await.and_then(|read| read.map_err(|e| format!("Error: {e}")))
 }

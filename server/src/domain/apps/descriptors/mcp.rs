@@ -1,5 +1,5 @@
 //! A descriptor whose access is an MCP server (a 2.0 descriptor's `access.protocol: "mcp"`) is
-//! connected as one by the MCP host (`mcphost::descriptors`), named `aai:<id>`, with no app
+//! connected as one by the MCP host (`mcp_host::descriptors`), named `aai:<id>`, with no app
 //! window: its tools are the agent's as any MCP server's are (`mcp/status/list` shows it, origin
 //! `descriptor`). A stdio server's program is approved and pinned like a stdio app's (held as a
 //! window until `app/descriptor/approve`); a streamable-HTTP one runs no program. It is stopped

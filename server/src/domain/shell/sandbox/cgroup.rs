@@ -6,18 +6,10 @@
 
 use std::path::{Path, PathBuf};
 
-use super::limits::Limits;
+use super::limits::{Hits, Limits};
 
 /// Names of the cgroups made for commands: `appserver-cmd-<helper pid>`.
 const PREFIX: &str = "appserver-cmd-";
-
-/// What the cgroup counted: forks refused at the process limit, processes killed at the
-/// memory limit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Hits {
-    pub(crate) processes: u64,
-    pub(crate) memory: u64,
-}
 
 /// The cgroups this helper made and joined (one per hierarchy).
 #[derive(Debug, Default)]

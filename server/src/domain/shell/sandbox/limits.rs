@@ -5,8 +5,15 @@
 
 use nix::sys::resource::{Resource, getrlimit, setrlimit};
 
-use super::cgroup::Hits;
 pub(crate) use crate::infra::config::sandbox::Limits;
+
+/// What the command's cgroup (`cgroup.rs`) counted: forks refused at the process limit,
+/// processes killed at the memory limit.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Hits {
+    pub(crate) processes: u64,
+    pub(crate) memory: u64,
+}
 
 /// Applies the rlimits to this process. `own_user_namespace`: it runs in a user namespace made
 /// for it, where `RLIMIT_NPROC` counts only its own processes (outside, it would count every

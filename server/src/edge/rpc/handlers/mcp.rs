@@ -4,7 +4,7 @@
 //! A change is announced as `workspace/configChanged` (regions `["mcp"]`), so every other window
 //! reads the definitions again.
 //! `mcp/resources/read` and `mcp/resources/list` (appserver extensions) read and list a server's
-//! resources — an MCP Apps view's HTML, and whatever its views read (`mcphost::resources`, bounded);
+//! resources — an MCP Apps view's HTML, and whatever its views read (`mcp_host::resources`, bounded);
 //! `mcp/view/call` relays a view's call of its server's tool (`turns::view_calls`),
 //! `mcp/view/context` a view's context for the model (`turns::view_context`).
 

@@ -20,8 +20,7 @@ use std::time::Duration;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use super::db::Pool;
-use super::writer::WriterDb;
-use super::{Backing, Durability, Opened, StoreError, describe};
+use super::{Backing, Durability, Opened, StoreError, WriterDb, describe};
 
 /// Longest wait for a connection (connecting included) before an operation fails.
 const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(10);

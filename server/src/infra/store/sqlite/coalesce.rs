@@ -10,11 +10,28 @@
 //! without this layer: it survives a crash of the process, and with `synchronous=FULL` SQLite's
 //! own sync follows. Readers and the checkpointer keep the default VFS.
 
-// The VFS is a table of C callbacks over SQLite's file objects: unsafe by nature, and confined
-// to this file (the crate denies unsafe code elsewhere but for one call in memory.rs).
+// The VFS is a table of C callbacks over SQLite's file objects: unsafe by nature. What makes each
+// call sound (every `SAFETY:` below cites these):
+// 1. Provenance: SQLite calls a method of `METHODS` only with a `sqlite3_file` our `open` set up
+//    in the `szOsFile` bytes SQLite allocated (our `File` at offset 0, the wrapped VFS's file at
+//    `HEADER`), only after `open` set `pMethods`, and never after `xClose` returned. The VFS
+//    methods get the `sqlite3_vfs` `register_once` leaked (never freed), whose `pAppData` is
+//    SQLite's default VFS (SQLite's own, for the process's life). Other pointers (buffers,
+//    out-parameters) are SQLite's, valid for the call, and are handed on as they came.
+// 2. Lifetimes: a WAL file's `pending` is the Box `open` made, freed only by `close`. A database
+//    file and its WAL point at each other through `sibling`; whichever closes first clears the
+//    other's pointer (SQLite closes the WAL first), so a `sibling` is null or a live file.
+// 3. Threading: only the writer's connection uses this VFS, opened `SQLITE_OPEN_NO_MUTEX` and
+//    called by one thread at a time; a WAL file and its database file belong to that one
+//    connection, so no two calls ever touch a `File`, its `Pending` or its sibling at once.
+// The callbacks passed on unchanged (the VFS's own: delete, access, time, …; a file's that need
+// nothing written out first: locks, sizes, maps) are in `coalesce_through.rs`.
 #![allow(unsafe_code)]
 
-use std::ffi::{CStr, c_char, c_int, c_void};
+#[path = "coalesce_through.rs"]
+mod through;
+
+use std::ffi::{CStr, c_int, c_void};
 use std::ptr;
 use std::sync::OnceLock;
 
@@ -34,15 +51,23 @@ const FRAME_HEADER: usize = 24;
 /// Registers the VFS (once); the name to open the writer's connection with.
 pub(crate) fn register() -> Result<&'static str, String> {
     static REGISTERED: OnceLock<Result<(), String>> = OnceLock::new();
+    // SAFETY: the OnceLock runs `register_once` once in the process, as its contract asks.
     REGISTERED.get_or_init(|| unsafe { register_once() }).clone().map(|()| NAME)
 }
 
 /// The registered VFS, kept for the process's life (SQLite holds a pointer to it).
 struct Registered(#[allow(dead_code)] *mut ffi::sqlite3_vfs);
-// SAFETY: the VFS is written once before it is registered and only read afterwards.
+// SAFETY: the VFS is written once before it is registered and only read afterwards (by SQLite,
+// which locks its own list of VFSes); the pointer is never dereferenced through `Registered`.
 unsafe impl Send for Registered {}
+// SAFETY: as for `Send`: nothing is ever written through the pointer after registration.
 unsafe impl Sync for Registered {}
 
+/// Builds our VFS over SQLite's default one, leaks it and registers it.
+///
+/// # Safety
+/// Called once in the process (`register`'s OnceLock): a second registration would leak a second
+/// VFS under the same name.
 unsafe fn register_once() -> Result<(), String> {
     // SAFETY: sqlite3_vfs_find initializes SQLite and returns its default VFS or null.
     let root = unsafe { ffi::sqlite3_vfs_find(ptr::null()) };
@@ -59,18 +84,18 @@ unsafe fn register_once() -> Result<(), String> {
         zName: NAME_C.as_ptr(),
         pAppData: root.cast(),
         xOpen: Some(open),
-        xDelete: Some(delete),
-        xAccess: Some(access),
-        xFullPathname: Some(full_pathname),
+        xDelete: Some(through::delete),
+        xAccess: Some(through::access),
+        xFullPathname: Some(through::full_pathname),
         xDlOpen: None,
         xDlError: None,
         xDlSym: None,
         xDlClose: None,
-        xRandomness: Some(randomness),
-        xSleep: Some(sleep),
-        xCurrentTime: Some(current_time),
-        xGetLastError: Some(last_error),
-        xCurrentTimeInt64: Some(current_time_int64),
+        xRandomness: Some(through::randomness),
+        xSleep: Some(through::sleep),
+        xCurrentTime: Some(through::current_time),
+        xGetLastError: Some(through::last_error),
+        xCurrentTimeInt64: Some(through::current_time_int64),
         xSetSystemCall: None,
         xGetSystemCall: None,
         xNextSystemCall: None,
@@ -138,6 +163,9 @@ fn count_wal_write() {
 }
 
 /// The wrapped file and its methods.
+///
+/// # Safety
+/// `file` is one of ours and open (invariant 1); the references live no longer than the call.
 unsafe fn inner<'a>(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'a ffi::sqlite3_io_methods) {
     // SAFETY: SQLite calls our methods only on files our `open` set up, whose inner file is open.
     unsafe {
@@ -146,13 +174,22 @@ unsafe fn inner<'a>(file: *mut ffi::sqlite3_file) -> (*mut ffi::sqlite3_file, &'
     }
 }
 
+/// A WAL file's gathered writes (`None` for other files).
+///
+/// # Safety
+/// `file` is one of ours and open (invariant 1), and no other reference to its `Pending` is live
+/// (invariant 3: one call at a time, and each callback takes it once).
 unsafe fn pending<'a>(file: *mut ffi::sqlite3_file) -> Option<&'a mut Pending> {
     // SAFETY: `pending` is null or the Box our `open` made, freed only by `close`.
     unsafe { (*file.cast::<File>()).pending.as_mut() }
 }
 
 /// Writes out what `file` (a WAL file) has gathered.
+///
+/// # Safety
+/// As [`pending`]: one of our open files, with no other reference to its `Pending` live.
 unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: the caller's contract is `pending`'s.
     let Some(pending) = (unsafe { pending(file) }) else { return ffi::SQLITE_OK };
     if pending.poisoned {
         return ffi::SQLITE_IOERR_WRITE;
@@ -160,9 +197,11 @@ unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
     if pending.data.is_empty() {
         return ffi::SQLITE_OK;
     }
+    // SAFETY: `file` is ours and open (the caller's contract).
     let (inner, methods) = unsafe { inner(file) };
     let Some(write) = methods.xWrite else { return ffi::SQLITE_IOERR_WRITE };
-    // SAFETY: `data` is at most CAP bytes, which fits a c_int.
+    // SAFETY: `inner` is the wrapped VFS's open file; `data` is ours, alive across the call, and
+    // at most CAP bytes, which fits a c_int.
     let rc = unsafe { write(inner, pending.data.as_ptr().cast(), pending.data.len() as c_int, pending.start) };
     count_wal_write();
     pending.data.clear();
@@ -171,15 +210,27 @@ unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
 }
 
 /// Writes out the WAL file of `file` when it is a database file whose WAL gathers writes.
+///
+/// # Safety
+/// `file` is one of ours and open (invariant 1), called on its connection's thread (invariant 3).
 unsafe fn flush_sibling_wal(file: *mut ffi::sqlite3_file) -> c_int {
-    // SAFETY: `sibling` is cleared by the WAL's `close` before its memory goes.
+    // SAFETY: `file` is ours (the caller's contract); `sibling` is null or a live file of ours,
+    // cleared by the WAL's `close` before its memory goes (invariant 2).
     let wal = unsafe { (*file.cast::<File>()).sibling };
+    // SAFETY: `wal` is non-null here, so a live file of ours (invariant 2).
     if wal.is_null() || unsafe { (*wal).pending.is_null() } {
         return ffi::SQLITE_OK;
     }
+    // SAFETY: the WAL is ours and open, of the same connection, so nothing else holds its
+    // `Pending` now (invariants 2 and 3).
     unsafe { flush(wal.cast()) }
 }
 
+/// `xOpen`: the wrapped VFS's file opened behind ours; a WAL file gets a `Pending` and is linked
+/// with its database file.
+///
+/// # Safety
+/// A call by SQLite with our VFS, its `name`, and `szOsFile` bytes at `file` (invariant 1).
 unsafe extern "C" fn open(
     vfs: *mut ffi::sqlite3_vfs,
     name: ffi::sqlite3_filename,
@@ -187,7 +238,38 @@ unsafe extern "C" fn open(
     flags: c_int,
     out_flags: *mut c_int,
 ) -> c_int {
-    // SAFETY: SQLite gives `file` szOsFile bytes: ours, then the wrapped VFS's.
+    // SAFETY: the caller's contract is `open_with`'s; `name` is the one SQLite passed to xOpen,
+    // which is what `sqlite3_database_file_object` requires.
+    unsafe { open_with(vfs, name, file, flags, out_flags, database_file) }
+}
+
+/// SQLite's database file of the WAL (or journal) file named `name`.
+///
+/// # Safety
+/// `name` is a name SQLite passed to xOpen (it finds the file object from the name's place).
+unsafe fn database_file(name: ffi::sqlite3_filename) -> *mut ffi::sqlite3_file {
+    // SAFETY: the caller's contract is SQLite's for this call.
+    unsafe { ffi::sqlite3_database_file_object(name) }
+}
+
+/// `open`, with the lookup of a WAL's database file given (the tests give their own).
+///
+/// # Safety
+/// `vfs` is ours, its `pAppData` a VFS whose xOpen fills a file of its `szOsFile`; `file` has
+/// `HEADER` more bytes than that, 16-aligned; `database_of(name)` is null or a file opened by
+/// this `open` that outlives the WAL (invariants 1 and 2).
+unsafe fn open_with(
+    vfs: *mut ffi::sqlite3_vfs,
+    name: ffi::sqlite3_filename,
+    file: *mut ffi::sqlite3_file,
+    flags: c_int,
+    out_flags: *mut c_int,
+    database_of: unsafe fn(ffi::sqlite3_filename) -> *mut ffi::sqlite3_file,
+) -> c_int {
+    // SAFETY: `file` has room for our `File` and, at `HEADER`, the wrapped file (the caller's
+    // contract), both written before anything reads them; `root` is the wrapped VFS. A file
+    // `database_of` returns is one of ours only if its methods are ours (checked), and then lives
+    // longer than this WAL (invariant 2), so the two may point at each other.
     unsafe {
         let root = (*vfs).pAppData.cast::<ffi::sqlite3_vfs>();
         let ours = file.cast::<File>();
@@ -205,7 +287,7 @@ unsafe extern "C" fn open(
         (*ours).base.pMethods = &METHODS;
         if rc == ffi::SQLITE_OK && flags & ffi::SQLITE_OPEN_WAL != 0 {
             (*ours).pending = Box::into_raw(Box::default());
-            let database = ffi::sqlite3_database_file_object(name);
+            let database = database_of(name);
             if !database.is_null() && ptr::eq((*database).pMethods, &METHODS) {
                 let database = database.cast::<File>();
                 (*ours).sibling = database;
@@ -216,7 +298,14 @@ unsafe extern "C" fn open(
     }
 }
 
+/// `xClose`: what is gathered written out, the `Pending` freed, the sibling's link to this file cleared,
+/// the wrapped file closed.
+///
+/// # Safety
+/// SQLite's last call on a file of ours (invariants 1–3).
 unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
+    // SAFETY: `file` is ours and open (1); its `pending` is our Box, freed once here and nulled (2); a non-
+    // null `sibling` is live (2) and pointed back at us only if we are its sibling.
     unsafe {
         let flushed = flush(file);
         let ours = file.cast::<File>();
@@ -235,7 +324,13 @@ unsafe extern "C" fn close(file: *mut ffi::sqlite3_file) -> c_int {
     }
 }
 
+/// `xRead`: what is gathered written out first, then the wrapped file's read.
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3), `buf` holding `amount` bytes.
 unsafe extern "C" fn read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount: c_int, offset: i64) -> c_int {
+    // SAFETY: `file` is ours and open (1), nothing else holds its `Pending` (3); `buf` goes on with its
+    // length.
     unsafe {
         let rc = flush(file);
         if rc != ffi::SQLITE_OK {
@@ -246,7 +341,15 @@ unsafe extern "C" fn read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount
     }
 }
 
+/// `xWrite`: a WAL file's sequential appends gathered until its commit frame's page; anything else written
+/// through.
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3), `buf` holding `amount` bytes.
 unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
+    // SAFETY: `file` is ours and open (1); this call takes its `Pending` once and `flush` reborrows it only
+    // while `pending` is not used (3); `buf` holds `amount` bytes for the call (SQLite's), read into our
+    // buffer before returning.
     unsafe {
         let Some(pending) = pending(file) else {
             let (inner, methods) = inner(file);
@@ -285,7 +388,12 @@ unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, buf: *const c_void, amo
     }
 }
 
+/// `xTruncate`: what is gathered written out first.
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3).
 unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int {
+    // SAFETY: `file` is ours and open (1), nothing else holds its `Pending` (3).
     unsafe {
         let rc = flush(file);
         if rc != ffi::SQLITE_OK {
@@ -296,7 +404,12 @@ unsafe extern "C" fn truncate(file: *mut ffi::sqlite3_file, size: i64) -> c_int 
     }
 }
 
+/// `xSync`: what is gathered written out first, then the wrapped file's sync.
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3).
 unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
+    // SAFETY: `file` is ours and open (1), nothing else holds its `Pending` (3).
     unsafe {
         let rc = flush(file);
         if rc != ffi::SQLITE_OK {
@@ -307,7 +420,13 @@ unsafe extern "C" fn sync(file: *mut ffi::sqlite3_file, flags: c_int) -> c_int {
     }
 }
 
+/// `xFileSize`: what is gathered written out first, so the size counts it.
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3), `size` its out-parameter.
 unsafe extern "C" fn file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> c_int {
+    // SAFETY: `file` is ours and open (1), nothing else holds its `Pending` (3); `size` goes on as SQLite
+    // gave it.
     unsafe {
         let rc = flush(file);
         if rc != ffi::SQLITE_OK {
@@ -318,14 +437,12 @@ unsafe extern "C" fn file_size(file: *mut ffi::sqlite3_file, size: *mut i64) -> 
     }
 }
 
-unsafe extern "C" fn lock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xLock.map_or(ffi::SQLITE_IOERR_LOCK, |lock| lock(inner, level))
-    }
-}
-
+/// `xUnlock`: what is gathered written out first.
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3).
 unsafe extern "C" fn unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int {
+    // SAFETY: `file` is ours and open (1), nothing else holds its `Pending` (3).
     unsafe {
         let rc = flush(file);
         if rc != ffi::SQLITE_OK {
@@ -336,14 +453,12 @@ unsafe extern "C" fn unlock(file: *mut ffi::sqlite3_file, level: c_int) -> c_int
     }
 }
 
-unsafe extern "C" fn check_reserved_lock(file: *mut ffi::sqlite3_file, out: *mut c_int) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xCheckReservedLock.map_or(ffi::SQLITE_IOERR_CHECKRESERVEDLOCK, |check| check(inner, out))
-    }
-}
-
+/// `xFileControl`: what is gathered written out first (a control may read the file).
+///
+/// # Safety
+/// SQLite's call on a file of ours (invariants 1–3), `arg` what the op expects.
 unsafe extern "C" fn file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: *mut c_void) -> c_int {
+    // SAFETY: `file` is ours and open (1), nothing else holds its `Pending` (3); `arg` goes on untouched.
     unsafe {
         let rc = flush(file);
         if rc != ffi::SQLITE_OK {
@@ -354,34 +469,12 @@ unsafe extern "C" fn file_control(file: *mut ffi::sqlite3_file, op: c_int, arg: 
     }
 }
 
-unsafe extern "C" fn sector_size(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xSectorSize.map_or(4096, |size| size(inner))
-    }
-}
-
-unsafe extern "C" fn device_characteristics(file: *mut ffi::sqlite3_file) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xDeviceCharacteristics.map_or(0, |characteristics| characteristics(inner))
-    }
-}
-
-unsafe extern "C" fn shm_map(
-    file: *mut ffi::sqlite3_file,
-    page: c_int,
-    size: c_int,
-    extend: c_int,
-    out: *mut *mut c_void,
-) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xShmMap.map_or(ffi::SQLITE_IOERR_SHMMAP, |map| map(inner, page, size, extend, out))
-    }
-}
-
+/// `xShmLock`: the WAL's gathered writes out first (a lock may publish them).
+///
+/// # Safety
+/// SQLite's call on a database file of ours (invariants 1–3).
 unsafe extern "C" fn shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_int, flags: c_int) -> c_int {
+    // SAFETY: `file` is ours and open (1); its WAL sibling is null or live and of the same connection (2, 3).
     unsafe {
         let rc = flush_sibling_wal(file);
         if rc != ffi::SQLITE_OK {
@@ -392,7 +485,13 @@ unsafe extern "C" fn shm_lock(file: *mut ffi::sqlite3_file, offset: c_int, n: c_
     }
 }
 
+/// `xShmBarrier`: the WAL's gathered writes out before the index header is published.
+///
+/// # Safety
+/// SQLite's call on a database file of ours (invariants 1–3).
 unsafe extern "C" fn shm_barrier(file: *mut ffi::sqlite3_file) {
+    // SAFETY: `file` is ours and open (1); `wal` is non-null when the flush failed (a null sibling flushes
+    // nothing and cannot fail), and live and of this connection (2, 3).
     unsafe {
         // The WAL index header is published after this barrier: nothing it counts may still be
         // only in memory. (Every commit's frames were written at its commit frame; this catches
@@ -412,33 +511,6 @@ unsafe extern "C" fn shm_barrier(file: *mut ffi::sqlite3_file) {
     }
 }
 
-unsafe extern "C" fn shm_unmap(file: *mut ffi::sqlite3_file, delete: c_int) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xShmUnmap.map_or(ffi::SQLITE_OK, |unmap| unmap(inner, delete))
-    }
-}
-
-unsafe extern "C" fn fetch(file: *mut ffi::sqlite3_file, offset: i64, amount: c_int, out: *mut *mut c_void) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        match methods.xFetch {
-            Some(fetch) => fetch(inner, offset, amount, out),
-            None => {
-                *out = ptr::null_mut();
-                ffi::SQLITE_OK
-            }
-        }
-    }
-}
-
-unsafe extern "C" fn unfetch(file: *mut ffi::sqlite3_file, offset: i64, page: *mut c_void) -> c_int {
-    unsafe {
-        let (inner, methods) = inner(file);
-        methods.xUnfetch.map_or(ffi::SQLITE_OK, |unfetch| unfetch(inner, offset, page))
-    }
-}
-
 static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     iVersion: 3,
     xClose: Some(close),
@@ -447,85 +519,19 @@ static METHODS: ffi::sqlite3_io_methods = ffi::sqlite3_io_methods {
     xTruncate: Some(truncate),
     xSync: Some(sync),
     xFileSize: Some(file_size),
-    xLock: Some(lock),
+    xLock: Some(through::lock),
     xUnlock: Some(unlock),
-    xCheckReservedLock: Some(check_reserved_lock),
+    xCheckReservedLock: Some(through::check_reserved_lock),
     xFileControl: Some(file_control),
-    xSectorSize: Some(sector_size),
-    xDeviceCharacteristics: Some(device_characteristics),
-    xShmMap: Some(shm_map),
+    xSectorSize: Some(through::sector_size),
+    xDeviceCharacteristics: Some(through::device_characteristics),
+    xShmMap: Some(through::shm_map),
     xShmLock: Some(shm_lock),
     xShmBarrier: Some(shm_barrier),
-    xShmUnmap: Some(shm_unmap),
-    xFetch: Some(fetch),
-    xUnfetch: Some(unfetch),
+    xShmUnmap: Some(through::shm_unmap),
+    xFetch: Some(through::fetch),
+    xUnfetch: Some(through::unfetch),
 };
-
-/// The default VFS every other call goes to.
-unsafe fn root(vfs: *mut ffi::sqlite3_vfs) -> *mut ffi::sqlite3_vfs {
-    unsafe { (*vfs).pAppData.cast() }
-}
-
-unsafe extern "C" fn delete(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, sync_dir: c_int) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xDelete.map_or(ffi::SQLITE_IOERR_DELETE, |delete| delete(root, name, sync_dir))
-    }
-}
-
-unsafe extern "C" fn access(vfs: *mut ffi::sqlite3_vfs, name: *const c_char, flags: c_int, out: *mut c_int) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xAccess.map_or(ffi::SQLITE_IOERR_ACCESS, |access| access(root, name, flags, out))
-    }
-}
-
-unsafe extern "C" fn full_pathname(
-    vfs: *mut ffi::sqlite3_vfs,
-    name: *const c_char,
-    n: c_int,
-    out: *mut c_char,
-) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xFullPathname.map_or(ffi::SQLITE_CANTOPEN, |full| full(root, name, n, out))
-    }
-}
-
-unsafe extern "C" fn randomness(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xRandomness.map_or(0, |randomness| randomness(root, n, out))
-    }
-}
-
-unsafe extern "C" fn sleep(vfs: *mut ffi::sqlite3_vfs, micros: c_int) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xSleep.map_or(0, |sleep| sleep(root, micros))
-    }
-}
-
-unsafe extern "C" fn current_time(vfs: *mut ffi::sqlite3_vfs, out: *mut f64) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xCurrentTime.map_or(ffi::SQLITE_ERROR, |now| now(root, out))
-    }
-}
-
-unsafe extern "C" fn last_error(vfs: *mut ffi::sqlite3_vfs, n: c_int, out: *mut c_char) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xGetLastError.map_or(0, |last| last(root, n, out))
-    }
-}
-
-unsafe extern "C" fn current_time_int64(vfs: *mut ffi::sqlite3_vfs, out: *mut i64) -> c_int {
-    unsafe {
-        let root = root(vfs);
-        (*root).xCurrentTimeInt64.map_or(ffi::SQLITE_ERROR, |now| now(root, out))
-    }
-}
 
 #[cfg(test)]
 #[path = "coalesce_tests.rs"]

@@ -1,11 +1,11 @@
 //! The SQLite backend: one file, WAL, a writer connection with `synchronous` as [`Durability`]
-//! says (sqlx's for migrations and start-up, then the writer's own, `direct.rs`), a small
+//! says (sqlx's for migrations and start-up, then the writer's own, opened here and run by
+//! `db/direct.rs`), a small
 //! read-only pool, and the file's identity so a database deleted or replaced under
 //! the server is noticed (`file.rs`). The schema is `migrations/sqlite/`.
 
 pub(super) mod checkpoint;
 pub(super) mod coalesce;
-pub(super) mod direct;
 mod file;
 
 pub(super) use file::DbFile;
@@ -16,9 +16,10 @@ use std::time::Duration;
 
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 
-use super::db::{Pool, sql};
-use super::writer::WriterDb;
-use super::{Backing, Durability, Opened, StoreError, describe};
+use rusqlite::{Connection, OpenFlags};
+
+use super::db::{Pool, direct, sql};
+use super::{Backing, Durability, Opened, StoreError, WriterDb, describe};
 
 fn synchronous(durability: Durability) -> SqliteSynchronous {
     match durability {
@@ -73,6 +74,29 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
         reader: Pool::Sqlite(reader),
         backing: Backing::File(DbFile::new(path)),
     })
+}
+
+/// Prepared statements kept per connection: every statement shape the writer runs, with room.
+const STATEMENT_CACHE: usize = 256;
+
+/// Opens the writer's own connection (rusqlite, called on the writer's thread: `db/direct.rs`) to a database the sqlx pool has created and migrated: WAL (set
+/// on the file), foreign keys on, `synchronous` as `durability` says, the same busy timeout.
+pub(in crate::infra::store) fn open_writer(path: &Path, durability: Durability) -> Result<Connection, sqlx::Error> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    // Each commit's WAL frames in one write (`coalesce.rs`).
+    let vfs = coalesce::register().map_err(sqlx::Error::Protocol)?;
+    let conn = Connection::open_with_flags_and_vfs(path, flags, vfs).map_err(direct::error)?;
+    conn.busy_timeout(Duration::from_secs(5)).map_err(direct::error)?;
+    conn.pragma_update(None, "foreign_keys", "ON").map_err(direct::error)?;
+    let sync = match durability {
+        Durability::Normal => "NORMAL",
+        Durability::Full => "FULL",
+    };
+    conn.pragma_update(None, "synchronous", sync).map_err(direct::error)?;
+    // Checkpoints run on their own thread (`checkpoint.rs`); the writer's own is the backstop.
+    conn.pragma_update(None, "wal_autocheckpoint", checkpoint::BACKSTOP_PAGES).map_err(direct::error)?;
+    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
+    Ok(conn)
 }
 
 /// Flushes the WAL into the main file (at shutdown, after the writer stopped).

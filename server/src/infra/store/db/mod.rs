@@ -11,7 +11,9 @@ use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
 use sqlx::{PgConnection, PgPool, Postgres, Row as _, Sqlite, SqliteConnection, SqlitePool};
 
-use super::sqlite::direct::{self, DirectRow};
+pub(super) mod direct;
+
+use direct::DirectRow;
 
 /// Which database engine a pool or connection talks to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,4 +1,5 @@
-//! The SQLite writer's own connection, called directly (rusqlite) on the writer's thread. sqlx's
+//! The SQLite writer's own connection (opened by `sqlite/mod.rs`, `open_writer`), called directly
+//! (rusqlite) on the writer's thread, as the executor's third kind of connection. sqlx's
 //! SQLite driver runs each statement on a worker thread of its own and hands the result back,
 //! two thread wake-ups per call; under load those wake-ups, not SQLite, were most of a commit's
 //! time (docs/performance.md). The writer's whole batch now runs on one thread with cached
@@ -6,38 +7,12 @@
 //! the store's error handling serves both backends alike.
 
 use std::borrow::Cow;
-use std::path::Path;
-use std::time::Duration;
 
 use rusqlite::types::{ToSqlOutput, Value, ValueRef};
-use rusqlite::{Connection, OpenFlags, ToSql};
+use rusqlite::{Connection, ToSql};
 use sqlx::error::{DatabaseError, ErrorKind};
 
-use super::super::Durability;
-use super::super::db::{Arg, Sql};
-
-/// Prepared statements kept per connection: every statement shape the writer runs, with room.
-const STATEMENT_CACHE: usize = 256;
-
-/// Opens the writer's connection to a database the sqlx pool has created and migrated: WAL (set
-/// on the file), foreign keys on, `synchronous` as `durability` says, the same busy timeout.
-pub(in crate::infra::store) fn open(path: &Path, durability: Durability) -> Result<Connection, sqlx::Error> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    // Each commit's WAL frames in one write (`coalesce.rs`).
-    let vfs = super::coalesce::register().map_err(sqlx::Error::Protocol)?;
-    let conn = Connection::open_with_flags_and_vfs(path, flags, vfs).map_err(error)?;
-    conn.busy_timeout(Duration::from_secs(5)).map_err(error)?;
-    conn.pragma_update(None, "foreign_keys", "ON").map_err(error)?;
-    let sync = match durability {
-        Durability::Normal => "NORMAL",
-        Durability::Full => "FULL",
-    };
-    conn.pragma_update(None, "synchronous", sync).map_err(error)?;
-    // Checkpoints run on their own thread (`checkpoint.rs`); the writer's own is the backstop.
-    conn.pragma_update(None, "wal_autocheckpoint", super::checkpoint::BACKSTOP_PAGES).map_err(error)?;
-    conn.set_prepared_statement_cache_capacity(STATEMENT_CACHE);
-    Ok(conn)
-}
+use super::{Arg, Sql};
 
 /// Runs one statement; the number of rows it changed. A statement that returns rows (a `PRAGMA`
 /// that answers with its value) runs to its end, its rows not looked at, and changed none.
@@ -132,7 +107,7 @@ fn decode(column: &str, value: &Value) -> sqlx::Error {
 
 /// A rusqlite error as the `sqlx::Error` the store handles for both backends: failures of the
 /// database itself as `sqlx::Error::Database`, with constraint violations told apart.
-fn error(err: rusqlite::Error) -> sqlx::Error {
+pub(in crate::infra::store) fn error(err: rusqlite::Error) -> sqlx::Error {
     match err {
         rusqlite::Error::SqliteFailure(failure, message) => {
             let message = message.unwrap_or_else(|| failure.to_string());
@@ -186,8 +161,10 @@ impl DatabaseError for DirectError {
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::db::sql;
+    use super::super::sql;
     use super::*;
+    use crate::infra::store::Durability;
+    use crate::infra::store::sqlite::open_writer as open;
 
     fn scratch() -> (tempfile::TempDir, Connection) {
         let dir = tempfile::tempdir().unwrap();
