@@ -188,6 +188,11 @@ test("a view's localStorage is kept per view instance by the server: after a rel
     const elsewhere = await viewFrame(second.page, "c1");
     const there = await inView(elsewhere, () => typeof view !== "undefined" && view.context && { budget: localStorage.getItem("budget"), tab: sessionStorage.getItem("tab") }, null, "the storage in a second browser");
     assert.deepEqual(there, { budget: "42", tab: null });
+    // Opened from the thread, it gets the result as the first view did: its image block and _meta.
+    const result = await elsewhere.evaluate(() => view.received.find((m) => m.method === "ui/notifications/tool-result").params);
+    assert.deepEqual(result._meta, { board: { title: "Q3" } });
+    assert.deepEqual(result.content.map((b) => b.type), ["text", "image"]);
+    assert.equal(result.content[1].mimeType, "image/png");
     await second.page.context().close();
     assert.deepEqual(errors, []);
   } finally {

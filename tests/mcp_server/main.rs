@@ -2,7 +2,7 @@
 //! `echo {text}` (read-only), `add {a, b}`, `wipe {}` (destructive), `slow {steps, ms}` (a
 //! progress notification per step; cancellable), `env {name}` (a variable of its
 //! environment; visible to the model only, not to views), `refresh {}` (read-only; visible to
-//! views only, not to the model), `board {title}` (an MCP Apps tool: its view `ui://board/view.html` is a
+//! views only, not to the model), `board {title}` (an MCP Apps tool answering text, an image block and `_meta`: its view `ui://board/view.html` is a
 //! resource; with `--view PATH` its HTML is that file's, with `--view-csp JSON` its `_meta.ui.csp` is that, with `--view-permissions JSON` its
 //! `_meta.ui.permissions`), `ask {times}` (read-only; asks the user `times` questions with
 //! `elicitation/create`, one after another, and says how many were answered) and `crash {}`
@@ -206,7 +206,7 @@ impl ServerHandler for TestServer {
             "refresh" => text("refreshed"),
             "crash" => std::process::exit(3),
             "ask" => ask(&context, number(&args, "times")).await,
-            "board" => text(format!("board {}", args.get("title").and_then(Value::as_str).unwrap_or_default())),
+            "board" => board_result(args.get("title").and_then(Value::as_str).unwrap_or_default()),
             "env" => {
                 let name = args.get("name").and_then(Value::as_str).unwrap_or_default();
                 text(std::env::var(name).unwrap_or_else(|_| "<unset>".into()))
@@ -275,6 +275,18 @@ const VIEW: &str = "ui://board/view.html";
 const NOTES: &str = "test://notes.txt";
 const DOT: &str = "test://dot.png";
 const BIG: &str = "test://big.txt";
+
+/// `board`'s result: its text, an image block and `_meta`, which its view gets whole (also when
+/// it is opened again from the thread).
+fn board_result(title: &str) -> CallToolResult {
+    let mut result = CallToolResult::success(vec![
+        ContentBlock::text(format!("board {title}")),
+        ContentBlock::image("iVBORw0KGgo=", "image/png"),
+    ]);
+    let Value::Object(meta) = json!({ "board": { "title": title } }) else { unreachable!() };
+    result.meta = Some(MetaObject(meta));
+    result
+}
 
 /// An MCP Apps tool: its result is shown by the view `ui://board/view.html`.
 fn board() -> Tool {

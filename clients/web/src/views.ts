@@ -385,7 +385,8 @@ export class ViewHost {
           (err: any) => {
             const why = String(err?.message ?? err);
             this.events.log(`view ${this.offer.callId}: its storage was not saved: ${why}`);
-            this.notice(`The view's storage was not saved: ${why}`);
+            // Said in the window, unless a question is waiting there (it keeps its place).
+            if (!this.asking) this.notice(`The view's storage was not saved: ${why}`);
           },
         ),
     );
