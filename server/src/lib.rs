@@ -2,9 +2,10 @@
 //! WebSocket, with threads, turns, items, approvals and agent-drivable apps persisted in SQLite or PostgreSQL.
 //!
 //! Code map, one folder per layer: `edge` (transports, the JSON-RPC peer and its handlers, the MCP
-//! server, ACP) → `domain` (threads, turns, the agent, apps…) → `infra` (the store, the only module
-//! that touches the database; the cluster; the model client). `app` is the command line and the
-//! start-up that wires them together. See docs/architecture.md.
+//! server) → `domain` (threads, turns, the agent, apps…) → `infra` (the store, the only module
+//! that touches the database; the cluster; the model client). `app` is the command line, the
+//! start-up that wires them together, and the fronts that are clients of a server (`appserver
+//! acp`, `exec`, `doctor`). See docs/architecture.md.
 
 // Internals are `pub(crate)`: a `pub` item the crate does not export is a warning (an error in CI).
 #![warn(unreachable_pub)]
