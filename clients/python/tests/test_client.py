@@ -254,7 +254,7 @@ def test_a_server_with_a_websocket_token_is_reached_with_the_token_and_refused_w
             with pytest.raises(Exception, match="401"):
                 await AppServerClient.connect(server.url)
             client = await AppServerClient.connect(server.url, token="s3cret")
-            assert client.server_info["serverInfo"]["name"] == "appserver"
+            assert client.server_info["serverInfo"]["name"] == "dotcraft"
             await client.close()
 
     run(body())

@@ -267,7 +267,7 @@ test("a server with a WebSocket token is reached with the token and refused with
   try {
     await assert.rejects(AppServerClient.connect({ url: server.url }), /401|cannot connect/);
     const client = await AppServerClient.connect({ url: server.url, token: "s3cret" });
-    assert.equal(client.serverInfo.serverInfo.name, "appserver");
+    assert.equal(client.serverInfo.serverInfo.name, "dotcraft");
     client.close();
   } finally {
     await server.stop();
