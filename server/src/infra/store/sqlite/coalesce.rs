@@ -191,6 +191,17 @@ unsafe fn pending<'a>(file: *mut ffi::sqlite3_file) -> Option<&'a mut Pending> {
 unsafe fn flush(file: *mut ffi::sqlite3_file) -> c_int {
     // SAFETY: the caller's contract is `pending`'s.
     let Some(pending) = (unsafe { pending(file) }) else { return ffi::SQLITE_OK };
+    // SAFETY: `file` is ours and open, and `pending` its own `Pending` (the caller's contract).
+    unsafe { flush_pending(file, pending) }
+}
+
+/// Writes out `pending`, the gathered writes of `file` (a WAL file). A caller that holds the
+/// `Pending` already passes it in rather than take it again: two live `&mut` to one `Pending`
+/// would alias (`cargo miri test` caught `write` doing so).
+///
+/// # Safety
+/// `file` is one of ours and open (invariant 1), and `pending` is its `Pending`.
+unsafe fn flush_pending(file: *mut ffi::sqlite3_file, pending: &mut Pending) -> c_int {
     if pending.poisoned {
         return ffi::SQLITE_IOERR_WRITE;
     }
@@ -347,9 +358,9 @@ unsafe extern "C" fn read(file: *mut ffi::sqlite3_file, buf: *mut c_void, amount
 /// # Safety
 /// SQLite's call on a file of ours (invariants 1–3), `buf` holding `amount` bytes.
 unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, buf: *const c_void, amount: c_int, offset: i64) -> c_int {
-    // SAFETY: `file` is ours and open (1); this call takes its `Pending` once and `flush` reborrows it only
-    // while `pending` is not used (3); `buf` holds `amount` bytes for the call (SQLite's), read into our
-    // buffer before returning.
+    // SAFETY: `file` is ours and open (1); this call takes its `Pending` once and hands that same
+    // borrow to `flush_pending`, so no second `&mut` to it is ever made (3); `buf` holds `amount`
+    // bytes for the call (SQLite's), read into our buffer before returning.
     unsafe {
         let Some(pending) = pending(file) else {
             let (inner, methods) = inner(file);
@@ -364,7 +375,7 @@ unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, buf: *const c_void, amo
             && offset == pending.start + pending.data.len() as i64
             && pending.data.len() + amount <= CAP;
         if !appends {
-            let rc = flush(file);
+            let rc = flush_pending(file, pending);
             if rc != ffi::SQLITE_OK {
                 return rc;
             }
@@ -380,7 +391,7 @@ unsafe extern "C" fn write(file: *mut ffi::sqlite3_file, buf: *const c_void, amo
         pending.data.extend_from_slice(bytes);
         if pending.commit_header && amount != FRAME_HEADER {
             // The commit frame's page: the transaction's frames are all here.
-            return flush(file);
+            return flush_pending(file, pending);
         }
         // A frame header's bytes 4..8 hold the database size after a commit, 0 on other frames.
         pending.commit_header = amount == FRAME_HEADER && bytes[4..8] != [0, 0, 0, 0];
