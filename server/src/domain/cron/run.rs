@@ -5,12 +5,12 @@ use std::sync::Arc;
 
 use appserver_protocol::{InputPart, ItemPayload, TurnStatus};
 
-use crate::domain::threads::{SessionError, ThreadHandle, ThreadManager};
+use crate::domain::threads::ThreadManager;
 use crate::domain::turns::TurnService;
 use crate::domain::turns::input::{self, PreparedInput};
-use crate::domain::turns::ownership::own_here;
-use crate::domain::turns::runner::{self, Origin, Reservation};
-use crate::infra::store::{Store, StoreError, parse_seq};
+use crate::domain::turns::runner::Origin;
+use crate::domain::turns::service::{self, Kind, Submitted, TurnRequest};
+use crate::infra::store::{Store, parse_seq};
 
 /// How a run ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -34,10 +34,9 @@ pub(crate) async fn run_turn(
     thread_id: &str,
     message: &str,
 ) -> RunOutcome {
-    let handle = match threads.get(thread_id).await {
-        Ok(handle) => handle,
-        Err(err) => return RunOutcome::failed(err),
-    };
+    if let Err(err) = threads.get(thread_id).await {
+        return RunOutcome::failed(err);
+    }
     let parts = vec![InputPart::Text { text: message.to_owned() }];
     let prepared = PreparedInput {
         materialized: input::materialize(&parts, &turns.config.workspace).await,
@@ -46,55 +45,22 @@ pub(crate) async fn run_turn(
         sender: None,
         delivery_mode: None,
     };
-    // Cluster mode: the lease is kept here from the claim until the turn is reserved.
-    let using = turns.ownership.as_ref().map(|_| handle.fence.use_lease());
-    let started = start(turns, threads, &handle, prepared).await;
-    drop(using);
-    let reservation = match started {
-        Ok(reservation) => reservation,
-        Err(err) => {
-            if let Some(ownership) = &turns.ownership {
-                ownership.release_unless_needed(turns, thread_id);
-            }
-            return RunOutcome::failed(err);
-        }
+    let request = TurnRequest {
+        thread_id: thread_id.to_owned(),
+        input: prepared,
+        kind: Kind::Start { messages: None, check_history: false },
+        origin: Origin { channel: Some("cron".to_owned()), starter: None },
+        agent: None,
     };
-    let turn_id = reservation.wire().id;
-    let (done, ended) = tokio::sync::oneshot::channel();
-    runner::spawn_then(turns, handle, reservation, Some(done));
-    let _ = ended.await;
+    // The thread service places it (cluster mode: this instance claims the thread, as a
+    // `turn/start` would make it; another instance running a turn of it is -32012).
+    let started = match service::submit(turns, request, None).await {
+        Ok(Submitted::Started(started)) => started,
+        Ok(other) => return RunOutcome::failed(format!("unexpected answer {other:?}")),
+        Err(err) => return RunOutcome::failed(err),
+    };
+    let turn_id = started.run_to_end().await;
     read_outcome(store, thread_id, &turn_id).await
-}
-
-/// Tries of a start whose thread another instance changed meanwhile.
-const STALE_ATTEMPTS: u32 = 3;
-
-/// Reserves and writes the run's turn: in cluster mode this instance owns the thread first (as a
-/// `turn/start` would make it), and a thread another instance changed is read again.
-async fn start(
-    turns: &Arc<TurnService>,
-    threads: &ThreadManager,
-    handle: &Arc<ThreadHandle>,
-    prepared: PreparedInput,
-) -> Result<Reservation, SessionError> {
-    own_here(turns, handle).await?;
-    let origin = Origin { channel: Some("cron".to_owned()), starter: None };
-    let mut attempt = 1;
-    loop {
-        let reservation = {
-            let mut state = handle.state();
-            runner::reserve(turns, &handle.hub, &mut state, prepared.clone(), None, origin.clone())?
-        };
-        match runner::persist(turns, handle, reservation, None).await {
-            Err(SessionError::Store(StoreError::Stale(what))) if attempt < STALE_ATTEMPTS => {
-                tracing::info!(thread = %handle.id, what, "the thread changed elsewhere; reading it again");
-                threads.refresh(handle).await?;
-                handle.hub.adopt(&turns.store).await?;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
 }
 
 async fn read_outcome(store: &Store, thread_id: &str, turn_id: &str) -> RunOutcome {

@@ -6,7 +6,8 @@
 use appserver_protocol::{ServerNotification, SubAgentGraphChangedParams};
 
 use crate::domain::turns::TurnService;
-use crate::infra::store::{EdgeRecord, StoreError, ThreadWrite};
+pub(crate) use crate::infra::store::EdgeRecord;
+use crate::infra::store::{StoreError, ThreadWrite};
 
 /// The edge of `child` under `parent`, if `child` is one of `parent`'s children.
 pub(crate) async fn child_edge(

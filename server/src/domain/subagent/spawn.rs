@@ -32,7 +32,8 @@ use crate::domain::turns::TurnService;
 use crate::domain::turns::agent::Agent;
 use crate::domain::turns::context::{TurnContext, TurnError};
 use crate::domain::turns::input::{self, PreparedInput};
-use crate::domain::turns::runner::{self, Origin};
+use crate::domain::turns::runner::Origin;
+use crate::domain::turns::service::{self, Kind, Submitted, TurnRequest};
 use crate::domain::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
 use crate::infra::clock::UtcTime;
 use crate::infra::store::{EdgeRecord, ThreadRecord, ThreadWrite, WriteOp, parse_seq};
@@ -439,25 +440,20 @@ pub(crate) async fn run_turn(
         sender: None,
         delivery_mode: None,
     };
-    let origin = Origin { channel: Some(CHANNEL.to_owned()), starter: None };
-    let reserved = {
-        let mut state = handle.state();
-        runner::reserve(turns, &handle.hub, &mut state, prepared, None, origin)
+    let request = TurnRequest {
+        thread_id: handle.id.clone(),
+        input: prepared,
+        kind: Kind::Start { messages: None, check_history: false },
+        origin: Origin { channel: Some(CHANNEL.to_owned()), starter: None },
+        agent,
     };
-    let mut reservation = match reserved {
-        Ok(reservation) => reservation,
+    let started = match service::submit(turns, request, None).await {
+        Ok(Submitted::Started(started)) => started,
+        Ok(other) => return Outcome::failed(format!("unexpected answer {other:?}")),
         Err(err) => return Outcome::failed(err),
     };
-    reservation.agent = agent;
-    let cascade = reservation.cancel.clone().drop_guard();
-    let reservation = match runner::persist(turns, handle, reservation, None).await {
-        Ok(reservation) => reservation,
-        Err(err) => return Outcome::failed(err),
-    };
-    let turn_id = reservation.wire().id;
-    let (done, ended) = tokio::sync::oneshot::channel();
-    runner::spawn_then(turns, handle.clone(), reservation, Some(done));
-    let _ = ended.await;
+    let cascade = started.cancel_token().drop_guard();
+    let turn_id = started.run_to_end().await;
     cascade.disarm();
     read_outcome(turns, &handle.id, &turn_id).await
 }

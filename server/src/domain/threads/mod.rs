@@ -13,6 +13,7 @@ pub(crate) mod fence;
 mod hub;
 pub(crate) mod manager;
 pub(crate) mod pending_approval;
+pub(crate) mod records;
 pub(crate) mod rollback;
 pub(crate) mod subagent;
 pub(crate) mod wire;
@@ -58,9 +59,19 @@ pub(crate) enum SessionError {
     /// restarted, will).
     #[error("Server shutting down; retry later.")]
     ShuttingDown,
-    /// Cluster mode: the instance that runs the thread's turn answered with this error.
+    /// Cluster mode: the instance that runs the thread's turn refused the command with this
+    /// error (its code, message and details kept as it answered them).
     #[error("{}", .0.message)]
-    Forwarded(appserver_protocol::jsonrpc::ErrorObject),
+    Remote(RemoteError),
+}
+
+/// An error another instance answered to a forwarded command, passed on unchanged.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct RemoteError {
+    /// The protocol error code the owner answered.
+    pub(crate) code: i64,
+    pub(crate) message: String,
+    pub(crate) data: Option<serde_json::Value>,
 }
 
 /// How long [`ThreadHandle::hold_lease`] waits for a turn that lost its lease to stop.

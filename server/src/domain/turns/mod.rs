@@ -11,6 +11,7 @@ pub(crate) mod input;
 pub(crate) mod ownership;
 pub(crate) mod queue;
 pub(crate) mod runner;
+pub(crate) mod service;
 pub(crate) mod tools;
 pub(crate) mod view_calls;
 pub(crate) mod view_context;

@@ -310,17 +310,3 @@ pub(crate) async fn take_over(turns: &TurnService, handle: &ThreadHandle, fence:
     }
     Ok(())
 }
-
-/// Cluster mode: makes this instance the thread's owner before it starts a turn there with no
-/// request to route elsewhere (a cron run): the lease claimed and taken over, or -32012 naming
-/// the instance that holds it (a turn of the thread runs there). Running alone: nothing to do.
-pub(crate) async fn own_here(turns: &TurnService, handle: &ThreadHandle) -> Result<(), SessionError> {
-    let Some(ownership) = &turns.ownership else { return Ok(()) };
-    match ownership.claim(&handle.id).await? {
-        Claim::Mine(fence) => take_over(turns, handle, fence).await,
-        Claim::Elsewhere(owner) => {
-            tracing::info!(thread = %handle.id, %owner, "the thread is owned by another instance");
-            Err(SessionError::TurnInProgress(handle.id.clone()))
-        }
-    }
-}

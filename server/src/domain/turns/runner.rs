@@ -80,7 +80,7 @@ pub(crate) struct Origin {
 /// and submits the writes of its start with its opening events (`turn/started`, the user
 /// message's `item/started` and `item/completed`) to the thread's `hub`. Await [`persist`] after
 /// releasing the lock.
-pub(crate) fn reserve(
+pub(in crate::domain::turns) fn reserve(
     turns: &TurnService,
     hub: &EventHub,
     thread: &mut ThreadState,
@@ -206,7 +206,7 @@ fn opening_events(thread_id: &str, turn: &TurnRecord, user_item: &Item) -> Resul
 /// Waits for the turn's start to be written. For a dequeued input, the queue without it is
 /// announced then (`order`: the token [`dequeue`] was given, still held). On failure nothing of
 /// the start was kept: the thread is free again and a dequeued input is back in its place.
-pub(crate) async fn persist(
+pub(in crate::domain::turns) async fn persist(
     turns: &TurnService,
     handle: &ThreadHandle,
     mut reservation: Reservation,
@@ -252,12 +252,12 @@ pub(crate) async fn persist(
 
 /// Runs a persisted turn as a server-owned task, after its opening events (held until now, so
 /// they follow the `turn/start` response).
-pub(crate) fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
+pub(in crate::domain::turns) fn spawn(turns: &Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Reservation) {
     spawn_then(turns, handle, reservation, None);
 }
 
 /// [`spawn`], telling `done` once the turn has ended (and its end is saved and announced).
-pub(crate) fn spawn_then(
+pub(in crate::domain::turns) fn spawn_then(
     turns: &Arc<TurnService>,
     handle: Arc<ThreadHandle>,
     mut reservation: Reservation,
@@ -424,7 +424,7 @@ pub(crate) struct Enqueued {
 /// Queues an input: returns only once the queue has committed, announced
 /// (`thread/queue/updated`) after that; a failed write is undone and returned, never announced.
 /// When nothing runs, the first queued input then starts as a turn.
-pub(crate) async fn enqueue_durably(
+pub(in crate::domain::turns) async fn enqueue_durably(
     turns: &TurnService,
     handle: &ThreadHandle,
     input: PreparedInput,

@@ -161,7 +161,7 @@ impl From<SessionError> for RpcError {
                     "retry": "reconnect (to another instance) with exponential backoff and jitter",
                 }));
             }
-            SessionError::Forwarded(error) => {
+            SessionError::Remote(error) => {
                 let forwarded = RpcError::new(error.code, error.message.clone());
                 return match &error.data {
                     Some(data) => forwarded.with_data(data.clone()),

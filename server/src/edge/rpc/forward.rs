@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{CloseReason, RequestCtx, ServerState, TransportKind};
+use crate::domain::ports::BoxFuture;
 use crate::domain::threads::SessionError;
+use crate::domain::turns::service::{ThreadAnswer, ThreadCommand, ThreadForwarder};
 use crate::infra::cluster::{Cluster, instance_subject};
 
 /// How long a forwarded request may take (a `turn/start` answers once its turn is stored).
@@ -47,7 +49,7 @@ fn service(instance: &str) -> String {
 
 /// Sends `method` with `params` to `owner` and returns its result, or its error as this
 /// request's error.
-pub(crate) async fn forward<P: Serialize, R: DeserializeOwned>(
+async fn forward<P: Serialize, R: DeserializeOwned>(
     ctx: &RequestCtx,
     cluster: &Cluster,
     owner: &str,
@@ -72,7 +74,11 @@ pub(crate) async fn forward<P: Serialize, R: DeserializeOwned>(
         cluster.ask(&service(owner), Bytes::from(payload), FORWARD_TIMEOUT).await.map_err(|e| unavailable(&e))?;
     let answer: ForwardedAnswer = serde_json::from_slice(&answer).map_err(|e| unavailable(&e))?;
     match (answer.result, answer.error) {
-        (_, Some(error)) => Err(SessionError::Forwarded(error)),
+        (_, Some(error)) => Err(SessionError::Remote(crate::domain::threads::RemoteError {
+            code: error.code,
+            message: error.message,
+            data: error.data,
+        })),
         (Some(result), None) => serde_json::from_value(result).map_err(|e| unavailable(&e)),
         (None, None) => Err(unavailable(&"an empty answer")),
     }
@@ -147,98 +153,52 @@ fn response_to_request(frame: &[u8]) -> Option<Vec<u8>> {
     serde_json::to_vec(&answer).ok()
 }
 
-/// What a turn request needs of the thread's lease (cluster mode).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Need {
-    /// It may start a turn: take the lease unless another instance holds it.
-    Claim,
-    /// It acts on a running turn: forward it to the lease's holder if there is one elsewhere.
-    Holder,
+/// The thread service's [`ThreadForwarder`] for one client request: the asking connection is
+/// subscribed to the thread here (so the forwarded turn's events reach it), then the command is
+/// sent to the owner over NATS.
+pub(crate) struct RequestForwarder<'a> {
+    ctx: &'a RequestCtx,
 }
 
-/// Cluster mode: `None` when the request is to run here (with [`Need::Claim`], the lease is now
-/// this instance's, the thread read again and its events caught up); `Some(answer)` when the
-/// instance running the thread's turn answered it. The asking connection is subscribed to the
-/// thread here, so the forwarded turn's events reach it. Running alone: always `None`.
-pub(crate) async fn route<P: Serialize, R: DeserializeOwned>(
-    ctx: &RequestCtx,
-    thread_id: &str,
-    method: &str,
-    params: &P,
-    need: Need,
-) -> Result<Option<R>, SessionError> {
-    let (Some(ownership), Some(cluster)) = (ctx.state.turns.ownership.as_ref(), ctx.state.cluster()) else {
-        return Ok(None);
-    };
-    let owner = match need {
-        Need::Claim if ctx.state.turns.draining.is_cancelled() => {
-            match draining_route(ctx, ownership, thread_id).await? {
-                Some(owner) => owner,
-                None => return Ok(None),
+impl<'a> RequestForwarder<'a> {
+    pub(crate) fn new(ctx: &'a RequestCtx) -> Self {
+        RequestForwarder { ctx }
+    }
+
+    async fn send(&self, owner: &str, command: ThreadCommand) -> Result<ThreadAnswer, SessionError> {
+        let Some(cluster) = self.ctx.state.cluster() else {
+            return Err(SessionError::Unavailable(format!(
+                "instance {owner} runs this thread's turn; no cluster here"
+            )));
+        };
+        let thread_id = match &command {
+            ThreadCommand::Start(p) => &p.thread_id,
+            ThreadCommand::Enqueue(p) => &p.thread_id,
+            ThreadCommand::Interrupt(p) => &p.thread_id,
+            ThreadCommand::RemoveQueued(p) => &p.thread_id,
+            ThreadCommand::Steer(p) => &p.thread_id,
+        };
+        let handle = self.ctx.state.threads.get(thread_id).await?;
+        super::handlers::threads::subscribe_connection(self.ctx, handle, false, None).await?;
+        let (ctx, method) = (self.ctx, command.method());
+        Ok(match command {
+            ThreadCommand::Start(p) => ThreadAnswer::Start(forward(ctx, cluster, owner, method, &p).await?),
+            ThreadCommand::Enqueue(p) => ThreadAnswer::Enqueue(forward(ctx, cluster, owner, method, &p).await?),
+            ThreadCommand::Interrupt(p) => ThreadAnswer::Interrupt(forward(ctx, cluster, owner, method, &p).await?),
+            ThreadCommand::RemoveQueued(p) => {
+                ThreadAnswer::RemoveQueued(forward(ctx, cluster, owner, method, &p).await?)
             }
-        }
-        Need::Claim => match ownership.claim(thread_id).await? {
-            crate::domain::turns::ownership::Claim::Mine(fence) => {
-                let handle = ctx.state.threads.get(thread_id).await?;
-                // A turn of the thread running here already numbers its events (the request
-                // then gets -32012); turns a previous holder left unfinished are announced
-                // before this request's own events.
-                crate::domain::turns::ownership::take_over(&ctx.state.turns, &handle, fence).await?;
-                return Ok(None);
-            }
-            crate::domain::turns::ownership::Claim::Elsewhere(owner) => owner,
-        },
-        Need::Holder => match ownership.holder_elsewhere(thread_id).await? {
-            Some(owner) => owner,
-            None => return Ok(None),
-        },
-    };
-    let handle = ctx.state.threads.get(thread_id).await?;
-    super::handlers::threads::subscribe_connection(ctx, handle, false, None).await?;
-    forward(ctx, cluster, &owner, method, params).await.map(Some)
+            ThreadCommand::Steer(p) => ThreadAnswer::Steer(forward(ctx, cluster, owner, method, &p).await?),
+        })
+    }
 }
 
-/// Cluster mode: marks the thread's lease as used by this request from before its claim until
-/// the guard is dropped (once the request's turn is reserved, or it gave up), so the lease is not
-/// given up here in between. `None` running alone.
-pub(crate) async fn use_lease(
-    ctx: &RequestCtx,
-    thread_id: &str,
-) -> Result<Option<crate::domain::threads::fence::LeaseUse>, SessionError> {
-    if ctx.state.turns.ownership.is_none() {
-        return Ok(None);
-    }
-    let handle = ctx.state.threads.get(thread_id).await?;
-    Ok(Some(handle.fence.use_lease()))
-}
-
-/// Where a request to start a turn goes while this instance drains (a graceful shutdown): to the
-/// instance holding the thread's lease, or — the lease given up here first — to another live
-/// instance, which claims it. `None` (run here) when a turn of the thread runs here: the request
-/// then gets -32012 as always. No other instance alive: -32001, shutting down.
-async fn draining_route(
-    ctx: &RequestCtx,
-    ownership: &crate::domain::turns::ownership::Ownership,
-    thread_id: &str,
-) -> Result<Option<String>, SessionError> {
-    if let Some(owner) = ownership.holder_elsewhere(thread_id).await? {
-        return Ok(Some(owner));
-    }
-    if ctx.state.threads.loaded(thread_id).is_some_and(|handle| handle.state().running.is_some()) {
-        return Ok(None);
-    }
-    let others = ctx.state.cluster().map(Cluster::others).unwrap_or_default();
-    let Some(other) = others.get(fastrand::usize(..others.len().max(1))).cloned() else {
-        return Err(SessionError::ShuttingDown);
-    };
-    ownership.release_now(&ctx.state.turns, thread_id).await?;
-    Ok(Some(other))
-}
-
-/// Cluster mode: gives the thread's lease up unless this instance still needs it (a request
-/// that took the lease started no turn).
-pub(crate) fn release_if_idle(ctx: &RequestCtx, thread_id: &str) {
-    if let Some(ownership) = &ctx.state.turns.ownership {
-        ownership.release_unless_needed(&ctx.state.turns, thread_id);
+impl ThreadForwarder for RequestForwarder<'_> {
+    fn forward<'b>(
+        &'b self,
+        owner: &'b str,
+        command: ThreadCommand,
+    ) -> BoxFuture<'b, Result<ThreadAnswer, SessionError>> {
+        Box::pin(self.send(owner, command))
     }
 }

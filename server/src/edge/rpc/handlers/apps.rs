@@ -13,7 +13,8 @@ use crate::domain::ports::HostId;
 use crate::domain::threads::broadcast;
 use crate::domain::turns::app_calls::{self, AppCall, AppRead, Outcome};
 use crate::domain::turns::input::{self, PreparedInput};
-use crate::domain::turns::runner;
+use crate::domain::turns::runner::Origin;
+use crate::domain::turns::service::{self as thread_service, Kind, Submitted, TurnRequest};
 use crate::edge::rpc::{RequestCtx, ServerState};
 
 pub(crate) async fn handle_app_register(ctx: &RequestCtx, p: AppRegisterParams) -> Result<AppRegisterResult, AppError> {
@@ -211,9 +212,17 @@ async fn deliver_interaction(server: &ServerState, host: &HostId, p: AppInteract
         sender: Some(interaction.sender),
         delivery_mode: None,
     };
-    let handle = interaction.thread;
-    if let Some(reservation) = runner::enqueue_durably(&server.turns, &handle, prepared, None).await?.started {
-        runner::spawn(&server.turns, handle, reservation);
+    let request = TurnRequest {
+        thread_id: interaction.thread.id.clone(),
+        input: prepared,
+        kind: Kind::Enqueue { by: None },
+        origin: Origin::default(),
+        agent: None,
+    };
+    if let Submitted::Queued { started: Some(started), .. } =
+        thread_service::submit(&server.turns, request, None).await?
+    {
+        started.run();
     }
     Ok(())
 }

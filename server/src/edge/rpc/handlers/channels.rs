@@ -12,9 +12,9 @@ use appserver_protocol::{
 
 use super::workspace::announce_config_changed;
 use crate::domain::origin_channels::{MAX_STORED_ORIGINS, catalog, is_adapter_channel};
+use crate::domain::threads::SessionError;
 use crate::domain::workspace::{WorkspaceError, external_channels};
 use crate::edge::rpc::{CloseReason, OutFrame, Peer, RequestCtx, ServerState, TransportKind};
-use crate::infra::store::StoreError;
 
 /// The channel names of the connected channel adapters.
 fn connected_adapters(ctx: &RequestCtx) -> Vec<String> {
@@ -73,7 +73,7 @@ pub(crate) async fn admit_adapter(state: Arc<ServerState>, peer: Arc<Peer>) {
 pub(crate) async fn handle_channel_list(
     ctx: &RequestCtx,
     _: ChannelListParams,
-) -> Result<ChannelListResult, StoreError> {
+) -> Result<ChannelListResult, SessionError> {
     let stored = ctx.state.store.origin_channels(MAX_STORED_ORIGINS).await?;
     Ok(ChannelListResult { channels: catalog(stored.into_iter().chain(connected_adapters(ctx))) })
 }

@@ -7,8 +7,8 @@ use appserver_protocol::{
 
 use super::threads;
 use crate::domain::slash_commands::{APP_COMMANDS, CommandError, custom};
+use crate::domain::threads::records;
 use crate::edge::rpc::RequestCtx;
-use crate::infra::store::ThreadWrite;
 
 pub(crate) async fn handle_command_list(
     ctx: &RequestCtx,
@@ -169,11 +169,7 @@ async fn new_conversation(ctx: &RequestCtx, thread_id: &str) -> Result<CommandRe
         }
         let previous = state.record.status;
         state.record.status = ThreadStatus::Archived;
-        let ticket = ctx.state.store.submit(ThreadWrite::SetStatus {
-            thread_id: thread_id.to_owned(),
-            status: ThreadStatus::Archived,
-            last_active_at: None,
-        });
+        let ticket = records::submit_status(&ctx.state.store, thread_id, ThreadStatus::Archived, None);
         (state.record.clone(), previous, ticket)
     };
     ticket.wait().await.map_err(crate::domain::threads::SessionError::from)?;

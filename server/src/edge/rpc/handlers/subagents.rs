@@ -15,11 +15,11 @@ use toml_edit::DocumentMut;
 
 use super::threads::change_status;
 use super::workspace::announce_config_changed;
+use crate::domain::subagent::control::EdgeRecord;
 use crate::domain::subagent::{SubAgentError, profiles};
 use crate::domain::threads::{SessionError, wire};
 use crate::domain::workspace::WorkspaceError;
 use crate::edge::rpc::RequestCtx;
-use crate::infra::store::EdgeRecord;
 
 fn edge(e: EdgeRecord) -> SubAgentEdge {
     let native = e.runtime_type == "native";

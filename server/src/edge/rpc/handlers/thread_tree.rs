@@ -6,9 +6,9 @@
 use appserver_protocol::{EmptyResult, ServerNotification, ThreadIdParams, ThreadStatus};
 
 use super::threads::change_status;
+use crate::domain::threads::records;
 use crate::domain::threads::{SessionError, ThreadState};
 use crate::edge::rpc::RequestCtx;
-use crate::infra::store::ThreadWrite;
 
 /// Most sub-agent descendants a parent carries along.
 const MAX_DESCENDANTS: usize = 1000;
@@ -98,7 +98,7 @@ async fn delete_one(ctx: &RequestCtx, thread_id: String) -> Result<(), SessionEr
             running.cancel.cancel();
         }
     }
-    ctx.state.store.write(ThreadWrite::DeleteThread(p.thread_id.clone())).await?;
+    records::delete(&ctx.state.store, &p.thread_id).await?;
     ctx.state.threads.remove(&p.thread_id);
     // Its background terminals die with it.
     ctx.state.shell.terminals.clean(&p.thread_id).await;

@@ -13,12 +13,12 @@ use std::sync::Arc;
 use crate::infra::clock::UtcTime;
 use appserver_protocol::jsonrpc::RequestId;
 
+use crate::domain::threads::records::{self, Column, ThreadQuery, ThreadRecord};
 use crate::domain::threads::{
     SessionError, Subscribed, ThreadHandle, ThreadState, event_log, new_thread_id, rollback, wire,
 };
 use crate::edge::rpc::dispatch::reply_text;
 use crate::edge::rpc::{OutFrame, RequestCtx};
-use crate::infra::store::{StoreError, ThreadQuery, ThreadRecord, ThreadWrite, parse_seq};
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -117,51 +117,23 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
     Ok(ThreadResult { thread })
 }
 
-/// New ids tried for one thread before giving up: six random characters collide within a day
-/// very rarely, so several collisions in a row mean something else is wrong.
-const THREAD_ID_ATTEMPTS: u32 = 8;
-
-/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply. The row
-/// is inserted, never upserted: when its id is taken, the thread gets a new id and the existing
-/// thread is left as it was.
+/// Persists a new thread, loads it, and announces it (`thread/started`) after the reply
+/// (`records::create`: inserted under a free id, never upserted).
 pub(crate) async fn create_thread(
     ctx: &RequestCtx,
-    mut record: ThreadRecord,
+    record: ThreadRecord,
     dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
 ) -> Result<appserver_protocol::Thread, SessionError> {
-    // Loaded (unannounced) before its row commits, so a client that finds the row with
-    // `thread/list` finds this handle, whose notifications wait for `thread/started`.
-    let mut attempt = 1;
-    let handle = loop {
-        if let Some(forced) = ctx.state.debug.take_forced_thread_id() {
-            record.id = forced;
-        }
-        // A loaded thread's id is as taken as a stored one's; neither is ever replaced.
-        if let Some(handle) = ctx.state.threads.insert_new(record.clone()) {
-            match ctx.state.store.write(ThreadWrite::CreateThread(Box::new(record.clone()))).await {
-                Ok(()) => break handle,
-                Err(err) => {
-                    ctx.state.threads.remove(&record.id);
-                    if !err.is_conflict() {
-                        return Err(err.into());
-                    }
-                }
-            }
-        }
-        if attempt >= THREAD_ID_ATTEMPTS {
-            let reason = format!("no free thread id after {THREAD_ID_ATTEMPTS} attempts");
-            return Err(StoreError::Write(reason).into());
-        }
-        tracing::warn!(id = %record.id, attempt, "thread id already taken; trying another");
-        record.id = new_thread_id(UtcTime::now());
-        attempt += 1;
-    };
+    let debug = ctx.state.debug.clone();
+    let handle =
+        records::create(&ctx.state.store, &ctx.state.threads, record, || debug.take_forced_thread_id()).await?;
+    let record_id = handle.id.clone();
     if let (Some(ownership), false) = (&ctx.state.turns.ownership, dynamic_tools.is_empty()) {
         // Its tools are served by this connection: its turns run here (ownership.rs).
-        if let crate::domain::turns::ownership::Claim::Mine(fence) = ownership.claim(&record.id).await? {
+        if let crate::domain::turns::ownership::Claim::Mine(fence) = ownership.claim(&record_id).await? {
             handle.hold_lease(fence).await?;
             // A thread just created has no turns, so none left by anyone.
-            ownership.take_orphans(&record.id);
+            ownership.take_orphans(&record_id);
         }
     }
     let thread = {
@@ -231,12 +203,8 @@ pub(crate) async fn handle_thread_resume(
         if fronts_editor(ctx) {
             state.editor = Some(ctx.peer.id);
         }
-        let write = ThreadWrite::SetStatus {
-            thread_id: p.thread_id.clone(),
-            status: ThreadStatus::Active,
-            last_active_at: Some(state.record.last_active_at.clone()),
-        };
-        (ctx.state.store.submit(write), previous)
+        let last_active_at = Some(state.record.last_active_at.clone());
+        (records::submit_status(&ctx.state.store, &p.thread_id, ThreadStatus::Active, last_active_at), previous)
     };
     ticket.wait().await?;
     let (turns, _) = wire::load_turns(&ctx.state.store, &p.thread_id, None, None).await?;
@@ -304,7 +272,7 @@ pub(crate) async fn handle_thread_list(
         after,
         limit,
     };
-    let (records, more) = ctx.state.store.list_threads(&query).await?;
+    let (records, more) = records::list(&ctx.state.store, &query).await?;
     let next_cursor = if more { records.last().map(|r| format!("{}|{}", r.last_active_at, r.id)) } else { None };
     let data = records
         .iter()
@@ -331,17 +299,8 @@ pub(crate) async fn thread_read_reply(
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     // Taken before the store is read: the reply reflects at least every event up to it. In
     // cluster mode another instance may number the thread's events: the log is the record.
-    let seq = match ctx.state.cluster() {
-        Some(_) => ctx.state.store.last_event_seq(&p.thread_id).await?,
-        None => handle.hub.delivered_seq(),
-    };
-    let before =
-        match &p.turns_cursor {
-            Some(cursor) => Some(parse_seq(cursor, "turn_").ok_or_else(|| {
-                SessionError::InvalidParams("turnsCursor: not a cursor returned by thread/read".into())
-            })?),
-            None => None,
-        };
+    let seq = records::read_seq(&ctx.state.store, &handle, ctx.state.cluster().is_some()).await?;
+    let before = p.turns_cursor.as_deref().map(records::turns_cursor).transpose()?;
     let turns = if p.include_turns {
         Some(wire::stored_turns(&ctx.state.store, &p.thread_id, before, p.turns_limit).await?)
     } else {
@@ -359,7 +318,7 @@ pub(crate) async fn thread_read_reply(
     let Some(turns) = turns else { return Ok(head) };
     const MARKER: &str = "\"turns\":[]";
     let Some(at) = head.find(MARKER) else {
-        return Err(StoreError::Corrupt("thread/read: a thread serialized without its turns".into()).into());
+        return Err(records::corrupt("thread/read: a thread serialized without its turns"));
     };
     let split = at + MARKER.len() - 1;
     let mut reply = String::with_capacity(head.len() + turns.size_hint());
@@ -459,8 +418,7 @@ pub(super) async fn change_status(
             return Ok(EmptyResult {});
         }
         state.record.status = to;
-        let write = ThreadWrite::SetStatus { thread_id: thread_id.to_owned(), status: to, last_active_at: None };
-        (ctx.state.store.submit(write), previous)
+        (records::submit_status(&ctx.state.store, thread_id, to, None), previous)
     };
     ticket.wait().await?;
     let notification = status_changed(thread_id, previous, to);
@@ -479,22 +437,13 @@ pub(crate) async fn handle_thread_pause(ctx: &RequestCtx, p: ThreadIdParams) -> 
     .await
 }
 
-/// Applies `change` to an existing thread's record and persists the column it changed (the
-/// write `change` returns); returns the thread.
+/// Applies `change` to an existing thread's record and writes the column it changed.
 async fn update_record(
     ctx: &RequestCtx,
     thread_id: &str,
-    change: impl FnOnce(&mut ThreadRecord) -> ThreadWrite,
-) -> Result<std::sync::Arc<crate::domain::threads::ThreadHandle>, SessionError> {
-    let handle = ctx.state.threads.get(thread_id).await?;
-    let ticket = {
-        let mut state = handle.state();
-        state.require_exists()?;
-        let write = change(&mut state.record);
-        ctx.state.store.submit(write)
-    };
-    ticket.wait().await?;
-    Ok(handle)
+    change: impl FnOnce(&mut ThreadRecord) -> Column,
+) -> Result<Arc<ThreadHandle>, SessionError> {
+    records::update(&ctx.state.threads, &ctx.state.store, thread_id, change).await
 }
 
 pub(crate) async fn handle_thread_mode_set(
@@ -507,7 +456,7 @@ pub(crate) async fn handle_thread_mode_set(
     }
     update_record(ctx, &p.thread_id, |record| {
         record.configuration.get_or_insert_with(Default::default).mode = Some(mode);
-        configuration_write(record)
+        Column::Configuration
     })
     .await?;
     Ok(EmptyResult {})
@@ -539,8 +488,8 @@ pub(crate) async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams
     }
     let stored = name.clone();
     let handle = update_record(ctx, &p.thread_id, |record| {
-        record.display_name = Some(stored.clone());
-        ThreadWrite::SetDisplayName { thread_id: record.id.clone(), display_name: stored }
+        record.display_name = Some(stored);
+        Column::DisplayName
     })
     .await?;
     let notification =
@@ -557,14 +506,8 @@ pub(crate) async fn handle_thread_config_update(
     validate_config(&p.config)?;
     update_record(ctx, &p.thread_id, |record| {
         record.configuration.get_or_insert_with(Default::default).merge(p.config);
-        configuration_write(record)
+        Column::Configuration
     })
     .await?;
     Ok(EmptyResult {})
-}
-
-/// The write of a thread's configuration column as `record` has it.
-fn configuration_write(record: &ThreadRecord) -> ThreadWrite {
-    let configuration = record.configuration.clone().map(Box::new);
-    ThreadWrite::SetConfiguration { thread_id: record.id.clone(), configuration }
 }
