@@ -236,7 +236,7 @@ test("deleting a thread tears its views down and drops their storage; the view g
   }
 });
 
-test("on a 390 px phone, a view that asks the user something shows its pane", OPTIONS, async () => {
+test("on a 390 px phone, a view that asks the user something shows its pane, its tab badged until answered", OPTIONS, async () => {
   const { server, stop } = await start();
   try {
     const { page, errors } = await openDesktop(browser, server.base, "/", { width: 390, height: 800 });
@@ -253,7 +253,13 @@ test("on a 390 px phone, a view that asks the user something shows its pane", OP
     assert.equal(await page.evaluate(() => document.body.dataset.pane), "chat");
     const asked = frame.evaluate(() => view.request("ui/open-link", { url: "https://example.com/" }));
     await until(page, () => document.body.dataset.pane === "desk", undefined, "the windows pane shown");
+    const badged = () => document.querySelector("#tabs button[data-pane=desk]").classList.contains("waiting");
+    assert.equal(await page.evaluate(badged), true, "the Windows tab carries a badge while the question waits");
+    await page.click("#tabs button[data-pane=chat]");
+    assert.equal(await page.evaluate(badged), true, "still badged from the conversation");
+    await page.click("#tabs button[data-pane=desk]");
     await page.locator('.window.view[data-view="c1"] .view-notice button.refuse').click();
+    await until(page, () => !document.querySelector("#tabs button[data-pane=desk]").classList.contains("waiting"), undefined, "the badge cleared");
     assert.equal((await asked).error?.message, "Link opening denied by user");
     assert.deepEqual(errors, []);
   } finally {

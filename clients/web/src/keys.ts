@@ -30,12 +30,38 @@ export function showPane(pane: Pane): void {
   }
 }
 
-/** Something in `element` waits for the user (a view asks a question): on the narrow layout,
- * where one pane shows at a time, its pane is shown, so the question is not missed. */
-export function attend(element: HTMLElement): void {
-  if (!window.matchMedia("(max-width: 760px)").matches) return;
+/** How many questions wait for the user in each pane. */
+const waiting = new Map<Pane, number>();
+
+/** The pane's tab says whether something there waits for the user (a badge, and in its name). */
+function markTab(pane: Pane): void {
+  const tab = document.querySelector<HTMLElement>(`#tabs button[data-pane=${pane}]`);
+  if (!tab) return;
+  const count = waiting.get(pane) ?? 0;
+  tab.classList.toggle("waiting", count > 0);
+  if (count > 0) tab.setAttribute("aria-description", "a question waits for you here");
+  else tab.removeAttribute("aria-description");
+}
+
+/** Something in `element` waits for the user (a view asks a question): its pane's tab carries a
+ * badge until the returned function is called (the question answered or gone), and on the
+ * narrow layout, where one pane shows at a time, its pane is shown, so the question is not
+ * missed. */
+export function attend(element: HTMLElement): () => void {
   const pane: Pane | undefined = element.closest("#windows") ? "desk" : element.closest("#conversation") ? "chat" : undefined;
-  if (pane && document.body.dataset.pane !== pane) showPane(pane);
+  if (!pane) return () => {};
+  waiting.set(pane, (waiting.get(pane) ?? 0) + 1);
+  markTab(pane);
+  if (window.matchMedia("(max-width: 760px)").matches && document.body.dataset.pane !== pane) showPane(pane);
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    const left = (waiting.get(pane) ?? 1) - 1;
+    if (left > 0) waiting.set(pane, left);
+    else waiting.delete(pane);
+    markTab(pane);
+  };
 }
 
 function focusFirst(...selectors: string[]): void {

@@ -50,8 +50,9 @@ export interface ViewEvents {
   message(threadId: string, text: string): void;
   /** The user moves the view between the conversation and the desk. */
   togglePlacement(view: ViewHost): void;
-  /** The view asks the user something in its window. */
-  asking(view: ViewHost): void;
+  /** The view asks the user something in its window; what it returns is called once the
+   * question is answered or the view goes (the tab's badge then clears). */
+  asking(view: ViewHost): () => void;
   /** The window is closing: the view's pending calls are withdrawn. */
   closing(view: ViewHost): void;
   /** The window has closed. */
@@ -121,6 +122,8 @@ export class ViewHost {
   private viewModes: string[] | undefined;
   private lastSize = "";
   private asking = false;
+  /** Clears the "waiting for you" badge of the pane this view's question is in. */
+  private attended?: () => void;
   /** The permissions the view declared and its iframe was allowed (`_meta.ui.permissions`). */
   private granted: Record<string, object> = {};
   private declaredCsp: Json = {};
@@ -576,6 +579,8 @@ export class ViewHost {
     return new Promise((resolve) => {
       const answer = (yes: boolean) => {
         this.asking = false;
+        this.attended?.();
+        this.attended = undefined;
         this.notice(undefined);
         resolve(yes);
       };
@@ -590,7 +595,7 @@ export class ViewHost {
       no.textContent = noText;
       no.addEventListener("click", () => answer(false));
       this.notice(question, yes, no);
-      this.events.asking(this);
+      this.attended = this.events.asking(this);
     });
   }
 
@@ -613,6 +618,8 @@ export class ViewHost {
 
   /** Tells the view it is going (`ui/resource-teardown`, its answer awaited at most 3 s), then closes. */
   async close(): Promise<void> {
+    this.attended?.();
+    this.attended = undefined;
     this.events.closing(this);
     if (this.initialized) await this.ask("ui/resource-teardown", { reason: "the user closed the view" }, TEARDOWN_MS);
     document.removeEventListener("themechange", this.onTheme);
