@@ -92,8 +92,10 @@ impl StartedTurn {
     }
 }
 
-/// What [`submit`] did.
+/// What [`submit`] did. Returned once per command and moved, never stored in a collection, so
+/// its variants' sizes need not match.
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum Submitted {
     /// A turn started here.
     Started(StartedTurn),
@@ -257,8 +259,10 @@ pub(crate) async fn interrupt(
     }
 }
 
-/// A queued input's answer: the holder's, or the queue after the change made here.
+/// A queued input's answer: the holder's, or the queue after the change made here (returned
+/// once and moved, as [`Submitted`]).
 #[derive(Debug)]
+#[allow(clippy::large_enum_variant)]
 pub(crate) enum QueueChanged {
     Here(Vec<QueuedTurnInput>),
     Remote(ThreadAnswer),
