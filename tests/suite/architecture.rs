@@ -46,6 +46,17 @@ const FOLDERS: &[&str] = &["infra", "domain", "edge", "app"];
 /// of the domain).
 const FOLDER_EXCEPTIONS: &[(&str, &str)] = &[("config", "policy")];
 
+/// The cycles among a module's files the tree still has, each exactly (module, its files in name
+/// order): left from before the rule, to be broken (issue 49); a new cycle, or a file joining one
+/// of these, fails, and an entry that no longer matches fails too (remove it).
+const KNOWN_CYCLES: &[(&str, &str)] = &[
+    ("domain/subagent", "background,spawn"),
+    ("domain/threads", "announce,hub"),
+    ("domain/turns", "agent,approvals,context,ending,runner,tools"),
+    ("domain/turns/approvals", "outside,remote"),
+    ("edge/rpc", "debug,dispatch,forward,handlers,router"),
+];
+
 const MAX_FILE_LINES: usize = 600;
 const MAX_FN_LINES: usize = 80;
 
@@ -145,16 +156,31 @@ fn cycle_violations(sources: &[Source]) -> Vec<String> {
     let mut violations = Vec::new();
     for (module, edges) in sibling_edges(sources) {
         for group in cycles(&edges) {
+            if KNOWN_CYCLES.contains(&(module.as_str(), group.join(",").as_str())) {
+                continue;
+            }
             let loops: Vec<String> = group
                 .iter()
                 .flat_map(|from| {
                     edges[from].iter().filter(|to| group.contains(*to)).map(move |to| format!("{from} → {to}"))
                 })
                 .collect();
-            violations.push(format!("{module}: a cycle among its files: {}", loops.join(", ")));
+            violations.push(format!("{module}: a cycle among its files ({}): {}", group.join(","), loops.join(", ")));
         }
     }
     violations
+}
+
+/// Listed allowances that no longer match a cycle of the tree (fixed: remove the entry).
+fn stale_cycle_allowances(sources: &[Source]) -> Vec<String> {
+    let graph = sibling_edges(sources);
+    KNOWN_CYCLES
+        .iter()
+        .filter(|(module, files)| {
+            !graph.get(*module).is_some_and(|edges| cycles(edges).iter().any(|g| g.join(",") == *files))
+        })
+        .map(|(module, files)| format!("{module}: ({files}) no longer a cycle; remove it from KNOWN_CYCLES"))
+        .collect()
 }
 
 /// Files over the line limit (test-only items not counted; unit-test files exempt) and functions
@@ -297,7 +323,8 @@ fn handlers_never_reach_the_store() {
 
 #[test]
 fn no_module_has_a_cycle_among_its_files() {
-    let violations = cycle_violations(&server_sources());
+    let sources = server_sources();
+    let violations = [cycle_violations(&sources), stale_cycle_allowances(&sources)].concat();
     assert!(violations.is_empty(), "cycles:\n{}", violations.join("\n"));
 }
 
