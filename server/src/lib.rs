@@ -27,3 +27,4 @@ pub use infra::config::{LogFormat, ServerConfig};
 pub use infra::lock::locate;
 pub use infra::memory::limit_arenas;
 pub use infra::store::{writer_vfs, writer_vfs_writes};
+pub use infra::tls::install_crypto_provider;

@@ -12,10 +12,9 @@ use tracing_subscriber::EnvFilter;
 fn main() -> ExitCode {
     // Before any other thread allocates.
     appserver::limit_arenas();
-    // One TLS crypto provider for the whole process, before anything makes a TLS connection
-    // (NATS, the model's endpoint, MCP servers): two are compiled in, and rustls would refuse to
-    // choose. Already installed (never, here) is fine.
-    let _ = rustls::crypto::ring::default_provider().install_default();
+    // One TLS crypto provider for the whole process (ring; the only one compiled in), before
+    // anything makes a TLS connection (NATS, the model's endpoint, MCP servers).
+    appserver::install_crypto_provider();
     let cwd = match std::env::current_dir() {
         Ok(cwd) => cwd,
         Err(err) => {

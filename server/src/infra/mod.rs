@@ -11,3 +11,4 @@ pub(crate) mod memory;
 pub(crate) mod model_client;
 pub(crate) mod store;
 pub(crate) mod telemetry;
+pub(crate) mod tls;

@@ -129,7 +129,7 @@ fn max_age(cache_control: Option<&str>) -> Option<Duration> {
 
 /// Fetches `<origin>/.well-known/aai.json`, following redirects only to allowed addresses.
 async fn fetch(origin: &Url, allow_private: bool) -> Result<(String, Option<Duration>), FetchError> {
-    let client = reqwest::Client::builder()
+    let client = crate::infra::tls::http_client()
         .redirect(reqwest::redirect::Policy::none())
         .timeout(FETCH_TIMEOUT)
         .build()

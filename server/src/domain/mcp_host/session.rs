@@ -13,11 +13,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use futures_util::stream::BoxStream;
+use reqwest::header::{HeaderName, HeaderValue};
 use rmcp::model::ServerJsonRpcMessage;
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse, StreamableHttpResponseLimits,
 };
-use rmcp_reqwest::header::{HeaderName, HeaderValue};
 use sse_stream::Sse;
 
 /// Told `true` when the server lost the session, `false` when a POST is answered after that.
@@ -26,21 +26,21 @@ pub(crate) type SessionHook = Arc<dyn Fn(bool) + Send + Sync>;
 /// What the status says while a lost session is reopened.
 pub(crate) const LOST: &str = "the server lost the MCP session (HTTP 400/404); reopening it and retrying the call";
 
-type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<rmcp_reqwest::Error>>;
+type PostResult = Result<StreamableHttpPostResponse, StreamableHttpError<reqwest::Error>>;
 
 /// rmcp's reqwest client that also tells a lost session by HTTP 400.
 #[derive(Clone)]
 pub(crate) struct SessionGuard {
-    http: rmcp_reqwest::Client,
+    http: reqwest::Client,
     hook: SessionHook,
 }
 
 impl SessionGuard {
     /// A client as rmcp's default (no idle connections kept, redirects not followed).
     pub(crate) fn new(hook: SessionHook) -> Result<SessionGuard, String> {
-        let http = rmcp_reqwest::Client::builder()
+        let http = crate::infra::tls::http_client()
             .pool_max_idle_per_host(0)
-            .redirect(rmcp_reqwest::redirect::Policy::none())
+            .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(SessionGuard { http, hook })
@@ -72,7 +72,7 @@ fn names_lost_session(text: &str) -> bool {
 }
 
 impl StreamableHttpClient for SessionGuard {
-    type Error = rmcp_reqwest::Error;
+    type Error = reqwest::Error;
 
     async fn post_message(
         &self,
@@ -162,7 +162,7 @@ impl StreamableHttpClient for SessionGuard {
 
 /// Why a text is kept as the error of an unexpected answer (for tests of [`names_lost_session`]).
 #[cfg(test)]
-fn unexpected(text: &str) -> StreamableHttpError<rmcp_reqwest::Error> {
+fn unexpected(text: &str) -> StreamableHttpError<reqwest::Error> {
     StreamableHttpError::UnexpectedServerResponse(std::borrow::Cow::Owned(text.to_owned()))
 }
 

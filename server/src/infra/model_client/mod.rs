@@ -149,7 +149,7 @@ impl ChatStream {
 
 impl ModelProvider {
     pub(crate) fn new(settings: ModelSettings) -> Result<ModelProvider, String> {
-        let http = reqwest::Client::builder()
+        let http = crate::infra::tls::http_client()
             .connect_timeout(Duration::from_secs(10))
             .user_agent(concat!("appserver/", env!("CARGO_PKG_VERSION")))
             .build()

@@ -52,7 +52,7 @@ pub(crate) struct HttpHost {
 
 impl HttpHost {
     pub(crate) fn new(spec: HttpSpec, token: CancellationToken) -> Result<HttpHost, String> {
-        let client = reqwest::Client::builder()
+        let client = crate::infra::tls::http_client()
             .redirect(reqwest::redirect::Policy::none())
             .build()
             .map_err(|e| format!("HTTP client: {e}"))?;
