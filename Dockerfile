@@ -22,7 +22,7 @@ COPY . .
 # cache mounts, so a rebuild after a change compiles only what changed.
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo install --locked --path server --root /out
+    cargo install --locked --path server --features cluster --root /out
 
 FROM debian:${DEBIAN_RELEASE}-slim
 # ca-certificates: the system's roots, which cluster mode's NATS TLS checks against (the model

@@ -234,7 +234,11 @@ async fn cluster(config: &ServerConfig, report: &mut Report) {
         }
     }
     if let Some(settings) = &config.cluster {
+        #[cfg(feature = "cluster")]
         let connected = tokio::time::timeout(CHECK_TIMEOUT, async_nats::connect(settings.url.as_str())).await;
+        #[cfg(not(feature = "cluster"))]
+        let connected: Result<Result<(), crate::infra::cluster::ClusterError>, tokio::time::error::Elapsed> =
+            Ok(Err(crate::infra::cluster::ClusterError::NotBuilt));
         match connected {
             Ok(Ok(_)) => report.line(Verdict::Ok, "nats", format!("{} reachable", settings.url)),
             Ok(Err(err)) => report.line(Verdict::Fail, "nats", format!("{}: {err}", settings.url)),

@@ -338,11 +338,13 @@ pub(crate) fn heap(in_use: usize, free: usize) {
 }
 
 /// Cluster mode: the connection to NATS went up or down.
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 pub(crate) fn cluster_connected(up: bool) {
     gauge!(CLUSTER_CONNECTED).set(if up { 1.0 } else { 0.0 });
 }
 
 /// Cluster mode: a thread event reached its reader `lag` after it was published.
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 pub(crate) fn cluster_lag(lag: Duration) {
     if let Some(seconds) = cached(&CLUSTER_LAG_HANDLE, || histogram!(CLUSTER_LAG_SECONDS)) {
         seconds.record(lag.as_secs_f64());
@@ -350,6 +352,7 @@ pub(crate) fn cluster_lag(lag: Duration) {
 }
 
 /// Cluster mode: `count` thread events dropped for a reader that was behind.
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 pub(crate) fn cluster_events_dropped(count: u64) {
     counter!(CLUSTER_EVENTS_DROPPED).increment(count);
 }

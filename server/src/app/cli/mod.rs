@@ -542,6 +542,14 @@ fn cluster_settings(
         value: crate::infra::cluster::redact(value),
         reason: err.to_string(),
     };
+    #[cfg(not(feature = "cluster"))]
+    if let StoreLocation::Postgres(_) = db {
+        return Err(ConfigError::InvalidValue {
+            flag: "--db".to_owned(),
+            value: db.to_string(),
+            reason: crate::infra::store::POSTGRES_NOT_BUILT.to_owned(),
+        });
+    }
     let Some(url) = a.cluster.clone().or(file.url).map(|u| u.trim().to_owned()).filter(|u| !u.is_empty()) else {
         return Ok(None);
     };

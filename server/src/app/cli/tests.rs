@@ -39,8 +39,11 @@ fn listens_on_both_and_overrides_paths() {
     assert_eq!(c.listen.len(), 2);
     assert_eq!(c.workspace, PathBuf::from("/work/ws/sub"));
     assert_eq!(c.db, StoreLocation::Sqlite(PathBuf::from("/work/ws/x.db")));
-    let c = run(&["--db", "postgres://u@127.0.0.1/app"]).unwrap();
-    assert_eq!(c.db, StoreLocation::Postgres("postgres://u@127.0.0.1/app".to_owned()));
+    #[cfg(feature = "cluster")]
+    {
+        let c = run(&["--db", "postgres://u@127.0.0.1/app"]).unwrap();
+        assert_eq!(c.db, StoreLocation::Postgres("postgres://u@127.0.0.1/app".to_owned()));
+    }
     assert!(run(&["--listen", "http://x"]).unwrap_err().contains("expected stdio:// or ws://"));
 }
 
@@ -130,6 +133,20 @@ fn durability_follows_the_flag_then_the_file() {
     assert!(run(&[]).unwrap_err().contains("store.durability"));
 }
 
+/// A build without the `cluster` feature refuses PostgreSQL and NATS at the command line,
+/// naming the feature, rather than starting and failing later.
+#[cfg(not(feature = "cluster"))]
+#[test]
+fn a_lean_build_refuses_postgres_and_cluster_naming_the_feature() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| run_in(dir.path(), args, &|_| None);
+    let err = run(&["--db", "postgres://u:pw@127.0.0.1/app"]).unwrap_err();
+    assert!(err.contains("--db") && err.contains("--features cluster") && !err.contains("pw"), "{err}");
+    let err = run(&["--cluster", "nats://127.0.0.1:4222"]).unwrap_err();
+    assert!(err.contains("--cluster") && err.contains("--features cluster"), "{err}");
+}
+
+#[cfg(feature = "cluster")]
 #[test]
 fn cluster_mode_follows_the_flags_then_the_file_and_needs_postgres() {
     let dir = tempfile::tempdir().unwrap();

@@ -4,6 +4,7 @@
 //! own token, any other is `~` + its bytes in lowercase hex (up to 128 bytes), and a longer one is
 //! `#` + the SHA-256 of its bytes in hex. `~` and `#` never occur in a plain token, so the three
 //! forms cannot collide, and none of them holds `.`, `*`, `>` or whitespace.
+#![cfg_attr(not(feature = "cluster"), allow(dead_code))]
 
 use sha2::{Digest, Sha256};
 

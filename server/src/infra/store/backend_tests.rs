@@ -8,6 +8,7 @@ use std::path::{Path, PathBuf};
 
 use appserver_protocol::{AppCaller, HistoryMode, ThreadStatus, TurnStatus};
 
+#[cfg(feature = "cluster")]
 use super::postgres::testdb::TestDb;
 use super::*;
 
@@ -15,6 +16,7 @@ use super::*;
 pub(super) struct Databases {
     _dir: tempfile::TempDir,
     sqlite: PathBuf,
+    #[cfg(feature = "cluster")]
     postgres: Option<TestDb>,
 }
 
@@ -22,11 +24,20 @@ impl Databases {
     pub(super) async fn new(test: &str) -> Databases {
         let dir = tempfile::tempdir().unwrap();
         let sqlite = dir.path().join("state.db");
-        Databases { _dir: dir, sqlite, postgres: TestDb::create(test).await }
+        #[cfg(not(feature = "cluster"))]
+        let _ = test;
+        Databases {
+            _dir: dir,
+            sqlite,
+            #[cfg(feature = "cluster")]
+            postgres: TestDb::create(test).await,
+        }
     }
 
     pub(super) fn locations(&self) -> Vec<StoreLocation> {
+        #[allow(unused_mut)]
         let mut all = vec![StoreLocation::Sqlite(self.sqlite.clone())];
+        #[cfg(feature = "cluster")]
         if let Some(db) = &self.postgres {
             all.push(StoreLocation::Postgres(db.url.clone()));
         }
@@ -34,6 +45,7 @@ impl Databases {
     }
 
     pub(super) async fn drop(self) {
+        #[cfg(feature = "cluster")]
         if let Some(db) = self.postgres {
             db.drop().await;
         }
@@ -61,10 +73,13 @@ pub(super) async fn other_connection(location: &StoreLocation) -> db::Pool {
             let pool = sqlx::sqlite::SqlitePoolOptions::new().max_connections(1).connect_with(options);
             db::Pool::Sqlite(within(pool).await.unwrap())
         }
+        #[cfg(feature = "cluster")]
         StoreLocation::Postgres(url) => {
             let pool = sqlx::postgres::PgPoolOptions::new().max_connections(1).connect(url);
             db::Pool::Postgres(within(pool).await.unwrap())
         }
+        #[cfg(not(feature = "cluster"))]
+        StoreLocation::Postgres(_) => unreachable!("no PostgreSQL in this build"),
     }
 }
 
@@ -279,6 +294,7 @@ async fn a_turn_left_running_fails_at_reopen_on_every_backend() {
     dbs.drop().await;
 }
 
+#[cfg(feature = "cluster")]
 /// One server per PostgreSQL database: a second store is refused, naming the first, until the
 /// first closes.
 #[tokio::test]
@@ -294,6 +310,7 @@ async fn a_postgres_database_serves_one_store_at_a_time() {
     db.drop().await;
 }
 
+#[cfg(feature = "cluster")]
 /// Cluster mode: instances share a PostgreSQL database, so a shared store takes no lock (several
 /// open side by side, and an exclusive one is not refused by them) and fails no running turn at
 /// open (another instance may be running it). SQLite cannot be shared.
@@ -371,6 +388,7 @@ fn columns_in_migrations(dir: &Path) -> Vec<(String, String)> {
     columns
 }
 
+#[cfg(feature = "cluster")]
 /// A lost writer connection (a PostgreSQL restart, a killed backend) fails the writes in flight,
 /// not every later one: the writer connects again for the next batch.
 #[tokio::test]
@@ -401,6 +419,7 @@ async fn the_writer_reconnects_after_its_postgres_connection_is_killed() {
 }
 
 /// Waits (10 s at most) until the store's write check gives `want`.
+#[cfg(feature = "cluster")]
 async fn until_check_is(store: &Store, want: bool) {
     let deadline = tokio::time::Instant::now() + std::time::Duration::from_secs(10);
     while store.check_writable().is_ok() != want {
@@ -409,6 +428,7 @@ async fn until_check_is(store: &Store, want: bool) {
     }
 }
 
+#[cfg(feature = "cluster")]
 /// When the session holding the database's lock ends and another takes the lock, the store
 /// stops writing (and `/readyz` fails) instead of writing beside the new holder; when the lock is
 /// free again it takes it back and writes resume.
@@ -486,6 +506,7 @@ async fn the_migrated_schemas_have_the_same_tables_and_columns() {
     let sqlite = schema_of(&store, text).await;
     store.close().await;
     assert!(sqlite.len() > 40, "{sqlite:?}");
+    #[cfg(feature = "cluster")]
     if let Some(db) = &dbs.postgres {
         let store = Store::open(&StoreLocation::Postgres(db.url.clone()), Durability::Normal).await.unwrap();
         let text = "SELECT table_name::text AS tbl, column_name::text AS col, \

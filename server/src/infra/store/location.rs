@@ -35,12 +35,24 @@ impl StoreLocation {
 }
 
 /// Whether the PostgreSQL database at `url` can be reached and logged into (`appserver doctor`).
+#[cfg(feature = "cluster")]
 pub(crate) async fn check_postgres(url: &str) -> Result<(), String> {
     use sqlx::ConnectOptions;
     let options: sqlx::postgres::PgConnectOptions = url.parse().map_err(|e: sqlx::Error| e.to_string())?;
     let connection = options.connect().await.map_err(|e| e.to_string())?;
     drop(connection);
     Ok(())
+}
+
+/// Why a `postgres://` location is refused by a build without the `cluster` feature.
+#[cfg(not(feature = "cluster"))]
+pub(crate) const POSTGRES_NOT_BUILT: &str =
+    "this appserver was built without PostgreSQL (cluster mode): build it with `--features cluster`";
+
+/// Without the `cluster` feature there is no PostgreSQL driver to reach the database with.
+#[cfg(not(feature = "cluster"))]
+pub(crate) async fn check_postgres(_url: &str) -> Result<(), String> {
+    Err(POSTGRES_NOT_BUILT.to_owned())
 }
 
 impl From<&Path> for StoreLocation {

@@ -19,6 +19,8 @@ mod deliveries;
 mod events;
 mod leases;
 mod location;
+mod migrations;
+#[cfg(feature = "cluster")]
 mod postgres;
 #[cfg(test)]
 mod queue_tests;
@@ -38,6 +40,8 @@ pub(crate) use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub(crate) use deliveries::{DeliveryRecord, DeliveryWrite};
 pub(crate) use events::EventWrite;
 pub(crate) use leases::{Fence, LeaseClaim};
+#[cfg(not(feature = "cluster"))]
+pub(crate) use location::POSTGRES_NOT_BUILT;
 pub(crate) use location::{StoreLocation, check_postgres};
 pub(crate) use subagents::EdgeRecord;
 pub(crate) use thread_writes::ThreadWrite;
@@ -291,8 +295,10 @@ fn apply<'a>(
 enum Backing {
     /// SQLite: the file opened, checked before every commit and by `/readyz`.
     File(sqlite::DbFile),
+    #[cfg(feature = "cluster")]
     /// PostgreSQL: the session that holds the database's advisory lock.
     Lock(Arc<postgres::DbLock>),
+    #[cfg(feature = "cluster")]
     /// PostgreSQL shared by several instances (cluster mode): no lock; a keeper pings it.
     Shared(Arc<postgres::DbHealth>),
 }
@@ -303,8 +309,10 @@ impl Backing {
     fn check(&self) -> Result<(), StoreError> {
         match self {
             Backing::File(file) => file.check(),
+            #[cfg(feature = "cluster")]
             Backing::Lock(lock) => lock.check(),
             // Nothing to stop writes for: a database that does not answer fails them anyway.
+            #[cfg(feature = "cluster")]
             Backing::Shared(_) => Ok(()),
         }
     }
@@ -313,6 +321,7 @@ impl Backing {
     /// database answered its last ping.
     fn ready(&self) -> Result<(), StoreError> {
         match self {
+            #[cfg(feature = "cluster")]
             Backing::Shared(health) => health.check(),
             other => other.check(),
         }
@@ -323,6 +332,7 @@ impl Backing {
 #[derive(Debug)]
 enum WriterDb {
     /// PostgreSQL: a connection of the writer's pool.
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     Pool(Pool),
     /// SQLite: the writer's own connection to the file, called on the writer's thread.
     Direct { path: PathBuf, durability: Durability },
@@ -383,7 +393,12 @@ impl Store {
                 });
             }
             StoreLocation::Sqlite(path) => sqlite::open(path, durability).await?,
+            #[cfg(feature = "cluster")]
             StoreLocation::Postgres(url) => postgres::open(url, &location.to_string(), durability, shared).await?,
+            #[cfg(not(feature = "cluster"))]
+            StoreLocation::Postgres(_) => {
+                return Err(StoreError::Open { db: location.to_string(), reason: POSTGRES_NOT_BUILT.to_owned() });
+            }
         };
         let recovered =
             if shared { Vec::new() } else { fail_unfinished_turns(&opened.writer, RESTART_MESSAGE).await? };
@@ -501,7 +516,9 @@ impl Store {
         }
         match &*self.backing {
             Backing::File(_) => sqlite::checkpoint(&self.writer).await,
+            #[cfg(feature = "cluster")]
             Backing::Lock(lock) => lock.release().await,
+            #[cfg(feature = "cluster")]
             Backing::Shared(health) => health.release(),
         }
         self.reader.close().await;

@@ -7,9 +7,12 @@ use std::borrow::Cow;
 use std::ops::ControlFlow;
 
 use sqlx::pool::PoolConnection;
+#[cfg(feature = "cluster")]
 use sqlx::postgres::{PgArguments, PgRow};
 use sqlx::sqlite::{SqliteArguments, SqliteRow};
-use sqlx::{PgConnection, PgPool, Postgres, Row as _, Sqlite, SqliteConnection, SqlitePool};
+#[cfg(feature = "cluster")]
+use sqlx::{PgConnection, PgPool, Postgres};
+use sqlx::{Row as _, Sqlite, SqliteConnection, SqlitePool};
 
 pub(super) mod direct;
 
@@ -19,6 +22,7 @@ use direct::DirectRow;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Backend {
     Sqlite,
+    #[cfg_attr(not(feature = "cluster"), allow(dead_code))]
     Postgres,
 }
 
@@ -125,6 +129,7 @@ impl<'a> Sql<'a> {
         query
     }
 
+    #[cfg(feature = "cluster")]
     fn postgres<'q>(&'q self, text: &'q str) -> sqlx::query::Query<'q, Postgres, PgArguments> {
         let mut query = sqlx::query(text);
         for arg in &self.args {
@@ -139,6 +144,7 @@ impl<'a> Sql<'a> {
 }
 
 /// `?` and `?N` placeholders as PostgreSQL's `$N` (outside quoted literals and identifiers).
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 pub(super) fn numbered(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 8);
     rewrite_placeholders(text, &mut out, |n, out| {
@@ -150,6 +156,7 @@ pub(super) fn numbered(text: &str) -> String {
 
 /// Appends `text` to `out`, each `?` or `?N` placeholder (outside quoted literals and
 /// identifiers) replaced by what `placeholder` writes for its number (`?` counts up from 1).
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 pub(super) fn rewrite_placeholders(text: &str, out: &mut String, mut placeholder: impl FnMut(usize, &mut String)) {
     let mut next = 1;
     let mut quote: Option<char> = None;
@@ -180,6 +187,7 @@ pub(super) fn rewrite_placeholders(text: &str, out: &mut String, mut placeholder
 /// A row of either backend.
 pub(super) enum Row {
     Sqlite(SqliteRow),
+    #[cfg(feature = "cluster")]
     Postgres(PgRow),
     /// Read on the SQLite writer's own connection (`sqlite/direct.rs`).
     Direct(DirectRow),
@@ -189,6 +197,7 @@ impl Row {
     pub(super) fn text(&self, column: &str) -> Result<String, sqlx::Error> {
         match self {
             Row::Sqlite(row) => row.try_get(column),
+            #[cfg(feature = "cluster")]
             Row::Postgres(row) => row.try_get(column),
             Row::Direct(row) => row.text(column),
         }
@@ -198,6 +207,7 @@ impl Row {
     pub(super) fn str(&self, column: &str) -> Result<&str, sqlx::Error> {
         match self {
             Row::Sqlite(row) => row.try_get(column),
+            #[cfg(feature = "cluster")]
             Row::Postgres(row) => row.try_get(column),
             Row::Direct(row) => row.str(column),
         }
@@ -206,6 +216,7 @@ impl Row {
     pub(super) fn opt_text(&self, column: &str) -> Result<Option<String>, sqlx::Error> {
         match self {
             Row::Sqlite(row) => row.try_get(column),
+            #[cfg(feature = "cluster")]
             Row::Postgres(row) => row.try_get(column),
             Row::Direct(row) => row.opt_text(column),
         }
@@ -214,6 +225,7 @@ impl Row {
     pub(super) fn int(&self, column: &str) -> Result<i64, sqlx::Error> {
         match self {
             Row::Sqlite(row) => row.try_get(column),
+            #[cfg(feature = "cluster")]
             Row::Postgres(row) => row.try_get(column),
             Row::Direct(row) => row.int(column),
         }
@@ -238,6 +250,7 @@ async fn shrink(conn: &mut SqliteConnection) {
 /// answered (a read has no effect to repeat), for as long as the writer's retries last
 /// (`retry::RETRY_WINDOW`): a database session killed under the reader pool, or a short cut, is
 /// not a client's error; a longer one is `StoreError::is_unavailable`.
+#[cfg_attr(not(feature = "cluster"), allow(dead_code))]
 async fn reading<T, F, Fut>(mut read: F) -> Result<T, sqlx::Error>
 where
     F: FnMut() -> Fut,
@@ -260,6 +273,7 @@ where
 #[derive(Debug, Clone)]
 pub(super) enum Pool {
     Sqlite(SqlitePool),
+    #[cfg(feature = "cluster")]
     Postgres(PgPool),
 }
 
@@ -267,6 +281,7 @@ impl Pool {
     pub(super) fn backend(&self) -> Backend {
         match self {
             Pool::Sqlite(_) => Backend::Sqlite,
+            #[cfg(feature = "cluster")]
             Pool::Postgres(_) => Backend::Postgres,
         }
     }
@@ -274,6 +289,7 @@ impl Pool {
     pub(super) async fn acquire(&self) -> Result<PooledConn, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(pool) => PooledConn::Sqlite(pool.acquire().await?),
+            #[cfg(feature = "cluster")]
             Pool::Postgres(pool) => PooledConn::Postgres(pool.acquire().await?),
         })
     }
@@ -281,6 +297,7 @@ impl Pool {
     pub(super) async fn execute(&self, q: Sql<'_>) -> Result<u64, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(pool) => q.sqlite().execute(pool).await?.rows_affected(),
+            #[cfg(feature = "cluster")]
             Pool::Postgres(pool) => q.postgres(&numbered(&q.text)).execute(pool).await?.rows_affected(),
         })
     }
@@ -288,6 +305,7 @@ impl Pool {
     pub(super) async fn fetch_all(&self, q: Sql<'_>) -> Result<Vec<Row>, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(pool) => q.sqlite().fetch_all(pool).await?.into_iter().map(Row::Sqlite).collect(),
+            #[cfg(feature = "cluster")]
             Pool::Postgres(pool) => {
                 let text = numbered(&q.text);
                 let rows = reading(|| q.postgres(&text).fetch_all(pool)).await?;
@@ -321,6 +339,7 @@ impl Pool {
                     shrink(&mut conn).await;
                 }
             }
+            #[cfg(feature = "cluster")]
             Pool::Postgres(pool) => {
                 let text = numbered(&q.text);
                 let (started, mut attempt) = (std::time::Instant::now(), 1);
@@ -354,6 +373,7 @@ impl Pool {
     pub(super) async fn fetch_optional(&self, q: Sql<'_>) -> Result<Option<Row>, sqlx::Error> {
         Ok(match self {
             Pool::Sqlite(pool) => q.sqlite().fetch_optional(pool).await?.map(Row::Sqlite),
+            #[cfg(feature = "cluster")]
             Pool::Postgres(pool) => {
                 let text = numbered(&q.text);
                 reading(|| q.postgres(&text).fetch_optional(pool)).await?.map(Row::Postgres)
@@ -364,6 +384,7 @@ impl Pool {
     pub(super) async fn close(&self) {
         match self {
             Pool::Sqlite(pool) => pool.close().await,
+            #[cfg(feature = "cluster")]
             Pool::Postgres(pool) => pool.close().await,
         }
     }
@@ -374,6 +395,7 @@ impl Pool {
 #[derive(Debug)]
 pub(super) enum PooledConn {
     Sqlite(PoolConnection<Sqlite>),
+    #[cfg(feature = "cluster")]
     Postgres(PoolConnection<Postgres>),
     Direct(rusqlite::Connection),
 }
@@ -382,6 +404,7 @@ impl PooledConn {
     pub(super) fn conn(&mut self) -> Conn<'_> {
         match self {
             PooledConn::Sqlite(c) => Conn::Sqlite(c),
+            #[cfg(feature = "cluster")]
             PooledConn::Postgres(c) => Conn::Postgres(c),
             PooledConn::Direct(c) => Conn::Direct(c),
         }
@@ -391,6 +414,7 @@ impl PooledConn {
 /// A borrowed connection of either backend: what write operations run on.
 pub(super) enum Conn<'c> {
     Sqlite(&'c mut SqliteConnection),
+    #[cfg(feature = "cluster")]
     Postgres(&'c mut PgConnection),
     /// The SQLite writer's own connection, called on the writer's thread: each call runs to
     /// completion before it returns (`sqlite/direct.rs`).
@@ -401,6 +425,7 @@ impl Conn<'_> {
     pub(super) fn backend(&self) -> Backend {
         match self {
             Conn::Sqlite(_) | Conn::Direct(_) => Backend::Sqlite,
+            #[cfg(feature = "cluster")]
             Conn::Postgres(_) => Backend::Postgres,
         }
     }
@@ -409,6 +434,7 @@ impl Conn<'_> {
     pub(super) async fn execute(&mut self, q: Sql<'_>) -> Result<u64, sqlx::Error> {
         Ok(match self {
             Conn::Sqlite(c) => q.sqlite().execute(&mut **c).await?.rows_affected(),
+            #[cfg(feature = "cluster")]
             Conn::Postgres(c) => q.postgres(&numbered(&q.text)).execute(&mut **c).await?.rows_affected(),
             Conn::Direct(c) => direct::execute(c, &q)?,
         })
@@ -431,6 +457,7 @@ impl Conn<'_> {
     pub(super) async fn fetch_all(&mut self, q: Sql<'_>) -> Result<Vec<Row>, sqlx::Error> {
         Ok(match self {
             Conn::Sqlite(c) => q.sqlite().fetch_all(&mut **c).await?.into_iter().map(Row::Sqlite).collect(),
+            #[cfg(feature = "cluster")]
             Conn::Postgres(c) => {
                 q.postgres(&numbered(&q.text)).fetch_all(&mut **c).await?.into_iter().map(Row::Postgres).collect()
             }
@@ -441,6 +468,7 @@ impl Conn<'_> {
     pub(super) async fn fetch_one(&mut self, q: Sql<'_>) -> Result<Row, sqlx::Error> {
         Ok(match self {
             Conn::Sqlite(c) => Row::Sqlite(q.sqlite().fetch_one(&mut **c).await?),
+            #[cfg(feature = "cluster")]
             Conn::Postgres(c) => Row::Postgres(q.postgres(&numbered(&q.text)).fetch_one(&mut **c).await?),
             Conn::Direct(c) => {
                 Row::Direct(direct::fetch_all(c, &q)?.into_iter().next().ok_or(sqlx::Error::RowNotFound)?)

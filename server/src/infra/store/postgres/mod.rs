@@ -68,10 +68,9 @@ pub(super) async fn open(url: &str, db: &str, durability: Durability, shared: bo
         .connect_with(writer_options)
         .await
         .map_err(open_err)?;
-    sqlx::migrate!("../migrations/postgres")
-        .run(&writer)
-        .await
-        .map_err(|err| StoreError::Migrate { db: db.to_owned(), reason: err.to_string() })?;
+    let migrate_err =
+        |err: sqlx::migrate::MigrateError| StoreError::Migrate { db: db.to_owned(), reason: err.to_string() };
+    crate::infra::store::migrations::postgres().await.map_err(migrate_err)?.run(&writer).await.map_err(migrate_err)?;
     let reader = PgPoolOptions::new()
         .max_connections(4)
         .min_connections(0)

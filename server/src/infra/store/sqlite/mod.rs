@@ -54,10 +54,8 @@ pub(super) async fn open(path: &Path, durability: Durability) -> Result<Opened, 
         .map_err(open_err)?;
     // A file that is not a database only fails on the first real read.
     sqlx::query("SELECT count(*) FROM sqlite_master").execute(&writer).await.map_err(open_err)?;
-    sqlx::migrate!("../migrations/sqlite")
-        .run(&writer)
-        .await
-        .map_err(|err| StoreError::Migrate { db: db(), reason: err.to_string() })?;
+    let migrate_err = |err: sqlx::migrate::MigrateError| StoreError::Migrate { db: db(), reason: err.to_string() };
+    crate::infra::store::migrations::sqlite().await.map_err(migrate_err)?.run(&writer).await.map_err(migrate_err)?;
     let reader = SqlitePoolOptions::new()
         .max_connections(4)
         .min_connections(0)
