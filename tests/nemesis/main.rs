@@ -57,6 +57,8 @@ fn options() -> Result<Options, String> {
 }
 
 fn main() -> ExitCode {
+    // rmcp's HTTP client (reqwest) is built without a crypto provider of its own.
+    appserver::install_crypto_provider();
     let options = match options() {
         Ok(options) => options,
         Err(err) => {

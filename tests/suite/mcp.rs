@@ -55,6 +55,8 @@ pub(super) async fn connect_http_as(
     token: Option<&str>,
     name: &'static str,
 ) -> (McpClient, mpsc::UnboundedReceiver<()>) {
+    // rmcp's HTTP client (reqwest) is built without a crypto provider of its own.
+    appserver::install_crypto_provider();
     let mut config = StreamableHttpClientTransportConfig::with_uri(format!("{}/mcp", server.http_base()));
     if let Some(token) = token {
         config = config.auth_header(token);

@@ -209,6 +209,7 @@ async fn a_streaming_command_reports_its_run_as_progress() {
     let server = ServerBuilder::ws().args(["--approval-policy", "never"]).spawn().await.unwrap();
     let sheet = quiet_host(&server, SheetOptions::default()).await;
     let (tx, mut progress) = mpsc::unbounded_channel();
+    appserver::install_crypto_provider();
     let transport = StreamableHttpClientTransport::from_uri(format!("{}/mcp", server.http_base()));
     let client = within("initialize", ProgressAgent(tx).serve(transport)).await.unwrap();
     let mut meta = RequestMetaObject::default();
