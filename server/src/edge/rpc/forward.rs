@@ -1,8 +1,8 @@
 //! Cluster mode: a request about a thread whose turn another instance runs is forwarded to that
 //! instance (NATS request/reply on `instance.<id>.rpc`) and its answer returned as if answered
-//! here; and this instance serves the requests forwarded to it, each on a connection of its own
-//! that lives for that one request (initialized as the asking client was, without approval
-//! support: approvals reach clients through their own instances).
+//! here; and this instance serves the commands forwarded to it by calling the thread service
+//! directly (`handlers::turns::execute`, as its own clients' commands are), with no connection:
+//! the asking client hears the thread's events, and its approvals, through its own instance.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -12,10 +12,11 @@ use appserver_protocol::{ClientCapabilities, ClientInfo, InitializeParams};
 use bytes::Bytes;
 use serde::de::DeserializeOwned;
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::{CloseReason, RequestCtx, ServerState, TransportKind};
+use super::handlers::turns::{Caller, execute};
+use super::{RequestCtx, RpcError, ServerState};
 use crate::domain::ports::BoxFuture;
 use crate::domain::threads::SessionError;
 use crate::domain::turns::service::{ThreadAnswer, ThreadCommand, ThreadForwarder};
@@ -24,14 +25,14 @@ use crate::infra::cluster::{Cluster, instance_subject};
 /// How long a forwarded request may take (a `turn/start` answers once its turn is stored).
 const FORWARD_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A request as it travels to the owning instance.
+/// A command as it travels to the owning instance: the asking connection's `initialize` params
+/// (its name and channel), and the command as `method` and `params`.
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct Forwarded {
-    /// The asking connection's `initialize` params (its name, channel, opt-outs).
     initialize: InitializeParams,
-    method: String,
-    params: Value,
+    #[serde(flatten)]
+    command: ThreadCommand,
 }
 
 /// The owning instance's answer: the JSON-RPC `result` or `error`.
@@ -49,12 +50,11 @@ fn service(instance: &str) -> String {
 
 /// Sends `method` with `params` to `owner` and returns its result, or its error as this
 /// request's error.
-async fn forward<P: Serialize, R: DeserializeOwned>(
+async fn forward<R: DeserializeOwned>(
     ctx: &RequestCtx,
     cluster: &Cluster,
     owner: &str,
-    method: &str,
-    params: &P,
+    command: ThreadCommand,
 ) -> Result<R, SessionError> {
     let initialize = match ctx.peer.session.client() {
         Some(client) => InitializeParams {
@@ -63,8 +63,8 @@ async fn forward<P: Serialize, R: DeserializeOwned>(
         },
         None => InitializeParams { client_info: ClientInfo::default(), capabilities: ClientCapabilities::default() },
     };
-    let params = serde_json::to_value(params).map_err(|e| SessionError::InvalidParams(e.to_string()))?;
-    let request = Forwarded { initialize, method: method.to_owned(), params };
+    let method = command.method();
+    let request = Forwarded { initialize, command };
     let payload = serde_json::to_vec(&request).map_err(|e| SessionError::InvalidParams(e.to_string()))?;
     let unavailable = |err: &dyn std::fmt::Display| {
         SessionError::Unavailable(format!("instance {owner} runs this thread's turn and did not answer: {err}"))
@@ -84,7 +84,7 @@ async fn forward<P: Serialize, R: DeserializeOwned>(
     }
 }
 
-/// Serves the requests other instances forward to this one, until shutdown.
+/// Serves the commands other instances forward to this one, until shutdown.
 pub(crate) async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: CancellationToken) {
     let served = cluster.serve(&service(cluster.instance_id())).await;
     let Ok(mut requests) = served.inspect_err(|err| tracing::error!(error = %err, "cannot serve forwarded requests"))
@@ -96,61 +96,47 @@ pub(crate) async fn serve(state: Arc<ServerState>, cluster: Cluster, shutdown: C
         state.tasks.clone().spawn(async move {
             let answer = match serde_json::from_slice::<Forwarded>(&payload) {
                 Ok(request) => run(&state, request).await,
-                Err(err) => answer_error(error_codes::INVALID_REQUEST, format!("not a forwarded request: {err}")),
+                Err(err) => ForwardedAnswer::error(RpcError::new(
+                    error_codes::INVALID_REQUEST,
+                    format!("not a forwarded request: {err}"),
+                )),
             };
-            if let Err(err) = responder.reply(Bytes::from(answer)).await {
+            let bytes = serde_json::to_vec(&answer).unwrap_or_default();
+            if let Err(err) = responder.reply(Bytes::from(bytes)).await {
                 tracing::warn!(error = %err, "cannot answer a forwarded request");
             }
         });
     }
 }
 
-fn answer_error(code: i64, message: String) -> Vec<u8> {
-    serde_json::to_vec(&json!({ "error": { "code": code, "message": message } })).unwrap_or_default()
+impl ForwardedAnswer {
+    fn error(err: RpcError) -> ForwardedAnswer {
+        ForwardedAnswer { result: None, error: Some(err.to_object()) }
+    }
 }
 
-/// Runs one forwarded request on a connection of its own and returns the answer.
-async fn run(state: &Arc<ServerState>, request: Forwarded) -> Vec<u8> {
-    let (peer, mut outgoing) = state.connections.open(TransportKind::Stdio, state.peer_limits(), &state.shutdown);
-    let frames = [
-        json!({ "jsonrpc": "2.0", "id": 1, "method": "initialize", "params": request.initialize }),
-        json!({ "jsonrpc": "2.0", "id": 2, "method": request.method, "params": request.params }),
-    ];
-    let mut answer = None;
-    for frame in frames {
-        if let Some(reply) = super::dispatch::handle_frame(state, &peer, &frame.to_string()).await {
-            reply.queue(&peer).await;
+/// Runs one forwarded command through the thread service (never forwarded again) and returns
+/// its answer; a turn it started runs once the answer is made.
+async fn run(state: &Arc<ServerState>, request: Forwarded) -> ForwardedAnswer {
+    let channel = request.initialize.capabilities.channel_adapter.map(|adapter| adapter.channel_name);
+    let caller = Caller { state, channel, connection: None, forwarder: None };
+    let executed = tokio::time::timeout(FORWARD_TIMEOUT, execute(&caller, request.command)).await;
+    match executed {
+        Ok(Ok((answer, started))) => {
+            if let Some(started) = started {
+                started.run();
+            }
+            match answer.to_value() {
+                Ok(result) => ForwardedAnswer { result: Some(result), error: None },
+                Err(err) => ForwardedAnswer::error(RpcError::new(error_codes::INTERNAL_ERROR, err.to_string())),
+            }
         }
+        Ok(Err(err)) => ForwardedAnswer::error(RpcError::from(err)),
+        Err(_) => ForwardedAnswer::error(RpcError::new(
+            error_codes::INTERNAL_ERROR,
+            "the forwarded request got no answer in time".to_owned(),
+        )),
     }
-    let deadline = tokio::time::sleep(FORWARD_TIMEOUT);
-    tokio::pin!(deadline);
-    while answer.is_none() {
-        tokio::select! {
-            _ = &mut deadline => break,
-            frame = outgoing.recv() => match frame {
-                Some(frame) => answer = response_to_request(frame.bytes()),
-                None => break,
-            },
-        }
-    }
-    peer.close(CloseReason::Disconnected);
-    state.connections.remove(peer.id);
-    answer.unwrap_or_else(|| {
-        answer_error(error_codes::INTERNAL_ERROR, "the forwarded request got no answer in time".into())
-    })
-}
-
-/// The `{result}` or `{error}` of the response to request 2, if `frame` is that response.
-fn response_to_request(frame: &[u8]) -> Option<Vec<u8>> {
-    let value: Value = serde_json::from_slice(frame).ok()?;
-    if value.get("id") != Some(&json!(2)) || value.get("method").is_some() {
-        return None;
-    }
-    let answer = ForwardedAnswer {
-        result: value.get("result").cloned(),
-        error: value.get("error").and_then(|e| serde_json::from_value(e.clone()).ok()),
-    };
-    serde_json::to_vec(&answer).ok()
 }
 
 /// The thread service's [`ThreadForwarder`] for one client request: the asking connection is
@@ -180,15 +166,13 @@ impl<'a> RequestForwarder<'a> {
         };
         let handle = self.ctx.state.threads.get(thread_id).await?;
         super::handlers::threads::subscribe_connection(self.ctx, handle, false, None).await?;
-        let (ctx, method) = (self.ctx, command.method());
+        let ctx = self.ctx;
         Ok(match command {
-            ThreadCommand::Start(p) => ThreadAnswer::Start(forward(ctx, cluster, owner, method, &p).await?),
-            ThreadCommand::Enqueue(p) => ThreadAnswer::Enqueue(forward(ctx, cluster, owner, method, &p).await?),
-            ThreadCommand::Interrupt(p) => ThreadAnswer::Interrupt(forward(ctx, cluster, owner, method, &p).await?),
-            ThreadCommand::RemoveQueued(p) => {
-                ThreadAnswer::RemoveQueued(forward(ctx, cluster, owner, method, &p).await?)
-            }
-            ThreadCommand::Steer(p) => ThreadAnswer::Steer(forward(ctx, cluster, owner, method, &p).await?),
+            ThreadCommand::Start(_) => ThreadAnswer::Start(forward(ctx, cluster, owner, command).await?),
+            ThreadCommand::Enqueue(_) => ThreadAnswer::Enqueue(forward(ctx, cluster, owner, command).await?),
+            ThreadCommand::Interrupt(_) => ThreadAnswer::Interrupt(forward(ctx, cluster, owner, command).await?),
+            ThreadCommand::RemoveQueued(_) => ThreadAnswer::RemoveQueued(forward(ctx, cluster, owner, command).await?),
+            ThreadCommand::Steer(_) => ThreadAnswer::Steer(forward(ctx, cluster, owner, command).await?),
         })
     }
 }

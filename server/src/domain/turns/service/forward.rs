@@ -54,6 +54,17 @@ pub(crate) enum ThreadAnswer {
 }
 
 impl ThreadAnswer {
+    /// The answer as the protocol's result object.
+    pub(crate) fn to_value(&self) -> Result<serde_json::Value, serde_json::Error> {
+        match self {
+            ThreadAnswer::Start(result) => serde_json::to_value(result),
+            ThreadAnswer::Enqueue(result) => serde_json::to_value(result),
+            ThreadAnswer::Interrupt(result) => serde_json::to_value(result),
+            ThreadAnswer::RemoveQueued(result) => serde_json::to_value(result),
+            ThreadAnswer::Steer(result) => serde_json::to_value(result),
+        }
+    }
+
     /// An answer of a command whose variant it does not match: the owner answered nonsense.
     pub(crate) fn mismatch(self, wanted: &str) -> SessionError {
         SessionError::Unavailable(format!("the thread's owner answered {self:?} to {wanted}"))
