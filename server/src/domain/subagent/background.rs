@@ -14,7 +14,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
-use super::spawn::{Outcome, last_outcome, run_turn};
+use super::child_turn::{Outcome, last_outcome, run_turn};
 use crate::domain::threads::ThreadHandle;
 use crate::domain::threads::subagent::{Link, Progress};
 use crate::domain::turns::TurnService;

@@ -6,6 +6,7 @@
 //! running child's link to its parent (`threads::subagent`).
 
 pub(crate) mod background;
+pub(crate) mod child_turn;
 pub(crate) mod cli;
 pub(crate) mod control;
 pub(crate) mod profiles;

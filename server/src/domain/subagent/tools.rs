@@ -10,9 +10,10 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use super::background::{Children, Run};
+use super::child_turn::last_outcome;
 use super::control;
 use super::profiles;
-use super::spawn::{edge_json, last_outcome};
+use super::spawn::edge_json;
 use crate::domain::ports::BoxFuture;
 use crate::domain::threads::subagent::Progress;
 use crate::domain::turns::context::{TurnContext, TurnError};

@@ -1,9 +1,20 @@
 //! `AnnounceGate`: holds a new thread's notifications until its `thread/started` is out, so no
 //! client sees a thread's notifications before the thread itself.
 
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
-use crate::domain::ports::{Broadcast, OutFrame};
+use crate::domain::ports::{Broadcast, Client, OutFrame};
+
+/// A notification's method: static for this instance's own, owned for one read back from the
+/// log or received from another instance.
+pub(crate) type Method = std::borrow::Cow<'static, str>;
+
+/// Where a turn starts (with the connection that started it) or ends in a thread's delivery.
+#[derive(Debug)]
+pub(super) enum Boundary {
+    Begin(Option<Arc<dyn Client>>),
+    End,
+}
 
 /// Most notifications held for a thread that is not announced yet (it is announced as soon as its
 /// creator's response is out, so this is rarely near). Past it, notifications go out at once:
@@ -21,10 +32,10 @@ pub(crate) struct AnnounceGate {
 #[derive(Debug)]
 pub(super) enum Held {
     /// For the thread's recipients (turn and item notifications), with its `seq`.
-    Thread(u64, super::hub::Method, OutFrame),
+    Thread(u64, Method, OutFrame),
     /// A turn's start or end in the thread's delivery, kept in order with the notifications
     /// around it (its starter gets what was published between them).
-    Turn(super::hub::Boundary),
+    Turn(Boundary),
     /// For every connection (`thread/runtimeChanged`, `thread/renamed`, ...).
     Workspace(String, OutFrame),
 }

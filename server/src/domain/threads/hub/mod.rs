@@ -21,7 +21,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use tokio::sync::{oneshot, watch};
 
 use self::drain::{OwnWrite, Step, drain};
-use super::announce::{AnnounceGate, Held};
+pub(crate) use super::announce::Method;
+use super::announce::{AnnounceGate, Boundary, Held};
 use super::event_log::{EventLog, LoggedEvent, Unlogged};
 use crate::domain::ports::{Broadcast, Client, ConnectionId, OutFrame};
 use crate::infra::store::{StoreError, WriteOp};
@@ -35,10 +36,6 @@ pub(crate) const MIN_KEPT_EVENTS: u64 = 4096;
 const RECENT_LIMIT: usize = 512;
 /// ...and at most this many bytes (the oldest go first), so a thread costs bounded memory.
 const RECENT_MAX_BYTES: usize = 1024 * 1024;
-
-/// A notification's method: static for this instance's own, owned for one read back from the
-/// log or received from another instance.
-pub(crate) type Method = std::borrow::Cow<'static, str>;
 
 /// A delivered notification: its `seq`, method and frame.
 type Event = (u64, Method, OutFrame);
@@ -133,13 +130,6 @@ struct Subscriber {
     holding: Option<Vec<Event>>,
     /// Events up to this `seq` are not sent (the client has them: its `afterSeq`).
     skip_through: u64,
-}
-
-/// Where a turn starts (with the connection that started it) or ends in a thread's delivery.
-#[derive(Debug)]
-pub(super) enum Boundary {
-    Begin(Option<Arc<dyn Client>>),
-    End,
 }
 
 /// A turn boundary queued by [`EventHub::start_turn`], to undo with [`EventHub::abandon_turn`].

@@ -22,16 +22,13 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use appserver_protocol::{
-    AppCaller, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams, ApprovalResponsePayload, Item,
-    ItemEventParams, ItemPayload, ItemStatus, ServerNotification,
-};
+use appserver_protocol::{AppCaller, ApprovalDecision, ApprovalDecisionResult, ApprovalRequestParams};
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::{approvers, wire};
 use crate::domain::policy::{ApprovalPolicy, ApprovalSpec, SessionConsents, consent_key};
-use crate::domain::ports::{CallError, Client, OutFrame};
+use crate::domain::ports::{CallError, Client};
 use crate::domain::threads::pending_approval::DecisionSlot;
 use crate::domain::turns::TurnService;
 use crate::infra::store::{StoreError, ThreadWrite};
@@ -107,7 +104,7 @@ pub(crate) async fn gate(turns: &TurnService, call: OutsideCall<'_>) -> Result<V
             Asked::NoAnswer => (policy.fallback(), "no client answered in time; the workspace policy decided"),
             Asked::Withdrawn => (ApprovalDecision::Cancel, "withdrawn"),
         };
-        tell_resolved(&approvers, &params, decision);
+        wire::tell_resolved(&approvers, &params, decision);
         if matches!(asked, Asked::Withdrawn) {
             tracing::info!(caller = ?caller, scope = %spec.scope_key, "approval withdrawn: the call was cancelled");
             return Ok(Verdict::Withdrawn);
@@ -267,35 +264,4 @@ async fn ask(
     };
     done.cancel();
     asked
-}
-
-/// `item/approval/resolved` to every client asked, so each one closes the request.
-pub(super) fn tell_resolved(asked: &[Arc<dyn Client>], params: &ApprovalRequestParams, decision: ApprovalDecision) {
-    let now = crate::infra::clock::now_rfc3339();
-    let item = Item {
-        id: format!("{}_response", params.item_id),
-        turn_id: params.turn_id.clone(),
-        payload: ItemPayload::ApprovalResponse(ApprovalResponsePayload {
-            request_id: params.request_id.clone(),
-            approved: decision.approved(),
-            decision: Some(decision.as_str().to_owned()),
-        }),
-        status: ItemStatus::Completed,
-        created_at: now.clone(),
-        completed_at: Some(now),
-    };
-    let notification = ServerNotification::ItemApprovalResolved(ItemEventParams {
-        thread_id: params.thread_id.clone(),
-        turn_id: params.turn_id.clone(),
-        item,
-    });
-    match notification.to_frame() {
-        Ok(text) => {
-            let frame = OutFrame::from(text);
-            for client in asked {
-                client.notify(notification.method(), &frame);
-            }
-        }
-        Err(err) => tracing::error!(error = %err, "cannot serialize item/approval/resolved"),
-    }
 }

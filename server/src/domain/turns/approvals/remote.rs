@@ -180,7 +180,7 @@ pub(crate) async fn serve(turns: Arc<TurnService>, cluster: Cluster, shutdown: C
                 tracing::info!(thread = %request.thread_id, decision = decision.as_str(), "approval decided here for another instance");
                 if request.caller.is_some() {
                     // No thread event closes an outside call's dialogs: they are told here.
-                    super::outside::tell_resolved(&recipients, &request.params, decision);
+                    super::wire::tell_resolved(&recipients, &request.params, decision);
                 }
             }
             let answer = serde_json::to_vec(&RemoteDecision { decision }).unwrap_or_default();
