@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 /// The layers, bottom first: a module may import only modules of a lower layer (and itself).
 /// A module is named by its folder under its layer's folder (`domain/threads` is `threads`).
 const LAYERS: &[&[&str]] = &[
-    &["clock", "ports", "policy", "telemetry", "memory", "lock", "tls"],
+    &["clock", "ports", "policy", "telemetry", "memory", "lock", "tls", "front_matter"],
     &["store", "debug_hooks", "origin_channels", "cluster"],
     &["config"],
     &["model_client", "threads"],

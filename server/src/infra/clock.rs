@@ -2,6 +2,8 @@
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use chrono::{DateTime, Utc};
+
 /// A UTC calendar time, to the millisecond.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(crate) struct UtcTime {
@@ -16,38 +18,23 @@ impl UtcTime {
 
     /// `2026-03-16T10:00:00.123Z`
     pub(crate) fn rfc3339(self) -> String {
-        let (y, mo, d, h, mi, s, ms) = self.parts();
-        format!("{y:04}-{mo:02}-{d:02}T{h:02}:{mi:02}:{s:02}.{ms:03}Z")
+        self.datetime().format("%Y-%m-%dT%H:%M:%S%.3fZ").to_string()
     }
 
     /// `20260316`, the date part of a thread id.
     pub(crate) fn yyyymmdd(self) -> String {
-        let (y, mo, d, ..) = self.parts();
-        format!("{y:04}{mo:02}{d:02}")
+        self.datetime().format("%Y%m%d").to_string()
     }
 
-    fn parts(self) -> (i64, u32, u32, u32, u32, u32, u32) {
-        let ms = self.unix_millis.rem_euclid(1000) as u32;
-        let secs = self.unix_millis.div_euclid(1000);
-        let days = secs.div_euclid(86_400);
-        let sod = secs.rem_euclid(86_400) as u32;
-        let (y, m, d) = civil_from_days(days);
-        (y, m, d, sod / 3600, (sod % 3600) / 60, sod % 60, ms)
+    /// The instant as a chrono UTC date-time (proleptic Gregorian calendar); one beyond chrono's
+    /// range (about 262,000 years either side of year 0) is clamped to its ends.
+    fn datetime(self) -> DateTime<Utc> {
+        DateTime::from_timestamp_millis(self.unix_millis).unwrap_or(if self.unix_millis < 0 {
+            DateTime::<Utc>::MIN_UTC
+        } else {
+            DateTime::<Utc>::MAX_UTC
+        })
     }
-}
-
-/// Howard Hinnant's days-to-civil algorithm (proleptic Gregorian calendar).
-fn civil_from_days(z: i64) -> (i64, u32, u32) {
-    let z = z + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z.rem_euclid(146_097);
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let y = yoe + era * 400;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let d = (doy - (153 * mp + 2) / 5 + 1) as u32;
-    let m = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
-    (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
 /// A clock the tests may move forward (`debug/clock/advance`); otherwise the system's time.
@@ -87,5 +74,8 @@ mod tests {
         assert_eq!(t.yyyymmdd(), "20260316");
         // Leap day.
         assert_eq!(UtcTime { unix_millis: 951_782_400_000 }.rfc3339(), "2000-02-29T00:00:00.000Z");
+        // Before the epoch: the millisecond part still counts forward within its second.
+        assert_eq!(UtcTime { unix_millis: -1 }.rfc3339(), "1969-12-31T23:59:59.999Z");
+        assert_eq!(UtcTime { unix_millis: -1 }.yyyymmdd(), "19691231");
     }
 }

@@ -1,12 +1,17 @@
-//! `GrepFiles` and `FindFiles`: a walk of a directory tree that skips `.git`, `node_modules`,
-//! `.appserver`, symlinks, anything but regular files, and the protected paths it is given (the
-//! server's state, the deny-read list), bounded in results, file size and time.
+//! `GrepFiles` and `FindFiles`: a walk of a directory tree (the `ignore` crate, ripgrep's) that
+//! skips what `.gitignore`, `.ignore` and `.git/info/exclude` exclude (in a git repository or
+//! not), hidden files and folders, `node_modules`, symlinks (never followed), anything but regular
+//! files, and the protected paths it is given (the server's state, the deny-read list); bounded
+//! in results, file size and time. File name patterns are `globset` globs.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
 use regex::Regex;
 
+/// Skipped even when no ignore file names them (`.git` and `.appserver` are hidden anyway).
 const SKIPPED_DIRS: &[&str] = &[".git", "node_modules", ".appserver"];
 /// Files larger than this are not searched.
 const MAX_GREP_FILE_BYTES: u64 = 5 * 1024 * 1024;
@@ -22,37 +27,62 @@ const TIME_LIMIT: Duration = Duration::from_secs(10);
 const MAX_VISITED: usize = 200_000;
 
 /// Regular files under `root` (or `root` itself when it is a file), depth first, in name order,
-/// none under a path of `skip`.
+/// none under a path of `skip`, none that an ignore file excludes, none hidden; `true` when the
+/// walk stopped at a bound.
 fn walk(root: &Path, skip: &[PathBuf], mut visit: impl FnMut(&Path) -> bool) -> Result<bool, String> {
     let started = Instant::now();
     if root.is_file() {
         visit(root);
         return Ok(false);
     }
-    let mut stack = vec![root.to_path_buf()];
-    let mut visited = 0;
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = std::fs::read_dir(&dir) else { continue };
-        let mut entries: Vec<_> = entries.filter_map(|e| e.ok()).collect();
-        entries.sort_by_key(|e| std::cmp::Reverse(e.file_name()));
-        for entry in entries {
-            visited += 1;
-            if visited > MAX_VISITED || started.elapsed() > TIME_LIMIT {
-                return Ok(true);
-            }
-            let Ok(kind) = entry.file_type() else { continue };
-            let name = entry.file_name();
-            if skip.iter().any(|s| entry.path().starts_with(s)) {
-                continue;
-            }
-            if kind.is_dir() && !SKIPPED_DIRS.iter().any(|s| name == *s) {
-                stack.push(entry.path());
-            } else if kind.is_file() && !visit(&entry.path()) {
-                return Ok(false);
-            }
+    let skip: Arc<[PathBuf]> = skip.into();
+    let walker = ignore::WalkBuilder::new(root)
+        .standard_filters(true)
+        .require_git(false)
+        .follow_links(false)
+        .sort_by_file_name(|a, b| a.cmp(b))
+        .filter_entry(move |entry| {
+            let skipped_dir =
+                entry.file_type().is_some_and(|t| t.is_dir()) && SKIPPED_DIRS.iter().any(|s| entry.file_name() == *s);
+            !skipped_dir && !skip.iter().any(|s| entry.path().starts_with(s))
+        })
+        .build();
+    for (visited, entry) in walker.enumerate() {
+        if visited > MAX_VISITED || started.elapsed() > TIME_LIMIT {
+            return Ok(true);
+        }
+        let Ok(entry) = entry else { continue };
+        // Not followed: a symlink's own type, so a link is never a file here.
+        if entry.file_type().is_some_and(|t| t.is_file()) && !visit(entry.path()) {
+            return Ok(false);
         }
     }
     Ok(false)
+}
+
+/// The semicolon-separated globs of `patterns` (`*.rs;src/**/*.md`): one without a `/` matches a
+/// file's name, one with a `/` its path under the searched folder (`*` then stops at a `/`).
+struct Patterns {
+    set: GlobSet,
+    empty: bool,
+}
+
+impl Patterns {
+    fn new(patterns: &str) -> Result<Patterns, String> {
+        let mut set = GlobSetBuilder::new();
+        let mut empty = true;
+        for pattern in patterns.split(';').map(str::trim).filter(|g| !g.is_empty()) {
+            let glob = GlobBuilder::new(pattern).literal_separator(true).build();
+            set.add(glob.map_err(|e| format!("invalid file name pattern: {e}"))?);
+            empty = false;
+        }
+        Ok(Patterns { set: set.build().map_err(|e| format!("invalid file name pattern: {e}"))?, empty })
+    }
+
+    fn matches(&self, base: &Path, file: &Path) -> bool {
+        let name = file.file_name().map(Path::new).unwrap_or(file);
+        self.set.is_match(name) || self.set.is_match(file.strip_prefix(base).unwrap_or(file))
+    }
 }
 
 /// Lines matching `pattern` in the files under `root` whose name matches `include` (`*.rs;*.md`),
@@ -65,12 +95,11 @@ pub(crate) fn grep(
     skip: &[PathBuf],
 ) -> Result<String, String> {
     let regex = Regex::new(pattern).map_err(|e| format!("invalid regular expression: {e}"))?;
-    let globs: Vec<&str> = include.split(';').map(str::trim).filter(|g| !g.is_empty()).collect();
+    let globs = Patterns::new(include)?;
     let base = if root.is_file() { root.parent().unwrap_or(root).to_path_buf() } else { root.to_path_buf() };
     let mut matches: Vec<(PathBuf, usize, String)> = Vec::new();
     let stopped = walk(root, skip, |file| {
-        let name = file.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-        if !globs.is_empty() && !globs.iter().any(|g| glob_match(g, &name)) {
+        if !globs.empty && !globs.matches(&base, file) {
             return true;
         }
         if std::fs::metadata(file).map_or(true, |m| m.len() > MAX_GREP_FILE_BYTES || m.len() == 0) {
@@ -114,14 +143,13 @@ pub(crate) fn grep(
 
 /// Files under `root` whose name matches one of `patterns` (`*.rs;*.json`), newest first.
 pub(crate) fn find(root: &Path, patterns: &str, skip: &[PathBuf]) -> Result<String, String> {
-    let globs: Vec<&str> = patterns.split(';').map(str::trim).filter(|g| !g.is_empty()).collect();
-    if globs.is_empty() {
+    let globs = Patterns::new(patterns)?;
+    if globs.empty {
         return Err("the pattern is empty".to_owned());
     }
     let mut found: Vec<(std::time::SystemTime, PathBuf)> = Vec::new();
     walk(root, skip, |file| {
-        let name = file.file_name().map(|n| n.to_string_lossy()).unwrap_or_default();
-        if globs.iter().any(|g| glob_match(g, &name)) {
+        if globs.matches(root, file) {
             let modified = std::fs::metadata(file).and_then(|m| m.modified()).unwrap_or(std::time::UNIX_EPOCH);
             found.push((modified, file.to_path_buf()));
         }
@@ -147,27 +175,13 @@ fn relative(base: &Path, file: &Path) -> String {
     file.strip_prefix(base).unwrap_or(file).to_string_lossy().replace('\\', "/")
 }
 
-/// `*` (any run) and `?` (one character) against a whole file name.
+/// A glob (`*`, `?`, `[abc]`, `{a,b}`) against a whole file name; a pattern that is not a valid
+/// glob matches only itself.
 pub(crate) fn glob_match(pattern: &str, name: &str) -> bool {
-    let (p, n): (Vec<char>, Vec<char>) = (pattern.chars().collect(), name.chars().collect());
-    let (mut pi, mut ni, mut star, mut mark) = (0, 0, None, 0);
-    while ni < n.len() {
-        if pi < p.len() && (p[pi] == '?' || p[pi] == n[ni]) {
-            pi += 1;
-            ni += 1;
-        } else if pi < p.len() && p[pi] == '*' {
-            star = Some(pi);
-            mark = ni;
-            pi += 1;
-        } else if let Some(s) = star {
-            pi = s + 1;
-            mark += 1;
-            ni = mark;
-        } else {
-            return false;
-        }
+    match globset::Glob::new(pattern) {
+        Ok(glob) => glob.compile_matcher().is_match(name),
+        Err(_) => pattern == name,
     }
-    p[pi..].iter().all(|c| *c == '*')
 }
 
 #[cfg(test)]
@@ -197,5 +211,44 @@ mod tests {
         );
         let found = find(root, "*.rs;*.md", &[]).unwrap();
         assert!(found.contains("src/a.rs") && found.contains("b.md") && found.starts_with("Found 2 files"));
+    }
+
+    #[test]
+    fn ignore_files_and_hidden_files_are_skipped() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("build")).unwrap();
+        std::fs::create_dir_all(root.join("src")).unwrap();
+        std::fs::create_dir_all(root.join(".hidden")).unwrap();
+        std::fs::write(root.join(".gitignore"), "build/\n*.log\n").unwrap();
+        std::fs::write(root.join("src/.ignore"), "private.txt\n").unwrap();
+        for file in
+            ["build/out.txt", "debug.log", "src/private.txt", ".secret.txt", ".hidden/inner.txt", "src/kept.txt"]
+        {
+            std::fs::write(root.join(file), "needle\n").unwrap();
+        }
+        // No `.git` here: the ignore files count all the same.
+        let grepped = grep(root, "needle", "", 100, &[]).unwrap();
+        assert!(grepped.starts_with("Found 1 matches") && grepped.contains("src/kept.txt:"), "{grepped}");
+        let found = find(root, "*.txt;*.log", &[]).unwrap();
+        assert!(found.starts_with("Found 1 files") && found.contains("src/kept.txt"), "{found}");
+        // A git repository's own exclude file too.
+        std::fs::create_dir_all(root.join(".git/info")).unwrap();
+        std::fs::write(root.join(".git/info/exclude"), "kept.txt\n").unwrap();
+        assert_eq!(find(root, "*.txt", &[]).unwrap(), "No files found.");
+        // A path patterns and an invalid one.
+        std::fs::write(root.join("src/deep.md"), "needle\n").unwrap();
+        assert!(find(root, "src/*.md", &[]).unwrap().contains("src/deep.md"));
+        assert!(find(root, "[", &[]).is_err());
+    }
+
+    #[test]
+    fn symlinks_are_not_followed() {
+        let (dir, outside) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        std::fs::write(outside.path().join("secret.txt"), "needle\n").unwrap();
+        std::os::unix::fs::symlink(outside.path(), dir.path().join("link")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("secret.txt"), dir.path().join("file.txt")).unwrap();
+        assert_eq!(grep(dir.path(), "needle", "", 100, &[]).unwrap(), "No matches found.");
+        assert_eq!(find(dir.path(), "*.txt", &[]).unwrap(), "No files found.");
     }
 }

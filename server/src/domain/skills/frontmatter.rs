@@ -1,73 +1,23 @@
-//! A `SKILL.md`'s YAML frontmatter (the `---` block at its top), read as the flat key/value map
-//! skills use (`name`, `description`, `bins`, `env`, `always`, ...), and the requirements it
-//! declares.
+//! A `SKILL.md`'s YAML frontmatter (the `---` block at its top, read by `infra::front_matter`)
+//! as the flat key/value map skills use (`name`, `description`, `bins`, `env`, `always`, ...),
+//! and the requirements it declares.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
-/// The frontmatter's top-level keys (`None` when there is no frontmatter) and the body after it.
-/// A key's list items (`- x` lines) are joined with `, `; nested maps are kept as their raw text.
+use crate::infra::front_matter;
+
+/// The frontmatter's top-level keys (`None` when there is none, or when it is not valid YAML:
+/// `parse` says why) and the body after it. A key's list items are joined with `, `; nested
+/// maps are kept as their YAML text.
 pub(crate) fn split(content: &str) -> (Option<BTreeMap<String, String>>, &str) {
-    let text = content.strip_prefix('\u{feff}').unwrap_or(content);
-    let Some(rest) = text.strip_prefix("---\n").or_else(|| text.strip_prefix("---\r\n")) else {
-        return (None, content);
-    };
-    let mut end = None;
-    let mut offset = 0;
-    for line in rest.split_inclusive('\n') {
-        if line.trim_end() == "---" {
-            end = Some((offset, offset + line.len()));
-            break;
-        }
-        offset += line.len();
-    }
-    let Some((yaml_end, body_start)) = end else { return (None, content) };
-    (Some(parse(&rest[..yaml_end])), &rest[body_start..])
+    front_matter::split(content)
 }
 
-fn unquote(value: &str) -> String {
-    let v = value.trim();
-    for q in ['"', '\''] {
-        if v.len() >= 2 && v.starts_with(q) && v.ends_with(q) {
-            return v[1..v.len() - 1].to_owned();
-        }
-    }
-    v.to_owned()
-}
-
-fn parse(yaml: &str) -> BTreeMap<String, String> {
-    let mut map = BTreeMap::new();
-    let mut current: Option<String> = None;
-    for line in yaml.lines() {
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        let indented = line.starts_with(' ') || line.starts_with('\t');
-        match (indented, &current) {
-            (true, Some(key)) => {
-                let item = line.trim();
-                let piece = item.strip_prefix("- ").map(unquote).unwrap_or_else(|| item.to_owned());
-                let value: &mut String = map.entry(key.clone()).or_default();
-                if !value.is_empty() {
-                    value.push_str(", ");
-                }
-                value.push_str(&piece);
-            }
-            (false, _) => {
-                let Some((key, value)) = line.split_once(':') else { continue };
-                let key = key.trim().to_owned();
-                let value = value.trim();
-                let value = match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-                    Some(list) => list.split(',').map(unquote).filter(|s| !s.is_empty()).collect::<Vec<_>>().join(", "),
-                    None => unquote(value),
-                };
-                map.insert(key.clone(), value);
-                current = Some(key);
-            }
-            (true, None) => {}
-        }
-    }
-    map
+/// As `split`, but a frontmatter that is not a valid YAML map is an error naming the cause
+/// (the YAML parser's message, with its line and column in the block).
+pub(crate) fn parse(content: &str) -> Result<(Option<front_matter::Metadata>, &str), String> {
+    front_matter::parse(content)
 }
 
 fn names(list: Option<&String>) -> Vec<String> {

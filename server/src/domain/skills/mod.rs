@@ -128,8 +128,16 @@ fn read_skill(source: Source, dir: PathBuf, disabled: &[String]) -> Option<Skill
     }
     let content = std::fs::read_to_string(&path).ok()?;
     let name = dir.file_name()?.to_str()?.to_owned();
-    let (metadata, _) = frontmatter::split(&content);
-    let unavailable_reason = metadata.as_ref().and_then(frontmatter::unmet);
+    let (metadata, unavailable_reason) = match frontmatter::parse(&content) {
+        Ok((metadata, _)) => {
+            let unmet = metadata.as_ref().and_then(frontmatter::unmet);
+            (metadata, unmet)
+        }
+        Err(error) => {
+            tracing::warn!(path = %path.display(), %error, "a skill's frontmatter is not valid YAML");
+            (None, Some(format!("the frontmatter of {} is not valid: {error}", path.display())))
+        }
+    };
     let enabled = !disabled.iter().any(|d| d == &name);
     Some(Skill { name, source, dir, path, content, metadata, unavailable_reason, enabled, plugin: None })
 }

@@ -1,7 +1,8 @@
 //! Workspace-defined custom commands: `<workspace>/.appserver/commands/NAME.md` (then the
 //! enabled plugins' command folders, the workspace's own winning a name), a prompt template in which `$ARGUMENTS` stands for the text after the command. An optional front
 //! matter block (`---` / `description: ...` / `---`) gives the description shown by
-//! `command/list`; otherwise the template's first line does. Read on every use, so edits apply
+//! `command/list` (read as YAML, as a skill's frontmatter); otherwise the template's first line
+//! does. Read on every use, so edits apply
 //! at once.
 //!
 //! A file named like one of the server's own commands (`/spawn`, `/cron`, every built-in:
@@ -45,15 +46,9 @@ fn valid_name(name: &str) -> bool {
 /// Parses one command file.
 pub(crate) fn parse(name: &str, text: &str) -> CustomCommand {
     let text = text.replace("\r\n", "\n");
-    let (description, template) = match text.strip_prefix("---\n").and_then(|rest| rest.split_once("\n---\n")) {
-        Some((front, body)) => {
-            let description = front
-                .lines()
-                .find_map(|l| l.strip_prefix("description:"))
-                .map(|d| d.trim().trim_matches('"').to_owned());
-            (description, body.trim().to_owned())
-        }
-        None => (None, text.trim().to_owned()),
+    let (description, template) = match crate::infra::front_matter::split(&text) {
+        (Some(mut front), body) => (front.remove("description"), body.trim().to_owned()),
+        (None, body) => (None, body.trim().to_owned()),
     };
     let description = description.filter(|d| !d.is_empty()).unwrap_or_else(|| {
         let first = template.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("");
@@ -156,6 +151,8 @@ mod tests {
         let c = parse("summarize", "# Summarize the thread\nKeep it short.");
         assert_eq!(c.description, "Summarize the thread");
         assert_eq!(c.expand("in French"), "# Summarize the thread\nKeep it short.\n\nin French");
+        let c = parse("fold", "---\ndescription: >\n  Review: the\n  changed files\nargs: [a, b]\n---\nBody\n");
+        assert_eq!((c.description.as_str(), c.template.as_str()), ("Review: the changed files", "Body"));
         assert!(!valid_name("../x"));
     }
 }

@@ -87,15 +87,12 @@ pub(crate) struct ModelProvider {
 /// A streaming completion being read.
 #[derive(Debug)]
 pub(crate) struct ChatStream {
-    response: reqwest::Response,
-    decoder: sse::SseDecoder,
+    events: sse::Events,
     pending: std::collections::VecDeque<ChatDelta>,
     done: bool,
     finished: bool,
     /// A decoding failure, reported after the pieces decoded before it.
     failed: Option<ModelError>,
-    /// Longest wait for the next chunk.
-    idle_timeout: Duration,
 }
 
 impl ChatStream {
@@ -115,33 +112,37 @@ impl ChatStream {
             if self.done {
                 return Ok(None);
             }
-            let chunk = tokio::time::timeout(self.idle_timeout, self.response.chunk())
-                .await
-                .map_err(|_| ModelError::Stalled(self.idle_timeout))?
-                .map_err(|e| ModelError::Interrupted(e.to_string()))?;
-            let events = match chunk {
-                Some(bytes) => self.decoder.push(&bytes),
+            let data = match self.events.next().await {
+                Some(Ok(data)) => data,
+                Some(Err(sse::EventError::Body(sse::BodyError::Stalled(idle)))) => {
+                    return Err(ModelError::Stalled(idle));
+                }
+                Some(Err(sse::EventError::Body(sse::BodyError::Interrupted(reason)))) => {
+                    return Err(ModelError::Interrupted(reason));
+                }
+                Some(Err(sse::EventError::Body(error @ sse::BodyError::TooLong))) => {
+                    self.failed = Some(ModelError::Malformed(error.to_string()));
+                    continue;
+                }
+                Some(Err(sse::EventError::Malformed(reason))) => {
+                    self.failed = Some(ModelError::Malformed(reason));
+                    continue;
+                }
                 None => {
                     self.done = true;
-                    let tail: Vec<String> = self.decoder.finish().into_iter().collect();
-                    if tail.is_empty() && !self.finished {
+                    if !self.finished {
                         return Err(ModelError::Interrupted("the stream ended before the model finished".into()));
                     }
-                    tail
+                    continue;
                 }
             };
-            for data in events {
-                if data.trim() == "[DONE]" {
-                    self.done = true;
-                    break;
-                }
-                match sse::decode_chunk(&data) {
-                    Ok(deltas) => self.pending.extend(deltas),
-                    Err(reason) => {
-                        self.failed = Some(ModelError::Malformed(reason));
-                        break;
-                    }
-                }
+            if data.trim() == "[DONE]" {
+                self.done = true;
+                continue;
+            }
+            match sse::decode_chunk(&data) {
+                Ok(deltas) => self.pending.extend(deltas),
+                Err(reason) => self.failed = Some(ModelError::Malformed(reason)),
             }
         }
     }
@@ -237,13 +238,11 @@ impl ModelProvider {
             return Err(ModelError::Status { status: status.as_u16(), message: error_message(&text) });
         }
         Ok(ChatStream {
-            response,
-            decoder: sse::SseDecoder::default(),
+            events: sse::Events::of_response(response, idle),
             pending: Default::default(),
             done: false,
             finished: false,
             failed: None,
-            idle_timeout: idle,
         })
     }
 

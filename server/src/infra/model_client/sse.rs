@@ -1,53 +1,123 @@
 //! Server-sent events as OpenAI-compatible chat completions stream them: `data: {json}` events
-//! separated by blank lines, ending with `data: [DONE]`; and the decoding of each chunk into
-//! what the agent needs (text, reasoning, tool-call pieces, usage).
+//! separated by blank lines, ending with `data: [DONE]`, split by the `sse-stream` crate over
+//! the response's bytes (each wait for bytes bounded, each event bounded in size); and the
+//! decoding of each chunk into what the agent needs (text, reasoning, tool-call pieces, usage).
 
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures_util::stream::{self, BoxStream, StreamExt};
 use serde_json::Value;
+use sse_stream::{ByteStreamBody, SseStream};
 
-/// Splits a byte stream into SSE events and yields the `data` of each.
-#[derive(Debug, Default)]
-pub(crate) struct SseDecoder {
-    buffer: Vec<u8>,
+/// An event (its lines, comments included) longer than this ends the stream as malformed.
+pub(crate) const MAX_EVENT_BYTES: usize = 16 * 1024 * 1024;
+
+/// Why the bytes under the events stopped.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum BodyError {
+    #[error("no bytes for {} s", .0.as_secs_f64())]
+    Stalled(Duration),
+    #[error("{0}")]
+    Interrupted(String),
+    #[error("an event of the stream is longer than {MAX_EVENT_BYTES} bytes")]
+    TooLong,
 }
 
-impl SseDecoder {
-    /// Adds bytes; returns the data payloads of the events they completed.
-    pub(crate) fn push(&mut self, bytes: &[u8]) -> Vec<String> {
-        self.buffer.extend_from_slice(bytes);
-        let mut events = Vec::new();
-        while let Some((end, sep)) = find_event_end(&self.buffer) {
-            let raw: Vec<u8> = self.buffer.drain(..end + sep).collect();
-            if let Some(data) = event_data(&raw[..end]) {
-                events.push(data);
+/// The events of a stream, and why it failed: the bytes' own error, or the parser's.
+pub(crate) enum EventError {
+    Body(BodyError),
+    Malformed(String),
+}
+
+type Body = BoxStream<'static, Result<Bytes, BodyError>>;
+
+/// The `data` of each SSE event of a byte stream.
+pub(crate) struct Events {
+    inner: SseStream<ByteStreamBody<Body, Bytes>>,
+}
+
+impl std::fmt::Debug for Events {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Events")
+    }
+}
+
+impl Events {
+    /// Over `bytes`: an event longer than `MAX_EVENT_BYTES` is refused, and a last event that no
+    /// blank line closes still counts (the stream's end closes it).
+    pub(crate) fn new(bytes: impl futures_util::Stream<Item = Result<Bytes, BodyError>> + Send + 'static) -> Events {
+        let mut size = EventSize::default();
+        let bounded = bytes.map(move |chunk| chunk.and_then(|bytes| size.add(&bytes).map(|()| bytes)));
+        let closed = bounded.chain(stream::once(async { Ok(Bytes::from_static(b"\n\n")) }));
+        Events { inner: SseStream::from_bytes_stream(closed.boxed()) }
+    }
+
+    /// The events of a response, each wait for its next bytes at most `idle`.
+    pub(crate) fn of_response(response: reqwest::Response, idle: Duration) -> Events {
+        let bytes = stream::unfold(Some(response), move |response| async move {
+            let mut response = response?;
+            match tokio::time::timeout(idle, response.chunk()).await {
+                Err(_) => Some((Err(BodyError::Stalled(idle)), None)),
+                Ok(Err(e)) => Some((Err(BodyError::Interrupted(e.to_string())), None)),
+                Ok(Ok(Some(bytes))) => Some((Ok(bytes), Some(response))),
+                Ok(Ok(None)) => None,
+            }
+        });
+        Events::new(bytes)
+    }
+
+    /// The next event's data (events without data are skipped), `None` at the end.
+    pub(crate) async fn next(&mut self) -> Option<Result<String, EventError>> {
+        loop {
+            match self.inner.next().await? {
+                Ok(event) => match event.data {
+                    Some(data) => return Some(Ok(data)),
+                    None => continue,
+                },
+                Err(sse_stream::Error::Body(error)) => match error.downcast::<BodyError>() {
+                    Ok(error) => return Some(Err(EventError::Body(*error))),
+                    Err(other) => return Some(Err(EventError::Malformed(other.to_string()))),
+                },
+                Err(other) => return Some(Err(EventError::Malformed(format!("{other}")))),
             }
         }
-        events
-    }
-
-    /// The data of a final event that was not followed by a blank line.
-    pub(crate) fn finish(&mut self) -> Option<String> {
-        let raw = std::mem::take(&mut self.buffer);
-        event_data(&raw)
     }
 }
 
-fn find_event_end(buf: &[u8]) -> Option<(usize, usize)> {
-    let lf = buf.windows(2).position(|w| w == b"\n\n").map(|i| (i, 2));
-    let crlf = buf.windows(4).position(|w| w == b"\r\n\r\n").map(|i| (i, 4));
-    match (lf, crlf) {
-        (Some(a), Some(b)) => Some(if a.0 <= b.0 { a } else { b }),
-        (a, b) => a.or(b),
-    }
+/// The size of the event being read, counted over the bytes as they come: a blank line (an empty
+/// line ended by LF, CR or CRLF) starts the next event.
+#[derive(Debug, Default)]
+struct EventSize {
+    line: usize,
+    event: usize,
+    after_cr: bool,
 }
 
-fn event_data(raw: &[u8]) -> Option<String> {
-    let text = String::from_utf8_lossy(raw);
-    let lines: Vec<&str> = text
-        .lines()
-        .filter_map(|line| line.strip_prefix("data:"))
-        .map(|data| data.strip_prefix(' ').unwrap_or(data))
-        .collect();
-    if lines.is_empty() { None } else { Some(lines.join("\n")) }
+impl EventSize {
+    fn add(&mut self, bytes: &[u8]) -> Result<(), BodyError> {
+        for byte in bytes {
+            match byte {
+                b'\n' if self.after_cr => self.after_cr = false,
+                b'\n' | b'\r' => {
+                    if self.line == 0 {
+                        self.event = 0;
+                    }
+                    self.line = 0;
+                    self.after_cr = *byte == b'\r';
+                }
+                _ => {
+                    self.after_cr = false;
+                    self.line += 1;
+                    self.event += 1;
+                    if self.event > MAX_EVENT_BYTES {
+                        return Err(BodyError::TooLong);
+                    }
+                }
+            }
+        }
+        Ok(())
+    }
 }
 
 /// One decoded piece of a streamed completion.
@@ -124,14 +194,41 @@ fn clip(text: &str) -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn events_split_across_pushes() {
-        let mut d = SseDecoder::default();
-        assert!(d.push(b"data: {\"a\"").is_empty());
-        assert_eq!(d.push(b":1}\n\ndata: [DONE]\n\n"), vec!["{\"a\":1}".to_owned(), "[DONE]".to_owned()]);
-        assert_eq!(d.push(b": comment\r\n\r\ndata:x\r\n\r\n"), vec!["x".to_owned()]);
-        assert!(d.push(b"data: tail").is_empty());
-        assert_eq!(d.finish(), Some("tail".to_owned()));
+    /// Every event's data, or the first error's text.
+    async fn events(chunks: &[&'static [u8]]) -> Result<Vec<String>, String> {
+        let chunks: Vec<Result<Bytes, BodyError>> = chunks.iter().map(|c| Ok(Bytes::from_static(c))).collect();
+        let mut events = Events::new(stream::iter(chunks));
+        let mut out = Vec::new();
+        let read = async {
+            while let Some(event) = events.next().await {
+                match event {
+                    Ok(data) => out.push(data),
+                    Err(EventError::Body(error)) => return Err(error.to_string()),
+                    Err(EventError::Malformed(reason)) => return Err(reason),
+                }
+            }
+            Ok(())
+        };
+        tokio::time::timeout(Duration::from_secs(5), read).await.expect("the events in time")?;
+        Ok(out)
+    }
+
+    #[tokio::test]
+    async fn events_split_across_chunks() {
+        let chunks: &[&[u8]] =
+            &[b"data: {\"a\"", b":1}\n\ndata: [DONE]\n\n", b": comment\r\n\r\ndata:x\r", b"\n\r\n", b"data: tail"];
+        assert_eq!(events(chunks).await.unwrap(), ["{\"a\":1}", "[DONE]", "x", "tail"]);
+        assert_eq!(events(&[b"data: a\ndata: b\n\n"]).await.unwrap(), ["a\nb"]);
+    }
+
+    #[tokio::test]
+    async fn an_event_too_long_is_refused() {
+        let line: &'static [u8] = Box::leak(vec![b'x'; MAX_EVENT_BYTES / 2].into_boxed_slice());
+        // Two lines of one event: each is short enough, the event is not.
+        let error = events(&[b"data: ", line, b"\ndata: ", line, b"\n\n"]).await.unwrap_err();
+        assert!(error.contains("longer than"), "{error}");
+        // The same lines in two events pass.
+        assert_eq!(events(&[b"data: ", line, b"\n\ndata: ", line, b"\n\n"]).await.unwrap().len(), 2);
     }
 
     #[test]

@@ -71,7 +71,8 @@ impl Tool for GrepFilesTool {
     }
     fn description(&self) -> &str {
         "Search file contents with a regular expression. Returns matching lines with file paths and line \
-         numbers. Skips binary files and .git/node_modules directories."
+         numbers. Like ripgrep, skips files excluded by .gitignore, .ignore or .git/info/exclude (also \
+         outside a git repository), hidden files and folders, node_modules, symlinks and binary files."
     }
     fn input_schema(&self) -> Value {
         json!({
@@ -79,7 +80,7 @@ impl Tool for GrepFilesTool {
             "properties": {
                 "pattern": { "type": "string", "description": "The regular expression pattern to search for." },
                 "path": { "type": "string", "description": "The file or directory to search. Defaults to the workspace root." },
-                "include": { "type": "string", "description": "File name pattern for directory searches (e.g. \"*.rs\"); semicolons separate several." },
+                "include": { "type": "string", "description": "File name glob for directory searches (e.g. \"*.rs\", \"src/**/*.rs\"); semicolons separate several." },
                 "limit": { "type": "integer", "minimum": 0, "description": "Maximum number of matching lines to return. Defaults to 100, up to 2000." }
             },
             "required": ["pattern"]
@@ -114,8 +115,9 @@ impl Tool for FindFilesTool {
         "FindFiles"
     }
     fn description(&self) -> &str {
-        "Find files by name pattern (e.g. \"*.rs\"; semicolons separate several), recursively, skipping .git and \
-         node_modules. Newest first."
+        "Find files by name pattern (e.g. \"*.rs\", or \"src/**/*.rs\" for a path; semicolons separate \
+         several), recursively, newest first. Like ripgrep, skips files excluded by .gitignore, .ignore or \
+         .git/info/exclude (also outside a git repository), hidden files and folders, node_modules and symlinks."
     }
     fn input_schema(&self) -> Value {
         json!({

@@ -1,11 +1,13 @@
 //! Apps described by aai.json descriptors: `<workspace>/.appserver/apps/*/aai.json`, the
 //! enabled plugins' app folders (`<plugin>/<apps>/*/aai.json`, read as the workspace's own folder
 //! is: no symlinks) and the user's `~/.aai/*/aai.json` (another directory with `--aai-home`). Scanned at startup and
-//! every half second after: a new or changed descriptor (by modification time and size) is
+//! again when a change is seen in those folders (`changes.rs`: watched with inotify; every 30 s
+//! where they cannot be watched): a new or changed descriptor (by modification time and size) is
 //! registered as window `aai:<app.id>` with a host that runs it (`apps::hosts`) — for a stdio
 //! app, only once its program is approved (`pins.rs`); a removed one is unregistered (its log is
 //! kept). A descriptor that does not parse is logged and skipped.
 
+mod changes;
 pub(crate) mod format;
 pub(crate) mod mcp;
 pub(crate) mod pins;
@@ -30,8 +32,6 @@ use crate::domain::ports::{AppHost, DescriptorMcpServers, HostId};
 use crate::infra::store::{DescriptorPin, Store};
 use format::{Descriptor, Execution, MAX_DESCRIPTOR_BYTES};
 
-/// How often the directories are scanned for changes.
-pub(crate) const SCAN_INTERVAL: Duration = Duration::from_millis(500);
 /// Descriptors read per scan, at most.
 const MAX_DESCRIPTORS: usize = 256;
 /// Default request limit of a descriptor app.
@@ -112,16 +112,21 @@ pub(crate) async fn watch(
     tasks: TaskTracker,
 ) {
     let mut loaded: HashMap<PathBuf, Loaded> = HashMap::new();
+    let mut changes = changes::Changes::new();
     loop {
         let (scan_roots, plugin_roots) = (roots.0.clone(), (roots.1)());
-        let found = tokio::task::spawn_blocking(move || {
+        let (found, folders) = tokio::task::spawn_blocking(move || {
             let mut found = scan(&scan_roots);
+            // Symlinks count only in the user's folder (the second), as `scan` has it.
+            let mut watched: Vec<(PathBuf, bool)> =
+                scan_roots.iter().enumerate().map(|(n, root)| (root.clone(), n > 0)).collect();
             for root in plugin_roots {
                 // Each alone, so the workspace's rule (no symlinks) applies to it.
-                let theirs = scan(&[root]);
+                let theirs = scan(std::slice::from_ref(&root));
                 found.extend(theirs.into_iter().take(MAX_DESCRIPTORS.saturating_sub(found.len())));
+                watched.push((root, false));
             }
-            found
+            (found, changes::folders(&watched))
         })
         .await
         .unwrap_or_default();
@@ -132,9 +137,13 @@ pub(crate) async fn watch(
             }
         }
         sync(&apps, &mcp, &found, &mut loaded, &token, &tasks).await;
+        if changes.watch(folders) && !token.is_cancelled() {
+            // A folder newly watched may have changed before its watch began: scan again.
+            continue;
+        }
         tokio::select! {
             _ = token.cancelled() => break,
-            _ = tokio::time::sleep(SCAN_INTERVAL) => {}
+            _ = changes.changed() => {}
             _ = apps.descriptors.wake.notified() => {}
         }
     }
