@@ -282,9 +282,17 @@ async fn check_child_after_restart(
     assert_eq!((edge["parentTurnId"].as_str(), edge["depth"].as_u64()), (Some(turn_id), Some(1)));
     assert_eq!((edge["agentRole"].as_str(), edge["profileName"].as_str()), (Some("default"), Some("native")));
     assert_eq!(children["data"][0]["thread"]["originChannel"], "subagent");
-    assert_eq!(children["data"][0]["thread"]["source"], json!({ "kind": "subagent" }));
+    let source = &children["data"][0]["thread"]["source"];
+    assert_eq!(source["kind"], "subagent");
+    assert_eq!(
+        (source["subAgent"]["parentThreadId"].as_str(), source["subAgent"]["rootThreadId"].as_str()),
+        (Some(parent), Some(parent))
+    );
+    assert_eq!(source["subAgent"]["parentTurnId"], turn_id);
+    let read = client.request("thread/read", json!({ "threadId": child })).await.unwrap();
+    assert_eq!(&read["thread"]["source"], source, "read back from the store after the restart");
     let parent_read = client.request("thread/read", json!({ "threadId": parent })).await.unwrap();
-    assert!(parent_read["thread"].get("source").is_none(), "a user's thread has no source");
+    assert_eq!(parent_read["thread"]["source"], json!({ "kind": "user" }));
     // Nobody else makes threads on the sub-agent channel.
     let spoof = json!({ "identity": identity("subagent", "user-1") });
     assert_eq!(code(client.request("thread/start", spoof).await), -32602);

@@ -1782,6 +1782,22 @@ SubAgentSettingsUpdateParams = TypedDict("SubAgentSettingsUpdateParams", {
     "model": NotRequired[Optional[str]],  # Absent: unchanged; `null`, empty or whitespace: cleared.
 })
 
+# `ThreadSource.subAgent`: where a sub-agent child comes from.
+SubAgentThreadSource = TypedDict("SubAgentThreadSource", {
+    "parentThreadId": str,
+    "rootThreadId": str,  # The top-level (user) thread of the chain.
+    "depth": int,  # 1 for a child of a top-level thread.
+    "supportsSendInput": bool,
+    "supportsResume": bool,
+    "supportsClose": bool,
+    "agentNickname": NotRequired[Optional[str]],
+    "agentRole": NotRequired[Optional[str]],
+    "parentTurnId": NotRequired[Optional[str]],  # The parent's turn that spawned the child.
+    "profileName": NotRequired[Optional[str]],
+    "runtimeType": NotRequired[Optional[str]],  # `native` or `cli-oneshot`.
+    "spawnCallId": NotRequired[Optional[str]],  # The `SpawnAgent` call that made the child.
+})
+
 # `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
 # adapter whose channel is not accepted, just before it closes the connection.
 SystemEventParams = TypedDict("SystemEventParams", {
@@ -1884,7 +1900,7 @@ Thread = TypedDict("Thread", {
     "plan": NotRequired[Optional["Plan"]],  # The thread's current plan (the latest `plan/updated` snapshot), if it has one.
     "queuedInputs": NotRequired[List["QueuedTurnInput"]],
     "runtime": NotRequired[Optional["ThreadRuntime"]],
-    "source": NotRequired[Optional["ThreadSource"]],  # Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
+    "source": NotRequired["ThreadSource"],  # Why the thread exists (Session Core 4.1.1): `{kind: "user"}` for a top-level
     "turns": NotRequired[List["Turn"]],  # Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`.
     "userId": NotRequired[Optional[str]],
 })
@@ -2004,9 +2020,10 @@ ThreadRuntimeChangedParams = TypedDict("ThreadRuntimeChangedParams", {
     "runtime": "ThreadRuntime",
 })
 
-# `Thread.source`.
+# `Thread.source` and `ThreadSummary.source`: why the thread exists (Session Core 4.1.1).
 ThreadSource = TypedDict("ThreadSource", {
-    "kind": str,  # `subagent`.
+    "kind": str,  # `user` (a top-level conversation) or `subagent` (a child spawned from another thread's
+    "subAgent": NotRequired[Optional["SubAgentThreadSource"]],  # With `kind: "subagent"`: the child's parent, root and spawn metadata.
 })
 
 ThreadStartParams = TypedDict("ThreadStartParams", {
@@ -2039,8 +2056,12 @@ ThreadSummary = TypedDict("ThreadSummary", {
     "workspacePath": str,
     "createdAt": str,
     "lastActiveAt": str,
+    "channelContext": NotRequired[Optional[str]],
     "displayName": NotRequired[Optional[str]],
+    "metadata": NotRequired[Dict[str, str]],
     "runtime": NotRequired[Optional["ThreadRuntime"]],
+    "source": NotRequired["ThreadSource"],  # Why the thread exists, as on `Thread`.
+    "turnCount": NotRequired[int],  # How many turns the thread has (after a rollback, those left).
     "userId": NotRequired[Optional[str]],
 })
 

@@ -2144,6 +2144,27 @@ export interface SubAgentSettingsUpdateParams {
   model?: string | null;
 }
 
+/** `ThreadSource.subAgent`: where a sub-agent child comes from. */
+export interface SubAgentThreadSource {
+  parentThreadId: string;
+  /** The top-level (user) thread of the chain. */
+  rootThreadId: string;
+  /** 1 for a child of a top-level thread. */
+  depth: number;
+  supportsSendInput: boolean;
+  supportsResume: boolean;
+  supportsClose: boolean;
+  agentNickname?: string | null;
+  agentRole?: string | null;
+  /** The parent's turn that spawned the child. */
+  parentTurnId?: string | null;
+  profileName?: string | null;
+  /** `native` or `cli-oneshot`. */
+  runtimeType?: string | null;
+  /** The `SpawnAgent` call that made the child. */
+  spawnCallId?: string | null;
+}
+
 /**
  * `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
  * adapter whose channel is not accepted, just before it closes the connection.
@@ -2268,10 +2289,10 @@ export interface Thread {
   queuedInputs?: QueuedTurnInput[];
   runtime?: ThreadRuntime | null;
   /**
-   * Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
-   * absent for a user's thread.
+   * Why the thread exists (Session Core 4.1.1): `{kind: "user"}` for a top-level
+   * conversation, `{kind: "subagent", subAgent}` for a sub-agent child.
    */
-  source?: ThreadSource | null;
+  source?: ThreadSource;
   /** Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`. */
   turns?: Turn[];
   userId?: string | null;
@@ -2418,10 +2439,15 @@ export interface ThreadRuntimeChangedParams {
   runtime: ThreadRuntime;
 }
 
-/** `Thread.source`. */
+/** `Thread.source` and `ThreadSummary.source`: why the thread exists (Session Core 4.1.1). */
 export interface ThreadSource {
-  /** `subagent`. */
+  /**
+   * `user` (a top-level conversation) or `subagent` (a child spawned from another thread's
+   * turn).
+   */
   kind: string;
+  /** With `kind: "subagent"`: the child's parent, root and spawn metadata. */
+  subAgent?: SubAgentThreadSource | null;
 }
 
 export interface ThreadStartParams {
@@ -2458,8 +2484,14 @@ export interface ThreadSummary {
   workspacePath: string;
   createdAt: string;
   lastActiveAt: string;
+  channelContext?: string | null;
   displayName?: string | null;
+  metadata?: { [key: string]: string };
   runtime?: ThreadRuntime | null;
+  /** Why the thread exists, as on `Thread`. */
+  source?: ThreadSource;
+  /** How many turns the thread has (after a rollback, those left). */
+  turnCount?: number;
   userId?: string | null;
 }
 

@@ -50,10 +50,14 @@ pub(crate) async fn handle_children_list(
     let mut data = Vec::new();
     for e in store.children(&p.parent_thread_id, p.include_closed).await? {
         let thread = match p.include_threads {
-            true => store
-                .thread(&e.child_thread_id)
-                .await?
-                .map(|r| wire::thread_from_record(&r, None, Vec::new(), Vec::new())),
+            true => match store.thread(&e.child_thread_id).await? {
+                Some(record) => {
+                    let mut thread = wire::thread_from_record(&record, None, Vec::new(), Vec::new());
+                    thread.source = wire::source(store, &record.id).await?;
+                    Some(thread)
+                }
+                None => None,
+            },
             false => None,
         };
         data.push(SubAgentChild { edge: edge(e), thread });

@@ -274,17 +274,7 @@ pub(crate) async fn handle_thread_list(
     };
     let (records, more) = records::list(&ctx.state.store, &query).await?;
     let next_cursor = if more { records.last().map(|r| format!("{}|{}", r.last_active_at, r.id)) } else { None };
-    let data = records
-        .iter()
-        .map(|record| match ctx.state.threads.loaded(&record.id) {
-            // A loaded thread's in-memory state is newer than its row.
-            Some(handle) => {
-                let state = handle.state();
-                wire::summary(&state.record, state.runtime)
-            }
-            None => wire::summary(record, Default::default()),
-        })
-        .collect();
+    let data = records::summaries(&ctx.state.store, &ctx.state.threads, &records, query.include_sub_agents).await?;
     Ok(ThreadListResult { data, next_cursor })
 }
 

@@ -1,0 +1,88 @@
+//! DotCraft parity (issue 52), each field read the way DotCraft's own clients read it: thread
+//! summaries with `source`, `channelContext`, `turnCount` and `metadata` and a child's
+//! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`.
+
+use appserver_client::Client;
+use appserver_tests::{ServerBuilder, run_turn, text};
+use serde_json::{Value, json};
+
+fn identity(channel: &str, context: &str) -> Value {
+    json!({ "channelName": channel, "userId": "u", "channelContext": context })
+}
+
+async fn new_thread(client: &Client, channel: &str, context: &str) -> String {
+    let started = client.request("thread/start", json!({ "identity": identity(channel, context) })).await.unwrap();
+    assert_eq!(started["thread"]["source"], json!({ "kind": "user" }), "a user's thread says so");
+    started["thread"]["id"].as_str().unwrap().to_owned()
+}
+
+/// The rows of `thread/list` by id.
+async fn rows(client: &Client, params: Value) -> Vec<Value> {
+    let listed = client.request("thread/list", params).await.unwrap();
+    listed["data"].as_array().unwrap().clone()
+}
+
+fn row<'a>(rows: &'a [Value], id: &str) -> &'a Value {
+    rows.iter().find(|r| r["id"] == id).unwrap_or_else(|| panic!("{id} not listed in {rows:?}"))
+}
+
+/// DotCraft's desktop: `isSubAgentThread` (`source.kind`), `getSubAgentParentThreadId`
+/// (`source.subAgent.parentThreadId`), `getSubAgentDepth` (`source.subAgent.depth`), the
+/// tool card's `source.subAgent.agentNickname`.
+fn parent_of(thread: &Value) -> Option<&str> {
+    (thread["source"]["kind"].as_str()?.to_lowercase() == "subagent")
+        .then(|| thread["source"]["subAgent"]["parentThreadId"].as_str())
+        .flatten()
+}
+
+#[tokio::test]
+async fn thread_summaries_carry_source_context_turn_count_and_metadata() {
+    let server = ServerBuilder::ws().arg("--enable-debug-methods").spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    // Made by the CLI, listed by the desktop: the identity's channel is not a filter (§9.5).
+    let parent = new_thread(&client, "cli", "ctx-1").await;
+    let child = new_thread(&client, "test", "elsewhere").await;
+    let grandchild = new_thread(&client, "test", "elsewhere").await;
+    let link = json!({ "parentThreadId": parent, "childThreadId": child, "agentNickname": "Worker" });
+    client.request("debug/subagent/link", link).await.unwrap();
+    let link = json!({ "parentThreadId": child, "childThreadId": grandchild });
+    client.request("debug/subagent/link", link).await.unwrap();
+    run_turn(&mut client, &parent, text("hello")).await.unwrap();
+
+    let desktop = identity("desktop", "ctx-1");
+    let listed = rows(&client, json!({ "identity": desktop })).await;
+    assert_eq!(listed.len(), 1, "{listed:?}");
+    let top = row(&listed, &parent);
+    assert_eq!(top["source"], json!({ "kind": "user" }));
+    assert_eq!(parent_of(top), None);
+    assert_eq!(top["channelContext"], "ctx-1");
+    assert_eq!(top["originChannel"], "cli");
+    assert_eq!(top["turnCount"], 1);
+    assert_eq!(top["metadata"], json!({}));
+
+    // The owner's children, whatever their channel context, with `includeSubAgents`.
+    let all = rows(&client, json!({ "identity": desktop, "includeSubAgents": true })).await;
+    assert_eq!(all.len(), 3, "{all:?}");
+    let first = row(&all, &child);
+    assert_eq!(parent_of(first), Some(parent.as_str()));
+    let sub = &first["source"]["subAgent"];
+    assert_eq!((sub["depth"].as_u64(), sub["agentNickname"].as_str()), (Some(1), Some("Worker")));
+    assert_eq!(sub["rootThreadId"], parent.as_str());
+    assert_eq!(sub["supportsClose"], true);
+    assert_eq!(first["turnCount"], 0);
+    assert_eq!(first["channelContext"], "elsewhere");
+    let second = row(&all, &grandchild);
+    assert_eq!(parent_of(second), Some(child.as_str()));
+    assert_eq!(second["source"]["subAgent"]["rootThreadId"], parent.as_str(), "the chain's top");
+    let other_user = json!({ "channelName": "desktop", "userId": "someone-else", "channelContext": "ctx-1" });
+    assert!(rows(&client, json!({ "identity": other_user, "includeSubAgents": true })).await.is_empty());
+
+    // The same block on `Thread` (`thread/read`) and on `subagent/children/list`'s threads.
+    let read = client.request("thread/read", json!({ "threadId": child })).await.unwrap();
+    assert_eq!(parent_of(&read["thread"]), Some(parent.as_str()));
+    let read = client.request("thread/read", json!({ "threadId": parent })).await.unwrap();
+    assert_eq!(read["thread"]["source"], json!({ "kind": "user" }));
+    let params = json!({ "parentThreadId": parent, "includeThreads": true });
+    let children = client.request("subagent/children/list", params).await.unwrap();
+    assert_eq!(parent_of(&children["data"][0]["thread"]), Some(parent.as_str()));
+}
