@@ -1,6 +1,7 @@
 //! DotCraft parity (issue 52), each field read the way DotCraft's own clients read it: thread
 //! summaries with `source`, `channelContext`, `turnCount` and `metadata` and a child's
-//! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`.
+//! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`;
+//! `subagent/close` and `subagent/resume` answering with the flat child result.
 
 use appserver_client::Client;
 use appserver_tests::{ServerBuilder, run_turn, text};
@@ -85,4 +86,27 @@ async fn thread_summaries_carry_source_context_turn_count_and_metadata() {
     let params = json!({ "parentThreadId": parent, "includeThreads": true });
     let children = client.request("subagent/children/list", params).await.unwrap();
     assert_eq!(parent_of(&children["data"][0]["thread"]), Some(parent.as_str()));
+}
+
+/// DotCraft's `SubAgentControlResult`: the child, flat (`childThreadId`, `status`, the nickname,
+/// profile and what the child supports), not wrapped in an `edge`.
+#[tokio::test]
+async fn subagent_close_and_resume_answer_with_the_flat_child_result() {
+    let server = ServerBuilder::ws().arg("--enable-debug-methods").spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let parent = new_thread(&client, "desktop", "ctx-1").await;
+    let child = new_thread(&client, "desktop", "ctx-1").await;
+    let link = json!({ "parentThreadId": parent, "childThreadId": child, "agentNickname": "Worker" });
+    client.request("debug/subagent/link", link).await.unwrap();
+    let pair = json!({ "parentThreadId": parent, "childThreadId": child });
+    let closed = client.request("subagent/close", pair.clone()).await.unwrap();
+    assert_eq!(
+        closed,
+        json!({ "childThreadId": child, "status": "closed", "agentNickname": "Worker", "agentRole": "default",
+                "profileName": "native", "runtimeType": "native",
+                "supportsSendInput": true, "supportsResume": true, "supportsClose": true })
+    );
+    let resumed = client.request("subagent/resume", pair).await.unwrap();
+    assert_eq!((resumed["childThreadId"].as_str(), resumed["status"].as_str()), (Some(child.as_str()), Some("open")));
+    assert!(resumed.get("edge").is_none(), "{resumed}");
 }

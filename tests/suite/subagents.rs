@@ -83,12 +83,12 @@ async fn children_are_announced_hidden_and_deleted_with_their_parent_only() {
     assert_eq!(code(client.request("subagent/close", wrong).await), -32602);
     let pair = json!({ "parentThreadId": parent, "childThreadId": child });
     let closed = client.request("subagent/close", pair.clone()).await.unwrap();
-    assert_eq!(closed["edge"]["status"], "closed");
+    assert_eq!(closed["status"], "closed");
     let open = client.request("subagent/children/list", json!({ "parentThreadId": parent })).await.unwrap();
     assert_eq!(open["data"], json!([]), "closed edges are listed only when asked");
     client.request("thread/pause", json!({ "threadId": child })).await.unwrap();
     let resumed = client.request("subagent/resume", pair).await.unwrap();
-    assert_eq!(resumed["edge"]["status"], "open");
+    assert_eq!(resumed["status"], "open");
     let read = client.request("thread/read", json!({ "threadId": child })).await.unwrap();
     assert_eq!(read["thread"]["status"], "active", "subagent/resume resumes a paused child");
 
@@ -476,7 +476,7 @@ async fn closing_a_running_child_cancels_it_and_the_parent_goes_on() {
 
     let pair = json!({ "parentThreadId": parent, "childThreadId": child });
     let closed = client.request("subagent/close", pair).await.unwrap();
-    assert_eq!(closed["edge"]["status"], "closed");
+    assert_eq!(closed["status"], "closed");
     let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/completed"), "the parent goes on");
     let graph = position(&events, "graphChanged", |e| e.method() == Some("subagent/graphChanged"));

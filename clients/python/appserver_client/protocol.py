@@ -1631,6 +1631,21 @@ SubAgentControlParams = TypedDict("SubAgentControlParams", {
     "childThreadId": str,
 })
 
+# Result of `subagent/close` and `subagent/resume`: the child and its edge's status now
+# (DotCraft's `SubAgentControlResult`, flat).
+SubAgentControlResult = TypedDict("SubAgentControlResult", {
+    "childThreadId": str,
+    "status": str,  # The edge's status: `closed` after `subagent/close`, `open` after `subagent/resume`.
+    "supportsSendInput": bool,
+    "supportsResume": bool,
+    "supportsClose": bool,
+    "agentNickname": NotRequired[Optional[str]],
+    "agentRole": NotRequired[Optional[str]],
+    "message": NotRequired[Optional[str]],
+    "profileName": NotRequired[Optional[str]],
+    "runtimeType": NotRequired[Optional[str]],
+})
+
 # A parent/child edge.
 SubAgentEdge = TypedDict("SubAgentEdge", {
     "parentThreadId": str,
@@ -1645,11 +1660,6 @@ SubAgentEdge = TypedDict("SubAgentEdge", {
     "agentNickname": NotRequired[Optional[str]],
     "agentRole": NotRequired[Optional[str]],
     "parentTurnId": NotRequired[Optional[str]],
-})
-
-# Result of `subagent/close` and `subagent/resume`: the edge as it is now.
-SubAgentEdgeResult = TypedDict("SubAgentEdgeResult", {
-    "edge": "SubAgentEdge",
 })
 
 # `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
@@ -2341,12 +2351,12 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "skills/uninstall": ("SkillNameParams", "SkillsUninstallResult"),
     "skills/view": ("SkillNameParams", "SkillsViewResult"),
     "subagent/children/list": ("SubAgentChildrenListParams", "SubAgentChildrenListResult"),
-    "subagent/close": ("SubAgentControlParams", "SubAgentEdgeResult"),
+    "subagent/close": ("SubAgentControlParams", "SubAgentControlResult"),
     "subagent/profiles/list": ("SubAgentProfilesListParams", "SubAgentProfilesListResult"),
     "subagent/profiles/remove": ("SubAgentProfileNameParams", "RemovedResult"),
     "subagent/profiles/setEnabled": ("SubAgentProfileSetEnabledParams", "SubAgentProfileResult"),
     "subagent/profiles/upsert": ("SubAgentProfileUpsertParams", "SubAgentProfileResult"),
-    "subagent/resume": ("SubAgentControlParams", "SubAgentEdgeResult"),
+    "subagent/resume": ("SubAgentControlParams", "SubAgentControlResult"),
     "subagent/settings/update": ("SubAgentSettingsUpdateParams", "SubAgentSettingsResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
@@ -2617,7 +2627,7 @@ class ClientRequests:
     async def subagent_children_list(self, params: "SubAgentChildrenListParams", timeout: Optional[float] = None) -> "SubAgentChildrenListResult":
         return await self.request("subagent/children/list", params, timeout)
 
-    async def subagent_close(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentEdgeResult":
+    async def subagent_close(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentControlResult":
         return await self.request("subagent/close", params, timeout)
 
     async def subagent_profiles_list(self, params: "SubAgentProfilesListParams", timeout: Optional[float] = None) -> "SubAgentProfilesListResult":
@@ -2632,7 +2642,7 @@ class ClientRequests:
     async def subagent_profiles_upsert(self, params: "SubAgentProfileUpsertParams", timeout: Optional[float] = None) -> "SubAgentProfileResult":
         return await self.request("subagent/profiles/upsert", params, timeout)
 
-    async def subagent_resume(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentEdgeResult":
+    async def subagent_resume(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentControlResult":
         return await self.request("subagent/resume", params, timeout)
 
     async def subagent_settings_update(self, params: "SubAgentSettingsUpdateParams", timeout: Optional[float] = None) -> "SubAgentSettingsResult":

@@ -1974,6 +1974,24 @@ export interface SubAgentControlParams {
   childThreadId: string;
 }
 
+/**
+ * Result of `subagent/close` and `subagent/resume`: the child and its edge's status now
+ * (DotCraft's `SubAgentControlResult`, flat).
+ */
+export interface SubAgentControlResult {
+  childThreadId: string;
+  /** The edge's status: `closed` after `subagent/close`, `open` after `subagent/resume`. */
+  status: string;
+  supportsSendInput: boolean;
+  supportsResume: boolean;
+  supportsClose: boolean;
+  agentNickname?: string | null;
+  agentRole?: string | null;
+  message?: string | null;
+  profileName?: string | null;
+  runtimeType?: string | null;
+}
+
 /** A parent/child edge. */
 export interface SubAgentEdge {
   parentThreadId: string;
@@ -1989,11 +2007,6 @@ export interface SubAgentEdge {
   agentNickname?: string | null;
   agentRole?: string | null;
   parentTurnId?: string | null;
-}
-
-/** Result of `subagent/close` and `subagent/resume`: the edge as it is now. */
-export interface SubAgentEdgeResult {
-  edge: SubAgentEdge;
 }
 
 /**
@@ -2800,12 +2813,12 @@ export interface ClientRequestMap {
   "skills/uninstall": { params: SkillNameParams; result: SkillsUninstallResult };
   "skills/view": { params: SkillNameParams; result: SkillsViewResult };
   "subagent/children/list": { params: SubAgentChildrenListParams; result: SubAgentChildrenListResult };
-  "subagent/close": { params: SubAgentControlParams; result: SubAgentEdgeResult };
+  "subagent/close": { params: SubAgentControlParams; result: SubAgentControlResult };
   "subagent/profiles/list": { params: SubAgentProfilesListParams; result: SubAgentProfilesListResult };
   "subagent/profiles/remove": { params: SubAgentProfileNameParams; result: RemovedResult };
   "subagent/profiles/setEnabled": { params: SubAgentProfileSetEnabledParams; result: SubAgentProfileResult };
   "subagent/profiles/upsert": { params: SubAgentProfileUpsertParams; result: SubAgentProfileResult };
-  "subagent/resume": { params: SubAgentControlParams; result: SubAgentEdgeResult };
+  "subagent/resume": { params: SubAgentControlParams; result: SubAgentControlResult };
   "subagent/settings/update": { params: SubAgentSettingsUpdateParams; result: SubAgentSettingsResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };
