@@ -1,10 +1,11 @@
 //! DotCraft parity (issue 52), each field read the way DotCraft's own clients read it: thread
 //! summaries with `source`, `channelContext`, `turnCount` and `metadata` and a child's
 //! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`;
-//! `subagent/close` and `subagent/resume` answering with the flat child result.
+//! `subagent/close` and `subagent/resume` answering with the flat child result; a client without
+//! `streamingSupport` getting completed items only.
 
-use appserver_client::Client;
-use appserver_tests::{ServerBuilder, run_turn, text};
+use appserver_client::{Client, Event};
+use appserver_tests::{ServerBuilder, events_until_turn_ends, run_turn, text};
 use serde_json::{Value, json};
 
 fn identity(channel: &str, context: &str) -> Value {
@@ -109,4 +110,36 @@ async fn subagent_close_and_resume_answer_with_the_flat_child_result() {
     let resumed = client.request("subagent/resume", pair).await.unwrap();
     assert_eq!((resumed["childThreadId"].as_str(), resumed["status"].as_str()), (Some(child.as_str()), Some("open")));
     assert!(resumed.get("edge").is_none(), "{resumed}");
+}
+
+fn count(events: &[Event], method: &str) -> usize {
+    events.iter().filter(|e| e.method() == Some(method)).count()
+}
+
+/// The text of the turn's completed `agentMessage`.
+fn answer(events: &[Event]) -> Option<String> {
+    let completed =
+        events.iter().find(|e| e.method() == Some("item/completed") && e.params()["item"]["type"] == "agentMessage")?;
+    completed.params()["item"]["payload"]["text"].as_str().map(str::to_owned)
+}
+
+/// `streamingSupport: false` (section 3.2): that connection gets each item whole in its
+/// `item/completed` and no deltas; another connection on the same thread still gets them.
+#[tokio::test]
+async fn a_client_without_streaming_support_gets_completed_items_only() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let mut plain = server.ws_client().await.unwrap();
+    appserver_tests::initialize(&plain, "plain", json!({ "streamingSupport": false })).await.unwrap();
+    let mut streaming = server.ws_client_initialized().await.unwrap();
+    let thread = new_thread(&plain, "desktop", "ctx-1").await;
+    streaming.request("thread/subscribe", json!({ "threadId": thread })).await.unwrap();
+    // The built-in agent streams its answer in several deltas.
+    let (started, events) = run_turn(&mut plain, &thread, text("hello")).await.unwrap();
+    let turn = started["turn"]["id"].as_str().unwrap();
+    let observed = events_until_turn_ends(&mut streaming, turn).await.unwrap();
+    assert_eq!(count(&events, "item/agentMessage/delta"), 0);
+    assert!(count(&observed, "item/agentMessage/delta") > 1, "the other connection streams");
+    assert!(answer(&events).is_some_and(|text| !text.is_empty()));
+    assert_eq!(answer(&events), answer(&observed), "the completed item is whole");
+    assert_eq!(count(&events, "turn/completed"), 1);
 }
