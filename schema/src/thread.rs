@@ -60,7 +60,7 @@ pub enum HistoryMode {
 }
 
 /// Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
-/// merges the fields it is given into the thread's configuration.
+/// replaces the thread's whole configuration (a field left out is cleared).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadConfiguration {
@@ -96,25 +96,21 @@ pub struct ThreadConfiguration {
 }
 
 impl ThreadConfiguration {
-    /// Applies a patch: every field the patch sets replaces this one's.
-    pub fn merge(&mut self, patch: ThreadConfiguration) {
-        macro_rules! take {
-            ($($f:ident),*) => { $( if patch.$f.is_some() { self.$f = patch.$f; } )* };
+    /// Keeps `current`'s safety settings that this one leaves out: the settings only the
+    /// workspace owner's clients may loosen or set (docs/security.md), so that a replacement by
+    /// anyone else never clears them.
+    pub fn keep_guarded(&mut self, current: &ThreadConfiguration) {
+        macro_rules! keep {
+            ($($f:ident),*) => { $( if self.$f.is_none() { self.$f = current.$f.clone(); } )* };
         }
-        take!(
-            mcp_servers,
-            mode,
-            extensions,
-            custom_tools,
-            model,
-            workspace_override,
-            tool_profile,
-            use_tool_profile_only,
-            agent_instructions,
+        keep!(
             approval_policy,
-            automation_task_directory,
+            sandbox_mode,
             require_approval_outside_workspace,
-            sandbox_mode
+            workspace_override,
+            mcp_servers,
+            tool_profile,
+            use_tool_profile_only
         );
     }
 }

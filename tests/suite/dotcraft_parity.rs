@@ -2,7 +2,8 @@
 //! summaries with `source`, `channelContext`, `turnCount` and `metadata` and a child's
 //! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`;
 //! `subagent/close` and `subagent/resume` answering with the flat child result; a client without
-//! `streamingSupport` getting completed items only.
+//! `streamingSupport` getting completed items only; `thread/config/update` replacing the whole
+//! configuration.
 
 use appserver_client::{Client, Event};
 use appserver_tests::{ServerBuilder, events_until_turn_ends, run_turn, text};
@@ -142,4 +143,31 @@ async fn a_client_without_streaming_support_gets_completed_items_only() {
     assert!(answer(&events).is_some_and(|text| !text.is_empty()));
     assert_eq!(answer(&events), answer(&observed), "the completed item is whole");
     assert_eq!(count(&events, "turn/completed"), 1);
+}
+
+async fn configuration(client: &Client, thread: &str) -> Value {
+    let read = client.request("thread/read", json!({ "threadId": thread })).await.unwrap();
+    read["thread"]["configuration"].clone()
+}
+
+/// DotCraft's desktop sends the thread's whole configuration with each change, leaving out a
+/// model override to clear it: `thread/config/update` replaces, never merges.
+#[tokio::test]
+async fn thread_config_update_replaces_the_whole_configuration() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let thread = new_thread(&client, "desktop", "ctx-1").await;
+    client.request("thread/mode/set", json!({ "threadId": thread, "mode": "plan" })).await.unwrap();
+    let full = json!({ "mode": "plan", "model": "gpt-4.1", "approvalPolicy": "autoApprove",
+                       "agentInstructions": "Be brief." });
+    client.request("thread/config/update", json!({ "threadId": thread, "config": full })).await.unwrap();
+    assert_eq!(configuration(&client, &thread).await, full);
+    // The model override and the instructions left out: cleared.
+    let without_model = json!({ "mode": "plan", "approvalPolicy": "autoApprove" });
+    client.request("thread/config/update", json!({ "threadId": thread, "config": without_model })).await.unwrap();
+    let now = configuration(&client, &thread).await;
+    assert_eq!(now, without_model);
+    assert!(now.get("model").is_none(), "the per-thread model override is gone");
+    client.request("thread/config/update", json!({ "threadId": thread, "config": {} })).await.unwrap();
+    assert_eq!(configuration(&client, &thread).await, json!({}));
 }

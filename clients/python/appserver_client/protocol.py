@@ -1928,7 +1928,7 @@ ThreadConfigUpdateParams = TypedDict("ThreadConfigUpdateParams", {
 })
 
 # Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
-# merges the fields it is given into the thread's configuration.
+# replaces the thread's whole configuration (a field left out is cleared).
 ThreadConfiguration = TypedDict("ThreadConfiguration", {
     "agentInstructions": NotRequired[Optional[str]],
     "approvalPolicy": NotRequired[Optional[str]],  # `default`, `autoApprove`, `interrupt` (DotCraft) or `never`, `onRequest`, `untrusted`.

@@ -2327,7 +2327,7 @@ export interface ThreadConfigUpdateParams {
 
 /**
  * Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
- * merges the fields it is given into the thread's configuration.
+ * replaces the thread's whole configuration (a field left out is cleared).
  */
 export interface ThreadConfiguration {
   agentInstructions?: string | null;

@@ -494,8 +494,16 @@ pub(crate) async fn handle_thread_config_update(
     p: ThreadConfigUpdateParams,
 ) -> Result<EmptyResult, SessionError> {
     validate_config(&p.config)?;
+    // The whole configuration is replaced (DotCraft's semantics): a field left out is cleared.
+    // Only the owner's clients may loosen safety (scope.rs), so anyone else's replacement keeps
+    // the safety settings it leaves out.
+    let owner = ctx.peer.session.role() == Some(appserver_protocol::Role::Owner);
     update_record(ctx, &p.thread_id, |record| {
-        record.configuration.get_or_insert_with(Default::default).merge(p.config);
+        let mut config = p.config;
+        if let (false, Some(current)) = (owner, &record.configuration) {
+            config.keep_guarded(current);
+        }
+        record.configuration = Some(config);
         Column::Configuration
     })
     .await?;
