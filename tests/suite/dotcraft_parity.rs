@@ -3,7 +3,7 @@
 //! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`;
 //! `subagent/close` and `subagent/resume` answering with the flat child result; a client without
 //! `streamingSupport` getting completed items only; `thread/config/update` replacing the whole
-//! configuration.
+//! configuration; `SkillInfo`'s interface fields from a skill's `agents/openai.yaml`.
 
 use appserver_client::{Client, Event};
 use appserver_tests::{ServerBuilder, events_until_turn_ends, run_turn, text};
@@ -170,4 +170,48 @@ async fn thread_config_update_replaces_the_whole_configuration() {
     assert!(now.get("model").is_none(), "the per-thread model override is gone");
     client.request("thread/config/update", json!({ "threadId": thread, "config": {} })).await.unwrap();
     assert_eq!(configuration(&client, &thread).await, json!({}));
+}
+
+fn write(path: &std::path::Path, bytes: &[u8]) {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, bytes).unwrap();
+}
+
+/// DotCraft's skill cards: `displayName ?? name`, `shortDescription ?? description`, the icon
+/// data URLs as image sources, `defaultPrompt` as the starter, `hasVariant` as a badge.
+#[tokio::test]
+async fn skill_info_carries_the_interface_of_agents_openai_yaml() {
+    let workspace = tempfile::tempdir().unwrap();
+    let skills = workspace.path().join(".appserver/skills");
+    let browser = skills.join("browser-use");
+    write(&browser.join("SKILL.md"), b"---\ndescription: Browser automation\n---\nbody\n");
+    write(&browser.join("assets/small.svg"), b"<svg/>");
+    write(&browser.join("assets/large.png"), &vec![0; 256 * 1024 + 1]);
+    write(&workspace.path().join("secret.png"), b"not the skill's");
+    let yaml = "interface:\n  display_name: \"Browser Use\"\n  short_description: Automate browser-based workflows\n  \
+                icon_small: ./assets/small.svg\n  icon_large: ./assets/large.png\n  \
+                default_prompt: Use $browser-use to inspect a local browser target.\n";
+    write(&browser.join("agents/openai.yaml"), yaml.as_bytes());
+    let plain = skills.join("plain");
+    write(&plain.join("SKILL.md"), b"---\ndescription: No interface\n---\nbody\n");
+    let escaping = "interface:\n  icon_small: ../../../secret.png\n  icon_large: /etc/passwd\n";
+    write(&plain.join("agents/openai.yaml"), escaping.as_bytes());
+
+    let server = ServerBuilder::ws().workspace(workspace.path()).spawn().await.unwrap();
+    let client = server.ws_client_initialized().await.unwrap();
+    let listed = client.request("skills/list", json!({})).await.unwrap();
+    let skill = |name: &str| listed["skills"].as_array().unwrap().iter().find(|s| s["name"] == name).unwrap().clone();
+    let browser = skill("browser-use");
+    assert_eq!(browser["displayName"], "Browser Use");
+    assert_eq!(browser["shortDescription"], "Automate browser-based workflows");
+    assert_eq!(browser["description"], "Browser automation");
+    assert_eq!(browser["defaultPrompt"], "Use $browser-use to inspect a local browser target.");
+    assert_eq!(browser["iconSmallDataUrl"], "data:image/svg+xml;base64,PHN2Zy8+");
+    assert!(browser.get("iconLargeDataUrl").is_none(), "an icon over 256 KiB is left out");
+    assert_eq!(browser["hasVariant"], false);
+    let plain = skill("plain");
+    for field in ["displayName", "shortDescription", "defaultPrompt", "iconSmallDataUrl", "iconLargeDataUrl"] {
+        assert!(plain.get(field).is_none(), "{field}: {plain}");
+    }
+    assert_eq!(plain["hasVariant"], false);
 }

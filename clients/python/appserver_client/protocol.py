@@ -1551,8 +1551,14 @@ SkillInfo = TypedDict("SkillInfo", {
     "enabled": bool,  # Not disabled with `skills/setEnabled`.
     "path": str,  # Absolute path of its `SKILL.md`.
     "metadata": Dict[str, str],  # The frontmatter's top-level keys.
+    "defaultPrompt": NotRequired[Optional[str]],  # `interface.default_prompt` of `agents/openai.yaml`: a starter prompt.
+    "displayName": NotRequired[Optional[str]],  # `interface.display_name` of the skill's `agents/openai.yaml`.
+    "hasVariant": NotRequired[bool],  # Whether the skill is used through a workspace variant: never here (no variants).
+    "iconLargeDataUrl": NotRequired[Optional[str]],  # `interface.icon_large`, the same way.
+    "iconSmallDataUrl": NotRequired[Optional[str]],  # `interface.icon_small` of `agents/openai.yaml` as a `data:` URL (an image inside the
     "pluginDisplayName": NotRequired[Optional[str]],
     "pluginId": NotRequired[Optional[str]],  # The plugin holding it (source `plugin`).
+    "shortDescription": NotRequired[Optional[str]],  # `interface.short_description` of `agents/openai.yaml`.
     "unavailableReason": NotRequired[Optional[str]],
 })
 

@@ -1888,9 +1888,24 @@ export interface SkillInfo {
   path: string;
   /** The frontmatter's top-level keys. */
   metadata: { [key: string]: string };
+  /** `interface.default_prompt` of `agents/openai.yaml`: a starter prompt. */
+  defaultPrompt?: string | null;
+  /** `interface.display_name` of the skill's `agents/openai.yaml`. */
+  displayName?: string | null;
+  /** Whether the skill is used through a workspace variant: never here (no variants). */
+  hasVariant?: boolean;
+  /** `interface.icon_large`, the same way. */
+  iconLargeDataUrl?: string | null;
+  /**
+   * `interface.icon_small` of `agents/openai.yaml` as a `data:` URL (an image inside the
+   * skill's folder, at most 256 KiB).
+   */
+  iconSmallDataUrl?: string | null;
   pluginDisplayName?: string | null;
   /** The plugin holding it (source `plugin`). */
   pluginId?: string | null;
+  /** `interface.short_description` of `agents/openai.yaml`. */
+  shortDescription?: string | null;
   unavailableReason?: string | null;
 }
 
