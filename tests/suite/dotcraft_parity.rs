@@ -3,10 +3,11 @@
 //! `source.subAgent`; sub-agent children listed for their owner with `includeSubAgents`;
 //! `subagent/close` and `subagent/resume` answering with the flat child result; a client without
 //! `streamingSupport` getting completed items only; `thread/config/update` replacing the whole
-//! configuration; `SkillInfo`'s interface fields from a skill's `agents/openai.yaml`.
+//! configuration; `SkillInfo`'s interface fields from a skill's `agents/openai.yaml`;
+//! `toolExecution` items for clients that declared `toolExecutionLifecycle`.
 
 use appserver_client::{Client, Event};
-use appserver_tests::{ServerBuilder, events_until_turn_ends, run_turn, text};
+use appserver_tests::{ServerBuilder, command, events_until_turn_ends, run_turn, text};
 use serde_json::{Value, json};
 
 fn identity(channel: &str, context: &str) -> Value {
@@ -214,4 +215,53 @@ async fn skill_info_carries_the_interface_of_agents_openai_yaml() {
         assert!(plain.get(field).is_none(), "{field}: {plain}");
     }
     assert_eq!(plain["hasVariant"], false);
+}
+
+/// The items of `type` among the events of `method`.
+fn items_of(events: &[Event], method: &str, kind: &str) -> Vec<Value> {
+    let of = |e: &&Event| e.method() == Some(method) && e.params()["item"]["type"] == kind;
+    events.iter().filter(of).map(|e| e.params()["item"].clone()).collect()
+}
+
+/// Section 6.3: a client that declared `toolExecutionLifecycle` gets each tool run as a
+/// `toolExecution` item (`inProgress`, then its status, duration and result preview) besides
+/// the `toolCall` / `toolResult` pair; a client that did not gets the pair only.
+#[tokio::test]
+async fn tool_execution_items_go_only_to_clients_that_declared_the_lifecycle() {
+    let server = ServerBuilder::ws().spawn().await.unwrap();
+    std::fs::write(server.workspace.join("notes.txt"), "hello notes\n").unwrap();
+    let mut lifecycle = server.ws_client().await.unwrap();
+    appserver_tests::initialize(&lifecycle, "lifecycle", json!({ "toolExecutionLifecycle": true })).await.unwrap();
+    let mut plain = server.ws_client_initialized().await.unwrap();
+    let thread = new_thread(&lifecycle, "desktop", "ctx-1").await;
+    plain.request("thread/subscribe", json!({ "threadId": thread })).await.unwrap();
+    let (started, events) = run_turn(&mut lifecycle, &thread, command("read", "notes.txt")).await.unwrap();
+    let turn = started["turn"]["id"].as_str().unwrap();
+    let observed = events_until_turn_ends(&mut plain, turn).await.unwrap();
+
+    let call = &items_of(&events, "item/completed", "toolCall")[0]["payload"];
+    let (begun, ended) =
+        (items_of(&events, "item/started", "toolExecution"), items_of(&events, "item/completed", "toolExecution"));
+    assert_eq!((begun.len(), ended.len()), (1, 1), "{begun:?} {ended:?}");
+    assert_eq!(begun[0]["id"], ended[0]["id"]);
+    assert_eq!(
+        begun[0]["payload"],
+        json!({ "callId": call["callId"], "toolName": "ReadFile", "status": "inProgress" })
+    );
+    let done = &ended[0]["payload"];
+    assert_eq!(
+        (done["callId"].clone(), done["status"].as_str(), done["success"].as_bool()),
+        (call["callId"].clone(), Some("completed"), Some(true))
+    );
+    assert!(done["durationMs"].is_u64(), "{done}");
+    assert!(done["resultPreview"].as_str().unwrap().contains("hello notes"), "{done}");
+    let result = &items_of(&events, "item/completed", "toolResult")[0];
+    assert_eq!(result["payload"]["callId"], call["callId"], "the toolResult still comes");
+
+    assert!(items_of(&observed, "item/started", "toolExecution").is_empty());
+    assert!(items_of(&observed, "item/completed", "toolExecution").is_empty());
+    assert_eq!(items_of(&observed, "item/completed", "toolResult").len(), 1);
+    // A view of the run, not the thread's record.
+    let read = lifecycle.request("thread/read", json!({ "threadId": thread, "includeTurns": true })).await.unwrap();
+    assert!(!read.to_string().contains("toolExecution"), "{read}");
 }

@@ -292,11 +292,18 @@ pub(crate) fn frame(notification: &ServerNotification) -> Result<(&'static str, 
 
 /// The label a notification is delivered (and logged) under: its method, and for what only
 /// clients with a capability get, `method@capability` (a `commandExecution` item and its
-/// output for `commandExecutionStreaming`, `terminal/*` for `backgroundTerminals`). Recipients
+/// output for `commandExecutionStreaming`, a `toolExecution` item for `toolExecutionLifecycle`,
+/// `terminal/*` for `backgroundTerminals`). Recipients
 /// check it (`rpc::session`), also on events caught up from the log.
 pub(crate) fn label(notification: &ServerNotification) -> &'static str {
-    use appserver_protocol::ItemPayload::CommandExecution;
+    use appserver_protocol::ItemPayload::{CommandExecution, ToolExecution};
     match notification {
+        ServerNotification::ItemStarted(p) if matches!(p.item.payload, ToolExecution(_)) => {
+            "item/started@toolExecutionLifecycle"
+        }
+        ServerNotification::ItemCompleted(p) if matches!(p.item.payload, ToolExecution(_)) => {
+            "item/completed@toolExecutionLifecycle"
+        }
         ServerNotification::ItemStarted(p) if matches!(p.item.payload, CommandExecution(_)) => {
             "item/started@commandExecutionStreaming"
         }
