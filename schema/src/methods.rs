@@ -55,7 +55,7 @@ use crate::skill::{
     SkillsSetEnabledParams, SkillsUninstallResult, SkillsViewResult,
 };
 use crate::subagent::{
-    SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentControlParams, SubAgentEdgeResult,
+    SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentControlParams, SubAgentControlResult,
     SubAgentGraphChangedParams, SubAgentProfileNameParams, SubAgentProfileResult, SubAgentProfileSetEnabledParams,
     SubAgentProfileUpsertParams, SubAgentProfilesListParams, SubAgentProfilesListResult, SubAgentProgressParams,
     SubAgentSettingsResult, SubAgentSettingsUpdateParams,
@@ -341,9 +341,9 @@ request_table! { roles ClientRequest, client_request_schemas;
     /// A thread's sub-agent children (section 24.10).
     SubAgentChildrenList => "subagent/children/list" [Owner, ChannelAdapter] (SubAgentChildrenListParams) -> SubAgentChildrenListResult;
     /// Cancel a child's running turn (if any) and close its edge.
-    SubAgentClose => "subagent/close" [Owner] (SubAgentControlParams) -> SubAgentEdgeResult;
+    SubAgentClose => "subagent/close" [Owner] (SubAgentControlParams) -> SubAgentControlResult;
     /// Reopen a child's edge (sends it nothing).
-    SubAgentResume => "subagent/resume" [Owner] (SubAgentControlParams) -> SubAgentEdgeResult;
+    SubAgentResume => "subagent/resume" [Owner] (SubAgentControlParams) -> SubAgentControlResult;
     /// Built-in and workspace sub-agent profiles, and the workspace's settings (section 24).
     SubAgentProfilesList => "subagent/profiles/list" [Owner] (SubAgentProfilesListParams) -> SubAgentProfilesListResult;
     SubAgentSettingsUpdate => "subagent/settings/update" [Owner] (SubAgentSettingsUpdateParams) -> SubAgentSettingsResult;

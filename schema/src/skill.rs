@@ -13,6 +13,12 @@ pub struct SkillInfo {
     pub name: String,
     /// Frontmatter `description` (the name when there is none).
     pub description: String,
+    /// `interface.display_name` of the skill's `agents/openai.yaml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+    /// `interface.short_description` of `agents/openai.yaml`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub short_description: Option<String>,
     /// `workspace`, `plugin` or `user`.
     pub source: String,
     /// Whether the requirements (`bins`, `env`) are met here.
@@ -22,6 +28,19 @@ pub struct SkillInfo {
     pub enabled: bool,
     /// Absolute path of its `SKILL.md`.
     pub path: String,
+    /// Whether the skill is used through a workspace variant: never here (no variants).
+    #[serde(default)]
+    pub has_variant: bool,
+    /// `interface.icon_small` of `agents/openai.yaml` as a `data:` URL (an image inside the
+    /// skill's folder, at most 256 KiB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_small_data_url: Option<String>,
+    /// `interface.icon_large`, the same way.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub icon_large_data_url: Option<String>,
+    /// `interface.default_prompt` of `agents/openai.yaml`: a starter prompt.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_prompt: Option<String>,
     /// The frontmatter's top-level keys.
     pub metadata: BTreeMap<String, String>,
     /// The plugin holding it (source `plugin`).

@@ -77,10 +77,27 @@ pub struct SubAgentControlParams {
     pub child_thread_id: String,
 }
 
-/// Result of `subagent/close` and `subagent/resume`: the edge as it is now.
+/// Result of `subagent/close` and `subagent/resume`: the child and its edge's status now
+/// (DotCraft's `SubAgentControlResult`, flat).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
-pub struct SubAgentEdgeResult {
-    pub edge: SubAgentEdge,
+#[serde(rename_all = "camelCase")]
+pub struct SubAgentControlResult {
+    pub child_thread_id: String,
+    /// The edge's status: `closed` after `subagent/close`, `open` after `subagent/resume`.
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_nickname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_type: Option<String>,
+    pub supports_send_input: bool,
+    pub supports_resume: bool,
+    pub supports_close: bool,
 }
 
 /// `subagent/progress`: a complete snapshot of the sub-agents of a turn (section 6.5).

@@ -60,7 +60,7 @@ pub enum HistoryMode {
 }
 
 /// Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
-/// merges the fields it is given into the thread's configuration.
+/// replaces the thread's whole configuration (a field left out is cleared).
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ThreadConfiguration {
@@ -96,25 +96,21 @@ pub struct ThreadConfiguration {
 }
 
 impl ThreadConfiguration {
-    /// Applies a patch: every field the patch sets replaces this one's.
-    pub fn merge(&mut self, patch: ThreadConfiguration) {
-        macro_rules! take {
-            ($($f:ident),*) => { $( if patch.$f.is_some() { self.$f = patch.$f; } )* };
+    /// Keeps `current`'s safety settings that this one leaves out: the settings only the
+    /// workspace owner's clients may loosen or set (docs/security.md), so that a replacement by
+    /// anyone else never clears them.
+    pub fn keep_guarded(&mut self, current: &ThreadConfiguration) {
+        macro_rules! keep {
+            ($($f:ident),*) => { $( if self.$f.is_none() { self.$f = current.$f.clone(); } )* };
         }
-        take!(
-            mcp_servers,
-            mode,
-            extensions,
-            custom_tools,
-            model,
-            workspace_override,
-            tool_profile,
-            use_tool_profile_only,
-            agent_instructions,
+        keep!(
             approval_policy,
-            automation_task_directory,
+            sandbox_mode,
             require_approval_outside_workspace,
-            sandbox_mode
+            workspace_override,
+            mcp_servers,
+            tool_profile,
+            use_tool_profile_only
         );
     }
 }
@@ -175,10 +171,10 @@ pub struct Thread {
     /// The thread's current plan (the latest `plan/updated` snapshot), if it has one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::item::Plan>,
-    /// Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
-    /// absent for a user's thread.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub source: Option<ThreadSource>,
+    /// Why the thread exists (Session Core 4.1.1): `{kind: "user"}` for a top-level
+    /// conversation, `{kind: "subagent", subAgent}` for a sub-agent child.
+    #[serde(default)]
+    pub source: ThreadSource,
     /// How full the model's context window is (section 4.4): the persisted snapshot, absent
     /// when the server has none (no model configured, or a thread from before it kept one).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -213,11 +209,63 @@ pub struct ContextUsageSnapshot {
     pub percent_left: f64,
 }
 
-/// `Thread.source`.
+/// `Thread.source` and `ThreadSummary.source`: why the thread exists (Session Core 4.1.1).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 pub struct ThreadSource {
-    /// `subagent`.
+    /// `user` (a top-level conversation) or `subagent` (a child spawned from another thread's
+    /// turn).
     pub kind: String,
+    /// With `kind: "subagent"`: the child's parent, root and spawn metadata.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sub_agent: Option<SubAgentThreadSource>,
+}
+
+impl Default for ThreadSource {
+    fn default() -> Self {
+        ThreadSource::user()
+    }
+}
+
+impl ThreadSource {
+    /// `{kind: "user"}`.
+    pub fn user() -> Self {
+        ThreadSource { kind: "user".to_owned(), sub_agent: None }
+    }
+
+    /// `{kind: "subagent", subAgent}`.
+    pub fn sub_agent(source: SubAgentThreadSource) -> Self {
+        ThreadSource { kind: "subagent".to_owned(), sub_agent: Some(source) }
+    }
+}
+
+/// `ThreadSource.subAgent`: where a sub-agent child comes from.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SubAgentThreadSource {
+    pub parent_thread_id: String,
+    /// The parent's turn that spawned the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub parent_turn_id: Option<String>,
+    /// The `SpawnAgent` call that made the child.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spawn_call_id: Option<String>,
+    /// The top-level (user) thread of the chain.
+    pub root_thread_id: String,
+    /// 1 for a child of a top-level thread.
+    pub depth: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_nickname: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub agent_role: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile_name: Option<String>,
+    /// `native` or `cli-oneshot`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runtime_type: Option<String>,
+    pub supports_send_input: bool,
+    pub supports_resume: bool,
+    pub supports_close: bool,
 }
 
 /// One row of `thread/list`.
@@ -230,12 +278,22 @@ pub struct ThreadSummary {
     pub status: ThreadStatus,
     pub origin_channel: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub channel_context: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub user_id: Option<String>,
     pub workspace_path: String,
+    /// Why the thread exists, as on `Thread`.
+    #[serde(default)]
+    pub source: ThreadSource,
     pub created_at: String,
     pub last_active_at: String,
+    /// How many turns the thread has (after a rollback, those left).
+    #[serde(default)]
+    pub turn_count: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runtime: Option<ThreadRuntime>,
+    #[serde(default)]
+    pub metadata: BTreeMap<String, String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

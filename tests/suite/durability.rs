@@ -10,8 +10,16 @@ fn debug_server() -> ServerBuilder {
     ServerBuilder::ws().arg("--enable-debug-methods")
 }
 
+/// A client that also gets `toolExecution` items: a blocked turn's tool run is announced, and
+/// so written, before [`start_blocked_turn`] returns.
+async fn lifecycle_client(server: &appserver_tests::ServerProcess) -> Client {
+    let client = server.ws_client().await.unwrap();
+    appserver_tests::initialize(&client, "durability", json!({ "toolExecutionLifecycle": true })).await.unwrap();
+    client
+}
+
 /// Starts a `debug_block` turn and waits until its tool is running (so no write of the turn is
-/// in flight until `debug/release`).
+/// in flight until `debug/release`). `client` is a [`lifecycle_client`].
 async fn start_blocked_turn(client: &mut Client, thread_id: &str) -> String {
     let turn = client
         .request("turn/start", json!({ "threadId": thread_id, "input": command("debug-block", "") }))
@@ -19,7 +27,7 @@ async fn start_blocked_turn(client: &mut Client, thread_id: &str) -> String {
         .unwrap();
     loop {
         let event = client.next_event().await.unwrap();
-        if event.method() == Some("item/completed") && event.params()["item"]["type"] == "toolCall" {
+        if event.method() == Some("item/started") && event.params()["item"]["type"] == "toolExecution" {
             break;
         }
     }
@@ -143,7 +151,7 @@ async fn an_enqueued_input_survives_a_kill_right_after_its_answer() {
 #[tokio::test]
 async fn an_enqueue_is_answered_and_announced_only_after_its_write_commits() {
     let server = debug_server().spawn().await.unwrap();
-    let mut client = server.ws_client_initialized().await.unwrap();
+    let mut client = lifecycle_client(&server).await;
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     start_blocked_turn(&mut client, &thread_id).await;
@@ -168,7 +176,7 @@ async fn an_enqueue_is_answered_and_announced_only_after_its_write_commits() {
 #[tokio::test]
 async fn a_queue_write_that_fails_is_an_error_and_is_never_announced() {
     let server = debug_server().spawn().await.unwrap();
-    let mut client = server.ws_client_initialized().await.unwrap();
+    let mut client = lifecycle_client(&server).await;
     let mut watcher = server.ws_client_initialized().await.unwrap();
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     let turn_id = start_blocked_turn(&mut client, &thread_id).await;
@@ -254,7 +262,7 @@ async fn a_turn_whose_message_cannot_be_saved_fails_and_never_announces_the_mess
 #[tokio::test]
 async fn the_queue_of_a_thread_has_a_cap() {
     let server = debug_server().args(["--max-queued-inputs", "2"]).spawn().await.unwrap();
-    let mut client = server.ws_client_initialized().await.unwrap();
+    let mut client = lifecycle_client(&server).await;
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     start_blocked_turn(&mut client, &thread_id).await;
     let enqueue = |t: &str| json!({ "threadId": thread_id, "input": text(t) });

@@ -29,6 +29,7 @@ mod context;
 mod cron;
 mod doctor;
 mod dotcraft_clients;
+mod dotcraft_parity;
 mod durability;
 mod errors;
 mod event_seq;

@@ -279,6 +279,12 @@ async fn a_channel_adapter_cannot_loosen_settings_nor_reach_the_owners_threads_o
     }
     let tighten = json!({ "threadId": own, "config": { "approvalPolicy": "untrusted", "sandboxMode": "readOnly" } });
     adapter.request("thread/config/update", tighten).await.unwrap();
+    // A replacement that leaves them out keeps them: clearing them would loosen safety.
+    let model_only = json!({ "threadId": own, "config": { "model": "m1" } });
+    adapter.request("thread/config/update", model_only).await.unwrap();
+    let read = adapter.request("thread/read", json!({ "threadId": own })).await.unwrap();
+    let kept = json!({ "model": "m1", "approvalPolicy": "untrusted", "sandboxMode": "readOnly" });
+    assert_eq!(read["thread"]["configuration"], kept);
     let listed = adapter.request("thread/list", json!({ "identity": identity })).await.unwrap();
     assert_eq!(listed["data"][0]["id"], own.as_str());
     // The channel is no filter for the owner's clients (Session Core §9.5), but an adapter's

@@ -83,12 +83,12 @@ async fn children_are_announced_hidden_and_deleted_with_their_parent_only() {
     assert_eq!(code(client.request("subagent/close", wrong).await), -32602);
     let pair = json!({ "parentThreadId": parent, "childThreadId": child });
     let closed = client.request("subagent/close", pair.clone()).await.unwrap();
-    assert_eq!(closed["edge"]["status"], "closed");
+    assert_eq!(closed["status"], "closed");
     let open = client.request("subagent/children/list", json!({ "parentThreadId": parent })).await.unwrap();
     assert_eq!(open["data"], json!([]), "closed edges are listed only when asked");
     client.request("thread/pause", json!({ "threadId": child })).await.unwrap();
     let resumed = client.request("subagent/resume", pair).await.unwrap();
-    assert_eq!(resumed["edge"]["status"], "open");
+    assert_eq!(resumed["status"], "open");
     let read = client.request("thread/read", json!({ "threadId": child })).await.unwrap();
     assert_eq!(read["thread"]["status"], "active", "subagent/resume resumes a paused child");
 
@@ -282,9 +282,17 @@ async fn check_child_after_restart(
     assert_eq!((edge["parentTurnId"].as_str(), edge["depth"].as_u64()), (Some(turn_id), Some(1)));
     assert_eq!((edge["agentRole"].as_str(), edge["profileName"].as_str()), (Some("default"), Some("native")));
     assert_eq!(children["data"][0]["thread"]["originChannel"], "subagent");
-    assert_eq!(children["data"][0]["thread"]["source"], json!({ "kind": "subagent" }));
+    let source = &children["data"][0]["thread"]["source"];
+    assert_eq!(source["kind"], "subagent");
+    assert_eq!(
+        (source["subAgent"]["parentThreadId"].as_str(), source["subAgent"]["rootThreadId"].as_str()),
+        (Some(parent), Some(parent))
+    );
+    assert_eq!(source["subAgent"]["parentTurnId"], turn_id);
+    let read = client.request("thread/read", json!({ "threadId": child })).await.unwrap();
+    assert_eq!(&read["thread"]["source"], source, "read back from the store after the restart");
     let parent_read = client.request("thread/read", json!({ "threadId": parent })).await.unwrap();
-    assert!(parent_read["thread"].get("source").is_none(), "a user's thread has no source");
+    assert_eq!(parent_read["thread"]["source"], json!({ "kind": "user" }));
     // Nobody else makes threads on the sub-agent channel.
     let spoof = json!({ "identity": identity("subagent", "user-1") });
     assert_eq!(code(client.request("thread/start", spoof).await), -32602);
@@ -468,7 +476,7 @@ async fn closing_a_running_child_cancels_it_and_the_parent_goes_on() {
 
     let pair = json!({ "parentThreadId": parent, "childThreadId": child });
     let closed = client.request("subagent/close", pair).await.unwrap();
-    assert_eq!(closed["edge"]["status"], "closed");
+    assert_eq!(closed["status"], "closed");
     let events = events_until_turn_ends(&mut client, &turn_id).await.unwrap();
     assert_eq!(events.last().unwrap().method(), Some("turn/completed"), "the parent goes on");
     let graph = position(&events, "graphChanged", |e| e.method() == Some("subagent/graphChanged"));

@@ -1551,8 +1551,14 @@ SkillInfo = TypedDict("SkillInfo", {
     "enabled": bool,  # Not disabled with `skills/setEnabled`.
     "path": str,  # Absolute path of its `SKILL.md`.
     "metadata": Dict[str, str],  # The frontmatter's top-level keys.
+    "defaultPrompt": NotRequired[Optional[str]],  # `interface.default_prompt` of `agents/openai.yaml`: a starter prompt.
+    "displayName": NotRequired[Optional[str]],  # `interface.display_name` of the skill's `agents/openai.yaml`.
+    "hasVariant": NotRequired[bool],  # Whether the skill is used through a workspace variant: never here (no variants).
+    "iconLargeDataUrl": NotRequired[Optional[str]],  # `interface.icon_large`, the same way.
+    "iconSmallDataUrl": NotRequired[Optional[str]],  # `interface.icon_small` of `agents/openai.yaml` as a `data:` URL (an image inside the
     "pluginDisplayName": NotRequired[Optional[str]],
     "pluginId": NotRequired[Optional[str]],  # The plugin holding it (source `plugin`).
+    "shortDescription": NotRequired[Optional[str]],  # `interface.short_description` of `agents/openai.yaml`.
     "unavailableReason": NotRequired[Optional[str]],
 })
 
@@ -1631,6 +1637,21 @@ SubAgentControlParams = TypedDict("SubAgentControlParams", {
     "childThreadId": str,
 })
 
+# Result of `subagent/close` and `subagent/resume`: the child and its edge's status now
+# (DotCraft's `SubAgentControlResult`, flat).
+SubAgentControlResult = TypedDict("SubAgentControlResult", {
+    "childThreadId": str,
+    "status": str,  # The edge's status: `closed` after `subagent/close`, `open` after `subagent/resume`.
+    "supportsSendInput": bool,
+    "supportsResume": bool,
+    "supportsClose": bool,
+    "agentNickname": NotRequired[Optional[str]],
+    "agentRole": NotRequired[Optional[str]],
+    "message": NotRequired[Optional[str]],
+    "profileName": NotRequired[Optional[str]],
+    "runtimeType": NotRequired[Optional[str]],
+})
+
 # A parent/child edge.
 SubAgentEdge = TypedDict("SubAgentEdge", {
     "parentThreadId": str,
@@ -1645,11 +1666,6 @@ SubAgentEdge = TypedDict("SubAgentEdge", {
     "agentNickname": NotRequired[Optional[str]],
     "agentRole": NotRequired[Optional[str]],
     "parentTurnId": NotRequired[Optional[str]],
-})
-
-# Result of `subagent/close` and `subagent/resume`: the edge as it is now.
-SubAgentEdgeResult = TypedDict("SubAgentEdgeResult", {
-    "edge": "SubAgentEdge",
 })
 
 # `subagent/graphChanged`: a parent/child edge was made or changed; refresh the parent's
@@ -1782,6 +1798,22 @@ SubAgentSettingsUpdateParams = TypedDict("SubAgentSettingsUpdateParams", {
     "model": NotRequired[Optional[str]],  # Absent: unchanged; `null`, empty or whitespace: cleared.
 })
 
+# `ThreadSource.subAgent`: where a sub-agent child comes from.
+SubAgentThreadSource = TypedDict("SubAgentThreadSource", {
+    "parentThreadId": str,
+    "rootThreadId": str,  # The top-level (user) thread of the chain.
+    "depth": int,  # 1 for a child of a top-level thread.
+    "supportsSendInput": bool,
+    "supportsResume": bool,
+    "supportsClose": bool,
+    "agentNickname": NotRequired[Optional[str]],
+    "agentRole": NotRequired[Optional[str]],
+    "parentTurnId": NotRequired[Optional[str]],  # The parent's turn that spawned the child.
+    "profileName": NotRequired[Optional[str]],
+    "runtimeType": NotRequired[Optional[str]],  # `native` or `cli-oneshot`.
+    "spawnCallId": NotRequired[Optional[str]],  # The `SpawnAgent` call that made the child.
+})
+
 # `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
 # adapter whose channel is not accepted, just before it closes the connection.
 SystemEventParams = TypedDict("SystemEventParams", {
@@ -1884,7 +1916,7 @@ Thread = TypedDict("Thread", {
     "plan": NotRequired[Optional["Plan"]],  # The thread's current plan (the latest `plan/updated` snapshot), if it has one.
     "queuedInputs": NotRequired[List["QueuedTurnInput"]],
     "runtime": NotRequired[Optional["ThreadRuntime"]],
-    "source": NotRequired[Optional["ThreadSource"]],  # Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
+    "source": NotRequired["ThreadSource"],  # Why the thread exists (Session Core 4.1.1): `{kind: "user"}` for a top-level
     "turns": NotRequired[List["Turn"]],  # Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`.
     "userId": NotRequired[Optional[str]],
 })
@@ -1902,7 +1934,7 @@ ThreadConfigUpdateParams = TypedDict("ThreadConfigUpdateParams", {
 })
 
 # Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
-# merges the fields it is given into the thread's configuration.
+# replaces the thread's whole configuration (a field left out is cleared).
 ThreadConfiguration = TypedDict("ThreadConfiguration", {
     "agentInstructions": NotRequired[Optional[str]],
     "approvalPolicy": NotRequired[Optional[str]],  # `default`, `autoApprove`, `interrupt` (DotCraft) or `never`, `onRequest`, `untrusted`.
@@ -2004,9 +2036,10 @@ ThreadRuntimeChangedParams = TypedDict("ThreadRuntimeChangedParams", {
     "runtime": "ThreadRuntime",
 })
 
-# `Thread.source`.
+# `Thread.source` and `ThreadSummary.source`: why the thread exists (Session Core 4.1.1).
 ThreadSource = TypedDict("ThreadSource", {
-    "kind": str,  # `subagent`.
+    "kind": str,  # `user` (a top-level conversation) or `subagent` (a child spawned from another thread's
+    "subAgent": NotRequired[Optional["SubAgentThreadSource"]],  # With `kind: "subagent"`: the child's parent, root and spawn metadata.
 })
 
 ThreadStartParams = TypedDict("ThreadStartParams", {
@@ -2039,8 +2072,12 @@ ThreadSummary = TypedDict("ThreadSummary", {
     "workspacePath": str,
     "createdAt": str,
     "lastActiveAt": str,
+    "channelContext": NotRequired[Optional[str]],
     "displayName": NotRequired[Optional[str]],
+    "metadata": NotRequired[Dict[str, str]],
     "runtime": NotRequired[Optional["ThreadRuntime"]],
+    "source": NotRequired["ThreadSource"],  # Why the thread exists, as on `Thread`.
+    "turnCount": NotRequired[int],  # How many turns the thread has (after a rollback, those left).
     "userId": NotRequired[Optional[str]],
 })
 
@@ -2320,12 +2357,12 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "skills/uninstall": ("SkillNameParams", "SkillsUninstallResult"),
     "skills/view": ("SkillNameParams", "SkillsViewResult"),
     "subagent/children/list": ("SubAgentChildrenListParams", "SubAgentChildrenListResult"),
-    "subagent/close": ("SubAgentControlParams", "SubAgentEdgeResult"),
+    "subagent/close": ("SubAgentControlParams", "SubAgentControlResult"),
     "subagent/profiles/list": ("SubAgentProfilesListParams", "SubAgentProfilesListResult"),
     "subagent/profiles/remove": ("SubAgentProfileNameParams", "RemovedResult"),
     "subagent/profiles/setEnabled": ("SubAgentProfileSetEnabledParams", "SubAgentProfileResult"),
     "subagent/profiles/upsert": ("SubAgentProfileUpsertParams", "SubAgentProfileResult"),
-    "subagent/resume": ("SubAgentControlParams", "SubAgentEdgeResult"),
+    "subagent/resume": ("SubAgentControlParams", "SubAgentControlResult"),
     "subagent/settings/update": ("SubAgentSettingsUpdateParams", "SubAgentSettingsResult"),
     "terminal/clean": ("TerminalCleanParams", "TerminalListResult"),
     "terminal/list": ("TerminalListParams", "TerminalListResult"),
@@ -2596,7 +2633,7 @@ class ClientRequests:
     async def subagent_children_list(self, params: "SubAgentChildrenListParams", timeout: Optional[float] = None) -> "SubAgentChildrenListResult":
         return await self.request("subagent/children/list", params, timeout)
 
-    async def subagent_close(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentEdgeResult":
+    async def subagent_close(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentControlResult":
         return await self.request("subagent/close", params, timeout)
 
     async def subagent_profiles_list(self, params: "SubAgentProfilesListParams", timeout: Optional[float] = None) -> "SubAgentProfilesListResult":
@@ -2611,7 +2648,7 @@ class ClientRequests:
     async def subagent_profiles_upsert(self, params: "SubAgentProfileUpsertParams", timeout: Optional[float] = None) -> "SubAgentProfileResult":
         return await self.request("subagent/profiles/upsert", params, timeout)
 
-    async def subagent_resume(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentEdgeResult":
+    async def subagent_resume(self, params: "SubAgentControlParams", timeout: Optional[float] = None) -> "SubAgentControlResult":
         return await self.request("subagent/resume", params, timeout)
 
     async def subagent_settings_update(self, params: "SubAgentSettingsUpdateParams", timeout: Optional[float] = None) -> "SubAgentSettingsResult":

@@ -74,8 +74,12 @@ async fn run(client: &mut Client, request: &ExecRequest, prompt: &str) -> Result
         Some(id) => {
             call(client, "thread/resume", json!({ "threadId": id })).await?;
             if configured {
-                call(client, "thread/config/update", json!({ "threadId": id, "config": request.thread_config }))
-                    .await?;
+                // `thread/config/update` replaces the whole configuration: the thread's, with
+                // the settings given here over it.
+                let read = call(client, "thread/read", json!({ "threadId": id })).await?;
+                let mut config = read["thread"]["configuration"].as_object().cloned().unwrap_or_default();
+                config.extend(request.thread_config.as_object().cloned().unwrap_or_default());
+                call(client, "thread/config/update", json!({ "threadId": id, "config": config })).await?;
             }
             id.clone()
         }

@@ -1888,9 +1888,24 @@ export interface SkillInfo {
   path: string;
   /** The frontmatter's top-level keys. */
   metadata: { [key: string]: string };
+  /** `interface.default_prompt` of `agents/openai.yaml`: a starter prompt. */
+  defaultPrompt?: string | null;
+  /** `interface.display_name` of the skill's `agents/openai.yaml`. */
+  displayName?: string | null;
+  /** Whether the skill is used through a workspace variant: never here (no variants). */
+  hasVariant?: boolean;
+  /** `interface.icon_large`, the same way. */
+  iconLargeDataUrl?: string | null;
+  /**
+   * `interface.icon_small` of `agents/openai.yaml` as a `data:` URL (an image inside the
+   * skill's folder, at most 256 KiB).
+   */
+  iconSmallDataUrl?: string | null;
   pluginDisplayName?: string | null;
   /** The plugin holding it (source `plugin`). */
   pluginId?: string | null;
+  /** `interface.short_description` of `agents/openai.yaml`. */
+  shortDescription?: string | null;
   unavailableReason?: string | null;
 }
 
@@ -1974,6 +1989,24 @@ export interface SubAgentControlParams {
   childThreadId: string;
 }
 
+/**
+ * Result of `subagent/close` and `subagent/resume`: the child and its edge's status now
+ * (DotCraft's `SubAgentControlResult`, flat).
+ */
+export interface SubAgentControlResult {
+  childThreadId: string;
+  /** The edge's status: `closed` after `subagent/close`, `open` after `subagent/resume`. */
+  status: string;
+  supportsSendInput: boolean;
+  supportsResume: boolean;
+  supportsClose: boolean;
+  agentNickname?: string | null;
+  agentRole?: string | null;
+  message?: string | null;
+  profileName?: string | null;
+  runtimeType?: string | null;
+}
+
 /** A parent/child edge. */
 export interface SubAgentEdge {
   parentThreadId: string;
@@ -1989,11 +2022,6 @@ export interface SubAgentEdge {
   agentNickname?: string | null;
   agentRole?: string | null;
   parentTurnId?: string | null;
-}
-
-/** Result of `subagent/close` and `subagent/resume`: the edge as it is now. */
-export interface SubAgentEdgeResult {
-  edge: SubAgentEdge;
 }
 
 /**
@@ -2144,6 +2172,27 @@ export interface SubAgentSettingsUpdateParams {
   model?: string | null;
 }
 
+/** `ThreadSource.subAgent`: where a sub-agent child comes from. */
+export interface SubAgentThreadSource {
+  parentThreadId: string;
+  /** The top-level (user) thread of the chain. */
+  rootThreadId: string;
+  /** 1 for a child of a top-level thread. */
+  depth: number;
+  supportsSendInput: boolean;
+  supportsResume: boolean;
+  supportsClose: boolean;
+  agentNickname?: string | null;
+  agentRole?: string | null;
+  /** The parent's turn that spawned the child. */
+  parentTurnId?: string | null;
+  profileName?: string | null;
+  /** `native` or `cli-oneshot`. */
+  runtimeType?: string | null;
+  /** The `SpawnAgent` call that made the child. */
+  spawnCallId?: string | null;
+}
+
 /**
  * `system/event` (section 6.7): a system-level event. appserver sends `channelRejected` to an
  * adapter whose channel is not accepted, just before it closes the connection.
@@ -2268,10 +2317,10 @@ export interface Thread {
   queuedInputs?: QueuedTurnInput[];
   runtime?: ThreadRuntime | null;
   /**
-   * Why the thread exists: `{kind: "subagent"}` for a sub-agent child (Session Core 4.1.1);
-   * absent for a user's thread.
+   * Why the thread exists (Session Core 4.1.1): `{kind: "user"}` for a top-level
+   * conversation, `{kind: "subagent", subAgent}` for a sub-agent child.
    */
-  source?: ThreadSource | null;
+  source?: ThreadSource;
   /** Populated by `thread/read` with `includeTurns`, `thread/rollback`, `thread/resume`. */
   turns?: Turn[];
   userId?: string | null;
@@ -2293,7 +2342,7 @@ export interface ThreadConfigUpdateParams {
 
 /**
  * Per-thread agent configuration (section 4.1.1). Every field is optional; `thread/config/update`
- * merges the fields it is given into the thread's configuration.
+ * replaces the thread's whole configuration (a field left out is cleared).
  */
 export interface ThreadConfiguration {
   agentInstructions?: string | null;
@@ -2418,10 +2467,15 @@ export interface ThreadRuntimeChangedParams {
   runtime: ThreadRuntime;
 }
 
-/** `Thread.source`. */
+/** `Thread.source` and `ThreadSummary.source`: why the thread exists (Session Core 4.1.1). */
 export interface ThreadSource {
-  /** `subagent`. */
+  /**
+   * `user` (a top-level conversation) or `subagent` (a child spawned from another thread's
+   * turn).
+   */
   kind: string;
+  /** With `kind: "subagent"`: the child's parent, root and spawn metadata. */
+  subAgent?: SubAgentThreadSource | null;
 }
 
 export interface ThreadStartParams {
@@ -2458,8 +2512,14 @@ export interface ThreadSummary {
   workspacePath: string;
   createdAt: string;
   lastActiveAt: string;
+  channelContext?: string | null;
   displayName?: string | null;
+  metadata?: { [key: string]: string };
   runtime?: ThreadRuntime | null;
+  /** Why the thread exists, as on `Thread`. */
+  source?: ThreadSource;
+  /** How many turns the thread has (after a rollback, those left). */
+  turnCount?: number;
   userId?: string | null;
 }
 
@@ -2768,12 +2828,12 @@ export interface ClientRequestMap {
   "skills/uninstall": { params: SkillNameParams; result: SkillsUninstallResult };
   "skills/view": { params: SkillNameParams; result: SkillsViewResult };
   "subagent/children/list": { params: SubAgentChildrenListParams; result: SubAgentChildrenListResult };
-  "subagent/close": { params: SubAgentControlParams; result: SubAgentEdgeResult };
+  "subagent/close": { params: SubAgentControlParams; result: SubAgentControlResult };
   "subagent/profiles/list": { params: SubAgentProfilesListParams; result: SubAgentProfilesListResult };
   "subagent/profiles/remove": { params: SubAgentProfileNameParams; result: RemovedResult };
   "subagent/profiles/setEnabled": { params: SubAgentProfileSetEnabledParams; result: SubAgentProfileResult };
   "subagent/profiles/upsert": { params: SubAgentProfileUpsertParams; result: SubAgentProfileResult };
-  "subagent/resume": { params: SubAgentControlParams; result: SubAgentEdgeResult };
+  "subagent/resume": { params: SubAgentControlParams; result: SubAgentControlResult };
   "subagent/settings/update": { params: SubAgentSettingsUpdateParams; result: SubAgentSettingsResult };
   "terminal/clean": { params: TerminalCleanParams; result: TerminalListResult };
   "terminal/list": { params: TerminalListParams; result: TerminalListResult };

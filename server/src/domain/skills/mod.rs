@@ -6,6 +6,7 @@
 //! enabled ones' names and descriptions and loads a body on demand (`SkillView`).
 
 pub(crate) mod frontmatter;
+pub(crate) mod interface;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,6 +70,8 @@ pub(crate) struct Skill {
     pub(crate) enabled: bool,
     /// The plugin holding it: id and display name (source `plugin`).
     pub(crate) plugin: Option<(String, String)>,
+    /// What its `agents/openai.yaml` says of it for clients.
+    pub(crate) interface: interface::SkillInterface,
 }
 
 impl Skill {
@@ -139,7 +142,8 @@ fn read_skill(source: Source, dir: PathBuf, disabled: &[String]) -> Option<Skill
         }
     };
     let enabled = !disabled.iter().any(|d| d == &name);
-    Some(Skill { name, source, dir, path, content, metadata, unavailable_reason, enabled, plugin: None })
+    let interface = interface::read(&dir);
+    Some(Skill { name, source, dir, path, content, metadata, unavailable_reason, enabled, plugin: None, interface })
 }
 
 /// `[skills] disabled` of the config document.

@@ -377,6 +377,8 @@ async fn create_child(
         created_at: now.rfc3339(),
     };
     let handle = turns.threads.insert_new(record.clone()).ok_or("a thread with the child's id exists; try again")?;
+    let root = ctx.handle.state().source.sub_agent.as_ref().map(|s| s.root_thread_id.clone());
+    handle.state().source = wire::child_source(&edge, root.unwrap_or_else(|| ctx.thread_id.clone()));
     let unit = WriteOp::All(vec![
         ThreadWrite::CreateThread(Box::new(record)).into(),
         ThreadWrite::LinkChild(Box::new(edge.clone())).into(),

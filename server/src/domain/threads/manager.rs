@@ -113,7 +113,8 @@ impl ThreadManager {
         let queue = self.store.queued_inputs(id).await?;
         let plan = self.store.plan(id).await?;
         let last_seq = self.store.last_event_seq(id).await?;
-        let handle = Arc::new(ThreadHandle::new(Loaded { record, queue, plan, last_seq }, self.log()));
+        let source = super::wire::source(&self.store, id).await?;
+        let handle = Arc::new(ThreadHandle::new(Loaded { record, queue, plan, last_seq, source }, self.log()));
         handle.hub.keep_at_least(self.min_kept_events);
         self.touch(&handle);
         // Another task may have loaded it meanwhile: keep the first.
@@ -129,6 +130,7 @@ impl ThreadManager {
         let record = self.store.thread(&handle.id).await?;
         let queue = self.store.queued_inputs(&handle.id).await?;
         let plan = self.store.plan(&handle.id).await?;
+        let source = super::wire::source(&self.store, &handle.id).await?;
         // Not while a change of the queue is being written here.
         let order = handle.queue_order().await;
         let mut state = handle.state();
@@ -140,6 +142,7 @@ impl ThreadManager {
                 state.record = record;
                 state.queue_mut(&order).inputs = queue;
                 state.plan = plan;
+                state.source = source;
             }
             None => state.deleted = true,
         }
@@ -161,7 +164,7 @@ impl ThreadManager {
         if map.contains_key(&record.id) {
             return None;
         }
-        let loaded = Loaded { record, queue: Vec::new(), plan: None, last_seq: 0 };
+        let loaded = Loaded { record, queue: Vec::new(), plan: None, last_seq: 0, source: Default::default() };
         let handle = Arc::new(ThreadHandle::new(loaded, self.log()));
         handle.hub.keep_at_least(self.min_kept_events);
         handle.hub.gate().hold();

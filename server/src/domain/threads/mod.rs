@@ -111,6 +111,8 @@ pub(crate) struct ThreadState {
     pub(crate) fence: Arc<fence::ThreadFence>,
     /// While a `SpawnAgent` call runs this thread as a sub-agent: its parent and progress.
     pub(crate) subagent: Option<Arc<subagent::Link>>,
+    /// Why the thread exists (`Thread.source`): read with the record, set when it is linked.
+    pub(crate) source: appserver_protocol::ThreadSource,
 }
 
 /// A thread's queued inputs and who queued each.
@@ -164,6 +166,7 @@ pub(crate) struct Loaded {
     pub(crate) queue: Vec<QueuedTurnInput>,
     pub(crate) plan: Option<appserver_protocol::Plan>,
     pub(crate) last_seq: u64,
+    pub(crate) source: appserver_protocol::ThreadSource,
 }
 
 /// A loaded thread.
@@ -189,7 +192,7 @@ impl ThreadHandle {
     }
 
     fn new(loaded: Loaded, (fence, log): (Arc<fence::ThreadFence>, Arc<dyn event_log::EventLog>)) -> Self {
-        let Loaded { record, mut queue, plan, last_seq } = loaded;
+        let Loaded { record, mut queue, plan, last_seq, source } = loaded;
         // Guidance promised to a turn that is no longer running goes back to the queue.
         for queued in &mut queue {
             queued.status = appserver_protocol::QueuedInputStatus::Queued;
@@ -213,6 +216,7 @@ impl ThreadHandle {
                 announce: announce.clone(),
                 fence: fence.clone(),
                 subagent: None,
+                source,
             }),
             hub: EventHub::new(&record_id, announce, log, last_seq),
             fence,
@@ -288,11 +292,18 @@ pub(crate) fn frame(notification: &ServerNotification) -> Result<(&'static str, 
 
 /// The label a notification is delivered (and logged) under: its method, and for what only
 /// clients with a capability get, `method@capability` (a `commandExecution` item and its
-/// output for `commandExecutionStreaming`, `terminal/*` for `backgroundTerminals`). Recipients
+/// output for `commandExecutionStreaming`, a `toolExecution` item for `toolExecutionLifecycle`,
+/// `terminal/*` for `backgroundTerminals`). Recipients
 /// check it (`rpc::session`), also on events caught up from the log.
 pub(crate) fn label(notification: &ServerNotification) -> &'static str {
-    use appserver_protocol::ItemPayload::CommandExecution;
+    use appserver_protocol::ItemPayload::{CommandExecution, ToolExecution};
     match notification {
+        ServerNotification::ItemStarted(p) if matches!(p.item.payload, ToolExecution(_)) => {
+            "item/started@toolExecutionLifecycle"
+        }
+        ServerNotification::ItemCompleted(p) if matches!(p.item.payload, ToolExecution(_)) => {
+            "item/completed@toolExecutionLifecycle"
+        }
         ServerNotification::ItemStarted(p) if matches!(p.item.payload, CommandExecution(_)) => {
             "item/started@commandExecutionStreaming"
         }

@@ -4,9 +4,9 @@
 
 use std::sync::Arc;
 
-use appserver_protocol::ThreadStatus;
+use appserver_protocol::{ThreadSource, ThreadStatus, ThreadSummary};
 
-use super::{SessionError, ThreadHandle, ThreadManager, new_thread_id};
+use super::{SessionError, ThreadHandle, ThreadManager, new_thread_id, wire};
 use crate::infra::clock::UtcTime;
 use crate::infra::store::{Store, StoreError, ThreadWrite, WriteTicket, parse_seq};
 pub(crate) use crate::infra::store::{ThreadQuery, ThreadRecord};
@@ -103,6 +103,34 @@ pub(crate) async fn delete(store: &Store, thread_id: &str) -> Result<(), Session
 /// A page of `thread/list`: the records and whether there are more.
 pub(crate) async fn list(store: &Store, query: &ThreadQuery) -> Result<(Vec<ThreadRecord>, bool), SessionError> {
     Ok(store.list_threads(query).await?)
+}
+
+/// The `thread/list` rows of a page, each with its source and turn count; a loaded thread as it
+/// is in memory (newer than its row). `sub_agents`: the page may hold sub-agent children.
+pub(crate) async fn summaries(
+    store: &Store,
+    threads: &ThreadManager,
+    records: &[ThreadRecord],
+    sub_agents: bool,
+) -> Result<Vec<ThreadSummary>, SessionError> {
+    let ids: Vec<String> = records.iter().map(|r| r.id.clone()).collect();
+    let counts = store.turn_counts(&ids).await?;
+    let mut data = Vec::with_capacity(records.len());
+    for record in records {
+        let count = counts.get(&record.id).copied().unwrap_or(0);
+        let summary = match threads.loaded(&record.id) {
+            Some(handle) => {
+                let state = handle.state();
+                wire::summary(&state.record, state.source.clone(), count, state.runtime)
+            }
+            None => {
+                let source = if sub_agents { wire::source(store, &record.id).await? } else { ThreadSource::user() };
+                wire::summary(record, source, count, Default::default())
+            }
+        };
+        data.push(summary);
+    }
+    Ok(data)
 }
 
 /// The `seq` a `thread/read` reflects at least: in cluster mode another instance may number the

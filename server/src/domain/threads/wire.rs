@@ -1,8 +1,8 @@
 //! Conversion of thread and turn records into wire objects, and reading turns with their items.
 
-use appserver_protocol::{Item, Thread, ThreadRuntime, ThreadSummary, Turn};
+use appserver_protocol::{Item, SubAgentThreadSource, Thread, ThreadRuntime, ThreadSource, ThreadSummary, Turn};
 
-use crate::infra::store::{Store, StoreError, ThreadRecord, TurnRecord};
+use crate::infra::store::{EdgeRecord, Store, StoreError, ThreadRecord, TurnRecord};
 
 use super::ThreadState;
 
@@ -10,6 +10,7 @@ use super::ThreadState;
 pub(crate) fn thread(state: &ThreadState, turns: Vec<Turn>) -> Thread {
     let mut thread = thread_from_record(&state.record, Some(state.runtime), state.queue().to_vec(), turns);
     thread.plan = state.plan.clone();
+    thread.source = state.source.clone();
     thread
 }
 
@@ -36,26 +37,73 @@ pub(crate) fn thread_from_record(
         queued_inputs,
         runtime,
         plan: None,
-        // Sub-agent children are made on this channel only (by `SpawnAgent`); `thread/start`
-        // refuses it.
-        source: (record.origin_channel == "subagent")
-            .then(|| appserver_protocol::ThreadSource { kind: "subagent".to_owned() }),
+        // The caller sets a sub-agent child's (`ThreadState::source`, [`source`]).
+        source: ThreadSource::user(),
         context_usage: record.context_usage,
     }
 }
 
-pub(crate) fn summary(record: &ThreadRecord, runtime: ThreadRuntime) -> ThreadSummary {
+/// A `thread/list` row: the record with its source, turn count and runtime.
+pub(crate) fn summary(
+    record: &ThreadRecord,
+    source: ThreadSource,
+    turn_count: u32,
+    runtime: ThreadRuntime,
+) -> ThreadSummary {
     ThreadSummary {
         id: record.id.clone(),
         display_name: record.display_name.clone(),
         status: record.status,
         origin_channel: record.origin_channel.clone(),
+        channel_context: record.channel_context.clone(),
         user_id: record.user_id.clone(),
         workspace_path: record.workspace_path.clone(),
+        source,
         created_at: record.created_at.clone(),
         last_active_at: record.last_active_at.clone(),
+        turn_count,
         runtime: Some(runtime),
+        metadata: record.metadata.clone(),
     }
+}
+
+/// Most links followed up from a child to its root (a chain longer than this, or a loop, stops
+/// there).
+const MAX_CHAIN: usize = 32;
+
+/// `Thread.source` of a stored thread: `subagent` with its parent, depth and root when an edge
+/// makes it a child, else `user`.
+pub(crate) async fn source(store: &Store, thread_id: &str) -> Result<ThreadSource, StoreError> {
+    let Some(edge) = store.parent_edge(thread_id).await? else {
+        return Ok(ThreadSource::user());
+    };
+    let mut root = edge.parent_thread_id.clone();
+    for _ in 0..MAX_CHAIN {
+        match store.parent_edge(&root).await? {
+            Some(up) => root = up.parent_thread_id,
+            None => break,
+        }
+    }
+    Ok(child_source(&edge, root))
+}
+
+/// The source of the child of `edge`, whose chain starts at `root`.
+pub(crate) fn child_source(edge: &EdgeRecord, root: String) -> ThreadSource {
+    let native = edge.runtime_type == "native";
+    ThreadSource::sub_agent(SubAgentThreadSource {
+        parent_thread_id: edge.parent_thread_id.clone(),
+        parent_turn_id: edge.parent_turn_id.clone(),
+        spawn_call_id: None,
+        root_thread_id: root,
+        depth: edge.depth,
+        agent_nickname: edge.agent_nickname.clone(),
+        agent_role: edge.agent_role.clone(),
+        profile_name: Some(edge.profile_name.clone()),
+        runtime_type: Some(edge.runtime_type.clone()),
+        supports_send_input: native,
+        supports_resume: native,
+        supports_close: native,
+    })
 }
 
 pub(crate) fn turn(record: &TurnRecord, items: Vec<Item>) -> Turn {

@@ -1,14 +1,14 @@
 //! `TurnContext`: what an agent uses to produce a turn's items. It numbers items, streams deltas,
 //! persists each item when it completes (before `item/completed` goes out, so every announced item
-//! survives a crash), and runs tool calls through the shared tool path.
+//! survives a crash); tool_runs.rs runs its tool calls.
 
 use std::sync::Arc;
 
 use appserver_protocol::{
     ChatMessage, CommandExecutionOutputDeltaParams, CommandExecutionPayload, ContextUsageSnapshot, FileChange,
     InputPart, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput, ServerNotification,
-    TextDeltaParams, TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload, ToolResultPayload,
-    TurnDiffUpdatedParams, UsageDeltaParams,
+    TextDeltaParams, TextPayload, TokenUsage, ToolCallArgumentsDeltaParams, ToolCallPayload, TurnDiffUpdatedParams,
+    UsageDeltaParams,
 };
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 use super::TurnService;
 use crate::domain::shell::diff::TurnDiff;
 use crate::domain::threads::{Publication, ThreadHandle};
-use crate::domain::turns::tools::{ToolCall, ToolOutput, ToolRegistry};
+use crate::domain::turns::tools::ToolRegistry;
 use crate::infra::clock;
 use crate::infra::store::{StoreError, ThreadWrite, item_id};
 
@@ -327,110 +327,6 @@ impl TurnContext {
             self.append_text(&id, chunk);
         }
         self.complete_text(&id).await
-    }
-
-    /// Calls a tool: a `toolCall` item, the tool's run, then a `toolResult` item. An unknown
-    /// tool is a failed result, not a failed turn.
-    pub(crate) async fn call_tool(&mut self, name: &str, arguments: Value) -> Result<ToolOutput, TurnError> {
-        let call_id = format!("call_{}", fastrand::u64(..));
-        let payload = ToolCallPayload {
-            tool_name: name.to_owned(),
-            arguments: arguments.clone(),
-            call_id: call_id.clone(),
-            ..Default::default()
-        };
-        self.record(ItemPayload::ToolCall(payload)).await?;
-        self.run_tool(name, arguments, &call_id).await
-    }
-
-    /// Runs a tool for a `toolCall` item the agent has already recorded — through the approval
-    /// gate when the tool asks for one — then records its result.
-    pub(crate) async fn run_tool(
-        &mut self,
-        name: &str,
-        arguments: Value,
-        call_id: &str,
-    ) -> Result<ToolOutput, TurnError> {
-        let tool = self.turns.tools.get(name);
-        self.run_given(name, tool, arguments, call_id).await
-    }
-
-    /// [`Self::run_tool`] with the tool given (an MCP tool by its own name), allowed as the
-    /// tool `policy_name` is.
-    pub(crate) async fn run_given(
-        &mut self,
-        policy_name: &str,
-        tool: Option<Arc<dyn crate::domain::turns::tools::Tool>>,
-        arguments: Value,
-        call_id: &str,
-    ) -> Result<ToolOutput, TurnError> {
-        let (allowed, progress) = self.subagent_view(policy_name);
-        let name = tool.as_ref().map_or(policy_name.to_owned(), |t| t.name().to_owned());
-        let name = name.as_str();
-        let tool = tool.filter(|_| allowed);
-        if let Some(progress) = &progress {
-            progress.set_tool(Some(name));
-        }
-        let judged = match &tool {
-            Some(t) => t.judge(&arguments, &self.turns.tool_env).await,
-            None => Ok(None),
-        };
-        let gate = match judged {
-            Ok(Some(spec)) => Ok(crate::domain::turns::approvals::gate(self, &spec).await?),
-            Ok(None) => Ok(crate::domain::turns::approvals::Gate::Proceed),
-            Err(refused) => Err(refused),
-        };
-        let output = match (tool, gate) {
-            (_, Err(refused)) => refused,
-            (Some(_), Ok(crate::domain::turns::approvals::Gate::Declined(message))) => ToolOutput::error(message),
-            (Some(tool), Ok(crate::domain::turns::approvals::Gate::Proceed)) if tool.in_turn().is_some() => {
-                let turn_tool = tool.in_turn().ok_or_else(|| TurnError::Agent("tool vanished".into()))?;
-                turn_tool.run_in_turn(self, call_id, arguments).await?
-            }
-            (Some(tool), Ok(crate::domain::turns::approvals::Gate::Proceed)) => {
-                // What the tool does (an app command, a request to a client) follows its item.
-                self.handle.hub.flush().await;
-                let call = ToolCall {
-                    env: &self.turns.tool_env,
-                    thread_id: &self.thread_id,
-                    turn_id: &self.turn_id,
-                    call_id,
-                    arguments,
-                    cancel: &self.cancel,
-                };
-                tool.run(call).await
-            }
-            (None, _) if !allowed => {
-                ToolOutput::error(format!("Tool {name} is not available to this sub-agent's role."))
-            }
-            (None, _) => ToolOutput::error(format!("Tool {name} is not available on this server.")),
-        };
-        if let Some(progress) = &progress {
-            progress.set_tool(None);
-        }
-        let result = ToolResultPayload {
-            call_id: call_id.to_owned(),
-            result: output.result.clone(),
-            success: output.success,
-            file_changes: output.file_changes.clone(),
-            content_items: output.content_items.clone(),
-            structured_result: output.structured.clone(),
-        };
-        self.record(ItemPayload::ToolResult(result)).await?;
-        Ok(output)
-    }
-
-    /// Whether this thread's mode and sub-agent role let it call `tool`, and (while it runs as a
-    /// sub-agent) where its progress is counted.
-    fn subagent_view(&self, tool: &str) -> (bool, Option<Arc<crate::domain::threads::subagent::Progress>>) {
-        let state = self.handle.state();
-        let configuration = state.record.configuration.as_ref();
-        let (mode, profile) =
-            (configuration.and_then(|c| c.mode.as_deref()), configuration.and_then(|c| c.tool_profile.as_deref()));
-        (
-            crate::domain::policy::roles::allows_in(mode, profile, tool),
-            state.subagent.as_ref().map(|l| l.progress.clone()),
-        )
     }
 
     /// Whether the turn's last tool call was a successful `CreatePlan`: in plan mode, the turn

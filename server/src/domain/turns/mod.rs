@@ -12,6 +12,7 @@ pub(crate) mod ownership;
 pub(crate) mod queue;
 pub(crate) mod runner;
 pub(crate) mod service;
+mod tool_runs;
 pub(crate) mod tools;
 pub(crate) mod view_calls;
 pub(crate) mod view_context;

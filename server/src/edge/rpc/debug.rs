@@ -169,7 +169,12 @@ pub(crate) async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: 
                 parent_thread_id: edge.parent_thread_id.clone(),
                 child_thread_id: edge.child_thread_id.clone(),
             };
+            let child = edge.child_thread_id.clone();
             state.store.write(crate::infra::store::ThreadWrite::LinkChild(Box::new(edge))).await?;
+            if let Some(handle) = state.threads.loaded(&child) {
+                let source = crate::domain::threads::wire::source(&state.store, &child).await?;
+                handle.state().source = source;
+            }
             let notification = appserver_protocol::ServerNotification::SubAgentGraphChanged(changed);
             crate::domain::threads::broadcast(state.connections.as_ref(), &notification);
             Ok(reply_text(&request.id, &json!({})))

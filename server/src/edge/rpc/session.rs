@@ -13,6 +13,15 @@ use appserver_protocol::{
 use super::RpcError;
 use crate::domain::ports::ChannelAdapter;
 
+/// The notifications `streamingSupport: false` turns off (section 3.2): the pieces of an item
+/// being streamed, whose `item/completed` carries the whole.
+const STREAMED_DELTAS: &[&str] = &[
+    "item/agentMessage/delta",
+    "item/reasoning/delta",
+    "item/toolCall/argumentsDelta",
+    "item/commandExecution/outputDelta",
+];
+
 /// What the client told us in `initialize`.
 #[derive(Debug)]
 pub(crate) struct ClientSession {
@@ -55,10 +64,11 @@ impl ClientSession {
         if self.role == Role::OutsideAgent {
             return matches!(label, "app/registered" | "app/unregistered");
         }
-        match label.split_once('@') {
-            Some((method, capability)) => self.declared(capability) && !self.opted_out(method),
-            None => !self.opted_out(label),
+        let (method, capability) = label.split_once('@').map_or((label, None), |(m, c)| (m, Some(c)));
+        if self.capabilities.streaming_support == Some(false) && STREAMED_DELTAS.contains(&method) {
+            return false;
         }
+        capability.is_none_or(|c| self.declared(c)) && !self.opted_out(method)
     }
 }
 

@@ -1,7 +1,7 @@
 //! Threads, turns, items and queued inputs: the records the rest of the server uses, the reads,
 //! and the SQL of the thread-related write operations (one text for both backends).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::ops::ControlFlow;
 
 use super::db::{Row, sql};
@@ -149,8 +149,8 @@ pub(super) fn json<T: serde::Serialize>(value: &T) -> String {
 /// identity index (the equivalent `a < ? OR (a = ? AND id < ?)` is only a filter, so a deep page
 /// walked every newer row). No user is `user_id IS NULL` and no context `channel_context IS NULL`
 /// (indexable on both; `IS ?` is SQLite only). Binds, in order: workspace, user?, channel
-/// context?, cross-channel origins…, user? (again, unless any user), channel name?, cursor (at,
-/// id)?, limit.
+/// context?, cross-channel origins…, user? (again, unless any user), user? (again, with sub-agents),
+/// channel name?, cursor (at, id)?, limit.
 fn list_threads_sql(q: &ThreadQuery) -> String {
     let user = if q.user_id.is_some() { "user_id = ?" } else { "user_id IS NULL" };
     let context = if q.channel_context.is_some() { "channel_context = ?" } else { "channel_context IS NULL" };
@@ -163,6 +163,12 @@ fn list_threads_sql(q: &ThreadQuery) -> String {
             sql.push_str(" AND ");
             sql.push_str(user);
         }
+        sql.push(')');
+    }
+    if q.include_sub_agents {
+        // Sub-agent children of the identity's user, whatever their channel context (section 24.10).
+        sql.push_str(" OR (EXISTS (SELECT 1 FROM subagent_edges WHERE child_thread_id = threads.id) AND ");
+        sql.push_str(user);
         sql.push(')');
     }
     sql.push(')');
@@ -195,6 +201,9 @@ fn list_threads_query<'a>(sql_text: &'a str, q: &'a ThreadQuery) -> super::db::S
         query = query.bind(origin);
     }
     if let (Some(user), false, false) = (&q.user_id, q.cross_any_user, q.cross_channel_origins.is_empty()) {
+        query = query.bind(user);
+    }
+    if let (Some(user), true) = (&q.user_id, q.include_sub_agents) {
         query = query.bind(user);
     }
     if let Some(name) = &q.channel_name {
@@ -339,6 +348,24 @@ impl Store {
         let row = self.reader.fetch_optional(sql("SELECT body FROM plans WHERE thread_id = ?").bind(thread_id)).await?;
         let body = row.map(|row| row.text("body")).transpose()?;
         body.map(|b| serde_json::from_str(&b).map_err(|e| StoreError::Corrupt(e.to_string()))).transpose()
+    }
+
+    /// How many turns each of `ids` has (`thread/list`'s `turnCount`); a thread without turns
+    /// is left out.
+    pub(crate) async fn turn_counts(&self, ids: &[String]) -> Result<HashMap<String, u32>, StoreError> {
+        if ids.is_empty() {
+            return Ok(HashMap::new());
+        }
+        let marks = vec!["?"; ids.len()].join(",");
+        let text =
+            format!("SELECT thread_id, COUNT(*) AS n FROM turns WHERE thread_id IN ({marks}) GROUP BY thread_id");
+        let query = ids.iter().fold(sql(text), |query, id| query.bind(id.as_str()));
+        let rows = self.reader.fetch_all(query).await?;
+        rows.iter()
+            .map(|row| -> Result<(String, u32), StoreError> {
+                Ok((row.text("thread_id")?, row.int("n")?.try_into().unwrap_or(u32::MAX)))
+            })
+            .collect()
     }
 
     pub(crate) async fn queued_inputs(&self, thread_id: &str) -> Result<Vec<QueuedTurnInput>, StoreError> {

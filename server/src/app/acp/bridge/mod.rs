@@ -368,7 +368,12 @@ impl Bridge {
         if str_at(p, "configId") != "model" || !known {
             return Err(invalid("only the option `model` can be set, to one of the server's models"));
         }
-        let params = json!({ "threadId": str_at(p, "sessionId"), "config": { "model": value } });
+        // `thread/config/update` replaces the whole configuration: the thread's, with the model.
+        let thread = json!({ "threadId": str_at(p, "sessionId") });
+        let read = self.server.request("thread/read", &thread, SERVER_TIMEOUT).await.map_err(relayed)?;
+        let mut config = read["thread"]["configuration"].as_object().cloned().unwrap_or_default();
+        config.insert("model".into(), json!(value));
+        let params = json!({ "threadId": str_at(p, "sessionId"), "config": config });
         self.server.request("thread/config/update", &params, SERVER_TIMEOUT).await.map_err(relayed)?;
         Ok(json!({ "configOptions": self.config_options(Some(value)).unwrap_or(json!([])) }))
     }

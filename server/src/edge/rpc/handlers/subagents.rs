@@ -7,7 +7,7 @@ use std::sync::{Arc, Mutex};
 
 use appserver_protocol::{
     RemovedResult, SubAgentChild, SubAgentChildrenListParams, SubAgentChildrenListResult, SubAgentControlParams,
-    SubAgentEdge, SubAgentEdgeResult, SubAgentProfileNameParams, SubAgentProfileResult,
+    SubAgentControlResult, SubAgentEdge, SubAgentProfileNameParams, SubAgentProfileResult,
     SubAgentProfileSetEnabledParams, SubAgentProfileUpsertParams, SubAgentProfilesListParams,
     SubAgentProfilesListResult, SubAgentSettingsResult, SubAgentSettingsUpdateParams, ThreadStatus,
 };
@@ -50,10 +50,14 @@ pub(crate) async fn handle_children_list(
     let mut data = Vec::new();
     for e in store.children(&p.parent_thread_id, p.include_closed).await? {
         let thread = match p.include_threads {
-            true => store
-                .thread(&e.child_thread_id)
-                .await?
-                .map(|r| wire::thread_from_record(&r, None, Vec::new(), Vec::new())),
+            true => match store.thread(&e.child_thread_id).await? {
+                Some(record) => {
+                    let mut thread = wire::thread_from_record(&record, None, Vec::new(), Vec::new());
+                    thread.source = wire::source(store, &record.id).await?;
+                    Some(thread)
+                }
+                None => None,
+            },
             false => None,
         };
         data.push(SubAgentChild { edge: edge(e), thread });
@@ -182,20 +186,31 @@ async fn child_edge(ctx: &RequestCtx, p: &SubAgentControlParams) -> Result<EdgeR
     }
 }
 
-/// Sets the edge's status and tells the parent's recipients (`subagent/graphChanged`).
-async fn set_edge(ctx: &RequestCtx, edge: EdgeRecord, status: &str) -> Result<SubAgentEdgeResult, SessionError> {
-    let edge = crate::domain::subagent::control::set_edge(&ctx.state.turns, edge, status).await?;
-    Ok(SubAgentEdgeResult { edge: self::edge(edge) })
+/// The flat result of `subagent/close` and `subagent/resume` for the edge as it is now.
+fn control_result(e: EdgeRecord) -> SubAgentControlResult {
+    let e = edge(e);
+    SubAgentControlResult {
+        child_thread_id: e.child_thread_id,
+        status: e.status,
+        message: None,
+        agent_nickname: e.agent_nickname,
+        agent_role: e.agent_role,
+        profile_name: Some(e.profile_name),
+        runtime_type: Some(e.runtime_type),
+        supports_send_input: e.supports_send_input,
+        supports_resume: e.supports_resume,
+        supports_close: e.supports_close,
+    }
 }
 
 /// `subagent/close`: cancels the child's running turn, if any, and closes its edge.
 pub(crate) async fn handle_close(
     ctx: &RequestCtx,
     p: SubAgentControlParams,
-) -> Result<SubAgentEdgeResult, SessionError> {
+) -> Result<SubAgentControlResult, SessionError> {
     let edge = child_edge(ctx, &p).await?;
     let edge = crate::domain::subagent::control::close(&ctx.state.turns, edge).await?;
-    Ok(SubAgentEdgeResult { edge: self::edge(edge) })
+    Ok(control_result(edge))
 }
 
 /// `subagent/resume`: a paused child becomes active again and its edge reopens (the child is sent
@@ -203,11 +218,12 @@ pub(crate) async fn handle_close(
 pub(crate) async fn handle_resume(
     ctx: &RequestCtx,
     p: SubAgentControlParams,
-) -> Result<SubAgentEdgeResult, SessionError> {
+) -> Result<SubAgentControlResult, SessionError> {
     let edge = child_edge(ctx, &p).await?;
     let child = ctx.state.threads.get(&p.child_thread_id).await?;
     if child.state().record.status == ThreadStatus::Paused {
         change_status(ctx, &p.child_thread_id, ThreadStatus::Active, |_| Ok(())).await?;
     }
-    set_edge(ctx, edge, "open").await
+    let edge = crate::domain::subagent::control::set_edge(&ctx.state.turns, edge, "open").await?;
+    Ok(control_result(edge))
 }

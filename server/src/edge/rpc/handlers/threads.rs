@@ -274,17 +274,7 @@ pub(crate) async fn handle_thread_list(
     };
     let (records, more) = records::list(&ctx.state.store, &query).await?;
     let next_cursor = if more { records.last().map(|r| format!("{}|{}", r.last_active_at, r.id)) } else { None };
-    let data = records
-        .iter()
-        .map(|record| match ctx.state.threads.loaded(&record.id) {
-            // A loaded thread's in-memory state is newer than its row.
-            Some(handle) => {
-                let state = handle.state();
-                wire::summary(&state.record, state.runtime)
-            }
-            None => wire::summary(record, Default::default()),
-        })
-        .collect();
+    let data = records::summaries(&ctx.state.store, &ctx.state.threads, &records, query.include_sub_agents).await?;
     Ok(ThreadListResult { data, next_cursor })
 }
 
@@ -504,8 +494,16 @@ pub(crate) async fn handle_thread_config_update(
     p: ThreadConfigUpdateParams,
 ) -> Result<EmptyResult, SessionError> {
     validate_config(&p.config)?;
+    // The whole configuration is replaced (DotCraft's semantics): a field left out is cleared.
+    // Only the owner's clients may loosen safety (scope.rs), so anyone else's replacement keeps
+    // the safety settings it leaves out.
+    let owner = ctx.peer.session.role() == Some(appserver_protocol::Role::Owner);
     update_record(ctx, &p.thread_id, |record| {
-        record.configuration.get_or_insert_with(Default::default).merge(p.config);
+        let mut config = p.config;
+        if let (false, Some(current)) = (owner, &record.configuration) {
+            config.keep_guarded(current);
+        }
+        record.configuration = Some(config);
         Column::Configuration
     })
     .await?;
