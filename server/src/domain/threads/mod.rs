@@ -11,6 +11,7 @@ pub(crate) mod event_log;
 pub(crate) mod feeds;
 pub(crate) mod fence;
 mod hub;
+pub(crate) mod label;
 pub(crate) mod manager;
 pub(crate) mod pending_approval;
 pub(crate) mod records;
@@ -263,7 +264,7 @@ impl ThreadHandle {
     /// Publishes a thread-scoped (turn/item) notification to this thread's recipients.
     pub(crate) fn publish(&self, notification: &ServerNotification) {
         match notification.to_frame() {
-            Ok(text) => self.hub.publish(label(notification), text),
+            Ok(text) => self.hub.publish(label::of(notification), text),
             Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
         }
     }
@@ -287,47 +288,14 @@ impl ThreadHandle {
 pub(crate) fn frame(notification: &ServerNotification) -> Result<(&'static str, String), StoreError> {
     let method = notification.method();
     let text = notification.to_frame().map_err(|err| StoreError::Write(format!("cannot serialize {method}: {err}")))?;
-    Ok((label(notification), text))
-}
-
-/// The label a notification is delivered (and logged) under: its method, and for what only
-/// clients with a capability get, `method@capability` (a `commandExecution` item and its
-/// output for `commandExecutionStreaming`, a `toolExecution` item for `toolExecutionLifecycle`,
-/// `terminal/*` for `backgroundTerminals`). Recipients
-/// check it (`rpc::session`), also on events caught up from the log.
-pub(crate) fn label(notification: &ServerNotification) -> &'static str {
-    use appserver_protocol::ItemPayload::{CommandExecution, ToolExecution};
-    match notification {
-        ServerNotification::ItemStarted(p) if matches!(p.item.payload, ToolExecution(_)) => {
-            "item/started@toolExecutionLifecycle"
-        }
-        ServerNotification::ItemCompleted(p) if matches!(p.item.payload, ToolExecution(_)) => {
-            "item/completed@toolExecutionLifecycle"
-        }
-        ServerNotification::ItemStarted(p) if matches!(p.item.payload, CommandExecution(_)) => {
-            "item/started@commandExecutionStreaming"
-        }
-        ServerNotification::ItemCompleted(p) if matches!(p.item.payload, CommandExecution(_)) => {
-            "item/completed@commandExecutionStreaming"
-        }
-        ServerNotification::CommandExecutionOutputDelta(_) => {
-            "item/commandExecution/outputDelta@commandExecutionStreaming"
-        }
-        ServerNotification::TerminalStarted(_) => "terminal/started@backgroundTerminals",
-        ServerNotification::TerminalOutputDelta(_) => "terminal/outputDelta@backgroundTerminals",
-        ServerNotification::TerminalCompleted(_) => "terminal/completed@backgroundTerminals",
-        ServerNotification::TerminalStalled(_) => "terminal/stalled@backgroundTerminals",
-        ServerNotification::TerminalCleaned(_) => "terminal/cleaned@backgroundTerminals",
-        ServerNotification::WorkspaceConfigChanged(_) => "workspace/configChanged@configChange",
-        other => other.method(),
-    }
+    Ok((label::of(notification), text))
 }
 
 /// Sends a workspace-wide notification to every initialized connection that wants it.
 pub(crate) fn broadcast(connections: &dyn Broadcast, notification: &ServerNotification) {
     match notification.to_frame() {
         Ok(text) => {
-            connections.broadcast(label(notification), &OutFrame::from(text));
+            connections.broadcast(label::of(notification), &OutFrame::from(text));
         }
         Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
     }
@@ -336,7 +304,7 @@ pub(crate) fn broadcast(connections: &dyn Broadcast, notification: &ServerNotifi
 /// Sends a workspace-wide notification about one thread: held while the thread is unannounced.
 pub(crate) fn broadcast_about(connections: &dyn Broadcast, gate: &AnnounceGate, notification: &ServerNotification) {
     match notification.to_frame() {
-        Ok(text) => gate.broadcast(connections, label(notification), OutFrame::from(text)),
+        Ok(text) => gate.broadcast(connections, label::of(notification), OutFrame::from(text)),
         Err(err) => tracing::error!(error = %err, method = notification.method(), "cannot serialize notification"),
     }
 }

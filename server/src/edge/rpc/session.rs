@@ -12,6 +12,7 @@ use appserver_protocol::{
 
 use super::RpcError;
 use crate::domain::ports::ChannelAdapter;
+use crate::domain::threads::label::{self, Gate};
 
 /// The notifications `streamingSupport: false` turns off (section 3.2): the pieces of an item
 /// being streamed, whose `item/completed` carries the whole.
@@ -44,31 +45,30 @@ impl ClientSession {
         self.opt_out.contains(method)
     }
 
-    /// Whether the client declared a capability that gates notifications (`threads::label`).
-    pub(crate) fn declared(&self, capability: &str) -> bool {
+    /// Whether the client declared the capability that gates a notification.
+    pub(crate) fn declared(&self, gate: Gate) -> bool {
         let c = &self.capabilities;
-        match capability {
-            "commandExecutionStreaming" => c.command_execution_streaming.unwrap_or(false),
-            "backgroundTerminals" => c.background_terminals.unwrap_or(false),
-            "toolExecutionLifecycle" => c.tool_execution_lifecycle.unwrap_or(false),
+        match gate {
+            Gate::CommandExecutionStreaming => c.command_execution_streaming.unwrap_or(false),
+            Gate::BackgroundTerminals => c.background_terminals.unwrap_or(false),
+            Gate::ToolExecutionLifecycle => c.tool_execution_lifecycle.unwrap_or(false),
             // On unless declared off (section 25.4).
-            "configChange" => c.config_change.unwrap_or(true),
-            _ => false,
+            Gate::ConfigChange => c.config_change.unwrap_or(true),
         }
     }
 
-    /// Whether a notification delivered under `label` (`method` or `method@capability`) is for
-    /// this client. An outside agent's connection hears of the app registry only: what the
-    /// owner's threads, approvals and settings say is not its business.
+    /// Whether a notification delivered under `label` (`threads::label`) is for this client.
+    /// An outside agent's connection hears of the app registry only: what the owner's threads,
+    /// approvals and settings say is not its business.
     pub(crate) fn wants(&self, label: &str) -> bool {
         if self.role == Role::OutsideAgent {
             return matches!(label, "app/registered" | "app/unregistered");
         }
-        let (method, capability) = label.split_once('@').map_or((label, None), |(m, c)| (m, Some(c)));
+        let Ok((method, gate)) = label::parse(label) else { return false };
         if self.capabilities.streaming_support == Some(false) && STREAMED_DELTAS.contains(&method) {
             return false;
         }
-        capability.is_none_or(|c| self.declared(c)) && !self.opted_out(method)
+        gate.is_none_or(|gate| self.declared(gate)) && !self.opted_out(method)
     }
 }
 
