@@ -18,6 +18,7 @@ mod infra;
 // What the binary, the integration tests' harness and the benchmark use; everything else is the
 // crate's own (docs/architecture.md, "Code map").
 pub use app::acp::acp_stdio;
+pub use app::blocking::{Front, doctor_blocking, exec_blocking, init_logging, run_front};
 pub use app::cli::{Cli, CliError, Command, ExecRequest, parse as parse_command_line};
 pub use app::doctor::doctor;
 pub use app::exec::{ExecError, exec_once};

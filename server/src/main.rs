@@ -4,10 +4,8 @@
 //! to is one), 2 for a bad command line.
 
 use std::process::ExitCode;
-use std::time::Duration;
 
-use appserver::{Cli, CliError, Command, LogFormat};
-use tracing_subscriber::EnvFilter;
+use appserver::{Cli, CliError, Command, Front};
 
 fn main() -> ExitCode {
     // Before any other thread allocates.
@@ -47,23 +45,8 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    init_logging(config.log_format);
-
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(err) => {
-            report(format_args!("appserver: error: cannot start the async runtime: {err}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = match front {
-        Front::Mcp => runtime.block_on(appserver::mcp_stdio(config)).map_err(|e| e.to_string()),
-        Front::Acp => runtime.block_on(appserver::acp_stdio(config)).map_err(|e| e.to_string()),
-        Front::Server => runtime.block_on(appserver::run(config)).map_err(|e| e.to_string()),
-    };
-    // A blocking stdin read may still be parked; do not wait for it.
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    match result {
+    appserver::init_logging(config.log_format);
+    match appserver::run_front(front, config) {
         Ok(()) => ExitCode::SUCCESS,
         Err(err) => {
             report(format_args!("appserver: error: {err}"));
@@ -72,19 +55,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// `appserver exec`: one turn; its status says how it ended.
 fn exec(request: appserver::ExecRequest) -> ExitCode {
-    init_logging(request_log_format(&request));
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(err) => {
-            report(format_args!("appserver: error: cannot start the async runtime: {err}"));
-            return ExitCode::FAILURE;
-        }
-    };
-    let result = runtime.block_on(appserver::exec_once(request));
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    match result {
+    appserver::init_logging(request_log_format(&request));
+    match appserver::exec_blocking(request) {
         Ok(code) => ExitCode::from(code),
         Err(err) => {
             report(format_args!("appserver exec: error: {err}"));
@@ -93,18 +66,14 @@ fn exec(request: appserver::ExecRequest) -> ExitCode {
     }
 }
 
-/// `appserver doctor`: the checks; status 1 when one failed.
 fn doctor(config: appserver::ServerConfig) -> ExitCode {
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
+    match appserver::doctor_blocking(config) {
+        Ok(code) => ExitCode::from(code),
         Err(err) => {
-            report(format_args!("appserver: error: cannot start the async runtime: {err}"));
-            return ExitCode::FAILURE;
+            report(format_args!("appserver: error: {err}"));
+            ExitCode::FAILURE
         }
-    };
-    let code = runtime.block_on(appserver::doctor(config));
-    runtime.shutdown_timeout(Duration::from_millis(200));
-    ExitCode::from(code)
+    }
 }
 
 fn request_log_format(request: &appserver::ExecRequest) -> appserver::LogFormat {
@@ -112,11 +81,6 @@ fn request_log_format(request: &appserver::ExecRequest) -> appserver::LogFormat 
 }
 
 /// What stdio serves: the server's own protocol (or none), MCP, or ACP.
-enum Front {
-    Server,
-    Mcp,
-    Acp,
-}
 
 /// `appserver locate`: the lock file of the workspace's running server on stdout, as JSON.
 fn locate(workspace: &std::path::Path) -> ExitCode {
@@ -162,22 +126,4 @@ fn schema(dir: &std::path::Path) -> ExitCode {
 fn report(line: std::fmt::Arguments<'_>) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "{line}");
-}
-
-/// Logs go to stderr (stdout belongs to the protocol on stdio). Level from `APPSERVER_LOG`
-/// (an `EnvFilter` directive such as `debug` or `appserver=trace`), default `info` (the MCP SDK
-/// at `warn`).
-fn init_logging(format: LogFormat) {
-    let filter = EnvFilter::try_from_env("APPSERVER_LOG").unwrap_or_else(|_| EnvFilter::new("info,rmcp=warn"));
-    // A log line that cannot be written is lost; tracing's fallback would `eprintln!` the
-    // failure, and panic on the same stderr.
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(false)
-        .log_internal_errors(false);
-    match format {
-        LogFormat::Text => builder.init(),
-        LogFormat::Json => builder.json().init(),
-    }
 }

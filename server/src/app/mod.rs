@@ -3,6 +3,7 @@
 //! `appserver exec`, `appserver doctor`).
 
 pub(crate) mod acp;
+pub(crate) mod blocking;
 pub(crate) mod cli;
 pub(crate) mod doctor;
 pub(crate) mod exec;
