@@ -80,8 +80,6 @@ fn request_log_format(request: &appserver::ExecRequest) -> appserver::LogFormat 
     request.log_format()
 }
 
-/// What stdio serves: the server's own protocol (or none), MCP, or ACP.
-
 /// `appserver locate`: the lock file of the workspace's running server on stdout, as JSON.
 fn locate(workspace: &std::path::Path) -> ExitCode {
     match appserver::locate(workspace) {
