@@ -35,6 +35,7 @@ const LAYERS: &[&[&str]] = &[
     &["transport"],
     &["startup", "cli", "lib", "main", "edge", "domain", "infra", "app"],
     &["acp", "exec", "doctor"],
+    &["blocking"],
 ];
 
 /// The layers' folders under server/src, bottom first: a file reaches only modules of its own

@@ -339,7 +339,12 @@ async fn in_cluster_mode_runs_alternating_between_instances_continue_the_threads
     let read = on_a.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
     let statuses: Vec<&Value> = read["thread"]["turns"].as_array().unwrap().iter().map(|t| &t["status"]).collect();
     assert_eq!(statuses, vec![&json!("completed"); 4], "{read}");
-    let mut replay = b.ws_client_initialized().await.unwrap();
+    // A client that declared every capability that gates events, so none is held back from it
+    // (a server tool's `toolExecution` items go only to clients that declared them).
+    let mut replay = b.ws_client().await.unwrap();
+    let every_gate =
+        json!({ "commandExecutionStreaming": true, "backgroundTerminals": true, "toolExecutionLifecycle": true });
+    appserver_tests::initialize(&replay, "replay", every_gate).await.unwrap();
     replay.request("thread/subscribe", json!({ "threadId": thread_id, "afterSeq": 0 })).await.unwrap();
     // The log keeps the last turns: what it replays up to the last turn's end is numbered once
     // each, without a gap.
