@@ -3,11 +3,11 @@
 
 use std::sync::Arc;
 
-use appserver_protocol::{InputPart, ItemPayload, TurnStatus};
+use appserver_protocol::{ItemPayload, TurnStatus};
 
 use crate::domain::threads::ThreadManager;
 use crate::domain::turns::TurnService;
-use crate::domain::turns::input::{self, PreparedInput};
+use crate::domain::turns::input::PreparedInput;
 use crate::domain::turns::runner::Origin;
 use crate::domain::turns::service::{self, Kind, Submitted, TurnRequest};
 use crate::infra::store::{Store, parse_seq};
@@ -37,14 +37,7 @@ pub(crate) async fn run_turn(
     if let Err(err) = threads.get(thread_id).await {
         return RunOutcome::failed(err);
     }
-    let parts = vec![InputPart::Text { text: message.to_owned() }];
-    let prepared = PreparedInput {
-        materialized: input::materialize(&parts, &turns.config.workspace).await,
-        display_text: input::display_text(&parts),
-        native: parts,
-        sender: None,
-        delivery_mode: None,
-    };
+    let prepared = PreparedInput::server_text(message, &turns.config.workspace).await;
     let request = TurnRequest {
         thread_id: thread_id.to_owned(),
         input: prepared,

@@ -3,12 +3,12 @@
 
 use std::sync::Arc;
 
-use appserver_protocol::{InputPart, ItemPayload, TurnStatus};
+use appserver_protocol::{ItemPayload, TurnStatus};
 
 use crate::domain::threads::ThreadHandle;
 use crate::domain::turns::TurnService;
 use crate::domain::turns::agent::Agent;
-use crate::domain::turns::input::{self, PreparedInput};
+use crate::domain::turns::input::PreparedInput;
 use crate::domain::turns::runner::Origin;
 use crate::domain::turns::service::{self, Kind, Submitted, TurnRequest};
 use crate::infra::store::parse_seq;
@@ -41,14 +41,7 @@ pub(crate) async fn run_turn(
     prompt: &str,
     agent: Option<Arc<dyn Agent>>,
 ) -> Outcome {
-    let parts = vec![InputPart::Text { text: prompt.to_owned() }];
-    let prepared = PreparedInput {
-        materialized: input::materialize(&parts, &turns.config.workspace).await,
-        display_text: input::display_text(&parts),
-        native: parts,
-        sender: None,
-        delivery_mode: None,
-    };
+    let prepared = PreparedInput::server_text(prompt, &turns.config.workspace).await;
     let request = TurnRequest {
         thread_id: handle.id.clone(),
         input: prepared,

@@ -25,6 +25,19 @@ pub(crate) struct PreparedInput {
 }
 
 impl PreparedInput {
+    /// A text the server itself sends as a turn's input (a cron job's message, a sub-agent's
+    /// prompt): the workspace's slash commands materialized, no sender.
+    pub(crate) async fn server_text(text: &str, workspace: &std::path::Path) -> PreparedInput {
+        let parts = vec![InputPart::Text { text: text.to_owned() }];
+        PreparedInput {
+            materialized: materialize(&parts, workspace).await,
+            display_text: display_text(&parts),
+            native: parts,
+            sender: None,
+            delivery_mode: None,
+        }
+    }
+
     /// The `userMessage` payload recording this input.
     pub(crate) fn user_message(&self, channel_name: Option<String>) -> UserMessagePayload {
         let images = self
