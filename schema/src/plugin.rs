@@ -136,7 +136,8 @@ pub struct PluginIdParams {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PluginInstallParams {
-    /// The plugin's id: must be the id its manifest declares.
+    /// The plugin's id: without `path`, a plugin of the server's built-in catalog (listed with
+    /// `installable: true`); with it, the id its manifest declares.
     pub id: String,
     /// appserver extension: a plugin folder, or a `.zip` / `.tar.gz` / `.tgz` archive of one, on
     /// the server's machine (absolute, or relative to the workspace).

@@ -56,6 +56,7 @@ mod metrics;
 mod model;
 mod plan_mode;
 mod plugins;
+mod plugins_builtin;
 mod postgres;
 mod recovery;
 mod roles;

@@ -88,6 +88,13 @@ async fn plugin_server_ready(client: &Client, what: &str) {
     .await;
 }
 
+/// The ids of the installed plugins a `plugin/list` result holds (the built-in catalog's
+/// others follow them, `installed: false`).
+fn installed(list: &Value) -> Vec<&str> {
+    let plugins = list["plugins"].as_array().unwrap().iter();
+    plugins.filter(|p| p["installed"] == true).filter_map(|p| p["id"].as_str()).collect()
+}
+
 fn names<'a>(list: &'a Value, key: &str, field: &str) -> Vec<&'a str> {
     list[key].as_array().unwrap().iter().filter_map(|v| v[field].as_str()).collect()
 }
@@ -135,7 +142,8 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     let client = server.ws_client().await.unwrap();
     let init = appserver_tests::initialize(&client, "desktop", json!({})).await.unwrap();
     assert_eq!(init["capabilities"]["pluginManagement"], true);
-    assert_eq!(client.request("plugin/list", json!({})).await.unwrap(), json!({ "plugins": [], "diagnostics": [] }));
+    let listed = client.request("plugin/list", json!({})).await.unwrap();
+    assert_eq!((installed(&listed), &listed["diagnostics"]), (vec![], &json!([])));
 
     let path = source.path().display().to_string();
     let installed = client.request("plugin/install", json!({ "id": ID, "path": path })).await.unwrap();
@@ -214,7 +222,7 @@ async fn a_plugin_from_a_folder_brings_its_parts_which_follow_its_state_across_a
     let statuses = client.request("mcp/status/list", json!({})).await.unwrap();
     assert!(!names(&statuses, "servers", "name").contains(&"review-tools:tools"));
     let enabled_only = client.request("plugin/list", json!({ "includeDisabled": false })).await.unwrap();
-    assert_eq!(enabled_only["plugins"], json!([]));
+    assert_eq!(enabled_only["plugins"], json!([]), "not even the catalog's, which are not installed");
 
     // The state survives a restart; enabled again, the approved server runs without asking again.
     server.terminate().await.unwrap();
@@ -378,7 +386,7 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
     let path = at("good.zip").display().to_string();
     let refused = adapter.request("plugin/install", json!({ "id": "zipped", "path": path })).await;
     assert_eq!(error(refused).1, "ROLE_NOT_ALLOWED", "refused by the method table's roles");
-    assert_eq!(client.request("plugin/list", json!({})).await.unwrap()["plugins"], json!([]));
+    assert_eq!(installed(&client.request("plugin/list", json!({})).await.unwrap()), Vec::<&str>::new());
 
     let zipped = install("zipped", "good.zip").await.unwrap();
     assert_eq!(zipped["plugin"]["skills"][0]["name"], "zipped-skill");
@@ -418,11 +426,12 @@ async fn archives_install_and_hostile_ones_are_refused_whole() {
     assert!(!Path::new("/tmp/appserver-plugin-absolute.md").exists());
     assert_eq!(staging_left(workspace.path()), Vec::<String>::new(), "no staging folder is left");
     let listed = client.request("plugin/list", json!({})).await.unwrap();
-    assert_eq!(names(&listed, "plugins", "id"), ["tarred", "zipped"]);
+    assert_eq!(installed(&listed), ["tarred", "zipped"]);
     let read = client.request("skills/read", json!({ "name": "taken" })).await.unwrap();
     assert!(read["content"].as_str().unwrap().contains("MINE"), "the workspace's own skill is untouched");
-    let (code, data, _) = error(client.request("plugin/install", json!({ "id": "builtin-thing" })).await);
-    assert_eq!((code, data.as_str()), (-32602, "PluginInvalid"), "no built-in catalog: a path is needed");
+    let (code, data, text) = error(client.request("plugin/install", json!({ "id": "builtin-thing" })).await);
+    assert_eq!((code, data.as_str()), (-32602, "PluginInvalid"), "not in the built-in catalog: a path is needed");
+    assert!(text.contains("code-review, commit-message"), "the error names the catalog: {text}");
 }
 
 /// A plugin folder copied in by hand is found (not removable); a broken one is a diagnostic
@@ -446,7 +455,7 @@ async fn plugins_placed_by_hand_are_discovered_with_diagnostics() {
     let server = server(workspace.path()).await;
     let client = server.ws_client_initialized().await.unwrap();
     let listed = client.request("plugin/list", json!({})).await.unwrap();
-    assert_eq!(names(&listed, "plugins", "id"), ["handmade", "linked"]);
+    assert_eq!(installed(&listed), ["handmade", "linked"]);
     assert_eq!(listed["plugins"][0]["removable"], false);
     assert_eq!(listed["plugins"][1]["skills"], json!([]), "a linked-out folder holds nothing");
     let diagnostic = &listed["diagnostics"][0];

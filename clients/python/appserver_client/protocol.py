@@ -1399,7 +1399,7 @@ PluginInfo = TypedDict("PluginInfo", {
 
 # Params of `plugin/install`.
 PluginInstallParams = TypedDict("PluginInstallParams", {
-    "id": str,  # The plugin's id: must be the id its manifest declares.
+    "id": str,  # The plugin's id: without `path`, a plugin of the server's built-in catalog (listed with
     "path": NotRequired[Optional[str]],  # appserver extension: a plugin folder, or a `.zip` / `.tar.gz` / `.tgz` archive of one, on
 })
 

@@ -1685,7 +1685,10 @@ export interface PluginInfo {
 
 /** Params of `plugin/install`. */
 export interface PluginInstallParams {
-  /** The plugin's id: must be the id its manifest declares. */
+  /**
+   * The plugin's id: without `path`, a plugin of the server's built-in catalog (listed with
+   * `installable: true`); with it, the id its manifest declares.
+   */
   id: string;
   /**
    * appserver extension: a plugin folder, or a `.zip` / `.tar.gz` / `.tgz` archive of one, on

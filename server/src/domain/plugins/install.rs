@@ -1,12 +1,12 @@
 //! `plugin/install` from a folder or an archive, atomically: unpacked into a staging folder
 //! inside `.appserver/plugins` (`.staging-*`, never listed), checked there — the manifest, the id
 //! the client named, every part it declares, and that none of its parts would take the name of
-//! another plugin's or of the workspace's own — then marked [`INSTALLED_MARKER`] and renamed to
+//! another plugin's or of the workspace's own — then marked (`.installed`, or `.builtin` for the built-in catalog's) and renamed to
 //! `.appserver/plugins/<id>`. Anything wrong removes the staging folder and leaves nothing.
 
 use std::path::{Path, PathBuf};
 
-use super::{INSTALLED_MARKER, Plugin, PluginError, archive, manifest, plugins_dir};
+use super::{Plugin, PluginError, archive, manifest, plugins_dir};
 
 /// Skill folders (holding a `SKILL.md`) in `dir`.
 pub(crate) fn skill_names(dir: &Path) -> Vec<String> {
@@ -132,13 +132,31 @@ impl Drop for Staging {
     }
 }
 
+/// The marker file an install leaves in the plugin's folder, and what it says the plugin came
+/// from: [`super::INSTALLED_MARKER`] and the path for a folder or an archive, `.builtin` and `builtin`
+/// for the built-in catalog's.
+pub(crate) struct Marker {
+    pub(crate) file: &'static str,
+    pub(crate) from: String,
+}
+
+/// A fresh staging folder in the plugins folder (removed when dropped, or at the next start).
+pub(crate) fn staging_folder(workspace: &Path) -> Result<Staging, PluginError> {
+    let root = plugins_dir(workspace);
+    std::fs::create_dir_all(&root).map_err(|e| PluginError::Io(e.to_string()))?;
+    let staging = Staging(root.join(format!(".staging-{:016x}", fastrand::u64(..))));
+    std::fs::create_dir(&staging.0).map_err(|e| PluginError::Io(e.to_string()))?;
+    Ok(staging)
+}
+
 /// Unpacks and checks the plugin at `source` for `id`; returns it (loaded from its staging
-/// folder, marked installed) with that folder. Nothing is in place yet: see [`commit`].
+/// folder, marked with `marker`) with that folder. Nothing is in place yet: see [`commit`].
 pub(crate) fn stage(
     workspace: &Path,
     id: &str,
     source: &Path,
     installed: &[Plugin],
+    marker: &Marker,
 ) -> Result<(Plugin, Staging), PluginError> {
     let invalid = PluginError::Invalid;
     if !manifest::valid_id(id) {
@@ -148,10 +166,7 @@ pub(crate) fn stage(
         return Err(PluginError::Conflict(format!("id: a plugin `{id}` is already installed")));
     }
     let kind = archive::kind_of(source).map_err(invalid)?;
-    let root = plugins_dir(workspace);
-    std::fs::create_dir_all(&root).map_err(|e| PluginError::Io(e.to_string()))?;
-    let staging = Staging(root.join(format!(".staging-{:016x}", fastrand::u64(..))));
-    std::fs::create_dir(&staging.0).map_err(|e| PluginError::Io(e.to_string()))?;
+    let staging = staging_folder(workspace)?;
     archive::unpack(kind, source, &staging.0).map_err(invalid)?;
     let dir = plugin_root(&staging.0);
     let plugin = super::load(&dir).map_err(invalid)?;
@@ -159,12 +174,8 @@ pub(crate) fn stage(
         return Err(invalid(format!("id: the manifest declares `{}`, not `{id}`", plugin.manifest.id)));
     }
     check_conflicts(workspace, &plugin, installed)?;
-    let marker = format!(
-        "{{\"installedAt\":\"{}\",\"from\":{}}}\n",
-        crate::infra::clock::now_rfc3339(),
-        serde_json::json!(source.display().to_string())
-    );
-    std::fs::write(dir.join(INSTALLED_MARKER), marker).map_err(|e| PluginError::Io(e.to_string()))?;
+    let text = serde_json::json!({ "installedAt": crate::infra::clock::now_rfc3339(), "from": marker.from });
+    std::fs::write(dir.join(marker.file), format!("{text}\n")).map_err(|e| PluginError::Io(e.to_string()))?;
     Ok((Plugin { removable: true, ..plugin }, staging))
 }
 

@@ -4,10 +4,11 @@
 //! Discovered from that folder (`discover`), enabled unless named in `[plugins] disabled` of the
 //! config file; the enabled ones' parts are handed to their families through [`Contributions`]
 //! (skills, commands, the descriptor watcher) and the MCP host (`service.rs`). Installed from a
-//! folder or an archive (`install.rs`, `archive.rs`); a plugin's MCP servers run once approved
-//! (`mcp.rs`).
+//! folder or an archive (`install.rs`, `archive.rs`) or from the built-in catalog compiled into
+//! the binary (`builtin.rs`); a plugin's MCP servers run once approved (`mcp.rs`).
 
 pub(crate) mod archive;
+pub(crate) mod builtin;
 pub(crate) mod install;
 pub(crate) mod manifest;
 pub(crate) mod mcp;
@@ -38,7 +39,7 @@ pub(crate) enum PluginError {
     #[error("plugin conflict: {0}")]
     Conflict(String),
     #[error(
-        "the plugin `{0}` was not installed by plugin/install (no {INSTALLED_MARKER} marker): remove its folder by hand"
+        "the plugin `{0}` was not installed by plugin/install (no {INSTALLED_MARKER} or .builtin marker): remove its folder by hand"
     )]
     NotRemovable(String),
     #[error("only a client acting for the workspace's owner may install, remove, enable or approve plugins")]
@@ -174,7 +175,8 @@ pub(crate) fn load(dir: &Path) -> Result<Plugin, String> {
         Some(file) => mcp::read(file, dir, &manifest.id, &manifest.display_name)?,
         None => Vec::new(),
     };
-    let removable = std::fs::symlink_metadata(dir.join(INSTALLED_MARKER)).is_ok_and(|m| m.is_file());
+    let marked = |name: &str| std::fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_file());
+    let removable = marked(INSTALLED_MARKER) || marked(builtin::BUILTIN_MARKER);
     let file = manifest.mcp_servers.clone().unwrap_or_else(|| dir.join(".mcp.json"));
     let pins = mcp.iter().map(|server| mcp::pin_for(server, dir, &file)).collect();
     let parts = parts(dir, &manifest);

@@ -13,8 +13,8 @@ use appserver_protocol::{
 };
 use toml_edit::{DocumentMut, Item, Value};
 
-use super::install;
 use super::{Contribution, Contributions, Plugin, PluginError};
+use super::{builtin, install};
 use crate::domain::apps::service::AppService;
 use crate::domain::mcp_host::McpHost;
 use crate::domain::mcp_host::connection::StartCheck;
@@ -217,38 +217,97 @@ impl PluginService {
         now.plugins.iter().position(|p| p.manifest.id == id).ok_or_else(|| PluginError::NotFound(id.to_owned()))
     }
 
-    /// `plugin/list`.
+    /// `plugin/list`: the installed plugins in id order, then the built-in catalog's others.
     pub(crate) async fn list(&self, include_disabled: bool) -> Result<PluginListResult, PluginError> {
         let now = self.read().await?;
         self.apply(&now);
-        let plugins =
-            (0..now.plugins.len()).map(|i| self.info(&now, i)).filter(|p| include_disabled || p.enabled).collect();
+        let mut plugins: Vec<PluginInfo> = (0..now.plugins.len()).map(|i| self.info(&now, i)).collect();
+        for entry in builtin::CATALOG.iter().filter(|e| Self::find(&now, e.id).is_err()) {
+            plugins.push(entry.info(&self.workspace)?);
+        }
+        plugins.retain(|p| include_disabled || p.enabled);
         Ok(PluginListResult { plugins, diagnostics: now.diagnostics })
     }
 
-    /// `plugin/view`.
+    /// `plugin/view`: an installed plugin, else the built-in catalog's entry.
     pub(crate) async fn view(&self, id: &str) -> Result<PluginInfo, PluginError> {
         let now = self.read().await?;
-        Ok(self.info(&now, Self::find(&now, id)?))
+        match (Self::find(&now, id), builtin::find(id)) {
+            (Ok(index), _) => Ok(self.info(&now, index)),
+            (Err(_), Some(entry)) => entry.info(&self.workspace),
+            (Err(err), None) => Err(err),
+        }
     }
 
     /// `plugin/install` from `path` (absolute or relative to the workspace): staged and checked,
     /// enabled in the config, then renamed into place.
     pub(crate) async fn install(&self, id: &str, path: &str) -> Result<PluginInfo, PluginError> {
         let _write = self.writes.lock().await;
-        let source = self.workspace.join(path);
+        let marker = install::Marker { file: super::INSTALLED_MARKER, from: path.to_owned() };
+        self.install_from(id, self.workspace.join(path), marker).await
+    }
+
+    /// `plugin/install {id}` of the built-in catalog's plugin `id`: its files written to a
+    /// staging folder, then installed as a folder is, marked `.builtin`. Already installed from
+    /// the catalog: enabled, nothing rewritten. A folder of that id the user put there is theirs:
+    /// refused, never overwritten.
+    pub(crate) async fn install_builtin(&self, id: &str) -> Result<PluginInfo, PluginError> {
+        let Some(entry) = builtin::find(id) else {
+            let known: Vec<&str> = builtin::CATALOG.iter().map(|p| p.id).collect();
+            return Err(PluginError::Invalid(format!(
+                "id: `{id}` is not a built-in plugin (the catalog has {}); to install another, name its folder or \
+                 archive in `path`",
+                known.join(", ")
+            )));
+        };
+        let _write = self.writes.lock().await;
         let before = self.read().await?;
-        let (workspace, owned, installed) = (self.workspace.clone(), id.to_owned(), before.plugins);
-        let staged = tokio::task::spawn_blocking(move || install::stage(&workspace, &owned, &source, &installed))
-            .await
-            .map_err(|e| PluginError::Io(e.to_string()))??;
+        if let Ok(index) = Self::find(&before, id) {
+            let dir = &before.plugins[index].dir;
+            if !dir.join(builtin::BUILTIN_MARKER).is_file() {
+                return Err(PluginError::Conflict(format!(
+                    "id: the plugin folder `{}` is the user's (no .builtin marker): it is not overwritten",
+                    dir.display()
+                )));
+            }
+            let owned = id.to_owned();
+            self.config.edit(move |doc| set_disabled(doc, &owned, false)).await?;
+            let now = self.read().await?;
+            self.apply(&now);
+            return Ok(self.info(&now, Self::find(&now, id)?));
+        }
+        let workspace = self.workspace.clone();
+        let source = tokio::task::spawn_blocking(move || {
+            let scratch = install::staging_folder(&workspace)?;
+            entry.write_to(&scratch.0.join(entry.id))?;
+            Ok::<_, PluginError>(scratch)
+        })
+        .await
+        .map_err(|e| PluginError::Io(e.to_string()))??;
+        let marker = install::Marker { file: builtin::BUILTIN_MARKER, from: "builtin".into() };
+        self.install_from(id, source.0.join(id), marker).await
+    }
+
+    async fn install_from(
+        &self,
+        id: &str,
+        source: PathBuf,
+        marker: install::Marker,
+    ) -> Result<PluginInfo, PluginError> {
+        let before = self.read().await?;
+        let (workspace, owned, installed, from) =
+            (self.workspace.clone(), id.to_owned(), before.plugins, marker.from.clone());
+        let staged =
+            tokio::task::spawn_blocking(move || install::stage(&workspace, &owned, &source, &installed, &marker))
+                .await
+                .map_err(|e| PluginError::Io(e.to_string()))??;
         let owned = id.to_owned();
         self.config.edit(move |doc| set_disabled(doc, &owned, false)).await?;
         let workspace = self.workspace.clone();
         tokio::task::spawn_blocking(move || install::commit(&workspace, &staged.0, staged.1))
             .await
             .map_err(|e| PluginError::Io(e.to_string()))??;
-        tracing::info!(plugin = %id, from = %path, "plugin installed");
+        tracing::info!(plugin = %id, %from, "plugin installed");
         // What was approved of an earlier plugin of this id (removed by hand) is not this one's:
         // it is asked about afresh. Its parts are handed out only below.
         let now = self.read().await?;
@@ -283,6 +342,7 @@ impl PluginService {
         info.installed = false;
         info.enabled = false;
         info.removable = false;
+        info.installable = builtin::find(id).is_some();
         for server in &mut info.mcp_servers {
             server.active = false;
         }

@@ -36,13 +36,10 @@ pub(crate) async fn handle_view(ctx: &RequestCtx, p: PluginIdParams) -> Result<P
 
 pub(crate) async fn handle_install(ctx: &RequestCtx, p: PluginInstallParams) -> Result<PluginResult, PluginError> {
     owner_only(ctx)?;
-    let Some(path) = p.path.as_deref().filter(|p| !p.trim().is_empty()) else {
-        return Err(PluginError::Invalid(format!(
-            "path: `{}` is not a built-in plugin of this server (it has none); name a plugin folder or archive",
-            p.id
-        )));
+    let plugin = match p.path.as_deref().filter(|p| !p.trim().is_empty()) {
+        Some(path) => ctx.state.plugins.install(&p.id, path).await?,
+        None => ctx.state.plugins.install_builtin(&p.id).await?,
     };
-    let plugin = ctx.state.plugins.install(&p.id, path).await?;
     announce(ctx, "plugin/install");
     Ok(PluginResult { plugin })
 }
