@@ -62,7 +62,13 @@ async fn connect(addrs: &Addrs, n: usize, name: &str, approvals: bool) -> Option
     let url = format!("ws://{addr}/ws");
     let client = Client::connect_ws(&url, ANSWER).await.ok()?;
     // Approvers take the app form of a request (its command's params), to decide by the value.
-    let capabilities = json!({ "approvalSupport": approvals, "extensions": { "appProtocol": approvals } });
+    // Every capability that gates thread events is declared, so each follower is sent every
+    // number of a thread's log and a gap means an event was lost (a server tool's
+    // `toolExecution` items go only to clients that declared `toolExecutionLifecycle`).
+    let capabilities = json!({
+        "approvalSupport": approvals, "extensions": { "appProtocol": approvals },
+        "commandExecutionStreaming": true, "backgroundTerminals": true, "toolExecutionLifecycle": true,
+    });
     client.initialize(name, capabilities).await.ok()?;
     Some(client)
 }
@@ -88,9 +94,10 @@ fn turn_of(params: &Value) -> Option<String> {
         .map(str::to_owned)
 }
 
-/// Records what a worker's connection received inline (its turns' completed items).
+/// Records what a worker's connection received inline (its turns' completed items; not a
+/// `toolExecution` item, a view of a tool's run that is sent but never stored, by design).
 fn note_inline(record: &Record, event: &Event) {
-    if event.method() == Some("item/completed") {
+    if event.method() == Some("item/completed") && event.params()["item"]["type"] != "toolExecution" {
         let params = event.params();
         if let (Some(thread), Some(turn), Some(item)) =
             (thread_of(params), turn_of(params), params["item"]["id"].as_str())
