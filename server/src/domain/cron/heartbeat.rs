@@ -8,12 +8,13 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNotification, ThreadResult, ThreadStatus};
+use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNotification};
 
 use super::CronService;
 use super::run::{RunOutcome, run_turn};
-use crate::domain::threads::{broadcast, new_thread_id, wire};
-use crate::infra::store::{CronWrite, StoreError, ThreadQuery, ThreadRecord, ThreadWrite};
+use crate::domain::threads::broadcast;
+use crate::domain::threads::records::{self, NewThread};
+use crate::infra::store::{CronWrite, StoreError, ThreadQuery};
 
 /// The origin channel of the heartbeat thread.
 pub(crate) const CHANNEL: &str = "heartbeat";
@@ -72,33 +73,21 @@ impl CronService {
         if let Some(thread) = found.into_iter().next() {
             return Ok(thread.id);
         }
-        let now = crate::infra::clock::UtcTime::now();
-        let record = ThreadRecord {
-            id: new_thread_id(now),
+        let new = NewThread {
             workspace_path: workspace,
             user_id: None,
             origin_channel: CHANNEL.to_owned(),
             channel_context: None,
             display_name: Some("Heartbeat".to_owned()),
-            status: ThreadStatus::Active,
             history_mode: HistoryMode::Server,
-            created_at: now.rfc3339(),
-            last_active_at: now.rfc3339(),
-            metadata: Default::default(),
             configuration: None,
-            next_turn_seq: 1,
             context_usage: None,
         };
-        let id = record.id.clone();
-        self.store.write(ThreadWrite::CreateThread(Box::new(record))).await.map_err(|e| e.to_string())?;
+        let handle =
+            records::create(&self.store, &self.threads, new.record(), || None).await.map_err(|e| e.to_string())?;
         // Announced like any new thread, so clients' lists show it (section 4.2).
-        let handle = self.threads.get(&id).await.map_err(|e| e.to_string())?;
-        let started =
-            ServerNotification::ThreadStarted(ThreadResult { thread: wire::thread(&handle.state(), Vec::new()) });
-        match started.to_frame() {
-            Ok(text) => handle.hub.announce(self.clients.as_ref(), started.method(), text.into()),
-            Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
-        }
+        records::announce_started(&handle, self.clients.as_ref());
+        let id = handle.id.clone();
         Ok(id)
     }
 

@@ -16,7 +16,6 @@ use std::time::Duration;
 
 use appserver_protocol::{
     HistoryMode, ServerNotification, SubAgentGraphChangedParams, SubAgentProgressParams, ThreadConfiguration,
-    ThreadResult, ThreadStatus,
 };
 use serde_json::{Value, json};
 
@@ -27,14 +26,15 @@ use super::profiles::{self, NATIVE};
 use super::progress::Tracker;
 use crate::domain::policy::roles;
 use crate::domain::ports::BoxFuture;
+use crate::domain::threads::records::{self, NewThread};
 use crate::domain::threads::subagent::{Link, Progress};
-use crate::domain::threads::{ThreadHandle, new_thread_id, wire};
+use crate::domain::threads::{ThreadHandle, wire};
 use crate::domain::turns::TurnService;
 use crate::domain::turns::agent::Agent;
 use crate::domain::turns::context::{TurnContext, TurnError};
 use crate::domain::turns::tools::{Tool, ToolCall, ToolOutput, TurnTool};
 use crate::infra::clock::UtcTime;
-use crate::infra::store::{EdgeRecord, ThreadRecord, ThreadWrite, WriteOp};
+use crate::infra::store::EdgeRecord;
 
 pub(crate) use super::child_turn::CHANNEL;
 /// How often a changed progress snapshot is sent.
@@ -346,27 +346,20 @@ async fn create_child(
     prepared: &Prepared,
 ) -> Result<(Arc<ThreadHandle>, EdgeRecord), String> {
     let turns = ctx.turns();
-    let now = UtcTime::now();
     let parent = ctx.handle.state().record.clone();
-    let record = ThreadRecord {
-        id: new_thread_id(now),
+    let new = NewThread {
         workspace_path: parent.workspace_path,
         user_id: parent.user_id,
         origin_channel: CHANNEL.to_owned(),
         channel_context: None,
         display_name: request.nickname.clone(),
-        status: ThreadStatus::Active,
         history_mode: HistoryMode::Server,
-        created_at: now.rfc3339(),
-        last_active_at: now.rfc3339(),
-        metadata: Default::default(),
         configuration: Some(prepared.configuration.clone()),
-        next_turn_seq: 1,
         context_usage: None,
     };
-    let edge = EdgeRecord {
+    let mut edge = EdgeRecord {
         parent_thread_id: ctx.thread_id.clone(),
-        child_thread_id: record.id.clone(),
+        child_thread_id: String::new(),
         parent_turn_id: Some(ctx.turn_id.clone()),
         depth: prepared.depth,
         agent_nickname: request.nickname.clone(),
@@ -374,19 +367,15 @@ async fn create_child(
         profile_name: request.profile.clone(),
         runtime_type: prepared.runtime_type.clone(),
         status: "open".to_owned(),
-        created_at: now.rfc3339(),
+        created_at: UtcTime::now().rfc3339(),
     };
-    let handle = turns.threads.insert_new(record.clone()).ok_or("a thread with the child's id exists; try again")?;
+    let link = Some(edge.clone());
+    let handle = records::create_linked(&turns.store, &turns.threads, new.record(), link, || None)
+        .await
+        .map_err(|err| format!("cannot create the child thread: {err}"))?;
+    edge.child_thread_id = handle.id.clone();
     let root = ctx.handle.state().source.sub_agent.as_ref().map(|s| s.root_thread_id.clone());
     handle.state().source = wire::child_source(&edge, root.unwrap_or_else(|| ctx.thread_id.clone()));
-    let unit = WriteOp::All(vec![
-        ThreadWrite::CreateThread(Box::new(record)).into(),
-        ThreadWrite::LinkChild(Box::new(edge.clone())).into(),
-    ]);
-    if let Err(err) = turns.store.write(unit).await {
-        turns.threads.remove(&handle.id);
-        return Err(format!("cannot create the child thread: {err}"));
-    }
     // Cluster mode: the child's turn runs here, under its lease, like its parent's.
     if let Some(ownership) = &turns.ownership {
         match ownership.claim(&handle.id).await {
@@ -397,12 +386,7 @@ async fn create_child(
             Err(err) => return Err(format!("cannot claim the child thread: {err}")),
         }
     }
-    let thread = wire::thread(&handle.state(), Vec::new());
-    let started = ServerNotification::ThreadStarted(ThreadResult { thread });
-    match started.to_frame() {
-        Ok(text) => handle.hub.announce(turns.clients.as_ref(), started.method(), text.into()),
-        Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
-    }
+    records::announce_started(&handle, turns.clients.as_ref());
     Ok((handle, edge))
 }
 

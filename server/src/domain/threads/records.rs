@@ -4,25 +4,98 @@
 
 use std::sync::Arc;
 
-use appserver_protocol::{ThreadSource, ThreadStatus, ThreadSummary};
+use appserver_protocol::{
+    ContextUsageSnapshot, HistoryMode, ServerNotification, ThreadConfiguration, ThreadResult, ThreadSource,
+    ThreadStatus, ThreadSummary,
+};
 
 use super::{SessionError, ThreadHandle, ThreadManager, new_thread_id, wire};
+use crate::domain::ports::Broadcast;
 use crate::infra::clock::UtcTime;
-use crate::infra::store::{Store, StoreError, ThreadWrite, WriteTicket, parse_seq};
+use crate::infra::store::{EdgeRecord, Store, StoreError, ThreadWrite, WriteOp, WriteTicket, parse_seq};
 pub(crate) use crate::infra::store::{ThreadQuery, ThreadRecord};
 
 /// New ids tried for one thread before giving up: six random characters collide within a day
 /// very rarely, so several collisions in a row mean something else is wrong.
 const THREAD_ID_ATTEMPTS: u32 = 8;
 
+/// What a new thread is made of, whoever makes it (`thread/start`, `/new`, the heartbeat, a
+/// sub-agent's child); [`NewThread::record`] gives it everything else a fresh thread has.
+#[derive(Debug, Clone)]
+pub(crate) struct NewThread {
+    pub(crate) workspace_path: String,
+    pub(crate) user_id: Option<String>,
+    pub(crate) origin_channel: String,
+    pub(crate) channel_context: Option<String>,
+    pub(crate) display_name: Option<String>,
+    pub(crate) history_mode: HistoryMode,
+    pub(crate) configuration: Option<ThreadConfiguration>,
+    pub(crate) context_usage: Option<ContextUsageSnapshot>,
+}
+
+impl NewThread {
+    /// A thread with the identity and settings of `like`, unnamed and empty (for `/new`).
+    pub(crate) fn like(like: &ThreadRecord) -> NewThread {
+        NewThread {
+            workspace_path: like.workspace_path.clone(),
+            user_id: like.user_id.clone(),
+            origin_channel: like.origin_channel.clone(),
+            channel_context: like.channel_context.clone(),
+            display_name: None,
+            history_mode: like.history_mode,
+            configuration: like.configuration.clone(),
+            context_usage: like.context_usage,
+        }
+    }
+
+    /// Its record: a fresh id, active, created now, no turns; a context usage starts at 0
+    /// (Section 4.4).
+    pub(crate) fn record(self) -> ThreadRecord {
+        let now = UtcTime::now();
+        ThreadRecord {
+            id: new_thread_id(now),
+            workspace_path: self.workspace_path,
+            user_id: self.user_id,
+            origin_channel: self.origin_channel,
+            channel_context: self.channel_context,
+            display_name: self.display_name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
+            status: ThreadStatus::Active,
+            history_mode: self.history_mode,
+            created_at: now.rfc3339(),
+            last_active_at: now.rfc3339(),
+            metadata: Default::default(),
+            configuration: self.configuration,
+            next_turn_seq: 1,
+            context_usage: self.context_usage.map(|usage| ContextUsageSnapshot {
+                tokens: 0,
+                percent_left: 1.0,
+                ..usage
+            }),
+        }
+    }
+}
+
 /// Loads a new thread and inserts its row; when its id is taken (loaded or stored) the thread
 /// gets a new id and the existing thread is left as it was. `forced`: an id to use instead
 /// (debug hooks). The handle is loaded (unannounced) before the row commits, so a client that
-/// finds the row with `thread/list` finds it, its notifications waiting for `thread/started`.
+/// finds the row with `thread/list` finds it, its notifications waiting for `thread/started`
+/// ([`announce_started`]).
 pub(crate) async fn create(
     store: &Store,
     threads: &ThreadManager,
+    record: ThreadRecord,
+    forced: impl FnMut() -> Option<String>,
+) -> Result<Arc<ThreadHandle>, SessionError> {
+    create_linked(store, threads, record, None, forced).await
+}
+
+/// [`create`], with a sub-agent child's edge to its parent (its `child_thread_id` set to the
+/// id the thread gets) written in the same unit: the child never exists without its link.
+pub(crate) async fn create_linked(
+    store: &Store,
+    threads: &ThreadManager,
     mut record: ThreadRecord,
+    mut link: Option<EdgeRecord>,
     mut forced: impl FnMut() -> Option<String>,
 ) -> Result<Arc<ThreadHandle>, SessionError> {
     let mut attempt = 1;
@@ -31,7 +104,15 @@ pub(crate) async fn create(
             record.id = forced;
         }
         if let Some(handle) = threads.insert_new(record.clone()) {
-            match store.write(ThreadWrite::CreateThread(Box::new(record.clone()))).await {
+            let create: WriteOp = ThreadWrite::CreateThread(Box::new(record.clone())).into();
+            let unit = match &mut link {
+                Some(edge) => {
+                    edge.child_thread_id = record.id.clone();
+                    WriteOp::All(vec![create, ThreadWrite::LinkChild(Box::new(edge.clone())).into()])
+                }
+                None => create,
+            };
+            match store.write(unit).await {
                 Ok(()) => return Ok(handle),
                 Err(err) => {
                     threads.remove(&record.id);
@@ -48,6 +129,17 @@ pub(crate) async fn create(
         tracing::warn!(id = %record.id, attempt, "thread id already taken; trying another");
         record.id = new_thread_id(UtcTime::now());
         attempt += 1;
+    }
+}
+
+/// Announces a new thread (`thread/started`) to every client; until then nothing about it
+/// reaches anyone (its notifications wait in its hub).
+pub(crate) fn announce_started(handle: &ThreadHandle, connections: &dyn Broadcast) {
+    let thread = wire::thread(&handle.state(), Vec::new());
+    let started = ServerNotification::ThreadStarted(ThreadResult { thread });
+    match started.to_frame() {
+        Ok(text) => handle.hub.announce(connections, started.method(), text.into()),
+        Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
     }
 }
 

@@ -7,7 +7,7 @@ use appserver_protocol::{
 
 use super::threads;
 use crate::domain::slash_commands::{APP_COMMANDS, CommandError, custom};
-use crate::domain::threads::records;
+use crate::domain::threads::records::{self, NewThread};
 use crate::edge::rpc::RequestCtx;
 
 pub(crate) async fn handle_command_list(
@@ -182,7 +182,7 @@ async fn new_conversation(ctx: &RequestCtx, thread_id: &str) -> Result<CommandRe
         let (server, old_handle) = (ctx.state.clone(), handle.clone());
         ctx.after_reply(move || old_handle.broadcast(server.connections.as_ref(), &notification));
     }
-    let thread = threads::create_thread(ctx, threads::fresh_record_like(&old), Vec::new()).await?;
+    let thread = threads::create_thread(ctx, NewThread::like(&old), Vec::new()).await?;
     Ok(CommandResult {
         handled: true,
         message: Some("Started a new conversation.".to_owned()),

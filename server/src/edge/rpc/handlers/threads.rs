@@ -1,6 +1,6 @@
 //! Handlers of the `thread/*` methods (protocol section 4).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::HashSet;
 
 use appserver_protocol::{
     EmptyResult, ServerNotification, ThreadConfigUpdateParams, ThreadIdParams, ThreadListParams, ThreadListResult,
@@ -13,12 +13,10 @@ use std::sync::Arc;
 use crate::infra::clock::UtcTime;
 use appserver_protocol::jsonrpc::RequestId;
 
-use crate::domain::threads::records::{self, Column, ThreadQuery, ThreadRecord};
-use crate::domain::threads::{
-    SessionError, Subscribed, ThreadHandle, ThreadState, event_log, new_thread_id, rollback, wire,
-};
+use crate::domain::threads::records::{self, Column, NewThread, ThreadQuery, ThreadRecord};
+use crate::domain::threads::{SessionError, Subscribed, ThreadHandle, ThreadState, event_log, rollback, wire};
+use crate::edge::rpc::RequestCtx;
 use crate::edge::rpc::dispatch::reply_text;
-use crate::edge::rpc::{OutFrame, RequestCtx};
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -78,7 +76,6 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
         validate_config(config)?;
     }
     validate_dynamic_tools(&p.dynamic_tools)?;
-    let now = UtcTime::now();
     // The thread's folder becomes its tools' sandbox root: only the owner's folders.
     let workspace = match p.identity.workspace_path.as_deref().filter(|w| !w.is_empty()) {
         None => ctx.state.config.workspace.display().to_string(),
@@ -93,27 +90,21 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
             }
         }
     };
-    let record = ThreadRecord {
-        id: new_thread_id(now),
+    let new = NewThread {
         workspace_path: workspace,
         user_id: p.identity.user_id.clone(),
         // A channel adapter's threads belong to its channel.
         origin_channel: ctx.channel().unwrap_or_else(|| p.identity.channel_name.clone()),
         channel_context: p.identity.channel_context.clone(),
-        display_name: p.display_name.map(|n| n.trim().to_owned()).filter(|n| !n.is_empty()),
-        status: ThreadStatus::Active,
+        display_name: p.display_name,
         history_mode: p.history_mode.unwrap_or_default(),
-        created_at: now.rfc3339(),
-        last_active_at: now.rfc3339(),
-        metadata: BTreeMap::new(),
         context_usage: ctx.state.model.as_ref().map(|provider| {
             let model = p.config.as_ref().and_then(|c| c.model.as_deref()).unwrap_or(&provider.settings.model);
             crate::infra::model_client::window::ContextWindow::of(model, &provider.settings.context).snapshot(0)
         }),
         configuration: p.config,
-        next_turn_seq: 1,
     };
-    let thread = create_thread(ctx, record, p.dynamic_tools).await?;
+    let thread = create_thread(ctx, new, p.dynamic_tools).await?;
     Ok(ThreadResult { thread })
 }
 
@@ -121,12 +112,12 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
 /// (`records::create`: inserted under a free id, never upserted).
 pub(crate) async fn create_thread(
     ctx: &RequestCtx,
-    record: ThreadRecord,
+    new: NewThread,
     dynamic_tools: Vec<appserver_protocol::DynamicToolSpec>,
 ) -> Result<appserver_protocol::Thread, SessionError> {
     let debug = ctx.state.debug.clone();
-    let handle =
-        records::create(&ctx.state.store, &ctx.state.threads, record, || debug.take_forced_thread_id()).await?;
+    let (store, threads) = (&ctx.state.store, &ctx.state.threads);
+    let handle = records::create(store, threads, new.record(), || debug.take_forced_thread_id()).await?;
     let record_id = handle.id.clone();
     if let (Some(ownership), false) = (&ctx.state.turns.ownership, dynamic_tools.is_empty()) {
         // Its tools are served by this connection: its turns run here (ownership.rs).
@@ -149,34 +140,9 @@ pub(crate) async fn create_thread(
     };
     // Everything about the thread waits for this (hub.rs), so no client hears of the thread
     // before `thread/started`, and its creator hears of it after the response.
-    let notification = ServerNotification::ThreadStarted(ThreadResult { thread: thread.clone() });
     let server = ctx.state.clone();
-    ctx.after_reply(move || match notification.to_frame() {
-        Ok(text) => handle.hub.announce(server.connections.as_ref(), notification.method(), OutFrame::from(text)),
-        Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),
-    });
+    ctx.after_reply(move || records::announce_started(&handle, server.connections.as_ref()));
     Ok(thread)
-}
-
-/// A fresh active thread record with the identity and settings of `like` (for `/new`).
-pub(crate) fn fresh_record_like(like: &ThreadRecord) -> ThreadRecord {
-    let now = UtcTime::now();
-    ThreadRecord {
-        id: new_thread_id(now),
-        display_name: None,
-        status: ThreadStatus::Active,
-        created_at: now.rfc3339(),
-        last_active_at: now.rfc3339(),
-        metadata: BTreeMap::new(),
-        next_turn_seq: 1,
-        context_usage: like.context_usage.map(|usage| empty_context(&usage)),
-        ..like.clone()
-    }
-}
-
-/// A new thread's context usage: nothing in it yet (Section 4.4: a fresh thread starts at 0).
-fn empty_context(like: &appserver_protocol::ContextUsageSnapshot) -> appserver_protocol::ContextUsageSnapshot {
-    appserver_protocol::ContextUsageSnapshot { tokens: 0, percent_left: 1.0, ..*like }
 }
 
 /// Whether the calling connection fronts an editor (it declared `acpExtensions` the server
