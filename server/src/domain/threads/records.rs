@@ -153,33 +153,53 @@ pub(crate) fn submit_status(
     store.submit(ThreadWrite::SetStatus { thread_id: thread_id.to_owned(), status, last_active_at })
 }
 
-/// How a record's change is written.
+/// A change of an existing thread's record that its owner's clients ask for.
 #[derive(Debug)]
-pub(crate) enum Column {
-    DisplayName,
-    Configuration,
+pub(crate) enum RecordChange {
+    /// `thread/rename`.
+    Rename(String),
+    /// `thread/mode/set`.
+    SetMode(String),
+    /// `thread/config/update`: the whole configuration replaced (DotCraft's semantics: a field
+    /// left out is cleared), except that a caller other than the owner keeps the safety settings
+    /// it leaves out, so it can loosen none by omission.
+    ReplaceConfiguration { configuration: ThreadConfiguration, by_owner: bool },
 }
 
 /// Applies `change` to an existing thread's record and writes the column it changed.
-pub(crate) async fn update(
+pub(crate) async fn change(
     threads: &ThreadManager,
     store: &Store,
     thread_id: &str,
-    change: impl FnOnce(&mut ThreadRecord) -> Column,
+    change: RecordChange,
 ) -> Result<Arc<ThreadHandle>, SessionError> {
     let handle = threads.get(thread_id).await?;
     let ticket = {
         let mut state = handle.state();
         state.require_exists()?;
-        let write = match change(&mut state.record) {
-            Column::DisplayName => ThreadWrite::SetDisplayName {
-                thread_id: state.record.id.clone(),
-                display_name: state.record.display_name.clone().unwrap_or_default(),
-            },
-            Column::Configuration => ThreadWrite::SetConfiguration {
-                thread_id: state.record.id.clone(),
-                configuration: state.record.configuration.clone().map(Box::new),
-            },
+        let record = &mut state.record;
+        let write = match change {
+            RecordChange::Rename(name) => {
+                record.display_name = Some(name.clone());
+                ThreadWrite::SetDisplayName { thread_id: record.id.clone(), display_name: name }
+            }
+            RecordChange::SetMode(mode) => {
+                record.configuration.get_or_insert_with(Default::default).mode = Some(mode);
+                ThreadWrite::SetConfiguration {
+                    thread_id: record.id.clone(),
+                    configuration: record.configuration.clone().map(Box::new),
+                }
+            }
+            RecordChange::ReplaceConfiguration { mut configuration, by_owner } => {
+                if let (false, Some(current)) = (by_owner, &record.configuration) {
+                    configuration.keep_guarded(current);
+                }
+                record.configuration = Some(configuration);
+                ThreadWrite::SetConfiguration {
+                    thread_id: record.id.clone(),
+                    configuration: record.configuration.clone().map(Box::new),
+                }
+            }
         };
         store.submit(write)
     };

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use crate::infra::clock::UtcTime;
 use appserver_protocol::jsonrpc::RequestId;
 
-use crate::domain::threads::records::{self, Column, NewThread, ThreadQuery, ThreadRecord};
+use crate::domain::threads::records::{self, NewThread, RecordChange, ThreadQuery};
 use crate::domain::threads::{SessionError, Subscribed, ThreadHandle, ThreadState, event_log, rollback, wire};
 use crate::edge::rpc::RequestCtx;
 use crate::edge::rpc::dispatch::reply_text;
@@ -393,13 +393,12 @@ pub(crate) async fn handle_thread_pause(ctx: &RequestCtx, p: ThreadIdParams) -> 
     .await
 }
 
-/// Applies `change` to an existing thread's record and writes the column it changed.
-async fn update_record(
+async fn change_record(
     ctx: &RequestCtx,
     thread_id: &str,
-    change: impl FnOnce(&mut ThreadRecord) -> Column,
+    change: RecordChange,
 ) -> Result<Arc<ThreadHandle>, SessionError> {
-    records::update(&ctx.state.threads, &ctx.state.store, thread_id, change).await
+    records::change(&ctx.state.threads, &ctx.state.store, thread_id, change).await
 }
 
 pub(crate) async fn handle_thread_mode_set(
@@ -410,11 +409,7 @@ pub(crate) async fn handle_thread_mode_set(
     if mode.is_empty() {
         return Err(SessionError::InvalidParams("mode: must not be empty".into()));
     }
-    update_record(ctx, &p.thread_id, |record| {
-        record.configuration.get_or_insert_with(Default::default).mode = Some(mode);
-        Column::Configuration
-    })
-    .await?;
+    change_record(ctx, &p.thread_id, RecordChange::SetMode(mode)).await?;
     Ok(EmptyResult {})
 }
 
@@ -442,12 +437,7 @@ pub(crate) async fn handle_thread_rename(ctx: &RequestCtx, p: ThreadRenameParams
     if name.is_empty() {
         return Err(SessionError::InvalidParams("displayName: must not be empty".into()));
     }
-    let stored = name.clone();
-    let handle = update_record(ctx, &p.thread_id, |record| {
-        record.display_name = Some(stored);
-        Column::DisplayName
-    })
-    .await?;
+    let handle = change_record(ctx, &p.thread_id, RecordChange::Rename(name.clone())).await?;
     let notification =
         ServerNotification::ThreadRenamed(ThreadRenamedParams { thread_id: p.thread_id, display_name: name });
     let server = ctx.state.clone();
@@ -460,18 +450,8 @@ pub(crate) async fn handle_thread_config_update(
     p: ThreadConfigUpdateParams,
 ) -> Result<EmptyResult, SessionError> {
     validate_config(&p.config)?;
-    // The whole configuration is replaced (DotCraft's semantics): a field left out is cleared.
-    // Only the owner's clients may loosen safety (scope.rs), so anyone else's replacement keeps
-    // the safety settings it leaves out.
-    let owner = ctx.peer.session.role() == Some(appserver_protocol::Role::Owner);
-    update_record(ctx, &p.thread_id, |record| {
-        let mut config = p.config;
-        if let (false, Some(current)) = (owner, &record.configuration) {
-            config.keep_guarded(current);
-        }
-        record.configuration = Some(config);
-        Column::Configuration
-    })
-    .await?;
+    // Only the owner's clients may loosen safety (scope.rs).
+    let by_owner = ctx.peer.session.role() == Some(appserver_protocol::Role::Owner);
+    change_record(ctx, &p.thread_id, RecordChange::ReplaceConfiguration { configuration: p.config, by_owner }).await?;
     Ok(EmptyResult {})
 }
