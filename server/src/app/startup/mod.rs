@@ -436,7 +436,7 @@ fn start_cluster_tasks(state: &Arc<ServerState>) {
             state.shutdown.clone(),
         );
         state.tasks.spawn(approvals);
-        state.tasks.spawn(crate::edge::rpc::forward::serve(state.clone(), cluster, state.shutdown.clone()));
+        state.tasks.spawn(crate::edge::rpc::forwarded::serve(state.clone(), cluster, state.shutdown.clone()));
     }
 }
 

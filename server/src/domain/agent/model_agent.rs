@@ -455,7 +455,7 @@ fn tool_specs(ctx: &TurnContext, dynamic_tools: &[DynamicToolSpec]) -> (Vec<Valu
         (configuration.and_then(|c| c.mode.clone()), configuration.and_then(|c| c.tool_profile.clone()))
     };
     let allowed = |name: &str| crate::domain::policy::roles::allows_in(mode.as_deref(), profile.as_deref(), name);
-    for tool in ctx.tools().all().filter(|t| allowed(t.name()) && t.name() != mcp_offer::SEARCH_TOOL) {
+    for tool in ctx.turns().tools.all().filter(|t| allowed(t.name()) && t.name() != mcp_offer::SEARCH_TOOL) {
         specs.push(json!({ "type": "function", "function": {
             "name": tool.name(), "description": tool.description(), "parameters": tool.input_schema() } }));
         targets.insert(tool.name().to_owned(), Target::Registry);

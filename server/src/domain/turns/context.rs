@@ -16,7 +16,6 @@ use tokio_util::sync::CancellationToken;
 use super::TurnService;
 use crate::domain::shell::diff::TurnDiff;
 use crate::domain::threads::{Publication, ThreadHandle};
-use crate::domain::turns::tools::ToolRegistry;
 use crate::infra::clock;
 use crate::infra::store::{StoreError, ThreadWrite, item_id};
 
@@ -98,10 +97,6 @@ impl TurnContext {
             usage: TokenUsage::default(),
             diff: TurnDiff::default(),
         }
-    }
-
-    pub(crate) fn tools(&self) -> &ToolRegistry {
-        &self.turns.tools
     }
 
     pub(crate) fn turns(&self) -> &Arc<TurnService> {
@@ -381,7 +376,7 @@ impl TurnContext {
             if taken.is_empty() {
                 return Ok(Vec::new());
             }
-            (taken, before, crate::domain::turns::runner::save_queue(&self.turns, &state))
+            (taken, before, crate::domain::turns::queue::save_queue(&self.turns, &state))
         };
         if let Err(err) = write.announce(&self.turns).await {
             self.handle.state().queue_mut(&order).inputs = before;

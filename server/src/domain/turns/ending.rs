@@ -9,8 +9,8 @@ use appserver_protocol::{
 };
 
 use super::context::TurnContext;
-use super::runner::{dequeue, save_queue, start_reserved};
-use crate::domain::threads::{Publication, ThreadHandle, set_runtime, wire};
+use super::queue::save_queue;
+use crate::domain::threads::{Publication, QueueOrder, ThreadHandle, ThreadState, set_runtime, wire};
 use crate::domain::turns::TurnService;
 use crate::infra::clock;
 use crate::infra::store::{ThreadWrite, TurnRecord, WriteOp};
@@ -132,14 +132,18 @@ fn touch(handle: &ThreadHandle, turn: &TurnRecord) -> Option<ThreadWrite> {
 
 /// Saves how the turn ended and announces it: the turn's row and its end notification commit as
 /// one unit, and the notification is held until the thread is idle (so a client that starts the
-/// next turn on seeing it is not refused); then the next queued input starts.
-pub(super) async fn finalize(
+/// next turn on seeing it is not refused). After a completed turn, `next` reserves the next
+/// queued input in the critical section where the thread goes idle (under the queue order
+/// token); the reservation and the token are returned for the caller to start it, once this
+/// turn's last event is out.
+pub(super) async fn finalize<'h, R>(
     turns: &Arc<TurnService>,
-    handle: &Arc<ThreadHandle>,
+    handle: &'h Arc<ThreadHandle>,
     mut turn: TurnRecord,
     mut ctx: TurnContext,
     outcome: Outcome,
-) {
+    next: impl FnOnce(&mut ThreadState, &QueueOrder<'_>) -> Option<R>,
+) -> Option<(R, QueueOrder<'h>)> {
     let now = clock::now_rfc3339();
     record_end(&mut turn, &now, ctx.usage, &outcome);
     let mut outcome = outcome;
@@ -148,7 +152,8 @@ pub(super) async fn finalize(
         if let Some(publication) = announced.take() {
             publication.release(false);
         }
-        return stop_taken_over(turns, handle, &turn.id);
+        stop_taken_over(turns, handle, &turn.id);
+        return None;
     }
     let ctx_ended_with_plan = ctx.ended_with_plan();
     let wire_turn = wire::turn(&turn, ctx.items);
@@ -186,7 +191,7 @@ pub(super) async fn finalize(
         let restored = restored.then(|| save_queue(turns, &state));
         // Only a successful turn consumes the queue (Session Core 4.1.1).
         let next = if turn.status == TurnStatus::Completed && !state.deleted && !turns.shutdown.is_cancelled() {
-            dequeue(turns, &handle.hub, &mut state, &order)
+            next(&mut state, &order)
         } else {
             None
         };
@@ -204,9 +209,7 @@ pub(super) async fn finalize(
             tracing::warn!(thread = %handle.id, error = %err, "cannot save the restored queue");
         }
     }
-    if let Some(reservation) = next {
-        start_reserved(turns, handle.clone(), reservation, &order).await;
-    }
+    next.map(|reservation| (reservation, order))
 }
 
 /// Cluster mode: this instance's lease on the thread was taken over while the turn ran. The turn

@@ -1,13 +1,16 @@
-//! The queue's rules for `turn/queue/remove` and `turn/steer`: each edit is made under the
-//! thread's queue-order token, written as a whole queue, announced once committed, and undone in
-//! memory when the write fails.
+//! A thread's queue of inputs: how it is written (as a whole, under the thread's lock and
+//! queue-order token, announced with `thread/queue/updated` only once committed) and the rules
+//! for `turn/queue/remove` and `turn/steer` (each edit undone in memory when the write fails).
 
-use appserver_protocol::{QueuedInputStatus, QueuedTurnInput};
+use std::sync::Arc;
 
-use crate::domain::threads::{SessionError, ThreadHandle};
+use appserver_protocol::{QueuedInputStatus, QueuedTurnInput, ServerNotification, ThreadQueueUpdatedParams};
+
+use crate::domain::threads::fence::FencedTicket;
+use crate::domain::threads::{AnnounceGate, SessionError, ThreadHandle, ThreadState, broadcast_about};
+use crate::infra::store::{StoreError, ThreadWrite};
 
 use super::TurnService;
-use super::runner::save_queue;
 
 /// Removes the queued input `queued_input_id`; answers the queue as written.
 pub(crate) async fn remove(
@@ -77,4 +80,55 @@ pub(crate) async fn steer(
 
 fn no_such_input(queued_input_id: &str) -> SessionError {
     SessionError::InvalidParams(format!("queuedInputId: no queued input {queued_input_id}"))
+}
+
+/// A write of a thread's queue, submitted under its lock; announced only once it has committed.
+#[must_use = "a queue write is announced (or its failure handled) by awaiting it"]
+#[derive(Debug)]
+pub(crate) struct QueueWrite {
+    thread_id: String,
+    queue: Vec<QueuedTurnInput>,
+    ticket: FencedTicket,
+    /// The thread's gate: `thread/queue/updated` waits for `thread/started` too.
+    announce: Arc<AnnounceGate>,
+}
+
+impl QueueWrite {
+    /// Waits for the write to commit, then tells every connection (`thread/queue/updated`).
+    /// A failed write is returned and announced to nobody.
+    pub(crate) async fn announce(self, turns: &TurnService) -> Result<Vec<QueuedTurnInput>, StoreError> {
+        self.ticket.wait().await?;
+        broadcast_queue(turns, &self.announce, &self.thread_id, self.queue.clone());
+        Ok(self.queue)
+    }
+}
+
+/// Under the lock and the thread's queue order: submits the thread's queue as it now is.
+pub(crate) fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
+    let ticket = state.fence.submit(
+        &turns.store,
+        ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue().to_vec() },
+    );
+    QueueWrite {
+        thread_id: state.record.id.clone(),
+        queue: state.queue().to_vec(),
+        ticket,
+        announce: state.announce.clone(),
+    }
+}
+
+pub(crate) fn broadcast_queue(
+    turns: &TurnService,
+    announce: &AnnounceGate,
+    thread_id: &str,
+    queued_inputs: Vec<QueuedTurnInput>,
+) {
+    broadcast_about(
+        turns.clients.as_ref(),
+        announce,
+        &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
+            thread_id: thread_id.to_owned(),
+            queued_inputs,
+        }),
+    );
 }

@@ -13,18 +13,18 @@ use std::sync::Arc;
 
 use appserver_protocol::{
     ChatMessage, ErrorPayload, Item, ItemEventParams, ItemPayload, ItemStatus, QueuedInputStatus, QueuedTurnInput,
-    ServerNotification, ThreadQueueUpdatedParams, ThreadRenamedParams, Turn, TurnInitiator, TurnResult, TurnStatus,
+    ServerNotification, ThreadRenamedParams, Turn, TurnInitiator, TurnResult, TurnStatus,
 };
 use tokio_util::sync::CancellationToken;
 
 use super::context::{TurnContext, TurnError};
 use super::ending::{Outcome, finalize, stop_taken_over};
 use super::input::{PreparedInput, title_from};
+use super::queue::{QueueWrite, broadcast_queue, save_queue};
 use crate::domain::ports::{Client, ConnectionId};
-use crate::domain::threads::fence::FencedTicket;
 use crate::domain::threads::{
-    AnnounceGate, EventHub, Publication, Queue, QueueOrder, RunningTurn, SessionError, ThreadHandle, ThreadState,
-    TurnBegun, broadcast_about, frame, set_runtime, wire,
+    EventHub, Publication, Queue, QueueOrder, RunningTurn, SessionError, ThreadHandle, ThreadState, TurnBegun, frame,
+    set_runtime, wire,
 };
 use crate::domain::turns::TurnService;
 use crate::infra::clock::UtcTime;
@@ -326,7 +326,12 @@ async fn run(turns: Arc<TurnService>, handle: Arc<ThreadHandle>, reservation: Re
             tracing::error!(thread = %handle.id, turn = %turn.id, error = %err, "cannot record the error item");
         }
     }
-    finalize(&turns, &handle, turn, ctx, outcome).await;
+    // The next queued input is reserved in the same critical section as the thread goes idle,
+    // and started once the ended turn's last event is out.
+    let next = |state: &mut ThreadState, order: &QueueOrder<'_>| dequeue(&turns, &handle.hub, state, order);
+    if let Some((reservation, order)) = finalize(&turns, &handle, turn, ctx, outcome, next).await {
+        start_reserved(&turns, handle.clone(), reservation, &order).await;
+    }
 }
 
 /// Under the lock and the thread's queue order: if the thread is idle and has a queued input,
@@ -480,52 +485,6 @@ fn queued_input_id(now: UtcTime) -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
     let suffix: String = (0..6).map(|_| ALPHABET[fastrand::usize(..ALPHABET.len())] as char).collect();
     format!("queued_{stamp}_{suffix}")
-}
-
-/// A write of a thread's queue, submitted under its lock; announced only once it has committed.
-#[must_use = "a queue write is announced (or its failure handled) by awaiting it"]
-#[derive(Debug)]
-pub(crate) struct QueueWrite {
-    thread_id: String,
-    queue: Vec<QueuedTurnInput>,
-    ticket: FencedTicket,
-    /// The thread's gate: `thread/queue/updated` waits for `thread/started` too.
-    announce: Arc<AnnounceGate>,
-}
-
-impl QueueWrite {
-    /// Waits for the write to commit, then tells every connection (`thread/queue/updated`).
-    /// A failed write is returned and announced to nobody.
-    pub(crate) async fn announce(self, turns: &TurnService) -> Result<Vec<QueuedTurnInput>, StoreError> {
-        self.ticket.wait().await?;
-        broadcast_queue(turns, &self.announce, &self.thread_id, self.queue.clone());
-        Ok(self.queue)
-    }
-}
-
-/// Under the lock and the thread's queue order: submits the thread's queue as it now is.
-pub(crate) fn save_queue(turns: &TurnService, state: &ThreadState) -> QueueWrite {
-    let ticket = state.fence.submit(
-        &turns.store,
-        ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue().to_vec() },
-    );
-    QueueWrite {
-        thread_id: state.record.id.clone(),
-        queue: state.queue().to_vec(),
-        ticket,
-        announce: state.announce.clone(),
-    }
-}
-
-fn broadcast_queue(turns: &TurnService, announce: &AnnounceGate, thread_id: &str, queued_inputs: Vec<QueuedTurnInput>) {
-    broadcast_about(
-        turns.clients.as_ref(),
-        announce,
-        &ServerNotification::ThreadQueueUpdated(ThreadQueueUpdatedParams {
-            thread_id: thread_id.to_owned(),
-            queued_inputs,
-        }),
-    );
 }
 
 /// Persists a reservation made without a request (a dequeued input, `order` still held) and runs it.

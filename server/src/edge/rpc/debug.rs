@@ -11,7 +11,7 @@ use serde_json::json;
 
 use super::RpcError;
 use super::ServerState;
-use super::dispatch::reply_text;
+use super::error::reply_text;
 use super::peer::Peer;
 use crate::infra::store::FaultKind;
 

@@ -17,10 +17,10 @@ use std::task::Poll;
 use appserver_protocol::jsonrpc::{self, Frame, Message, Notification, Request, RequestId, error_codes};
 use appserver_protocol::{ClientNotification, ClientRequest, InitializeParams, Role};
 use futures_util::FutureExt;
-use serde::Serialize;
 
 use super::ServerState;
 use super::context::{AfterReply, RequestCtx};
+use super::error::{error_text, reply_text};
 use super::peer::{OutFrame, Peer};
 use super::session;
 use super::{RpcError, debug, roles, router, scope};
@@ -276,13 +276,4 @@ fn handle_notification(state: &Arc<ServerState>, peer: &Arc<Peer>, notification:
 
 fn notification_ctx(state: &Arc<ServerState>, peer: &Arc<Peer>) -> RequestCtx {
     RequestCtx { state: state.clone(), peer: peer.clone(), after: AfterReply::default() }
-}
-
-/// A success response frame. A result that cannot be serialized is a bug; it becomes -32603.
-pub(crate) fn reply_text<T: Serialize>(id: &RequestId, result: &T) -> String {
-    jsonrpc::write_response(id, result).unwrap_or_else(|err| error_text(id, &RpcError::internal(err)))
-}
-
-pub(crate) fn error_text(id: &RequestId, err: &RpcError) -> String {
-    jsonrpc::write_error(id, &err.to_object())
 }

@@ -1,6 +1,8 @@
-//! `RpcError`, and the one place where every library error becomes a JSON-RPC error object.
+//! `RpcError`, the one place where every library error becomes a JSON-RPC error object, and the
+//! response frames written from a result or an error.
 
-use appserver_protocol::jsonrpc::{ErrorObject, error_codes};
+use appserver_protocol::jsonrpc::{self, ErrorObject, RequestId, error_codes};
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::domain::apps::AppError;
@@ -298,6 +300,15 @@ impl From<AppError> for RpcError {
             other => RpcError::new(error_codes::APP_ERROR, other.to_string()).with_data(json!({ "code": code })),
         }
     }
+}
+
+/// A success response frame. A result that cannot be serialized is a bug; it becomes -32603.
+pub(crate) fn reply_text<T: Serialize>(id: &RequestId, result: &T) -> String {
+    jsonrpc::write_response(id, result).unwrap_or_else(|err| error_text(id, &RpcError::internal(err)))
+}
+
+pub(crate) fn error_text(id: &RequestId, err: &RpcError) -> String {
+    jsonrpc::write_error(id, &err.to_object())
 }
 
 #[cfg(test)]

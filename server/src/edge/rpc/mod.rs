@@ -6,8 +6,9 @@ pub(crate) mod connections;
 mod context;
 mod debug;
 pub(crate) mod dispatch;
-mod error;
+pub(crate) mod error;
 pub(crate) mod forward;
+pub(crate) mod forwarded;
 pub(crate) mod handlers;
 mod outbound;
 pub(crate) mod peer;
@@ -16,6 +17,7 @@ mod router;
 mod scope;
 pub(crate) mod session;
 mod state;
+pub(crate) mod subscribe;
 
 pub(crate) use connections::Connections;
 pub(crate) use context::RequestCtx;

@@ -10,7 +10,7 @@ use appserver_protocol::methods::{self as m, Method};
 
 use super::RpcError;
 use super::context::RequestCtx;
-use super::dispatch::reply_text;
+use super::error::reply_text;
 use super::handlers::{
     apps, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads, turns, views,
     workspace,

@@ -11,7 +11,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncWrite, AsyncWriteExt, BufRea
 use tokio::sync::mpsc;
 
 use crate::edge::rpc::ServerState;
-use crate::edge::rpc::dispatch::{self, error_text};
+use crate::edge::rpc::dispatch;
+use crate::edge::rpc::error::error_text;
 use crate::edge::rpc::{CloseReason, OutFrame, Peer, RpcError, TransportKind};
 use crate::infra::memory;
 use crate::infra::telemetry;

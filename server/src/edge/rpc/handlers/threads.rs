@@ -14,9 +14,10 @@ use crate::infra::clock::UtcTime;
 use appserver_protocol::jsonrpc::RequestId;
 
 use crate::domain::threads::records::{self, NewThread, RecordChange, ThreadQuery};
-use crate::domain::threads::{SessionError, Subscribed, ThreadHandle, ThreadState, event_log, rollback, wire};
+use crate::domain::threads::{SessionError, ThreadHandle, ThreadState, rollback, wire};
 use crate::edge::rpc::RequestCtx;
-use crate::edge::rpc::dispatch::reply_text;
+use crate::edge::rpc::error::reply_text;
+use crate::edge::rpc::subscribe::subscribe_connection;
 
 /// Default and largest `thread/list` page.
 const DEFAULT_PAGE: u32 = 100;
@@ -300,44 +301,6 @@ pub(crate) async fn handle_thread_subscribe(
     let handle = ctx.state.threads.get(&p.thread_id).await?;
     subscribe_connection(ctx, handle, p.replay_recent, p.after_seq).await?;
     Ok(EmptyResult {})
-}
-
-/// Subscribes the requesting connection to a thread, live once the response is out: with
-/// `after_seq`, the logged events after it come first (read now), else with `replay` the running
-/// turn's recent ones.
-pub(crate) async fn subscribe_connection(
-    ctx: &RequestCtx,
-    handle: Arc<ThreadHandle>,
-    replay: bool,
-    after_seq: Option<u64>,
-) -> Result<(), SessionError> {
-    ctx.state.threads.follow(&handle).await?;
-    let subscribed = handle
-        .hub
-        .subscribe(&ctx.client(), replay, after_seq)
-        .map_err(|ahead| SessionError::InvalidParams(ahead.to_string()))?;
-    let Subscribed::New { catch_up } = subscribed else { return Ok(()) };
-    let caught_up = match catch_up {
-        Some((after, through)) => match event_log::catch_up(&ctx.state.store, &handle.id, after, through).await {
-            Ok(events) => events,
-            Err(err) => {
-                handle.hub.unsubscribe(ctx.peer.id);
-                return Err(err);
-            }
-        },
-        None => Vec::new(),
-    };
-    let (server, peer) = (ctx.state.clone(), ctx.peer.clone());
-    ctx.after_reply(move || {
-        handle.hub.release(peer.id, caught_up);
-        // A decision still pending is asked of the new subscriber too.
-        crate::domain::turns::approvals::offer_pending(
-            &server.turns,
-            &handle,
-            &(peer.clone() as std::sync::Arc<dyn crate::domain::ports::Client>),
-        );
-    });
-    Ok(())
 }
 
 pub(crate) async fn handle_thread_unsubscribe(
