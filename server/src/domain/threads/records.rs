@@ -163,7 +163,7 @@ pub(crate) enum RecordChange {
     /// `thread/config/update`: the whole configuration replaced (DotCraft's semantics: a field
     /// left out is cleared), except that a caller other than the owner keeps the safety settings
     /// it leaves out, so it can loosen none by omission.
-    ReplaceConfiguration { configuration: ThreadConfiguration, by_owner: bool },
+    ReplaceConfiguration { configuration: Box<ThreadConfiguration>, by_owner: bool },
 }
 
 /// Applies `change` to an existing thread's record and writes the column it changed.
@@ -194,7 +194,7 @@ pub(crate) async fn change(
                 if let (false, Some(current)) = (by_owner, &record.configuration) {
                     configuration.keep_guarded(current);
                 }
-                record.configuration = Some(configuration);
+                record.configuration = Some(*configuration);
                 ThreadWrite::SetConfiguration {
                     thread_id: record.id.clone(),
                     configuration: record.configuration.clone().map(Box::new),

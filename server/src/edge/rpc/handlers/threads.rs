@@ -415,6 +415,11 @@ pub(crate) async fn handle_thread_config_update(
     validate_config(&p.config)?;
     // Only the owner's clients may loosen safety (scope.rs).
     let by_owner = ctx.peer.session.role() == Some(appserver_protocol::Role::Owner);
-    change_record(ctx, &p.thread_id, RecordChange::ReplaceConfiguration { configuration: p.config, by_owner }).await?;
+    change_record(
+        ctx,
+        &p.thread_id,
+        RecordChange::ReplaceConfiguration { configuration: Box::new(p.config), by_owner },
+    )
+    .await?;
     Ok(EmptyResult {})
 }
