@@ -13,6 +13,7 @@ use appserver_protocol::{HistoryMode, JobResultParams, JobTokenUsage, ServerNoti
 use super::CronService;
 use super::run::{RunOutcome, run_turn};
 use crate::domain::threads::{broadcast, new_thread_id, wire};
+use crate::domain::turns::input::Trigger;
 use crate::infra::store::{CronWrite, StoreError, ThreadQuery, ThreadRecord, ThreadWrite};
 
 /// The origin channel of the heartbeat thread.
@@ -107,7 +108,8 @@ impl CronService {
         let Some(text) = instructions(&self.turns.config.workspace).await else { return (None, None) };
         let (thread_id, outcome) = match self.heartbeat_thread().await {
             Ok(thread_id) => {
-                let outcome = run_turn(&self.turns, &self.threads, &self.store, &thread_id, &text).await;
+                let trigger = Trigger { kind: CHANNEL, label: Some("Heartbeat".to_owned()), ref_id: None };
+                let outcome = run_turn(&self.turns, &self.threads, &self.store, &thread_id, &text, trigger).await;
                 (Some(thread_id), outcome)
             }
             Err(error) => (None, RunOutcome { result: None, error: Some(error), usage: None }),
