@@ -14,6 +14,7 @@ mod app_reload;
 mod app_replay;
 mod approvals;
 mod apps;
+mod automations;
 mod architecture;
 mod batches;
 mod callers;
