@@ -58,7 +58,8 @@ async fn the_capability_and_a_task_made_listed_read_and_deleted() {
     let client = owner(&server).await;
     let init = client.request("automation/task/list", json!({})).await.unwrap();
     assert_eq!(init["tasks"], json!([]));
-    let raw = Client::connect_ws(&format!("{}?token={TOKEN}", server.ws_url()), appserver_tests::TIMEOUT).await.unwrap();
+    let raw =
+        Client::connect_ws(&format!("{}?token={TOKEN}", server.ws_url()), appserver_tests::TIMEOUT).await.unwrap();
     let caps = raw.initialize("desktop", json!({})).await.unwrap();
     assert_eq!(caps["capabilities"]["automations"], true, "{caps}");
 
@@ -113,7 +114,8 @@ async fn templates_built_in_and_the_users_with_their_validation() {
     assert_eq!(listed.last().unwrap()["defaultSchedule"]["dailyMinute"], 30);
 
     // A task from the template takes its workflow and schedule; an explicit field wins.
-    let params = json!({ "title": "From template", "templateId": id, "schedule": { "kind": "every", "everyMs": HOUR } });
+    let params =
+        json!({ "title": "From template", "templateId": id, "schedule": { "kind": "every", "everyMs": HOUR } });
     let task = client.request("automation/task/create", params).await.unwrap()["task"].clone();
     assert_eq!(task["schedule"]["kind"], "every", "the explicit schedule wins");
 
@@ -248,8 +250,15 @@ async fn another_owner_and_a_channel_adapter_are_refused() {
         assert_eq!(code(caller.request("automation/template/save", save).await), -32004, "templates are the owner's");
     }
     // An adapter's own task is its own: the owner and the other channel do not see it.
-    let mine = matrix.request("automation/task/create", json!({ "title": "Matrix's", "schedule": { "kind": "every",
-        "everyMs": HOUR } })).await.unwrap()["task"].clone();
+    let mine = matrix
+        .request(
+            "automation/task/create",
+            json!({ "title": "Matrix's", "schedule": { "kind": "every",
+        "everyMs": HOUR } }),
+        )
+        .await
+        .unwrap()["task"]
+        .clone();
     let mine_id = mine["id"].as_str().unwrap().to_owned();
     let listed = matrix.request("automation/task/list", json!({})).await.unwrap()["tasks"].clone();
     assert_eq!(listed.as_array().unwrap().len(), 1);

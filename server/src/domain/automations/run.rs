@@ -120,7 +120,13 @@ impl AutomationService {
         };
         let summary = outcome.error.or(outcome.result).map(|s| s.chars().take(SUMMARY_CHARS).collect());
         let next_run_at_ms = if scheduled { current.and_then(|c| c.next_run_at_ms) } else { None };
-        let write = TaskWrite::Finish { id: task.id.clone(), status: status.to_owned(), summary, next_run_at_ms, now: self.now() };
+        let write = TaskWrite::Finish {
+            id: task.id.clone(),
+            status: status.to_owned(),
+            summary,
+            next_run_at_ms,
+            now: self.now(),
+        };
         if let Err(err) = self.store.write(write).await {
             tracing::error!(task = %task.id, error = %err, "cannot record the automation run");
             return;
@@ -181,8 +187,9 @@ impl AutomationService {
         let id = record.id.clone();
         self.store.write(ThreadWrite::CreateThread(Box::new(record))).await.map_err(|e| e.to_string())?;
         let handle = self.threads.get(&id).await.map_err(|e| e.to_string())?;
-        let started =
-            ServerNotification::ThreadStarted(ThreadResult { thread: thread_wire::thread(&handle.state(), Vec::new()) });
+        let started = ServerNotification::ThreadStarted(ThreadResult {
+            thread: thread_wire::thread(&handle.state(), Vec::new()),
+        });
         match started.to_frame() {
             Ok(text) => handle.hub.announce(self.clients.as_ref(), started.method(), text.into()),
             Err(err) => tracing::error!(error = %err, "cannot serialize thread/started"),

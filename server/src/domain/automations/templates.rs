@@ -218,7 +218,10 @@ fn check(p: &AutomationTemplateSaveParams) -> Result<String, AutomationError> {
 }
 
 /// Creates or replaces a user template.
-pub(crate) async fn save(workspace: &Path, p: AutomationTemplateSaveParams) -> Result<AutomationTemplate, AutomationError> {
+pub(crate) async fn save(
+    workspace: &Path,
+    p: AutomationTemplateSaveParams,
+) -> Result<AutomationTemplate, AutomationError> {
     let id = check(&p)?;
     let dir = root(workspace).join(&id);
     let existing = match tokio::fs::symlink_metadata(&dir).await {
@@ -272,7 +275,9 @@ pub(crate) async fn delete(workspace: &Path, id: &str) -> Result<(), AutomationE
         return Err(AutomationError::Invalid("'id' is required.".into()));
     }
     if builtin::is_builtin(id) {
-        return Err(AutomationError::Invalid(format!("Template id '{id}' is a built-in template and cannot be deleted.")));
+        return Err(AutomationError::Invalid(format!(
+            "Template id '{id}' is a built-in template and cannot be deleted."
+        )));
     }
     if !valid_id(id) {
         return Err(AutomationError::Invalid("'id' has an invalid shape.".into()));
@@ -307,7 +312,12 @@ mod tests {
             id: Some("mine".into()),
             title: "Mine".into(),
             workflow_markdown: "---\nmax_turns: 3\n---\n\nDo it.\n".into(),
-            default_schedule: Some(AutomationSchedule { kind: "daily".into(), daily_hour: Some(9), daily_minute: Some(0), ..Default::default() }),
+            default_schedule: Some(AutomationSchedule {
+                kind: "daily".into(),
+                daily_hour: Some(9),
+                daily_minute: Some(0),
+                ..Default::default()
+            }),
             needs_thread_binding: true,
             ..Default::default()
         };

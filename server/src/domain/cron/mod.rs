@@ -297,7 +297,8 @@ impl CronService {
     async fn execute(&self, id: &str) {
         let Ok(Some(mut job)) = self.store.cron_job(id).await else { return };
         let trigger = Trigger { kind: "cron", label: Some(job.name.clone()), ref_id: Some(job.id.clone()) };
-        let outcome = run::run_turn(&self.turns, &self.threads, &self.store, &job.thread_id, &job.message, trigger).await;
+        let outcome =
+            run::run_turn(&self.turns, &self.threads, &self.store, &job.thread_id, &job.message, trigger).await;
         job.last_run_at_ms = Some(self.now());
         job.last_status = Some(if outcome.error.is_none() { "ok" } else { "error" }.to_owned());
         job.last_error = outcome.error.clone();

@@ -12,8 +12,8 @@ use super::RpcError;
 use super::context::RequestCtx;
 use super::dispatch::reply_text;
 use super::handlers::{
-    apps, automations, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads, turns, views,
-    workspace,
+    apps, automations, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads,
+    turns, views, workspace,
 };
 
 /// Runs the handler of an initialized connection's request; returns the response frame.

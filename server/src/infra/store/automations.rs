@@ -44,19 +44,41 @@ const DUE_BATCH: u32 = 64;
 pub(crate) enum TaskWrite {
     Insert(Box<TaskRecord>),
     /// Removes a task that is not running; [`StoreError::Stale`] when it runs (or is gone).
-    Delete { id: String },
+    Delete {
+        id: String,
+    },
     /// Sets the binding of a task that is not running; [`StoreError::Stale`] otherwise.
-    SetBinding { id: String, thread_id: Option<String>, now: i64 },
+    SetBinding {
+        id: String,
+        thread_id: Option<String>,
+        now: i64,
+    },
     /// Marks a task that is not running as running: at once (`due: None`), or the scheduled run
     /// due at `expected`, moving its next run to `next`. [`StoreError::Stale`] when it runs
     /// already or another instance claimed that run.
-    Claim { id: String, due: Option<(i64, Option<i64>)>, now: i64 },
+    Claim {
+        id: String,
+        due: Option<(i64, Option<i64>)>,
+        now: i64,
+    },
     /// The thread a running run happens on.
-    SetThread { id: String, thread_id: String, now: i64 },
+    SetThread {
+        id: String,
+        thread_id: String,
+        now: i64,
+    },
     /// How a run ended: its status, summary and (a scheduled task's) next run.
-    Finish { id: String, status: String, summary: Option<String>, next_run_at_ms: Option<i64>, now: i64 },
+    Finish {
+        id: String,
+        status: String,
+        summary: Option<String>,
+        next_run_at_ms: Option<i64>,
+        now: i64,
+    },
     /// A process starting alone: runs it left running (it stopped) failed.
-    FailInterrupted { now: i64 },
+    FailInterrupted {
+        now: i64,
+    },
 }
 
 impl From<TaskWrite> for WriteOp {

@@ -11,9 +11,9 @@
 //! read-only connections that never block the writer.
 
 mod apps;
+mod automations;
 #[cfg(test)]
 mod backend_tests;
-mod automations;
 mod cron;
 mod db;
 mod deliveries;
