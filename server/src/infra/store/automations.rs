@@ -245,10 +245,17 @@ mod tests {
         }
     }
 
+    /// On every backend (PostgreSQL when `APPSERVER_TEST_POSTGRES` names a server).
     #[tokio::test]
     async fn a_run_is_claimed_once_and_a_running_task_is_kept() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::open(&dir.path().join("state.db"), super::super::Durability::Normal).await.unwrap();
+        let databases = super::super::backend_tests::Databases::new("automation_claims").await;
+        for location in databases.locations() {
+            claims(super::super::backend_tests::open_at(&location).await).await;
+        }
+        databases.drop().await;
+    }
+
+    async fn claims(store: Store) {
         store.write(TaskWrite::Insert(Box::new(task("a", Some(100))))).await.unwrap();
         assert!(store.due_automation_tasks(99).await.unwrap().is_empty());
         assert_eq!(store.due_automation_tasks(100).await.unwrap().len(), 1);
