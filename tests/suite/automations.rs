@@ -290,3 +290,35 @@ async fn tasks_survive_a_restart() {
     assert_eq!(listed[0]["nextRunAt"], task["nextRunAt"]);
     assert_eq!(listed[0]["schedule"], task["schedule"]);
 }
+
+/// The next `automation/task/updated` on either client.
+async fn next_update_of_two(a: &mut Client, b: &mut Client) -> Value {
+    let event = tokio::select! {
+        event = a.wait_for("automation/task/updated") => event,
+        event = b.wait_for("automation/task/updated") => event,
+    };
+    event.unwrap().params()["task"].clone()
+}
+
+#[tokio::test]
+async fn in_cluster_mode_a_scheduled_run_happens_on_one_instance() {
+    let Some(mut cluster) = appserver_tests::cluster::Cluster::new("automation_cluster_run").await else { return };
+    let (first, second) = (cluster.instance().await, cluster.instance().await);
+    let mut a = first.ws_client_initialized().await.unwrap();
+    let mut b = second.ws_client_initialized().await.unwrap();
+    let task = hourly_task(&a, "Clustered").await;
+    let listed = b.request("automation/task/list", json!({})).await.unwrap()["tasks"].clone();
+    assert_eq!(listed[0]["id"], task["id"], "one database");
+    a.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    b.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    let done = loop {
+        let update = next_update_of_two(&mut a, &mut b).await;
+        if update["status"] == "pending" {
+            break update;
+        }
+        assert_eq!(update["status"], "running", "{update}");
+    };
+    let thread_id = done["threadId"].as_str().unwrap();
+    let read = a.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    assert_eq!(read["thread"]["turns"].as_array().unwrap().len(), 1, "the run happened once");
+}
