@@ -148,12 +148,11 @@ impl AutomationService {
             self.check_binding(bound).await.map_err(|e| e.to_string())?;
             return Ok(bound.clone());
         }
-        if let Some(own) = &task.thread_id {
-            if let Ok(handle) = self.threads.get(own).await {
-                if handle.state().record.status != ThreadStatus::Archived {
-                    return Ok(own.clone());
-                }
-            }
+        if let Some(own) = &task.thread_id
+            && let Ok(handle) = self.threads.get(own).await
+            && handle.state().record.status != ThreadStatus::Archived
+        {
+            return Ok(own.clone());
         }
         self.new_thread(task).await
     }
