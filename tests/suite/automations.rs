@@ -322,3 +322,18 @@ async fn in_cluster_mode_a_scheduled_run_happens_on_one_instance() {
     let read = a.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
     assert_eq!(read["thread"]["turns"].as_array().unwrap().len(), 1, "the run happened once");
 }
+
+#[tokio::test]
+async fn an_owner_keeps_at_most_a_hundred_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    for n in 0..100 {
+        hourly_task(&client, &format!("Task {n}")).await;
+    }
+    let params = json!({ "title": "One more", "schedule": { "kind": "every", "everyMs": HOUR } });
+    assert_eq!(code(client.request("automation/task/create", params.clone()).await), -32602);
+    let matrix = adapter(&server, "matrix").await;
+    let theirs = matrix.request("automation/task/create", params).await.unwrap();
+    assert!(theirs["task"]["id"].is_string(), "the bound is per owner");
+}
