@@ -136,6 +136,10 @@ pub struct ServerCapabilities {
     /// `heartbeat/trigger` (section 17).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub heartbeat_management: Option<bool>,
+    /// `automation/task/*`, `automation/template/*` and `automation/task/updated` (DotCraft's
+    /// automations-lifecycle §13).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub automations: Option<bool>,
     /// `skills/*` (section 18).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub skills_management: Option<bool>,

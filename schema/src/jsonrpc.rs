@@ -35,6 +35,14 @@ pub mod error_codes {
     pub const APPROVAL_TIMEOUT: i64 = -32020;
     pub const CRON_JOB_NOT_FOUND: i64 = -32031;
     pub const SKILL_NOT_FOUND: i64 = -32040;
+    /// `automation/*`: no such task (of the caller's).
+    pub const TASK_NOT_FOUND: i64 = -32051;
+    /// `automation/*`: not valid in the task's status (it is running).
+    pub const TASK_INVALID_STATUS: i64 = -32052;
+    /// `automation/task/create`: a task with that id exists.
+    pub const TASK_ALREADY_EXISTS: i64 = -32054;
+    /// `automation/task/create` / `updateBinding`: the thread is missing or archived.
+    pub const THREAD_BINDING_INVALID: i64 = -32055;
     pub const COMMAND_NOT_FOUND: i64 = -32060;
     pub const COMMAND_PERMISSION_DENIED: i64 = -32061;
     pub const COMMAND_SERVICE_UNAVAILABLE: i64 = -32062;

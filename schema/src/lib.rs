@@ -4,6 +4,7 @@
 pub mod acp;
 pub mod app;
 pub mod approval;
+pub mod automation;
 pub mod caller;
 pub mod channel;
 pub mod codegen;
@@ -31,6 +32,7 @@ pub mod workspace;
 pub use acp::*;
 pub use app::*;
 pub use approval::*;
+pub use automation::*;
 pub use caller::*;
 pub use channel::*;
 pub use command::*;

@@ -19,6 +19,12 @@ use crate::app::{
     AppUnregisteredParams, ExtAppCommandParams, ExtAppQueryParams,
 };
 use crate::approval::{ApprovalDecisionResult, ApprovalRequestParams};
+use crate::automation::{
+    AutomationOkResult, AutomationTask, AutomationTaskCreateParams, AutomationTaskCreateResult, AutomationTaskIdParams,
+    AutomationTaskListParams, AutomationTaskListResult, AutomationTaskResult, AutomationTaskUpdateBindingParams,
+    AutomationTaskUpdatedParams, AutomationTemplateIdParams, AutomationTemplateListParams,
+    AutomationTemplateListResult, AutomationTemplateResult, AutomationTemplateSaveParams,
+};
 use crate::channel::{
     ChannelListParams, ChannelListResult, ChannelStatusParams, ChannelStatusResult, ExternalChannelListParams,
     ExternalChannelListResult, ExternalChannelNameParams, ExternalChannelResult, ExternalChannelUpsertParams,
@@ -378,6 +384,20 @@ request_table! { roles ClientRequest, client_request_schemas;
     CronRun => "cron/run" [Owner] (CronJobIdParams) -> CronRunResult;
     /// Run `.appserver/HEARTBEAT.md` now, on the heartbeat thread (section 17); long-running.
     HeartbeatTrigger => "heartbeat/trigger" [Owner] (HeartbeatTriggerParams) -> HeartbeatTriggerResult;
+    /// Automation tasks (DotCraft's automations-lifecycle §13): the caller's own tasks only.
+    AutomationTaskList => "automation/task/list" [Owner, ChannelAdapter] (AutomationTaskListParams) -> AutomationTaskListResult;
+    /// One task, as the task itself (DotCraft's server answers it unwrapped).
+    AutomationTaskRead => "automation/task/read" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationTask;
+    AutomationTaskCreate => "automation/task/create" [Owner, ChannelAdapter] (AutomationTaskCreateParams) -> AutomationTaskCreateResult;
+    /// Run a task now (-32052 while it runs).
+    AutomationTaskRun => "automation/task/run" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationTaskResult;
+    AutomationTaskUpdateBinding => "automation/task/updateBinding" [Owner, ChannelAdapter] (AutomationTaskUpdateBindingParams) -> AutomationTaskResult;
+    AutomationTaskDelete => "automation/task/delete" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationOkResult;
+    /// Built-in templates, then the workspace's user templates.
+    AutomationTemplateList => "automation/template/list" [Owner] (AutomationTemplateListParams) -> AutomationTemplateListResult;
+    /// Create or replace a user template (`.appserver/automations/templates/<id>/template.md`).
+    AutomationTemplateSave => "automation/template/save" [Owner] (AutomationTemplateSaveParams) -> AutomationTemplateResult;
+    AutomationTemplateDelete => "automation/template/delete" [Owner] (AutomationTemplateIdParams) -> AutomationOkResult;
 }
 
 notification_table! { roles ClientNotification, client_notification_schemas;
@@ -444,6 +464,8 @@ notification_table! { ServerNotification, server_notification_schemas;
     CronStateChanged => "cron/stateChanged" (CronStateChangedParams);
     /// A cron run's result (section 6.9).
     JobResult => "system/jobResult" (JobResultParams);
+    /// An automation task's status, binding or next run changed (to its owner's clients).
+    AutomationTaskUpdated => "automation/task/updated" (AutomationTaskUpdatedParams);
     /// A system-level event (section 6.7): `channelRejected` before an adapter is closed,
     /// `deliveryFailed` when a message for a channel was given up.
     SystemEvent => "system/event" (SystemEventParams);

@@ -30,7 +30,7 @@ const LAYERS: &[&[&str]] = &[
     &["skills"],
     &["turns"],
     &["cron", "subagent"],
-    &["agent"],
+    &["agent", "automations"],
     &["rpc", "mcp_server"],
     &["transport"],
     &["startup", "cli", "lib", "main", "edge", "domain", "infra", "app"],

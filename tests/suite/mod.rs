@@ -15,6 +15,7 @@ mod app_replay;
 mod approvals;
 mod apps;
 mod architecture;
+mod automations;
 mod batches;
 mod callers;
 mod channel_delivery;

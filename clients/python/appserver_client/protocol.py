@@ -394,6 +394,152 @@ ApprovalResponsePayload = TypedDict("ApprovalResponsePayload", {
     "decision": NotRequired[Optional[str]],  # `accept`, `acceptForSession`, `acceptAlways`, `decline` or `cancel`.
 })
 
+# `{ ok: true }`.
+AutomationOkResult = TypedDict("AutomationOkResult", {
+    "ok": bool,
+})
+
+# When a task runs again: `CronSchedule`'s fields (`every`, `at`, `daily`, and appserver's
+# `cron` expressions); `once` (or no schedule) is a one-shot task.
+AutomationSchedule = TypedDict("AutomationSchedule", {
+    "kind": str,
+    "atMs": NotRequired[Optional[int]],
+    "dailyHour": NotRequired[Optional[int]],
+    "dailyMinute": NotRequired[Optional[int]],
+    "everyMs": NotRequired[Optional[int]],
+    "expr": NotRequired[Optional[str]],
+    "initialDelayMs": NotRequired[Optional[int]],
+    "tz": NotRequired[Optional[str]],
+})
+
+# One task (`AutomationTaskWire`).
+AutomationTask = TypedDict("AutomationTask", {
+    "id": str,
+    "title": str,
+    "status": str,  # `pending`, `running`, `completed` or `failed`.
+    "workspaceMode": str,  # `project` (appserver runs every task in the project workspace).
+    "agentSummary": NotRequired[Optional[str]],  # The agent's last answer, or why the last run failed.
+    "approvalPolicy": NotRequired[Optional[str]],  # `workspaceScope` (default) or `fullAuto`.
+    "createdAt": NotRequired[Optional[str]],  # ISO 8601 UTC.
+    "description": NotRequired[Optional[str]],
+    "nextRunAt": NotRequired[Optional[str]],  # The next scheduled run, ISO 8601 UTC (absent without a schedule).
+    "schedule": NotRequired[Optional["AutomationSchedule"]],
+    "threadBinding": NotRequired[Optional["AutomationThreadBinding"]],
+    "threadId": NotRequired[Optional[str]],  # The thread of the task's last run (absent before its first).
+    "updatedAt": NotRequired[Optional[str]],
+})
+
+# `automation/task/create`.
+AutomationTaskCreateParams = TypedDict("AutomationTaskCreateParams", {
+    "approvalPolicy": NotRequired[Optional[str]],
+    "description": NotRequired[Optional[str]],
+    "schedule": NotRequired[Optional["AutomationSchedule"]],
+    "templateId": NotRequired[Optional[str]],  # A template whose defaults fill the fields not given.
+    "threadBinding": NotRequired[Optional["AutomationThreadBinding"]],
+    "title": NotRequired[str],
+    "workflowTemplate": NotRequired[Optional[str]],  # The `workflow.md` the runs follow (default: the template's, or a generic one).
+    "workspaceMode": NotRequired[Optional[str]],
+    "workspacePath": NotRequired[Optional[str]],
+})
+
+# The new task, and its id as DotCraft's server answers it.
+AutomationTaskCreateResult = TypedDict("AutomationTaskCreateResult", {
+    "taskId": str,
+    "task": "AutomationTask",
+})
+
+# `automation/task/read`, `run` and `delete`.
+AutomationTaskIdParams = TypedDict("AutomationTaskIdParams", {
+    "taskId": str,
+    "workspacePath": NotRequired[Optional[str]],
+})
+
+# `automation/task/list`.
+AutomationTaskListParams = TypedDict("AutomationTaskListParams", {
+    "workspacePath": NotRequired[Optional[str]],  # Accepted and ignored: the server's workspace is the one listed.
+})
+
+AutomationTaskListResult = TypedDict("AutomationTaskListResult", {
+    "tasks": List["AutomationTask"],
+})
+
+# `automation/task/run` and `updateBinding`.
+AutomationTaskResult = TypedDict("AutomationTaskResult", {
+    "task": "AutomationTask",
+})
+
+# `automation/task/updateBinding`: `threadBinding` absent or null unbinds.
+AutomationTaskUpdateBindingParams = TypedDict("AutomationTaskUpdateBindingParams", {
+    "taskId": str,
+    "threadBinding": NotRequired[Optional["AutomationThreadBinding"]],
+    "workspacePath": NotRequired[Optional[str]],
+})
+
+# `automation/task/updated`: a task's status (or binding, or next run) changed.
+AutomationTaskUpdatedParams = TypedDict("AutomationTaskUpdatedParams", {
+    "workspacePath": str,
+    "task": "AutomationTask",
+})
+
+# One template of the New Task dialog (`AutomationTemplateWire`).
+AutomationTemplate = TypedDict("AutomationTemplate", {
+    "id": str,
+    "title": str,
+    "workflowMarkdown": str,  # The complete `workflow.md` a task made from it runs.
+    "category": NotRequired[Optional[str]],
+    "createdAt": NotRequired[Optional[str]],  # ISO 8601 UTC, user templates only.
+    "defaultApprovalPolicy": NotRequired[Optional[str]],
+    "defaultDescription": NotRequired[Optional[str]],
+    "defaultSchedule": NotRequired[Optional["AutomationSchedule"]],
+    "defaultTitle": NotRequired[Optional[str]],
+    "defaultWorkspaceMode": NotRequired[Optional[str]],
+    "description": NotRequired[Optional[str]],
+    "icon": NotRequired[Optional[str]],
+    "isUser": NotRequired[bool],  # A user template (editable, deletable); absent for built-ins.
+    "needsThreadBinding": NotRequired[Optional[bool]],
+    "updatedAt": NotRequired[Optional[str]],
+})
+
+# `automation/template/delete`.
+AutomationTemplateIdParams = TypedDict("AutomationTemplateIdParams", {
+    "id": NotRequired[str],
+})
+
+# `automation/template/list`.
+AutomationTemplateListParams = TypedDict("AutomationTemplateListParams", {
+    "locale": NotRequired[Optional[str]],  # Accepted; the built-in templates are English only.
+})
+
+AutomationTemplateListResult = TypedDict("AutomationTemplateListResult", {
+    "templates": List["AutomationTemplate"],
+})
+
+AutomationTemplateResult = TypedDict("AutomationTemplateResult", {
+    "template": "AutomationTemplate",
+})
+
+# `automation/template/save`: an upsert of a user template (no `id`: a new `user-…` one).
+AutomationTemplateSaveParams = TypedDict("AutomationTemplateSaveParams", {
+    "category": NotRequired[Optional[str]],
+    "defaultApprovalPolicy": NotRequired[Optional[str]],
+    "defaultDescription": NotRequired[Optional[str]],
+    "defaultSchedule": NotRequired[Optional["AutomationSchedule"]],
+    "defaultTitle": NotRequired[Optional[str]],
+    "defaultWorkspaceMode": NotRequired[Optional[str]],
+    "description": NotRequired[Optional[str]],
+    "icon": NotRequired[Optional[str]],
+    "id": NotRequired[Optional[str]],
+    "needsThreadBinding": NotRequired[bool],
+    "title": NotRequired[str],
+    "workflowMarkdown": NotRequired[str],
+})
+
+# A task bound to an existing thread: its runs are turns of that thread.
+AutomationThreadBinding = TypedDict("AutomationThreadBinding", {
+    "threadId": str,
+    "mode": NotRequired[Optional[str]],  # `run-in-thread` (the default, and the only mode).
+})
+
 # A background terminal session (section 19A.2).
 BackgroundTerminal = TypedDict("BackgroundTerminal", {
     "sessionId": str,  # `term_…`
@@ -1504,6 +1650,7 @@ SenderContext = TypedDict("SenderContext", {
 # What the server implements. A capability that is absent is not implemented.
 ServerCapabilities = TypedDict("ServerCapabilities", {
     "approvalFlow": NotRequired[Optional[bool]],
+    "automations": NotRequired[Optional[bool]],  # `automation/task/*`, `automation/template/*` and `automation/task/updated` (DotCraft's
     "backgroundTerminals": NotRequired[Optional[bool]],  # `terminal/*` requests and notifications (section 19A).
     "channelStatus": NotRequired[Optional[bool]],  # `channel/status` (section 20).
     "commandManagement": NotRequired[Optional[bool]],
@@ -2301,7 +2448,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "automation/task/create", "automation/task/delete", "automation/task/list", "automation/task/read", "automation/task/run", "automation/task/updateBinding", "automation/template/delete", "automation/template/list", "automation/template/save", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2315,6 +2462,15 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/query": ("AppQueryParams", "AppQueryResult"),
     "app/register": ("AppRegisterParams", "AppRegisterResult"),
     "app/unregister": ("AppUnregisterParams", "EmptyResult"),
+    "automation/task/create": ("AutomationTaskCreateParams", "AutomationTaskCreateResult"),
+    "automation/task/delete": ("AutomationTaskIdParams", "AutomationOkResult"),
+    "automation/task/list": ("AutomationTaskListParams", "AutomationTaskListResult"),
+    "automation/task/read": ("AutomationTaskIdParams", "AutomationTask"),
+    "automation/task/run": ("AutomationTaskIdParams", "AutomationTaskResult"),
+    "automation/task/updateBinding": ("AutomationTaskUpdateBindingParams", "AutomationTaskResult"),
+    "automation/template/delete": ("AutomationTemplateIdParams", "AutomationOkResult"),
+    "automation/template/list": ("AutomationTemplateListParams", "AutomationTemplateListResult"),
+    "automation/template/save": ("AutomationTemplateSaveParams", "AutomationTemplateResult"),
     "channel/list": ("ChannelListParams", "ChannelListResult"),
     "channel/status": ("ChannelStatusParams", "ChannelStatusResult"),
     "command/execute": ("CommandExecuteParams", "CommandResult"),
@@ -2404,7 +2560,7 @@ CLIENT_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "initialized": ("InitializedParams", None),
 }
 
-ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/toolCall/progress", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "subagent/progress", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
+ServerNotificationMethod = Literal["app/event", "app/externalCall", "app/registered", "app/replayed", "app/unregistered", "automation/task/updated", "cron/stateChanged", "item/agentMessage/delta", "item/approval/resolved", "item/commandExecution/outputDelta", "item/completed", "item/reasoning/delta", "item/started", "item/toolCall/argumentsDelta", "item/toolCall/progress", "item/usage/delta", "mcp/status/updated", "mcp/view/offered", "plan/updated", "subagent/graphChanged", "subagent/progress", "system/event", "system/jobResult", "terminal/cleaned", "terminal/completed", "terminal/outputDelta", "terminal/stalled", "terminal/started", "thread/deleted", "thread/queue/updated", "thread/renamed", "thread/resumed", "thread/runtimeChanged", "thread/started", "thread/statusChanged", "turn/cancelled", "turn/completed", "turn/diff/updated", "turn/failed", "turn/started", "workspace/configChanged"]
 
 # method -> (params type name, result type name or None)
 SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2413,6 +2569,7 @@ SERVER_NOTIFICATIONS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/registered": ("AppRegisteredParams", None),
     "app/replayed": ("AppReplayedParams", None),
     "app/unregistered": ("AppUnregisteredParams", None),
+    "automation/task/updated": ("AutomationTaskUpdatedParams", None),
     "cron/stateChanged": ("CronStateChangedParams", None),
     "item/agentMessage/delta": ("TextDeltaParams", None),
     "item/approval/resolved": ("ItemEventParams", None),
@@ -2506,6 +2663,33 @@ class ClientRequests:
 
     async def app_unregister(self, params: "AppUnregisterParams", timeout: Optional[float] = None) -> "EmptyResult":
         return await self.request("app/unregister", params, timeout)
+
+    async def automation_task_create(self, params: "AutomationTaskCreateParams", timeout: Optional[float] = None) -> "AutomationTaskCreateResult":
+        return await self.request("automation/task/create", params, timeout)
+
+    async def automation_task_delete(self, params: "AutomationTaskIdParams", timeout: Optional[float] = None) -> "AutomationOkResult":
+        return await self.request("automation/task/delete", params, timeout)
+
+    async def automation_task_list(self, params: "AutomationTaskListParams", timeout: Optional[float] = None) -> "AutomationTaskListResult":
+        return await self.request("automation/task/list", params, timeout)
+
+    async def automation_task_read(self, params: "AutomationTaskIdParams", timeout: Optional[float] = None) -> "AutomationTask":
+        return await self.request("automation/task/read", params, timeout)
+
+    async def automation_task_run(self, params: "AutomationTaskIdParams", timeout: Optional[float] = None) -> "AutomationTaskResult":
+        return await self.request("automation/task/run", params, timeout)
+
+    async def automation_task_updateBinding(self, params: "AutomationTaskUpdateBindingParams", timeout: Optional[float] = None) -> "AutomationTaskResult":
+        return await self.request("automation/task/updateBinding", params, timeout)
+
+    async def automation_template_delete(self, params: "AutomationTemplateIdParams", timeout: Optional[float] = None) -> "AutomationOkResult":
+        return await self.request("automation/template/delete", params, timeout)
+
+    async def automation_template_list(self, params: "AutomationTemplateListParams", timeout: Optional[float] = None) -> "AutomationTemplateListResult":
+        return await self.request("automation/template/list", params, timeout)
+
+    async def automation_template_save(self, params: "AutomationTemplateSaveParams", timeout: Optional[float] = None) -> "AutomationTemplateResult":
+        return await self.request("automation/template/save", params, timeout)
 
     async def channel_list(self, params: "ChannelListParams", timeout: Optional[float] = None) -> "ChannelListResult":
         return await self.request("channel/list", params, timeout)

@@ -3,6 +3,7 @@
 
 pub(crate) mod agent;
 pub(crate) mod apps;
+pub(crate) mod automations;
 pub(crate) mod channel_delivery;
 pub(crate) mod cron;
 pub(crate) mod mcp_host;

@@ -10,7 +10,8 @@ use appserver_protocol::ChannelInfo;
 pub(crate) const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
 
 /// Origins the server uses itself, refused as external channel names besides the built-ins.
-pub(crate) const RESERVED_CHANNELS: &[&str] = &["commit-message", "cron", "heartbeat", "system", "subagent"];
+pub(crate) const RESERVED_CHANNELS: &[&str] =
+    &["automation", "commit-message", "cron", "heartbeat", "system", "subagent"];
 
 /// Whether `name` can be a chat channel an adapter serves (not a built-in or reserved origin).
 pub(crate) fn is_adapter_channel(name: &str) -> bool {

@@ -1,6 +1,6 @@
 //! YAML front matter (the `---` block at the top of a Markdown file, as skills and custom
-//! commands have), parsed by a YAML parser (`yaml_serde`) into a flat key/value map; and a YAML
-//! document read into a serde type.
+//! commands have), parsed by a YAML parser (`yaml_serde`) into a flat key/value map; a YAML
+//! document read into a serde type; and a Markdown file written with a front matter.
 
 use std::collections::BTreeMap;
 
@@ -33,6 +33,15 @@ pub(crate) fn parse(content: &str) -> Result<(Option<Metadata>, &str), String> {
 /// The caller names the file.
 pub(crate) fn from_yaml<T: DeserializeOwned>(text: &str) -> Result<T, String> {
     yaml_serde::from_str(text).map_err(|e| format!("invalid YAML: {e}"))
+}
+
+/// A Markdown file: `meta` as its YAML front matter, then `body`.
+pub(crate) fn render<T: serde::Serialize>(meta: &T, body: &str) -> Result<String, String> {
+    let mut yaml = yaml_serde::to_string(meta).map_err(|e| format!("cannot write YAML: {e}"))?;
+    if !yaml.ends_with('\n') {
+        yaml.push('\n');
+    }
+    Ok(format!("---\n{yaml}---\n\n{body}"))
 }
 
 /// The text of the `---` block (`None` when there is none or it is not closed) and the body.

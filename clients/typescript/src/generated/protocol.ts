@@ -504,6 +504,169 @@ export interface ApprovalResponsePayload {
   decision?: string | null;
 }
 
+/** `{ ok: true }`. */
+export interface AutomationOkResult {
+  ok: boolean;
+}
+
+/**
+ * When a task runs again: `CronSchedule`'s fields (`every`, `at`, `daily`, and appserver's
+ * `cron` expressions); `once` (or no schedule) is a one-shot task.
+ */
+export interface AutomationSchedule {
+  kind: string;
+  atMs?: number | null;
+  dailyHour?: number | null;
+  dailyMinute?: number | null;
+  everyMs?: number | null;
+  expr?: string | null;
+  initialDelayMs?: number | null;
+  tz?: string | null;
+}
+
+/** One task (`AutomationTaskWire`). */
+export interface AutomationTask {
+  id: string;
+  title: string;
+  /** `pending`, `running`, `completed` or `failed`. */
+  status: string;
+  /** `project` (appserver runs every task in the project workspace). */
+  workspaceMode: string;
+  /** The agent's last answer, or why the last run failed. */
+  agentSummary?: string | null;
+  /** `workspaceScope` (default) or `fullAuto`. */
+  approvalPolicy?: string | null;
+  /** ISO 8601 UTC. */
+  createdAt?: string | null;
+  description?: string | null;
+  /** The next scheduled run, ISO 8601 UTC (absent without a schedule). */
+  nextRunAt?: string | null;
+  schedule?: AutomationSchedule | null;
+  threadBinding?: AutomationThreadBinding | null;
+  /** The thread of the task's last run (absent before its first). */
+  threadId?: string | null;
+  updatedAt?: string | null;
+}
+
+/** `automation/task/create`. */
+export interface AutomationTaskCreateParams {
+  approvalPolicy?: string | null;
+  description?: string | null;
+  schedule?: AutomationSchedule | null;
+  /** A template whose defaults fill the fields not given. */
+  templateId?: string | null;
+  threadBinding?: AutomationThreadBinding | null;
+  title?: string;
+  /** The `workflow.md` the runs follow (default: the template's, or a generic one). */
+  workflowTemplate?: string | null;
+  workspaceMode?: string | null;
+  workspacePath?: string | null;
+}
+
+/** The new task, and its id as DotCraft's server answers it. */
+export interface AutomationTaskCreateResult {
+  taskId: string;
+  task: AutomationTask;
+}
+
+/** `automation/task/read`, `run` and `delete`. */
+export interface AutomationTaskIdParams {
+  taskId: string;
+  workspacePath?: string | null;
+}
+
+/** `automation/task/list`. */
+export interface AutomationTaskListParams {
+  /** Accepted and ignored: the server's workspace is the one listed. */
+  workspacePath?: string | null;
+}
+
+export interface AutomationTaskListResult {
+  tasks: AutomationTask[];
+}
+
+/** `automation/task/run` and `updateBinding`. */
+export interface AutomationTaskResult {
+  task: AutomationTask;
+}
+
+/** `automation/task/updateBinding`: `threadBinding` absent or null unbinds. */
+export interface AutomationTaskUpdateBindingParams {
+  taskId: string;
+  threadBinding?: AutomationThreadBinding | null;
+  workspacePath?: string | null;
+}
+
+/** `automation/task/updated`: a task's status (or binding, or next run) changed. */
+export interface AutomationTaskUpdatedParams {
+  workspacePath: string;
+  task: AutomationTask;
+}
+
+/** One template of the New Task dialog (`AutomationTemplateWire`). */
+export interface AutomationTemplate {
+  id: string;
+  title: string;
+  /** The complete `workflow.md` a task made from it runs. */
+  workflowMarkdown: string;
+  category?: string | null;
+  /** ISO 8601 UTC, user templates only. */
+  createdAt?: string | null;
+  defaultApprovalPolicy?: string | null;
+  defaultDescription?: string | null;
+  defaultSchedule?: AutomationSchedule | null;
+  defaultTitle?: string | null;
+  defaultWorkspaceMode?: string | null;
+  description?: string | null;
+  icon?: string | null;
+  /** A user template (editable, deletable); absent for built-ins. */
+  isUser?: boolean;
+  needsThreadBinding?: boolean | null;
+  updatedAt?: string | null;
+}
+
+/** `automation/template/delete`. */
+export interface AutomationTemplateIdParams {
+  id?: string;
+}
+
+/** `automation/template/list`. */
+export interface AutomationTemplateListParams {
+  /** Accepted; the built-in templates are English only. */
+  locale?: string | null;
+}
+
+export interface AutomationTemplateListResult {
+  templates: AutomationTemplate[];
+}
+
+export interface AutomationTemplateResult {
+  template: AutomationTemplate;
+}
+
+/** `automation/template/save`: an upsert of a user template (no `id`: a new `user-…` one). */
+export interface AutomationTemplateSaveParams {
+  category?: string | null;
+  defaultApprovalPolicy?: string | null;
+  defaultDescription?: string | null;
+  defaultSchedule?: AutomationSchedule | null;
+  defaultTitle?: string | null;
+  defaultWorkspaceMode?: string | null;
+  description?: string | null;
+  icon?: string | null;
+  id?: string | null;
+  needsThreadBinding?: boolean;
+  title?: string;
+  workflowMarkdown?: string;
+}
+
+/** A task bound to an existing thread: its runs are turns of that thread. */
+export interface AutomationThreadBinding {
+  threadId: string;
+  /** `run-in-thread` (the default, and the only mode). */
+  mode?: string | null;
+}
+
 /** A background terminal session (section 19A.2). */
 export interface BackgroundTerminal {
   /** `term_…` */
@@ -1816,6 +1979,11 @@ export interface SenderContext {
 /** What the server implements. A capability that is absent is not implemented. */
 export interface ServerCapabilities {
   approvalFlow?: boolean | null;
+  /**
+   * `automation/task/*`, `automation/template/*` and `automation/task/updated` (DotCraft's
+   * automations-lifecycle §13).
+   */
+  automations?: boolean | null;
   /** `terminal/*` requests and notifications (section 19A). */
   backgroundTerminals?: boolean | null;
   /** `channel/status` (section 20). */
@@ -2789,6 +2957,15 @@ export interface ClientRequestMap {
   "app/query": { params: AppQueryParams; result: AppQueryResult };
   "app/register": { params: AppRegisterParams; result: AppRegisterResult };
   "app/unregister": { params: AppUnregisterParams; result: EmptyResult };
+  "automation/task/create": { params: AutomationTaskCreateParams; result: AutomationTaskCreateResult };
+  "automation/task/delete": { params: AutomationTaskIdParams; result: AutomationOkResult };
+  "automation/task/list": { params: AutomationTaskListParams; result: AutomationTaskListResult };
+  "automation/task/read": { params: AutomationTaskIdParams; result: AutomationTask };
+  "automation/task/run": { params: AutomationTaskIdParams; result: AutomationTaskResult };
+  "automation/task/updateBinding": { params: AutomationTaskUpdateBindingParams; result: AutomationTaskResult };
+  "automation/template/delete": { params: AutomationTemplateIdParams; result: AutomationOkResult };
+  "automation/template/list": { params: AutomationTemplateListParams; result: AutomationTemplateListResult };
+  "automation/template/save": { params: AutomationTemplateSaveParams; result: AutomationTemplateResult };
   "channel/list": { params: ChannelListParams; result: ChannelListResult };
   "channel/status": { params: ChannelStatusParams; result: ChannelStatusResult };
   "command/execute": { params: CommandExecuteParams; result: CommandResult };
@@ -2883,6 +3060,7 @@ export interface ServerNotificationMap {
   "app/registered": AppRegisteredParams;
   "app/replayed": AppReplayedParams;
   "app/unregistered": AppUnregisteredParams;
+  "automation/task/updated": AutomationTaskUpdatedParams;
   "cron/stateChanged": CronStateChangedParams;
   "item/agentMessage/delta": TextDeltaParams;
   "item/approval/resolved": ItemEventParams;

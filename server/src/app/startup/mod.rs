@@ -173,6 +173,7 @@ async fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
     state.tasks.spawn(transport::adapters::run(state.clone()));
     state.tasks.spawn(crate::infra::telemetry::upkeep(state.shutdown.clone()));
     state.tasks.spawn(state.cron.clone().serve(state.shutdown.clone()));
+    state.tasks.spawn(state.automations.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(state.delivery.clone().serve(state.shutdown.clone()));
     state.tasks.spawn(crate::infra::memory::trim_after_bursts(state.shutdown.clone()));
     start_cluster_tasks(state);
@@ -367,6 +368,8 @@ fn assemble(
     });
     let plugins = PluginService::new(&apps, turns.tool_env.mcp.clone(), config_file.clone(), plugins);
     let (delivery, cron) = scheduler(&turns, &config, &clients, &cron_slot);
+    let automations =
+        crate::domain::automations::AutomationService::new(turns.clone(), clients.clone(), cron.clock.clone());
     Arc::new(ServerState {
         config,
         store,
@@ -388,6 +391,7 @@ fn assemble(
         skills,
         plugins,
         cron,
+        automations,
         delivery,
         external_channels_changed: Default::default(),
     })

@@ -14,6 +14,7 @@ use super::CronService;
 use super::run::{RunOutcome, run_turn};
 use crate::domain::threads::broadcast;
 use crate::domain::threads::records::{self, NewThread};
+use crate::domain::turns::input::Trigger;
 use crate::infra::store::{CronWrite, StoreError, ThreadQuery};
 
 /// The origin channel of the heartbeat thread.
@@ -82,6 +83,7 @@ impl CronService {
             history_mode: HistoryMode::Server,
             configuration: None,
             context_usage: None,
+            metadata: Default::default(),
         };
         let handle =
             records::create(&self.store, &self.threads, new.record(), || None).await.map_err(|e| e.to_string())?;
@@ -96,7 +98,8 @@ impl CronService {
         let Some(text) = instructions(&self.turns.config.workspace).await else { return (None, None) };
         let (thread_id, outcome) = match self.heartbeat_thread().await {
             Ok(thread_id) => {
-                let outcome = run_turn(&self.turns, &self.threads, &self.store, &thread_id, &text).await;
+                let trigger = Trigger { kind: CHANNEL, label: Some("Heartbeat".to_owned()), ref_id: None };
+                let outcome = run_turn(&self.turns, &self.threads, &self.store, &thread_id, &text, trigger).await;
                 (Some(thread_id), outcome)
             }
             Err(error) => (None, RunOutcome { result: None, error: Some(error), usage: None }),

@@ -24,6 +24,7 @@ use crate::domain::channel_delivery::DeliveryService;
 use crate::domain::ports::Broadcast;
 use crate::domain::threads::{ThreadManager, broadcast};
 use crate::domain::turns::TurnService;
+use crate::domain::turns::input::Trigger;
 use crate::infra::clock::Clock;
 use crate::infra::store::{CronRecord, CronWrite, MAX_CRON_JOBS, Store, StoreError};
 
@@ -62,7 +63,7 @@ pub(crate) struct CronService {
     clients: Arc<dyn Broadcast>,
     /// Where a job made in a chat sends its results.
     delivery: Arc<DeliveryService>,
-    pub(crate) clock: Clock,
+    pub(crate) clock: Arc<Clock>,
     wake: Notify,
     queue: mpsc::Sender<Queued>,
     receiver: std::sync::Mutex<Option<mpsc::Receiver<Queued>>>,
@@ -112,7 +113,7 @@ impl CronService {
             threads,
             clients,
             delivery,
-            clock: Clock::default(),
+            clock: Arc::default(),
             wake: Notify::new(),
             queue,
             receiver: std::sync::Mutex::new(Some(receiver)),
@@ -295,7 +296,9 @@ impl CronService {
     /// Runs one job and records, then announces, how it ended.
     async fn execute(&self, id: &str) {
         let Ok(Some(mut job)) = self.store.cron_job(id).await else { return };
-        let outcome = run::run_turn(&self.turns, &self.threads, &self.store, &job.thread_id, &job.message).await;
+        let trigger = Trigger { kind: "cron", label: Some(job.name.clone()), ref_id: Some(job.id.clone()) };
+        let outcome =
+            run::run_turn(&self.turns, &self.threads, &self.store, &job.thread_id, &job.message, trigger).await;
         job.last_run_at_ms = Some(self.now());
         job.last_status = Some(if outcome.error.is_none() { "ok" } else { "error" }.to_owned());
         job.last_error = outcome.error.clone();

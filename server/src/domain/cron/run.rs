@@ -1,5 +1,6 @@
 //! One run of a job: its message submitted as a turn on the job's thread (origin channel
-//! `cron`), awaited, and read back — the agent's last message, or why it failed.
+//! `cron`; an automation task's run uses it too), its user message marked with what triggered
+//! it, awaited, and read back — the agent's last message, or why it failed.
 
 use std::sync::Arc;
 
@@ -7,7 +8,7 @@ use appserver_protocol::{ItemPayload, TurnStatus};
 
 use crate::domain::threads::ThreadManager;
 use crate::domain::turns::TurnService;
-use crate::domain::turns::input::PreparedInput;
+use crate::domain::turns::input::{PreparedInput, Trigger};
 use crate::domain::turns::runner::Origin;
 use crate::domain::turns::service::{self, Kind, Submitted, TurnRequest};
 use crate::infra::store::{Store, parse_seq};
@@ -26,23 +27,26 @@ impl RunOutcome {
     }
 }
 
-/// Runs `message` as a turn on `thread_id` and waits for it to end.
+/// Runs `message` as a turn on `thread_id`, synthesized by `trigger` (its kind is the turn's
+/// origin channel), and waits for it to end.
 pub(crate) async fn run_turn(
     turns: &Arc<TurnService>,
     threads: &ThreadManager,
     store: &Store,
     thread_id: &str,
     message: &str,
+    trigger: Trigger,
 ) -> RunOutcome {
     if let Err(err) = threads.get(thread_id).await {
         return RunOutcome::failed(err);
     }
-    let prepared = PreparedInput::server_text(message, &turns.config.workspace).await;
+    let channel = trigger.kind.to_owned();
+    let prepared = PreparedInput::server_text(message, &turns.config.workspace).await.triggered(trigger);
     let request = TurnRequest {
         thread_id: thread_id.to_owned(),
         input: prepared,
         kind: Kind::Start { messages: None, check_history: false },
-        origin: Origin { channel: Some("cron".to_owned()), starter: None },
+        origin: Origin { channel: Some(channel), starter: None },
         agent: None,
     };
     // The thread service places it (cluster mode: this instance claims the thread, as a

@@ -356,6 +356,7 @@ async fn create_child(
         history_mode: HistoryMode::Server,
         configuration: Some(prepared.configuration.clone()),
         context_usage: None,
+        metadata: Default::default(),
     };
     let mut edge = EdgeRecord {
         parent_thread_id: ctx.thread_id.clone(),

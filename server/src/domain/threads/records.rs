@@ -31,6 +31,8 @@ pub(crate) struct NewThread {
     pub(crate) history_mode: HistoryMode,
     pub(crate) configuration: Option<ThreadConfiguration>,
     pub(crate) context_usage: Option<ContextUsageSnapshot>,
+    /// Set by whoever makes it (an automation task's thread names its task).
+    pub(crate) metadata: std::collections::BTreeMap<String, String>,
 }
 
 impl NewThread {
@@ -45,6 +47,7 @@ impl NewThread {
             history_mode: like.history_mode,
             configuration: like.configuration.clone(),
             context_usage: like.context_usage,
+            metadata: Default::default(),
         }
     }
 
@@ -63,7 +66,7 @@ impl NewThread {
             history_mode: self.history_mode,
             created_at: now.rfc3339(),
             last_active_at: now.rfc3339(),
-            metadata: Default::default(),
+            metadata: self.metadata,
             configuration: self.configuration,
             next_turn_seq: 1,
             context_usage: self.context_usage.map(|usage| ContextUsageSnapshot {

@@ -397,6 +397,7 @@ impl TurnContext {
                 display_text: input.display_text.clone(),
                 sender: input.sender.clone(),
                 delivery_mode: Some("guidance".to_owned()),
+                trigger: None,
             };
             self.record(ItemPayload::UserMessage(prepared.user_message(None))).await?;
         }

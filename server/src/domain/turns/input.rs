@@ -22,6 +22,17 @@ pub(crate) struct PreparedInput {
     pub(crate) sender: Option<SenderContext>,
     /// `normal` (absent), `queued` or `guidance`.
     pub(crate) delivery_mode: Option<String>,
+    /// What synthesized the input, when no one typed it (a cron job, the heartbeat, a task).
+    pub(crate) trigger: Option<Trigger>,
+}
+
+/// The automation mechanism behind a server-sent input: the user message's `triggerKind`
+/// (`heartbeat`, `cron` or `automation`), `triggerLabel` and `triggerRefId`.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Trigger {
+    pub(crate) kind: &'static str,
+    pub(crate) label: Option<String>,
+    pub(crate) ref_id: Option<String>,
 }
 
 impl PreparedInput {
@@ -35,7 +46,13 @@ impl PreparedInput {
             native: parts,
             sender: None,
             delivery_mode: None,
+            trigger: None,
         }
+    }
+
+    /// The same input, marked as synthesized by `trigger`.
+    pub(crate) fn triggered(self, trigger: Trigger) -> PreparedInput {
+        PreparedInput { trigger: Some(trigger), ..self }
     }
 
     /// The `userMessage` payload recording this input.
@@ -63,6 +80,9 @@ impl PreparedInput {
             group_id: self.sender.as_ref().and_then(|s| s.group_id.clone()),
             images,
             delivery_mode: self.delivery_mode.clone(),
+            trigger_kind: self.trigger.as_ref().map(|t| t.kind.to_owned()),
+            trigger_label: self.trigger.as_ref().and_then(|t| t.label.clone()),
+            trigger_ref_id: self.trigger.as_ref().and_then(|t| t.ref_id.clone()),
             ..Default::default()
         }
     }

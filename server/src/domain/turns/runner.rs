@@ -356,6 +356,7 @@ pub(crate) fn dequeue(
         display_text: queued.display_text.clone(),
         sender: queued.sender.clone(),
         delivery_mode: Some("queued".to_owned()),
+        trigger: None,
     };
     let save = ThreadWrite::SaveQueue { thread_id: state.record.id.clone(), inputs: state.queue().to_vec() };
     let origin = Origin { channel: None, starter: queued_by.and_then(|id| turns.clients.client(id)) };

@@ -143,11 +143,13 @@ pub(crate) async fn handle(state: &Arc<ServerState>, peer: &Arc<Peer>, request: 
             state.apps.web.clock.advance(params.ms);
             Ok(reply_text(&request.id, &json!({})))
         }
-        // Moves the cron clock forward by `ms` and looks for due jobs at once.
+        // Moves the cron clock (the automations' too) forward by `ms` and looks for due jobs and
+        // tasks at once.
         "debug/cron/advance" => {
             let params: AdvanceParams = decode_params(request.params.as_deref()).map_err(RpcError::invalid_params)?;
             state.cron.clock.advance(params.ms);
             state.cron.wake();
+            state.automations.wake();
             Ok(reply_text(&request.id, &json!({})))
         }
         // Makes a thread a sub-agent child of another, as the spawn tool will.

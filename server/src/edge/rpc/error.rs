@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::domain::apps::AppError;
+use crate::domain::automations::AutomationError;
 use crate::domain::cron::CronError;
 use crate::domain::mcp_host::McpHostError;
 use crate::domain::plugins::PluginError;
@@ -250,6 +251,24 @@ impl From<CronError> for RpcError {
             CronError::NotFound(_) => RpcError::new(error_codes::CRON_JOB_NOT_FOUND, err.to_string()),
             CronError::Invalid(_) => RpcError::invalid_params(err.to_string()),
             CronError::Busy => RpcError::new(error_codes::SERVER_OVERLOADED, err.to_string()),
+        }
+    }
+}
+
+impl From<AutomationError> for RpcError {
+    fn from(err: AutomationError) -> Self {
+        let code = match &err {
+            AutomationError::Store(_) | AutomationError::Io(_) => error_codes::INTERNAL_ERROR,
+            AutomationError::NotFound(_) => error_codes::TASK_NOT_FOUND,
+            AutomationError::InvalidStatus(_) => error_codes::TASK_INVALID_STATUS,
+            AutomationError::AlreadyExists(_) => error_codes::TASK_ALREADY_EXISTS,
+            AutomationError::BindingInvalid(_) => error_codes::THREAD_BINDING_INVALID,
+            AutomationError::Invalid(_) => error_codes::INVALID_PARAMS,
+            AutomationError::Busy => error_codes::SERVER_OVERLOADED,
+        };
+        match err {
+            AutomationError::Store(store) => RpcError::from(store),
+            other => RpcError::new(code, other.to_string()),
         }
     }
 }

@@ -12,8 +12,8 @@ use super::RpcError;
 use super::context::RequestCtx;
 use super::error::reply_text;
 use super::handlers::{
-    apps, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads, turns, views,
-    workspace,
+    apps, automations, channels, commands, cron, mcp, plugins, skills, subagents, terminals, thread_tree, threads,
+    turns, views, workspace,
 };
 
 /// Runs the handler of an initialized connection's request; returns the response frame.
@@ -134,6 +134,23 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
         R::CronEnable(p) => answer::<m::CronEnable, _>(id, cron::handle_enable(ctx, p)),
         R::CronRun(p) => answer::<m::CronRun, _>(id, cron::handle_run(ctx, p)),
         R::HeartbeatTrigger(p) => answer::<m::HeartbeatTrigger, _>(id, cron::handle_heartbeat(ctx, p)),
+        R::AutomationTaskList(p) => answer::<m::AutomationTaskList, _>(id, automations::handle_task_list(ctx, p)),
+        R::AutomationTaskRead(p) => answer::<m::AutomationTaskRead, _>(id, automations::handle_task_read(ctx, p)),
+        R::AutomationTaskCreate(p) => answer::<m::AutomationTaskCreate, _>(id, automations::handle_task_create(ctx, p)),
+        R::AutomationTaskRun(p) => answer::<m::AutomationTaskRun, _>(id, automations::handle_task_run(ctx, p)),
+        R::AutomationTaskUpdateBinding(p) => {
+            answer::<m::AutomationTaskUpdateBinding, _>(id, automations::handle_task_update_binding(ctx, p))
+        }
+        R::AutomationTaskDelete(p) => answer::<m::AutomationTaskDelete, _>(id, automations::handle_task_delete(ctx, p)),
+        R::AutomationTemplateList(p) => {
+            answer::<m::AutomationTemplateList, _>(id, automations::handle_template_list(ctx, p))
+        }
+        R::AutomationTemplateSave(p) => {
+            answer::<m::AutomationTemplateSave, _>(id, automations::handle_template_save(ctx, p))
+        }
+        R::AutomationTemplateDelete(p) => {
+            answer::<m::AutomationTemplateDelete, _>(id, automations::handle_template_delete(ctx, p))
+        }
         R::ModelList(_) => answer::<m::ModelList, _>(id, async move {
             match &ctx.state.model {
                 Some(provider) => Ok(provider.list_models().await),

@@ -29,6 +29,12 @@ pub(crate) async fn check(ctx: &RequestCtx, role: Role, request: &ClientRequest)
     match request {
         ClientRequest::ThreadStart(p) => settings(role, method, p.config.as_ref()),
         ClientRequest::ThreadConfigUpdate(p) => settings(role, method, Some(&p.config)),
+        ClientRequest::AutomationTaskCreate(p) => match p.approval_policy.as_deref().map(str::trim) {
+            Some(policy @ ("fullAuto" | "autoApprove")) => {
+                Err(RoleError::Setting { role, method, field: "approvalPolicy", value: format!("`{policy}`") })
+            }
+            _ => Ok(()),
+        },
         _ => Ok(()),
     }
 }
@@ -131,6 +137,15 @@ fn target(request: &ClientRequest) -> Target<'_> {
         R::TurnSteer(p) => Target::Thread(&p.thread_id),
         R::CommandExecute(p) => Target::Thread(&p.thread_id),
         R::SubAgentChildrenList(p) => Target::Thread(&p.parent_thread_id),
+        // The caller's own tasks only (the handler looks them up by its identity); a binding
+        // names a thread of its channel.
+        R::AutomationTaskList(_) | R::AutomationTaskRead(_) | R::AutomationTaskRun(_) | R::AutomationTaskDelete(_) => {
+            Target::None
+        }
+        R::AutomationTaskCreate(p) => p.thread_binding.as_ref().map_or(Target::None, |b| Target::Thread(&b.thread_id)),
+        R::AutomationTaskUpdateBinding(p) => {
+            p.thread_binding.as_ref().map_or(Target::None, |b| Target::Thread(&b.thread_id))
+        }
         _ => Target::Unknown,
     }
 }

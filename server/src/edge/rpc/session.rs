@@ -162,6 +162,7 @@ pub(crate) fn initialize_result(
             background_terminals: Some(true),
             cron_management: Some(true),
             heartbeat_management: Some(true),
+            automations: Some(true),
             skills_management: Some(true),
             plugin_management: Some(true),
             workspace_config_management: Some(true),

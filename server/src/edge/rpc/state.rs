@@ -57,6 +57,8 @@ pub(crate) struct ServerState {
     pub(crate) plugins: Arc<crate::domain::plugins::PluginService>,
     /// Scheduled jobs (`cron/*`).
     pub(crate) cron: Arc<crate::domain::cron::CronService>,
+    /// Automation tasks (`automation/*`).
+    pub(crate) automations: Arc<crate::domain::automations::AutomationService>,
     /// Messages for chat channels and their adapters (`ext/channel/send`).
     pub(crate) delivery: Arc<crate::domain::channel_delivery::DeliveryService>,
     /// Woken by each `externalChannel/*` write: the adapters the server runs itself follow the

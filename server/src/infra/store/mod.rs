@@ -11,6 +11,7 @@
 //! read-only connections that never block the writer.
 
 mod apps;
+mod automations;
 #[cfg(test)]
 mod backend_tests;
 mod cron;
@@ -36,6 +37,7 @@ mod view_storage;
 mod writer;
 
 pub(crate) use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
+pub(crate) use automations::{MAX_TASKS_PER_OWNER, TaskRecord, TaskWrite};
 pub(crate) use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub(crate) use deliveries::{DeliveryRecord, DeliveryWrite};
 pub(crate) use events::EventWrite;
@@ -194,6 +196,7 @@ pub(crate) enum WriteOp {
     App(AppWrite),
     Event(EventWrite),
     Cron(CronWrite),
+    Task(TaskWrite),
     Delivery(DeliveryWrite),
     ViewStorage(ViewStorageWrite),
     /// Several writes that must commit together.
@@ -278,6 +281,7 @@ fn apply<'a>(
             WriteOp::App(op) => apps::apply(conn, op).await,
             WriteOp::Event(op) => events::apply(conn, op).await,
             WriteOp::Cron(op) => cron::apply(conn, op).await,
+            WriteOp::Task(op) => automations::apply(conn, op).await,
             WriteOp::Delivery(op) => deliveries::apply(conn, op).await,
             WriteOp::ViewStorage(op) => view_storage::apply(conn, op).await,
             WriteOp::All(ops) => {

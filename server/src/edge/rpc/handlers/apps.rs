@@ -211,6 +211,7 @@ async fn deliver_interaction(server: &ServerState, host: &HostId, p: AppInteract
         materialized: interaction.parts,
         sender: Some(interaction.sender),
         delivery_mode: None,
+        trigger: None,
     };
     let request = TurnRequest {
         thread_id: interaction.thread.id.clone(),

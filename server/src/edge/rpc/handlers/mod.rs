@@ -3,6 +3,7 @@
 //! handler here in one hop.
 
 pub(crate) mod apps;
+pub(crate) mod automations;
 pub(crate) mod channels;
 pub(crate) mod commands;
 pub(crate) mod cron;

@@ -104,6 +104,7 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
             crate::infra::model_client::window::ContextWindow::of(model, &provider.settings.context).snapshot(0)
         }),
         configuration: p.config,
+        metadata: Default::default(),
     };
     let thread = create_thread(ctx, new, p.dynamic_tools).await?;
     Ok(ThreadResult { thread })

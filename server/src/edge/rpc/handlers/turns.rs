@@ -123,6 +123,7 @@ async fn prepare(
         display_text: input::display_text(parts),
         sender,
         delivery_mode: None,
+        trigger: None,
     }
 }
 

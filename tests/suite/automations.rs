@@ -1,0 +1,339 @@
+//! Automations (DotCraft's automations-lifecycle §13, protocol §8.3), each field read the way
+//! DotCraft's desktop reads it (`automationsStore`, `reviewPanelStore`, the notification
+//! dispatch): the `automations` capability; tasks made, listed, read and deleted; templates
+//! built in and the user's, and save/delete validation; a run as a turn whose user message says
+//! `triggerKind: "automation"`, announced pending → running → completed in order; a scheduled
+//! task running on the clock; `run-in-thread` and -32055; another owner and a channel adapter
+//! refused; tasks kept across a restart.
+
+use appserver_client::{Client, ClientError};
+use appserver_tests::{ServerBuilder, ServerProcess, start_thread};
+use serde_json::{Value, json};
+
+use super::roles::{TOKEN, connect};
+
+const HOUR: i64 = 3_600_000;
+
+fn code(result: Result<Value, ClientError>) -> i64 {
+    match result {
+        Err(ClientError::Rpc(e)) => e.code,
+        other => panic!("expected an error, got {other:?}"),
+    }
+}
+
+async fn owner(server: &ServerProcess) -> Client {
+    connect(server, TOKEN, "dotcraft-desktop", json!({ "approvalSupport": true })).await
+}
+
+async fn adapter(server: &ServerProcess, channel: &str) -> Client {
+    connect(server, TOKEN, "adapter", json!({ "channelAdapter": { "channelName": channel } })).await
+}
+
+fn spawn(dir: &std::path::Path) -> ServerBuilder {
+    ServerBuilder::ws().workspace(dir).args(["--ws-token", TOKEN, "--enable-debug-methods"])
+}
+
+/// A task made with a schedule an hour away, so it does not run by itself.
+async fn hourly_task(client: &Client, title: &str) -> Value {
+    let params = json!({ "title": title, "description": "check things", "approvalPolicy": "workspaceScope",
+        "workspaceMode": "project", "schedule": { "kind": "every", "everyMs": HOUR } });
+    client.request("automation/task/create", params).await.unwrap()["task"].clone()
+}
+
+/// The next `automation/task/updated` task of `id`.
+async fn next_update(client: &mut Client, id: &str) -> Value {
+    loop {
+        let event = client.wait_for("automation/task/updated").await.unwrap();
+        let task = event.params()["task"].clone();
+        if task["id"] == id {
+            return task;
+        }
+    }
+}
+
+#[tokio::test]
+async fn the_capability_and_a_task_made_listed_read_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    let init = client.request("automation/task/list", json!({})).await.unwrap();
+    assert_eq!(init["tasks"], json!([]));
+    let raw =
+        Client::connect_ws(&format!("{}?token={TOKEN}", server.ws_url()), appserver_tests::TIMEOUT).await.unwrap();
+    let caps = raw.initialize("desktop", json!({})).await.unwrap();
+    assert_eq!(caps["capabilities"]["automations"], true, "{caps}");
+
+    let task = hourly_task(&client, "Nightly check").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("nightly-check-"), "{id}");
+    assert_eq!((task["status"].clone(), task["title"].clone()), (json!("pending"), json!("Nightly check")));
+    assert_eq!(task["schedule"], json!({ "kind": "every", "everyMs": HOUR }), "no nulls in the schedule");
+    assert!(task["nextRunAt"].as_str().unwrap().ends_with('Z'));
+    assert_eq!(task["approvalPolicy"], "workspaceScope");
+    let listed = client.request("automation/task/list", json!({})).await.unwrap()["tasks"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    assert_eq!(listed[0]["id"], json!(id));
+    assert!(listed[0].get("threadId").is_none(), "no run yet");
+    // The desktop maps the read answer itself as the task.
+    let read = client.request("automation/task/read", json!({ "taskId": id })).await.unwrap();
+    assert_eq!((read["id"].clone(), read["description"].clone()), (json!(id), json!("check things")));
+    let deleted = client.request("automation/task/delete", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(deleted, json!({ "ok": true }));
+    assert_eq!(code(client.request("automation/task/read", json!({ "taskId": id })).await), -32051);
+    assert_eq!(code(client.request("automation/task/delete", json!({ "taskId": id })).await), -32051);
+    assert_eq!(code(client.request("automation/task/create", json!({ "title": "  " })).await), -32602);
+    let long = "x".repeat(201);
+    assert_eq!(code(client.request("automation/task/create", json!({ "title": long })).await), -32602);
+}
+
+#[tokio::test]
+async fn templates_built_in_and_the_users_with_their_validation() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    let listed = client.request("automation/template/list", json!({ "locale": "en" })).await.unwrap();
+    let builtins = listed["templates"].as_array().unwrap().clone();
+    assert!(builtins.len() >= 3, "{listed}");
+    assert!(builtins.iter().all(|t| t.get("isUser").is_none() && t["workflowMarkdown"].as_str().unwrap().len() > 100));
+    let builtin_id = builtins[0]["id"].as_str().unwrap().to_owned();
+
+    let save = json!({ "title": "Release notes", "workflowMarkdown": "# Notes\n\nWrite the release notes.\n",
+        "needsThreadBinding": false, "defaultSchedule": { "kind": "daily", "dailyHour": 8, "dailyMinute": 30 } });
+    let saved = client.request("automation/template/save", save.clone()).await.unwrap()["template"].clone();
+    let id = saved["id"].as_str().unwrap().to_owned();
+    assert!(id.starts_with("user-"), "{id}");
+    assert_eq!((saved["isUser"].clone(), saved["title"].clone()), (json!(true), json!("Release notes")));
+    assert!(saved["createdAt"].is_string() && saved["updatedAt"].is_string());
+    let file = dir.path().join(".appserver/automations/templates").join(&id).join("template.md");
+    let text = std::fs::read_to_string(&file).unwrap();
+    assert!(text.starts_with("---\n") && text.contains("Write the release notes."), "{text}");
+    let listed = client.request("automation/template/list", json!({})).await.unwrap()["templates"].clone();
+    let listed = listed.as_array().unwrap();
+    assert_eq!(listed.len(), builtins.len() + 1);
+    assert_eq!(listed.last().unwrap()["id"], json!(id), "built-ins first, then the user's");
+    assert_eq!(listed.last().unwrap()["defaultSchedule"]["dailyMinute"], 30);
+
+    // A task from the template takes its workflow and schedule; an explicit field wins.
+    let params =
+        json!({ "title": "From template", "templateId": id, "schedule": { "kind": "every", "everyMs": HOUR } });
+    let task = client.request("automation/task/create", params).await.unwrap()["task"].clone();
+    assert_eq!(task["schedule"]["kind"], "every", "the explicit schedule wins");
+
+    let refuse = |mut p: Value, k: &str, v: Value| {
+        p[k] = v;
+        p
+    };
+    for bad in [
+        refuse(save.clone(), "id", json!(builtin_id)),
+        refuse(save.clone(), "id", json!("../escape")),
+        refuse(save.clone(), "id", json!("-leading")),
+        refuse(save.clone(), "title", json!("")),
+        refuse(save.clone(), "title", json!("t".repeat(201))),
+        refuse(save.clone(), "workflowMarkdown", json!("  ")),
+    ] {
+        assert_eq!(code(client.request("automation/template/save", bad.clone()).await), -32602, "{bad}");
+    }
+    for bad in [json!(builtin_id), json!("../x"), json!("")] {
+        let refused = client.request("automation/template/delete", json!({ "id": bad })).await;
+        assert_eq!(code(refused), -32602, "{bad}");
+    }
+    let ok = client.request("automation/template/delete", json!({ "id": id })).await.unwrap();
+    assert_eq!(ok, json!({ "ok": true }));
+    assert!(!file.exists());
+    let again = client.request("automation/template/delete", json!({ "id": id })).await.unwrap();
+    assert_eq!(again, json!({ "ok": true }), "idempotent");
+}
+
+/// The user message of the last turn of `thread_id`.
+async fn last_user_message(client: &Client, thread_id: &str) -> Value {
+    let read = client.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    let turns = read["thread"]["turns"].as_array().unwrap().clone();
+    turns.last().unwrap()["items"][0]["payload"].clone()
+}
+
+#[tokio::test]
+async fn a_run_is_a_turn_triggered_by_the_task_announced_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let mut client = owner(&server).await;
+    let task = hourly_task(&client, "Run me").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+
+    let ran = client.request("automation/task/run", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(ran["task"]["id"], json!(id));
+    let running = next_update(&mut client, &id).await;
+    assert_eq!(running["status"], "running");
+    let thread_id = running["threadId"].as_str().expect("the run's thread, to subscribe to").to_owned();
+    let done = next_update(&mut client, &id).await;
+    assert_eq!(done["status"], "pending", "a scheduled task waits for its next run: {done}");
+    assert_eq!(done["threadId"], json!(thread_id));
+    assert_eq!(done["nextRunAt"], task["nextRunAt"], "run by hand, the schedule is kept");
+    let message = last_user_message(&client, &thread_id).await;
+    assert_eq!(message["triggerKind"], "automation", "{message}");
+    assert_eq!((message["triggerLabel"].clone(), message["triggerRefId"].clone()), (json!("Run me"), json!(id)));
+    assert!(message["text"].as_str().unwrap().contains("check things"));
+    let read = client.request("automation/task/read", json!({ "taskId": id })).await.unwrap();
+    assert!(read["agentSummary"].is_string(), "{read}");
+
+    // A one-shot task runs at once when made, and ends completed.
+    let params = json!({ "title": "Once", "description": "just once" });
+    let once = client.request("automation/task/create", params).await.unwrap()["task"].clone();
+    let once_id = once["id"].as_str().unwrap().to_owned();
+    assert!(once.get("nextRunAt").is_none());
+    assert_eq!(next_update(&mut client, &once_id).await["status"], "running");
+    assert_eq!(next_update(&mut client, &once_id).await["status"], "completed");
+}
+
+#[tokio::test]
+async fn a_scheduled_task_runs_on_the_clock() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let mut client = owner(&server).await;
+    let task = hourly_task(&client, "Hourly").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    client.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    assert_eq!(next_update(&mut client, &id).await["status"], "running");
+    let done = next_update(&mut client, &id).await;
+    assert_eq!(done["status"], "pending");
+    assert!(done["nextRunAt"].as_str().unwrap() > task["nextRunAt"].as_str().unwrap(), "moved on: {done}");
+}
+
+#[tokio::test]
+async fn a_bound_task_runs_in_its_thread_and_a_bad_binding_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let mut client = owner(&server).await;
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let missing = json!({ "threadId": "thread_missing", "mode": "run-in-thread" });
+    let params = json!({ "title": "Bound", "threadBinding": missing });
+    assert_eq!(code(client.request("automation/task/create", params).await), -32055);
+    let task = hourly_task(&client, "Bound").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    let params = json!({ "taskId": id, "threadBinding": missing });
+    assert_eq!(code(client.request("automation/task/updateBinding", params).await), -32055);
+    let params = json!({ "taskId": id, "threadBinding": { "threadId": thread_id, "mode": "run-in-thread" } });
+    let bound = client.request("automation/task/updateBinding", params).await.unwrap()["task"].clone();
+    assert_eq!(bound["threadBinding"], json!({ "threadId": thread_id, "mode": "run-in-thread" }));
+    assert_eq!(next_update(&mut client, &id).await["threadBinding"]["threadId"], json!(thread_id));
+
+    client.request("automation/task/run", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(next_update(&mut client, &id).await["threadId"], json!(thread_id), "the run is in the bound thread");
+    assert_eq!(next_update(&mut client, &id).await["status"], "pending");
+    assert_eq!(last_user_message(&client, &thread_id).await["triggerKind"], "automation");
+
+    let unbound = client.request("automation/task/updateBinding", json!({ "taskId": id, "threadBinding": null }));
+    assert!(unbound.await.unwrap()["task"].get("threadBinding").is_none());
+    client.request("thread/archive", json!({ "threadId": thread_id })).await.unwrap();
+    let params = json!({ "taskId": id, "threadBinding": { "threadId": thread_id } });
+    assert_eq!(code(client.request("automation/task/updateBinding", params).await), -32055, "archived");
+}
+
+#[tokio::test]
+async fn another_owner_and_a_channel_adapter_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    let mut matrix = adapter(&server, "matrix").await;
+    let slack = adapter(&server, "slack").await;
+    let task = hourly_task(&client, "Owner's").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+
+    for caller in [&matrix, &slack] {
+        let listed = caller.request("automation/task/list", json!({})).await.unwrap();
+        assert_eq!(listed["tasks"], json!([]), "another owner's tasks are not listed");
+        for method in ["automation/task/read", "automation/task/run", "automation/task/delete"] {
+            assert_eq!(code(caller.request(method, json!({ "taskId": id })).await), -32051, "{method}");
+        }
+        let rebind = json!({ "taskId": id, "threadBinding": null });
+        assert_eq!(code(caller.request("automation/task/updateBinding", rebind).await), -32051);
+        let save = json!({ "title": "t", "workflowMarkdown": "w" });
+        assert_eq!(code(caller.request("automation/template/save", save).await), -32004, "templates are the owner's");
+    }
+    // An adapter's own task is its own: the owner and the other channel do not see it.
+    let mine = matrix
+        .request(
+            "automation/task/create",
+            json!({ "title": "Matrix's", "schedule": { "kind": "every",
+        "everyMs": HOUR } }),
+        )
+        .await
+        .unwrap()["task"]
+        .clone();
+    let mine_id = mine["id"].as_str().unwrap().to_owned();
+    let listed = matrix.request("automation/task/list", json!({})).await.unwrap()["tasks"].clone();
+    assert_eq!(listed.as_array().unwrap().len(), 1);
+    for other in [&client, &slack] {
+        assert_eq!(code(other.request("automation/task/read", json!({ "taskId": mine_id })).await), -32051);
+    }
+    // It may not loosen safety, nor bind the owner's thread.
+    let loose = json!({ "title": "x", "approvalPolicy": "fullAuto" });
+    assert_eq!(code(matrix.request("automation/task/create", loose).await), -32004);
+    let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let bind = json!({ "taskId": mine_id, "threadBinding": { "threadId": thread_id } });
+    assert_eq!(code(matrix.request("automation/task/updateBinding", bind).await), -32004);
+    // Its run's notifications reach it, not the owner's clients.
+    matrix.request("automation/task/run", json!({ "taskId": mine_id })).await.unwrap();
+    assert_eq!(next_update(&mut matrix, &mine_id).await["status"], "running");
+}
+
+#[tokio::test]
+async fn tasks_survive_a_restart() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    let task = hourly_task(&client, "Durable").await;
+    server.terminate().await.unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    let listed = client.request("automation/task/list", json!({})).await.unwrap()["tasks"].clone();
+    assert_eq!(listed[0]["id"], task["id"]);
+    assert_eq!(listed[0]["nextRunAt"], task["nextRunAt"]);
+    assert_eq!(listed[0]["schedule"], task["schedule"]);
+}
+
+/// The next `automation/task/updated` on either client.
+async fn next_update_of_two(a: &mut Client, b: &mut Client) -> Value {
+    let event = tokio::select! {
+        event = a.wait_for("automation/task/updated") => event,
+        event = b.wait_for("automation/task/updated") => event,
+    };
+    event.unwrap().params()["task"].clone()
+}
+
+#[tokio::test]
+async fn in_cluster_mode_a_scheduled_run_happens_on_one_instance() {
+    let Some(mut cluster) = appserver_tests::cluster::Cluster::new("automation_cluster_run").await else { return };
+    let (first, second) = (cluster.instance().await, cluster.instance().await);
+    let mut a = first.ws_client_initialized().await.unwrap();
+    let mut b = second.ws_client_initialized().await.unwrap();
+    let task = hourly_task(&a, "Clustered").await;
+    let listed = b.request("automation/task/list", json!({})).await.unwrap()["tasks"].clone();
+    assert_eq!(listed[0]["id"], task["id"], "one database");
+    a.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    b.request("debug/cron/advance", json!({ "ms": HOUR })).await.unwrap();
+    let done = loop {
+        let update = next_update_of_two(&mut a, &mut b).await;
+        if update["status"] == "pending" {
+            break update;
+        }
+        assert_eq!(update["status"], "running", "{update}");
+    };
+    let thread_id = done["threadId"].as_str().unwrap();
+    let read = a.request("thread/read", json!({ "threadId": thread_id, "includeTurns": true })).await.unwrap();
+    assert_eq!(read["thread"]["turns"].as_array().unwrap().len(), 1, "the run happened once");
+}
+
+#[tokio::test]
+async fn an_owner_keeps_at_most_a_hundred_tasks() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).spawn().await.unwrap();
+    let client = owner(&server).await;
+    for n in 0..100 {
+        hourly_task(&client, &format!("Task {n}")).await;
+    }
+    let params = json!({ "title": "One more", "schedule": { "kind": "every", "everyMs": HOUR } });
+    assert_eq!(code(client.request("automation/task/create", params.clone()).await), -32602);
+    let matrix = adapter(&server, "matrix").await;
+    let theirs = matrix.request("automation/task/create", params).await.unwrap();
+    assert!(theirs["task"]["id"].is_string(), "the bound is per owner");
+}
