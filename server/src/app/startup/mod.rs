@@ -166,6 +166,7 @@ pub(crate) async fn run_until(config: ServerConfig, stop: CancellationToken) -> 
 /// Starts serving: the listeners, stdio, the channel adapters it runs itself, the scheduler, channel delivery, upkeep, the cluster's
 /// tasks and what the workspace's files define.
 async fn serve(state: &Arc<ServerState>, listeners: Vec<TcpListener>) {
+    state.automations.recover_interrupted().await;
     transport::http::serve(state, listeners);
     if state.config.has_stdio() {
         state.tasks.spawn(transport::stdio::serve(state.clone()));

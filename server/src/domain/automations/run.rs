@@ -27,14 +27,21 @@ const SUMMARY_CHARS: usize = 2000;
 pub(crate) const CHANNEL: &str = "automation";
 
 impl AutomationService {
+    /// At start-up, before any client is served: alone, a task found running was left so by a
+    /// server that stopped mid-run, and is marked failed (in cluster mode another instance may be
+    /// running it).
+    pub(crate) async fn recover_interrupted(&self) {
+        if !self.shared {
+            if let Err(err) = self.store.write(TaskWrite::FailInterrupted { now: self.now() }).await {
+                tracing::warn!(error = %err, "cannot mark the interrupted automation runs failed");
+            }
+        }
+    }
+
     /// The scheduler and the runner, until `stop`.
     pub(crate) async fn serve(self: Arc<Self>, stop: CancellationToken) {
         let receiver = self.receiver.lock().unwrap_or_else(|p| p.into_inner()).take();
         let Some(mut receiver) = receiver else { return };
-        if !self.shared {
-            // Alone, a task found running was left so by a server that stopped mid-run.
-            let _ = self.store.write(TaskWrite::FailInterrupted { now: self.now() }).await;
-        }
         let runner = {
             let service = self.clone();
             let stop = stop.clone();
