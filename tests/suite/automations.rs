@@ -337,3 +337,46 @@ async fn an_owner_keeps_at_most_a_hundred_tasks() {
     let theirs = matrix.request("automation/task/create", params).await.unwrap();
     assert!(theirs["task"]["id"].is_string(), "the bound is per owner");
 }
+
+/// An owner's task runs in a thread nobody follows: its approval requests go to the owner's
+/// clients, and the answer is what the run does (here: accepted, the command ran).
+#[tokio::test]
+async fn a_runs_approval_is_asked_of_the_owners_clients() {
+    use appserver_client::Event;
+    use appserver_tests::mock_model::{MockModel, Reply};
+    let command = json!({ "command": "echo ran > made-by-task.txt" }).to_string();
+    let call = Reply::Sse(appserver_tests::mock_model::tool_calls_reply(&[("c1", "Exec", vec![command.as_str()])]));
+    let done = Reply::Sse(appserver_tests::mock_model::text_reply(&["Done."], (1, 1)));
+    let mock = MockModel::start(vec![call, done]).await;
+    let dir = tempfile::tempdir().unwrap();
+    let server = spawn(dir.path()).mock_model(&mock).spawn().await.unwrap();
+    let mut client = owner(&server).await;
+    let params = json!({ "title": "Make a file", "description": "make the file" });
+    let task = client.request("automation/task/create", params).await.unwrap()["task"].clone();
+    let id = task["id"].as_str().unwrap().to_owned();
+    let (request, params) = tokio::time::timeout(appserver_tests::TIMEOUT, async {
+        loop {
+            match client.next_event().await.unwrap() {
+                Event::Request { id, method, params, .. } if method == "item/approval/request" => return (id, params),
+                Event::Closed { .. } => panic!("closed while waiting for the run's approval"),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the owner is asked the run's approval");
+    assert!(
+        params["command"].as_str().unwrap_or_default().contains("made-by-task")
+            || params.to_string().contains("made-by-task"),
+        "{params}"
+    );
+    client.respond(&request, json!({ "decision": "accept" }));
+    loop {
+        let update = next_update(&mut client, &id).await;
+        if update["status"] != "running" {
+            assert_eq!(update["status"], "completed", "{update}");
+            break;
+        }
+    }
+    assert!(server.workspace.join("made-by-task.txt").exists(), "the accepted command ran");
+}

@@ -10,6 +10,9 @@ use appserver_protocol::ChannelInfo;
 pub(crate) const BUILTIN_CHANNELS: &[&str] = &["acp", "cli", "desktop"];
 
 /// Origins the server uses itself, refused as external channel names besides the built-ins.
+/// The origin channel of the threads the server makes for the workspace owner's automation tasks.
+pub(crate) const AUTOMATION: &str = "automation";
+
 pub(crate) const RESERVED_CHANNELS: &[&str] =
     &["automation", "commit-message", "cron", "heartbeat", "system", "subagent"];
 

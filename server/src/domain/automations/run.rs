@@ -24,7 +24,7 @@ const TICK: Duration = Duration::from_secs(1);
 /// Longest `agentSummary` kept (characters).
 const SUMMARY_CHARS: usize = 2000;
 /// The origin channel of the threads made for the owner's tasks.
-pub(crate) const CHANNEL: &str = "automation";
+pub(crate) const CHANNEL: &str = crate::domain::origin_channels::AUTOMATION;
 
 impl AutomationService {
     /// At start-up, before any client is served: alone, a task found running was left so by a

@@ -27,6 +27,7 @@ use tokio_util::sync::CancellationToken;
 
 pub(crate) use crate::domain::policy::{ApprovalPolicy, ApprovalSpec, consent_key};
 
+use crate::domain::origin_channels;
 use crate::domain::ports::{CallError, Client};
 use crate::domain::threads::pending_approval::{DecisionSlot, PendingApproval};
 use crate::domain::threads::{ThreadHandle, set_runtime};
@@ -183,7 +184,15 @@ async fn ask_clients(
 ) -> Result<Outcome, TurnError> {
     // The request follows its item: everything published before it goes out first.
     handle.hub.flush().await;
-    let recipients: Vec<Arc<dyn Client>> = recipients(handle).into_iter().filter(|c| c.approval_support()).collect();
+    let mut recipients: Vec<Arc<dyn Client>> =
+        recipients(handle).into_iter().filter(|c| c.approval_support()).collect();
+    // An automation task of the workspace's owner runs in a thread nobody may be following: its
+    // requests are the owner's to decide, so they go to the owner's clients.
+    if recipients.is_empty() && handle.state().record.origin_channel == origin_channels::AUTOMATION {
+        recipients = (turns.clients.all().into_iter())
+            .filter(|c| c.approval_support() && approvers::acts_for_owner(c.as_ref(), &turns.config))
+            .collect();
+    }
     let cluster = turns.cluster.as_ref();
     if recipients.is_empty() && cluster.is_none() {
         return Ok(Outcome::Fallback(policy_fallback));
