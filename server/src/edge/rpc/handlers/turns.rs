@@ -1,7 +1,7 @@
 //! Handlers of `turn/start`, `turn/interrupt`, `turn/enqueue`, `turn/queue/remove` and
 //! `turn/steer` (protocol section 5): each decoded into a [`ThreadCommand`], run by the thread
 //! service (`domain/turns/service`) through [`execute`], its answer encoded. A command another
-//! instance forwards here (`edge/rpc/forward.rs`) runs through the same [`execute`], without a
+//! instance forwards here (`edge/rpc/forwarded.rs`) runs through the same [`execute`], without a
 //! connection.
 
 use std::sync::Arc;
