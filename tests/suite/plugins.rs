@@ -51,7 +51,8 @@ fn plugin_folder(root: &Path, id: &str, log: &Path) {
     write(&root.join("apps/counter/aai.json"), &descriptor.to_string());
 }
 
-fn error(result: Result<Value, ClientError>) -> (i64, String, String) {
+/// A request's JSON-RPC error: its code, `data.code` and message.
+pub(super) fn error(result: Result<Value, ClientError>) -> (i64, String, String) {
     match result {
         Err(ClientError::Rpc(e)) => {
             let code = e.data.as_ref().and_then(|d| d["code"].as_str()).unwrap_or_default().to_owned();

@@ -6,9 +6,11 @@
 
 use std::path::Path;
 
-use appserver_client::{Client, ClientError};
+use appserver_client::Client;
 use appserver_tests::{ServerBuilder, TIMEOUT};
 use serde_json::{Value, json};
+
+use super::plugins::error;
 
 fn entry<'a>(list: &'a Value, id: &str) -> &'a Value {
     let plugins = list["plugins"].as_array().unwrap();
@@ -18,16 +20,6 @@ fn entry<'a>(list: &'a Value, id: &str) -> &'a Value {
 fn flags(plugin: &Value) -> (bool, bool, bool, bool) {
     let flag = |name: &str| plugin[name].as_bool().unwrap_or_else(|| panic!("{name} in {plugin}"));
     (flag("installed"), flag("installable"), flag("enabled"), flag("removable"))
-}
-
-fn error(result: Result<Value, ClientError>) -> (i64, String, String) {
-    match result {
-        Err(ClientError::Rpc(e)) => {
-            let code = e.data.as_ref().and_then(|d| d["code"].as_str()).unwrap_or_default().to_owned();
-            (e.code, code, e.message)
-        }
-        other => panic!("expected an error, got {other:?}"),
-    }
 }
 
 async fn has(client: &Client, method: &str, key: &str, name: &str) -> bool {

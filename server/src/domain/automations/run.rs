@@ -7,7 +7,6 @@
 //! announced after it committed.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use appserver_protocol::{CronSchedule, HistoryMode, ThreadStatus};
 use tokio_util::sync::CancellationToken;
@@ -19,8 +18,6 @@ use crate::domain::threads::records::{self, NewThread};
 use crate::domain::turns::input::Trigger;
 use crate::infra::store::{StoreError, TaskRecord, TaskWrite};
 
-/// How often the scheduler looks for due tasks when nothing wakes it.
-const TICK: Duration = Duration::from_secs(1);
 /// Longest `agentSummary` kept (characters).
 const SUMMARY_CHARS: usize = 2000;
 /// The origin channel of the threads made for the owner's tasks.
@@ -56,18 +53,7 @@ impl AutomationService {
                 }
             }
         };
-        let scheduler = async {
-            loop {
-                if let Err(err) = self.claim_due().await {
-                    tracing::warn!(error = %err, "cannot look for due automation tasks");
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(TICK) => {}
-                    _ = self.wake.notified() => {}
-                    _ = stop.cancelled() => return,
-                }
-            }
-        };
+        let scheduler = schedule::claim_every_tick("automation tasks", &self.wake, &stop, || self.claim_due());
         tokio::join!(runner, scheduler);
     }
 

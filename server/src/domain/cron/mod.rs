@@ -11,7 +11,6 @@ pub(crate) mod run;
 pub(crate) mod schedule;
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use appserver_protocol::{
     CronDelivery, CronJobInfo, CronJobState, CronSchedule, CronStateChangedParams, JobResultParams, JobTokenUsage,
@@ -28,8 +27,6 @@ use crate::domain::turns::input::Trigger;
 use crate::infra::clock::Clock;
 use crate::infra::store::{CronRecord, CronWrite, MAX_CRON_JOBS, Store, StoreError};
 
-/// How often the scheduler looks for due jobs when nothing wakes it.
-const TICK: Duration = Duration::from_secs(1);
 /// Longest `lastResult` kept.
 const RESULT_CHARS: usize = 500;
 /// Runs waiting for their turn to execute.
@@ -252,18 +249,7 @@ impl CronService {
                 }
             }
         };
-        let scheduler = async {
-            loop {
-                if let Err(err) = self.claim_due().await {
-                    tracing::warn!(error = %err, "cannot look for due cron jobs");
-                }
-                tokio::select! {
-                    _ = tokio::time::sleep(TICK) => {}
-                    _ = self.wake.notified() => {}
-                    _ = stop.cancelled() => return,
-                }
-            }
-        };
+        let scheduler = schedule::claim_every_tick("cron jobs", &self.wake, &stop, || self.claim_due());
         tokio::join!(runner, scheduler);
     }
 

@@ -95,6 +95,33 @@ fn cron_next(expr: &str, zone: Tz, now: i64) -> Option<i64> {
     cron.find_next_occurrence(&start, false).ok().map(|t| t.timestamp_millis())
 }
 
+/// How often a scheduler looks for due work when nothing wakes it sooner.
+pub(crate) const TICK: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// A scheduler's loop (cron's and the automations'): `claim` the due work, then wait a
+/// [`TICK`], a `wake` (something was scheduled) or `stop`. A failed claim is logged as `what`
+/// and tried again at the next tick.
+pub(crate) async fn claim_every_tick<F, Fut>(
+    what: &str,
+    wake: &tokio::sync::Notify,
+    stop: &tokio_util::sync::CancellationToken,
+    mut claim: F,
+) where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<(), crate::infra::store::StoreError>>,
+{
+    loop {
+        if let Err(err) = claim().await {
+            tracing::warn!(error = %err, "cannot look for due {what}");
+        }
+        tokio::select! {
+            _ = tokio::time::sleep(TICK) => {}
+            _ = wake.notified() => {}
+            _ = stop.cancelled() => return,
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
