@@ -4,7 +4,8 @@
 //! `subagent/close` and `subagent/resume` answering with the flat child result; a client without
 //! `streamingSupport` getting completed items only; `thread/config/update` replacing the whole
 //! configuration; `SkillInfo`'s interface fields from a skill's `agents/openai.yaml`;
-//! `toolExecution` items for clients that declared `toolExecutionLifecycle`.
+//! `toolExecution` items for clients that declared `toolExecutionLifecycle`; `workspaceOverride`
+//! moving the thread's tools.
 
 use appserver_client::{Client, Event};
 use appserver_tests::{ServerBuilder, command, events_until_turn_ends, run_turn, text};
@@ -171,6 +172,37 @@ async fn thread_config_update_replaces_the_whole_configuration() {
     assert!(now.get("model").is_none(), "the per-thread model override is gone");
     client.request("thread/config/update", json!({ "threadId": thread, "config": {} })).await.unwrap();
     assert_eq!(configuration(&client, &thread).await, json!({}));
+}
+
+/// `workspaceOverride` moves where the thread's tools work, to a folder a thread may work in:
+/// one inside the workspace is taken and the agent's commands run there; the filesystem root is
+/// refused (-32602), on `thread/start` and on `thread/config/update`.
+#[tokio::test]
+async fn workspace_override_moves_the_tools_to_a_folder_of_the_workspace() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
+    let command = json!({ "command": "echo here > made.txt" }).to_string();
+    let mock = MockModel::start(vec![
+        Reply::Sse(tool_calls_reply(&[("c1", "Exec", vec![command.as_str()])])),
+        Reply::Sse(text_reply(&["Done."], (1, 1))),
+    ])
+    .await;
+    let server = ServerBuilder::ws().mock_model(&mock).spawn().await.unwrap();
+    let mut client = server.ws_client_initialized().await.unwrap();
+    let refused = json!({ "identity": identity("desktop", "c"), "config": { "workspaceOverride": "/" } });
+    let err = client.request("thread/start", refused).await.unwrap_err().to_string();
+    assert!(err.contains("-32602") && err.contains("workspaceOverride"), "{err}");
+    let thread = new_thread(&client, "desktop", "c").await;
+    let bad = json!({ "threadId": thread, "config": { "workspaceOverride": "/" } });
+    let err = client.request("thread/config/update", bad).await.unwrap_err().to_string();
+    assert!(err.contains("-32602") && err.contains("workspaceOverride"), "{err}");
+    let sub = server.workspace.join("sub");
+    std::fs::create_dir_all(&sub).unwrap();
+    let config = json!({ "approvalPolicy": "autoApprove", "workspaceOverride": sub.display().to_string() });
+    client.request("thread/config/update", json!({ "threadId": thread, "config": config })).await.unwrap();
+    let (_, events) = run_turn(&mut client, &thread, text("make the file")).await.unwrap();
+    assert!(events.iter().any(|e| e.method() == Some("turn/completed")), "{events:?}");
+    assert_eq!(std::fs::read_to_string(sub.join("made.txt")).unwrap().trim(), "here", "ran in the override");
+    assert!(!server.workspace.join("made.txt").exists());
 }
 
 fn write(path: &std::path::Path, bytes: &[u8]) {

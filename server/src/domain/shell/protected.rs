@@ -111,6 +111,21 @@ impl Protected {
         Ok(real)
     }
 
+    /// Where a thread's tools work, canonical: its configuration's `workspaceOverride` when it
+    /// names one (the owner's, or an automation task's worktree), else the thread's workspace;
+    /// either judged as [`Protected::thread_workspace`] judges it, each time.
+    pub(crate) fn tools_workspace(
+        &self,
+        thread_workspace: &str,
+        configuration: Option<&appserver_protocol::ThreadConfiguration>,
+    ) -> Result<PathBuf, String> {
+        let requested = configuration
+            .and_then(|c| c.workspace_override.as_deref())
+            .filter(|path| !path.trim().is_empty())
+            .unwrap_or(thread_workspace);
+        self.thread_workspace(requested)
+    }
+
     /// The server's state that exists, canonical.
     pub(crate) fn state_paths(&self) -> Vec<PathBuf> {
         self.state.iter().filter_map(|p| p.canonicalize().ok()).collect()

@@ -87,7 +87,8 @@ impl Agent for CliAgent {
                 let state = ctx.handle.state();
                 (state.record.workspace_path.clone(), state.record.configuration.clone())
             };
-            let workspace = service.protected.thread_workspace(&recorded).map_err(TurnError::Agent)?;
+            let workspace =
+                service.protected.tools_workspace(&recorded, configuration.as_ref()).map_err(TurnError::Agent)?;
             let mode = service.mode_for(configuration.as_ref());
             let mode = if service.unconfined(mode) { crate::domain::policy::SandboxMode::FullAccess } else { mode };
             let shell = shell_path(None).map_err(TurnError::Agent)?;

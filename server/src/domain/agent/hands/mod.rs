@@ -58,7 +58,7 @@ pub(crate) fn place(ctx: &TurnContext) -> Result<Place, String> {
     let configuration = state.record.configuration.as_ref();
     let workspace = shell
         .protected
-        .thread_workspace(&state.record.workspace_path)
+        .tools_workspace(&state.record.workspace_path, configuration)
         .map_err(|reason| format!("Error: this thread's workspace cannot be used: {reason}"))?;
     Ok(Place {
         workspace,

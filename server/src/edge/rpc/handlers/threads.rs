@@ -27,6 +27,25 @@ const MAX_PAGE: u32 = 1000;
 pub(crate) const APPROVAL_POLICIES: &[&str] =
     &["default", "autoApprove", "interrupt", "never", "onRequest", "untrusted"];
 
+/// A `workspaceOverride` moves where the thread's tools work (and their sandbox's root): only to
+/// a folder a thread may work in (the workspace, a folder in it, or in the owner's `[sandbox]
+/// workspace_roots`; never the server's state). Checked again each time the tools run.
+fn check_workspace_override(
+    ctx: &RequestCtx,
+    config: &appserver_protocol::ThreadConfiguration,
+) -> Result<(), SessionError> {
+    match config.workspace_override.as_deref().filter(|path| !path.trim().is_empty()) {
+        Some(path) => ctx
+            .state
+            .shell
+            .protected
+            .thread_workspace(path)
+            .map(|_| ())
+            .map_err(|reason| SessionError::InvalidParams(format!("config.workspaceOverride: {reason}"))),
+        None => Ok(()),
+    }
+}
+
 fn validate_config(config: &appserver_protocol::ThreadConfiguration) -> Result<(), SessionError> {
     if let Some(policy) = &config.approval_policy {
         if !APPROVAL_POLICIES.contains(&policy.as_str()) {
@@ -75,6 +94,7 @@ pub(crate) async fn handle_thread_start(ctx: &RequestCtx, p: ThreadStartParams) 
     }
     if let Some(config) = &p.config {
         validate_config(config)?;
+        check_workspace_override(ctx, config)?;
     }
     validate_dynamic_tools(&p.dynamic_tools)?;
     // The thread's folder becomes its tools' sandbox root: only the owner's folders.
@@ -414,6 +434,7 @@ pub(crate) async fn handle_thread_config_update(
     p: ThreadConfigUpdateParams,
 ) -> Result<EmptyResult, SessionError> {
     validate_config(&p.config)?;
+    check_workspace_override(ctx, &p.config)?;
     // Only the owner's clients may loosen safety (scope.rs).
     let by_owner = ctx.peer.session.role() == Some(appserver_protocol::Role::Owner);
     change_record(
