@@ -93,8 +93,13 @@ pub struct AutomationTask {
     /// `workspaceScope` (default) or `fullAuto`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub approval_policy: Option<String>,
-    /// `project` (appserver runs every task in the project workspace).
+    /// `project` (runs in the workspace) or `worktree` (an unbound task runs in a managed Git
+    /// worktree of its own).
     pub workspace_mode: String,
+    /// The managed worktree of a `worktree` task once provisioned; `null` otherwise (a
+    /// `project` or bound task, before the first run, after `automation/task/discardWorktree`).
+    #[serde(default)]
+    pub worktree: Option<AutomationWorktree>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub schedule: Option<AutomationSchedule>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -102,6 +107,16 @@ pub struct AutomationTask {
     /// The next scheduled run, ISO 8601 UTC (absent without a schedule).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub next_run_at: Option<String>,
+}
+
+/// A task's managed Git worktree (`AutomationTaskWire.worktree`).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AutomationWorktree {
+    /// `appserver/task-<taskId>`.
+    pub branch_name: String,
+    /// Absolute: `<workspace>/.appserver-worktrees/task-<taskId>`.
+    pub path: String,
 }
 
 /// One template of the New Task dialog (`AutomationTemplateWire`).

@@ -393,6 +393,8 @@ request_table! { roles ClientRequest, client_request_schemas;
     AutomationTaskRun => "automation/task/run" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationTaskResult;
     AutomationTaskUpdateBinding => "automation/task/updateBinding" [Owner, ChannelAdapter] (AutomationTaskUpdateBindingParams) -> AutomationTaskResult;
     AutomationTaskDelete => "automation/task/delete" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationOkResult;
+    /// Remove a task's managed worktree and branch, keeping the task (-32052 while it runs).
+    AutomationTaskDiscardWorktree => "automation/task/discardWorktree" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationTaskResult;
     /// Built-in templates, then the workspace's user templates.
     AutomationTemplateList => "automation/template/list" [Owner] (AutomationTemplateListParams) -> AutomationTemplateListResult;
     /// Create or replace a user template (`.appserver/automations/templates/<id>/template.md`).

@@ -4,7 +4,9 @@
 //! built in and the user's, and save/delete validation; a run as a turn whose user message says
 //! `triggerKind: "automation"`, announced pending → running → completed in order; a scheduled
 //! task running on the clock; `run-in-thread` and -32055; another owner and a channel adapter
-//! refused; tasks kept across a restart.
+//! refused; tasks kept across a restart; a `worktree` task run in a managed Git worktree of its
+//! own and the worktree discarded; -32052 on a running task; a run lost with its instance failed
+//! by another instance of the cluster.
 
 use appserver_client::{Client, ClientError};
 use appserver_tests::{ServerBuilder, ServerProcess, start_thread};
@@ -370,6 +372,14 @@ async fn a_runs_approval_is_asked_of_the_owners_clients() {
             || params.to_string().contains("made-by-task"),
         "{params}"
     );
+    // The run waits on the answer: the task is running, and cannot be run, rebound, deleted or
+    // have its worktree discarded meanwhile.
+    let task_id = json!({ "taskId": id });
+    for method in ["automation/task/run", "automation/task/delete", "automation/task/discardWorktree"] {
+        assert_eq!(code(client.request(method, task_id.clone()).await), -32052, "{method}");
+    }
+    let unbind = json!({ "taskId": id, "threadBinding": null });
+    assert_eq!(code(client.request("automation/task/updateBinding", unbind).await), -32052);
     client.respond(&request, json!({ "decision": "accept" }));
     loop {
         let update = next_update(&mut client, &id).await;
@@ -379,4 +389,140 @@ async fn a_runs_approval_is_asked_of_the_owners_clients() {
         }
     }
     assert!(server.workspace.join("made-by-task.txt").exists(), "the accepted command ran");
+}
+
+/// Runs `git` in `dir`; its stdout, when it succeeds.
+fn git(dir: &std::path::Path, args: &[&str]) -> Result<String, String> {
+    let out = std::process::Command::new("git").current_dir(dir).args(args).output().map_err(|e| e.to_string())?;
+    match out.status.success() {
+        true => Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned()),
+        false => Err(String::from_utf8_lossy(&out.stderr).into_owned()),
+    }
+}
+
+/// The task's updates until it is no longer running.
+async fn until_done(client: &mut Client, id: &str) -> Value {
+    loop {
+        let update = next_update(client, id).await;
+        if update["status"] != "running" && update["status"] != "pending" {
+            return update;
+        }
+    }
+}
+
+/// DotCraft's "Workspace Modes": an unbound `worktree` task runs in a managed worktree of the
+/// workspace's repository, on its own branch, which later runs reuse; what it does there leaves
+/// the workspace as it was; `discardWorktree` removes the worktree and its branch and keeps the
+/// task; `workspaceMode` is `project` or `worktree`, and a workspace that is not a repository
+/// fails the run, saying why.
+#[tokio::test]
+async fn a_worktree_task_runs_in_a_worktree_of_its_own_until_discarded() {
+    use appserver_tests::mock_model::{MockModel, Reply, text_reply, tool_calls_reply};
+    let command = json!({ "command": "echo ran > made-by-task.txt" }).to_string();
+    let reply = |_| {
+        [
+            Reply::Sse(tool_calls_reply(&[("c1", "Exec", vec![command.as_str()])])),
+            Reply::Sse(text_reply(&["Done."], (1, 1))),
+        ]
+    };
+    let mock = MockModel::start((0..2).flat_map(reply).collect()).await;
+    let dir = tempfile::tempdir().unwrap();
+    for args in
+        [&["init", "-q", "-b", "main"][..], &["config", "user.email", "t@example.com"], &["config", "user.name", "T"]]
+    {
+        git(dir.path(), args).unwrap();
+    }
+    std::fs::write(dir.path().join("README.md"), "hello\n").unwrap();
+    git(dir.path(), &["add", "README.md"]).unwrap();
+    git(dir.path(), &["commit", "-q", "-m", "first"]).unwrap();
+    let server = spawn(dir.path()).mock_model(&mock).spawn().await.unwrap();
+    let mut client = owner(&server).await;
+    let bad = json!({ "title": "Bad", "workspaceMode": "sandbox" });
+    assert_eq!(code(client.request("automation/task/create", bad).await), -32602);
+    let params = json!({ "title": "Isolated", "description": "make the file", "approvalPolicy": "fullAuto",
+        "workspaceMode": "worktree" });
+    let task = client.request("automation/task/create", params).await.unwrap()["task"].clone();
+    assert_eq!((task["workspaceMode"].clone(), task["worktree"].clone()), (json!("worktree"), Value::Null));
+    let id = task["id"].as_str().unwrap().to_owned();
+    let done = until_done(&mut client, &id).await;
+    assert_eq!(done["status"], "completed", "{done}");
+    let read = client.request("automation/task/read", json!({ "taskId": id })).await.unwrap();
+    let branch = format!("appserver/task-{id}");
+    assert_eq!(read["worktree"]["branchName"], branch.as_str(), "{read}");
+    let path = std::path::PathBuf::from(read["worktree"]["path"].as_str().unwrap());
+    assert!(path.ends_with(format!(".appserver-worktrees/task-{id}")), "{}", path.display());
+    assert_eq!(std::fs::read_to_string(path.join("made-by-task.txt")).unwrap().trim(), "ran", "ran in the worktree");
+    assert!(!dir.path().join("made-by-task.txt").exists(), "not in the workspace");
+    assert_eq!(git(&path, &["branch", "--show-current"]).unwrap(), branch);
+    let status = git(dir.path(), &["status", "--porcelain", "--untracked-files=all"]).unwrap();
+    assert!(!status.contains(".appserver-worktrees"), "the worktrees are not the workspace's changes: {status}");
+    // A second run finds its worktree, and what the first left in it.
+    client.request("automation/task/run", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(until_done(&mut client, &id).await["status"], "completed");
+    let again = client.request("automation/task/read", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(again["worktree"], read["worktree"], "reused");
+    let discarded = client.request("automation/task/discardWorktree", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(discarded["task"]["worktree"], Value::Null);
+    assert_eq!(discarded["task"]["id"], id.as_str(), "the task is kept");
+    assert!(!path.exists(), "the worktree is removed");
+    assert!(git(dir.path(), &["rev-parse", "--verify", "--quiet", &format!("refs/heads/{branch}")]).is_err());
+    let twice = client.request("automation/task/discardWorktree", json!({ "taskId": id })).await.unwrap();
+    assert_eq!(twice["task"]["worktree"], Value::Null, "nothing left to discard is no error");
+
+    // Not a repository: the run fails, saying so.
+    let plain = tempfile::tempdir().unwrap();
+    let server = spawn(plain.path()).spawn().await.unwrap();
+    let mut client = owner(&server).await;
+    let params = json!({ "title": "Nowhere", "workspaceMode": "worktree" });
+    let task = client.request("automation/task/create", params).await.unwrap()["task"].clone();
+    let failed = until_done(&mut client, task["id"].as_str().unwrap()).await;
+    assert_eq!(failed["status"], "failed");
+    let read = client.request("automation/task/read", json!({ "taskId": task["id"] })).await.unwrap();
+    assert!(read["agentSummary"].as_str().unwrap_or_default().contains("Git repository"), "{read}");
+}
+
+/// A run left `running` by an instance that stopped mid-run is failed by another instance once
+/// the run's lease expires, and the task can be acted on again.
+#[tokio::test]
+async fn in_cluster_mode_a_run_lost_with_its_instance_is_failed_by_another() {
+    use appserver_client::Event;
+    use appserver_tests::mock_model::{MockModel, Reply, tool_calls_reply};
+    let Some(mut cluster) = appserver_tests::cluster::Cluster::new("automation_cluster_lost").await else { return };
+    let command = json!({ "command": "echo never > never.txt" }).to_string();
+    let mock = MockModel::start(vec![Reply::Sse(tool_calls_reply(&[("c1", "Exec", vec![command.as_str()])]))]).await;
+    let mut first = cluster.instance_with(appserver_tests::ServerBuilder::ws().mock_model(&mock)).await;
+    let second = cluster.instance().await;
+    let mut a = first.ws_client().await.unwrap();
+    appserver_tests::initialize(&a, "dotcraft-desktop", json!({ "approvalSupport": true })).await.unwrap();
+    let mut b = second.ws_client_initialized().await.unwrap();
+    let task = hourly_task(&a, "Lost").await;
+    let id = task["id"].as_str().unwrap().to_owned();
+    a.request("automation/task/run", json!({ "taskId": id })).await.unwrap();
+    // The run waits on an approval nobody gives: it is running on the first instance.
+    tokio::time::timeout(appserver_tests::TIMEOUT, async {
+        loop {
+            match a.next_event().await.unwrap() {
+                Event::Request { method, .. } if method == "item/approval/request" => return,
+                Event::Closed { .. } => panic!("closed while waiting for the run's approval"),
+                _ => {}
+            }
+        }
+    })
+    .await
+    .expect("the run asks its approval");
+    first.kill().await.unwrap();
+    let failed = tokio::time::timeout(appserver_tests::TIMEOUT, async {
+        loop {
+            let update = next_update(&mut b, &id).await;
+            if update["status"] != "running" {
+                return update;
+            }
+        }
+    })
+    .await
+    .expect("the lost run is failed by the other instance");
+    assert_eq!(failed["status"], "failed", "{failed}");
+    let read = b.request("automation/task/read", json!({ "taskId": id })).await.unwrap();
+    assert!(read["agentSummary"].as_str().unwrap_or_default().contains("interrupted"), "{read}");
+    b.request("automation/task/delete", json!({ "taskId": id })).await.unwrap();
 }

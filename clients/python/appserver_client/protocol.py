@@ -417,7 +417,7 @@ AutomationTask = TypedDict("AutomationTask", {
     "id": str,
     "title": str,
     "status": str,  # `pending`, `running`, `completed` or `failed`.
-    "workspaceMode": str,  # `project` (appserver runs every task in the project workspace).
+    "workspaceMode": str,  # `project` (runs in the workspace) or `worktree` (an unbound task runs in a managed Git
     "agentSummary": NotRequired[Optional[str]],  # The agent's last answer, or why the last run failed.
     "approvalPolicy": NotRequired[Optional[str]],  # `workspaceScope` (default) or `fullAuto`.
     "createdAt": NotRequired[Optional[str]],  # ISO 8601 UTC.
@@ -427,6 +427,7 @@ AutomationTask = TypedDict("AutomationTask", {
     "threadBinding": NotRequired[Optional["AutomationThreadBinding"]],
     "threadId": NotRequired[Optional[str]],  # The thread of the task's last run (absent before its first).
     "updatedAt": NotRequired[Optional[str]],
+    "worktree": NotRequired[Optional["AutomationWorktree"]],  # The managed worktree of a `worktree` task once provisioned; `null` otherwise (a
 })
 
 # `automation/task/create`.
@@ -538,6 +539,12 @@ AutomationTemplateSaveParams = TypedDict("AutomationTemplateSaveParams", {
 AutomationThreadBinding = TypedDict("AutomationThreadBinding", {
     "threadId": str,
     "mode": NotRequired[Optional[str]],  # `run-in-thread` (the default, and the only mode).
+})
+
+# A task's managed Git worktree (`AutomationTaskWire.worktree`).
+AutomationWorktree = TypedDict("AutomationWorktree", {
+    "branchName": str,  # `appserver/task-<taskId>`.
+    "path": str,  # Absolute: `<workspace>/.appserver-worktrees/task-<taskId>`.
 })
 
 # A background terminal session (section 19A.2).
@@ -2448,7 +2455,7 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "automation/task/create", "automation/task/delete", "automation/task/list", "automation/task/read", "automation/task/run", "automation/task/updateBinding", "automation/template/delete", "automation/template/list", "automation/template/save", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "automation/task/create", "automation/task/delete", "automation/task/discardWorktree", "automation/task/list", "automation/task/read", "automation/task/run", "automation/task/updateBinding", "automation/template/delete", "automation/template/list", "automation/template/save", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2464,6 +2471,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "app/unregister": ("AppUnregisterParams", "EmptyResult"),
     "automation/task/create": ("AutomationTaskCreateParams", "AutomationTaskCreateResult"),
     "automation/task/delete": ("AutomationTaskIdParams", "AutomationOkResult"),
+    "automation/task/discardWorktree": ("AutomationTaskIdParams", "AutomationTaskResult"),
     "automation/task/list": ("AutomationTaskListParams", "AutomationTaskListResult"),
     "automation/task/read": ("AutomationTaskIdParams", "AutomationTask"),
     "automation/task/run": ("AutomationTaskIdParams", "AutomationTaskResult"),
@@ -2669,6 +2677,9 @@ class ClientRequests:
 
     async def automation_task_delete(self, params: "AutomationTaskIdParams", timeout: Optional[float] = None) -> "AutomationOkResult":
         return await self.request("automation/task/delete", params, timeout)
+
+    async def automation_task_discardWorktree(self, params: "AutomationTaskIdParams", timeout: Optional[float] = None) -> "AutomationTaskResult":
+        return await self.request("automation/task/discardWorktree", params, timeout)
 
     async def automation_task_list(self, params: "AutomationTaskListParams", timeout: Optional[float] = None) -> "AutomationTaskListResult":
         return await self.request("automation/task/list", params, timeout)

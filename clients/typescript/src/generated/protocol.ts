@@ -530,7 +530,10 @@ export interface AutomationTask {
   title: string;
   /** `pending`, `running`, `completed` or `failed`. */
   status: string;
-  /** `project` (appserver runs every task in the project workspace). */
+  /**
+   * `project` (runs in the workspace) or `worktree` (an unbound task runs in a managed Git
+   * worktree of its own).
+   */
   workspaceMode: string;
   /** The agent's last answer, or why the last run failed. */
   agentSummary?: string | null;
@@ -546,6 +549,11 @@ export interface AutomationTask {
   /** The thread of the task's last run (absent before its first). */
   threadId?: string | null;
   updatedAt?: string | null;
+  /**
+   * The managed worktree of a `worktree` task once provisioned; `null` otherwise (a
+   * `project` or bound task, before the first run, after `automation/task/discardWorktree`).
+   */
+  worktree?: AutomationWorktree | null;
 }
 
 /** `automation/task/create`. */
@@ -665,6 +673,14 @@ export interface AutomationThreadBinding {
   threadId: string;
   /** `run-in-thread` (the default, and the only mode). */
   mode?: string | null;
+}
+
+/** A task's managed Git worktree (`AutomationTaskWire.worktree`). */
+export interface AutomationWorktree {
+  /** `appserver/task-<taskId>`. */
+  branchName: string;
+  /** Absolute: `<workspace>/.appserver-worktrees/task-<taskId>`. */
+  path: string;
 }
 
 /** A background terminal session (section 19A.2). */
@@ -2959,6 +2975,7 @@ export interface ClientRequestMap {
   "app/unregister": { params: AppUnregisterParams; result: EmptyResult };
   "automation/task/create": { params: AutomationTaskCreateParams; result: AutomationTaskCreateResult };
   "automation/task/delete": { params: AutomationTaskIdParams; result: AutomationOkResult };
+  "automation/task/discardWorktree": { params: AutomationTaskIdParams; result: AutomationTaskResult };
   "automation/task/list": { params: AutomationTaskListParams; result: AutomationTaskListResult };
   "automation/task/read": { params: AutomationTaskIdParams; result: AutomationTask };
   "automation/task/run": { params: AutomationTaskIdParams; result: AutomationTaskResult };

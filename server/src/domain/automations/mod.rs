@@ -5,14 +5,20 @@
 //! (`templates.rs`). A task belongs to the identity that made it (`owner`, or a channel
 //! adapter's `channel:<name>`): no other sees it, runs it, rebinds or deletes it, and
 //! `automation/task/updated` goes to its owner's clients only, after the change committed.
+//! A `worktree` task that is not bound runs in a managed Git worktree of its own
+//! (`worktree.rs`). A claimed run is leased to the instance that claimed it, renewed while it
+//! holds it: a run whose lease expired was lost with its instance and is failed by another.
 
 pub(crate) mod builtin;
 mod run;
 pub(crate) mod templates;
 mod wire;
+pub(crate) mod worktree;
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicUsize;
+use std::time::Duration;
 
 use appserver_protocol::{
     AutomationTask, AutomationTaskCreateParams, AutomationThreadBinding, CronSchedule, ThreadStatus,
@@ -76,6 +82,12 @@ pub(crate) struct AutomationService {
     receiver: std::sync::Mutex<Option<mpsc::Receiver<String>>>,
     /// Cluster mode: another instance may be running a task this one finds `running`.
     shared: bool,
+    /// This instance, as the holder of the runs it claims.
+    instance: String,
+    /// How long a claimed run's lease lasts unless renewed (the cluster's lease time to live).
+    lease_ttl: Duration,
+    /// The runs this instance claimed and has not finished (their leases are renewed).
+    held: AtomicUsize,
 }
 
 impl AutomationService {
@@ -90,6 +102,17 @@ impl AutomationService {
             threads: turns.threads.clone(),
             workspace: turns.config.workspace.clone(),
             shared: turns.cluster.is_some(),
+            instance: match &turns.cluster {
+                Some(cluster) => cluster.instance_id().to_owned(),
+                None => crate::infra::cluster::new_instance_id(),
+            },
+            lease_ttl: turns
+                .config
+                .cluster
+                .as_ref()
+                .map(|c| c.lease_ttl)
+                .unwrap_or(Duration::from_secs(crate::infra::config::DEFAULT_LEASE_TTL_SECS)),
+            held: AtomicUsize::new(0),
             turns,
             clients,
             clock,
@@ -168,6 +191,8 @@ impl AutomationService {
                 Some(schedule) => crate::domain::cron::schedule::first_run(schedule, now),
                 None => Some(now),
             },
+            workspace_mode: fields.workspace_mode,
+            worktree: None,
         };
         match self.store.write(TaskWrite::Insert(Box::new(task.clone()))).await {
             Ok(()) => {}
@@ -234,13 +259,35 @@ impl AutomationService {
             return Err(running("Cannot run a task that is already running."));
         }
         let permit = self.queue.try_reserve().map_err(|_| AutomationError::Busy)?;
-        match self.store.write(TaskWrite::Claim { id: id.to_owned(), due: None, now: self.now() }).await {
+        let claim = TaskWrite::Claim { id: id.to_owned(), due: None, now: self.now(), lease: self.lease() };
+        match self.store.write(claim).await {
             Ok(()) => {}
             Err(StoreError::Stale(_)) => return Err(running("Cannot run a task that is already running.")),
             Err(err) => return Err(err.into()),
         }
+        self.hold();
         permit.send(id.to_owned());
         let task = self.get(owner, id).await?;
+        Ok(wire::task(&task, true))
+    }
+
+    /// Removes a task's managed worktree and its branch, keeping the task (-32052 while it runs;
+    /// a task without one is answered as it is).
+    pub(crate) async fn discard_worktree(&self, owner: &str, id: &str) -> Result<AutomationTask, AutomationError> {
+        const RUNNING: &str = "Cannot discard the worktree of a task while it is running.";
+        let task = self.get(owner, id).await?;
+        if task.status == "running" {
+            return Err(running(RUNNING));
+        }
+        let Some(recorded) = &task.worktree else { return Ok(wire::task(&task, true)) };
+        worktree::discard(&self.workspace, &task.id, recorded).await.map_err(AutomationError::Io)?;
+        match self.store.write(TaskWrite::ClearWorktree { id: id.to_owned(), now: self.now() }).await {
+            Ok(()) => {}
+            Err(StoreError::Stale(_)) => return Err(running(RUNNING)),
+            Err(err) => return Err(err.into()),
+        }
+        let task = self.get(owner, id).await?;
+        self.announce(&task);
         Ok(wire::task(&task, true))
     }
 

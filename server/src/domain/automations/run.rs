@@ -4,19 +4,24 @@
 //! time, each through cron's turn path (`cron::run::run_turn`) with `triggerKind: "automation"`,
 //! in the bound thread or the task's own (made for its first run, for the task's owner). Status
 //! goes pending → running → completed / failed (a scheduled task back to pending), each change
-//! announced after it committed.
+//! announced after it committed. A claimed run is leased to this instance ([`RunLease`]),
+//! renewed every third of its time to live while the instance holds runs; each tick also fails
+//! the runs whose lease expired (their instance stopped mid-run), so in cluster mode a lost run
+//! does not stay `running`. An unbound `worktree` task's run works in its managed worktree.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 
 use appserver_protocol::{CronSchedule, HistoryMode, ThreadStatus};
 use tokio_util::sync::CancellationToken;
 
-use super::{AutomationService, OWNER, wire};
+use super::{AutomationService, OWNER, wire, worktree};
 use crate::domain::cron::run::{RunOutcome, run_turn};
 use crate::domain::cron::schedule;
 use crate::domain::threads::records::{self, NewThread};
 use crate::domain::turns::input::Trigger;
-use crate::infra::store::{StoreError, TaskRecord, TaskWrite};
+use crate::infra::store::{RunLease, StoreError, TaskRecord, TaskWrite};
 
 /// Longest `agentSummary` kept (characters).
 const SUMMARY_CHARS: usize = 2000;
@@ -33,6 +38,51 @@ impl AutomationService {
                 tracing::warn!(error = %err, "cannot mark the interrupted automation runs failed");
             }
         }
+    }
+
+    /// A lease on a run claimed now, by this instance.
+    pub(super) fn lease(&self) -> RunLease {
+        RunLease { owner: self.instance.clone(), expires_at_ms: wall_ms() + self.lease_ttl.as_millis() as i64 }
+    }
+
+    /// One more run claimed (its lease renewed until it finished).
+    pub(super) fn hold(&self) {
+        self.held.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Renews the leases of the runs this instance holds, every third of their time to live,
+    /// while it holds any (an idle instance writes nothing).
+    async fn renew_leases(&self, stop: &CancellationToken) {
+        loop {
+            tokio::select! {
+                _ = tokio::time::sleep(self.lease_ttl / 3) => {}
+                _ = stop.cancelled() => return,
+            }
+            if self.held.load(Ordering::Relaxed) > 0
+                && let Err(err) = self.store.write(TaskWrite::RenewRuns { lease: self.lease() }).await
+            {
+                tracing::warn!(error = %err, "cannot renew the leases of the automation runs");
+            }
+        }
+    }
+
+    /// Fails the runs whose lease expired (another instance stopped while holding them), and
+    /// announces each.
+    async fn fail_lost(&self) -> Result<(), StoreError> {
+        let wall = wall_ms();
+        for id in self.store.lost_automation_runs(&self.instance, wall).await? {
+            let write =
+                TaskWrite::FailLost { id: id.clone(), me: self.instance.clone(), wall_ms: wall, now: self.now() };
+            match self.store.write(write).await {
+                Ok(()) => {
+                    tracing::warn!(task = %id, "an automation run was lost with the instance running it; marked failed");
+                    self.announce_current(&id).await;
+                }
+                Err(StoreError::Stale(_)) => {}
+                Err(err) => return Err(err),
+            }
+        }
+        Ok(())
     }
 
     /// The scheduler and the runner, until `stop`.
@@ -53,8 +103,11 @@ impl AutomationService {
                 }
             }
         };
-        let scheduler = schedule::claim_every_tick("automation tasks", &self.wake, &stop, || self.claim_due());
-        tokio::join!(runner, scheduler);
+        let scheduler = schedule::claim_every_tick("automation tasks", &self.wake, &stop, || async {
+            self.fail_lost().await?;
+            self.claim_due().await
+        });
+        tokio::join!(runner, scheduler, self.renew_leases(&stop));
     }
 
     /// Claims each due task's run (moving a scheduled task's next run on) and queues the runs
@@ -68,9 +121,12 @@ impl AutomationService {
                 return Ok(());
             };
             let next = parse_schedule(&task).and_then(|s| schedule::next_slot(&s, expected, now));
-            let claim = TaskWrite::Claim { id: task.id.clone(), due: Some((expected, next)), now };
+            let claim = TaskWrite::Claim { id: task.id.clone(), due: Some((expected, next)), now, lease: self.lease() };
             match self.store.write(claim).await {
-                Ok(()) => permit.send(task.id.clone()),
+                Ok(()) => {
+                    self.hold();
+                    permit.send(task.id.clone());
+                }
                 Err(StoreError::Stale(_)) => {}
                 Err(err) => return Err(err),
             }
@@ -80,6 +136,11 @@ impl AutomationService {
 
     /// Runs one claimed task and records, then announces, how it ended.
     async fn execute(&self, id: &str) {
+        self.execute_claimed(id).await;
+        self.held.fetch_sub(1, Ordering::Relaxed);
+    }
+
+    async fn execute_claimed(&self, id: &str) {
         let Ok(Some(task)) = self.store.automation_task(id).await else { return };
         let outcome = match self.run_thread(&task).await {
             Ok(thread_id) => {
@@ -134,24 +195,39 @@ impl AutomationService {
     }
 
     /// The thread a run happens on: the bound one (it must exist and not be archived), else the
-    /// task's own thread, made for it the first time (or when it was deleted or archived).
+    /// task's own thread, made for it the first time (or when it was deleted or archived); a
+    /// `worktree` task's own thread works in its worktree, provisioned first.
     async fn run_thread(&self, task: &TaskRecord) -> Result<String, String> {
         if let Some(bound) = &task.binding_thread_id {
             self.check_binding(bound).await.map_err(|e| e.to_string())?;
             return Ok(bound.clone());
         }
+        let tools_root = match task.workspace_mode.as_str() {
+            wire::WORKTREE => Some(self.provision(task).await?),
+            _ => None,
+        };
         if let Some(own) = &task.thread_id
             && let Ok(handle) = self.threads.get(own).await
             && handle.state().record.status != ThreadStatus::Archived
         {
             return Ok(own.clone());
         }
-        self.new_thread(task).await
+        self.new_thread(task, tools_root).await
+    }
+
+    /// The task's worktree, made or found, recorded on the task; the folder its tools work in.
+    async fn provision(&self, task: &TaskRecord) -> Result<PathBuf, String> {
+        let (record, tools_root) = worktree::ensure(&self.workspace, task).await?;
+        if task.worktree.as_ref() != Some(&record) {
+            let write = TaskWrite::SetWorktree { id: task.id.clone(), worktree: record, now: self.now() };
+            self.store.write(write).await.map_err(|e| format!("cannot record the task's worktree: {e}"))?;
+        }
+        Ok(tools_root)
     }
 
     /// A thread for the task's runs, its owner's: origin channel `automation` for the workspace
     /// owner's tasks, the adapter's channel for a channel adapter's.
-    async fn new_thread(&self, task: &TaskRecord) -> Result<String, String> {
+    async fn new_thread(&self, task: &TaskRecord, tools_root: Option<PathBuf>) -> Result<String, String> {
         let origin = match task.owner.strip_prefix("channel:") {
             Some(channel) if task.owner != OWNER => channel.to_owned(),
             _ => CHANNEL.to_owned(),
@@ -165,7 +241,7 @@ impl AutomationService {
             channel_context: None,
             display_name: Some(task.title.clone()),
             history_mode: HistoryMode::Server,
-            configuration: configuration(task),
+            configuration: configuration(task, tools_root),
             context_usage: None,
             metadata,
         };
@@ -178,12 +254,20 @@ impl AutomationService {
 }
 
 /// A task thread's configuration: `fullAuto` runs without asking; `workspaceScope` keeps the
-/// server's approvals.
-fn configuration(task: &TaskRecord) -> Option<appserver_protocol::ThreadConfiguration> {
-    (task.approval_policy == "fullAuto").then(|| appserver_protocol::ThreadConfiguration {
-        approval_policy: Some("never".to_owned()),
+/// server's approvals; a `worktree` task's tools work in its worktree.
+fn configuration(task: &TaskRecord, tools_root: Option<PathBuf>) -> Option<appserver_protocol::ThreadConfiguration> {
+    let full_auto = task.approval_policy == "fullAuto";
+    (full_auto || tools_root.is_some()).then(|| appserver_protocol::ThreadConfiguration {
+        approval_policy: full_auto.then(|| "never".to_owned()),
+        workspace_override: tools_root.map(|root| root.display().to_string()),
         ..Default::default()
     })
+}
+
+/// Wall-clock Unix milliseconds: what run leases are measured in (not the scheduler's clock,
+/// which `debug/cron/advance` moves on one instance only).
+fn wall_ms() -> i64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 fn parse_schedule(task: &TaskRecord) -> Option<CronSchedule> {

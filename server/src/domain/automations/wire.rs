@@ -4,7 +4,9 @@
 
 use std::path::Path;
 
-use appserver_protocol::{AutomationTask, AutomationTaskCreateParams, AutomationThreadBinding, CronSchedule};
+use appserver_protocol::{
+    AutomationTask, AutomationTaskCreateParams, AutomationThreadBinding, AutomationWorktree, CronSchedule,
+};
 
 use super::templates::{self, MAX_DESCRIPTION, MAX_TITLE, MAX_WORKFLOW};
 use super::{AutomationError, RUN_IN_THREAD, check_mode};
@@ -18,6 +20,10 @@ const DEFAULT_WORKFLOW: &str = "\
 Carry out the task described below in this workspace. Work step by step, check your results,
 and finish with a short summary of what you did and anything left to do.
 ";
+
+/// The workspace modes.
+pub(crate) const PROJECT: &str = "project";
+pub(crate) const WORKTREE: &str = "worktree";
 
 fn iso(ms: i64) -> String {
     UtcTime { unix_millis: ms }.rfc3339()
@@ -37,7 +43,11 @@ pub(crate) fn task(t: &TaskRecord, detailed: bool) -> AutomationTask {
         created_at: Some(iso(t.created_at_ms)),
         updated_at: Some(iso(t.updated_at_ms)),
         approval_policy: Some(t.approval_policy.clone()),
-        workspace_mode: "project".to_owned(),
+        workspace_mode: t.workspace_mode.clone(),
+        worktree: t
+            .worktree
+            .as_ref()
+            .map(|w| AutomationWorktree { branch_name: w.branch.clone(), path: w.path.clone() }),
         next_run_at: schedule.as_ref().and(t.next_run_at_ms).map(iso),
         schedule: schedule.map(Into::into),
         thread_binding: t
@@ -82,6 +92,8 @@ pub(crate) struct Fields {
     pub(crate) template_id: Option<String>,
     pub(crate) schedule: Option<CronSchedule>,
     pub(crate) binding: Option<String>,
+    /// `project` or `worktree`.
+    pub(crate) workspace_mode: String,
 }
 
 fn given(value: Option<String>) -> Option<String> {
@@ -122,6 +134,12 @@ impl Fields {
             Some("fullAuto") | Some("autoApprove") => "fullAuto".to_owned(),
             Some(other) => return Err(invalid(format!("'approvalPolicy' `{other}`: workspaceScope or fullAuto"))),
         };
+        let workspace_mode = match given(p.workspace_mode).or(given(t.default_workspace_mode)).as_deref().map(str::trim)
+        {
+            None | Some(PROJECT) => PROJECT.to_owned(),
+            Some(WORKTREE) => WORKTREE.to_owned(),
+            Some(other) => return Err(invalid(format!("'workspaceMode' `{other}`: project or worktree"))),
+        };
         let schedule = p.schedule.or(t.default_schedule).filter(|s| !s.kind.trim().is_empty() && s.kind != "once");
         let schedule: Option<CronSchedule> = schedule.map(Into::into);
         if let Some(schedule) = &schedule {
@@ -135,6 +153,7 @@ impl Fields {
             template_id: given(p.template_id),
             schedule,
             binding: binding(p.thread_binding)?,
+            workspace_mode,
         })
     }
 }

@@ -56,14 +56,16 @@ pub(crate) fn confine(paths: &[String]) -> Result<Vec<String>, WorkspaceError> {
         .collect()
 }
 
-/// Runs git in `workspace` with the repository's configured programs (fsmonitor, external diff
-/// drivers, text conversions, pagers) off; returns its stdout, at most `limit` bytes (`true`
-/// when there was more).
-async fn git(workspace: &Path, args: &[&str], limit: usize) -> Result<(String, bool, i32), WorkspaceError> {
+/// Runs git in `workspace` with the repository's configured programs (fsmonitor, hooks,
+/// external diff drivers, text conversions, pagers) off; returns its stdout, at most `limit`
+/// bytes (`true` when there was more), and its exit status (0 or 1; another is an error). Also
+/// the automations' worktrees (`automations/worktree.rs`).
+pub(crate) async fn git(workspace: &Path, args: &[&str], limit: usize) -> Result<(String, bool, i32), WorkspaceError> {
     let mut command = tokio::process::Command::new("git");
     command
         .current_dir(workspace)
-        .args(["-c", "core.fsmonitor=false", "-c", "core.pager=cat", "-c", "diff.external=", "--no-pager"])
+        .args(["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "-c", "core.pager=cat"])
+        .args(["-c", "diff.external=", "--no-pager"])
         .args(args)
         .env("GIT_TERMINAL_PROMPT", "0")
         .env("GIT_OPTIONAL_LOCKS", "0")

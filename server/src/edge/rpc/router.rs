@@ -142,6 +142,9 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
             answer::<m::AutomationTaskUpdateBinding, _>(id, automations::handle_task_update_binding(ctx, p))
         }
         R::AutomationTaskDelete(p) => answer::<m::AutomationTaskDelete, _>(id, automations::handle_task_delete(ctx, p)),
+        R::AutomationTaskDiscardWorktree(p) => {
+            answer::<m::AutomationTaskDiscardWorktree, _>(id, automations::handle_task_discard_worktree(ctx, p))
+        }
         R::AutomationTemplateList(p) => {
             answer::<m::AutomationTemplateList, _>(id, automations::handle_template_list(ctx, p))
         }

@@ -142,6 +142,7 @@ fn target(request: &ClientRequest) -> Target<'_> {
         R::AutomationTaskList(_) | R::AutomationTaskRead(_) | R::AutomationTaskRun(_) | R::AutomationTaskDelete(_) => {
             Target::None
         }
+        R::AutomationTaskDiscardWorktree(_) => Target::None,
         R::AutomationTaskCreate(p) => p.thread_binding.as_ref().map_or(Target::None, |b| Target::Thread(&b.thread_id)),
         R::AutomationTaskUpdateBinding(p) => {
             p.thread_binding.as_ref().map_or(Target::None, |b| Target::Thread(&b.thread_id))

@@ -1,7 +1,9 @@
 //! Automation tasks (`automation_tasks`, DotCraft's automations-lifecycle §13): their records,
 //! the writes that change them — among them the claim of a run, a conditional UPDATE of
 //! `status` (and of `next_run_at_ms` for a scheduled run), so a run happens on one instance
-//! only — and the reads, always of one owner's tasks or of one task.
+//! only, leased to the instance that claimed it (`run_owner`, `run_expires_at_ms`: a run whose
+//! lease expired was lost with its instance) — and the reads, always of one owner's tasks or of
+//! one task.
 
 use super::db::{Conn, Row, sql};
 use super::{Store, StoreError, WriteOp};
@@ -32,6 +34,27 @@ pub(crate) struct TaskRecord {
     pub(crate) updated_at_ms: i64,
     /// When it runs next (a one-shot task: when it was made, until it ran).
     pub(crate) next_run_at_ms: Option<i64>,
+    /// `project` or `worktree`.
+    pub(crate) workspace_mode: String,
+    /// The managed worktree of a `worktree` task, once provisioned.
+    pub(crate) worktree: Option<WorktreeRecord>,
+}
+
+/// A task's managed Git worktree.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct WorktreeRecord {
+    pub(crate) branch: String,
+    /// Absolute.
+    pub(crate) path: String,
+    /// The commit it was made from.
+    pub(crate) base: String,
+}
+
+/// Who holds a claimed run, and until when (wall-clock Unix milliseconds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct RunLease {
+    pub(crate) owner: String,
+    pub(crate) expires_at_ms: i64,
 }
 
 /// Most tasks one owner keeps.
@@ -59,6 +82,30 @@ pub(crate) enum TaskWrite {
     Claim {
         id: String,
         due: Option<(i64, Option<i64>)>,
+        now: i64,
+        lease: RunLease,
+    },
+    /// Moves on the lease of every run `lease.owner` holds.
+    RenewRuns {
+        lease: RunLease,
+    },
+    /// Fails a run whose lease expired before `wall_ms` and is not `me`'s (its instance is
+    /// gone); [`StoreError::Stale`] when it is not such a run (any more).
+    FailLost {
+        id: String,
+        me: String,
+        wall_ms: i64,
+        now: i64,
+    },
+    /// The worktree of a task (provisioned: `Some`), whatever its status.
+    SetWorktree {
+        id: String,
+        worktree: WorktreeRecord,
+        now: i64,
+    },
+    /// Forgets the worktree of a task that is not running; [`StoreError::Stale`] otherwise.
+    ClearWorktree {
+        id: String,
         now: i64,
     },
     /// The thread a running run happens on.
@@ -89,7 +136,8 @@ impl From<TaskWrite> for WriteOp {
 
 const COLUMNS: &str = "id, owner, title, description, workflow, approval_policy, template_id, schedule, \
      binding_thread_id, status, thread_id, agent_summary, created_at_ms, updated_at_ms, \
-     COALESCE(next_run_at_ms, -1) AS next_run_at_ms";
+     COALESCE(next_run_at_ms, -1) AS next_run_at_ms, workspace_mode, worktree_branch, worktree_path, \
+     worktree_base";
 
 fn record(row: &Row) -> Result<TaskRecord, StoreError> {
     let next = row.int("next_run_at_ms")?;
@@ -109,6 +157,13 @@ fn record(row: &Row) -> Result<TaskRecord, StoreError> {
         created_at_ms: row.int("created_at_ms")?,
         updated_at_ms: row.int("updated_at_ms")?,
         next_run_at_ms: (next >= 0).then_some(next),
+        workspace_mode: row.text("workspace_mode")?,
+        worktree: match (row.opt_text("worktree_branch")?, row.opt_text("worktree_path")?) {
+            (Some(branch), Some(path)) => {
+                Some(WorktreeRecord { branch, path, base: row.opt_text("worktree_base")?.unwrap_or_default() })
+            }
+            _ => None,
+        },
     })
 }
 
@@ -121,8 +176,8 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<(), Sto
     let changed = match op {
         TaskWrite::Insert(t) => {
             let q = sql("INSERT INTO automation_tasks (id, owner, title, description, workflow, approval_policy, \
-                 template_id, schedule, binding_thread_id, status, created_at_ms, updated_at_ms, next_run_at_ms) \
-                 VALUES (?,?,?,?,?,?,?,?,?,?,?,?,CAST(? AS BIGINT))")
+                 template_id, schedule, binding_thread_id, status, created_at_ms, updated_at_ms, next_run_at_ms, \
+                 workspace_mode) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,CAST(? AS BIGINT),?)")
             .bind(&t.id)
             .bind(&t.owner)
             .bind(&t.title)
@@ -135,7 +190,8 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<(), Sto
             .bind(&t.status)
             .bind(t.created_at_ms)
             .bind(t.updated_at_ms)
-            .bind(nullable(t.next_run_at_ms));
+            .bind(nullable(t.next_run_at_ms))
+            .bind(&t.workspace_mode);
             conn.execute(q).await?
         }
         TaskWrite::Delete { id } => {
@@ -149,22 +205,11 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<(), Sto
             .bind(id);
             conn.execute(q).await?
         }
-        TaskWrite::Claim { id, due: None, now } => {
-            let q = sql("UPDATE automation_tasks SET status = 'running', updated_at_ms = ? \
-                 WHERE id = ? AND status <> 'running'")
-            .bind(*now)
-            .bind(id);
-            conn.execute(q).await?
-        }
-        TaskWrite::Claim { id, due: Some((expected, next)), now } => {
-            let q = sql("UPDATE automation_tasks SET status = 'running', updated_at_ms = ?, \
-                 next_run_at_ms = CAST(? AS BIGINT) WHERE id = ? AND status <> 'running' AND next_run_at_ms = ?")
-            .bind(*now)
-            .bind(nullable(*next))
-            .bind(id)
-            .bind(*expected);
-            conn.execute(q).await?
-        }
+        TaskWrite::Claim { .. }
+        | TaskWrite::RenewRuns { .. }
+        | TaskWrite::FailLost { .. }
+        | TaskWrite::SetWorktree { .. }
+        | TaskWrite::ClearWorktree { .. } => apply_run(conn, op).await?,
         TaskWrite::SetThread { id, thread_id, now } => {
             let q = sql("UPDATE automation_tasks SET thread_id = ?, updated_at_ms = ? WHERE id = ?")
                 .bind(thread_id)
@@ -175,7 +220,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<(), Sto
         }
         TaskWrite::Finish { id, status, summary, next_run_at_ms, now } => {
             let q = sql("UPDATE automation_tasks SET status = ?, agent_summary = ?, updated_at_ms = ?, \
-                 next_run_at_ms = CAST(? AS BIGINT) WHERE id = ?")
+                 next_run_at_ms = CAST(? AS BIGINT), run_owner = NULL WHERE id = ?")
             .bind(status)
             .bind(summary)
             .bind(*now)
@@ -184,7 +229,7 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<(), Sto
             conn.execute(q).await?.max(1)
         }
         TaskWrite::FailInterrupted { now } => {
-            let q = sql("UPDATE automation_tasks SET status = 'failed', updated_at_ms = ?, \
+            let q = sql("UPDATE automation_tasks SET status = 'failed', updated_at_ms = ?, run_owner = NULL, \
                  agent_summary = 'The run was interrupted: the server stopped.' WHERE status = 'running'")
             .bind(*now);
             conn.execute(q).await?.max(1)
@@ -194,6 +239,70 @@ pub(super) async fn apply(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<(), Sto
         return Err(STALE);
     }
     Ok(())
+}
+
+/// The writes of a run (its claim and lease) and of a task's worktree: the rows changed.
+async fn apply_run(conn: &mut Conn<'_>, op: &TaskWrite) -> Result<u64, StoreError> {
+    Ok(match op {
+        TaskWrite::Claim { id, due: None, now, lease } => {
+            let q = sql("UPDATE automation_tasks SET status = 'running', updated_at_ms = ?, run_owner = ?, \
+                 run_expires_at_ms = ? WHERE id = ? AND status <> 'running'")
+            .bind(*now)
+            .bind(&lease.owner)
+            .bind(lease.expires_at_ms)
+            .bind(id);
+            conn.execute(q).await?
+        }
+        TaskWrite::Claim { id, due: Some((expected, next)), now, lease } => {
+            let q = sql("UPDATE automation_tasks SET status = 'running', updated_at_ms = ?, \
+                 next_run_at_ms = CAST(? AS BIGINT), run_owner = ?, run_expires_at_ms = ? \
+                 WHERE id = ? AND status <> 'running' AND next_run_at_ms = ?")
+            .bind(*now)
+            .bind(nullable(*next))
+            .bind(&lease.owner)
+            .bind(lease.expires_at_ms)
+            .bind(id)
+            .bind(*expected);
+            conn.execute(q).await?
+        }
+        TaskWrite::RenewRuns { lease } => {
+            let q = sql("UPDATE automation_tasks SET run_expires_at_ms = ? WHERE run_owner = ? AND status = 'running'")
+                .bind(lease.expires_at_ms)
+                .bind(&lease.owner);
+            // Holding none (they all ended meanwhile) is no error.
+            conn.execute(q).await?.max(1)
+        }
+        TaskWrite::FailLost { id, me, wall_ms, now } => {
+            let q = sql("UPDATE automation_tasks SET status = 'failed', updated_at_ms = ?, run_owner = NULL, \
+                 agent_summary = 'The run was interrupted: the server running it stopped.' \
+                 WHERE id = ? AND status = 'running' AND COALESCE(run_owner, '') <> ? \
+                 AND COALESCE(run_expires_at_ms, 0) < ?")
+            .bind(*now)
+            .bind(id)
+            .bind(me)
+            .bind(*wall_ms);
+            conn.execute(q).await?
+        }
+        TaskWrite::SetWorktree { id, worktree, now } => {
+            let q = sql("UPDATE automation_tasks SET worktree_branch = ?, worktree_path = ?, worktree_base = ?, \
+                 updated_at_ms = ? WHERE id = ?")
+            .bind(&worktree.branch)
+            .bind(&worktree.path)
+            .bind(&worktree.base)
+            .bind(*now)
+            .bind(id);
+            // A task deleted meanwhile stays deleted.
+            conn.execute(q).await?.max(1)
+        }
+        TaskWrite::ClearWorktree { id, now } => {
+            let q = sql("UPDATE automation_tasks SET worktree_branch = NULL, worktree_path = NULL, \
+                 worktree_base = NULL, updated_at_ms = ? WHERE id = ? AND status <> 'running'")
+            .bind(*now)
+            .bind(id);
+            conn.execute(q).await?
+        }
+        _ => 0,
+    })
 }
 
 impl Store {
@@ -219,6 +328,15 @@ impl Store {
         let rows = self.reader.fetch_all(sql(text).bind(now).bind(DUE_BATCH)).await?;
         rows.iter().map(record).collect()
     }
+
+    /// The ids of running tasks whose run lease expired before `wall_ms` and that `me` does not
+    /// hold: runs lost with the instance that held them.
+    pub(crate) async fn lost_automation_runs(&self, me: &str, wall_ms: i64) -> Result<Vec<String>, StoreError> {
+        let text = "SELECT id FROM automation_tasks WHERE status = 'running' AND COALESCE(run_owner, '') <> ? \
+             AND COALESCE(run_expires_at_ms, 0) < ? ORDER BY id LIMIT ?";
+        let rows = self.reader.fetch_all(sql(text).bind(me).bind(wall_ms).bind(DUE_BATCH)).await?;
+        rows.iter().map(|row| row.text("id").map_err(StoreError::from)).collect()
+    }
 }
 
 #[cfg(test)]
@@ -242,7 +360,13 @@ mod tests {
             created_at_ms: 1,
             updated_at_ms: 1,
             next_run_at_ms: next,
+            workspace_mode: "project".into(),
+            worktree: None,
         }
+    }
+
+    fn lease(owner: &str, expires_at_ms: i64) -> RunLease {
+        RunLease { owner: owner.into(), expires_at_ms }
     }
 
     /// On every backend (PostgreSQL when `APPSERVER_TEST_POSTGRES` names a server).
@@ -259,10 +383,11 @@ mod tests {
         store.write(TaskWrite::Insert(Box::new(task("a", Some(100))))).await.unwrap();
         assert!(store.due_automation_tasks(99).await.unwrap().is_empty());
         assert_eq!(store.due_automation_tasks(100).await.unwrap().len(), 1);
-        let claim = || TaskWrite::Claim { id: "a".into(), due: Some((100, Some(200))), now: 100 };
+        let claim =
+            || TaskWrite::Claim { id: "a".into(), due: Some((100, Some(200))), now: 100, lease: lease("i1", 1000) };
         store.write(claim()).await.unwrap();
         assert!(matches!(store.write(claim()).await, Err(StoreError::Stale(_))), "the second instance loses");
-        let now = TaskWrite::Claim { id: "a".into(), due: None, now: 101 };
+        let now = TaskWrite::Claim { id: "a".into(), due: None, now: 101, lease: lease("i2", 1000) };
         assert!(matches!(store.write(now).await, Err(StoreError::Stale(_))), "it runs already");
         assert!(store.due_automation_tasks(300).await.unwrap().is_empty(), "a running task is not due");
         let delete = || TaskWrite::Delete { id: "a".into() };
@@ -281,6 +406,42 @@ mod tests {
         assert!(store.automation_tasks("channel:x").await.unwrap().is_empty(), "another owner's are not listed");
         store.write(delete()).await.unwrap();
         assert_eq!(store.automation_task("a").await.unwrap(), None);
+        store.close().await;
+    }
+
+    /// On every backend: a run's lease, renewed by its holder, lost when it expires; a worktree
+    /// kept across runs and forgotten only while the task does not run.
+    #[tokio::test]
+    async fn a_lost_run_is_failed_by_another_instance_and_worktrees_are_kept() {
+        let databases = super::super::backend_tests::Databases::new("automation_leases").await;
+        for location in databases.locations() {
+            leases(super::super::backend_tests::open_at(&location).await).await;
+        }
+        databases.drop().await;
+    }
+
+    async fn leases(store: Store) {
+        store.write(TaskWrite::Insert(Box::new(task("a", None)))).await.unwrap();
+        store.write(TaskWrite::Claim { id: "a".into(), due: None, now: 1, lease: lease("i1", 1000) }).await.unwrap();
+        assert!(store.lost_automation_runs("i2", 999).await.unwrap().is_empty(), "live");
+        assert!(store.lost_automation_runs("i1", 2000).await.unwrap().is_empty(), "its own holder's");
+        assert_eq!(store.lost_automation_runs("i2", 2000).await.unwrap(), vec!["a".to_owned()]);
+        store.write(TaskWrite::RenewRuns { lease: lease("i1", 3000) }).await.unwrap();
+        assert!(store.lost_automation_runs("i2", 2000).await.unwrap().is_empty(), "renewed");
+        let fail = |wall_ms| TaskWrite::FailLost { id: "a".into(), me: "i2".into(), wall_ms, now: 5 };
+        assert!(matches!(store.write(fail(2000)).await, Err(StoreError::Stale(_))), "still live");
+        let worktree = WorktreeRecord { branch: "b".into(), path: "/w/t".into(), base: "abc".into() };
+        store.write(TaskWrite::SetWorktree { id: "a".into(), worktree: worktree.clone(), now: 2 }).await.unwrap();
+        let clear = || TaskWrite::ClearWorktree { id: "a".into(), now: 3 };
+        assert!(matches!(store.write(clear()).await, Err(StoreError::Stale(_))), "not while it runs");
+        store.write(fail(4000)).await.unwrap();
+        let read = store.automation_task("a").await.unwrap().unwrap();
+        assert_eq!(read.status, "failed");
+        assert!(read.agent_summary.unwrap_or_default().contains("interrupted"));
+        assert_eq!(read.worktree, Some(worktree), "kept for the next run");
+        assert!(matches!(store.write(fail(4000)).await, Err(StoreError::Stale(_))), "failed once");
+        store.write(clear()).await.unwrap();
+        assert_eq!(store.automation_task("a").await.unwrap().unwrap().worktree, None);
         store.close().await;
     }
 }

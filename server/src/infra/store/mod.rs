@@ -37,7 +37,7 @@ mod view_storage;
 mod writer;
 
 pub(crate) use apps::{AppWrite, DescriptorPin, VIEW_CONTEXTS_PER_THREAD, WindowRecord};
-pub(crate) use automations::{MAX_TASKS_PER_OWNER, TaskRecord, TaskWrite};
+pub(crate) use automations::{MAX_TASKS_PER_OWNER, RunLease, TaskRecord, TaskWrite, WorktreeRecord};
 pub(crate) use cron::{CronRecord, CronWrite, MAX_CRON_JOBS};
 pub(crate) use deliveries::{DeliveryRecord, DeliveryWrite};
 pub(crate) use events::EventWrite;

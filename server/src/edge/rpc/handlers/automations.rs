@@ -62,6 +62,13 @@ pub(crate) async fn handle_task_delete(
     Ok(AutomationOkResult { ok: true })
 }
 
+pub(crate) async fn handle_task_discard_worktree(
+    ctx: &RequestCtx,
+    p: AutomationTaskIdParams,
+) -> Result<AutomationTaskResult, AutomationError> {
+    Ok(AutomationTaskResult { task: ctx.state.automations.discard_worktree(&owner(ctx), &p.task_id).await? })
+}
+
 pub(crate) async fn handle_template_list(
     ctx: &RequestCtx,
     _: AutomationTemplateListParams,
