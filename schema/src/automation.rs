@@ -297,3 +297,61 @@ pub struct AutomationTaskUpdatedParams {
     pub workspace_path: String,
     pub task: AutomationTask,
 }
+
+/// `worktree/status`: the managed worktree a thread works in (an automation task's).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeStatusParams {
+    pub thread_id: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct WorktreeStatusResult {
+    pub status: WorktreeStatus,
+}
+
+/// What a managed worktree holds now, for a review: changes not committed, and commits on its
+/// branch since it was made. A thread without one answers `worktree: null`, `exists: false`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeStatus {
+    pub thread_id: String,
+    pub worktree: Option<WorktreeInfo>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub branch_name: Option<String>,
+    /// The worktree's `HEAD` commit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    pub exists: bool,
+    pub is_git_worktree: bool,
+    pub has_uncommitted_changes: bool,
+    pub has_commits_ahead_of_base: bool,
+    pub ahead_count: u64,
+}
+
+/// A managed worktree as registered.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WorktreeInfo {
+    /// `task-<taskId>`.
+    pub id: String,
+    pub source_thread_id: String,
+    /// The worktree's folder (where its thread's tools work).
+    pub workspace_path: String,
+    /// The server's workspace it was made from.
+    pub source_workspace_path: String,
+    pub path: String,
+    pub branch_name: String,
+    /// `HEAD`: what it was made from.
+    pub base_ref: String,
+    /// The commit it was made from.
+    pub base_head: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub head: Option<String>,
+    /// `automationTask`.
+    pub owner_kind: String,
+    /// The task's id.
+    pub owner_id: String,
+}

@@ -23,7 +23,8 @@ use crate::automation::{
     AutomationOkResult, AutomationTask, AutomationTaskCreateParams, AutomationTaskCreateResult, AutomationTaskIdParams,
     AutomationTaskListParams, AutomationTaskListResult, AutomationTaskResult, AutomationTaskUpdateBindingParams,
     AutomationTaskUpdatedParams, AutomationTemplateIdParams, AutomationTemplateListParams,
-    AutomationTemplateListResult, AutomationTemplateResult, AutomationTemplateSaveParams,
+    AutomationTemplateListResult, AutomationTemplateResult, AutomationTemplateSaveParams, WorktreeStatusParams,
+    WorktreeStatusResult,
 };
 use crate::channel::{
     ChannelListParams, ChannelListResult, ChannelStatusParams, ChannelStatusResult, ExternalChannelListParams,
@@ -396,6 +397,8 @@ request_table! { roles ClientRequest, client_request_schemas;
     /// Remove a task's managed worktree and branch, keeping the task (-32052 while it runs).
     AutomationTaskDiscardWorktree => "automation/task/discardWorktree" [Owner, ChannelAdapter] (AutomationTaskIdParams) -> AutomationTaskResult;
     /// Built-in templates, then the workspace's user templates.
+    /// The managed worktree a thread works in (an automation task's): changes and commits ahead.
+    WorktreeStatus => "worktree/status" [Owner, ChannelAdapter] (WorktreeStatusParams) -> WorktreeStatusResult;
     AutomationTemplateList => "automation/template/list" [Owner] (AutomationTemplateListParams) -> AutomationTemplateListResult;
     /// Create or replace a user template (`.appserver/automations/templates/<id>/template.md`).
     AutomationTemplateSave => "automation/template/save" [Owner] (AutomationTemplateSaveParams) -> AutomationTemplateResult;

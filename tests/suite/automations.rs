@@ -456,6 +456,21 @@ async fn a_worktree_task_runs_in_a_worktree_of_its_own_until_discarded() {
     assert_eq!(git(&path, &["branch", "--show-current"]).unwrap(), branch);
     let status = git(dir.path(), &["status", "--porcelain", "--untracked-files=all"]).unwrap();
     assert!(!status.contains(".appserver-worktrees"), "the worktrees are not the workspace's changes: {status}");
+    // The desktop's review indicators: `worktree/status` of the task's thread.
+    let thread = json!({ "threadId": read["threadId"] });
+    let status = client.request("worktree/status", thread.clone()).await.unwrap()["status"].clone();
+    assert_eq!(status["worktree"]["branchName"], branch.as_str(), "{status}");
+    assert_eq!((status["exists"].clone(), status["isGitWorktree"].clone()), (json!(true), json!(true)));
+    assert_eq!(status["hasUncommittedChanges"], true, "the run's file is not committed: {status}");
+    assert_eq!((status["hasCommitsAheadOfBase"].clone(), status["aheadCount"].clone()), (json!(false), json!(0)));
+    git(&path, &["add", "made-by-task.txt"]).unwrap();
+    git(&path, &["commit", "-q", "-m", "by the task"]).unwrap();
+    let status = client.request("worktree/status", thread).await.unwrap()["status"].clone();
+    assert_eq!(status["hasUncommittedChanges"], false, "{status}");
+    assert_eq!((status["hasCommitsAheadOfBase"].clone(), status["aheadCount"].clone()), (json!(true), json!(1)));
+    let other = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
+    let none = client.request("worktree/status", json!({ "threadId": other })).await.unwrap()["status"].clone();
+    assert_eq!((none["worktree"].clone(), none["exists"].clone()), (Value::Null, json!(false)), "{none}");
     // A second run finds its worktree, and what the first left in it.
     client.request("automation/task/run", json!({ "taskId": id })).await.unwrap();
     assert_eq!(until_done(&mut client, &id).await["status"], "completed");

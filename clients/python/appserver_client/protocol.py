@@ -2455,7 +2455,46 @@ WorkspaceConfigValues = TypedDict("WorkspaceConfigValues", {
     "welcomeSuggestionsEnabled": NotRequired[Optional[bool]],
 })
 
-ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "automation/task/create", "automation/task/delete", "automation/task/discardWorktree", "automation/task/list", "automation/task/read", "automation/task/run", "automation/task/updateBinding", "automation/template/delete", "automation/template/list", "automation/template/save", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update"]
+# A managed worktree as registered.
+WorktreeInfo = TypedDict("WorktreeInfo", {
+    "id": str,  # `task-<taskId>`.
+    "sourceThreadId": str,
+    "workspacePath": str,  # The worktree's folder (where its thread's tools work).
+    "sourceWorkspacePath": str,  # The server's workspace it was made from.
+    "path": str,
+    "branchName": str,
+    "baseRef": str,  # `HEAD`: what it was made from.
+    "baseHead": str,  # The commit it was made from.
+    "ownerKind": str,  # `automationTask`.
+    "ownerId": str,  # The task's id.
+    "head": NotRequired[Optional[str]],
+})
+
+# What a managed worktree holds now, for a review: changes not committed, and commits on its
+# branch since it was made. A thread without one answers `worktree: null`, `exists: false`.
+WorktreeStatus = TypedDict("WorktreeStatus", {
+    "threadId": str,
+    "exists": bool,
+    "isGitWorktree": bool,
+    "hasUncommittedChanges": bool,
+    "hasCommitsAheadOfBase": bool,
+    "aheadCount": int,
+    "branchName": NotRequired[Optional[str]],
+    "head": NotRequired[Optional[str]],  # The worktree's `HEAD` commit.
+    "path": NotRequired[Optional[str]],
+    "worktree": NotRequired[Optional["WorktreeInfo"]],
+})
+
+# `worktree/status`: the managed worktree a thread works in (an automation task's).
+WorktreeStatusParams = TypedDict("WorktreeStatusParams", {
+    "threadId": str,
+})
+
+WorktreeStatusResult = TypedDict("WorktreeStatusResult", {
+    "status": "WorktreeStatus",
+})
+
+ClientRequestMethod = Literal["app/command", "app/descriptor/approve", "app/discover", "app/emit", "app/list", "app/log/read", "app/open", "app/query", "app/register", "app/unregister", "automation/task/create", "automation/task/delete", "automation/task/discardWorktree", "automation/task/list", "automation/task/read", "automation/task/run", "automation/task/updateBinding", "automation/template/delete", "automation/template/list", "automation/template/save", "channel/list", "channel/status", "command/execute", "command/list", "cron/enable", "cron/list", "cron/remove", "cron/run", "ext/acp/session/mcpServers", "externalChannel/get", "externalChannel/list", "externalChannel/remove", "externalChannel/upsert", "heartbeat/trigger", "initialize", "mcp/get", "mcp/list", "mcp/remove", "mcp/resources/list", "mcp/resources/read", "mcp/status/list", "mcp/test", "mcp/upsert", "mcp/view/call", "mcp/view/context", "mcp/view/storage/load", "mcp/view/storage/save", "mcp/view/tool", "model/list", "plugin/install", "plugin/list", "plugin/mcp/approve", "plugin/remove", "plugin/setEnabled", "plugin/view", "skills/list", "skills/read", "skills/restoreOriginal", "skills/setEnabled", "skills/uninstall", "skills/view", "subagent/children/list", "subagent/close", "subagent/profiles/list", "subagent/profiles/remove", "subagent/profiles/setEnabled", "subagent/profiles/upsert", "subagent/resume", "subagent/settings/update", "terminal/clean", "terminal/list", "terminal/read", "terminal/stop", "terminal/write", "thread/archive", "thread/compact", "thread/config/update", "thread/delete", "thread/list", "thread/mode/set", "thread/pause", "thread/read", "thread/rename", "thread/resume", "thread/rollback", "thread/start", "thread/subscribe", "thread/unarchive", "thread/unsubscribe", "turn/enqueue", "turn/interrupt", "turn/queue/remove", "turn/start", "turn/steer", "welcome/suggestions", "workspace/commitMessage/suggest", "workspace/config/schema", "workspace/config/update", "worktree/status"]
 
 # method -> (params type name, result type name or None)
 CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
@@ -2557,6 +2596,7 @@ CLIENT_REQUESTS: Dict[str, Tuple[str, Optional[str]]] = {
     "workspace/commitMessage/suggest": ("CommitMessageSuggestParams", "CommitMessageSuggestResult"),
     "workspace/config/schema": ("WorkspaceConfigSchemaParams", "WorkspaceConfigSchemaResult"),
     "workspace/config/update": ("WorkspaceConfigValues", "WorkspaceConfigValues"),
+    "worktree/status": ("WorktreeStatusParams", "WorktreeStatusResult"),
 }
 
 ClientNotificationMethod = Literal["app/emit", "app/interaction", "initialized"]
@@ -2935,3 +2975,6 @@ class ClientRequests:
 
     async def workspace_config_update(self, params: "WorkspaceConfigValues", timeout: Optional[float] = None) -> "WorkspaceConfigValues":
         return await self.request("workspace/config/update", params, timeout)
+
+    async def worktree_status(self, params: "WorktreeStatusParams", timeout: Optional[float] = None) -> "WorktreeStatusResult":
+        return await self.request("worktree/status", params, timeout)

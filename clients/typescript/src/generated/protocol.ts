@@ -2961,6 +2961,55 @@ export interface WorkspaceConfigValues {
   welcomeSuggestionsEnabled?: boolean | null;
 }
 
+/** A managed worktree as registered. */
+export interface WorktreeInfo {
+  /** `task-<taskId>`. */
+  id: string;
+  sourceThreadId: string;
+  /** The worktree's folder (where its thread's tools work). */
+  workspacePath: string;
+  /** The server's workspace it was made from. */
+  sourceWorkspacePath: string;
+  path: string;
+  branchName: string;
+  /** `HEAD`: what it was made from. */
+  baseRef: string;
+  /** The commit it was made from. */
+  baseHead: string;
+  /** `automationTask`. */
+  ownerKind: string;
+  /** The task's id. */
+  ownerId: string;
+  head?: string | null;
+}
+
+/**
+ * What a managed worktree holds now, for a review: changes not committed, and commits on its
+ * branch since it was made. A thread without one answers `worktree: null`, `exists: false`.
+ */
+export interface WorktreeStatus {
+  threadId: string;
+  exists: boolean;
+  isGitWorktree: boolean;
+  hasUncommittedChanges: boolean;
+  hasCommitsAheadOfBase: boolean;
+  aheadCount: number;
+  branchName?: string | null;
+  /** The worktree's `HEAD` commit. */
+  head?: string | null;
+  path?: string | null;
+  worktree?: WorktreeInfo | null;
+}
+
+/** `worktree/status`: the managed worktree a thread works in (an automation task's). */
+export interface WorktreeStatusParams {
+  threadId: string;
+}
+
+export interface WorktreeStatusResult {
+  status: WorktreeStatus;
+}
+
 /** Requests a client sends: params and result. */
 export interface ClientRequestMap {
   "app/command": { params: AppCommandParams; result: AppCommandResult };
@@ -3061,6 +3110,7 @@ export interface ClientRequestMap {
   "workspace/commitMessage/suggest": { params: CommitMessageSuggestParams; result: CommitMessageSuggestResult };
   "workspace/config/schema": { params: WorkspaceConfigSchemaParams; result: WorkspaceConfigSchemaResult };
   "workspace/config/update": { params: WorkspaceConfigValues; result: WorkspaceConfigValues };
+  "worktree/status": { params: WorktreeStatusParams; result: WorktreeStatusResult };
 }
 
 /** Notifications a client sends. The value is the params. */

@@ -47,6 +47,8 @@ pub(crate) enum AutomationError {
     InvalidStatus(String),
     #[error("automation task already exists: {0}")]
     AlreadyExists(String),
+    #[error("thread not found: {0}")]
+    ThreadNotFound(String),
     #[error("thread binding invalid: {0}")]
     BindingInvalid(String),
     #[error("{0}")]
@@ -289,6 +291,26 @@ impl AutomationService {
         let task = self.get(owner, id).await?;
         self.announce(&task);
         Ok(wire::task(&task, true))
+    }
+
+    /// `worktree/status`: the managed worktree of the caller's task that `thread_id` runs for
+    /// (`worktree: null` when the thread has none).
+    pub(crate) async fn worktree_status(
+        &self,
+        owner: &str,
+        thread_id: &str,
+    ) -> Result<appserver_protocol::WorktreeStatus, AutomationError> {
+        let handle =
+            self.threads.get(thread_id).await.map_err(|_| AutomationError::ThreadNotFound(thread_id.to_owned()))?;
+        let task_id = handle.state().record.metadata.get(run::TASK_ID_KEY).cloned();
+        let task = match task_id {
+            Some(id) => self.get(owner, &id).await.ok(),
+            None => None,
+        };
+        let none = appserver_protocol::WorktreeStatus { thread_id: thread_id.to_owned(), ..Default::default() };
+        let Some((task, recorded)) = task.and_then(|t| t.worktree.clone().map(|w| (t, w))) else { return Ok(none) };
+        let review = worktree::review(&recorded).await;
+        Ok(wire::worktree_status(&self.workspace, thread_id, &task.id, &recorded, review))
     }
 
     /// `automation/task/updated` to the task's owner's clients.

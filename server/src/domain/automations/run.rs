@@ -25,6 +25,8 @@ use crate::infra::store::{RunLease, StoreError, TaskRecord, TaskWrite};
 
 /// Longest `agentSummary` kept (characters).
 const SUMMARY_CHARS: usize = 2000;
+/// The thread metadata key naming the task a thread was made for.
+pub(crate) const TASK_ID_KEY: &str = "automationTaskId";
 /// The origin channel of the threads made for the owner's tasks.
 pub(crate) const CHANNEL: &str = crate::domain::origin_channels::AUTOMATION;
 
@@ -233,7 +235,7 @@ impl AutomationService {
             _ => CHANNEL.to_owned(),
         };
         let mut metadata = std::collections::BTreeMap::new();
-        metadata.insert("automationTaskId".to_owned(), task.id.clone());
+        metadata.insert(TASK_ID_KEY.to_owned(), task.id.clone());
         let new = NewThread {
             workspace_path: self.workspace.display().to_string(),
             user_id: None,

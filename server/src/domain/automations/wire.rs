@@ -6,12 +6,13 @@ use std::path::Path;
 
 use appserver_protocol::{
     AutomationTask, AutomationTaskCreateParams, AutomationThreadBinding, AutomationWorktree, CronSchedule,
+    WorktreeInfo, WorktreeStatus,
 };
 
 use super::templates::{self, MAX_DESCRIPTION, MAX_TITLE, MAX_WORKFLOW};
 use super::{AutomationError, RUN_IN_THREAD, check_mode};
 use crate::infra::clock::UtcTime;
-use crate::infra::store::TaskRecord;
+use crate::infra::store::{TaskRecord, WorktreeRecord};
 
 /// The workflow of a task made with neither a workflow nor a template.
 const DEFAULT_WORKFLOW: &str = "\
@@ -54,6 +55,41 @@ pub(crate) fn task(t: &TaskRecord, detailed: bool) -> AutomationTask {
             .binding_thread_id
             .clone()
             .map(|thread_id| AutomationThreadBinding { thread_id, mode: Some(RUN_IN_THREAD.to_owned()) }),
+    }
+}
+
+/// `worktree/status` of a task's worktree, as DotCraft's desktop reads it.
+pub(crate) fn worktree_status(
+    workspace: &Path,
+    thread_id: &str,
+    task_id: &str,
+    recorded: &WorktreeRecord,
+    review: super::worktree::Review,
+) -> WorktreeStatus {
+    let info = WorktreeInfo {
+        id: format!("task-{task_id}"),
+        source_thread_id: thread_id.to_owned(),
+        workspace_path: recorded.path.clone(),
+        source_workspace_path: workspace.display().to_string(),
+        path: recorded.path.clone(),
+        branch_name: recorded.branch.clone(),
+        base_ref: "HEAD".to_owned(),
+        base_head: recorded.base.clone(),
+        head: review.head.clone(),
+        owner_kind: "automationTask".to_owned(),
+        owner_id: task_id.to_owned(),
+    };
+    WorktreeStatus {
+        thread_id: thread_id.to_owned(),
+        worktree: Some(info),
+        path: Some(recorded.path.clone()),
+        branch_name: Some(recorded.branch.clone()),
+        head: review.head,
+        exists: review.exists,
+        is_git_worktree: review.is_git_worktree,
+        has_uncommitted_changes: review.uncommitted,
+        has_commits_ahead_of_base: review.ahead > 0,
+        ahead_count: review.ahead,
     }
 }
 

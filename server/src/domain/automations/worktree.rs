@@ -108,6 +108,36 @@ pub(crate) async fn discard(workspace: &Path, task_id: &str, worktree: &Worktree
     Ok(())
 }
 
+/// What a worktree holds now, for a review.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Review {
+    pub(crate) exists: bool,
+    pub(crate) is_git_worktree: bool,
+    pub(crate) head: Option<String>,
+    pub(crate) uncommitted: bool,
+    /// Commits on its branch since `base`.
+    pub(crate) ahead: u64,
+}
+
+/// Reads a worktree's state: whether it is one, its `HEAD`, changes not committed (untracked
+/// files too), and commits since `base`.
+pub(crate) async fn review(worktree: &WorktreeRecord) -> Review {
+    let path = Path::new(&worktree.path);
+    let exists = tokio::fs::symlink_metadata(path).await.is_ok_and(|m| m.is_dir());
+    if !exists || !is_worktree_at(path).await {
+        return Review { exists, ..Review::default() };
+    }
+    let head = git_ok(path, &["rev-parse", "--verify", "HEAD"]).await.ok();
+    // One line of `git status` is enough to know (the answer is cut there).
+    let uncommitted = match git(path, &["status", "--porcelain", "--untracked-files=normal"], 256).await {
+        Ok((out, _, 0)) => !out.trim().is_empty(),
+        _ => false,
+    };
+    let range = format!("{}..HEAD", worktree.base);
+    let ahead = git_ok(path, &["rev-list", "--count", &range]).await.ok().and_then(|n| n.parse().ok()).unwrap_or(0);
+    Review { exists, is_git_worktree: true, head, uncommitted, ahead }
+}
+
 /// Whether `path` is a real folder (not a link) at the top of a Git worktree.
 async fn is_worktree_at(path: &Path) -> bool {
     let real_folder = tokio::fs::symlink_metadata(path).await.is_ok_and(|m| m.is_dir());

@@ -260,6 +260,7 @@ impl From<AutomationError> for RpcError {
         let code = match &err {
             AutomationError::Store(_) | AutomationError::Io(_) => error_codes::INTERNAL_ERROR,
             AutomationError::NotFound(_) => error_codes::TASK_NOT_FOUND,
+            AutomationError::ThreadNotFound(_) => error_codes::THREAD_NOT_FOUND,
             AutomationError::InvalidStatus(_) => error_codes::TASK_INVALID_STATUS,
             AutomationError::AlreadyExists(_) => error_codes::TASK_ALREADY_EXISTS,
             AutomationError::BindingInvalid(_) => error_codes::THREAD_BINDING_INVALID,

@@ -142,6 +142,7 @@ pub(crate) fn handle<'a>(ctx: &'a RequestCtx, id: &'a RequestId, request: Client
             answer::<m::AutomationTaskUpdateBinding, _>(id, automations::handle_task_update_binding(ctx, p))
         }
         R::AutomationTaskDelete(p) => answer::<m::AutomationTaskDelete, _>(id, automations::handle_task_delete(ctx, p)),
+        R::WorktreeStatus(p) => answer::<m::WorktreeStatus, _>(id, automations::handle_worktree_status(ctx, p)),
         R::AutomationTaskDiscardWorktree(p) => {
             answer::<m::AutomationTaskDiscardWorktree, _>(id, automations::handle_task_discard_worktree(ctx, p))
         }

@@ -143,6 +143,7 @@ fn target(request: &ClientRequest) -> Target<'_> {
             Target::None
         }
         R::AutomationTaskDiscardWorktree(_) => Target::None,
+        R::WorktreeStatus(p) => Target::Thread(&p.thread_id),
         R::AutomationTaskCreate(p) => p.thread_binding.as_ref().map_or(Target::None, |b| Target::Thread(&b.thread_id)),
         R::AutomationTaskUpdateBinding(p) => {
             p.thread_binding.as_ref().map_or(Target::None, |b| Target::Thread(&b.thread_id))

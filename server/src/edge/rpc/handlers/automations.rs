@@ -6,7 +6,7 @@ use appserver_protocol::{
     AutomationOkResult, AutomationTask, AutomationTaskCreateParams, AutomationTaskCreateResult, AutomationTaskIdParams,
     AutomationTaskListParams, AutomationTaskListResult, AutomationTaskResult, AutomationTaskUpdateBindingParams,
     AutomationTemplateIdParams, AutomationTemplateListParams, AutomationTemplateListResult, AutomationTemplateResult,
-    AutomationTemplateSaveParams,
+    AutomationTemplateSaveParams, WorktreeStatusParams, WorktreeStatusResult,
 };
 
 use crate::domain::automations::{AutomationError, owner_of, templates};
@@ -67,6 +67,13 @@ pub(crate) async fn handle_task_discard_worktree(
     p: AutomationTaskIdParams,
 ) -> Result<AutomationTaskResult, AutomationError> {
     Ok(AutomationTaskResult { task: ctx.state.automations.discard_worktree(&owner(ctx), &p.task_id).await? })
+}
+
+pub(crate) async fn handle_worktree_status(
+    ctx: &RequestCtx,
+    p: WorktreeStatusParams,
+) -> Result<WorktreeStatusResult, AutomationError> {
+    Ok(WorktreeStatusResult { status: ctx.state.automations.worktree_status(&owner(ctx), &p.thread_id).await? })
 }
 
 pub(crate) async fn handle_template_list(
