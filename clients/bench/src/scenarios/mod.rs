@@ -136,9 +136,17 @@ pub const NO_TARGET: &str = "no target";
 pub const INIT: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"clientInfo":{"name":"bench","version":"1"},"capabilities":{"approvalSupport":false}}}"#;
 pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"initialized","params":{}}"#;
 
+/// The model's context window for the benchmark's servers: large enough that no row's thread
+/// reaches the compaction threshold. A compaction is a model request of its own, which the
+/// scripted mock answers with the next turn's stream (or a 500 once its replies run out): the
+/// full fan-out row's 10,000-delta turns filled the default 128,000-token window in four turns,
+/// and the turn that followed failed while the row waited for it to complete.
+const BENCH_MODEL_CONFIG: &str = "[model]\ncontext_window = 1000000000\nauto_compact = false\n";
+
 /// The real server in a workspace of its own (a workspace takes one server).
 pub async fn bench_server(args: &[&str]) -> Result<ServerProcess> {
-    let server = ServerBuilder::ws().env("APPSERVER_LOG", "warn").args(args.iter().copied()).spawn().await?;
+    let builder = ServerBuilder::ws().env("APPSERVER_LOG", "warn").config(BENCH_MODEL_CONFIG);
+    let server = builder.args(args.iter().copied()).spawn().await?;
     crate::pinning::pin_server(server.pid())?;
     Ok(server)
 }
