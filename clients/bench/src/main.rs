@@ -57,6 +57,7 @@ fn main() -> ExitCode {
                 );
                 println!("  --client-cores, --server-cores: CPU lists as taskset takes them (`0-1`, `2-15`); the benchmark and its clients run on the first, appserver and every comparator on the second");
                 println!("groups: {}; with --scale also {}", GROUPS.join(", "), SCALE_GROUPS.join(", "));
+                println!("with --only also the single rows {} (one workload, to profile)", ROW_GROUPS.join(", "));
                 println!(
                     "with --scale or --only also {} (postgres needs APPSERVER_BENCH_POSTGRES=postgres://…, cluster also APPSERVER_BENCH_NATS=nats://…; without them the row says skipped)",
                     SERVICE_GROUPS.join(", ")
@@ -66,13 +67,16 @@ fn main() -> ExitCode {
             _ => {
                 let only = args.iter().position(|a| a == "--only").and_then(|i| args.get(i + 1));
                 let only: Vec<&str> = only.map(|o| o.split(',').collect()).unwrap_or_default();
-                let known = |g: &&str| GROUPS.contains(g) || SCALE_GROUPS.contains(g) || SERVICE_GROUPS.contains(g);
+                let known = |g: &&str| {
+                    GROUPS.contains(g) || SCALE_GROUPS.contains(g) || SERVICE_GROUPS.contains(g) || ROW_GROUPS.contains(g)
+                };
                 match only.iter().find(|g| !known(g)) {
                     Some(unknown) => Err(anyhow::anyhow!(
-                        "unknown group `{unknown}`; groups: {}, {}, {}",
+                        "unknown group `{unknown}`; groups: {}, {}, {}, {}",
                         GROUPS.join(", "),
                         SCALE_GROUPS.join(", "),
-                        SERVICE_GROUPS.join(", ")
+                        SERVICE_GROUPS.join(", "),
+                        ROW_GROUPS.join(", ")
                     )),
                     None => {
                         let flag = |f: &str| args.iter().any(|a| a == f);
@@ -108,6 +112,8 @@ const GROUPS: &[&str] = &[
 ];
 /// The curves `--scale` adds (or `--only` names).
 const SCALE_GROUPS: &[&str] = &["scale-list", "scale-read", "scale-replay", "scale-fan-out", "scale-memory"];
+/// Single rows of a group, for a profile of one workload (`--only items`, `--only app-commands`).
+const ROW_GROUPS: &[&str] = &["items", "app-commands"];
 /// Groups that need outside services (PostgreSQL and NATS, named by environment variables): run
 /// with `--scale` or when `--only` names them, a row saying "skipped" without the services.
 const SERVICE_GROUPS: &[&str] = &["cluster", "postgres"];
@@ -126,6 +132,9 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
         groups.extend(SCALE_GROUPS);
         groups.extend(SERVICE_GROUPS);
     }
+    if !only.is_empty() {
+        groups.extend(ROW_GROUPS);
+    }
     // Rows are printed as each group finishes, so a run that fails later keeps what it measured.
     println!("| measurement | appserver | compared with | note | target |");
     println!("|---|---|---|---|---|");
@@ -137,6 +146,8 @@ async fn run(quick: bool, scale: bool, only: &[&str]) -> Result<()> {
             "stdio" => stdio::stdio(sizes).await?,
             "fan-out" => vec![fan_out::fan_out(sizes.deltas, sizes.subscribers, sizes.fan_turns).await?],
             "persistence" => persistence::persistence(sizes).await?,
+            "items" => persistence::items_only(sizes).await?,
+            "app-commands" => persistence::app_commands_only(sizes).await?,
             "write-profile" => write_profile::write_profile(sizes).await?,
             "streaming" => streaming::streaming(sizes.streaming_turns, sizes.streaming_deltas).await?,
             "noisy" => noisy::noisy(sizes.noisy_megabytes).await?,

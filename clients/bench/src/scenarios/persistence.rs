@@ -20,14 +20,19 @@ type Floors = [sqlite_floor::Floor; 4];
 const COMMANDERS: usize = 4;
 const PER_COMMANDER: usize = 8;
 
-pub async fn persistence(sizes: Sizes) -> Result<Vec<Row>> {
-    let server = bench_server(&[]).await?;
-    let floors = [
+/// The four SQLite floors the items and app commands rows compare with.
+async fn floors() -> Result<[sqlite_floor::Floor; 4]> {
+    Ok([
         sqlite_floor::Floor::open(SAME_GROUPING).await?,
         sqlite_floor::Floor::open(ONE_PER_UNIT).await?,
         sqlite_floor::Floor::open(SAME_GROUPING_FULL).await?,
         sqlite_floor::Floor::open(SAME_GROUPING_SQLX).await?,
-    ];
+    ])
+}
+
+pub async fn persistence(sizes: Sizes) -> Result<Vec<Row>> {
+    let server = bench_server(&[]).await?;
+    let floors = floors().await?;
     let mut rows = vec![items(&server, &floors, sizes).await?];
 
     let (host, window) = new_host(&server).await?;
@@ -36,6 +41,24 @@ pub async fn persistence(sizes: Sizes) -> Result<Vec<Row>> {
     host.abort();
     rows.push(replay(&server, &window, logged).await?.1);
     Ok(rows)
+}
+
+/// The items row alone (`--only items`): what `perf record -p` of the server profiles as one
+/// workload, concurrent turns.
+pub async fn items_only(sizes: Sizes) -> Result<Vec<Row>> {
+    let server = bench_server(&[]).await?;
+    let floors = floors().await?;
+    Ok(vec![items(&server, &floors, sizes).await?])
+}
+
+/// The app commands row alone (`--only app-commands`), for a profile of that workload.
+pub async fn app_commands_only(sizes: Sizes) -> Result<Vec<Row>> {
+    let server = bench_server(&[]).await?;
+    let floors = floors().await?;
+    let (host, window) = new_host(&server).await?;
+    let row = app_commands(&server, &window, &floors, sizes.replay, sizes.rounds).await?;
+    host.abort();
+    Ok(vec![row])
 }
 
 /// Replay at each of `steps` entries (ascending): the log grows to each step, then a new host
