@@ -243,7 +243,8 @@ async fn another_owner_and_a_channel_adapter_are_refused() {
     for caller in [&matrix, &slack] {
         let listed = caller.request("automation/task/list", json!({})).await.unwrap();
         assert_eq!(listed["tasks"], json!([]), "another owner's tasks are not listed");
-        for method in ["automation/task/read", "automation/task/run", "automation/task/delete"] {
+        let methods = ["automation/task/read", "automation/task/run", "automation/task/delete"];
+        for method in methods.into_iter().chain(["automation/task/discardWorktree"]) {
             assert_eq!(code(caller.request(method, json!({ "taskId": id })).await), -32051, "{method}");
         }
         let rebind = json!({ "taskId": id, "threadBinding": null });
@@ -273,6 +274,9 @@ async fn another_owner_and_a_channel_adapter_are_refused() {
     let thread_id = start_thread(&client, json!({})).await.unwrap()["id"].as_str().unwrap().to_owned();
     let bind = json!({ "taskId": mine_id, "threadBinding": { "threadId": thread_id } });
     assert_eq!(code(matrix.request("automation/task/updateBinding", bind).await), -32004);
+    // Nor read the worktree of the owner's thread.
+    let status = json!({ "threadId": thread_id });
+    assert_eq!(code(matrix.request("worktree/status", status).await), -32004, "another channel's thread");
     // Its run's notifications reach it, not the owner's clients.
     matrix.request("automation/task/run", json!({ "taskId": mine_id })).await.unwrap();
     assert_eq!(next_update(&mut matrix, &mine_id).await["status"], "running");
