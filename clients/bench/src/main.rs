@@ -18,6 +18,7 @@ mod floors;
 mod measure;
 mod pinning;
 mod postgres_floor;
+mod same_schema_floor;
 mod scenarios;
 mod sqlite_floor;
 

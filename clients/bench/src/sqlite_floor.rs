@@ -32,12 +32,31 @@ pub const SAME_GROUPING_SQLX: Commit = Commit { max_batch: 512, full_sync: false
 
 /// One unit of writes, shaped like appserver's rows.
 pub enum Unit {
-    TurnStart { thread: usize, turn: usize },
-    Item { thread: usize, turn: usize, seq: usize },
-    TurnFinish { thread: usize, turn: usize },
-    AppLogPending { seq: usize },
-    AppLogDone { seq: usize },
+    TurnStart {
+        thread: usize,
+        turn: usize,
+    },
+    Item {
+        thread: usize,
+        turn: usize,
+        seq: usize,
+    },
+    TurnFinish {
+        thread: usize,
+        turn: usize,
+    },
+    AppLogPending {
+        seq: usize,
+    },
+    AppLogDone {
+        seq: usize,
+    },
+    /// Statements given whole (the same-schema floor's: `same_schema_floor.rs`).
+    Statements(Vec<Statement>),
 }
+
+/// One statement and its arguments.
+pub type Statement = (&'static str, Vec<Param>);
 
 /// A database in a temporary directory behind one group-commit writer thread.
 pub struct Floor {
@@ -60,6 +79,11 @@ const NOW: &str = "2026-11-23T12:00:00.000Z";
 
 impl Floor {
     pub async fn open(commit: Commit) -> Result<Floor> {
+        Floor::open_with_schema(commit, SCHEMA).await
+    }
+
+    /// A floor whose database is made by `schema` (SQL run once, before the writer starts).
+    pub async fn open_with_schema(commit: Commit, schema: &str) -> Result<Floor> {
         let dir = tempfile::tempdir()?;
         let conn = Connection::open(dir.path().join("floor.db"))?;
         conn.pragma_update(None, "journal_mode", "WAL")?;
@@ -70,7 +94,9 @@ impl Floor {
         let flags = rusqlite::OpenFlags::SQLITE_OPEN_READ_WRITE | rusqlite::OpenFlags::SQLITE_OPEN_NO_MUTEX;
         let conn = Connection::open_with_flags_and_vfs(dir.path().join("floor.db"), flags, vfs)?;
         conn.pragma_update(None, "synchronous", if commit.full_sync { "FULL" } else { "NORMAL" })?;
-        conn.execute_batch(SCHEMA)?;
+        // As appserver's writer (its schema's references are checked; the simple one has none).
+        conn.pragma_update(None, "foreign_keys", "ON")?;
+        conn.execute_batch(schema)?;
         let (tx, rx) = mpsc::unbounded_channel();
         if commit.through_sqlx {
             drop(conn);
@@ -193,17 +219,31 @@ fn commit(conn: &Connection, batch: &[Submitted]) -> Result<()> {
     Ok(())
 }
 
-/// One unit's statement.
+/// One unit's statements.
 fn apply(conn: &Connection, unit: &Unit) -> Result<()> {
+    if let Unit::Statements(statements) = unit {
+        for (text, args) in statements {
+            let mut statement = conn.prepare_cached(text)?;
+            let params = rusqlite::params_from_iter(args.iter());
+            if statement.column_count() > 0 {
+                let mut rows = statement.query(params)?;
+                while rows.next()?.is_some() {}
+            } else {
+                statement.execute(params)?;
+            }
+        }
+        return Ok(());
+    }
     let (text, args) = statement(unit);
     conn.prepare_cached(text)?.execute(rusqlite::params_from_iter(args))?;
     Ok(())
 }
 
 /// A statement's argument.
-enum Param {
+pub enum Param {
     Int(i64),
     Text(String),
+    Null,
 }
 
 impl rusqlite::ToSql for Param {
@@ -211,6 +251,7 @@ impl rusqlite::ToSql for Param {
         match self {
             Param::Int(n) => n.to_sql(),
             Param::Text(text) => text.to_sql(),
+            Param::Null => Ok(rusqlite::types::ToSqlOutput::Borrowed(rusqlite::types::ValueRef::Null)),
         }
     }
 }
@@ -243,6 +284,8 @@ fn statement(unit: &Unit) -> (&'static str, Vec<Param>) {
             "UPDATE app_log SET state = 'done', result = ?, recorded_at = ? WHERE window_id = 'win_0001' AND seq = ?",
             vec![Param::Text(r#"{"ok":true}"#.to_owned()), now(), int(seq)],
         ),
+        // Written by `apply` itself; never through sqlx.
+        Unit::Statements(_) => ("SELECT 1", Vec::new()),
     }
 }
 
@@ -278,6 +321,7 @@ mod through_sqlx {
                 query = match arg {
                     Param::Int(n) => query.bind(n),
                     Param::Text(text) => query.bind(text),
+                    Param::Null => query.bind(None::<String>),
                 };
             }
             query.execute(&mut *conn).await?;

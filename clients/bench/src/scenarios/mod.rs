@@ -4,6 +4,7 @@
 
 pub mod cluster;
 pub mod cluster_scale;
+pub mod cpu;
 pub mod fan_out;
 pub mod memory;
 pub mod noisy;

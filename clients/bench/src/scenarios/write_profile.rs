@@ -1,7 +1,6 @@
 //! The write path's costs per unit of work, which do not depend on how noisy or how big the
 //! machine is: writes to the database file and its WAL, fsyncs and socket sends per completed
-//! turn (counted by `strace` attached to the server), and the server's CPU per item completed
-//! against the SQLite floor's CPU per row written the same way (read from `/proc`).
+//! turn (counted by `strace` attached to the server); then the CPU rows (`cpu.rs`).
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -15,13 +14,10 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::Command;
 
 use super::{NO_TARGET, Row, Sizes, bench_server, client, row, start_thread, verdict};
-use crate::measure;
 use crate::sqlite_floor::{self, SAME_GROUPING};
 
 /// Most writes to the database file and its WAL a simple turn may cost.
 const WRITES_PER_TURN: f64 = 8.0;
-/// Most CPU per item completed, as a multiple of the floor's CPU per row.
-const CPU_RATIO: f64 = 2.0;
 
 pub async fn write_profile(sizes: Sizes) -> Result<Vec<Row>> {
     let server = bench_server(&[]).await?;
@@ -37,7 +33,7 @@ pub async fn write_profile(sizes: Sizes) -> Result<Vec<Row>> {
             NO_TARGET.to_owned(),
         )),
     }
-    rows.extend(cpu_rows(&server, pid, sizes).await?);
+    rows.extend(super::cpu::cpu_rows(&server, pid, sizes).await?);
     Ok(rows)
 }
 
@@ -78,7 +74,7 @@ async fn turns_on(c: &mut Client, thread: &str, turns: usize) -> Result<usize> {
 
 /// The items row's shape: `item_threads` threads, each running `turns_per_thread` turns; the
 /// turns and items completed.
-async fn concurrent_turns(server: &ServerProcess, sizes: Sizes) -> Result<(usize, usize)> {
+pub(super) async fn concurrent_turns(server: &ServerProcess, sizes: Sizes) -> Result<(usize, usize)> {
     let mut tasks = Vec::new();
     for _ in 0..sizes.item_threads {
         let mut c = client(server).await?;
@@ -91,58 +87,6 @@ async fn concurrent_turns(server: &ServerProcess, sizes: Sizes) -> Result<(usize
         items += task.await??;
     }
     Ok((sizes.item_threads * sizes.turns_per_thread, items))
-}
-
-/// The server's store threads, whose work is what the SQLite floor's writer and checkpoint
-/// threads do (server/src/infra/store/writer.rs and sqlite/checkpoint.rs name them).
-const STORE_THREADS: [&str; 2] = ["store-writer", "store-checkpoint"];
-
-/// Server CPU per item completed in the items row's shape, against the floor's writer CPU per
-/// row for as many rows, written with the same group commit: the store's threads alone (what the
-/// floor does), then the whole process (what the floor does not: the requests, the turns, the
-/// model client, the hub, the connections).
-async fn cpu_rows(server: &ServerProcess, pid: u32, sizes: Sizes) -> Result<Vec<Row>> {
-    let before = measure::process_cpu(pid)?;
-    let store_before = measure::named_threads_cpu(pid, &STORE_THREADS)?;
-    let (turns, items) = concurrent_turns(server, sizes).await?;
-    let ours = measure::process_cpu(pid)?.saturating_sub(before);
-    let store = measure::named_threads_cpu(pid, &STORE_THREADS)?.saturating_sub(store_before);
-    let floor = sqlite_floor::Floor::open(SAME_GROUPING).await?;
-    let per_turn = items.div_ceil(turns.max(1));
-    let floor_before = floor.cpu();
-    sqlite_floor::turns(&floor, sizes.item_threads, 0, sizes.turns_per_thread, per_turn).await?;
-    let floor_cpu = floor.cpu().saturating_sub(floor_before);
-    // The floor writes a turn's start and finish besides its items: rows = items + 2 per turn.
-    let floor_rows = turns * (per_turn + 2);
-    let per_item = |cpu: std::time::Duration| cpu.as_secs_f64() * 1e6 / items.max(1) as f64;
-    let floor_per = floor_cpu.as_secs_f64() * 1e6 / floor_rows.max(1) as f64;
-    let comparator = format!(
-        "SQLite floor, same group commit: {floor_per:.1} µs per row written (its writer and checkpoint threads)"
-    );
-    let shape = format!("{turns} turns, {items} items on {} threads", sizes.item_threads);
-    let target = format_args!("≤ {CPU_RATIO}× the floor's CPU per row").to_string();
-    let (store_per, whole_per) = (per_item(store), per_item(ours));
-    let store_ratio = store_per / floor_per.max(1e-9);
-    let whole_ratio = whole_per / floor_per.max(1e-9);
-    Ok(vec![
-        row(
-            "store CPU per item completed (concurrent turns)",
-            format!("{store_per:.1} µs"),
-            comparator.clone(),
-            format!("{store_ratio:.2}× the floor; {shape}; the threads {} (schedstat)", STORE_THREADS.join(" and ")),
-            verdict(store_ratio <= CPU_RATIO, &target),
-        ),
-        row(
-            "server CPU per item completed (concurrent turns)",
-            format!("{whole_per:.0} µs"),
-            comparator,
-            format!(
-                "{whole_ratio:.2}× the floor; {shape}; whole process (user + system), of which the store's threads {:.0}%",
-                100.0 * store.as_secs_f64() / ours.as_secs_f64().max(1e-9)
-            ),
-            verdict(whole_ratio <= CPU_RATIO, &target),
-        ),
-    ])
 }
 
 /// The SQLite floor's writes to its log per turn, writing a turn's units (its start, `items`
