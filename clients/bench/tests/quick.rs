@@ -21,11 +21,13 @@ const ROWS: &[&str] = &[
     "database writes per turn (concurrent",
     "store CPU per item completed",
     "server CPU per item completed",
+    "server CPU per app command acknowledged",
     "concurrent streaming turns:",
     "a noisy command:",
     "thread/list first page and a page",
     "thread/read of a",
     "memory per idle initialized WebSocket connection",
+    "memory per idle MCP session",
     "resident memory at idle",
 ];
 
