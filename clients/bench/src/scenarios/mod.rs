@@ -141,8 +141,11 @@ pub const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"initialized","params
 /// reaches the compaction threshold. A compaction is a model request of its own, which the
 /// scripted mock answers with the next turn's stream (or a 500 once its replies run out): the
 /// full fan-out row's 10,000-delta turns filled the default 128,000-token window in four turns,
-/// and the turn that followed failed while the row waited for it to complete.
-const BENCH_MODEL_CONFIG: &str = "[model]\ncontext_window = 1000000000\nauto_compact = false\n";
+/// and the turn that followed failed while the row waited for it to complete. Memory
+/// consolidation is off for the same reason: every tenth turn it asks the model in the
+/// background, and the cluster throughput row ran its mock out in its last round.
+const BENCH_MODEL_CONFIG: &str =
+    "[model]\ncontext_window = 1000000000\nauto_compact = false\n\n[memory]\nauto_consolidate_enabled = false\n";
 
 /// The real server in a workspace of its own (a workspace takes one server).
 pub async fn bench_server(args: &[&str]) -> Result<ServerProcess> {
