@@ -63,8 +63,13 @@ pub(crate) async fn upgrade(State(edge): State<Arc<Edge>>, mut request: Request)
     edge.state.tasks.spawn(async move {
         match upgraded.await.map(|io| io.downcast::<TokioIo<TcpStream>>()) {
             Ok(Ok(parts)) => {
-                // What hyper read past the request head belongs to the WebSocket.
-                let socket = accept_socket(&state, parts.io.into_inner(), parts.read_buf.to_vec()).await;
+                // What hyper read past the request head belongs to the WebSocket. It is a view
+                // into hyper's whole read buffer (8 KiB): copied out and dropped here, not kept
+                // for the connection's life (`docs/performance.md`, idle memory).
+                let hyper::upgrade::Parts { io, read_buf, .. } = parts;
+                let read_ahead = read_buf.to_vec();
+                drop(read_buf);
+                let socket = accept_socket(&state, io.into_inner(), read_ahead).await;
                 serve_socket(state, socket, slot, credential).await;
             }
             Ok(Err(_)) => tracing::error!("WebSocket upgrade: the connection is not a TCP stream"),
