@@ -477,6 +477,17 @@ pub async fn initialize(
     }
 }
 
+/// An address on 127.0.0.1 that refuses connections for as long as the returned socket lives:
+/// bound, so no other test's server can take the port meanwhile, and not listening, so a
+/// connection to it is refused. (A port freed right after binding it is not: a mock model of a
+/// test running in parallel took one, and answered the requests meant to be refused.)
+pub fn refusing_addr() -> (tokio::net::TcpSocket, SocketAddr) {
+    let socket = tokio::net::TcpSocket::new_v4().expect("a socket");
+    socket.bind("127.0.0.1:0".parse().expect("an address")).expect("bind 127.0.0.1:0");
+    let addr = socket.local_addr().expect("its address");
+    (socket, addr)
+}
+
 /// Parses a frame that must be JSON.
 pub fn json(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or_else(|e| panic!("not JSON ({e}): {text}"))

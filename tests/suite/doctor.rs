@@ -18,7 +18,7 @@ async fn doctor_reports_each_check_and_fails_on_a_problem() {
         assert!(out.contains(check), "{check} in {out}");
     }
     // A model endpoint nobody listens on: the cause, not reqwest's first line.
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let (_held, closed) = appserver_tests::refusing_addr();
     let base = format!("http://{closed}/v1");
     let (status, out, _) =
         run_to_exit(&["doctor", "--workspace", &ws, "--model", "m", "--base-url", &base], dir.path()).await.unwrap();

@@ -37,7 +37,11 @@ async fn connect_error(base_url: String) -> String {
 
 #[tokio::test]
 async fn a_refused_connection_says_so() {
-    let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    // Bound and not listening: refused, and no other test's server can take the port meanwhile
+    // (a port freed right after binding it can be).
+    let held = tokio::net::TcpSocket::new_v4().unwrap();
+    held.bind("127.0.0.1:0".parse().unwrap()).unwrap();
+    let closed = held.local_addr().unwrap();
     let err = connect_error(format!("http://{closed}/v1")).await;
     assert!(err.contains("Connection refused"), "{err}");
 }
