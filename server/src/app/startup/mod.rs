@@ -188,6 +188,7 @@ async fn start_workspace_parts(state: &Arc<ServerState>) {
     if let Err(err) = state.plugins.refresh().await {
         tracing::error!(error = %err, "plugins not read");
     }
+    crate::domain::apps::descriptors::own_apps_folder(&state.config.workspace);
     let roots = crate::domain::apps::descriptors::roots(&state.config.workspace, state.config.aai_home.as_deref());
     let contributions = state.plugins.contributions.clone();
     let plugin_roots = Arc::new(move || contributions.app_dirs());

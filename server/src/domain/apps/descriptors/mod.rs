@@ -54,6 +54,20 @@ pub(crate) fn roots(workspace: &Path, aai_home: Option<&Path>) -> Vec<PathBuf> {
     roots
 }
 
+/// Makes the workspace's `.appserver/apps` when `.appserver` exists and it does not. A missing
+/// descriptor folder is watched through the nearest folder above it, and `.appserver` holds the
+/// SQLite store: every write of its WAL would wake the watcher's thread (an inotify event per
+/// `pwrite`, several per turn; docs/performance.md, round four). The empty folder is watched
+/// instead, and nothing the server writes lands in it.
+pub(crate) fn own_apps_folder(workspace: &Path) {
+    let own = workspace.join(".appserver");
+    if own.is_dir() && !own.join("apps").exists() {
+        if let Err(error) = std::fs::create_dir(own.join("apps")) {
+            tracing::debug!(%error, "the workspace's .appserver/apps not made; its parent is watched instead");
+        }
+    }
+}
+
 /// Every `<root>/*/aai.json` with its fingerprint, in a stable order. In the workspace's own
 /// folder (the first root: a cloned repository can carry `.appserver/apps/x -> ../../..`), an app
 /// folder or descriptor that is a symlink is left out, as the desktop's file routes refuse it; the
@@ -470,5 +484,21 @@ mod tests {
         std::os::unix::fs::symlink(&outside, home.join("users-own-link")).unwrap();
         let found: Vec<PathBuf> = scan(&[apps.clone(), home.clone()]).into_keys().collect();
         assert_eq!(found, vec![apps.join("real").join("aai.json"), home.join("users-own-link").join("aai.json")]);
+    }
+
+    #[test]
+    fn the_apps_folder_is_made_only_inside_an_existing_appserver_folder() {
+        let with = tempfile::tempdir().unwrap();
+        std::fs::create_dir(with.path().join(".appserver")).unwrap();
+        own_apps_folder(with.path());
+        assert!(with.path().join(".appserver/apps").is_dir());
+        // Made already: left as it is.
+        std::fs::write(with.path().join(".appserver/apps/kept"), "x").unwrap();
+        own_apps_folder(with.path());
+        assert!(with.path().join(".appserver/apps/kept").is_file());
+
+        let without = tempfile::tempdir().unwrap();
+        own_apps_folder(without.path());
+        assert!(!without.path().join(".appserver").exists(), "no .appserver is made where there was none");
     }
 }
