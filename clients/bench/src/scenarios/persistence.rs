@@ -43,12 +43,44 @@ pub async fn persistence(sizes: Sizes) -> Result<Vec<Row>> {
     Ok(rows)
 }
 
+/// How many times the full run's work the single rows do: a profile of a few seconds has
+/// enough samples to read shares of a percent.
+const PROFILE_SCALE: usize = 10;
+
 /// The items row alone (`--only items`): what `perf record -p` of the server profiles as one
 /// workload, concurrent turns.
 pub async fn items_only(sizes: Sizes) -> Result<Vec<Row>> {
+    let sizes = Sizes { turns_per_thread: sizes.turns_per_thread * PROFILE_SCALE, ..sizes };
     let server = bench_server(&[]).await?;
     let floors = floors().await?;
-    Ok(vec![items(&server, &floors, sizes).await?])
+    let cpu = ServerCpu::start(&server)?;
+    let row = items(&server, &floors, sizes).await?;
+    cpu.report("items", sizes.item_threads * sizes.turns_per_thread, "turns")?;
+    Ok(vec![row])
+}
+
+/// The server's CPU over a single row, printed on stderr: what alternating runs of two builds
+/// compare (the floors run in the benchmark's own process, so the server's CPU is its row's).
+struct ServerCpu {
+    pid: u32,
+    before: Duration,
+}
+
+impl ServerCpu {
+    fn start(server: &ServerProcess) -> Result<ServerCpu> {
+        let pid = server.pid().context("the server has no pid")?;
+        Ok(ServerCpu { pid, before: measure::process_cpu(pid)? })
+    }
+
+    fn report(&self, row: &str, units: usize, what: &str) -> Result<()> {
+        let cpu = measure::process_cpu(self.pid)?.saturating_sub(self.before);
+        let per = cpu.as_secs_f64() * 1e6 / units.max(1) as f64;
+        eprintln!(
+            "appserver-bench: {row}: server CPU {:.0} ms, {per:.0} µs per {what} ({units})",
+            cpu.as_secs_f64() * 1e3
+        );
+        Ok(())
+    }
 }
 
 /// The app commands row alone (`--only app-commands`), for a profile of that workload.
@@ -56,7 +88,10 @@ pub async fn app_commands_only(sizes: Sizes) -> Result<Vec<Row>> {
     let server = bench_server(&[]).await?;
     let floors = floors().await?;
     let (host, window) = new_host(&server).await?;
-    let row = app_commands(&server, &window, &floors, sizes.replay, sizes.rounds).await?;
+    let total = sizes.replay * PROFILE_SCALE;
+    let cpu = ServerCpu::start(&server)?;
+    let row = app_commands(&server, &window, &floors, total, sizes.rounds).await?;
+    cpu.report("app commands", total, "command")?;
     host.abort();
     Ok(vec![row])
 }
