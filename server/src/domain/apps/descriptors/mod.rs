@@ -61,7 +61,9 @@ pub(crate) fn roots(workspace: &Path, aai_home: Option<&Path>) -> Vec<PathBuf> {
 /// instead, and nothing the server writes lands in it.
 pub(crate) fn own_apps_folder(workspace: &Path) {
     let own = workspace.join(".appserver");
-    if own.is_dir() && !own.join("apps").exists() {
+    // Not through a symlink: a cloned repository's `.appserver` link does not choose where we write.
+    let real_folder = std::fs::symlink_metadata(&own).is_ok_and(|meta| meta.is_dir());
+    if real_folder && std::fs::symlink_metadata(own.join("apps")).is_err() {
         if let Err(error) = std::fs::create_dir(own.join("apps")) {
             tracing::debug!(%error, "the workspace's .appserver/apps not made; its parent is watched instead");
         }
@@ -486,6 +488,7 @@ mod tests {
         assert_eq!(found, vec![apps.join("real").join("aai.json"), home.join("users-own-link").join("aai.json")]);
     }
 
+    #[cfg(unix)]
     #[test]
     fn the_apps_folder_is_made_only_inside_an_existing_appserver_folder() {
         let with = tempfile::tempdir().unwrap();
@@ -500,5 +503,12 @@ mod tests {
         let without = tempfile::tempdir().unwrap();
         own_apps_folder(without.path());
         assert!(!without.path().join(".appserver").exists(), "no .appserver is made where there was none");
+
+        // A cloned repository's `.appserver -> elsewhere` does not choose where a folder is made.
+        let cloned = tempfile::tempdir().unwrap();
+        let elsewhere = tempfile::tempdir().unwrap();
+        std::os::unix::fs::symlink(elsewhere.path(), cloned.path().join(".appserver")).unwrap();
+        own_apps_folder(cloned.path());
+        assert!(!elsewhere.path().join("apps").exists());
     }
 }
