@@ -31,7 +31,7 @@ const STORE_THREADS: [&str; 2] = ["store-writer", "store-checkpoint"];
 const COMMAND_CALLERS: usize = 32;
 
 /// Microseconds per unit.
-fn per(cpu: Duration, units: usize) -> f64 {
+pub(super) fn per(cpu: Duration, units: usize) -> f64 {
     cpu.as_secs_f64() * 1e6 / units.max(1) as f64
 }
 

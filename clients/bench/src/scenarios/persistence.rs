@@ -74,7 +74,7 @@ impl ServerCpu {
 
     fn report(&self, row: &str, units: usize, what: &str) -> Result<()> {
         let cpu = measure::process_cpu(self.pid)?.saturating_sub(self.before);
-        let per = cpu.as_secs_f64() * 1e6 / units.max(1) as f64;
+        let per = super::cpu::per(cpu, units);
         eprintln!(
             "appserver-bench: {row}: server CPU {:.0} ms, {per:.0} µs per {what} ({units})",
             cpu.as_secs_f64() * 1e3
